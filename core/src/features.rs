@@ -1,0 +1,246 @@
+//! Device features as data (in the spirit of wgpu-hal's `PhysicalDeviceFeatures`): a set that the
+//! runtime fills from the Vulkan `pNext` chain and tests build by hand.
+
+use std::fmt;
+
+/// One device capability that a kernel variant may need.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Feature {
+    /// `storageBuffer16BitAccess`: 16-bit types in storage buffers (fp16 / bf16 storage).
+    StorageBuffer16BitAccess = 0,
+    /// `uniformAndStorageBuffer16BitAccess`.
+    UniformAndStorageBuffer16BitAccess,
+    /// `shaderFloat16`: fp16 arithmetic.
+    ShaderFloat16,
+    /// `storageBuffer8BitAccess`: 8-bit types in storage buffers.
+    StorageBuffer8BitAccess,
+    /// `shaderInt8`: int8 arithmetic.
+    ShaderInt8,
+    /// `shaderInt16`.
+    ShaderInt16,
+    /// `shaderInt64`.
+    ShaderInt64,
+    /// `shaderBFloat16Type` (VK_KHR_shader_bfloat16).
+    ShaderBFloat16Type,
+    /// `cooperativeMatrix` (VK_KHR_cooperative_matrix).
+    CooperativeMatrix,
+    /// `subgroupSizeControl` + `computeFullSubgroups`.
+    SubgroupSizeControl,
+    /// `shaderIntegerDotProduct`.
+    IntegerDotProduct,
+    /// r32f and rgba32f usable as sampled and storage images (image variants in fp32).
+    ImageFormatsFp32,
+    /// r16f and rgba16f usable as sampled and storage images (image variants in fp16).
+    ImageFormatsFp16,
+}
+
+impl Feature {
+    /// Every feature, in declaration order.
+    pub const ALL: [Feature; 13] = [
+        Feature::StorageBuffer16BitAccess,
+        Feature::UniformAndStorageBuffer16BitAccess,
+        Feature::ShaderFloat16,
+        Feature::StorageBuffer8BitAccess,
+        Feature::ShaderInt8,
+        Feature::ShaderInt16,
+        Feature::ShaderInt64,
+        Feature::ShaderBFloat16Type,
+        Feature::CooperativeMatrix,
+        Feature::SubgroupSizeControl,
+        Feature::IntegerDotProduct,
+        Feature::ImageFormatsFp32,
+        Feature::ImageFormatsFp16,
+    ];
+
+    /// The name Vulkan gives the feature (or the condition, for image formats).
+    pub const fn vulkan_name(self) -> &'static str {
+        match self {
+            Feature::StorageBuffer16BitAccess => "storageBuffer16BitAccess",
+            Feature::UniformAndStorageBuffer16BitAccess => "uniformAndStorageBuffer16BitAccess",
+            Feature::ShaderFloat16 => "shaderFloat16",
+            Feature::StorageBuffer8BitAccess => "storageBuffer8BitAccess",
+            Feature::ShaderInt8 => "shaderInt8",
+            Feature::ShaderInt16 => "shaderInt16",
+            Feature::ShaderInt64 => "shaderInt64",
+            Feature::ShaderBFloat16Type => "shaderBFloat16Type",
+            Feature::CooperativeMatrix => "cooperativeMatrix",
+            Feature::SubgroupSizeControl => "subgroupSizeControl",
+            Feature::IntegerDotProduct => "shaderIntegerDotProduct",
+            Feature::ImageFormatsFp32 => "r32f/rgba32f sampled+storage images",
+            Feature::ImageFormatsFp16 => "r16f/rgba16f sampled+storage images",
+        }
+    }
+}
+
+impl fmt::Display for Feature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.vulkan_name())
+    }
+}
+
+/// A set of [`Feature`]s (a bit set; `Copy`, usable in `const` contexts).
+#[derive(Copy, Clone, Default, PartialEq, Eq, Hash)]
+pub struct FeatureSet(u32);
+
+impl FeatureSet {
+    /// The empty set.
+    pub const EMPTY: FeatureSet = FeatureSet(0);
+
+    /// The set holding exactly `features`.
+    pub const fn from_slice(features: &[Feature]) -> FeatureSet {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < features.len() {
+            bits |= 1 << features[i] as u8;
+            i += 1;
+        }
+        FeatureSet(bits)
+    }
+
+    /// Every feature vkprism knows.
+    pub const fn all() -> FeatureSet {
+        FeatureSet::from_slice(&Feature::ALL)
+    }
+
+    pub const fn contains(self, f: Feature) -> bool {
+        self.0 & (1 << f as u8) != 0
+    }
+
+    pub const fn contains_all(self, other: FeatureSet) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    pub const fn with(self, f: Feature) -> FeatureSet {
+        FeatureSet(self.0 | (1 << f as u8))
+    }
+
+    pub const fn without(self, f: Feature) -> FeatureSet {
+        FeatureSet(self.0 & !(1 << f as u8))
+    }
+
+    pub fn insert(&mut self, f: Feature) {
+        *self = self.with(f);
+    }
+
+    pub fn remove(&mut self, f: Feature) {
+        *self = self.without(f);
+    }
+
+    pub const fn union(self, other: FeatureSet) -> FeatureSet {
+        FeatureSet(self.0 | other.0)
+    }
+
+    /// The features of `self` that `other` lacks.
+    pub const fn difference(self, other: FeatureSet) -> FeatureSet {
+        FeatureSet(self.0 & !other.0)
+    }
+
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    pub fn iter(self) -> impl Iterator<Item = Feature> {
+        Feature::ALL.into_iter().filter(move |f| self.contains(*f))
+    }
+}
+
+impl FromIterator<Feature> for FeatureSet {
+    fn from_iter<I: IntoIterator<Item = Feature>>(iter: I) -> Self {
+        let mut s = FeatureSet::EMPTY;
+        for f in iter {
+            s.insert(f);
+        }
+        s
+    }
+}
+
+impl fmt::Debug for FeatureSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+impl fmt::Display for FeatureSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_empty() {
+            return f.write_str("(none)");
+        }
+        let names: Vec<_> = self.iter().map(Feature::vulkan_name).collect();
+        f.write_str(&names.join(", "))
+    }
+}
+
+/// The limits the runtime checks before it asks the driver for something it would refuse.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct DeviceLimits {
+    pub max_compute_work_group_count: [u32; 3],
+    pub max_compute_work_group_size: [u32; 3],
+    pub max_compute_work_group_invocations: u32,
+    pub max_compute_shared_memory_size: u32,
+    pub max_storage_buffer_range: u64,
+    pub max_uniform_buffer_range: u64,
+    pub max_memory_allocation_size: u64,
+    pub max_push_constants_size: u32,
+    pub max_image_dimension_1d: u32,
+    pub max_image_dimension_2d: u32,
+    pub max_image_dimension_3d: u32,
+    pub subgroup_size: u32,
+    /// Nanoseconds per timestamp tick; 0 when the queue has no timestamps.
+    pub timestamp_period_ns: f32,
+}
+
+impl Default for DeviceLimits {
+    /// The minimums the Vulkan 1.2 specification guarantees.
+    fn default() -> Self {
+        DeviceLimits {
+            max_compute_work_group_count: [65535; 3],
+            max_compute_work_group_size: [128, 128, 64],
+            max_compute_work_group_invocations: 128,
+            max_compute_shared_memory_size: 16384,
+            max_storage_buffer_range: 1 << 27,
+            max_uniform_buffer_range: 16384,
+            max_memory_allocation_size: 1 << 30,
+            max_push_constants_size: 128,
+            max_image_dimension_1d: 4096,
+            max_image_dimension_2d: 4096,
+            max_image_dimension_3d: 256,
+            subgroup_size: 1,
+            timestamp_period_ns: 0.0,
+        }
+    }
+}
+
+/// What a device offers: its features and limits. Built by the runtime from the driver, or by hand.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct DeviceFeatures {
+    pub features: FeatureSet,
+    pub limits: DeviceLimits,
+}
+
+impl DeviceFeatures {
+    pub fn new(features: FeatureSet) -> Self {
+        DeviceFeatures { features, limits: DeviceLimits::default() }
+    }
+
+    pub fn supports(&self, f: Feature) -> bool {
+        self.features.contains(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_operations() {
+        let s = FeatureSet::from_slice(&[Feature::ShaderFloat16, Feature::ShaderInt8]);
+        assert!(s.contains(Feature::ShaderFloat16));
+        assert!(!s.contains(Feature::StorageBuffer16BitAccess));
+        let need = FeatureSet::EMPTY.with(Feature::StorageBuffer16BitAccess).with(Feature::ShaderFloat16);
+        assert_eq!(need.difference(s).iter().collect::<Vec<_>>(), vec![Feature::StorageBuffer16BitAccess]);
+        assert!(FeatureSet::all().contains_all(need));
+        assert_eq!(FeatureSet::all().iter().count(), Feature::ALL.len());
+        assert_eq!(s.to_string(), "shaderFloat16, shaderInt8");
+    }
+}

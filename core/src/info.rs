@@ -1,0 +1,161 @@
+//! Static kernel metadata, as `compute_shader!` writes it into the user's crate and the runtime
+//! reads it. Every value here comes from SPIR-V reflection of the compiled variants.
+
+use crate::{FeatureSet, VariantKey};
+
+/// Everything the runtime needs to know about one kernel.
+#[derive(Debug)]
+pub struct KernelInfo {
+    /// The kernel's module name, as written in the macro.
+    pub name: &'static str,
+    pub variants: &'static [VariantInfo],
+    /// Push-constant block, if the kernel declares one.
+    pub push_constants: Option<PushConstantInfo>,
+    /// Specialization constants other than the workgroup size.
+    pub spec_constants: &'static [SpecConstantInfo],
+    /// Workgroup size per dimension: default and the constant id that overrides it.
+    pub local_size: [LocalSizeDim; 3],
+}
+
+/// One compiled variant.
+#[derive(Debug)]
+pub struct VariantInfo {
+    pub key: VariantKey,
+    /// Device features the variant needs.
+    pub requires: FeatureSet,
+    /// The SPIR-V module (entry point `main`).
+    pub spirv: &'static [u32],
+    /// Descriptor bindings, sorted by (set, binding).
+    pub bindings: &'static [BindingInfo],
+}
+
+/// One descriptor binding of one variant.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct BindingInfo {
+    pub set: u32,
+    pub binding: u32,
+    /// The block or variable name in the GLSL source.
+    pub name: &'static str,
+    pub kind: BindingKind,
+    pub access: Access,
+    /// Element type of the runtime array (buffers) or texel (images).
+    pub element: ElementType,
+    /// The tensor format this binding expects in this variant.
+    pub format: TensorFormat,
+    /// Image dimensionality (1, 2, 3); 0 for buffers.
+    pub dims: u8,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum BindingKind {
+    StorageBuffer,
+    UniformBuffer,
+    /// `sampler1D/2D/3D` (combined image sampler).
+    SampledImage,
+    /// `image1D/2D/3D` with a format qualifier.
+    StorageImage,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Access {
+    ReadOnly,
+    WriteOnly,
+    ReadWrite,
+}
+
+impl Access {
+    pub const fn reads(self) -> bool {
+        !matches!(self, Access::WriteOnly)
+    }
+    pub const fn writes(self) -> bool {
+        !matches!(self, Access::ReadOnly)
+    }
+}
+
+/// The scalar kind of an element.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ScalarKind {
+    F32,
+    F16,
+    I32,
+    U32,
+    I16,
+    U16,
+    I8,
+    U8,
+    I64,
+    U64,
+    F64,
+    Bool,
+}
+
+impl ScalarKind {
+    pub const fn size(self) -> u32 {
+        match self {
+            ScalarKind::F32 | ScalarKind::I32 | ScalarKind::U32 | ScalarKind::Bool => 4,
+            ScalarKind::F16 | ScalarKind::I16 | ScalarKind::U16 => 2,
+            ScalarKind::I8 | ScalarKind::U8 => 1,
+            ScalarKind::I64 | ScalarKind::U64 | ScalarKind::F64 => 8,
+        }
+    }
+}
+
+/// An element type: `components` scalars, `stride` bytes apart in an array.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ElementType {
+    pub scalar: ScalarKind,
+    pub components: u32,
+    /// Array stride in bytes (0 for images and non-array blocks).
+    pub stride: u32,
+}
+
+/// How a tensor's elements are stored in GPU memory.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TensorFormat {
+    F32,
+    /// IEEE half, also the layout of packed fp16 (`packHalf2x16` puts element 0 in the low half).
+    F16,
+    /// bfloat16, the top 16 bits of an f32.
+    Bf16,
+    I8,
+    I32,
+    U32,
+    /// Anything else (a struct, or a type the runtime does not convert): bytes as given.
+    Raw,
+}
+
+impl TensorFormat {
+    /// Bytes per element.
+    pub const fn size(self) -> usize {
+        match self {
+            TensorFormat::F32 | TensorFormat::I32 | TensorFormat::U32 => 4,
+            TensorFormat::F16 | TensorFormat::Bf16 => 2,
+            TensorFormat::I8 | TensorFormat::Raw => 1,
+        }
+    }
+}
+
+/// The push-constant block.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PushConstantInfo {
+    pub size: u32,
+}
+
+/// One specialization constant.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SpecConstantInfo {
+    pub id: u32,
+    pub name: &'static str,
+    pub scalar: ScalarKind,
+    /// Default value's bits as SPIR-V stores them (32-bit).
+    pub default_bits: u32,
+}
+
+/// One dimension of the workgroup size.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LocalSizeDim {
+    pub default: u32,
+    /// Specialization constant id overriding it (always set by vkprism: 233, 234, 235 unless the
+    /// kernel names its own).
+    pub spec_id: Option<u32>,
+}

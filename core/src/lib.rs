@@ -1,0 +1,17 @@
+//! The one vocabulary shared by the `compute_shader!` compiler and the runtime.
+//!
+//! The compiler decides, per variant, which [`Feature`]s the SPIR-V needs and writes them into
+//! the generated [`VariantInfo`] table; the runtime detects the same [`Feature`]s on the device
+//! and picks a variant. Both sides naming features through this crate is what keeps them in step.
+//! Nothing here depends on Vulkan or on proc-macro types.
+
+mod features;
+mod info;
+mod variant;
+
+pub use features::{DeviceFeatures, DeviceLimits, Feature, FeatureSet};
+pub use info::{
+    Access, BindingInfo, BindingKind, ElementType, KernelInfo, LocalSizeDim, PushConstantInfo,
+    ScalarKind, SpecConstantInfo, TensorFormat, VariantInfo,
+};
+pub use variant::{FloatMode, Int8Mode, MemoryKind, ParseVariantError, VariantKey};

@@ -1,0 +1,273 @@
+//! Variant keys: one point on each axis a kernel uses (float precision, memory kind, int8 mode,
+//! local memory), their names, and the device features each one needs.
+
+use crate::{Feature, FeatureSet, TensorFormat};
+use std::fmt;
+
+/// The float precision axis (storage / arithmetic).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum FloatMode {
+    /// fp32 storage and arithmetic.
+    Fp32,
+    /// fp16 packed two per `uint` (`packHalf2x16`), fp32 arithmetic.
+    Fp16p,
+    /// fp16 packed storage, fp16 arithmetic.
+    Fp16pa,
+    /// native `float16_t` storage, fp32 arithmetic.
+    Fp16s,
+    /// native `float16_t` storage, fp16 arithmetic.
+    Fp16sa,
+    /// bfloat16 packed two per `uint`, fp32 arithmetic.
+    Bf16p,
+    /// bfloat16 in 16-bit storage (`uint16_t` holding the top half of an fp32), fp32 arithmetic.
+    Bf16s,
+}
+
+impl FloatMode {
+    pub const ALL: [FloatMode; 7] = [
+        FloatMode::Fp32,
+        FloatMode::Fp16p,
+        FloatMode::Fp16pa,
+        FloatMode::Fp16s,
+        FloatMode::Fp16sa,
+        FloatMode::Bf16p,
+        FloatMode::Bf16s,
+    ];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            FloatMode::Fp32 => "fp32",
+            FloatMode::Fp16p => "fp16p",
+            FloatMode::Fp16pa => "fp16pa",
+            FloatMode::Fp16s => "fp16s",
+            FloatMode::Fp16sa => "fp16sa",
+            FloatMode::Bf16p => "bf16p",
+            FloatMode::Bf16s => "bf16s",
+        }
+    }
+
+    pub const fn is_fp16(self) -> bool {
+        matches!(self, FloatMode::Fp16p | FloatMode::Fp16pa | FloatMode::Fp16s | FloatMode::Fp16sa)
+    }
+    pub const fn is_bf16(self) -> bool {
+        matches!(self, FloatMode::Bf16p | FloatMode::Bf16s)
+    }
+    /// Storage packed into `uint`s (GLSL 4.20 pack/unpack built-ins).
+    pub const fn is_packed(self) -> bool {
+        matches!(self, FloatMode::Fp16p | FloatMode::Fp16pa | FloatMode::Bf16p)
+    }
+    /// Storage in native 16-bit types.
+    pub const fn is_storage16(self) -> bool {
+        matches!(self, FloatMode::Fp16s | FloatMode::Fp16sa | FloatMode::Bf16s)
+    }
+    /// fp16 arithmetic (`afp` is `float16_t`).
+    pub const fn is_fp16_arithmetic(self) -> bool {
+        matches!(self, FloatMode::Fp16pa | FloatMode::Fp16sa)
+    }
+
+    /// How tensors bound to this variant's `sfp…` buffers are laid out in memory. Packed and
+    /// native 16-bit storage share one byte layout (element `i` in bytes `2i..2i+2`).
+    pub const fn storage_format(self) -> TensorFormat {
+        match self {
+            FloatMode::Fp32 => TensorFormat::F32,
+            FloatMode::Bf16p | FloatMode::Bf16s => TensorFormat::Bf16,
+            _ => TensorFormat::F16,
+        }
+    }
+
+    /// Features this precision needs from the device.
+    pub const fn requires(self) -> FeatureSet {
+        match self {
+            FloatMode::Fp32 | FloatMode::Fp16p | FloatMode::Bf16p => FeatureSet::EMPTY,
+            FloatMode::Fp16pa => FeatureSet::from_slice(&[Feature::ShaderFloat16]),
+            FloatMode::Fp16s | FloatMode::Bf16s => {
+                FeatureSet::from_slice(&[Feature::StorageBuffer16BitAccess])
+            }
+            FloatMode::Fp16sa => FeatureSet::from_slice(&[
+                Feature::StorageBuffer16BitAccess,
+                Feature::ShaderFloat16,
+            ]),
+        }
+    }
+}
+
+/// The memory axis: storage buffers, or sampled + storage images.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemoryKind {
+    Buffer,
+    Image,
+}
+
+impl MemoryKind {
+    pub const fn name(self) -> &'static str {
+        match self {
+            MemoryKind::Buffer => "buffer",
+            MemoryKind::Image => "image",
+        }
+    }
+}
+
+/// The int8 axis, present only for kernels that use int8 types.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Int8Mode {
+    /// four int8 packed per `uint`, 32-bit arithmetic.
+    Int8p,
+    /// native `int8_t` storage, 32-bit arithmetic.
+    Int8s,
+    /// native `int8_t` storage and 8-bit arithmetic.
+    Int8a,
+}
+
+impl Int8Mode {
+    pub const ALL: [Int8Mode; 3] = [Int8Mode::Int8p, Int8Mode::Int8s, Int8Mode::Int8a];
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Int8Mode::Int8p => "int8p",
+            Int8Mode::Int8s => "int8s",
+            Int8Mode::Int8a => "int8a",
+        }
+    }
+
+    pub const fn requires(self) -> FeatureSet {
+        match self {
+            Int8Mode::Int8p => FeatureSet::EMPTY,
+            Int8Mode::Int8s => FeatureSet::from_slice(&[Feature::StorageBuffer8BitAccess]),
+            Int8Mode::Int8a => FeatureSet::from_slice(&[
+                Feature::StorageBuffer8BitAccess,
+                Feature::ShaderInt8,
+            ]),
+        }
+    }
+}
+
+/// One variant of a kernel. Axes a kernel does not use are `None` (int8, local memory) or take
+/// their neutral value (`Fp32`, `Buffer`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct VariantKey {
+    pub float: FloatMode,
+    pub memory: MemoryKind,
+    pub int8: Option<Int8Mode>,
+    pub local_memory: Option<bool>,
+}
+
+impl VariantKey {
+    pub const fn new(float: FloatMode) -> Self {
+        VariantKey { float, memory: MemoryKind::Buffer, int8: None, local_memory: None }
+    }
+
+    /// Everything the device must offer to run this variant.
+    pub const fn requires(&self) -> FeatureSet {
+        let mut set = self.float.requires();
+        if let Some(i) = self.int8 {
+            set = set.union(i.requires());
+        }
+        if let MemoryKind::Image = self.memory {
+            set = set.with(if self.float.is_fp16() {
+                Feature::ImageFormatsFp16
+            } else {
+                Feature::ImageFormatsFp32
+            });
+        }
+        set
+    }
+
+    /// The variant's name: `float[_int8][_image][_lm|_nolm]`, e.g. `fp16sa`, `fp32_int8s_image`.
+    pub fn name(&self) -> String {
+        let mut s = self.float.name().to_string();
+        if let Some(i) = self.int8 {
+            s.push('_');
+            s.push_str(i.name());
+        }
+        if self.memory == MemoryKind::Image {
+            s.push_str("_image");
+        }
+        match self.local_memory {
+            Some(true) => s.push_str("_lm"),
+            Some(false) => s.push_str("_nolm"),
+            None => {}
+        }
+        s
+    }
+
+    /// Parses a name made by [`VariantKey::name`].
+    pub fn parse(name: &str) -> Result<VariantKey, ParseVariantError> {
+        let err = || ParseVariantError { name: name.to_string() };
+        let mut parts = name.split('_');
+        let float = parts.next().and_then(|p| FloatMode::ALL.into_iter().find(|f| f.name() == p));
+        let mut key = VariantKey::new(float.ok_or_else(err)?);
+        let mut stage = 0;
+        for part in parts {
+            let next_stage;
+            if let Some(i) = Int8Mode::ALL.into_iter().find(|i| i.name() == part) {
+                key.int8 = Some(i);
+                next_stage = 1;
+            } else if part == "image" {
+                key.memory = MemoryKind::Image;
+                next_stage = 2;
+            } else if part == "lm" || part == "nolm" {
+                key.local_memory = Some(part == "lm");
+                next_stage = 3;
+            } else {
+                return Err(err());
+            }
+            if next_stage <= stage {
+                return Err(err());
+            }
+            stage = next_stage;
+        }
+        Ok(key)
+    }
+}
+
+impl fmt::Display for VariantKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
+/// A string that names no variant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseVariantError {
+    pub name: String,
+}
+
+impl fmt::Display for ParseVariantError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "`{}` is not a variant name (form: float[_int8][_image][_lm|_nolm])", self.name)
+    }
+}
+
+impl std::error::Error for ParseVariantError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for f in FloatMode::ALL {
+            for m in [MemoryKind::Buffer, MemoryKind::Image] {
+                for i in [None, Some(Int8Mode::Int8p), Some(Int8Mode::Int8a)] {
+                    for lm in [None, Some(true), Some(false)] {
+                        let k = VariantKey { float: f, memory: m, int8: i, local_memory: lm };
+                        assert_eq!(VariantKey::parse(&k.name()), Ok(k), "{}", k.name());
+                    }
+                }
+            }
+        }
+        assert!(VariantKey::parse("fp17").is_err());
+        assert!(VariantKey::parse("fp32_image_int8s").is_err(), "axes out of order");
+        assert!(VariantKey::parse("fp32_lm_lm").is_err());
+    }
+
+    #[test]
+    fn requirements() {
+        let k = VariantKey { float: FloatMode::Fp16sa, memory: MemoryKind::Image, int8: Some(Int8Mode::Int8a), local_memory: None };
+        let r = k.requires();
+        for f in [Feature::StorageBuffer16BitAccess, Feature::ShaderFloat16, Feature::StorageBuffer8BitAccess, Feature::ShaderInt8, Feature::ImageFormatsFp16] {
+            assert!(r.contains(f), "{f}");
+        }
+        assert!(VariantKey::new(FloatMode::Fp16p).requires().is_empty());
+    }
+}
