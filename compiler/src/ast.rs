@@ -1,0 +1,155 @@
+//! Phase 1, parse: the macro's input as written.
+//!
+//! ```text
+//! compute_shader! {
+//!     /// docs
+//!     pub mod add_one,                // visibility and module name of the generated bindings
+//!     src: r#"#version 450 ..."#,    // inline extended GLSL, or
+//!     path: "kernels/add_one.comp",   // a file relative to CARGO_MANIFEST_DIR
+//!     variants: [fp32, fp16sa],       // optional: narrow the variant list
+//!     crate: ::vkprism,               // optional: path of the vkprism facade
+//! }
+//! ```
+
+use crate::ctxt::Ctxt;
+use proc_macro2::Span;
+use syn::parse::{Parse, ParseStream};
+use syn::{Attribute, Ident, LitStr, Path, Token, Visibility};
+
+pub struct Input {
+    pub attrs: Vec<Attribute>,
+    pub vis: Visibility,
+    pub name: Ident,
+    pub entries: Vec<Entry>,
+}
+
+/// One `key: value` entry, before validation.
+pub struct Entry {
+    pub key: Ident,
+    pub value: Value,
+}
+
+pub enum Value {
+    Str(LitStr),
+    List(Vec<Ident>, Span),
+    Path(Path),
+}
+
+impl Parse for Input {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let attrs = input.call(Attribute::parse_outer)?;
+        let vis: Visibility = input.parse()?;
+        input.parse::<Token![mod]>().map_err(|e| {
+            syn::Error::new(e.span(), "expected `mod <name>` (e.g. `pub mod add_one,`) first")
+        })?;
+        let name: Ident = input.parse()?;
+        let mut entries = Vec::new();
+        while !input.is_empty() {
+            input.parse::<Token![,]>()?;
+            if input.is_empty() {
+                break;
+            }
+            let key: Ident = if input.peek(Token![crate]) {
+                let k: Token![crate] = input.parse()?;
+                Ident::new("crate", k.span)
+            } else {
+                input.parse()?
+            };
+            input.parse::<Token![:]>()?;
+            let value = if input.peek(LitStr) {
+                Value::Str(input.parse()?)
+            } else if input.peek(syn::token::Bracket) {
+                let content;
+                let bracket = syn::bracketed!(content in input);
+                let items = content.parse_terminated(Ident::parse, Token![,])?;
+                Value::List(items.into_iter().collect(), bracket.span.join())
+            } else {
+                Value::Path(input.parse()?)
+            };
+            entries.push(Entry { key, value });
+        }
+        Ok(Input { attrs, vis, name, entries })
+    }
+}
+
+/// The source of the kernel.
+#[derive(Clone)]
+pub enum SourceSpec {
+    Inline(LitStr),
+    File(LitStr),
+}
+
+impl SourceSpec {
+    pub fn lit(&self) -> &LitStr {
+        match self {
+            SourceSpec::Inline(l) | SourceSpec::File(l) => l,
+        }
+    }
+}
+
+/// Phase 2 (validate keys): the input with every key checked. Errors go to `cx`; what could not be
+/// understood is left at its default so later phases can still run and report their own errors.
+pub struct KernelSpec {
+    pub attrs: Vec<Attribute>,
+    pub vis: Visibility,
+    pub name: Ident,
+    pub source: Option<SourceSpec>,
+    pub variants: Option<Vec<Ident>>,
+    pub krate: Path,
+}
+
+const KEYS: &[&str] = &["src", "path", "variants", "crate"];
+
+impl KernelSpec {
+    pub fn from_input(cx: &Ctxt, input: Input) -> KernelSpec {
+        let mut source: Option<SourceSpec> = None;
+        let mut variants = None;
+        let mut krate: Option<Path> = None;
+        let mut seen: Vec<String> = Vec::new();
+        for Entry { key, value } in input.entries {
+            let k = key.to_string();
+            if seen.contains(&k) {
+                cx.error(key.span(), format!("duplicate key `{k}`"));
+                continue;
+            }
+            seen.push(k.clone());
+            match (k.as_str(), value) {
+                ("src", Value::Str(s)) => set_source(cx, &mut source, SourceSpec::Inline(s), &key),
+                ("path", Value::Str(s)) => set_source(cx, &mut source, SourceSpec::File(s), &key),
+                ("variants", Value::List(list, span)) => {
+                    if list.is_empty() {
+                        cx.error(span, "`variants` is empty: list at least one variant or leave the key out");
+                    }
+                    variants = Some(list)
+                }
+                ("crate", Value::Path(p)) => krate = Some(p),
+                ("src" | "path", _) => cx.error(key.span(), format!("`{k}` takes a string literal")),
+                ("variants", _) => cx.error(key.span(), "`variants` takes a list, e.g. `[fp32, fp16sa]`"),
+                ("crate", _) => cx.error(key.span(), "`crate` takes a path, e.g. `::vkprism`"),
+                _ => cx.error(
+                    key.span(),
+                    format!("unknown key `{k}`; expected one of: {}", KEYS.join(", ")),
+                ),
+            }
+        }
+        if source.is_none() && !seen.iter().any(|k| k == "src" || k == "path") {
+            cx.error(input.name.span(), "missing kernel source: add `src: \"...\"` or `path: \"file.comp\"`");
+        }
+        KernelSpec {
+            attrs: input.attrs,
+            vis: input.vis,
+            name: input.name,
+            source,
+            variants,
+            krate: krate.unwrap_or_else(|| syn::parse_quote!(::vkprism)),
+        }
+    }
+}
+
+fn set_source(cx: &Ctxt, slot: &mut Option<SourceSpec>, new: SourceSpec, key: &Ident) {
+    if slot.is_some() {
+        cx.error(key.span(), "give the kernel source once: `src` and `path` exclude each other");
+    } else {
+        *slot = Some(new);
+    }
+}

@@ -1,0 +1,118 @@
+//! Phase 6, the binding model: the reflections of all variants merged into one description of
+//! the kernel, with the checks that make one typed API honest: every variant agrees on push
+//! constants and specialization constants, and every variant of one memory kind agrees on its
+//! descriptor set (element types may differ: that is what variants are).
+
+use crate::reflect::{Binding, PushBlock, Reflection, SpecConstant};
+use std::collections::BTreeMap;
+use vkprism_core::{BindingKind, LocalSizeDim, MemoryKind, ScalarKind, TensorFormat, VariantKey};
+
+#[derive(Debug)]
+pub struct VariantModel {
+    pub key: VariantKey,
+    pub spirv: Vec<u32>,
+    pub bindings: Vec<(Binding, TensorFormat)>,
+}
+
+#[derive(Debug)]
+pub struct KernelModel {
+    pub variants: Vec<VariantModel>,
+    pub push: Option<PushBlock>,
+    pub spec: Vec<SpecConstant>,
+    pub local_size: [LocalSizeDim; 3],
+    /// The descriptor interface of each memory kind present.
+    pub interfaces: BTreeMap<MemoryKind, Vec<Binding>>,
+}
+
+/// The variant a binding's element type is compared with to tell a precision-following buffer
+/// (`sfpvec4`: `vec4` in fp32, `uvec2` in fp16p) from a plain one (`uint`: the same everywhere).
+pub fn reference_key(key: &VariantKey) -> VariantKey {
+    VariantKey {
+        float: vkprism_core::FloatMode::Fp32,
+        int8: key.int8.map(|_| vkprism_core::Int8Mode::Int8s),
+        ..*key
+    }
+}
+
+/// The tensor format a binding expects, from its element scalar in this variant and in the
+/// reference variant.
+pub fn binding_format(key: &VariantKey, b: &Binding, reference: Option<&Binding>) -> TensorFormat {
+    if matches!(b.kind, BindingKind::SampledImage | BindingKind::StorageImage) {
+        return if key.float.is_fp16() { TensorFormat::F16 } else { TensorFormat::F32 };
+    }
+    let r = reference.map(|r| r.element.scalar);
+    match (b.element.scalar, r) {
+        (ScalarKind::F32, _) => TensorFormat::F32,
+        (ScalarKind::F16, _) => TensorFormat::F16,
+        (ScalarKind::U16, Some(ScalarKind::F32)) => TensorFormat::Bf16,
+        (ScalarKind::U32, Some(ScalarKind::F32)) => key.float.storage_format(),
+        (ScalarKind::U32, Some(ScalarKind::I8)) => TensorFormat::I8,
+        (ScalarKind::I8, _) => TensorFormat::I8,
+        (ScalarKind::I32, _) => TensorFormat::I32,
+        (ScalarKind::U32, _) => TensorFormat::U32,
+        _ => TensorFormat::Raw,
+    }
+}
+
+/// Merges reflections. `compiled` holds every compiled variant, including reference variants
+/// compiled only for [`binding_format`]; `emit` says which ones the kernel ships.
+pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[VariantKey]) -> Result<KernelModel, Vec<String>> {
+    let mut errors = Vec::new();
+    let first_key = emit[0];
+    let first = &compiled[&first_key].1;
+    let mut interfaces: BTreeMap<MemoryKind, (VariantKey, Vec<Binding>)> = BTreeMap::new();
+    let mut variants = Vec::new();
+    for key in emit {
+        let (spirv, r) = &compiled[key];
+        if r.push != first.push {
+            errors.push(format!("variants `{first_key}` and `{key}` declare different push-constant blocks; the block must not depend on the variant (use int/uint/float members, not afp)"));
+        }
+        if r.spec != first.spec {
+            errors.push(format!("variants `{first_key}` and `{key}` declare different specialization constants"));
+        }
+        if r.local_size != first.local_size {
+            errors.push(format!("variants `{first_key}` and `{key}` declare different workgroup sizes"));
+        }
+        let sig: Vec<Binding> = r.bindings.iter().map(|b| Binding { element: vkprism_core::ElementType { scalar: ScalarKind::U8, components: 0, stride: 0 }, ..b.clone() }).collect();
+        match interfaces.get(&key.memory) {
+            None => {
+                interfaces.insert(key.memory, (*key, sig));
+            }
+            Some((k0, s0)) if *s0 != sig => errors.push(format!(
+                "{} variants `{k0}` and `{key}` declare different descriptor bindings ({} vs {}); variants of one memory kind must agree so one bindings type fits them all",
+                key.memory.name(),
+                describe(s0),
+                describe(&sig)
+            )),
+            Some(_) => {}
+        }
+        let reference = compiled.get(&reference_key(key)).map(|(_, r)| r);
+        let bindings = r
+            .bindings
+            .iter()
+            .map(|b| {
+                let rb = reference.and_then(|r| r.bindings.iter().find(|x| x.binding == b.binding && x.set == b.set));
+                (b.clone(), binding_format(key, b, rb))
+            })
+            .collect();
+        variants.push(VariantModel { key: *key, spirv: spirv.clone(), bindings });
+    }
+    if let Some(b) = first.bindings.iter().find(|b| b.set != 0) {
+        errors.push(format!("binding `{}` is in descriptor set {}; vkprism kernels use set 0 only", b.name, b.set));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(KernelModel {
+        variants,
+        push: first.push.clone(),
+        spec: first.spec.clone(),
+        local_size: first.local_size,
+        interfaces: interfaces.into_iter().map(|(m, (_, s))| (m, s)).collect(),
+    })
+}
+
+fn describe(bs: &[Binding]) -> String {
+    let v: Vec<String> = bs.iter().map(|b| format!("{}:{} {:?}", b.binding, b.name, b.kind)).collect();
+    format!("[{}]", v.join(", "))
+}

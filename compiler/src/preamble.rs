@@ -1,0 +1,397 @@
+//! Phase 3, expand: the extended-GLSL definitions of one variant, inserted after the kernel's
+//! `#version` line. Everything is a macro or a plain declaration, so it also works with buffers
+//! (an unsized array can't be a function parameter in GLSL, which is why ncnn's helpers are
+//! macros too).
+//!
+//! Deviations from the contract's tables, each on purpose:
+//! - `sfp` is `float` in the packed modes (fp16p, fp16pa, bf16p): a single half can't be stored
+//!   into a shared `uint` without racing the neighbour's write.
+//! - `lfpvec4` is `f16vec4` in fp16sa (the contract says `uint64_t`, which would also demand
+//!   `shaderInt64`); `f16vec4` in shared memory needs only `shaderFloat16`, which fp16sa needs
+//!   anyway.
+//! - bf16s stores bf16 bits in `uint16_t` (16-bit storage) rather than `bfloat16_t`: the system
+//!   glslang has no `GL_EXT_bfloat16`, and arithmetic is fp32 in both cases, so the bytes in
+//!   memory and the results are the same. Conversions round to nearest even.
+
+use std::fmt::Write;
+use vkprism_core::{FloatMode, Int8Mode, MemoryKind, VariantKey};
+
+/// The `#extension` lines, macros and helper declarations for `key`.
+pub fn preamble(key: &VariantKey) -> String {
+    let mut s = String::with_capacity(8192);
+    let f = key.float;
+    // Extensions first: they must precede anything but preprocessor lines.
+    if f.is_storage16() {
+        s.push_str("#extension GL_EXT_shader_16bit_storage : require\n");
+    }
+    if f.is_fp16_arithmetic() {
+        s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n");
+    }
+    match key.int8 {
+        Some(Int8Mode::Int8s) => s.push_str("#extension GL_EXT_shader_8bit_storage : require\n"),
+        Some(Int8Mode::Int8a) => s.push_str(
+            "#extension GL_EXT_shader_8bit_storage : require\n\
+             #extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n",
+        ),
+        _ => {}
+    }
+    let flag = |b: bool| if b { 1 } else { 0 };
+    let image = key.memory == MemoryKind::Image;
+    let _ = writeln!(s, "#define NCNN_fp16_packed {}", flag(matches!(f, FloatMode::Fp16p | FloatMode::Fp16pa)));
+    let _ = writeln!(s, "#define NCNN_fp16_storage {}", flag(matches!(f, FloatMode::Fp16s | FloatMode::Fp16sa)));
+    let _ = writeln!(s, "#define NCNN_fp16_arithmetic {}", flag(f.is_fp16_arithmetic()));
+    let _ = writeln!(s, "#define NCNN_bf16_packed {}", flag(f == FloatMode::Bf16p));
+    let _ = writeln!(s, "#define NCNN_bf16_storage {}", flag(f == FloatMode::Bf16s));
+    let _ = writeln!(s, "#define NCNN_int8_packed {}", flag(key.int8 == Some(Int8Mode::Int8p)));
+    let _ = writeln!(s, "#define NCNN_int8_storage {}", flag(matches!(key.int8, Some(Int8Mode::Int8s | Int8Mode::Int8a))));
+    let _ = writeln!(s, "#define NCNN_int8_arithmetic {}", flag(key.int8 == Some(Int8Mode::Int8a)));
+    let _ = writeln!(s, "#define NCNN_image_shader {}", flag(image));
+    let _ = writeln!(s, "#define NCNN_shader_local_memory {}", flag(key.local_memory == Some(true)));
+    s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
+    s.push_str("#define psc(x) (x == 0 ? p.x : x)\n");
+    // Defined for every kernel: harmless where unused, and a kernel without a float axis
+    // (fp32 only) can still use the vocabulary.
+    s.push_str(float_types(f));
+    s.push_str(BUFFER_FUNCTIONS);
+    if image {
+        s.push_str(image_defs(f));
+    }
+    if let Some(i) = key.int8 {
+        s.push_str(int8_defs(i));
+    }
+    s
+}
+
+/// Types and the storage <-> arithmetic conversions `S2A*` / `A2S*`, plus the storage-scalar
+/// vec4 used by the pack/unpack copies (`SV4`, `SV4_UNPK`, `SV4_PK`).
+fn float_types(f: FloatMode) -> &'static str {
+    match f {
+        FloatMode::Fp32 => r#"
+#define sfp float
+#define sfpvec2 vec2
+#define sfpvec4 vec4
+#define sfpvec8 mat2x4
+#define afp float
+#define afpvec2 vec2
+#define afpvec4 vec4
+#define afpvec8 mat2x4
+#define lfp float
+#define lfpvec4 vec4
+#define S2A1(sv) (sv)
+#define S2A2(sv) (sv)
+#define S2A4(sv) (sv)
+#define S2A8(sv) (sv)
+#define A2S1(v) (v)
+#define A2S2(v) (v)
+#define A2S4(v) (v)
+#define A2S8(v) (v)
+#define SV4 vec4
+#define SV4_UNPK(sv) (sv)
+#define SV4_PK(a,b,c,d) vec4(a,b,c,d)
+#define sfp2lfp(v) (v)
+#define sfp2lfpvec4(v) (v)
+#define lfp2afp(v) (v)
+#define lfp2afpvec4(v) (v)
+"#,
+        FloatMode::Fp16p => r#"
+#define sfp float
+#define sfpvec2 uint
+#define sfpvec4 uvec2
+#define sfpvec8 uvec4
+#define afp float
+#define afpvec2 vec2
+#define afpvec4 vec4
+#define afpvec8 mat2x4
+#define lfp float
+#define lfpvec4 uvec2
+#define S2A1(sv) (sv)
+#define S2A2(sv) unpackHalf2x16(sv)
+#define S2A4(sv) vec4(unpackHalf2x16((sv).x), unpackHalf2x16((sv).y))
+#define S2A8(sv) mat2x4(vec4(unpackHalf2x16((sv).r), unpackHalf2x16((sv).g)), vec4(unpackHalf2x16((sv).b), unpackHalf2x16((sv).a)))
+#define A2S1(v) (v)
+#define A2S2(v) packHalf2x16(v)
+#define A2S4(v) uvec2(packHalf2x16((v).rg), packHalf2x16((v).ba))
+#define A2S8(v) uvec4(packHalf2x16((v)[0].rg), packHalf2x16((v)[0].ba), packHalf2x16((v)[1].rg), packHalf2x16((v)[1].ba))
+#define SV4 vec4
+#define SV4_UNPK(sv) S2A4(sv)
+#define SV4_PK(a,b,c,d) uvec2(packHalf2x16(vec2(a,b)), packHalf2x16(vec2(c,d)))
+#define sfp2lfp(v) (v)
+#define sfp2lfpvec4(v) (v)
+#define lfp2afp(v) (v)
+#define lfp2afpvec4(v) S2A4(v)
+"#,
+        FloatMode::Fp16pa => r#"
+#define sfp float
+#define sfpvec2 uint
+#define sfpvec4 uvec2
+#define sfpvec8 uvec4
+#define afp float16_t
+#define afpvec2 f16vec2
+#define afpvec4 f16vec4
+#define afpvec8 f16mat2x4
+#define lfp float
+#define lfpvec4 uvec2
+#define S2A1(sv) float16_t(sv)
+#define S2A2(sv) unpackFloat2x16(sv)
+#define S2A4(sv) f16vec4(unpackFloat2x16((sv).x), unpackFloat2x16((sv).y))
+#define S2A8(sv) f16mat2x4(f16vec4(unpackFloat2x16((sv).r), unpackFloat2x16((sv).g)), f16vec4(unpackFloat2x16((sv).b), unpackFloat2x16((sv).a)))
+#define A2S1(v) float(v)
+#define A2S2(v) packFloat2x16(v)
+#define A2S4(v) uvec2(packFloat2x16((v).rg), packFloat2x16((v).ba))
+#define A2S8(v) uvec4(packFloat2x16((v)[0].rg), packFloat2x16((v)[0].ba), packFloat2x16((v)[1].rg), packFloat2x16((v)[1].ba))
+#define SV4 vec4
+#define SV4_UNPK(sv) vec4(unpackHalf2x16((sv).x), unpackHalf2x16((sv).y))
+#define SV4_PK(a,b,c,d) uvec2(packHalf2x16(vec2(a,b)), packHalf2x16(vec2(c,d)))
+#define sfp2lfp(v) (v)
+#define sfp2lfpvec4(v) (v)
+#define lfp2afp(v) float16_t(v)
+#define lfp2afpvec4(v) S2A4(v)
+"#,
+        FloatMode::Fp16s => r#"
+struct vkprism_sfpvec8 { f16vec4 abcd; f16vec4 efgh; };
+#define sfp float16_t
+#define sfpvec2 f16vec2
+#define sfpvec4 f16vec4
+#define sfpvec8 vkprism_sfpvec8
+#define afp float
+#define afpvec2 vec2
+#define afpvec4 vec4
+#define afpvec8 mat2x4
+#define lfp float
+#define lfpvec4 uvec2
+#define S2A1(sv) float(sv)
+#define S2A2(sv) vec2(sv)
+#define S2A4(sv) vec4(sv)
+#define S2A8(sv) mat2x4(vec4((sv).abcd), vec4((sv).efgh))
+#define A2S1(v) float16_t(v)
+#define A2S2(v) f16vec2(v)
+#define A2S4(v) f16vec4(v)
+#define VKP_ST8(buf,i,v) {buf[i].abcd = f16vec4((v)[0]); buf[i].efgh = f16vec4((v)[1]);}
+#define VKP_CP8(buf,i,sbuf,si) {buf[i].abcd = sbuf[si].abcd; buf[i].efgh = sbuf[si].efgh;}
+#define SV4 vec4
+#define SV4_UNPK(sv) vec4(sv)
+#define SV1_ST(v) float16_t(v)
+#define SV4_PK(a,b,c,d) f16vec4(vec4(float(a), float(b), float(c), float(d)))
+#define sfp2lfp(v) float(v)
+#define sfp2lfpvec4(v) uvec2(packHalf2x16(vec4(v).xy), packHalf2x16(vec4(v).zw))
+#define lfp2afp(v) (v)
+#define lfp2afpvec4(v) vec4(unpackHalf2x16((v).x), unpackHalf2x16((v).y))
+"#,
+        FloatMode::Fp16sa => r#"
+#define sfp float16_t
+#define sfpvec2 f16vec2
+#define sfpvec4 f16vec4
+#define sfpvec8 f16mat2x4
+#define afp float16_t
+#define afpvec2 f16vec2
+#define afpvec4 f16vec4
+#define afpvec8 f16mat2x4
+#define lfp float
+#define lfpvec4 f16vec4
+#define S2A1(sv) (sv)
+#define S2A2(sv) (sv)
+#define S2A4(sv) (sv)
+#define S2A8(sv) (sv)
+#define A2S1(v) (v)
+#define A2S2(v) (v)
+#define A2S4(v) (v)
+#define A2S8(v) (v)
+#define SV4 f16vec4
+#define SV4_UNPK(sv) (sv)
+#define SV4_PK(a,b,c,d) f16vec4(a,b,c,d)
+#define sfp2lfp(v) float(v)
+#define sfp2lfpvec4(v) (v)
+#define lfp2afp(v) float16_t(v)
+#define lfp2afpvec4(v) (v)
+"#,
+        FloatMode::Bf16p => r#"
+uint vkprism_bf16_bits(float v) { uint u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
+uint vkprism_bf16_pack2(vec2 v) { return vkprism_bf16_bits(v.x) | (vkprism_bf16_bits(v.y) << 16); }
+vec2 vkprism_bf16_unpack2(uint u) { return vec2(uintBitsToFloat(u << 16), uintBitsToFloat(u & 0xffff0000u)); }
+#define sfp float
+#define sfpvec2 uint
+#define sfpvec4 uvec2
+#define sfpvec8 uvec4
+#define afp float
+#define afpvec2 vec2
+#define afpvec4 vec4
+#define afpvec8 mat2x4
+#define lfp float
+#define lfpvec4 uvec2
+#define S2A1(sv) (sv)
+#define S2A2(sv) vkprism_bf16_unpack2(sv)
+#define S2A4(sv) vec4(vkprism_bf16_unpack2((sv).x), vkprism_bf16_unpack2((sv).y))
+#define S2A8(sv) mat2x4(S2A4((sv).rg), S2A4((sv).ba))
+#define A2S1(v) (v)
+#define A2S2(v) vkprism_bf16_pack2(v)
+#define A2S4(v) uvec2(vkprism_bf16_pack2((v).rg), vkprism_bf16_pack2((v).ba))
+#define A2S8(v) uvec4(A2S4((v)[0]), A2S4((v)[1]))
+#define SV4 vec4
+#define SV4_UNPK(sv) S2A4(sv)
+#define SV4_PK(a,b,c,d) A2S4(vec4(a,b,c,d))
+#define sfp2lfp(v) (v)
+#define sfp2lfpvec4(v) (v)
+#define lfp2afp(v) (v)
+#define lfp2afpvec4(v) S2A4(v)
+"#,
+        FloatMode::Bf16s => r#"
+uint vkprism_bf16_bits(float v) { uint u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
+uvec4 vkprism_bf16_bits4(vec4 v) { uvec4 u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
+struct vkprism_sfpvec8 { u16vec4 abcd; u16vec4 efgh; };
+#define sfp uint16_t
+#define sfpvec2 u16vec2
+#define sfpvec4 u16vec4
+#define sfpvec8 vkprism_sfpvec8
+#define afp float
+#define afpvec2 vec2
+#define afpvec4 vec4
+#define afpvec8 mat2x4
+#define lfp float
+#define lfpvec4 vec4
+#define S2A1(sv) uintBitsToFloat(uint(sv) << 16)
+#define S2A2(sv) uintBitsToFloat(uvec2(sv) << 16)
+#define S2A4(sv) uintBitsToFloat(uvec4(sv) << 16)
+#define S2A8(sv) mat2x4(S2A4((sv).abcd), S2A4((sv).efgh))
+#define A2S1(v) uint16_t(vkprism_bf16_bits(v))
+#define A2S2(v) u16vec2(vkprism_bf16_bits4(vec4(v, 0.0, 0.0)).xy)
+#define A2S4(v) u16vec4(vkprism_bf16_bits4(v))
+#define VKP_ST8(buf,i,v) {buf[i].abcd = A2S4((v)[0]); buf[i].efgh = A2S4((v)[1]);}
+#define VKP_CP8(buf,i,sbuf,si) {buf[i].abcd = sbuf[si].abcd; buf[i].efgh = sbuf[si].efgh;}
+#define SV4 uvec4
+#define SV4_UNPK(sv) uvec4(sv)
+#define SV1_ST(v) uint16_t(v)
+#define SV4_PK(a,b,c,d) u16vec4(uvec4(uint(a), uint(b), uint(c), uint(d)))
+#define sfp2lfp(v) S2A1(v)
+#define sfp2lfpvec4(v) S2A4(v)
+#define lfp2afp(v) (v)
+#define lfp2afpvec4(v) (v)
+"#,
+    }
+}
+
+/// Buffer functions, written once over the per-mode conversions.
+const BUFFER_FUNCTIONS: &str = r#"
+#ifndef SV1_ST
+#define SV1_ST(v) (v)
+#endif
+#ifndef VKP_ST8
+#define VKP_ST8(buf,i,v) {buf[i] = A2S8(v);}
+#define VKP_CP8(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#endif
+#define buffer_ld1(buf,i) S2A1(buf[i])
+#define buffer_ld2(buf,i) S2A2(buf[i])
+#define buffer_ld4(buf,i) S2A4(buf[i])
+#define buffer_ld8(buf,i) S2A8(buf[i])
+#define buffer_st1(buf,i,v) {buf[i] = A2S1(v);}
+#define buffer_st2(buf,i,v) {buf[i] = A2S2(v);}
+#define buffer_st4(buf,i,v) {buf[i] = A2S4(v);}
+#define buffer_st8(buf,i,v) VKP_ST8(buf,i,v)
+#define buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define buffer_cp2(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define buffer_cp8(buf,i,sbuf,si) VKP_CP8(buf,i,sbuf,si)
+#define buffer_cp1to4(buf,i,sbuf,si4) {buf[i] = SV4_PK(sbuf[(si4).r], sbuf[(si4).g], sbuf[(si4).b], sbuf[(si4).a]);}
+#define buffer_cp1to8(buf,i,sbuf,si4,sii4) {buffer_st8(buf, i, afpvec8(afpvec4(buffer_ld1(sbuf,(si4).r), buffer_ld1(sbuf,(si4).g), buffer_ld1(sbuf,(si4).b), buffer_ld1(sbuf,(si4).a)), afpvec4(buffer_ld1(sbuf,(sii4).r), buffer_ld1(sbuf,(sii4).g), buffer_ld1(sbuf,(sii4).b), buffer_ld1(sbuf,(sii4).a))));}
+#define buffer_cp4to8(buf,i,sbuf,si2) {buffer_st8(buf, i, afpvec8(buffer_ld4(sbuf,(si2).r), buffer_ld4(sbuf,(si2).g)));}
+#define buffer_cp4to1(buf,i4,sbuf,si) {SV4 _vkp_v = SV4_UNPK(sbuf[si]); buf[(i4).r] = SV1_ST(_vkp_v.r); buf[(i4).g] = SV1_ST(_vkp_v.g); buf[(i4).b] = SV1_ST(_vkp_v.b); buf[(i4).a] = SV1_ST(_vkp_v.a);}
+#define buffer_cp8to1(buf,i4,ii4,sbuf,si) {afpvec8 _vkp_v = buffer_ld8(sbuf,si); buffer_st1(buf,(i4).r,_vkp_v[0].r); buffer_st1(buf,(i4).g,_vkp_v[0].g); buffer_st1(buf,(i4).b,_vkp_v[0].b); buffer_st1(buf,(i4).a,_vkp_v[0].a); buffer_st1(buf,(ii4).r,_vkp_v[1].r); buffer_st1(buf,(ii4).g,_vkp_v[1].g); buffer_st1(buf,(ii4).b,_vkp_v[1].b); buffer_st1(buf,(ii4).a,_vkp_v[1].a);}
+#define buffer_cp8to4(buf,i2,sbuf,si) {afpvec8 _vkp_v = buffer_ld8(sbuf,si); buffer_st4(buf,(i2).r,_vkp_v[0]); buffer_st4(buf,(i2).g,_vkp_v[1]);}
+"#;
+
+macro_rules! image_fns {
+    () => {
+        r#"
+#define VKP_X2_1(p,k) ((p)*2+k)
+#define VKP_X2_2(p,k) ivec2((p).x*2+k, (p).y)
+#define VKP_X2_3(p,k) ivec3((p).x*2+k, (p).y, (p).z)
+#define image1d_ld1(tex,p) afp(texelFetch(tex,p,0).r)
+#define image2d_ld1(tex,p) afp(texelFetch(tex,p,0).r)
+#define image3d_ld1(tex,p) afp(texelFetch(tex,p,0).r)
+#define image1d_ld4(tex,p) VKP_AF4(texelFetch(tex,p,0))
+#define image2d_ld4(tex,p) VKP_AF4(texelFetch(tex,p,0))
+#define image3d_ld4(tex,p) VKP_AF4(texelFetch(tex,p,0))
+#define image1d_ld8(tex,p) afpvec8(VKP_AF4(texelFetch(tex,VKP_X2_1(p,0),0)), VKP_AF4(texelFetch(tex,VKP_X2_1(p,1),0)))
+#define image2d_ld8(tex,p) afpvec8(VKP_AF4(texelFetch(tex,VKP_X2_2(p,0),0)), VKP_AF4(texelFetch(tex,VKP_X2_2(p,1),0)))
+#define image3d_ld8(tex,p) afpvec8(VKP_AF4(texelFetch(tex,VKP_X2_3(p,0),0)), VKP_AF4(texelFetch(tex,VKP_X2_3(p,1),0)))
+#define image1d_st1(img,p,v) {imageStore(img,p,vec4(float(v)));}
+#define image2d_st1(img,p,v) {imageStore(img,p,vec4(float(v)));}
+#define image3d_st1(img,p,v) {imageStore(img,p,vec4(float(v)));}
+#define image1d_st4(img,p,v) {imageStore(img,p,vec4(v));}
+#define image2d_st4(img,p,v) {imageStore(img,p,vec4(v));}
+#define image3d_st4(img,p,v) {imageStore(img,p,vec4(v));}
+#define image1d_st8(img,p,v) {imageStore(img,VKP_X2_1(p,0),vec4((v)[0])); imageStore(img,VKP_X2_1(p,1),vec4((v)[1]));}
+#define image2d_st8(img,p,v) {imageStore(img,VKP_X2_2(p,0),vec4((v)[0])); imageStore(img,VKP_X2_2(p,1),vec4((v)[1]));}
+#define image3d_st8(img,p,v) {imageStore(img,VKP_X2_3(p,0),vec4((v)[0])); imageStore(img,VKP_X2_3(p,1),vec4((v)[1]));}
+#define image1d_cp1(img,p,tex,sp) {imageStore(img,p,texelFetch(tex,sp,0));}
+#define image2d_cp1(img,p,tex,sp) {imageStore(img,p,texelFetch(tex,sp,0));}
+#define image3d_cp1(img,p,tex,sp) {imageStore(img,p,texelFetch(tex,sp,0));}
+#define image1d_cp4(img,p,tex,sp) {imageStore(img,p,texelFetch(tex,sp,0));}
+#define image2d_cp4(img,p,tex,sp) {imageStore(img,p,texelFetch(tex,sp,0));}
+#define image3d_cp4(img,p,tex,sp) {imageStore(img,p,texelFetch(tex,sp,0));}
+#define image1d_cp8(img,p,tex,sp) {imageStore(img,VKP_X2_1(p,0),texelFetch(tex,VKP_X2_1(sp,0),0)); imageStore(img,VKP_X2_1(p,1),texelFetch(tex,VKP_X2_1(sp,1),0));}
+#define image2d_cp8(img,p,tex,sp) {imageStore(img,VKP_X2_2(p,0),texelFetch(tex,VKP_X2_2(sp,0),0)); imageStore(img,VKP_X2_2(p,1),texelFetch(tex,VKP_X2_2(sp,1),0));}
+#define image3d_cp8(img,p,tex,sp) {imageStore(img,VKP_X2_3(p,0),texelFetch(tex,VKP_X2_3(sp,0),0)); imageStore(img,VKP_X2_3(p,1),texelFetch(tex,VKP_X2_3(sp,1),0));}
+"#
+    };
+}
+
+/// Image formats, precision and image functions. An 8-wide value takes two texels along x.
+fn image_defs(f: FloatMode) -> &'static str {
+    if f.is_fp16() {
+        if f.is_fp16_arithmetic() {
+            concat!("#define imfmtc1 r16f\n#define imfmtc4 rgba16f\n#define imfmt1 r16f\n#define imfmt4 rgba16f\n#define unfp mediump\n",
+                "#define VKP_AF4(x) f16vec4(x)\n", image_fns!())
+        } else {
+            concat!("#define imfmtc1 r16f\n#define imfmtc4 rgba16f\n#define imfmt1 r16f\n#define imfmt4 rgba16f\n#define unfp mediump\n",
+                "#define VKP_AF4(x) vec4(x)\n", image_fns!())
+        }
+    } else {
+        concat!("#define imfmtc1 r32f\n#define imfmtc4 rgba32f\n#define imfmt1 r32f\n#define imfmt4 rgba32f\n#define unfp highp\n",
+            "#define VKP_AF4(x) vec4(x)\n", image_fns!())
+    }
+}
+
+
+/// int8 types and functions: `sint8` / `sint8vec4` storage, `aint8` / `aint8vec4` arithmetic,
+/// `i8buffer_ld1/ld4/st1/st4/cp1/cp4`. Packed mode keeps four int8 in a `uint` (element 0 in the
+/// low byte, the same bytes as an `int8_t` array); its scalar `sint8` is an `int`.
+fn int8_defs(i: Int8Mode) -> &'static str {
+    match i {
+        Int8Mode::Int8p => r#"
+#define sint8 int
+#define sint8vec4 uint
+#define aint8 int
+#define aint8vec4 ivec4
+#define i8buffer_ld1(buf,i) int(buf[i])
+#define i8buffer_ld4(buf,i) ivec4(bitfieldExtract(int(buf[i]),0,8), bitfieldExtract(int(buf[i]),8,8), bitfieldExtract(int(buf[i]),16,8), bitfieldExtract(int(buf[i]),24,8))
+#define i8buffer_st1(buf,i,v) {buf[i] = int(v);}
+#define i8buffer_st4(buf,i,v) {ivec4 _vkp_q = ivec4(v) & 255; buf[i] = uint(_vkp_q.x | (_vkp_q.y << 8) | (_vkp_q.z << 16) | (_vkp_q.w << 24));}
+#define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+"#,
+        Int8Mode::Int8s => r#"
+#define sint8 int8_t
+#define sint8vec4 i8vec4
+#define aint8 int
+#define aint8vec4 ivec4
+#define i8buffer_ld1(buf,i) int(buf[i])
+#define i8buffer_ld4(buf,i) ivec4(buf[i])
+#define i8buffer_st1(buf,i,v) {buf[i] = int8_t(v);}
+#define i8buffer_st4(buf,i,v) {buf[i] = i8vec4(v);}
+#define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+"#,
+        Int8Mode::Int8a => r#"
+#define sint8 int8_t
+#define sint8vec4 i8vec4
+#define aint8 int8_t
+#define aint8vec4 i8vec4
+#define i8buffer_ld1(buf,i) (buf[i])
+#define i8buffer_ld4(buf,i) (buf[i])
+#define i8buffer_st1(buf,i,v) {buf[i] = int8_t(v);}
+#define i8buffer_st4(buf,i,v) {buf[i] = i8vec4(v);}
+#define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+"#,
+    }
+}

@@ -1,0 +1,79 @@
+//! Phase 4: the variants a kernel gets (only the axes it uses) and the user's narrowing.
+
+use crate::ctxt::Ctxt;
+use crate::scan::Axes;
+use proc_macro2::Span;
+use vkprism_core::{FloatMode, Int8Mode, MemoryKind, VariantKey};
+
+/// Every variant of a kernel with these axes, in a fixed order.
+pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
+    let floats: &[FloatMode] = if axes.float { &FloatMode::ALL } else { &[FloatMode::Fp32] };
+    let int8s: Vec<Option<Int8Mode>> = if axes.int8 { Int8Mode::ALL.iter().copied().map(Some).collect() } else { vec![None] };
+    let mut memories = Vec::new();
+    if axes.buffer {
+        memories.push(MemoryKind::Buffer);
+    }
+    if axes.image {
+        memories.push(MemoryKind::Image);
+    }
+    let lms: &[Option<bool>] = if axes.local_memory { &[Some(true), Some(false)] } else { &[None] };
+    let mut out = Vec::new();
+    for &memory in &memories {
+        for &float in floats {
+            // Images hold fp32 or fp16 texels; there is no bf16 image format.
+            if memory == MemoryKind::Image && float.is_bf16() {
+                continue;
+            }
+            for &int8 in &int8s {
+                for &local_memory in lms {
+                    out.push(VariantKey { float, memory, int8, local_memory });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The variants to emit: all of them, or the user's list checked against them.
+pub fn select(cx: &Ctxt, axes: &Axes, requested: Option<Vec<(String, Span)>>) -> Option<Vec<VariantKey>> {
+    let all = enumerate(axes);
+    let Some(requested) = requested else { return Some(all) };
+    let valid = || all.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
+    let mut out = Vec::new();
+    for (name, span) in requested {
+        match VariantKey::parse(&name) {
+            Ok(k) if all.contains(&k) => {
+                if out.contains(&k) {
+                    cx.error(span, format!("variant `{name}` is listed twice"));
+                } else {
+                    out.push(k);
+                }
+            }
+            Ok(_) => cx.error(span, format!("this kernel has no variant `{name}`; its variants are: {}", valid())),
+            Err(_) => cx.error(span, format!("unknown variant `{name}`; this kernel's variants are: {}", valid())),
+        }
+    }
+    if out.is_empty() {
+        return None;
+    }
+    out.sort();
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_decide_variants() {
+        assert_eq!(enumerate(&Axes { buffer: true, ..Default::default() }).len(), 1);
+        assert_eq!(enumerate(&Axes { buffer: true, float: true, ..Default::default() }).len(), 7);
+        // 7 buffer + 5 image (no bf16 images).
+        assert_eq!(enumerate(&Axes { buffer: true, image: true, float: true, ..Default::default() }).len(), 12);
+        let v = enumerate(&Axes { buffer: true, float: true, int8: true, local_memory: true, ..Default::default() });
+        assert_eq!(v.len(), 7 * 3 * 2);
+        let mut names: Vec<_> = v.iter().map(|k| k.name()).collect();
+        names.dedup();
+        assert_eq!(names.len(), v.len());
+    }
+}
