@@ -35,6 +35,19 @@ pub enum Origin {
     File { path: PathBuf },
 }
 
+/// The directory of the Rust file holding `span`: `path:` and the `#include`s of inline kernels
+/// resolve against it, as `include_str!` does. rustc reports the file relative to its working
+/// directory (the workspace root under cargo), so it is joined to that. Without a file (the
+/// compiler used outside a macro) it is `CARGO_MANIFEST_DIR`.
+fn invoking_dir(span: Span) -> PathBuf {
+    span.local_file()
+        .and_then(|f| {
+            let f = std::env::current_dir().map(|cwd| cwd.join(&f)).unwrap_or(f);
+            f.parent().map(Path::to_path_buf)
+        })
+        .unwrap_or_else(manifest_dir)
+}
+
 /// The name shaderc gives the inline text in its messages.
 pub const INLINE_NAME: &str = "<inline>";
 
@@ -64,11 +77,7 @@ impl Source {
         let span = lit.span();
         let mut source = match spec {
             SourceSpec::Inline(lit) => {
-                // Includes resolve like `include_str!`: against the invoking file's directory.
-                let dir = span
-                    .local_file()
-                    .and_then(|f| f.parent().map(|p| manifest_dir().join(p)))
-                    .unwrap_or_else(manifest_dir);
+                let dir = invoking_dir(span);
                 let text = lit.value();
                 Source {
                     all_text: text.clone(),
@@ -79,11 +88,11 @@ impl Source {
                 }
             }
             SourceSpec::File(lit) => {
-                let path = manifest_dir().join(lit.value());
+                let path = invoking_dir(span).join(lit.value());
                 let text = match std::fs::read_to_string(&path) {
                     Ok(t) => t,
                     Err(e) => {
-                        cx.error(span, format!("cannot read kernel file `{}`: {e} (paths are relative to CARGO_MANIFEST_DIR)", path.display()));
+                        cx.error(span, format!("cannot read kernel file `{}`: {e} (paths are relative to the invoking Rust file, as with include_str!)", path.display()));
                         return None;
                     }
                 };
