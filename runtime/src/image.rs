@@ -1,0 +1,228 @@
+//! Image-backed tensors for the image variants: 1D/2D/3D, one or four channels, fp32 or fp16
+//! texels (r32f / rgba32f / r16f / rgba16f as the contract says), kept in GENERAL layout so one
+//! image can be sampled by one dispatch and stored by the next.
+
+use crate::context::{vkerr, Context, Shared};
+use crate::tensor::{create_buffer, Error};
+use ash::vk;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+use gpu_allocator::MemoryLocation;
+use std::sync::{Arc, Mutex};
+use vkprism_core::{Feature, TensorFormat};
+
+pub(crate) struct ImageInner {
+    pub shared: Arc<Shared>,
+    pub image: vk::Image,
+    pub view: vk::ImageView,
+    pub sampler: vk::Sampler,
+    allocation: Mutex<Option<Allocation>>,
+    pub dims: u8,
+    pub extent: [u32; 3],
+    pub channels: u32,
+    pub format: TensorFormat,
+}
+
+impl Drop for ImageInner {
+    fn drop(&mut self) {
+        let s = &self.shared;
+        unsafe {
+            s.device.destroy_sampler(self.sampler, None);
+            s.device.destroy_image_view(self.view, None);
+        }
+        if let Some(a) = self.allocation.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
+            if let Some(alloc) = s.allocator.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+                let _ = alloc.free(a);
+            }
+        }
+        unsafe { s.device.destroy_image(self.image, None) };
+    }
+}
+
+/// An image tensor. Cheap to clone; command lists keep clones of what they bind.
+#[derive(Clone)]
+pub struct Image {
+    pub(crate) inner: Arc<ImageInner>,
+}
+
+impl std::fmt::Debug for Image {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Image").field("dims", &self.inner.dims).field("extent", &self.inner.extent).field("channels", &self.inner.channels).field("format", &self.inner.format).finish()
+    }
+}
+
+fn vk_format(format: TensorFormat, channels: u32) -> Option<vk::Format> {
+    Some(match (format, channels) {
+        (TensorFormat::F32, 1) => vk::Format::R32_SFLOAT,
+        (TensorFormat::F32, 4) => vk::Format::R32G32B32A32_SFLOAT,
+        (TensorFormat::F16, 1) => vk::Format::R16_SFLOAT,
+        (TensorFormat::F16, 4) => vk::Format::R16G16B16A16_SFLOAT,
+        _ => return None,
+    })
+}
+
+impl Image {
+    /// An image of `extent` (unused trailing dimensions 1) with `channels` (1 or 4) texel
+    /// channels of `format` (F32 or F16).
+    pub fn new(ctx: &Context, dims: u8, extent: [u32; 3], channels: u32, format: TensorFormat) -> Result<Image, Error> {
+        let shared = &ctx.shared;
+        let bad = || Error::BadShape(extent.iter().map(|e| *e as usize).collect());
+        let vkf = vk_format(format, channels).ok_or(Error::WrongFormat { have: format, want: "F32 or F16 with 1 or 4 channels" })?;
+        let needed = if format == TensorFormat::F16 { Feature::ImageFormatsFp16 } else { Feature::ImageFormatsFp32 };
+        if !shared.features.supports(needed) {
+            return Err(Error::WrongFormat { have: format, want: "an image format this device can sample and store" });
+        }
+        let l = &shared.features.limits;
+        let (ty, view_ty, max) = match dims {
+            1 => (vk::ImageType::TYPE_1D, vk::ImageViewType::TYPE_1D, l.max_image_dimension_1d),
+            2 => (vk::ImageType::TYPE_2D, vk::ImageViewType::TYPE_2D, l.max_image_dimension_2d),
+            3 => (vk::ImageType::TYPE_3D, vk::ImageViewType::TYPE_3D, l.max_image_dimension_3d),
+            _ => return Err(bad()),
+        };
+        if extent.contains(&0) || extent[dims as usize..].iter().any(|e| *e != 1) {
+            return Err(bad());
+        }
+        if let Some(e) = extent.iter().find(|e| **e > max) {
+            return Err(Error::TooLarge { size: *e as u64, limit_name: "maxImageDimension", limit: max as u64 });
+        }
+        let device = &shared.device;
+        let info = vk::ImageCreateInfo::default()
+            .image_type(ty)
+            .format(vkf)
+            .extent(vk::Extent3D { width: extent[0], height: extent[1], depth: extent[2] })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST)
+            .initial_layout(vk::ImageLayout::UNDEFINED);
+        let image = unsafe { device.create_image(&info, None) }.map_err(vkerr("vkCreateImage"))?;
+        let requirements = unsafe { device.get_image_memory_requirements(image) };
+        let allocation = shared.allocator.lock().unwrap_or_else(|e| e.into_inner()).as_mut().map(|a| {
+            a.allocate(&AllocationCreateDesc { name: "vkprism image", requirements, location: MemoryLocation::GpuOnly, linear: false, allocation_scheme: AllocationScheme::GpuAllocatorManaged })
+        });
+        let allocation = match allocation {
+            Some(Ok(a)) => a,
+            other => {
+                unsafe { device.destroy_image(image, None) };
+                return Err(Error::Allocation(other.and_then(|r| r.err()).map(|e| e.to_string()).unwrap_or_default()));
+            }
+        };
+        // From here the inner value owns everything: a failure below drops it and cleans up.
+        let mut inner = ImageInner {
+            shared: shared.clone(),
+            image,
+            view: vk::ImageView::null(),
+            sampler: vk::Sampler::null(),
+            allocation: Mutex::new(None),
+            dims,
+            extent,
+            channels,
+            format,
+        };
+        unsafe { device.bind_image_memory(image, allocation.memory(), allocation.offset()) }.map_err(vkerr("vkBindImageMemory"))?;
+        *inner.allocation.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(allocation);
+        let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::COLOR, base_mip_level: 0, level_count: 1, base_array_layer: 0, layer_count: 1 };
+        inner.view = unsafe { device.create_image_view(&vk::ImageViewCreateInfo::default().image(image).view_type(view_ty).format(vkf).subresource_range(range), None) }
+            .map_err(vkerr("vkCreateImageView"))?;
+        inner.sampler = unsafe {
+            device.create_sampler(
+                &vk::SamplerCreateInfo::default()
+                    .mag_filter(vk::Filter::NEAREST)
+                    .min_filter(vk::Filter::NEAREST)
+                    .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                    .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+                    .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE),
+                None,
+            )
+        }
+        .map_err(vkerr("vkCreateSampler"))?;
+        let barrier = vk::ImageMemoryBarrier::default()
+            .old_layout(vk::ImageLayout::UNDEFINED)
+            .new_layout(vk::ImageLayout::GENERAL)
+            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+            .image(image)
+            .subresource_range(range)
+            .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
+        shared.one_shot(|cmd| unsafe {
+            device.cmd_pipeline_barrier(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, vk::PipelineStageFlags::ALL_COMMANDS, vk::DependencyFlags::empty(), &[], &[], &[barrier])
+        })?;
+        Ok(Image { inner: Arc::new(inner) })
+    }
+
+    /// Texels × channels.
+    pub fn len(&self) -> usize {
+        self.inner.extent.iter().map(|e| *e as usize).product::<usize>() * self.inner.channels as usize
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    pub fn format(&self) -> TensorFormat {
+        self.inner.format
+    }
+    pub fn extent(&self) -> [u32; 3] {
+        self.inner.extent
+    }
+    pub fn dims(&self) -> u8 {
+        self.inner.dims
+    }
+    pub fn channels(&self) -> u32 {
+        self.inner.channels
+    }
+
+    fn region(&self) -> vk::BufferImageCopy {
+        let e = self.inner.extent;
+        vk::BufferImageCopy::default()
+            .image_subresource(vk::ImageSubresourceLayers { aspect_mask: vk::ImageAspectFlags::COLOR, mip_level: 0, base_array_layer: 0, layer_count: 1 })
+            .image_extent(vk::Extent3D { width: e[0], height: e[1], depth: e[2] })
+    }
+
+    /// Writes `data`, x fastest then y then z, channels interleaved (fp16 rounds to nearest even).
+    pub fn upload_f32(&self, data: &[f32]) -> Result<(), Error> {
+        if data.len() != self.len() {
+            return Err(Error::LengthMismatch { got: data.len(), want: self.len() });
+        }
+        let bytes: Vec<u8> = match self.inner.format {
+            TensorFormat::F16 => data.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect(),
+            _ => bytemuck::cast_slice(data).to_vec(),
+        };
+        let shared = &self.inner.shared;
+        let (staging, mut alloc) = create_buffer(shared, bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, MemoryLocation::CpuToGpu, "vkprism image staging")?;
+        if let Some(s) = alloc.mapped_slice_mut() {
+            s[..bytes.len()].copy_from_slice(&bytes);
+        }
+        let region = self.region();
+        let r = shared.one_shot(|cmd| unsafe { shared.device.cmd_copy_buffer_to_image(cmd, staging, self.inner.image, vk::ImageLayout::GENERAL, &[region]) });
+        release(shared, staging, alloc);
+        Ok(r?)
+    }
+
+    /// Reads the texels as `f32`, in the order `upload_f32` takes.
+    pub fn download_f32(&self) -> Result<Vec<f32>, Error> {
+        let texel = if self.inner.format == TensorFormat::F16 { 2 } else { 4 };
+        let size = (self.len() * texel) as u64;
+        let shared = &self.inner.shared;
+        let (staging, alloc) = create_buffer(shared, size, vk::BufferUsageFlags::TRANSFER_DST, MemoryLocation::GpuToCpu, "vkprism image readback")?;
+        let region = self.region();
+        let r = shared.one_shot(|cmd| unsafe { shared.device.cmd_copy_image_to_buffer(cmd, self.inner.image, vk::ImageLayout::GENERAL, staging, &[region]) });
+        let out = alloc.mapped_slice().map(|s| {
+            let s = &s[..size as usize];
+            if texel == 2 {
+                s.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+            } else {
+                s.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+            }
+        });
+        release(shared, staging, alloc);
+        r?;
+        out.ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))
+    }
+
+}
+
+fn release(shared: &Shared, buffer: vk::Buffer, alloc: Allocation) {
+    if let Some(a) = shared.allocator.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        let _ = a.free(alloc);
+    }
+    unsafe { shared.device.destroy_buffer(buffer, None) };
+}

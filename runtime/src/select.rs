@@ -1,0 +1,217 @@
+//! Choosing a variant at load time: options in the spirit of ncnn's, clamped to the device, and a
+//! deterministic best-first rule (extended-glsl.md §6) whose choice and reasons are observable.
+
+use std::fmt;
+use vkprism_core::{DeviceFeatures, Feature, FloatMode, Int8Mode, KernelInfo, MemoryKind, VariantKey};
+
+/// Which variant kinds may be used. Defaults: everything on except bf16 and images.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Options {
+    pub use_fp16_packed: bool,
+    pub use_fp16_storage: bool,
+    pub use_fp16_arithmetic: bool,
+    pub use_bf16_packed: bool,
+    pub use_bf16_storage: bool,
+    pub use_int8_packed: bool,
+    pub use_int8_storage: bool,
+    pub use_int8_arithmetic: bool,
+    pub use_image_storage: bool,
+    pub use_shader_local_memory: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            use_fp16_packed: true,
+            use_fp16_storage: true,
+            use_fp16_arithmetic: true,
+            use_bf16_packed: false,
+            use_bf16_storage: false,
+            use_int8_packed: true,
+            use_int8_storage: true,
+            use_int8_arithmetic: true,
+            use_image_storage: false,
+            use_shader_local_memory: true,
+        }
+    }
+}
+
+impl Options {
+    /// Only fp32 buffers, no int8 arithmetic or storage, no local memory: the most portable.
+    pub fn fp32_only() -> Self {
+        Options {
+            use_fp16_packed: false,
+            use_fp16_storage: false,
+            use_fp16_arithmetic: false,
+            use_int8_storage: false,
+            use_int8_arithmetic: false,
+            ..Options::default()
+        }
+    }
+
+    /// These options with every switch the device can't honour turned off.
+    pub fn clamp_to(&self, dev: &DeviceFeatures) -> Options {
+        let f = |x| dev.supports(x);
+        Options {
+            use_fp16_storage: self.use_fp16_storage && f(Feature::StorageBuffer16BitAccess),
+            use_fp16_arithmetic: self.use_fp16_arithmetic && f(Feature::ShaderFloat16),
+            use_bf16_storage: self.use_bf16_storage && f(Feature::StorageBuffer16BitAccess),
+            use_int8_storage: self.use_int8_storage && f(Feature::StorageBuffer8BitAccess),
+            use_int8_arithmetic: self.use_int8_arithmetic && f(Feature::ShaderInt8) && f(Feature::StorageBuffer8BitAccess),
+            use_image_storage: self.use_image_storage && f(Feature::ImageFormatsFp32),
+            ..*self
+        }
+    }
+
+    /// Why these options forbid `key`, if they do.
+    fn forbids(&self, key: &VariantKey) -> Option<String> {
+        let float_ok = match key.float {
+            FloatMode::Fp32 => true,
+            FloatMode::Fp16p => self.use_fp16_packed,
+            FloatMode::Fp16pa => self.use_fp16_packed && self.use_fp16_arithmetic,
+            FloatMode::Fp16s => self.use_fp16_storage,
+            FloatMode::Fp16sa => self.use_fp16_storage && self.use_fp16_arithmetic,
+            FloatMode::Bf16p => self.use_bf16_packed,
+            FloatMode::Bf16s => self.use_bf16_storage,
+        };
+        if !float_ok {
+            return Some(format!("options exclude {}", key.float.name()));
+        }
+        let int8_ok = match key.int8 {
+            None | Some(Int8Mode::Int8p) => key.int8.is_none() || self.use_int8_packed,
+            Some(Int8Mode::Int8s) => self.use_int8_storage,
+            Some(Int8Mode::Int8a) => self.use_int8_storage && self.use_int8_arithmetic,
+        };
+        if !int8_ok {
+            return Some(format!("options exclude {}", key.int8.map(|i| i.name()).unwrap_or("")));
+        }
+        if key.memory == MemoryKind::Image && !self.use_image_storage {
+            return Some("options exclude image storage".into());
+        }
+        if key.local_memory == Some(true) && !self.use_shader_local_memory {
+            return Some("options exclude shader local memory".into());
+        }
+        None
+    }
+}
+
+impl fmt::Display for Options {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let all = [
+            ("fp16_packed", self.use_fp16_packed),
+            ("fp16_storage", self.use_fp16_storage),
+            ("fp16_arithmetic", self.use_fp16_arithmetic),
+            ("bf16_packed", self.use_bf16_packed),
+            ("bf16_storage", self.use_bf16_storage),
+            ("int8_packed", self.use_int8_packed),
+            ("int8_storage", self.use_int8_storage),
+            ("int8_arithmetic", self.use_int8_arithmetic),
+            ("image_storage", self.use_image_storage),
+            ("shader_local_memory", self.use_shader_local_memory),
+        ];
+        let on: Vec<_> = all.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
+        write!(f, "{}", if on.is_empty() { "(none)".to_string() } else { on.join(", ") })
+    }
+}
+
+/// Preference order, best last: storage precision (bf16s > bf16p > fp16s > fp16p > fp32), fp16
+/// arithmetic, int8 (a > s > p), images when allowed, local memory when allowed.
+fn rank(key: &VariantKey) -> (u8, u8, u8, u8, u8) {
+    let storage = match key.float {
+        FloatMode::Fp32 => 0,
+        FloatMode::Fp16p | FloatMode::Fp16pa => 1,
+        FloatMode::Fp16s | FloatMode::Fp16sa => 2,
+        FloatMode::Bf16p => 3,
+        FloatMode::Bf16s => 4,
+    };
+    let int8 = match key.int8 {
+        None => 0,
+        Some(Int8Mode::Int8p) => 1,
+        Some(Int8Mode::Int8s) => 2,
+        Some(Int8Mode::Int8a) => 3,
+    };
+    (
+        storage,
+        key.float.is_fp16_arithmetic() as u8,
+        int8,
+        (key.memory == MemoryKind::Image) as u8,
+        (key.local_memory == Some(true)) as u8,
+    )
+}
+
+/// The chosen variant and why.
+#[derive(Clone, Debug)]
+pub struct Selection {
+    pub key: VariantKey,
+    /// Index into the kernel's `VARIANTS`.
+    pub index: usize,
+    /// Every variant that was not eligible, with the reason.
+    pub rejected: Vec<(VariantKey, String)>,
+    /// The eligible variants, best first.
+    pub eligible: Vec<VariantKey>,
+}
+
+impl fmt::Display for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (best of {} eligible", self.key, self.eligible.len())?;
+        if !self.rejected.is_empty() {
+            let r: Vec<_> = self.rejected.iter().map(|(k, why)| format!("{k}: {why}")).collect();
+            write!(f, "; rejected: {}", r.join("; "))?;
+        }
+        write!(f, ")")
+    }
+}
+
+/// No variant fits.
+#[derive(Clone, Debug, thiserror::Error)]
+#[error("kernel `{kernel}` has no variant this device can run with these options:{}", .details.iter().map(|d| format!("\n  {d}")).collect::<String>())]
+pub struct SelectError {
+    pub kernel: &'static str,
+    /// One line per variant: what it needs and what is missing.
+    pub details: Vec<String>,
+}
+
+/// Picks the best variant of `info` that `options` allow and `device` supports.
+pub fn select_variant(info: &KernelInfo, options: &Options, device: &DeviceFeatures) -> Result<Selection, SelectError> {
+    let mut eligible = Vec::new();
+    let mut rejected = Vec::new();
+    for (i, v) in info.variants.iter().enumerate() {
+        let missing = v.requires.difference(device.features);
+        if !missing.is_empty() {
+            rejected.push((v.key, format!("needs {}; device lacks {missing}", v.requires)));
+        } else if let Some(why) = options.forbids(&v.key) {
+            rejected.push((v.key, why));
+        } else {
+            eligible.push((i, v.key));
+        }
+    }
+    // Stable and total: ties (none expected) keep declaration order.
+    eligible.sort_by_key(|(i, k)| (std::cmp::Reverse(rank(k)), *i));
+    match eligible.first() {
+        Some(&(index, key)) => Ok(Selection { key, index, rejected, eligible: eligible.iter().map(|(_, k)| *k).collect() }),
+        None => Err(SelectError {
+            kernel: info.name,
+            details: if rejected.is_empty() {
+                vec!["(the kernel has no variants: it failed to compile)".into()]
+            } else {
+                rejected.iter().map(|(k, why)| format!("{k}: {why}")).collect()
+            },
+        }),
+    }
+}
+
+/// Like [`select_variant`], restricted to one variant name (forcing a variant, e.g. in tests).
+pub fn force_variant(info: &KernelInfo, name: &str, device: &DeviceFeatures) -> Result<Selection, SelectError> {
+    let Some(index) = info.variants.iter().position(|v| v.key.name() == name) else {
+        return Err(SelectError {
+            kernel: info.name,
+            details: vec![format!("no variant named `{name}`; variants: {}", info.variants.iter().map(|v| v.key.name()).collect::<Vec<_>>().join(", "))],
+        });
+    };
+    let v = &info.variants[index];
+    let missing = v.requires.difference(device.features);
+    if !missing.is_empty() {
+        return Err(SelectError { kernel: info.name, details: vec![format!("{}: needs {}; device lacks {missing}", v.key, v.requires)] });
+    }
+    Ok(Selection { key: v.key, index, rejected: Vec::new(), eligible: vec![v.key] })
+}

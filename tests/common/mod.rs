@@ -1,0 +1,58 @@
+//! Shared test helpers: a validated context on the real driver (lavapipe in CI), random non-zero
+//! data, precision-aware comparison.
+#![allow(dead_code)]
+
+use rand::{Rng, SeedableRng};
+use vkprism::{Context, ContextOptions, FloatMode, TensorFormat, VariantKey};
+
+/// A context with the Khronos validation layer on. Fails (never skips) without Vulkan.
+pub fn ctx() -> Context {
+    let ctx = Context::with_options(ContextOptions { validation: Some(true), ..Default::default() })
+        .unwrap_or_else(|e| panic!("a Vulkan device with the validation layer is required (scripts/setup.sh installs lavapipe): {e}"));
+    assert!(ctx.validation_enabled());
+    ctx
+}
+
+/// Fails the test if the validation layer said anything.
+pub fn assert_clean(ctx: &Context) {
+    let m = ctx.take_validation_messages();
+    assert!(m.is_empty(), "validation layer messages:\n{}", m.join("\n"));
+}
+
+/// `n` random values in ±[0.1, 4], never zero.
+pub fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n).map(|_| {
+        let m: f32 = rng.gen_range(0.1..4.0);
+        if rng.gen_bool(0.5) { m } else { -m }
+    }).collect()
+}
+
+/// `x` rounded to what `format` stores (what the GPU sees after upload).
+pub fn quantize(x: &[f32], format: TensorFormat) -> Vec<f32> {
+    match format {
+        TensorFormat::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
+        TensorFormat::Bf16 => x.iter().map(|v| half::bf16::from_f32(*v).to_f32()).collect(),
+        _ => x.to_vec(),
+    }
+}
+
+/// Relative tolerance for a variant: fp32 1e-5, fp16 storage 1e-3, bf16 storage 8e-3 (8-bit
+/// mantissa), fp16 arithmetic 1e-2.
+pub fn tolerance(key: &VariantKey) -> f32 {
+    match key.float {
+        FloatMode::Fp32 => 1e-5,
+        FloatMode::Fp16pa | FloatMode::Fp16sa => 1e-2,
+        FloatMode::Fp16p | FloatMode::Fp16s => 1e-3,
+        FloatMode::Bf16p | FloatMode::Bf16s => 8e-3,
+    }
+}
+
+/// Compares element-wise with relative tolerance (absolute near zero); NaN (the poison) fails.
+pub fn assert_close(got: &[f32], want: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let err = (g - w).abs() / w.abs().max(1.0);
+        assert!(err <= tol && g.is_finite(), "{what}: element {i}: got {g}, want {w} (rel err {err:.2e} > {tol:.0e})");
+    }
+}
