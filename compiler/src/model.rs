@@ -60,7 +60,7 @@ pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[Va
     let mut errors = Vec::new();
     let first_key = emit[0];
     let first = &compiled[&first_key].1;
-    let mut interfaces: BTreeMap<MemoryKind, (VariantKey, Vec<Binding>)> = BTreeMap::new();
+    let mut signatures: BTreeMap<MemoryKind, Vec<(Vec<Binding>, Vec<VariantKey>)>> = BTreeMap::new();
     let mut variants = Vec::new();
     for key in emit {
         let (spirv, r) = &compiled[key];
@@ -74,17 +74,10 @@ pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[Va
             errors.push(format!("variants `{first_key}` and `{key}` declare different workgroup sizes"));
         }
         let sig: Vec<Binding> = r.bindings.iter().map(|b| Binding { element: vkprism_core::ElementType { scalar: ScalarKind::U8, components: 0, stride: 0 }, ..b.clone() }).collect();
-        match interfaces.get(&key.memory) {
-            None => {
-                interfaces.insert(key.memory, (*key, sig));
-            }
-            Some((k0, s0)) if *s0 != sig => errors.push(format!(
-                "{} variants `{k0}` and `{key}` declare different descriptor bindings ({} vs {}); variants of one memory kind must agree so one bindings type fits them all",
-                key.memory.name(),
-                describe(s0),
-                describe(&sig)
-            )),
-            Some(_) => {}
+        let groups = signatures.entry(key.memory).or_default();
+        match groups.iter_mut().find(|(s, _)| *s == sig) {
+            Some((_, keys)) => keys.push(*key),
+            None => groups.push((sig, vec![*key])),
         }
         let reference = compiled.get(&reference_key(key)).map(|(_, r)| r);
         let bindings = r
@@ -97,6 +90,19 @@ pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[Va
             .collect();
         variants.push(VariantModel { key: *key, spirv: spirv.clone(), bindings });
     }
+    for (memory, groups) in &signatures {
+        if groups.len() > 1 {
+            let described: Vec<String> = groups
+                .iter()
+                .map(|(sig, keys)| format!("{} declare {}", keys.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "), describe(sig)))
+                .collect();
+            errors.push(format!(
+                "the {} variants disagree on their descriptor bindings: {}; variants of one memory kind must agree so one bindings type fits them all",
+                memory.name(),
+                described.join("; ")
+            ));
+        }
+    }
     if let Some(b) = first.bindings.iter().find(|b| b.set != 0) {
         errors.push(format!("binding `{}` is in descriptor set {}; vkprism kernels use set 0 only", b.name, b.set));
     }
@@ -108,7 +114,7 @@ pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[Va
         push: first.push.clone(),
         spec: first.spec.clone(),
         local_size: first.local_size,
-        interfaces: interfaces.into_iter().map(|(m, (_, s))| (m, s)).collect(),
+        interfaces: signatures.into_iter().map(|(m, mut g)| (m, g.swap_remove(0).0)).collect(),
     })
 }
 

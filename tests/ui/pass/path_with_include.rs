@@ -1,3 +1,6 @@
+//! Generated code is documented and warning-free.
+#![deny(warnings, missing_docs, unsafe_op_in_unsafe_fn, unused)]
+
 vkprism::compute_shader! {
     /// A kernel read from a file, with an `#include` beside it.
     pub mod scale,
