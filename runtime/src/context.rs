@@ -58,6 +58,9 @@ pub struct ContextOptions {
     pub device: DeviceSelector,
     /// Khronos validation layer: `None` follows `VKPRISM_VALIDATION` (1 = on).
     pub validation: Option<bool>,
+    /// Stage every upload and download through a copy even where device memory is mappable
+    /// (to test the staging path, or to compare).
+    pub force_staging: bool,
     /// Variant options for every kernel loaded through this context (per-kernel overrides go to
     /// `Context::load_with`).
     pub options: Options,
@@ -299,7 +302,7 @@ impl Context {
                             properties: props,
                             driver,
                             memory,
-                            unified_memory: unified,
+                            unified_memory: unified && !opts.force_staging,
                             allocator: Mutex::new(Some(allocator)),
                             pipeline_cache,
                             options: opts.options.clamp_to(&queried.features),

@@ -215,3 +215,93 @@ pub fn force_variant(info: &KernelInfo, name: &str, device: &DeviceFeatures) -> 
     }
     Ok(Selection { key: v.key, index, rejected: Vec::new(), eligible: vec![v.key] })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vkprism_core::{FeatureSet, LocalSizeDim, VariantInfo};
+
+    /// A kernel with every float × memory variant, and one with int8 × local memory, made by hand.
+    fn info(keys: Vec<VariantKey>) -> &'static KernelInfo {
+        let variants: Vec<VariantInfo> = keys.into_iter().map(|key| VariantInfo { key, requires: key.requires(), spirv: &[], bindings: &[] }).collect();
+        Box::leak(Box::new(KernelInfo {
+            name: "test",
+            variants: Box::leak(variants.into_boxed_slice()),
+            push_constants: None,
+            spec_constants: &[],
+            local_size: [LocalSizeDim { default: 64, spec_id: Some(233) }, LocalSizeDim { default: 1, spec_id: Some(234) }, LocalSizeDim { default: 1, spec_id: Some(235) }],
+        }))
+    }
+
+    fn float_kernel() -> &'static KernelInfo {
+        let mut keys = Vec::new();
+        for memory in [MemoryKind::Buffer, MemoryKind::Image] {
+            for float in FloatMode::ALL {
+                if !(memory == MemoryKind::Image && float.is_bf16()) {
+                    keys.push(VariantKey { memory, ..VariantKey::new(float) });
+                }
+            }
+        }
+        info(keys)
+    }
+
+    fn dev(fs: &[Feature]) -> DeviceFeatures {
+        DeviceFeatures::new(FeatureSet::from_slice(fs))
+    }
+
+    fn pick(info: &KernelInfo, o: &Options, d: &DeviceFeatures) -> String {
+        select_variant(info, o, d).map(|s| s.key.name()).unwrap_or_else(|e| e.to_string())
+    }
+
+    #[test]
+    fn best_variant_follows_device_and_options() {
+        let k = float_kernel();
+        let all = DeviceFeatures::new(FeatureSet::all());
+        let o = Options::default();
+        assert_eq!(pick(k, &o, &all), "fp16sa");
+        assert_eq!(pick(k, &o, &dev(&[Feature::StorageBuffer16BitAccess])), "fp16s");
+        assert_eq!(pick(k, &o, &dev(&[Feature::ShaderFloat16])), "fp16pa");
+        assert_eq!(pick(k, &o, &dev(&[])), "fp16p");
+        assert_eq!(pick(k, &Options { use_fp16_arithmetic: false, ..o }, &all), "fp16s");
+        assert_eq!(pick(k, &Options::fp32_only(), &all), "fp32");
+        assert_eq!(pick(k, &Options { use_fp16_packed: false, ..Options::fp32_only() }, &dev(&[])), "fp32");
+        // bf16 only when asked: storage before packed.
+        assert_eq!(pick(k, &Options { use_bf16_packed: true, ..o }, &all), "bf16p");
+        assert_eq!(pick(k, &Options { use_bf16_packed: true, use_bf16_storage: true, ..o }, &all), "bf16s");
+        assert_eq!(pick(k, &Options { use_bf16_storage: true, ..o }, &dev(&[])), "fp16p", "bf16s needs 16-bit storage");
+        // Images when allowed and the formats are usable.
+        assert_eq!(pick(k, &Options { use_image_storage: true, ..o }, &all), "fp16sa_image");
+        assert_eq!(pick(k, &Options { use_image_storage: true, ..o }, &dev(&[Feature::StorageBuffer16BitAccess, Feature::ShaderFloat16, Feature::ImageFormatsFp32])), "fp16sa");
+        // Deterministic.
+        for _ in 0..10 {
+            assert_eq!(pick(k, &o, &all), "fp16sa");
+        }
+    }
+
+    #[test]
+    fn int8_and_local_memory_preferences() {
+        let mut keys = Vec::new();
+        for i in Int8Mode::ALL {
+            for lm in [true, false] {
+                keys.push(VariantKey { int8: Some(i), local_memory: Some(lm), ..VariantKey::new(FloatMode::Fp32) });
+            }
+        }
+        let k = info(keys);
+        let all = DeviceFeatures::new(FeatureSet::all());
+        let o = Options::default();
+        assert_eq!(pick(k, &o, &all), "fp32_int8a_lm");
+        assert_eq!(pick(k, &o, &dev(&[Feature::StorageBuffer8BitAccess])), "fp32_int8s_lm");
+        assert_eq!(pick(k, &Options { use_shader_local_memory: false, ..o }, &dev(&[])), "fp32_int8p_nolm");
+        let e = select_variant(k, &Options { use_int8_packed: false, ..o }, &dev(&[])).unwrap_err();
+        assert_eq!(e.details.len(), 6, "{e}");
+        assert!(e.to_string().contains("fp32_int8a_lm: needs storageBuffer8BitAccess, shaderInt8; device lacks storageBuffer8BitAccess, shaderInt8"), "{e}");
+    }
+
+    #[test]
+    fn clamping_clears_what_the_device_lacks() {
+        let c = Options::default().clamp_to(&dev(&[Feature::ShaderFloat16]));
+        assert!(!c.use_fp16_storage && c.use_fp16_arithmetic && c.use_fp16_packed && !c.use_int8_storage);
+        let s = select_variant(float_kernel(), &Options::default(), &dev(&[])).unwrap();
+        assert!(s.to_string().contains("rejected") && s.rejected.iter().any(|(k, _)| k.name() == "fp16sa"));
+    }
+}

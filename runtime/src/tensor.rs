@@ -118,7 +118,8 @@ impl Tensor {
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::UNIFORM_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
         let location = if shared.unified_memory { MemoryLocation::CpuToGpu } else { MemoryLocation::GpuOnly };
         let (buffer, allocation) = create_buffer(shared, alloc_size, usage, location, "vkprism tensor")?;
-        let mapped = allocation.mapped_ptr().is_some();
+        // Map only in unified mode: on a discrete GPU, host-visible VRAM is slow to read back.
+        let mapped = shared.unified_memory && allocation.mapped_ptr().is_some();
         Ok(Tensor {
             inner: Arc::new(TensorInner { shared: shared.clone(), buffer, allocation: Mutex::new(Some(allocation)), shape: shape.to_vec(), format, size, mapped }),
         })
