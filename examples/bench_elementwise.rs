@@ -1,0 +1,64 @@
+//! Memory-bound throughput: y = 2x + 1 over vec4s in each storage precision, timed with GPU
+//! timestamps (median of 20 after a warm-up), reported as bytes read + written per second.
+//! Prints `vkprism axpb_<variant>_tbps <value>`; bench/torch_ref.py prints PyTorch's `x*2+1`.
+//!
+//!     cargo run --release --example bench_elementwise -- [MiB of fp32 input, default 1024]
+
+use vkprism::{CommandList, Context, Tensor};
+
+vkprism::compute_shader! {
+    /// y = x * scale + bias.
+    pub mod axpb,
+    src: r#"
+#version 450
+layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
+layout (binding = 1) writeonly buffer y_blob { sfpvec4 y_data[]; };
+layout (push_constant) uniform parameter { int n; float scale; float bias; } p;
+void main() {
+    const int i = int(gl_GlobalInvocationID.x);
+    if (i >= p.n) return;
+    afpvec4 v = buffer_ld4(x_data, i);
+    buffer_st4(y_data, i, v * afp(p.scale) + afp(p.bias));
+}
+"#,
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mib: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(1024);
+    let ctx = Context::new()?;
+    println!("# device: {}", ctx.device_name());
+    let n = mib << 18; // floats
+    let x: Vec<f32> = (0..n).map(|i| ((i % 2001) as f32 - 1000.0) / 256.0 + 0.001).collect();
+    for variant in ["fp32", "fp16s", "fp16p", "fp16sa"] {
+        let k = match ctx.load_variant::<axpb::Kernel>(variant) {
+            Ok(k) => k,
+            Err(e) => {
+                println!("# {variant}: {e}");
+                continue;
+            }
+        };
+        let fmt = k.variant().bindings[0].format;
+        let xt = Tensor::from_f32(&ctx, &[n], fmt, &x)?;
+        let yt = Tensor::new(&ctx, &[n], fmt)?;
+        let pipe = k.pipeline(&Default::default(), Some([256, 1, 1]))?;
+        let n4 = n / 4;
+        let mut list = CommandList::with_timestamps(&ctx, 1)?;
+        list.dispatch(&pipe, &axpb::BufferBindings { x_blob: &xt, y_blob: &yt }, &axpb::PushConstants { n: n4 as i32, scale: 2.0, bias: 1.0 }, [n4 as u32, 1, 1])?;
+        list.submit_and_wait()?;
+        // Check before timing.
+        let y = yt.download_f32()?;
+        for i in (0..n).step_by(n / 997 + 1) {
+            let want = x[i] * 2.0 + 1.0;
+            assert!((y[i] - want).abs() <= 2e-2 * want.abs().max(1.0), "{variant}: y[{i}] = {} want {want}", y[i]);
+        }
+        let mut t = Vec::new();
+        for _ in 0..20 {
+            list.submit_and_wait()?;
+            t.push(list.timings()?[0].as_secs_f64());
+        }
+        t.sort_by(f64::total_cmp);
+        let bytes = (2 * n * fmt.size()) as f64;
+        println!("vkprism axpb_{variant}_tbps {:.3}", bytes / t[10] / 1e12);
+    }
+    Ok(())
+}
