@@ -8,6 +8,9 @@
 //!   barriers);
 //! - `replay_dependent_wall_per_dispatch_us`: wall time of submit + wait of that list / 1000.
 //!
+//! GPU time is the list's first-to-last timestamp / 1000: timestamps between dispatches would
+//! serialize them and measure themselves.
+//!
 //!     cargo run --release --example bench_dispatch
 
 use std::time::{Duration, Instant};
@@ -43,7 +46,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let rt: Vec<f64> = (0..1000)
         .map(|_| {
             let t = Instant::now();
-            empty.submit_and_wait().map(|_| t.elapsed().as_secs_f64() * 1e6)
+            empty
+                .submit_and_wait()
+                .map(|_| t.elapsed().as_secs_f64() * 1e6)
         })
         .collect::<Result<_, _>>()?;
     println!("vkprism round_trip_us {:.2}", median(rt));
@@ -52,12 +57,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let pipe = k.pipeline(&Default::default(), Some([64, 1, 1]))?;
     let push = tiny::PushConstants::default();
     let one = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[0.0; 64])?;
-    let many: Vec<Tensor> = (0..n).map(|_| Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[0.0; 64])).collect::<Result<_, _>>()?;
+    let many: Vec<Tensor> = (0..n)
+        .map(|_| Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[0.0; 64]))
+        .collect::<Result<_, _>>()?;
     for (name, dependent) in [("dependent", true), ("independent", false)] {
-        let mut list = CommandList::with_timestamps(&ctx, n as u32)?;
+        let mut list = CommandList::with_total_timing(&ctx)?;
         for i in 0..n {
             let t = if dependent { &one } else { &many[i] };
-            list.dispatch(&pipe, &tiny::BufferBindings { x_blob: t }, &push, [64, 1, 1])?;
+            list.dispatch(
+                &pipe,
+                &tiny::BufferBindings { x_blob: t },
+                &push,
+                [64, 1, 1],
+            )?;
         }
         assert_eq!(list.barrier_count(), if dependent { n - 1 } else { 0 });
         list.submit_and_wait()?;
@@ -67,15 +79,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let t = Instant::now();
             list.submit_and_wait()?;
             wall.push(t.elapsed().as_secs_f64() * 1e6 / n as f64);
-            let total: Duration = list.timings()?.iter().sum();
+            let total: Duration = list.total_time()?;
             gpu.push(total.as_secs_f64() * 1e6 / n as f64);
         }
         println!("vkprism replay_{name}_per_dispatch_us {:.3}", median(gpu));
-        println!("vkprism replay_{name}_wall_per_dispatch_us {:.3}", median(wall));
+        println!(
+            "vkprism replay_{name}_wall_per_dispatch_us {:.3}",
+            median(wall)
+        );
     }
     // The result is checked, so the timing is of real work: 1 + 20 runs of 1000 increments.
     let got = one.download_f32()?;
-    assert!(got.iter().all(|v| *v == 21.0 * n as f32), "dependent chain lost updates: {}", got[0]);
+    assert!(
+        got.iter().all(|v| *v == 21.0 * n as f32),
+        "dependent chain lost updates: {}",
+        got[0]
+    );
     let m = ctx.take_validation_messages();
     assert!(m.is_empty(), "{m:?}");
     Ok(())

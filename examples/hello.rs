@@ -30,22 +30,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("{}\n", ctx.report());
 
     let kernel = ctx.load::<axpb::Kernel>()?;
-    println!("kernel axpb: {} variants compiled at build time: {}", axpb::VARIANTS.len(), axpb::VARIANT_NAMES.join(", "));
+    println!(
+        "kernel axpb: {} variants compiled at build time: {}",
+        axpb::VARIANTS.len(),
+        axpb::VARIANT_NAMES.join(", ")
+    );
     println!("picked: {}\n", kernel.selection());
 
     let n = 1 << 20;
-    let x: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32 - 499.5) / 100.0).collect();
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i % 1000) as f32 - 499.5) / 100.0)
+        .collect();
     let format = kernel.variant().bindings[0].format;
     let xt = Tensor::from_f32(&ctx, &[n], format, &x)?;
     let yt = Tensor::new(&ctx, &[n], format)?;
     let pipeline = kernel.pipeline(&axpb::SpecConstants::default(), Some([256, 1, 1]))?;
-    let push = axpb::PushConstants { n: (n / 4) as i32, scale: 2.0, bias: 1.0 };
+    let push = axpb::PushConstants {
+        n: (n / 4) as i32,
+        scale: 2.0,
+        bias: 1.0,
+    };
     let mut list = CommandList::new(&ctx)?;
-    list.dispatch(&pipeline, &axpb::BufferBindings { x_blob: &xt, y_blob: &yt }, &push, [(n / 4) as u32, 1, 1])?;
+    list.dispatch(
+        &pipeline,
+        &axpb::BufferBindings {
+            x_blob: &xt,
+            y_blob: &yt,
+        },
+        &push,
+        [(n / 4) as u32, 1, 1],
+    )?;
     list.submit_and_wait()?;
 
     let y = yt.download_f32()?;
-    let worst = x.iter().zip(&y).map(|(x, y)| ((x * 2.0 + 1.0) - y).abs() / (x * 2.0 + 1.0).abs().max(1.0)).fold(0f32, f32::max);
+    let worst = x
+        .iter()
+        .zip(&y)
+        .map(|(x, y)| ((x * 2.0 + 1.0) - y).abs() / (x * 2.0 + 1.0).abs().max(1.0))
+        .fold(0f32, f32::max);
     println!("y = 2x + 1 on {n} elements ({format:?} storage): worst relative error {worst:.2e}");
     if worst > 1e-2 {
         return Err(format!("result differs from the CPU: {worst}").into());
@@ -58,6 +80,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let per = t.elapsed() / runs;
     let bytes = (n * format.size() * 2) as f64;
-    println!("replayed {runs} times: {per:?} per run (submit + wait), {:.2} GB/s", bytes / per.as_secs_f64() / 1e9);
+    println!(
+        "replayed {runs} times: {per:?} per run (submit + wait), {:.2} GB/s",
+        bytes / per.as_secs_f64() / 1e9
+    );
     Ok(())
 }

@@ -55,7 +55,11 @@ void main() {
 "#,
 }
 
-fn run_axpb(ctx: &Context, variant: &str, x: &[f32]) -> Result<(Vec<f32>, vkprism::VariantKey), vkprism::Error> {
+fn run_axpb(
+    ctx: &Context,
+    variant: &str,
+    x: &[f32],
+) -> Result<(Vec<f32>, vkprism::VariantKey), vkprism::Error> {
     let k = ctx.load_variant::<axpb::Kernel>(variant)?;
     let key = k.variant().key;
     let fmt = k.variant().bindings[0].format;
@@ -64,7 +68,19 @@ fn run_axpb(ctx: &Context, variant: &str, x: &[f32]) -> Result<(Vec<f32>, vkpris
     let yt = Tensor::from_f32(ctx, &[n], fmt, &vec![f32::NAN; n])?;
     let pipe = k.pipeline(&axpb::SpecConstants::default(), None)?;
     let mut list = CommandList::new(ctx)?;
-    list.dispatch(&pipe, &axpb::BufferBindings { x_blob: &xt, y_blob: &yt }, &axpb::PushConstants { n: (n / 4) as i32, scale: 1.5, bias: -0.25 }, [(n / 4) as u32, 1, 1])?;
+    list.dispatch(
+        &pipe,
+        &axpb::BufferBindings {
+            x_blob: &xt,
+            y_blob: &yt,
+        },
+        &axpb::PushConstants {
+            n: (n / 4) as i32,
+            scale: 1.5,
+            bias: -0.25,
+        },
+        [(n / 4) as u32, 1, 1],
+    )?;
     list.submit_and_wait()?;
     Ok((yt.download_f32()?, key))
 }
@@ -102,10 +118,28 @@ fn mixed_functions_every_variant_match_cpu() {
         let ct = Tensor::from_f32(&ctx, &[n8 * 8], f(2), &vec![f32::NAN; n8 * 8]).unwrap();
         let dt = Tensor::from_f32(&ctx, &[n8 * 8], f(3), &vec![f32::NAN; n8 * 8]).unwrap();
         let pipe = k.pipeline(&Default::default(), None).unwrap();
-        ctx.run(|l| l.dispatch(&pipe, &mixed::BufferBindings { a_blob: &at, b_blob: &bt, c_blob: &ct, d_blob: &dt }, &mixed::PushConstants { n8: n8 as i32 }, [n8 as u32, 1, 1])).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &mixed::BufferBindings {
+                    a_blob: &at,
+                    b_blob: &bt,
+                    c_blob: &ct,
+                    d_blob: &dt,
+                },
+                &mixed::PushConstants { n8: n8 as i32 },
+                [n8 as u32, 1, 1],
+            )
+        })
+        .unwrap();
         let tol = tolerance(&key);
         let bq = quantize(&b, f(1));
-        assert_close(&ct.download_f32().unwrap(), &bq.iter().map(|v| v * 2.0).collect::<Vec<_>>(), tol, &format!("{name} c"));
+        assert_close(
+            &ct.download_f32().unwrap(),
+            &bq.iter().map(|v| v * 2.0).collect::<Vec<_>>(),
+            tol,
+            &format!("{name} c"),
+        );
         let aq = quantize(&a, f(0));
         assert_close(&dt.download_f32().unwrap(), &aq, tol, &format!("{name} d"));
     }
@@ -150,19 +184,45 @@ fn image_and_buffer_variants_match_cpu() {
         let key = k.variant().key;
         let fmt = k.variant().bindings[0].format;
         let pipe = k.pipeline(&Default::default(), None).unwrap();
-        let push = double::PushConstants { w: w as i32, h: h as i32, c: c as i32 };
+        let push = double::PushConstants {
+            w: w as i32,
+            h: h as i32,
+            c: c as i32,
+        };
         let global = [w as u32, h as u32, c as u32];
         let got = if key.memory == MemoryKind::Image {
             let a = Image::new(&ctx, 3, global, 4, fmt).unwrap();
             let b = Image::new(&ctx, 3, global, 4, fmt).unwrap();
             a.upload_f32(&x).unwrap();
             b.upload_f32(&vec![f32::NAN; x.len()]).unwrap();
-            ctx.run(|l| l.dispatch(&pipe, &double::ImageBindings { bottom_blob: &a, top_blob: &b }, &push, global)).unwrap();
+            ctx.run(|l| {
+                l.dispatch(
+                    &pipe,
+                    &double::ImageBindings {
+                        bottom_blob: &a,
+                        top_blob: &b,
+                    },
+                    &push,
+                    global,
+                )
+            })
+            .unwrap();
             b.download_f32().unwrap()
         } else {
             let a = Tensor::from_f32(&ctx, &[c, h, w * 4], fmt, &x).unwrap();
             let b = Tensor::from_f32(&ctx, &[c, h, w * 4], fmt, &vec![f32::NAN; x.len()]).unwrap();
-            ctx.run(|l| l.dispatch(&pipe, &double::BufferBindings { bottom_blob: &a, top_blob: &b }, &push, global)).unwrap();
+            ctx.run(|l| {
+                l.dispatch(
+                    &pipe,
+                    &double::BufferBindings {
+                        bottom_blob: &a,
+                        top_blob: &b,
+                    },
+                    &push,
+                    global,
+                )
+            })
+            .unwrap();
             b.download_f32().unwrap()
         };
         let want: Vec<f32> = quantize(&x, fmt).iter().map(|v| v * 2.0).collect();
@@ -203,7 +263,14 @@ fn int8_every_variant_matches_cpu() {
     let ctx = ctx();
     let n4 = 300;
     let mut rng = rand::rngs::StdRng::seed_from_u64(5);
-    let q: Vec<i8> = (0..n4 * 4).map(|_| loop { let v: i8 = rng.gen(); if v != 0 { break v; } }).collect();
+    let q: Vec<i8> = (0..n4 * 4)
+        .map(|_| loop {
+            let v: i8 = rng.gen();
+            if v != 0 {
+                break v;
+            }
+        })
+        .collect();
     assert_eq!(dequant::VARIANTS.len(), 42);
     let mut ran = 0;
     for name in dequant::VARIANT_NAMES {
@@ -214,10 +281,33 @@ fn int8_every_variant_matches_cpu() {
         let qt = Tensor::from_i8(&ctx, &[n4 * 4], &q).unwrap();
         let yt = Tensor::from_f32(&ctx, &[n4 * 4], fmt, &vec![f32::NAN; n4 * 4]).unwrap();
         let pipe = k.pipeline(&Default::default(), None).unwrap();
-        ctx.run(|l| l.dispatch(&pipe, &dequant::BufferBindings { q_blob: &qt, y_blob: &yt }, &dequant::PushConstants { n: n4 as i32, scale: 0.125 }, [n4 as u32, 1, 1])).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &dequant::BufferBindings {
+                    q_blob: &qt,
+                    y_blob: &yt,
+                },
+                &dequant::PushConstants {
+                    n: n4 as i32,
+                    scale: 0.125,
+                },
+                [n4 as u32, 1, 1],
+            )
+        })
+        .unwrap();
         let want: Vec<f32> = q.iter().map(|v| *v as f32 * 0.125).collect();
-        let tol = if key.float == FloatMode::Fp32 { 1e-6 } else { tolerance(&key) };
-        assert_close(&yt.download_f32().unwrap(), &quantize(&want, fmt), tol, name);
+        let tol = if key.float == FloatMode::Fp32 {
+            1e-6
+        } else {
+            tolerance(&key)
+        };
+        assert_close(
+            &yt.download_f32().unwrap(),
+            &quantize(&want, fmt),
+            tol,
+            name,
+        );
         ran += 1;
     }
     assert_eq!(ran, 42);

@@ -5,7 +5,10 @@ mod common;
 use common::*;
 use vkprism::pipeline::Error as PipelineError;
 use vkprism::tensor::Error as TensorError;
-use vkprism::{CommandError, CommandList, Context, ContextOptions, DeviceSelector, Error, Options, Tensor, TensorFormat};
+use vkprism::{
+    CommandError, CommandList, Context, ContextOptions, DeviceSelector, Error, Options, Tensor,
+    TensorFormat,
+};
 
 vkprism::compute_shader! {
     /// y = x + 1 over vec4s (used for error paths and replay).
@@ -42,16 +45,29 @@ void main() {
 fn report_names_the_device_and_its_features() {
     let ctx = ctx();
     let r = ctx.report().to_string();
-    assert!(r.contains(&ctx.device_name()) && r.contains("features:") && r.contains("limits:"), "{r}");
+    assert!(
+        r.contains(&ctx.device_name()) && r.contains("features:") && r.contains("limits:"),
+        "{r}"
+    );
     assert!(ctx.features().limits.max_compute_work_group_invocations >= 128);
     assert_clean(&ctx);
 }
 
 #[test]
 fn device_selector_that_matches_nothing_is_an_error() {
-    let e = Context::with_options(ContextOptions { device: DeviceSelector::Name("no such gpu 9000".into()), validation: Some(false), ..Default::default() }).unwrap_err();
+    let e = Context::with_options(ContextOptions {
+        device: DeviceSelector::Name("no such gpu 9000".into()),
+        validation: Some(false),
+        ..Default::default()
+    })
+    .unwrap_err();
     assert!(e.to_string().contains("matches none of"), "{e}");
-    let e = Context::with_options(ContextOptions { device: DeviceSelector::Index(999), validation: Some(false), ..Default::default() }).unwrap_err();
+    let e = Context::with_options(ContextOptions {
+        device: DeviceSelector::Index(999),
+        validation: Some(false),
+        ..Default::default()
+    })
+    .unwrap_err();
     assert!(e.to_string().contains("Index(999)"), "{e}");
 }
 
@@ -65,10 +81,22 @@ fn tensors_round_trip_every_format() {
         assert_eq!(t.download_f32().unwrap(), quantize(&x, fmt), "{fmt:?}");
     }
     // Round to nearest even, as the half crate does: 1 + 2^-11 is a tie between 1 and 1 + 2^-10.
-    let t = Tensor::from_f32(&ctx, &[2], TensorFormat::F16, &[1.0 + 2f32.powi(-11), 1.0 + 3.0 * 2f32.powi(-11)]).unwrap();
+    let t = Tensor::from_f32(
+        &ctx,
+        &[2],
+        TensorFormat::F16,
+        &[1.0 + 2f32.powi(-11), 1.0 + 3.0 * 2f32.powi(-11)],
+    )
+    .unwrap();
     assert_eq!(t.download_f32().unwrap(), [1.0, 1.0 + 2.0 * 2f32.powi(-10)]);
     let q: Vec<i8> = (0..77).map(|i| (i * 37 % 255 - 127) as i8).collect();
-    assert_eq!(Tensor::from_i8(&ctx, &[77], &q).unwrap().download_i8().unwrap(), q);
+    assert_eq!(
+        Tensor::from_i8(&ctx, &[77], &q)
+            .unwrap()
+            .download_i8()
+            .unwrap(),
+        q
+    );
     let u = Tensor::new(&ctx, &[5], TensorFormat::U32).unwrap();
     u.upload_u32(&[1, 2, 3, u32::MAX, 0]).unwrap();
     assert_eq!(u.download_u32().unwrap(), [1, 2, 3, u32::MAX, 0]);
@@ -77,7 +105,12 @@ fn tensors_round_trip_every_format() {
 
 #[test]
 fn staged_transfers_in_chunks_round_trip() {
-    let ctx = Context::with_options(ContextOptions { validation: Some(true), force_staging: true, ..Default::default() }).unwrap();
+    let ctx = Context::with_options(ContextOptions {
+        validation: Some(true),
+        force_staging: true,
+        ..Default::default()
+    })
+    .unwrap();
     assert!(!ctx.unified_memory());
     // 80 MB: more than one 64 MiB staging chunk each way.
     let n = 20_000_000;
@@ -89,20 +122,48 @@ fn staged_transfers_in_chunks_round_trip() {
     let k = ctx.load::<twice::Kernel>().unwrap();
     let pipe = k.pipeline(&Default::default(), None).unwrap();
     let small = Tensor::from_f32(&ctx, &[100], TensorFormat::F32, &x[..100]).unwrap();
-    ctx.run(|l| l.dispatch(&pipe, &twice::BufferBindings { x_blob: &small }, &twice::PushConstants { n: 100 }, [100, 1, 1])).unwrap();
-    assert_close(&small.download_f32().unwrap(), &x[..100].iter().map(|v| v * 2.0).collect::<Vec<_>>(), 0.0, "staged");
+    ctx.run(|l| {
+        l.dispatch(
+            &pipe,
+            &twice::BufferBindings { x_blob: &small },
+            &twice::PushConstants { n: 100 },
+            [100, 1, 1],
+        )
+    })
+    .unwrap();
+    assert_close(
+        &small.download_f32().unwrap(),
+        &x[..100].iter().map(|v| v * 2.0).collect::<Vec<_>>(),
+        0.0,
+        "staged",
+    );
     assert_clean(&ctx);
 }
 
 #[test]
 fn bad_tensors_are_errors() {
     let ctx = ctx();
-    assert!(matches!(Tensor::new(&ctx, &[], TensorFormat::F32), Err(TensorError::BadShape(_))));
-    assert!(matches!(Tensor::new(&ctx, &[1, 2, 3, 4, 5], TensorFormat::F32), Err(TensorError::BadShape(_))));
-    assert!(matches!(Tensor::new(&ctx, &[4, 0], TensorFormat::F32), Err(TensorError::BadShape(_))));
+    assert!(matches!(
+        Tensor::new(&ctx, &[], TensorFormat::F32),
+        Err(TensorError::BadShape(_))
+    ));
+    assert!(matches!(
+        Tensor::new(&ctx, &[1, 2, 3, 4, 5], TensorFormat::F32),
+        Err(TensorError::BadShape(_))
+    ));
+    assert!(matches!(
+        Tensor::new(&ctx, &[4, 0], TensorFormat::F32),
+        Err(TensorError::BadShape(_))
+    ));
     let t = Tensor::new(&ctx, &[8], TensorFormat::F32).unwrap();
-    assert!(matches!(t.upload_f32(&[1.0; 7]), Err(TensorError::LengthMismatch { got: 7, want: 8 })));
-    assert!(matches!(t.upload_i8(&[1; 8]), Err(TensorError::WrongFormat { .. })));
+    assert!(matches!(
+        t.upload_f32(&[1.0; 7]),
+        Err(TensorError::LengthMismatch { got: 7, want: 8 })
+    ));
+    assert!(matches!(
+        t.upload_i8(&[1; 8]),
+        Err(TensorError::WrongFormat { .. })
+    ));
     // Over the single-binding limit: refused before the driver sees it, naming the limit.
     let limit = ctx.features().limits.max_storage_buffer_range;
     let e = Tensor::new(&ctx, &[(limit / 4 + 1) as usize], TensorFormat::F32).unwrap_err();
@@ -110,7 +171,15 @@ fn bad_tensors_are_errors() {
     assert_clean(&ctx);
 }
 
-fn setup(ctx: &Context, variant: &str, n4: usize) -> (std::sync::Arc<vkprism::LoadedKernel<inc::Kernel>>, Tensor, Tensor) {
+fn setup(
+    ctx: &Context,
+    variant: &str,
+    n4: usize,
+) -> (
+    std::sync::Arc<vkprism::LoadedKernel<inc::Kernel>>,
+    Tensor,
+    Tensor,
+) {
     let k = ctx.load_variant::<inc::Kernel>(variant).unwrap();
     let f = k.variant().bindings[0].format;
     let x = Tensor::from_f32(ctx, &[n4 * 4], f, &random(n4 * 4, 9)).unwrap();
@@ -127,24 +196,96 @@ fn dispatch_errors_are_reported_not_executed() {
     let mut list = CommandList::new(&ctx).unwrap();
     // Precision mismatch: an fp32 tensor bound to the fp16s variant.
     let x32 = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &random(64, 1)).unwrap();
-    let e = list.dispatch(&pipe, &inc::BufferBindings { x_blob: &x32, y_blob: &y }, &push, [16, 1, 1]).unwrap_err();
-    assert!(matches!(e, CommandError::FormatMismatch { expected: TensorFormat::F16, got: TensorFormat::F32, .. }), "{e}");
+    let e = list
+        .dispatch(
+            &pipe,
+            &inc::BufferBindings {
+                x_blob: &x32,
+                y_blob: &y,
+            },
+            &push,
+            [16, 1, 1],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CommandError::FormatMismatch {
+                expected: TensorFormat::F16,
+                got: TensorFormat::F32,
+                ..
+            }
+        ),
+        "{e}"
+    );
     // A tensor that is not a whole number of vec4 elements.
     let odd = Tensor::new(&ctx, &[6], TensorFormat::F16).unwrap();
-    let e = list.dispatch(&pipe, &inc::BufferBindings { x_blob: &odd, y_blob: &y }, &push, [16, 1, 1]).unwrap_err();
-    assert!(matches!(e, CommandError::PartialElement { elem: 8, size: 12, .. }), "{e}");
+    let e = list
+        .dispatch(
+            &pipe,
+            &inc::BufferBindings {
+                x_blob: &odd,
+                y_blob: &y,
+            },
+            &push,
+            [16, 1, 1],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            CommandError::PartialElement {
+                elem: 8,
+                size: 12,
+                ..
+            }
+        ),
+        "{e}"
+    );
     // Zero-size dispatch.
-    let e = list.dispatch(&pipe, &inc::BufferBindings { x_blob: &x, y_blob: &y }, &push, [0, 1, 1]).unwrap_err();
+    let e = list
+        .dispatch(
+            &pipe,
+            &inc::BufferBindings {
+                x_blob: &x,
+                y_blob: &y,
+            },
+            &push,
+            [0, 1, 1],
+        )
+        .unwrap_err();
     assert!(matches!(e, CommandError::ZeroSize(_)), "{e}");
     // More workgroups than maxComputeWorkGroupCount: an error, never a silent truncation.
-    let e = list.dispatch(&pipe, &inc::BufferBindings { x_blob: &x, y_blob: &y }, &push, [16, u32::MAX, 1]).unwrap_err();
+    let e = list
+        .dispatch(
+            &pipe,
+            &inc::BufferBindings {
+                x_blob: &x,
+                y_blob: &y,
+            },
+            &push,
+            [16, u32::MAX, 1],
+        )
+        .unwrap_err();
     assert!(e.to_string().contains("maxComputeWorkGroupCount"), "{e}");
     // Workgroup larger than the device allows.
-    let e = k.pipeline(&Default::default(), Some([4096, 1, 1])).err().unwrap();
+    let e = k
+        .pipeline(&Default::default(), Some([4096, 1, 1]))
+        .err()
+        .unwrap();
     assert!(matches!(e, PipelineError::WorkgroupTooLarge { .. }), "{e}");
     assert!(list.is_empty(), "nothing was recorded");
     // The list still works after the errors.
-    list.dispatch(&pipe, &inc::BufferBindings { x_blob: &x, y_blob: &y }, &push, [16, 1, 1]).unwrap();
+    list.dispatch(
+        &pipe,
+        &inc::BufferBindings {
+            x_blob: &x,
+            y_blob: &y,
+        },
+        &push,
+        [16, 1, 1],
+    )
+    .unwrap();
     list.submit_and_wait().unwrap();
     assert_clean(&ctx);
 }
@@ -168,19 +309,46 @@ fn missing_feature_or_option_is_an_error_naming_what_lacks() {
     let dev = DeviceFeatures::new(FeatureSet::from_slice(&[Feature::ShaderFloat16]));
     let e = select_variant(info, &Options::default(), &dev).unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("fp16s: needs storageBuffer16BitAccess; device lacks storageBuffer16BitAccess"), "{msg}");
+    assert!(
+        msg.contains(
+            "fp16s: needs storageBuffer16BitAccess; device lacks storageBuffer16BitAccess"
+        ),
+        "{msg}"
+    );
     assert!(msg.contains("fp16sa: needs storageBuffer16BitAccess, shaderFloat16; device lacks storageBuffer16BitAccess"), "{msg}");
     // The device has it, the options forbid it.
     let dev = DeviceFeatures::new(FeatureSet::all());
-    let e = select_variant(info, &Options { use_fp16_storage: false, ..Options::default() }, &dev).unwrap_err();
+    let e = select_variant(
+        info,
+        &Options {
+            use_fp16_storage: false,
+            ..Options::default()
+        },
+        &dev,
+    )
+    .unwrap_err();
     assert!(e.to_string().contains("options exclude fp16s"), "{e}");
     // On the real device, through the context, per-kernel options.
     let ctx = ctx();
-    let e = ctx.load_with::<fp16_only::Kernel>(&Options::fp32_only()).err().unwrap();
+    let e = ctx
+        .load_with::<fp16_only::Kernel>(&Options::fp32_only())
+        .err()
+        .unwrap();
     assert!(matches!(e, PipelineError::Select(_)), "{e}");
-    let e = ctx.load_variant::<inc::Kernel>("no_such_variant").err().unwrap();
-    assert!(e.to_string().contains("no variant named `no_such_variant`"), "{e}");
-    let k = ctx.load_with::<inc::Kernel>(&Options { use_fp16_arithmetic: false, ..Options::default() }).unwrap();
+    let e = ctx
+        .load_variant::<inc::Kernel>("no_such_variant")
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("no variant named `no_such_variant`"),
+        "{e}"
+    );
+    let k = ctx
+        .load_with::<inc::Kernel>(&Options {
+            use_fp16_arithmetic: false,
+            ..Options::default()
+        })
+        .unwrap();
     assert_eq!(k.variant().key.name(), "fp16s", "{}", k.selection());
     assert_clean(&ctx);
 }
@@ -197,13 +365,33 @@ fn replayed_list_keeps_its_resources_and_orders_dependent_dispatches() {
         // The tensor and the kernel are dropped here; the list keeps them alive.
         let t = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &x).unwrap();
         for _ in 0..3 {
-            list.dispatch(&pipe, &twice::BufferBindings { x_blob: &t }, &twice::PushConstants { n: n as i32 }, [n as u32, 1, 1]).unwrap();
+            list.dispatch(
+                &pipe,
+                &twice::BufferBindings { x_blob: &t },
+                &twice::PushConstants { n: n as i32 },
+                [n as u32, 1, 1],
+            )
+            .unwrap();
         }
-        assert_eq!(list.barrier_count(), 2, "each dispatch depends on the previous one");
+        assert_eq!(
+            list.barrier_count(),
+            2,
+            "each dispatch depends on the previous one"
+        );
         list.submit_and_wait().unwrap();
-        assert_close(&t.download_f32().unwrap(), &x.iter().map(|v| v * 8.0).collect::<Vec<_>>(), 0.0, "one run");
+        assert_close(
+            &t.download_f32().unwrap(),
+            &x.iter().map(|v| v * 8.0).collect::<Vec<_>>(),
+            0.0,
+            "one run",
+        );
         list.submit_and_wait().unwrap();
-        assert_close(&t.download_f32().unwrap(), &x.iter().map(|v| v * 64.0).collect::<Vec<_>>(), 0.0, "two runs");
+        assert_close(
+            &t.download_f32().unwrap(),
+            &x.iter().map(|v| v * 64.0).collect::<Vec<_>>(),
+            0.0,
+            "two runs",
+        );
     }
     drop(pipe);
     drop(k);
@@ -219,15 +407,31 @@ fn independent_dispatches_get_no_barrier() {
     let ctx = ctx();
     let k = ctx.load::<twice::Kernel>().unwrap();
     let pipe = k.pipeline(&Default::default(), None).unwrap();
-    let ts: Vec<Tensor> = (0..4).map(|i| Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &random(64, i)).unwrap()).collect();
+    let ts: Vec<Tensor> = (0..4)
+        .map(|i| Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &random(64, i)).unwrap())
+        .collect();
     let mut list = CommandList::new(&ctx).unwrap();
     for t in &ts {
-        list.dispatch(&pipe, &twice::BufferBindings { x_blob: t }, &twice::PushConstants { n: 64 }, [64, 1, 1]).unwrap();
+        list.dispatch(
+            &pipe,
+            &twice::BufferBindings { x_blob: t },
+            &twice::PushConstants { n: 64 },
+            [64, 1, 1],
+        )
+        .unwrap();
     }
     assert_eq!(list.barrier_count(), 0);
     list.submit_and_wait().unwrap();
     for (i, t) in ts.iter().enumerate() {
-        assert_close(&t.download_f32().unwrap(), &random(64, i as u64).iter().map(|v| v * 2.0).collect::<Vec<_>>(), 0.0, "independent");
+        assert_close(
+            &t.download_f32().unwrap(),
+            &random(64, i as u64)
+                .iter()
+                .map(|v| v * 2.0)
+                .collect::<Vec<_>>(),
+            0.0,
+            "independent",
+        );
     }
     assert_clean(&ctx);
 }
@@ -247,19 +451,28 @@ fn pipeline_cache_round_trips_and_rejects_bad_files() {
     // Truncated.
     let bad = dir.join("bad.bin");
     std::fs::write(&bad, &data[..10]).unwrap();
-    assert!(matches!(ctx.load_pipeline_cache(&bad), Err(PipelineError::CacheRejected(m)) if m.contains("shorter")));
+    assert!(
+        matches!(ctx.load_pipeline_cache(&bad), Err(PipelineError::CacheRejected(m)) if m.contains("shorter"))
+    );
     // Another device.
     let mut other = data.clone();
     other[12] ^= 0xff;
     std::fs::write(&bad, &other).unwrap();
-    assert!(matches!(ctx.load_pipeline_cache(&bad), Err(PipelineError::CacheRejected(m)) if m.contains("device")));
+    assert!(
+        matches!(ctx.load_pipeline_cache(&bad), Err(PipelineError::CacheRejected(m)) if m.contains("device"))
+    );
     // Another driver build.
     let mut other = data.clone();
     other[20] ^= 0xff;
     std::fs::write(&bad, &other).unwrap();
-    assert!(matches!(ctx.load_pipeline_cache(&bad), Err(PipelineError::CacheRejected(m)) if m.contains("pipelineCacheUUID")));
+    assert!(
+        matches!(ctx.load_pipeline_cache(&bad), Err(PipelineError::CacheRejected(m)) if m.contains("pipelineCacheUUID"))
+    );
     // Missing file.
-    assert!(matches!(ctx.load_pipeline_cache(&dir.join("none.bin")), Err(PipelineError::CacheIo(_))));
+    assert!(matches!(
+        ctx.load_pipeline_cache(&dir.join("none.bin")),
+        Err(PipelineError::CacheIo(_))
+    ));
     // Still usable after every rejection.
     k.pipeline(&Default::default(), Some([32, 1, 1])).unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -269,6 +482,8 @@ fn pipeline_cache_round_trips_and_rejects_bad_files() {
 #[test]
 fn errors_convert_to_the_crate_error() {
     let ctx = ctx();
-    let e: Error = Tensor::new(&ctx, &[0], TensorFormat::F32).unwrap_err().into();
+    let e: Error = Tensor::new(&ctx, &[0], TensorFormat::F32)
+        .unwrap_err()
+        .into();
     assert!(e.to_string().contains("dimensions"));
 }

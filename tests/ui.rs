@@ -5,7 +5,9 @@
 #[test]
 fn ui() {
     let t = trybuild::TestCases::new();
-    for phase in ["parse", "source", "variants", "scan", "glsl", "model", "bindings"] {
+    for phase in [
+        "parse", "source", "variants", "scan", "glsl", "model", "bindings",
+    ] {
         t.compile_fail(format!("tests/ui/{phase}/*.rs"));
     }
     t.pass("tests/ui/pass/*.rs");

@@ -58,13 +58,18 @@ fn main() {
         let out = vkprism_compiler::expand(input.clone());
         let dt = t.elapsed();
         let s = out.to_string();
-        assert!(!s.contains("compile_error"), "kernel failed to compile: {s}");
+        assert!(
+            !s.contains("compile_error"),
+            "kernel failed to compile: {s}"
+        );
         (dt, s.matches("VariantInfo {").count())
     };
     let (_, variants) = run();
     let mut times: Vec<f64> = (0..15).map(|_| run().0.as_secs_f64() * 1e3).collect();
     times.sort_by(f64::total_cmp);
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     println!(
         "expand binary_op: {variants} variants, median {:.1} ms (min {:.1}, max {:.1}) over 15 runs, {cores} cores, {} build",
         times[7],

@@ -40,7 +40,10 @@ impl Parse for Input {
         let attrs = input.call(Attribute::parse_outer)?;
         let vis: Visibility = input.parse()?;
         input.parse::<Token![mod]>().map_err(|e| {
-            syn::Error::new(e.span(), "expected `mod <name>` (e.g. `pub mod add_one,`) first")
+            syn::Error::new(
+                e.span(),
+                "expected `mod <name>` (e.g. `pub mod add_one,`) first",
+            )
         })?;
         let name: Ident = input.parse()?;
         let mut entries = Vec::new();
@@ -68,7 +71,12 @@ impl Parse for Input {
             };
             entries.push(Entry { key, value });
         }
-        Ok(Input { attrs, vis, name, entries })
+        Ok(Input {
+            attrs,
+            vis,
+            name,
+            entries,
+        })
     }
 }
 
@@ -118,13 +126,20 @@ impl KernelSpec {
                 ("path", Value::Str(s)) => set_source(cx, &mut source, SourceSpec::File(s), &key),
                 ("variants", Value::List(list, span)) => {
                     if list.is_empty() {
-                        cx.error(span, "`variants` is empty: list at least one variant or leave the key out");
+                        cx.error(
+                            span,
+                            "`variants` is empty: list at least one variant or leave the key out",
+                        );
                     }
                     variants = Some(list)
                 }
                 ("crate", Value::Path(p)) => krate = Some(p),
-                ("src" | "path", _) => cx.error(key.span(), format!("`{k}` takes a string literal")),
-                ("variants", _) => cx.error(key.span(), "`variants` takes a list, e.g. `[fp32, fp16sa]`"),
+                ("src" | "path", _) => {
+                    cx.error(key.span(), format!("`{k}` takes a string literal"))
+                }
+                ("variants", _) => {
+                    cx.error(key.span(), "`variants` takes a list, e.g. `[fp32, fp16sa]`")
+                }
                 ("crate", _) => cx.error(key.span(), "`crate` takes a path, e.g. `::vkprism`"),
                 _ => cx.error(
                     key.span(),
@@ -133,7 +148,10 @@ impl KernelSpec {
             }
         }
         if source.is_none() && !seen.iter().any(|k| k == "src" || k == "path") {
-            cx.error(input.name.span(), "missing kernel source: add `src: \"...\"` or `path: \"file.comp\"`");
+            cx.error(
+                input.name.span(),
+                "missing kernel source: add `src: \"...\"` or `path: \"file.comp\"`",
+            );
         }
         KernelSpec {
             attrs: input.attrs,
@@ -148,7 +166,10 @@ impl KernelSpec {
 
 fn set_source(cx: &Ctxt, slot: &mut Option<SourceSpec>, new: SourceSpec, key: &Ident) {
     if slot.is_some() {
-        cx.error(key.span(), "give the kernel source once: `src` and `path` exclude each other");
+        cx.error(
+            key.span(),
+            "give the kernel source once: `src` and `path` exclude each other",
+        );
     } else {
         *slot = Some(new);
     }

@@ -22,7 +22,10 @@ fn private(spec: &KernelSpec) -> TokenStream {
 
 /// A Rust identifier for a GLSL name (raw for keywords, `binding<N>` when there is none).
 fn field_ident(name: &str, fallback: &str) -> Ident {
-    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') || name.starts_with(|c: char| c.is_ascii_digit()) {
+    if name.is_empty()
+        || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        || name.starts_with(|c: char| c.is_ascii_digit())
+    {
         return Ident::new(fallback, Span::call_site());
     }
     if syn::parse_str::<Ident>(name).is_ok() {
@@ -92,7 +95,11 @@ fn member_type(m: &PushMember) -> Result<TokenStream, String> {
         ScalarKind::U8 => quote!(u8),
     };
     let n = m.components as usize;
-    let elem = if n == 1 { scalar } else { quote!([#scalar; #n]) };
+    let elem = if n == 1 {
+        scalar
+    } else {
+        quote!([#scalar; #n])
+    };
     Ok(match m.array {
         Some(len) => {
             let len = len as usize;
@@ -112,11 +119,19 @@ fn describe_access(a: Access) -> &'static str {
 
 fn glsl_element(b: &Binding) -> String {
     let s = format!("{:?}", b.element.scalar).to_lowercase();
-    if b.element.components <= 1 { s } else { format!("{}x{}", s, b.element.components) }
+    if b.element.components <= 1 {
+        s
+    } else {
+        format!("{}x{}", s, b.element.components)
+    }
 }
 
 /// The whole generated module.
-pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> Result<TokenStream, String> {
+pub fn kernel(
+    spec: &KernelSpec,
+    model: &KernelModel,
+    files: &[PathBuf],
+) -> Result<TokenStream, String> {
     let p = private(spec);
     let (attrs, vis, name) = (&spec.attrs, &spec.vis, &spec.name);
     let name_str = name.to_string();
@@ -161,7 +176,9 @@ pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> Resu
                 let off = m.offset as usize;
                 let doc = format!("`{}` at byte offset {} (from SPIR-V).", m.name, m.offset);
                 fields.push(quote!(#[doc = #doc] pub #f: #ty));
-                asserts.push(quote!(::core::assert!(::core::mem::offset_of!(PushConstants, #f) == #off);));
+                asserts.push(
+                    quote!(::core::assert!(::core::mem::offset_of!(PushConstants, #f) == #off);),
+                );
                 ctor_args.push(quote!(#f: #ty));
                 ctor_fields.push(quote!(#f));
                 at = m.offset + m.size;
@@ -175,7 +192,10 @@ pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> Resu
                 ctor_fields.push(quote!(#pn: [0; #n]));
             }
             let size_u32 = block.size;
-            let doc = format!("The push-constant block `{}` ({} bytes), laid out as the SPIR-V says.", block.instance, block.size);
+            let doc = format!(
+                "The push-constant block `{}` ({} bytes), laid out as the SPIR-V says.",
+                block.instance, block.size
+            );
             (
                 quote! {
                     #[doc = #doc]
@@ -202,7 +222,11 @@ pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> Resu
     };
 
     // Specialization constants.
-    let push_names: Vec<&str> = model.push.iter().flat_map(|b| b.members.iter().map(|m| m.name.as_str())).collect();
+    let push_names: Vec<&str> = model
+        .push
+        .iter()
+        .flat_map(|b| b.members.iter().map(|m| m.name.as_str()))
+        .collect();
     let mut spec_fields = Vec::new();
     let mut spec_defaults = Vec::new();
     let mut spec_entries = Vec::new();
@@ -212,16 +236,36 @@ pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> Resu
         let bits = s.default_bits;
         let id = s.id;
         let (ty, default, entry, shown) = match s.scalar {
-            ScalarKind::F32 => (quote!(f32), quote!(f32::from_bits(#bits)), quote!(self.#f.to_bits()), f32::from_bits(bits).to_string()),
+            ScalarKind::F32 => (
+                quote!(f32),
+                quote!(f32::from_bits(#bits)),
+                quote!(self.#f.to_bits()),
+                f32::from_bits(bits).to_string(),
+            ),
             ScalarKind::I32 => {
                 let v = bits as i32;
-                (quote!(i32), quote!(#v), quote!(self.#f as u32), v.to_string())
+                (
+                    quote!(i32),
+                    quote!(#v),
+                    quote!(self.#f as u32),
+                    v.to_string(),
+                )
             }
             ScalarKind::Bool => {
                 let v = bits != 0;
-                (quote!(bool), quote!(#v), quote!(self.#f as u32), v.to_string())
+                (
+                    quote!(bool),
+                    quote!(#v),
+                    quote!(self.#f as u32),
+                    v.to_string(),
+                )
             }
-            _ => (quote!(u32), quote!(#bits), quote!(self.#f), bits.to_string()),
+            _ => (
+                quote!(u32),
+                quote!(#bits),
+                quote!(self.#f),
+                bits.to_string(),
+            ),
         };
         let psc = if push_names.contains(&s.name.as_str()) {
             " With `psc()`, 0 means \"use the push constant of the same name\" (so a real 0 can't be specialized)."
@@ -263,11 +307,21 @@ pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> Resu
                 .variants
                 .iter()
                 .filter(|v| v.key.memory == *memory)
-                .filter_map(|v| v.bindings.iter().find(|(x, _)| x.binding == b.binding).map(|(x, fmt)| format!("{}: {} ({:?})", v.key, glsl_element(x), fmt)))
+                .filter_map(|v| {
+                    v.bindings
+                        .iter()
+                        .find(|(x, _)| x.binding == b.binding)
+                        .map(|(x, fmt)| format!("{}: {} ({:?})", v.key, glsl_element(x), fmt))
+                })
                 .collect();
             let (ty, res) = match b.kind {
-                BindingKind::StorageBuffer | BindingKind::UniformBuffer => (quote!(&'a #p::Tensor), quote!(#p::Resource::Buffer(self.#f))),
-                BindingKind::SampledImage | BindingKind::StorageImage => (quote!(&'a #p::Image), quote!(#p::Resource::Image(self.#f))),
+                BindingKind::StorageBuffer | BindingKind::UniformBuffer => (
+                    quote!(&'a #p::Tensor),
+                    quote!(#p::Resource::Buffer(self.#f)),
+                ),
+                BindingKind::SampledImage | BindingKind::StorageImage => {
+                    (quote!(&'a #p::Image), quote!(#p::Resource::Image(self.#f)))
+                }
             };
             let doc = format!(
                 "binding {}: `{}`, {:?}, {}. Element per variant: {}.",
@@ -286,7 +340,10 @@ pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> Resu
         } else {
             quote!()
         };
-        let doc = format!("The descriptors of `{name_str}`'s {} variants, one field per binding.", memory.name());
+        let doc = format!(
+            "The descriptors of `{name_str}`'s {} variants, one field per binding.",
+            memory.name()
+        );
         binding_structs.push(quote! {
             #[doc = #doc]
             #[derive(::core::marker::Copy, ::core::clone::Clone)]
@@ -303,7 +360,9 @@ pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> Resu
 
     let deps = files.iter().map(|f| {
         let f = f.display().to_string();
-        quote!(const _: &[u8] = ::core::include_bytes!(#f);)
+        quote!(
+            const _: &[u8] = ::core::include_bytes!(#f);
+        )
     });
     let kernel_doc = format!("The kernel `{name_str}`. Variants: {variant_list}.");
     let spec_doc = "Specialization constants, set when a pipeline is created.";

@@ -25,7 +25,9 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
     let pre = preamble(key);
     let text = &source.text;
     let mut out = String::with_capacity(text.len() + pre.len() + 256);
-    let version_line = text.lines().position(|l| l.trim_start().starts_with("#version"));
+    let version_line = text
+        .lines()
+        .position(|l| l.trim_start().starts_with("#version"));
     match version_line {
         Some(k) => {
             for l in text.lines().take(k + 1) {
@@ -48,7 +50,10 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
         }
     }
     // Keep the workgroup size specializable: give it constant ids unless the kernel did.
-    if !idents.iter().any(|(id, _)| id.starts_with("local_size_") && id.ends_with("_id")) {
+    if !idents
+        .iter()
+        .any(|(id, _)| id.starts_with("local_size_") && id.ends_with("_id"))
+    {
         let has_x = idents.iter().any(|(id, _)| id == "local_size_x");
         let [x, y, z] = LOCAL_SIZE_IDS;
         if has_x {
@@ -61,8 +66,14 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
 }
 
 /// Compiles every `(key, text)` pair, spreading them over the machine's cores.
-pub fn compile_all(source: &Meta, jobs: Vec<(VariantKey, String)>) -> Vec<(VariantKey, Result<Vec<u32>, Vec<Diagnostic>>)> {
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(jobs.len().max(1));
+pub fn compile_all(
+    source: &Meta,
+    jobs: Vec<(VariantKey, String)>,
+) -> Vec<(VariantKey, Result<Vec<u32>, Vec<Diagnostic>>)> {
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(jobs.len().max(1));
     let chunks: Vec<Vec<(VariantKey, String)>> = {
         let mut c: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
         for (i, j) in jobs.into_iter().enumerate() {
@@ -81,7 +92,10 @@ pub fn compile_all(source: &Meta, jobs: Vec<(VariantKey, String)>) -> Vec<(Varia
                         .map(|(key, text)| {
                             let r = match &compiler {
                                 Ok(c) => compile_one(c, source, &text),
-                                Err(e) => Err(vec![Diagnostic { location: String::new(), message: format!("cannot start shaderc: {e}") }]),
+                                Err(e) => Err(vec![Diagnostic {
+                                    location: String::new(),
+                                    message: format!("cannot start shaderc: {e}"),
+                                }]),
                             };
                             (key, r)
                         })
@@ -89,17 +103,30 @@ pub fn compile_all(source: &Meta, jobs: Vec<(VariantKey, String)>) -> Vec<(Varia
                 })
             })
             .collect();
-        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
     });
     results.sort_by_key(|(k, _)| *k);
     results
 }
 
-fn compile_one(compiler: &shaderc::Compiler, source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
+fn compile_one(
+    compiler: &shaderc::Compiler,
+    source: &Meta,
+    text: &str,
+) -> Result<Vec<u32>, Vec<Diagnostic>> {
     let Some(mut options) = shaderc::CompileOptions::new().ok() else {
-        return Err(vec![Diagnostic { location: String::new(), message: "cannot create shaderc options".into() }]);
+        return Err(vec![Diagnostic {
+            location: String::new(),
+            message: "cannot create shaderc options".into(),
+        }]);
     };
-    options.set_target_env(shaderc::TargetEnv::Vulkan, shaderc::EnvVersion::Vulkan1_1 as u32);
+    options.set_target_env(
+        shaderc::TargetEnv::Vulkan,
+        shaderc::EnvVersion::Vulkan1_1 as u32,
+    );
     options.set_source_language(shaderc::SourceLanguage::GLSL);
     // No spirv-opt pass: it strips the names reflection reads, and every driver optimizes at
     // pipeline creation anyway (ncnn ships glslang's output unoptimized too).
@@ -109,17 +136,32 @@ fn compile_one(compiler: &shaderc::Compiler, source: &Meta, text: &str) -> Resul
         let base = if from == crate::source::INLINE_NAME {
             main_dir.clone()
         } else {
-            PathBuf::from(from).parent().map(|p| p.to_path_buf()).unwrap_or_else(|| main_dir.clone())
+            PathBuf::from(from)
+                .parent()
+                .map(|p| p.to_path_buf())
+                .unwrap_or_else(|| main_dir.clone())
         };
         let path = base.join(name);
         std::fs::read_to_string(&path)
-            .map(|content| shaderc::ResolvedInclude { resolved_name: path.display().to_string(), content })
+            .map(|content| shaderc::ResolvedInclude {
+                resolved_name: path.display().to_string(),
+                content,
+            })
             .map_err(|e| format!("#include \"{name}\" not found: {} ({e})", path.display()))
     });
-    match compiler.compile_into_spirv(text, shaderc::ShaderKind::Compute, &source.name, "main", Some(&options)) {
+    match compiler.compile_into_spirv(
+        text,
+        shaderc::ShaderKind::Compute,
+        &source.name,
+        "main",
+        Some(&options),
+    ) {
         Ok(artifact) => Ok(artifact.as_binary().to_vec()),
         Err(shaderc::Error::CompilationError(_, msg)) => Err(parse_messages(source, &msg)),
-        Err(e) => Err(vec![Diagnostic { location: String::new(), message: e.to_string() }]),
+        Err(e) => Err(vec![Diagnostic {
+            location: String::new(),
+            message: e.to_string(),
+        }]),
     }
 }
 
@@ -133,21 +175,35 @@ fn parse_messages(source: &Meta, msg: &str) -> Vec<Diagnostic> {
         }
         match split_location(line) {
             Some((file, lno, rest)) => {
-                let location = if file == source.name { source.locate(lno) } else { format!("{file}:{lno}") };
-                out.push(Diagnostic { location, message: rest.to_string() });
+                let location = if file == source.name {
+                    source.locate(lno)
+                } else {
+                    format!("{file}:{lno}")
+                };
+                out.push(Diagnostic {
+                    location,
+                    message: rest.to_string(),
+                });
             }
             // glslang continues a message on following lines ("Possible extensions include: ...").
             None => match out.last_mut() {
                 Some(prev) => {
                     prev.message.push(' ');
-                    prev.message.push_str(line.trim_start_matches(|c: char| c == '<' || c.is_whitespace()));
+                    prev.message
+                        .push_str(line.trim_start_matches(|c: char| c == '<' || c.is_whitespace()));
                 }
-                None => out.push(Diagnostic { location: String::new(), message: line.to_string() }),
+                None => out.push(Diagnostic {
+                    location: String::new(),
+                    message: line.to_string(),
+                }),
             },
         }
     }
     if out.is_empty() {
-        out.push(Diagnostic { location: String::new(), message: msg.trim().to_string() });
+        out.push(Diagnostic {
+            location: String::new(),
+            message: msg.trim().to_string(),
+        });
     }
     out
 }
@@ -159,7 +215,10 @@ fn split_location(line: &str) -> Option<(&str, u32, &str)> {
     let mut i = 0;
     while let Some(off) = line[i..].find(':') {
         let c = i + off;
-        let digits_end = bytes[c + 1..].iter().position(|b| !b.is_ascii_digit()).map(|p| c + 1 + p)?;
+        let digits_end = bytes[c + 1..]
+            .iter()
+            .position(|b| !b.is_ascii_digit())
+            .map(|p| c + 1 + p)?;
         if digits_end > c + 1 && bytes.get(digits_end) == Some(&b':') {
             let n = line[c + 1..digits_end].parse().ok()?;
             return Some((&line[..c], n, line[digits_end + 1..].trim()));
@@ -175,8 +234,14 @@ mod tests {
 
     #[test]
     fn locations() {
-        assert_eq!(split_location("<inline>:12: error: 'x' : undeclared"), Some(("<inline>", 12, "error: 'x' : undeclared")));
-        assert_eq!(split_location("/a/b.glsl:3: error: y"), Some(("/a/b.glsl", 3, "error: y")));
+        assert_eq!(
+            split_location("<inline>:12: error: 'x' : undeclared"),
+            Some(("<inline>", 12, "error: 'x' : undeclared"))
+        );
+        assert_eq!(
+            split_location("/a/b.glsl:3: error: y"),
+            Some(("/a/b.glsl", 3, "error: y"))
+        );
         assert_eq!(split_location("error: no line"), None);
     }
 }

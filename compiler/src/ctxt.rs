@@ -30,7 +30,11 @@ impl Ctxt {
 
     /// All recorded errors as `compile_error!` invocations, in the order recorded.
     pub fn into_compile_errors(self) -> TokenStream {
-        self.errors.into_inner().into_iter().map(|e| e.to_compile_error()).collect()
+        self.errors
+            .into_inner()
+            .into_iter()
+            .map(|e| e.to_compile_error())
+            .collect()
     }
 
     /// The recorded messages (for unit tests).

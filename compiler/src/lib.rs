@@ -34,10 +34,17 @@ pub fn expand(input: TokenStream) -> TokenStream {
     };
     let cx = Ctxt::new();
     let spec = ast::KernelSpec::from_input(&cx, input);
-    let built = spec.source.as_ref().and_then(|s| source::Source::load(&cx, s)).and_then(|source| {
-        let requested = spec.variants.as_ref().map(|v| v.iter().map(|i| (i.to_string(), i.span())).collect());
-        compile_kernel(&cx, &source, requested).map(|m| (m, source))
-    });
+    let built = spec
+        .source
+        .as_ref()
+        .and_then(|s| source::Source::load(&cx, s))
+        .and_then(|source| {
+            let requested = spec
+                .variants
+                .as_ref()
+                .map(|v| v.iter().map(|i| (i.to_string(), i.span())).collect());
+            compile_kernel(&cx, &source, requested).map(|m| (m, source))
+        });
     if let (Some((model, source)), false) = (&built, cx.has_errors()) {
         match codegen::kernel(&spec, model, &source.files) {
             Ok(ts) => return ts,
@@ -50,13 +57,21 @@ pub fn expand(input: TokenStream) -> TokenStream {
 }
 
 /// Phases 3 to 7 on a loaded source. Errors go to `cx` (at the source's span).
-pub fn compile_kernel(cx: &Ctxt, source: &source::Source, requested: Option<Vec<(String, proc_macro2::Span)>>) -> Option<model::KernelModel> {
+pub fn compile_kernel(
+    cx: &Ctxt,
+    source: &source::Source,
+    requested: Option<Vec<(String, proc_macro2::Span)>>,
+) -> Option<model::KernelModel> {
     let span = source.span;
     let all_idents = scan::identifiers(&source.all_text);
     let main_idents = scan::identifiers(&source.text);
 
     for (name, line) in scan::unknown_functions(&all_idents) {
-        let at = if main_idents.iter().any(|(n, _)| *n == name) { source.locate(line_in_main(&main_idents, &name).unwrap_or(line)) } else { "an included file".to_string() };
+        let at = if main_idents.iter().any(|(n, _)| *n == name) {
+            source.locate(line_in_main(&main_idents, &name).unwrap_or(line))
+        } else {
+            "an included file".to_string()
+        };
         cx.error(span, format!("{at}: unknown extended GLSL function `{name}`; known: buffer_ld/st/cp 1/2/4/8, buffer_cp1to4/1to8/4to8/4to1/8to1/8to4, image1d/2d/3d_ld/st/cp 1/4/8, sfp2lfp(vec4), lfp2afp(vec4), i8buffer_ld/st/cp 1/4"));
     }
     if let Some(line) = scan::uses_psc(&source.all_text, &all_idents) {
@@ -82,7 +97,10 @@ pub fn compile_kernel(cx: &Ctxt, source: &source::Source, requested: Option<Vec<
             jobs.push(r);
         }
     }
-    let texts = jobs.iter().map(|k| (*k, compile::variant_text(source, k, &all_idents))).collect();
+    let texts = jobs
+        .iter()
+        .map(|k| (*k, compile::variant_text(source, k, &all_idents)))
+        .collect();
     let results = compile::compile_all(&source.meta, texts);
 
     // Group identical messages across variants so one mistake reads as one error.
@@ -111,13 +129,27 @@ pub fn compile_kernel(cx: &Ctxt, source: &source::Source, requested: Option<Vec<
     }
     // glslang goes on after an error and often adds follow-on errors in some variants at the same
     // line; where one message holds for every variant, it is the cause: report that one.
-    let universal: Vec<String> = grouped.iter().filter(|(d, k)| k.len() == emit.len() && !d.location.is_empty()).map(|(d, _)| d.location.clone()).collect();
+    let universal: Vec<String> = grouped
+        .iter()
+        .filter(|(d, k)| k.len() == emit.len() && !d.location.is_empty())
+        .map(|(d, _)| d.location.clone())
+        .collect();
     grouped.retain(|d, k| k.len() == emit.len() || !universal.contains(&d.location));
     for (d, keys) in grouped {
-        let which = if keys.len() == emit.len() && emit.len() > 1 { "every variant".to_string() } else { format!("variant {}", keys.join(", ")) };
-        let at = if d.location.is_empty() { String::new() } else { format!("{}: ", d.location) };
+        let which = if keys.len() == emit.len() && emit.len() > 1 {
+            "every variant".to_string()
+        } else {
+            format!("variant {}", keys.join(", "))
+        };
+        let at = if d.location.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", d.location)
+        };
         // The most common fp16-arithmetic surprise deserves a hint.
-        let hint = if d.message.contains("float16_t") && (d.message.contains("no operation") || d.message.contains("cannot convert")) {
+        let hint = if d.message.contains("float16_t")
+            && (d.message.contains("no operation") || d.message.contains("cannot convert"))
+        {
             "; hint: GLSL has no implicit conversion from int or float to float16_t, so in fp16-arithmetic variants write `afp(123)` / `afpvec4(...)` around literals and fp32 values"
         } else {
             ""
@@ -149,6 +181,9 @@ fn push_instance_name(text: &str) -> Option<String> {
     let rest = &text[at..];
     let close = rest.find('}')?;
     let after = rest[close + 1..].trim_start();
-    let name: String = after.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+    let name: String = after
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
     Some(name)
 }

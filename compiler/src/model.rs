@@ -37,8 +37,15 @@ pub fn reference_key(key: &VariantKey) -> VariantKey {
 /// The tensor format a binding expects, from its element scalar in this variant and in the
 /// reference variant.
 pub fn binding_format(key: &VariantKey, b: &Binding, reference: Option<&Binding>) -> TensorFormat {
-    if matches!(b.kind, BindingKind::SampledImage | BindingKind::StorageImage) {
-        return if key.float.is_fp16() { TensorFormat::F16 } else { TensorFormat::F32 };
+    if matches!(
+        b.kind,
+        BindingKind::SampledImage | BindingKind::StorageImage
+    ) {
+        return if key.float.is_fp16() {
+            TensorFormat::F16
+        } else {
+            TensorFormat::F32
+        };
     }
     let r = reference.map(|r| r.element.scalar);
     match (b.element.scalar, r) {
@@ -56,11 +63,15 @@ pub fn binding_format(key: &VariantKey, b: &Binding, reference: Option<&Binding>
 
 /// Merges reflections. `compiled` holds every compiled variant, including reference variants
 /// compiled only for [`binding_format`]; `emit` says which ones the kernel ships.
-pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[VariantKey]) -> Result<KernelModel, Vec<String>> {
+pub fn build(
+    compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>,
+    emit: &[VariantKey],
+) -> Result<KernelModel, Vec<String>> {
     let mut errors = Vec::new();
     let first_key = emit[0];
     let first = &compiled[&first_key].1;
-    let mut signatures: BTreeMap<MemoryKind, Vec<(Vec<Binding>, Vec<VariantKey>)>> = BTreeMap::new();
+    let mut signatures: BTreeMap<MemoryKind, Vec<(Vec<Binding>, Vec<VariantKey>)>> =
+        BTreeMap::new();
     let mut variants = Vec::new();
     for key in emit {
         let (spirv, r) = &compiled[key];
@@ -68,12 +79,27 @@ pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[Va
             errors.push(format!("variants `{first_key}` and `{key}` declare different push-constant blocks; the block must not depend on the variant (use int/uint/float members, not afp)"));
         }
         if r.spec != first.spec {
-            errors.push(format!("variants `{first_key}` and `{key}` declare different specialization constants"));
+            errors.push(format!(
+                "variants `{first_key}` and `{key}` declare different specialization constants"
+            ));
         }
         if r.local_size != first.local_size {
-            errors.push(format!("variants `{first_key}` and `{key}` declare different workgroup sizes"));
+            errors.push(format!(
+                "variants `{first_key}` and `{key}` declare different workgroup sizes"
+            ));
         }
-        let sig: Vec<Binding> = r.bindings.iter().map(|b| Binding { element: vkprism_core::ElementType { scalar: ScalarKind::U8, components: 0, stride: 0 }, ..b.clone() }).collect();
+        let sig: Vec<Binding> = r
+            .bindings
+            .iter()
+            .map(|b| Binding {
+                element: vkprism_core::ElementType {
+                    scalar: ScalarKind::U8,
+                    components: 0,
+                    stride: 0,
+                },
+                ..b.clone()
+            })
+            .collect();
         let groups = signatures.entry(key.memory).or_default();
         match groups.iter_mut().find(|(s, _)| *s == sig) {
             Some((_, keys)) => keys.push(*key),
@@ -84,17 +110,31 @@ pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[Va
             .bindings
             .iter()
             .map(|b| {
-                let rb = reference.and_then(|r| r.bindings.iter().find(|x| x.binding == b.binding && x.set == b.set));
+                let rb = reference.and_then(|r| {
+                    r.bindings
+                        .iter()
+                        .find(|x| x.binding == b.binding && x.set == b.set)
+                });
                 (b.clone(), binding_format(key, b, rb))
             })
             .collect();
-        variants.push(VariantModel { key: *key, spirv: spirv.clone(), bindings });
+        variants.push(VariantModel {
+            key: *key,
+            spirv: spirv.clone(),
+            bindings,
+        });
     }
     for (memory, groups) in &signatures {
         if groups.len() > 1 {
             let described: Vec<String> = groups
                 .iter()
-                .map(|(sig, keys)| format!("{} declare {}", keys.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "), describe(sig)))
+                .map(|(sig, keys)| {
+                    format!(
+                        "{} declare {}",
+                        keys.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
+                        describe(sig)
+                    )
+                })
                 .collect();
             errors.push(format!(
                 "the {} variants disagree on their descriptor bindings: {}; variants of one memory kind must agree so one bindings type fits them all",
@@ -104,7 +144,10 @@ pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[Va
         }
     }
     if let Some(b) = first.bindings.iter().find(|b| b.set != 0) {
-        errors.push(format!("binding `{}` is in descriptor set {}; vkprism kernels use set 0 only", b.name, b.set));
+        errors.push(format!(
+            "binding `{}` is in descriptor set {}; vkprism kernels use set 0 only",
+            b.name, b.set
+        ));
     }
     if !errors.is_empty() {
         return Err(errors);
@@ -114,11 +157,17 @@ pub fn build(compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>, emit: &[Va
         push: first.push.clone(),
         spec: first.spec.clone(),
         local_size: first.local_size,
-        interfaces: signatures.into_iter().map(|(m, mut g)| (m, g.swap_remove(0).0)).collect(),
+        interfaces: signatures
+            .into_iter()
+            .map(|(m, mut g)| (m, g.swap_remove(0).0))
+            .collect(),
     })
 }
 
 fn describe(bs: &[Binding]) -> String {
-    let v: Vec<String> = bs.iter().map(|b| format!("{}:{} {:?}", b.binding, b.name, b.kind)).collect();
+    let v: Vec<String> = bs
+        .iter()
+        .map(|b| format!("{}:{} {:?}", b.binding, b.name, b.kind))
+        .collect();
     format!("[{}]", v.join(", "))
 }

@@ -37,16 +37,52 @@ pub fn preamble(key: &VariantKey) -> String {
     }
     let flag = |b: bool| if b { 1 } else { 0 };
     let image = key.memory == MemoryKind::Image;
-    let _ = writeln!(s, "#define NCNN_fp16_packed {}", flag(matches!(f, FloatMode::Fp16p | FloatMode::Fp16pa)));
-    let _ = writeln!(s, "#define NCNN_fp16_storage {}", flag(matches!(f, FloatMode::Fp16s | FloatMode::Fp16sa)));
-    let _ = writeln!(s, "#define NCNN_fp16_arithmetic {}", flag(f.is_fp16_arithmetic()));
-    let _ = writeln!(s, "#define NCNN_bf16_packed {}", flag(f == FloatMode::Bf16p));
-    let _ = writeln!(s, "#define NCNN_bf16_storage {}", flag(f == FloatMode::Bf16s));
-    let _ = writeln!(s, "#define NCNN_int8_packed {}", flag(key.int8 == Some(Int8Mode::Int8p)));
-    let _ = writeln!(s, "#define NCNN_int8_storage {}", flag(matches!(key.int8, Some(Int8Mode::Int8s | Int8Mode::Int8a))));
-    let _ = writeln!(s, "#define NCNN_int8_arithmetic {}", flag(key.int8 == Some(Int8Mode::Int8a)));
+    let _ = writeln!(
+        s,
+        "#define NCNN_fp16_packed {}",
+        flag(matches!(f, FloatMode::Fp16p | FloatMode::Fp16pa))
+    );
+    let _ = writeln!(
+        s,
+        "#define NCNN_fp16_storage {}",
+        flag(matches!(f, FloatMode::Fp16s | FloatMode::Fp16sa))
+    );
+    let _ = writeln!(
+        s,
+        "#define NCNN_fp16_arithmetic {}",
+        flag(f.is_fp16_arithmetic())
+    );
+    let _ = writeln!(
+        s,
+        "#define NCNN_bf16_packed {}",
+        flag(f == FloatMode::Bf16p)
+    );
+    let _ = writeln!(
+        s,
+        "#define NCNN_bf16_storage {}",
+        flag(f == FloatMode::Bf16s)
+    );
+    let _ = writeln!(
+        s,
+        "#define NCNN_int8_packed {}",
+        flag(key.int8 == Some(Int8Mode::Int8p))
+    );
+    let _ = writeln!(
+        s,
+        "#define NCNN_int8_storage {}",
+        flag(matches!(key.int8, Some(Int8Mode::Int8s | Int8Mode::Int8a)))
+    );
+    let _ = writeln!(
+        s,
+        "#define NCNN_int8_arithmetic {}",
+        flag(key.int8 == Some(Int8Mode::Int8a))
+    );
     let _ = writeln!(s, "#define NCNN_image_shader {}", flag(image));
-    let _ = writeln!(s, "#define NCNN_shader_local_memory {}", flag(key.local_memory == Some(true)));
+    let _ = writeln!(
+        s,
+        "#define NCNN_shader_local_memory {}",
+        flag(key.local_memory == Some(true))
+    );
     s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
     s.push_str("#define psc(x) (x == 0 ? p.x : x)\n");
     // Defined for every kernel: harmless where unused, and a kernel without a float axis
@@ -66,7 +102,8 @@ pub fn preamble(key: &VariantKey) -> String {
 /// vec4 used by the pack/unpack copies (`SV4`, `SV4_UNPK`, `SV4_PK`).
 fn float_types(f: FloatMode) -> &'static str {
     match f {
-        FloatMode::Fp32 => r#"
+        FloatMode::Fp32 => {
+            r#"
 #define sfp float
 #define sfpvec2 vec2
 #define sfpvec4 vec4
@@ -92,8 +129,10 @@ fn float_types(f: FloatMode) -> &'static str {
 #define sfp2lfpvec4(v) (v)
 #define lfp2afp(v) (v)
 #define lfp2afpvec4(v) (v)
-"#,
-        FloatMode::Fp16p => r#"
+"#
+        }
+        FloatMode::Fp16p => {
+            r#"
 #define sfp float
 #define sfpvec2 uint
 #define sfpvec4 uvec2
@@ -119,8 +158,10 @@ fn float_types(f: FloatMode) -> &'static str {
 #define sfp2lfpvec4(v) (v)
 #define lfp2afp(v) (v)
 #define lfp2afpvec4(v) S2A4(v)
-"#,
-        FloatMode::Fp16pa => r#"
+"#
+        }
+        FloatMode::Fp16pa => {
+            r#"
 #define sfp float
 #define sfpvec2 uint
 #define sfpvec4 uvec2
@@ -146,8 +187,10 @@ fn float_types(f: FloatMode) -> &'static str {
 #define sfp2lfpvec4(v) (v)
 #define lfp2afp(v) float16_t(v)
 #define lfp2afpvec4(v) S2A4(v)
-"#,
-        FloatMode::Fp16s => r#"
+"#
+        }
+        FloatMode::Fp16s => {
+            r#"
 struct vkprism_sfpvec8 { f16vec4 abcd; f16vec4 efgh; };
 #define sfp float16_t
 #define sfpvec2 f16vec2
@@ -176,8 +219,10 @@ struct vkprism_sfpvec8 { f16vec4 abcd; f16vec4 efgh; };
 #define sfp2lfpvec4(v) uvec2(packHalf2x16(vec4(v).xy), packHalf2x16(vec4(v).zw))
 #define lfp2afp(v) (v)
 #define lfp2afpvec4(v) vec4(unpackHalf2x16((v).x), unpackHalf2x16((v).y))
-"#,
-        FloatMode::Fp16sa => r#"
+"#
+        }
+        FloatMode::Fp16sa => {
+            r#"
 #define sfp float16_t
 #define sfpvec2 f16vec2
 #define sfpvec4 f16vec4
@@ -203,8 +248,10 @@ struct vkprism_sfpvec8 { f16vec4 abcd; f16vec4 efgh; };
 #define sfp2lfpvec4(v) (v)
 #define lfp2afp(v) float16_t(v)
 #define lfp2afpvec4(v) (v)
-"#,
-        FloatMode::Bf16p => r#"
+"#
+        }
+        FloatMode::Bf16p => {
+            r#"
 uint vkprism_bf16_bits(float v) { uint u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
 uint vkprism_bf16_pack2(vec2 v) { return vkprism_bf16_bits(v.x) | (vkprism_bf16_bits(v.y) << 16); }
 vec2 vkprism_bf16_unpack2(uint u) { return vec2(uintBitsToFloat(u << 16), uintBitsToFloat(u & 0xffff0000u)); }
@@ -233,8 +280,10 @@ vec2 vkprism_bf16_unpack2(uint u) { return vec2(uintBitsToFloat(u << 16), uintBi
 #define sfp2lfpvec4(v) (v)
 #define lfp2afp(v) (v)
 #define lfp2afpvec4(v) S2A4(v)
-"#,
-        FloatMode::Bf16s => r#"
+"#
+        }
+        FloatMode::Bf16s => {
+            r#"
 uint vkprism_bf16_bits(float v) { uint u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
 uvec4 vkprism_bf16_bits4(vec4 v) { uvec4 u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
 struct vkprism_sfpvec8 { u16vec4 abcd; u16vec4 efgh; };
@@ -265,7 +314,8 @@ struct vkprism_sfpvec8 { u16vec4 abcd; u16vec4 efgh; };
 #define sfp2lfpvec4(v) S2A4(v)
 #define lfp2afp(v) (v)
 #define lfp2afpvec4(v) (v)
-"#,
+"#
+        }
     }
 }
 
@@ -351,13 +401,13 @@ fn image_defs(f: FloatMode) -> &'static str {
     }
 }
 
-
 /// int8 types and functions: `sint8` / `sint8vec4` storage, `aint8` / `aint8vec4` arithmetic,
 /// `i8buffer_ld1/ld4/st1/st4/cp1/cp4`. Packed mode keeps four int8 in a `uint` (element 0 in the
 /// low byte, the same bytes as an `int8_t` array); its scalar `sint8` is an `int`.
 fn int8_defs(i: Int8Mode) -> &'static str {
     match i {
-        Int8Mode::Int8p => r#"
+        Int8Mode::Int8p => {
+            r#"
 #define sint8 int
 #define sint8vec4 uint
 #define aint8 int
@@ -368,8 +418,10 @@ fn int8_defs(i: Int8Mode) -> &'static str {
 #define i8buffer_st4(buf,i,v) {ivec4 _vkp_q = ivec4(v) & 255; buf[i] = uint(_vkp_q.x | (_vkp_q.y << 8) | (_vkp_q.z << 16) | (_vkp_q.w << 24));}
 #define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
 #define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
-"#,
-        Int8Mode::Int8s => r#"
+"#
+        }
+        Int8Mode::Int8s => {
+            r#"
 #define sint8 int8_t
 #define sint8vec4 i8vec4
 #define aint8 int
@@ -380,8 +432,10 @@ fn int8_defs(i: Int8Mode) -> &'static str {
 #define i8buffer_st4(buf,i,v) {buf[i] = i8vec4(v);}
 #define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
 #define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
-"#,
-        Int8Mode::Int8a => r#"
+"#
+        }
+        Int8Mode::Int8a => {
+            r#"
 #define sint8 int8_t
 #define sint8vec4 i8vec4
 #define aint8 int8_t
@@ -392,6 +446,7 @@ fn int8_defs(i: Int8Mode) -> &'static str {
 #define i8buffer_st4(buf,i,v) {buf[i] = i8vec4(v);}
 #define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
 #define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
-"#,
+"#
+        }
     }
 }

@@ -57,16 +57,42 @@ pub struct Reflection {
 #[derive(Clone, Debug)]
 enum Ty {
     Bool,
-    Int { width: u32, signed: bool },
-    Float { width: u32 },
-    Vector { elem: u32, count: u32 },
-    Matrix { column: u32, count: u32 },
-    Array { elem: u32, len: u32 },
-    RuntimeArray { elem: u32 },
-    Struct { members: Vec<u32> },
-    Pointer { pointee: u32 },
-    Image { dim: Dim, sampled: u32, format: ImageFormat },
-    SampledImage { image: u32 },
+    Int {
+        width: u32,
+        signed: bool,
+    },
+    Float {
+        width: u32,
+    },
+    Vector {
+        elem: u32,
+        count: u32,
+    },
+    Matrix {
+        column: u32,
+        count: u32,
+    },
+    Array {
+        elem: u32,
+        len: u32,
+    },
+    RuntimeArray {
+        elem: u32,
+    },
+    Struct {
+        members: Vec<u32>,
+    },
+    Pointer {
+        pointee: u32,
+    },
+    Image {
+        dim: Dim,
+        sampled: u32,
+        format: ImageFormat,
+    },
+    SampledImage {
+        image: u32,
+    },
     Other,
 }
 
@@ -129,13 +155,27 @@ impl<'m> Ctx<'m> {
             let o = &i.operands;
             let ty = match i.class.opcode {
                 Op::TypeBool => Ty::Bool,
-                Op::TypeInt => Ty::Int { width: lit(&o[0]), signed: lit(&o[1]) == 1 },
+                Op::TypeInt => Ty::Int {
+                    width: lit(&o[0]),
+                    signed: lit(&o[1]) == 1,
+                },
                 Op::TypeFloat => Ty::Float { width: lit(&o[0]) },
-                Op::TypeVector => Ty::Vector { elem: id(&o[0]), count: lit(&o[1]) },
-                Op::TypeMatrix => Ty::Matrix { column: id(&o[0]), count: lit(&o[1]) },
-                Op::TypeArray => Ty::Array { elem: id(&o[0]), len: 0 },
+                Op::TypeVector => Ty::Vector {
+                    elem: id(&o[0]),
+                    count: lit(&o[1]),
+                },
+                Op::TypeMatrix => Ty::Matrix {
+                    column: id(&o[0]),
+                    count: lit(&o[1]),
+                },
+                Op::TypeArray => Ty::Array {
+                    elem: id(&o[0]),
+                    len: 0,
+                },
                 Op::TypeRuntimeArray => Ty::RuntimeArray { elem: id(&o[0]) },
-                Op::TypeStruct => Ty::Struct { members: o.iter().map(id).collect() },
+                Op::TypeStruct => Ty::Struct {
+                    members: o.iter().map(id).collect(),
+                },
                 Op::TypePointer => Ty::Pointer { pointee: id(&o[1]) },
                 Op::TypeImage => {
                     let dim = match &o[1] {
@@ -146,7 +186,11 @@ impl<'m> Ctx<'m> {
                         Operand::ImageFormat(f) => *f,
                         _ => ImageFormat::Unknown,
                     };
-                    Ty::Image { dim, sampled: lit(&o[5]), format }
+                    Ty::Image {
+                        dim,
+                        sampled: lit(&o[5]),
+                        format,
+                    }
                 }
                 Op::TypeSampledImage => Ty::SampledImage { image: id(&o[0]) },
                 Op::Constant | Op::SpecConstant => {
@@ -172,10 +216,16 @@ impl<'m> Ctx<'m> {
     }
 
     fn decoration(&self, target: u32, d: Decoration) -> Option<&'m Instruction> {
-        self.decorations.get(&target)?.iter().copied().find(|i| matches!(i.operands.get(1), Some(Operand::Decoration(x)) if *x == d))
+        self.decorations
+            .get(&target)?
+            .iter()
+            .copied()
+            .find(|i| matches!(i.operands.get(1), Some(Operand::Decoration(x)) if *x == d))
     }
     fn decoration_value(&self, target: u32, d: Decoration) -> Option<u32> {
-        self.decoration(target, d).and_then(|i| i.operands.get(2)).map(lit)
+        self.decoration(target, d)
+            .and_then(|i| i.operands.get(2))
+            .map(lit)
     }
     fn member_decoration(&self, s: u32, m: u32, d: Decoration) -> Option<&'m Instruction> {
         self.member_decorations
@@ -191,14 +241,38 @@ impl<'m> Ctx<'m> {
             Ty::Float { width: 32 } => ScalarKind::F32,
             Ty::Float { width: 16 } => ScalarKind::F16,
             Ty::Float { width: 64 } => ScalarKind::F64,
-            Ty::Int { width: 32, signed: true } => ScalarKind::I32,
-            Ty::Int { width: 32, signed: false } => ScalarKind::U32,
-            Ty::Int { width: 16, signed: true } => ScalarKind::I16,
-            Ty::Int { width: 16, signed: false } => ScalarKind::U16,
-            Ty::Int { width: 8, signed: true } => ScalarKind::I8,
-            Ty::Int { width: 8, signed: false } => ScalarKind::U8,
-            Ty::Int { width: 64, signed: true } => ScalarKind::I64,
-            Ty::Int { width: 64, signed: false } => ScalarKind::U64,
+            Ty::Int {
+                width: 32,
+                signed: true,
+            } => ScalarKind::I32,
+            Ty::Int {
+                width: 32,
+                signed: false,
+            } => ScalarKind::U32,
+            Ty::Int {
+                width: 16,
+                signed: true,
+            } => ScalarKind::I16,
+            Ty::Int {
+                width: 16,
+                signed: false,
+            } => ScalarKind::U16,
+            Ty::Int {
+                width: 8,
+                signed: true,
+            } => ScalarKind::I8,
+            Ty::Int {
+                width: 8,
+                signed: false,
+            } => ScalarKind::U8,
+            Ty::Int {
+                width: 64,
+                signed: true,
+            } => ScalarKind::I64,
+            Ty::Int {
+                width: 64,
+                signed: false,
+            } => ScalarKind::U64,
             _ => return None,
         })
     }
@@ -237,7 +311,8 @@ impl<'m> Ctx<'m> {
 pub struct ReflectError(pub String);
 
 pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
-    let module = rspirv::dr::load_words(words).map_err(|e| ReflectError(format!("SPIR-V parse error: {e}")))?;
+    let module = rspirv::dr::load_words(words)
+        .map_err(|e| ReflectError(format!("SPIR-V parse error: {e}")))?;
     let c = Ctx::new(&module);
     let mut bindings = Vec::new();
     let mut push = None;
@@ -245,45 +320,98 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
         if i.class.opcode != Op::Variable {
             continue;
         }
-        let (Some(var), Some(ptr)) = (i.result_id, i.result_type) else { continue };
+        let (Some(var), Some(ptr)) = (i.result_id, i.result_type) else {
+            continue;
+        };
         let class = match i.operands.first() {
             Some(Operand::StorageClass(s)) => *s,
             _ => continue,
         };
-        let Some(Ty::Pointer { pointee }) = c.types.get(&ptr) else { continue };
+        let Some(Ty::Pointer { pointee }) = c.types.get(&ptr) else {
+            continue;
+        };
         let pointee = *pointee;
         let name_of = |v: u32, t: u32| {
-            c.names.get(&t).filter(|n| !n.is_empty()).or_else(|| c.names.get(&v)).cloned().unwrap_or_default()
+            c.names
+                .get(&t)
+                .filter(|n| !n.is_empty())
+                .or_else(|| c.names.get(&v))
+                .cloned()
+                .unwrap_or_default()
         };
         match class {
             StorageClass::PushConstant => {
-                push = Some(push_block(&c, pointee, c.names.get(&var).cloned().unwrap_or_default())?);
+                push = Some(push_block(
+                    &c,
+                    pointee,
+                    c.names.get(&var).cloned().unwrap_or_default(),
+                )?);
             }
             StorageClass::StorageBuffer | StorageClass::Uniform | StorageClass::UniformConstant => {
-                let set = c.decoration_value(var, Decoration::DescriptorSet).unwrap_or(0);
-                let Some(binding) = c.decoration_value(var, Decoration::Binding) else { continue };
+                let set = c
+                    .decoration_value(var, Decoration::DescriptorSet)
+                    .unwrap_or(0);
+                let Some(binding) = c.decoration_value(var, Decoration::Binding) else {
+                    continue;
+                };
                 let var_nw = c.decoration(var, Decoration::NonWritable).is_some();
                 let var_nr = c.decoration(var, Decoration::NonReadable).is_some();
-                let (kind, element, dims, members_nw, members_nr, name) = match (class, c.types.get(&pointee)) {
+                let (kind, element, dims, members_nw, members_nr, name) = match (
+                    class,
+                    c.types.get(&pointee),
+                ) {
                     (StorageClass::UniformConstant, Some(Ty::SampledImage { image })) => {
                         let (el, dims) = image_element(&c, *image);
-                        (BindingKind::SampledImage, el, dims, true, false, c.names.get(&var).cloned().unwrap_or_default())
+                        (
+                            BindingKind::SampledImage,
+                            el,
+                            dims,
+                            true,
+                            false,
+                            c.names.get(&var).cloned().unwrap_or_default(),
+                        )
                     }
                     (StorageClass::UniformConstant, Some(Ty::Image { sampled: 2, .. })) => {
                         let (el, dims) = image_element(&c, pointee);
-                        (BindingKind::StorageImage, el, dims, false, false, c.names.get(&var).cloned().unwrap_or_default())
+                        (
+                            BindingKind::StorageImage,
+                            el,
+                            dims,
+                            false,
+                            false,
+                            c.names.get(&var).cloned().unwrap_or_default(),
+                        )
                     }
                     (StorageClass::UniformConstant, _) => {
                         return Err(ReflectError(format!("binding {binding}: only sampler1D/2D/3D and image1D/2D/3D are supported as opaque descriptors")));
                     }
                     (_, Some(Ty::Struct { members })) => {
-                        let is_storage = class == StorageClass::StorageBuffer || c.decoration(pointee, Decoration::BufferBlock).is_some();
-                        let kind = if is_storage { BindingKind::StorageBuffer } else { BindingKind::UniformBuffer };
-                        let all = |d| (0..members.len() as u32).all(|m| c.member_decoration(pointee, m, d).is_some());
+                        let is_storage = class == StorageClass::StorageBuffer
+                            || c.decoration(pointee, Decoration::BufferBlock).is_some();
+                        let kind = if is_storage {
+                            BindingKind::StorageBuffer
+                        } else {
+                            BindingKind::UniformBuffer
+                        };
+                        let all = |d| {
+                            (0..members.len() as u32)
+                                .all(|m| c.member_decoration(pointee, m, d).is_some())
+                        };
                         let element = block_element(&c, members);
-                        (kind, element, 0, all(Decoration::NonWritable), all(Decoration::NonReadable), name_of(var, pointee))
+                        (
+                            kind,
+                            element,
+                            0,
+                            all(Decoration::NonWritable),
+                            all(Decoration::NonReadable),
+                            name_of(var, pointee),
+                        )
                     }
-                    _ => return Err(ReflectError(format!("binding {binding}: unsupported descriptor type"))),
+                    _ => {
+                        return Err(ReflectError(format!(
+                            "binding {binding}: unsupported descriptor type"
+                        )))
+                    }
                 };
                 let nw = var_nw || members_nw;
                 let nr = var_nr || members_nr;
@@ -292,7 +420,15 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
                     (false, true) => Access::WriteOnly,
                     _ => Access::ReadWrite,
                 };
-                bindings.push(Binding { set, binding, name, kind, access, element, dims });
+                bindings.push(Binding {
+                    set,
+                    binding,
+                    name,
+                    kind,
+                    access,
+                    element,
+                    dims,
+                });
             }
             _ => {}
         }
@@ -300,7 +436,10 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
     bindings.sort_by_key(|b| (b.set, b.binding));
 
     // Workgroup size: LocalSize execution mode, overridden by a WorkgroupSize spec composite.
-    let mut local_size = [LocalSizeDim { default: 1, spec_id: None }; 3];
+    let mut local_size = [LocalSizeDim {
+        default: 1,
+        spec_id: None,
+    }; 3];
     for i in &module.execution_modes {
         if let Some(Operand::ExecutionMode(ExecutionMode::LocalSize)) = i.operands.get(1) {
             for d in 0..3 {
@@ -312,7 +451,12 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
     for i in &module.types_global_values {
         let Some(rid) = i.result_id else { continue };
         let is_wg = c.decorations.get(&rid).is_some_and(|ds| {
-            ds.iter().any(|d| matches!(d.operands.get(2), Some(Operand::BuiltIn(BuiltIn::WorkgroupSize))))
+            ds.iter().any(|d| {
+                matches!(
+                    d.operands.get(2),
+                    Some(Operand::BuiltIn(BuiltIn::WorkgroupSize))
+                )
+            })
         });
         if is_wg && i.class.opcode == Op::SpecConstantComposite {
             for (d, o) in i.operands.iter().take(3).enumerate() {
@@ -333,19 +477,37 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
             Op::SpecConstantFalse => 0,
             _ => continue,
         };
-        let Some(sid) = c.decoration_value(rid, Decoration::SpecId) else { continue };
+        let Some(sid) = c.decoration_value(rid, Decoration::SpecId) else {
+            continue;
+        };
         if local_ids.contains(&rid) {
             continue;
         }
-        let scalar = i.result_type.and_then(|t| c.scalar(t)).ok_or_else(|| ReflectError(format!("specialization constant {sid}: unsupported type")))?;
+        let scalar = i.result_type.and_then(|t| c.scalar(t)).ok_or_else(|| {
+            ReflectError(format!("specialization constant {sid}: unsupported type"))
+        })?;
         if scalar.size() != 4 {
             return Err(ReflectError(format!("specialization constant {sid}: only 32-bit int, uint, float and bool are supported")));
         }
-        let name = c.names.get(&rid).cloned().unwrap_or_else(|| format!("constant_{sid}"));
-        spec.push(SpecConstant { id: sid, name, scalar, default_bits });
+        let name = c
+            .names
+            .get(&rid)
+            .cloned()
+            .unwrap_or_else(|| format!("constant_{sid}"));
+        spec.push(SpecConstant {
+            id: sid,
+            name,
+            scalar,
+            default_bits,
+        });
     }
     spec.sort_by_key(|s| s.id);
-    Ok(Reflection { bindings, push, spec, local_size })
+    Ok(Reflection {
+        bindings,
+        push,
+        spec,
+        local_size,
+    })
 }
 
 fn image_element(c: &Ctx, image: u32) -> (ElementType, u8) {
@@ -364,22 +526,57 @@ fn image_element(c: &Ctx, image: u32) -> (ElementType, u8) {
                 Dim::Dim3D => 3,
                 _ => 2,
             };
-            (ElementType { scalar, components, stride: 0 }, dims)
+            (
+                ElementType {
+                    scalar,
+                    components,
+                    stride: 0,
+                },
+                dims,
+            )
         }
-        _ => (ElementType { scalar: ScalarKind::F32, components: 0, stride: 0 }, 2),
+        _ => (
+            ElementType {
+                scalar: ScalarKind::F32,
+                components: 0,
+                stride: 0,
+            },
+            2,
+        ),
     }
 }
 
 /// The element of a buffer block: its (last) runtime array's element, else its first member.
 fn block_element(c: &Ctx, members: &[u32]) -> ElementType {
-    let unknown = ElementType { scalar: ScalarKind::U8, components: 0, stride: 0 };
-    let Some(&last) = members.last() else { return unknown };
+    let unknown = ElementType {
+        scalar: ScalarKind::U8,
+        components: 0,
+        stride: 0,
+    };
+    let Some(&last) = members.last() else {
+        return unknown;
+    };
     match c.types.get(&last) {
         Some(Ty::RuntimeArray { elem }) | Some(Ty::Array { elem, .. }) => {
-            let stride = c.decoration_value(last, Decoration::ArrayStride).unwrap_or(0);
-            c.flat(*elem).map(|(scalar, components)| ElementType { scalar, components, stride }).unwrap_or(ElementType { stride, ..unknown })
+            let stride = c
+                .decoration_value(last, Decoration::ArrayStride)
+                .unwrap_or(0);
+            c.flat(*elem)
+                .map(|(scalar, components)| ElementType {
+                    scalar,
+                    components,
+                    stride,
+                })
+                .unwrap_or(ElementType { stride, ..unknown })
         }
-        _ => c.flat(members[0]).map(|(scalar, components)| ElementType { scalar, components, stride: 0 }).unwrap_or(unknown),
+        _ => c
+            .flat(members[0])
+            .map(|(scalar, components)| ElementType {
+                scalar,
+                components,
+                stride: 0,
+            })
+            .unwrap_or(unknown),
     }
 }
 
@@ -391,14 +588,24 @@ fn push_block(c: &Ctx, ty: u32, instance: String) -> Result<PushBlock, ReflectEr
     let mut size = 0;
     for (idx, &m) in members.iter().enumerate() {
         let idx = idx as u32;
-        let name = c.member_names.get(&(ty, idx)).cloned().unwrap_or_else(|| format!("member{idx}"));
+        let name = c
+            .member_names
+            .get(&(ty, idx))
+            .cloned()
+            .unwrap_or_else(|| format!("member{idx}"));
         let offset = c
             .member_decoration(ty, idx, Decoration::Offset)
             .and_then(|i| i.operands.get(3))
             .map(lit)
             .unwrap_or(0);
         let (elem, array) = match c.types.get(&m) {
-            Some(Ty::Array { elem, len }) => (*elem, Some((*len, c.decoration_value(m, Decoration::ArrayStride).unwrap_or(0)))),
+            Some(Ty::Array { elem, len }) => (
+                *elem,
+                Some((
+                    *len,
+                    c.decoration_value(m, Decoration::ArrayStride).unwrap_or(0),
+                )),
+            ),
             _ => (m, None),
         };
         let flat = match c.types.get(&elem) {
@@ -419,8 +626,19 @@ fn push_block(c: &Ctx, ty: u32, instance: String) -> Result<PushBlock, ReflectEr
             None => (None, elem_size),
         };
         size = size.max(offset + member_size);
-        out.push(PushMember { name, offset, scalar, components, array: array_len, size: member_size });
+        out.push(PushMember {
+            name,
+            offset,
+            scalar,
+            components,
+            array: array_len,
+            size: member_size,
+        });
     }
     out.sort_by_key(|m| m.offset);
-    Ok(PushBlock { instance, size, members: out })
+    Ok(PushBlock {
+        instance,
+        size,
+        members: out,
+    })
 }

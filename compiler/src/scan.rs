@@ -77,9 +77,18 @@ impl Axes {
         let mut image_use = false;
         for (id, _) in idents {
             let id = id.as_str();
-            if ["sfp", "afp", "lfp", "buffer_", "NCNN_fp16_", "NCNN_bf16_", "unfp", "imfmt"]
-                .iter()
-                .any(|p| id.starts_with(p))
+            if [
+                "sfp",
+                "afp",
+                "lfp",
+                "buffer_",
+                "NCNN_fp16_",
+                "NCNN_bf16_",
+                "unfp",
+                "imfmt",
+            ]
+            .iter()
+            .any(|p| id.starts_with(p))
                 || IMAGE_FN_PREFIXES.iter().any(|p| id.starts_with(p))
             {
                 a.float = true;
@@ -90,7 +99,10 @@ impl Axes {
             if IMAGE_FN_PREFIXES.iter().any(|p| id.starts_with(p)) || id.starts_with("imfmt") {
                 image_use = true;
             }
-            if ["sint8", "aint8", "i8buffer_", "NCNN_int8_"].iter().any(|p| id.starts_with(p)) {
+            if ["sint8", "aint8", "i8buffer_", "NCNN_int8_"]
+                .iter()
+                .any(|p| id.starts_with(p))
+            {
                 a.int8 = true;
             }
             if id == "NCNN_shader_local_memory" {
@@ -136,7 +148,9 @@ pub fn unknown_functions(idents: &[(String, u32)]) -> Vec<(String, u32)> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for (id, line) in idents {
-        let reserved = ["buffer_", "i8buffer_", "sfp2", "lfp2"].iter().any(|p| id.starts_with(p))
+        let reserved = ["buffer_", "i8buffer_", "sfp2", "lfp2"]
+            .iter()
+            .any(|p| id.starts_with(p))
             || IMAGE_FN_PREFIXES.iter().any(|p| id.starts_with(p));
         if reserved && !known.contains(id) && seen.insert(id.clone()) {
             out.push((id.clone(), *line));
@@ -157,17 +171,37 @@ mod tests {
 
     #[test]
     fn axes_follow_names() {
-        let ids = identifiers("// sfpvec4 in a comment\nlayout (binding=0) buffer b { float d[]; };");
-        assert_eq!(Axes::of(&ids), Axes { buffer: true, ..Default::default() });
+        let ids =
+            identifiers("// sfpvec4 in a comment\nlayout (binding=0) buffer b { float d[]; };");
+        assert_eq!(
+            Axes::of(&ids),
+            Axes {
+                buffer: true,
+                ..Default::default()
+            }
+        );
         let ids = identifiers("buffer_ld4(a,i); /* */\n#if NCNN_image_shader\n#endif\nNCNN_shader_local_memory sint8vec4");
-        assert_eq!(Axes::of(&ids), Axes { float: true, buffer: true, image: true, int8: true, local_memory: true });
+        assert_eq!(
+            Axes::of(&ids),
+            Axes {
+                float: true,
+                buffer: true,
+                image: true,
+                int8: true,
+                local_memory: true
+            }
+        );
         let ids = identifiers("image2d_ld4(s, p)");
         assert!(Axes::of(&ids).image && !Axes::of(&ids).buffer);
     }
 
     #[test]
     fn unknown_extended_functions() {
-        let ids = identifiers("buffer_ld4(a,i);\nbuffer_ld3(a,i); buffer_ld3(a,i); image2d_ld2(s,p);");
-        assert_eq!(unknown_functions(&ids), vec![("buffer_ld3".into(), 2), ("image2d_ld2".into(), 2)]);
+        let ids =
+            identifiers("buffer_ld4(a,i);\nbuffer_ld3(a,i); buffer_ld3(a,i); image2d_ld2(s,p);");
+        assert_eq!(
+            unknown_functions(&ids),
+            vec![("buffer_ld3".into(), 2), ("image2d_ld2".into(), 2)]
+        );
     }
 }

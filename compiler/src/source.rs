@@ -52,7 +52,9 @@ fn invoking_dir(span: Span) -> PathBuf {
 pub const INLINE_NAME: &str = "<inline>";
 
 fn manifest_dir() -> PathBuf {
-    std::env::var_os("CARGO_MANIFEST_DIR").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("."))
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
 }
 
 impl Source {
@@ -62,7 +64,13 @@ impl Source {
         let mut source = Source {
             text: text.to_string(),
             all_text: text.to_string(),
-            meta: Meta { name: name.to_string(), dir: dir.to_path_buf(), origin: Origin::File { path: PathBuf::from(name) } },
+            meta: Meta {
+                name: name.to_string(),
+                dir: dir.to_path_buf(),
+                origin: Origin::File {
+                    path: PathBuf::from(name),
+                },
+            },
             files: Vec::new(),
             span: Span::call_site(),
         };
@@ -82,7 +90,14 @@ impl Source {
                 Source {
                     all_text: text.clone(),
                     text,
-                    meta: Meta { name: INLINE_NAME.to_string(), dir, origin: Origin::Inline { file: span.file(), line: span.start().line } },
+                    meta: Meta {
+                        name: INLINE_NAME.to_string(),
+                        dir,
+                        origin: Origin::Inline {
+                            file: span.file(),
+                            line: span.start().line,
+                        },
+                    },
                     files: Vec::new(),
                     span,
                 }
@@ -101,7 +116,10 @@ impl Source {
                     text,
                     meta: Meta {
                         name: path.display().to_string(),
-                        dir: path.parent().map(Path::to_path_buf).unwrap_or_else(manifest_dir),
+                        dir: path
+                            .parent()
+                            .map(Path::to_path_buf)
+                            .unwrap_or_else(manifest_dir),
                         origin: Origin::File { path: path.clone() },
                     },
                     files: vec![path],
@@ -117,14 +135,24 @@ impl Source {
     }
 
     /// Finds `#include "x"` lines, reads the files (recursively), records them.
-    fn scan_includes(&mut self, cx: &Ctxt, text: &str, dir: &Path, from: Option<&Path>, ok: &mut bool, depth: usize) {
+    fn scan_includes(
+        &mut self,
+        cx: &Ctxt,
+        text: &str,
+        dir: &Path,
+        from: Option<&Path>,
+        ok: &mut bool,
+        depth: usize,
+    ) {
         if depth > 16 {
             cx.error(self.span, "#include nested more than 16 deep (a cycle?)");
             *ok = false;
             return;
         }
         for (i, line) in text.lines().enumerate() {
-            let Some(name) = include_target(line) else { continue };
+            let Some(name) = include_target(line) else {
+                continue;
+            };
             let path = dir.join(name);
             match std::fs::read_to_string(&path) {
                 Ok(t) => {
@@ -165,7 +193,11 @@ impl Meta {
 
 /// The file named by an `#include "…"` line.
 pub fn include_target(line: &str) -> Option<&str> {
-    let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("include")?;
+    let rest = line
+        .trim_start()
+        .strip_prefix('#')?
+        .trim_start()
+        .strip_prefix("include")?;
     let rest = rest.trim_start().strip_prefix('"')?;
     rest.split('"').next()
 }

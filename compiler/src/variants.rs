@@ -7,8 +7,16 @@ use vkprism_core::{FloatMode, Int8Mode, MemoryKind, VariantKey};
 
 /// Every variant of a kernel with these axes, in a fixed order.
 pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
-    let floats: &[FloatMode] = if axes.float { &FloatMode::ALL } else { &[FloatMode::Fp32] };
-    let int8s: Vec<Option<Int8Mode>> = if axes.int8 { Int8Mode::ALL.iter().copied().map(Some).collect() } else { vec![None] };
+    let floats: &[FloatMode] = if axes.float {
+        &FloatMode::ALL
+    } else {
+        &[FloatMode::Fp32]
+    };
+    let int8s: Vec<Option<Int8Mode>> = if axes.int8 {
+        Int8Mode::ALL.iter().copied().map(Some).collect()
+    } else {
+        vec![None]
+    };
     let mut memories = Vec::new();
     if axes.buffer {
         memories.push(MemoryKind::Buffer);
@@ -16,7 +24,11 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
     if axes.image {
         memories.push(MemoryKind::Image);
     }
-    let lms: &[Option<bool>] = if axes.local_memory { &[Some(true), Some(false)] } else { &[None] };
+    let lms: &[Option<bool>] = if axes.local_memory {
+        &[Some(true), Some(false)]
+    } else {
+        &[None]
+    };
     let mut out = Vec::new();
     for &memory in &memories {
         for &float in floats {
@@ -26,7 +38,12 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
             }
             for &int8 in &int8s {
                 for &local_memory in lms {
-                    out.push(VariantKey { float, memory, int8, local_memory });
+                    out.push(VariantKey {
+                        float,
+                        memory,
+                        int8,
+                        local_memory,
+                    });
                 }
             }
         }
@@ -35,9 +52,15 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
 }
 
 /// The variants to emit: all of them, or the user's list checked against them.
-pub fn select(cx: &Ctxt, axes: &Axes, requested: Option<Vec<(String, Span)>>) -> Option<Vec<VariantKey>> {
+pub fn select(
+    cx: &Ctxt,
+    axes: &Axes,
+    requested: Option<Vec<(String, Span)>>,
+) -> Option<Vec<VariantKey>> {
     let all = enumerate(axes);
-    let Some(requested) = requested else { return Some(all) };
+    let Some(requested) = requested else {
+        return Some(all);
+    };
     let valid = || all.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
     let mut out = Vec::new();
     for (name, span) in requested {
@@ -49,8 +72,20 @@ pub fn select(cx: &Ctxt, axes: &Axes, requested: Option<Vec<(String, Span)>>) ->
                     out.push(k);
                 }
             }
-            Ok(_) => cx.error(span, format!("this kernel has no variant `{name}`; its variants are: {}", valid())),
-            Err(_) => cx.error(span, format!("unknown variant `{name}`; this kernel's variants are: {}", valid())),
+            Ok(_) => cx.error(
+                span,
+                format!(
+                    "this kernel has no variant `{name}`; its variants are: {}",
+                    valid()
+                ),
+            ),
+            Err(_) => cx.error(
+                span,
+                format!(
+                    "unknown variant `{name}`; this kernel's variants are: {}",
+                    valid()
+                ),
+            ),
         }
     }
     if out.is_empty() {
@@ -66,11 +101,41 @@ mod tests {
 
     #[test]
     fn axes_decide_variants() {
-        assert_eq!(enumerate(&Axes { buffer: true, ..Default::default() }).len(), 1);
-        assert_eq!(enumerate(&Axes { buffer: true, float: true, ..Default::default() }).len(), 7);
+        assert_eq!(
+            enumerate(&Axes {
+                buffer: true,
+                ..Default::default()
+            })
+            .len(),
+            1
+        );
+        assert_eq!(
+            enumerate(&Axes {
+                buffer: true,
+                float: true,
+                ..Default::default()
+            })
+            .len(),
+            7
+        );
         // 7 buffer + 5 image (no bf16 images).
-        assert_eq!(enumerate(&Axes { buffer: true, image: true, float: true, ..Default::default() }).len(), 12);
-        let v = enumerate(&Axes { buffer: true, float: true, int8: true, local_memory: true, ..Default::default() });
+        assert_eq!(
+            enumerate(&Axes {
+                buffer: true,
+                image: true,
+                float: true,
+                ..Default::default()
+            })
+            .len(),
+            12
+        );
+        let v = enumerate(&Axes {
+            buffer: true,
+            float: true,
+            int8: true,
+            local_memory: true,
+            ..Default::default()
+        });
         assert_eq!(v.len(), 7 * 3 * 2);
         let mut names: Vec<_> = v.iter().map(|k| k.name()).collect();
         names.dedup();

@@ -7,7 +7,13 @@ use vkprism_core::{Access, BindingKind, FloatMode, MemoryKind, ScalarKind, Tenso
 
 fn compile(text: &str) -> Result<KernelModel, Vec<String>> {
     let cx = Ctxt::new();
-    let src = Source::from_text(&cx, text, "test.comp", Path::new(env!("CARGO_MANIFEST_DIR"))).ok_or_else(|| cx.messages())?;
+    let src = Source::from_text(
+        &cx,
+        text,
+        "test.comp",
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+    )
+    .ok_or_else(|| cx.messages())?;
     compile_kernel(&cx, &src, None).ok_or_else(|| cx.messages())
 }
 
@@ -23,7 +29,13 @@ fn validate_all(m: &KernelModel) {
             .arg(&path)
             .output()
             .expect("spirv-val (Debian package spirv-tools) must be installed");
-        assert!(out.status.success(), "variant {} fails spirv-val: {}{}", v.key, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "variant {} fails spirv-val: {}{}",
+            v.key,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
 
@@ -49,11 +61,18 @@ fn seed_example_as_written_fails_only_in_fp16_arithmetic_with_a_hint() {
     // `f16vec4 + 123` is not GLSL (no implicit int -> float16_t conversion); the message says so.
     let errs = compile(SEED_ADD).unwrap_err();
     assert_eq!(errs.len(), 1, "{errs:?}");
-    assert!(errs[0].contains("variant fp16pa, fp16sa") && errs[0].contains("test.comp:9") && errs[0].contains("hint: GLSL has no implicit conversion"), "{errs:?}");
+    assert!(
+        errs[0].contains("variant fp16pa, fp16sa")
+            && errs[0].contains("test.comp:9")
+            && errs[0].contains("hint: GLSL has no implicit conversion"),
+        "{errs:?}"
+    );
     let cx = Ctxt::new();
     let src = Source::from_text(&cx, SEED_ADD, "test.comp", Path::new(".")).unwrap();
     let span = proc_macro2::Span::call_site();
-    let names = ["fp32", "fp16p", "fp16s", "bf16p", "bf16s"].map(|n| (n.to_string(), span)).to_vec();
+    let names = ["fp32", "fp16p", "fp16s", "bf16p", "bf16s"]
+        .map(|n| (n.to_string(), span))
+        .to_vec();
     let m = compile_kernel(&cx, &src, Some(names)).unwrap_or_else(|| panic!("{:?}", cx.messages()));
     assert_eq!(m.variants.len(), 5);
     validate_all(&m);
@@ -63,12 +82,21 @@ fn seed_example_as_written_fails_only_in_fp16_arithmetic_with_a_hint() {
 fn seed_example_compiles_in_every_float_variant() {
     let m = compile(&SEED_ADD.replace("v + 123", "v + afp(123)")).unwrap();
     let names: Vec<_> = m.variants.iter().map(|v| v.key.name()).collect();
-    assert_eq!(names, ["fp32", "fp16p", "fp16pa", "fp16s", "fp16sa", "bf16p", "bf16s"]);
+    assert_eq!(
+        names,
+        ["fp32", "fp16p", "fp16pa", "fp16s", "fp16sa", "bf16p", "bf16s"]
+    );
     validate_all(&m);
     let iface = &m.interfaces[&MemoryKind::Buffer];
     assert_eq!(iface.len(), 2);
-    assert_eq!((iface[0].name.as_str(), iface[0].kind, iface[0].access), ("a_blob", BindingKind::StorageBuffer, Access::ReadOnly));
-    assert_eq!((iface[1].name.as_str(), iface[1].access), ("b_blob", Access::WriteOnly));
+    assert_eq!(
+        (iface[0].name.as_str(), iface[0].kind, iface[0].access),
+        ("a_blob", BindingKind::StorageBuffer, Access::ReadOnly)
+    );
+    assert_eq!(
+        (iface[1].name.as_str(), iface[1].access),
+        ("b_blob", Access::WriteOnly)
+    );
     for v in &m.variants {
         let (b, fmt) = &v.bindings[0];
         let (scalar, comps, stride, want) = match v.key.float {
@@ -78,17 +106,31 @@ fn seed_example_compiles_in_every_float_variant() {
             FloatMode::Bf16p => (ScalarKind::U32, 2, 8, TensorFormat::Bf16),
             FloatMode::Bf16s => (ScalarKind::U16, 4, 8, TensorFormat::Bf16),
         };
-        assert_eq!((b.element.scalar, b.element.components, b.element.stride, *fmt), (scalar, comps, stride, want), "{}", v.key);
+        assert_eq!(
+            (
+                b.element.scalar,
+                b.element.components,
+                b.element.stride,
+                *fmt
+            ),
+            (scalar, comps, stride, want),
+            "{}",
+            v.key
+        );
     }
     // No push constants, workgroup size defaulted and specializable.
     assert!(m.push.is_none());
     assert_eq!(m.local_size[0].default, 64);
-    assert_eq!(m.local_size.map(|d| d.spec_id), [Some(233), Some(234), Some(235)]);
+    assert_eq!(
+        m.local_size.map(|d| d.spec_id),
+        [Some(233), Some(234), Some(235)]
+    );
 }
 
 #[test]
 fn psc_and_push_constants_reflect() {
-    let m = compile(r#"
+    let m = compile(
+        r#"
 #version 450
 layout (constant_id = 0) const int size = 0;
 layout (constant_id = 1) const float scale = 2.5;
@@ -100,19 +142,49 @@ void main() {
     if (i >= psc(size)) return;
     buffer_st1(data, i, buffer_ld1(data, i) * afp(scale) + afp(p.bias + p.extra.x));
 }
-"#).unwrap();
+"#,
+    )
+    .unwrap();
     validate_all(&m);
     let push = m.push.as_ref().unwrap();
     assert_eq!(push.instance, "p");
-    let members: Vec<_> = push.members.iter().map(|m| (m.name.as_str(), m.offset, m.scalar, m.components)).collect();
-    assert_eq!(members, [("size", 0, ScalarKind::I32, 1), ("bias", 4, ScalarKind::F32, 1), ("extra", 16, ScalarKind::F32, 4)]);
+    let members: Vec<_> = push
+        .members
+        .iter()
+        .map(|m| (m.name.as_str(), m.offset, m.scalar, m.components))
+        .collect();
+    assert_eq!(
+        members,
+        [
+            ("size", 0, ScalarKind::I32, 1),
+            ("bias", 4, ScalarKind::F32, 1),
+            ("extra", 16, ScalarKind::F32, 4)
+        ]
+    );
     assert_eq!(push.size, 32);
-    let spec: Vec<_> = m.spec.iter().map(|s| (s.id, s.name.as_str(), s.scalar, s.default_bits)).collect();
-    assert_eq!(spec, [(0, "size", ScalarKind::I32, 0), (1, "scale", ScalarKind::F32, 2.5f32.to_bits())]);
+    let spec: Vec<_> = m
+        .spec
+        .iter()
+        .map(|s| (s.id, s.name.as_str(), s.scalar, s.default_bits))
+        .collect();
+    assert_eq!(
+        spec,
+        [
+            (0, "size", ScalarKind::I32, 0),
+            (1, "scale", ScalarKind::F32, 2.5f32.to_bits())
+        ]
+    );
     assert_eq!(m.local_size[0].default, 128);
     assert_eq!(m.local_size[0].spec_id, Some(233));
     // `sfp` is float in packed modes, float16_t / uint16_t in storage modes.
-    let fmt = |f: FloatMode| m.variants.iter().find(|v| v.key.float == f).unwrap().bindings[0].1;
+    let fmt = |f: FloatMode| {
+        m.variants
+            .iter()
+            .find(|v| v.key.float == f)
+            .unwrap()
+            .bindings[0]
+            .1
+    };
     assert_eq!(fmt(FloatMode::Fp16p), TensorFormat::F32);
     assert_eq!(fmt(FloatMode::Fp16s), TensorFormat::F16);
     assert_eq!(fmt(FloatMode::Bf16s), TensorFormat::Bf16);
@@ -120,7 +192,8 @@ void main() {
 
 #[test]
 fn every_extended_function_compiles() {
-    let m = compile(r#"
+    let m = compile(
+        r#"
 #version 450
 layout (binding = 0) buffer b1 { sfp d1[]; };
 layout (binding = 1) buffer b2 { sfpvec2 d2[]; };
@@ -155,14 +228,17 @@ void main() {
     afpvec4 y = lfp2afpvec4(tmp4[0]);
     buffer_st4(d4, i, y + x);
 }
-"#).unwrap();
+"#,
+    )
+    .unwrap();
     assert_eq!(m.variants.len(), 7);
     validate_all(&m);
 }
 
 #[test]
 fn image_and_buffer_variants_have_their_own_bindings() {
-    let m = compile(r#"
+    let m = compile(
+        r#"
 #version 450
 #if NCNN_image_shader
 layout (binding = 0) uniform unfp sampler3D bottom_blob;
@@ -185,18 +261,28 @@ void main() {
     buffer_st4(bottom_top_blob_data, g.x, buffer_ld4(bottom_top_blob_data, g.x) * afp(2));
 #endif
 }
-"#).unwrap();
+"#,
+    )
+    .unwrap();
     assert_eq!(m.variants.len(), 12);
     validate_all(&m);
     assert_eq!(m.interfaces[&MemoryKind::Buffer].len(), 1);
     let img = &m.interfaces[&MemoryKind::Image];
-    assert_eq!((img[0].kind, img[1].kind, img[1].access), (BindingKind::SampledImage, BindingKind::StorageImage, Access::WriteOnly));
+    assert_eq!(
+        (img[0].kind, img[1].kind, img[1].access),
+        (
+            BindingKind::SampledImage,
+            BindingKind::StorageImage,
+            Access::WriteOnly
+        )
+    );
     assert_eq!(img[0].dims, 3);
 }
 
 #[test]
 fn int8_and_local_memory_axes() {
-    let m = compile(r#"
+    let m = compile(
+        r#"
 #version 450
 layout (binding = 0) readonly buffer a { sint8vec4 a_data[]; };
 layout (binding = 1) writeonly buffer b { sfpvec4 b_data[]; };
@@ -214,7 +300,9 @@ void main() {
 #endif
     buffer_st4(b_data, i, afpvec4(vec4(q) * p.scale));
 }
-"#).unwrap();
+"#,
+    )
+    .unwrap();
     assert_eq!(m.variants.len(), 7 * 3 * 2);
     validate_all(&m);
     for v in &m.variants {
@@ -226,13 +314,22 @@ void main() {
 fn glsl_errors_are_located_and_grouped() {
     let errs = compile("#version 450\nlayout (binding = 0) buffer b { sfp d[]; };\nvoid main() {\n    buffer_st1(d, 0, undefined_thing);\n}\n").unwrap_err();
     assert_eq!(errs.len(), 1, "{errs:?}");
-    assert!(errs[0].contains("every variant") && errs[0].contains("test.comp:4") && errs[0].contains("undefined_thing"), "{errs:?}");
+    assert!(
+        errs[0].contains("every variant")
+            && errs[0].contains("test.comp:4")
+            && errs[0].contains("undefined_thing"),
+        "{errs:?}"
+    );
 }
 
 #[test]
 fn lexical_checks() {
     let errs = compile("#version 450\nlayout (binding = 0) buffer b { sfp d[]; };\nvoid main() { afp x = buffer_ld3(d, 0); }\n").unwrap_err();
-    assert!(errs[0].contains("unknown extended GLSL function `buffer_ld3`") && errs[0].contains("test.comp:3"), "{errs:?}");
+    assert!(
+        errs[0].contains("unknown extended GLSL function `buffer_ld3`")
+            && errs[0].contains("test.comp:3"),
+        "{errs:?}"
+    );
     let errs = compile("#version 450\nlayout (constant_id = 0) const int n = 0;\nlayout (push_constant) uniform parameter { int n; } q;\nvoid main() { int x = psc(n); }\n").unwrap_err();
     assert!(errs[0].contains("named `q`"), "{errs:?}");
 }

@@ -220,7 +220,10 @@ pub struct DeviceFeatures {
 
 impl DeviceFeatures {
     pub fn new(features: FeatureSet) -> Self {
-        DeviceFeatures { features, limits: DeviceLimits::default() }
+        DeviceFeatures {
+            features,
+            limits: DeviceLimits::default(),
+        }
     }
 
     pub fn supports(&self, f: Feature) -> bool {
@@ -237,8 +240,13 @@ mod tests {
         let s = FeatureSet::from_slice(&[Feature::ShaderFloat16, Feature::ShaderInt8]);
         assert!(s.contains(Feature::ShaderFloat16));
         assert!(!s.contains(Feature::StorageBuffer16BitAccess));
-        let need = FeatureSet::EMPTY.with(Feature::StorageBuffer16BitAccess).with(Feature::ShaderFloat16);
-        assert_eq!(need.difference(s).iter().collect::<Vec<_>>(), vec![Feature::StorageBuffer16BitAccess]);
+        let need = FeatureSet::EMPTY
+            .with(Feature::StorageBuffer16BitAccess)
+            .with(Feature::ShaderFloat16);
+        assert_eq!(
+            need.difference(s).iter().collect::<Vec<_>>(),
+            vec![Feature::StorageBuffer16BitAccess]
+        );
         assert!(FeatureSet::all().contains_all(need));
         assert_eq!(FeatureSet::all().iter().count(), Feature::ALL.len());
         assert_eq!(s.to_string(), "shaderFloat16, shaderInt8");

@@ -47,18 +47,27 @@ impl FloatMode {
     }
 
     pub const fn is_fp16(self) -> bool {
-        matches!(self, FloatMode::Fp16p | FloatMode::Fp16pa | FloatMode::Fp16s | FloatMode::Fp16sa)
+        matches!(
+            self,
+            FloatMode::Fp16p | FloatMode::Fp16pa | FloatMode::Fp16s | FloatMode::Fp16sa
+        )
     }
     pub const fn is_bf16(self) -> bool {
         matches!(self, FloatMode::Bf16p | FloatMode::Bf16s)
     }
     /// Storage packed into `uint`s (GLSL 4.20 pack/unpack built-ins).
     pub const fn is_packed(self) -> bool {
-        matches!(self, FloatMode::Fp16p | FloatMode::Fp16pa | FloatMode::Bf16p)
+        matches!(
+            self,
+            FloatMode::Fp16p | FloatMode::Fp16pa | FloatMode::Bf16p
+        )
     }
     /// Storage in native 16-bit types.
     pub const fn is_storage16(self) -> bool {
-        matches!(self, FloatMode::Fp16s | FloatMode::Fp16sa | FloatMode::Bf16s)
+        matches!(
+            self,
+            FloatMode::Fp16s | FloatMode::Fp16sa | FloatMode::Bf16s
+        )
     }
     /// fp16 arithmetic (`afp` is `float16_t`).
     pub const fn is_fp16_arithmetic(self) -> bool {
@@ -83,10 +92,9 @@ impl FloatMode {
             FloatMode::Fp16s | FloatMode::Bf16s => {
                 FeatureSet::from_slice(&[Feature::StorageBuffer16BitAccess])
             }
-            FloatMode::Fp16sa => FeatureSet::from_slice(&[
-                Feature::StorageBuffer16BitAccess,
-                Feature::ShaderFloat16,
-            ]),
+            FloatMode::Fp16sa => {
+                FeatureSet::from_slice(&[Feature::StorageBuffer16BitAccess, Feature::ShaderFloat16])
+            }
         }
     }
 }
@@ -133,10 +141,9 @@ impl Int8Mode {
         match self {
             Int8Mode::Int8p => FeatureSet::EMPTY,
             Int8Mode::Int8s => FeatureSet::from_slice(&[Feature::StorageBuffer8BitAccess]),
-            Int8Mode::Int8a => FeatureSet::from_slice(&[
-                Feature::StorageBuffer8BitAccess,
-                Feature::ShaderInt8,
-            ]),
+            Int8Mode::Int8a => {
+                FeatureSet::from_slice(&[Feature::StorageBuffer8BitAccess, Feature::ShaderInt8])
+            }
         }
     }
 }
@@ -153,7 +160,12 @@ pub struct VariantKey {
 
 impl VariantKey {
     pub const fn new(float: FloatMode) -> Self {
-        VariantKey { float, memory: MemoryKind::Buffer, int8: None, local_memory: None }
+        VariantKey {
+            float,
+            memory: MemoryKind::Buffer,
+            int8: None,
+            local_memory: None,
+        }
     }
 
     /// Everything the device must offer to run this variant.
@@ -192,9 +204,13 @@ impl VariantKey {
 
     /// Parses a name made by [`VariantKey::name`].
     pub fn parse(name: &str) -> Result<VariantKey, ParseVariantError> {
-        let err = || ParseVariantError { name: name.to_string() };
+        let err = || ParseVariantError {
+            name: name.to_string(),
+        };
         let mut parts = name.split('_');
-        let float = parts.next().and_then(|p| FloatMode::ALL.into_iter().find(|f| f.name() == p));
+        let float = parts
+            .next()
+            .and_then(|p| FloatMode::ALL.into_iter().find(|f| f.name() == p));
         let mut key = VariantKey::new(float.ok_or_else(err)?);
         let mut stage = 0;
         for part in parts {
@@ -234,7 +250,11 @@ pub struct ParseVariantError {
 
 impl fmt::Display for ParseVariantError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` is not a variant name (form: float[_int8][_image][_lm|_nolm])", self.name)
+        write!(
+            f,
+            "`{}` is not a variant name (form: float[_int8][_image][_lm|_nolm])",
+            self.name
+        )
     }
 }
 
@@ -250,22 +270,41 @@ mod tests {
             for m in [MemoryKind::Buffer, MemoryKind::Image] {
                 for i in [None, Some(Int8Mode::Int8p), Some(Int8Mode::Int8a)] {
                     for lm in [None, Some(true), Some(false)] {
-                        let k = VariantKey { float: f, memory: m, int8: i, local_memory: lm };
+                        let k = VariantKey {
+                            float: f,
+                            memory: m,
+                            int8: i,
+                            local_memory: lm,
+                        };
                         assert_eq!(VariantKey::parse(&k.name()), Ok(k), "{}", k.name());
                     }
                 }
             }
         }
         assert!(VariantKey::parse("fp17").is_err());
-        assert!(VariantKey::parse("fp32_image_int8s").is_err(), "axes out of order");
+        assert!(
+            VariantKey::parse("fp32_image_int8s").is_err(),
+            "axes out of order"
+        );
         assert!(VariantKey::parse("fp32_lm_lm").is_err());
     }
 
     #[test]
     fn requirements() {
-        let k = VariantKey { float: FloatMode::Fp16sa, memory: MemoryKind::Image, int8: Some(Int8Mode::Int8a), local_memory: None };
+        let k = VariantKey {
+            float: FloatMode::Fp16sa,
+            memory: MemoryKind::Image,
+            int8: Some(Int8Mode::Int8a),
+            local_memory: None,
+        };
         let r = k.requires();
-        for f in [Feature::StorageBuffer16BitAccess, Feature::ShaderFloat16, Feature::StorageBuffer8BitAccess, Feature::ShaderInt8, Feature::ImageFormatsFp16] {
+        for f in [
+            Feature::StorageBuffer16BitAccess,
+            Feature::ShaderFloat16,
+            Feature::StorageBuffer8BitAccess,
+            Feature::ShaderInt8,
+            Feature::ImageFormatsFp16,
+        ] {
             assert!(r.contains(f), "{f}");
         }
         assert!(VariantKey::new(FloatMode::Fp16p).requires().is_empty());

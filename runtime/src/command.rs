@@ -18,23 +18,71 @@ use vkprism_core::{BindingKind, MemoryKind, TensorFormat};
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error("kernel `{kernel}`: bindings for {given:?} variants, but the loaded variant `{variant}` uses {wanted:?}")]
-    MemoryKindMismatch { kernel: &'static str, variant: String, given: MemoryKind, wanted: MemoryKind },
+    MemoryKindMismatch {
+        kernel: &'static str,
+        variant: String,
+        given: MemoryKind,
+        wanted: MemoryKind,
+    },
     #[error("kernel `{kernel}` variant `{variant}`: binding {binding} (`{name}`) is not given")]
-    MissingBinding { kernel: &'static str, variant: String, binding: u32, name: &'static str },
+    MissingBinding {
+        kernel: &'static str,
+        variant: String,
+        binding: u32,
+        name: &'static str,
+    },
     #[error("kernel `{kernel}` variant `{variant}`: binding {binding} (`{name}`) expects a {expected:?} tensor, got {got:?} (precision mismatch: convert the tensor, or load another variant)")]
-    FormatMismatch { kernel: &'static str, variant: String, binding: u32, name: &'static str, expected: TensorFormat, got: TensorFormat },
+    FormatMismatch {
+        kernel: &'static str,
+        variant: String,
+        binding: u32,
+        name: &'static str,
+        expected: TensorFormat,
+        got: TensorFormat,
+    },
     #[error("kernel `{kernel}`: binding {binding} (`{name}`) is a {kind:?}, given a {given}")]
-    KindMismatch { kernel: &'static str, binding: u32, name: &'static str, kind: BindingKind, given: &'static str },
+    KindMismatch {
+        kernel: &'static str,
+        binding: u32,
+        name: &'static str,
+        kind: BindingKind,
+        given: &'static str,
+    },
     #[error("kernel `{kernel}`: binding {binding} (`{name}`) holds {elem}-byte elements; a tensor of {size} bytes is not a whole number of them")]
-    PartialElement { kernel: &'static str, binding: u32, name: &'static str, elem: u32, size: u64 },
+    PartialElement {
+        kernel: &'static str,
+        binding: u32,
+        name: &'static str,
+        elem: u32,
+        size: u64,
+    },
     #[error("kernel `{kernel}`: binding {binding} (`{name}`) is {size} bytes, over the device's {limit_name} ({limit})")]
-    RangeTooLarge { kernel: &'static str, binding: u32, name: &'static str, size: u64, limit_name: &'static str, limit: u64 },
-    #[error("kernel `{kernel}`: image binding {binding} (`{name}`) is {want}D, the image is {got}D")]
-    ImageDims { kernel: &'static str, binding: u32, name: &'static str, want: u8, got: u8 },
+    RangeTooLarge {
+        kernel: &'static str,
+        binding: u32,
+        name: &'static str,
+        size: u64,
+        limit_name: &'static str,
+        limit: u64,
+    },
+    #[error(
+        "kernel `{kernel}`: image binding {binding} (`{name}`) is {want}D, the image is {got}D"
+    )]
+    ImageDims {
+        kernel: &'static str,
+        binding: u32,
+        name: &'static str,
+        want: u8,
+        got: u8,
+    },
     #[error("dispatch of global size {0:?}: every dimension must be at least 1")]
     ZeroSize([u32; 3]),
     #[error("dispatch of global size {global:?} needs {groups:?} workgroups; the device allows at most {limit:?} (maxComputeWorkGroupCount): use a larger workgroup or split the work")]
-    TooManyGroups { global: [u32; 3], groups: [u64; 3], limit: [u32; 3] },
+    TooManyGroups {
+        global: [u32; 3],
+        groups: [u64; 3],
+        limit: [u32; 3],
+    },
     #[error("a resource belongs to another Vulkan context")]
     ForeignResource,
     #[error("the list has no timestamps (enable them with CommandList::with_timestamps, on a queue that has them)")]
@@ -59,11 +107,15 @@ pub struct CommandList {
     shared: Arc<Shared>,
     pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
+    /// Reused by every run (creating a fence per submit costs more than the submit).
+    fence: vk::Fence,
     descriptor_pools: Vec<vk::DescriptorPool>,
     sets_left: u32,
     query_pool: Option<vk::QueryPool>,
-    /// Dispatches the query pool has room for.
+    /// Dispatches the query pool has room for (0: only the list's start and end are timed).
     query_capacity: u32,
+    /// A submission may be running: wait before destroying anything.
+    in_flight: bool,
     /// Clones of everything bound: keeps it alive while the list exists.
     keep: Vec<Arc<dyn Any + Send + Sync>>,
     names: Vec<&'static str>,
@@ -85,22 +137,43 @@ impl CommandList {
     pub fn new(ctx: &Context) -> Result<CommandList, Error> {
         let shared = ctx.shared.clone();
         let d = &shared.device;
-        let pool = unsafe { d.create_command_pool(&vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family), None) }.map_err(vkerr("vkCreateCommandPool"))?;
-        let cmd = match unsafe { d.allocate_command_buffers(&vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1)) } {
+        let pool = unsafe {
+            d.create_command_pool(
+                &vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family),
+                None,
+            )
+        }
+        .map_err(vkerr("vkCreateCommandPool"))?;
+        let cmd = match unsafe {
+            d.allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default()
+                    .command_pool(pool)
+                    .command_buffer_count(1),
+            )
+        } {
             Ok(c) => c[0],
             Err(e) => {
                 unsafe { d.destroy_command_pool(pool, None) };
                 return Err(vkerr("vkAllocateCommandBuffers")(e).into());
             }
         };
+        let fence = match unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) } {
+            Ok(f) => f,
+            Err(e) => {
+                unsafe { d.destroy_command_pool(pool, None) };
+                return Err(vkerr("vkCreateFence")(e).into());
+            }
+        };
         let list = CommandList {
             shared: shared.clone(),
             pool,
             cmd,
+            fence,
             descriptor_pools: Vec::new(),
             sets_left: 0,
             query_pool: None,
             query_capacity: 0,
+            in_flight: false,
             keep: Vec::new(),
             names: Vec::new(),
             written: Vec::new(),
@@ -109,7 +182,8 @@ impl CommandList {
             recording: false,
             runs: 0,
         };
-        unsafe { d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }.map_err(vkerr("vkBeginCommandBuffer"))?;
+        unsafe { d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }
+            .map_err(vkerr("vkBeginCommandBuffer"))?;
         let mut list = list;
         list.recording = true;
         Ok(list)
@@ -118,12 +192,20 @@ impl CommandList {
     /// The same, timing every dispatch with GPU timestamps (up to `max_dispatches` of them).
     pub fn with_timestamps(ctx: &Context, max_dispatches: u32) -> Result<CommandList, Error> {
         let mut list = CommandList::new(ctx)?;
-        if list.shared.timestamp_bits == 0 || list.shared.features.limits.timestamp_period_ns == 0.0 {
+        if list.shared.timestamp_bits == 0 || list.shared.features.limits.timestamp_period_ns == 0.0
+        {
             return Err(Error::NoTimestamps);
         }
         let d = &list.shared.device;
-        let qp = unsafe { d.create_query_pool(&vk::QueryPoolCreateInfo::default().query_type(vk::QueryType::TIMESTAMP).query_count(max_dispatches + 1), None) }
-            .map_err(vkerr("vkCreateQueryPool"))?;
+        let qp = unsafe {
+            d.create_query_pool(
+                &vk::QueryPoolCreateInfo::default()
+                    .query_type(vk::QueryType::TIMESTAMP)
+                    .query_count(max_dispatches + 1),
+                None,
+            )
+        }
+        .map_err(vkerr("vkCreateQueryPool"))?;
         list.query_pool = Some(qp);
         list.query_capacity = max_dispatches;
         unsafe {
@@ -133,8 +215,22 @@ impl CommandList {
         Ok(list)
     }
 
+    /// The same, timing only the whole list with two timestamps (per-dispatch timestamps
+    /// serialize the GPU on some drivers, so this is the figure for throughput).
+    pub fn with_total_timing(ctx: &Context) -> Result<CommandList, Error> {
+        let mut list = CommandList::with_timestamps(ctx, 1)?;
+        list.query_capacity = 0;
+        Ok(list)
+    }
+
     /// Records one dispatch of `global` invocations (rounded up to whole workgroups).
-    pub fn dispatch<'a, B: Bindings<'a>>(&mut self, pipeline: &Pipeline<B::Kernel>, bindings: &B, push: &<B::Kernel as Kernel>::PushConstants, global: [u32; 3]) -> Result<(), Error> {
+    pub fn dispatch<'a, B: Bindings<'a>>(
+        &mut self,
+        pipeline: &Pipeline<B::Kernel>,
+        bindings: &B,
+        push: &<B::Kernel as Kernel>::PushConstants,
+        global: [u32; 3],
+    ) -> Result<(), Error> {
         let info = <B::Kernel as Kernel>::INFO;
         let kernel = &pipeline.kernel;
         if !Arc::ptr_eq(&kernel.shared, &self.shared) {
@@ -143,7 +239,12 @@ impl CommandList {
         let variant = kernel.variant;
         let vname = || variant.key.name();
         if B::MEMORY != variant.key.memory {
-            return Err(Error::MemoryKindMismatch { kernel: info.name, variant: vname(), given: B::MEMORY, wanted: variant.key.memory });
+            return Err(Error::MemoryKindMismatch {
+                kernel: info.name,
+                variant: vname(),
+                given: B::MEMORY,
+                wanted: variant.key.memory,
+            });
         }
         if global.contains(&0) {
             return Err(Error::ZeroSize(global));
@@ -152,9 +253,16 @@ impl CommandList {
         let groups = [0, 1, 2].map(|i| (global[i] as u64).div_ceil(local[i] as u64));
         let limit = self.shared.features.limits.max_compute_work_group_count;
         if groups.iter().zip(limit).any(|(g, l)| *g > l as u64) {
-            return Err(Error::TooManyGroups { global, groups, limit });
+            return Err(Error::TooManyGroups {
+                global,
+                groups,
+                limit,
+            });
         }
-        if self.query_pool.is_some() && self.names.len() as u32 >= self.query_capacity {
+        if self.query_pool.is_some()
+            && self.query_capacity > 0
+            && self.names.len() as u32 >= self.query_capacity
+        {
             return Err(Error::TimestampsFull(self.query_capacity));
         }
 
@@ -165,7 +273,12 @@ impl CommandList {
         let mut uses = Vec::new();
         for b in variant.bindings {
             let Some((_, res)) = resources.iter().find(|(n, _)| *n == b.binding) else {
-                return Err(Error::MissingBinding { kernel: info.name, variant: vname(), binding: b.binding, name: b.name });
+                return Err(Error::MissingBinding {
+                    kernel: info.name,
+                    variant: vname(),
+                    binding: b.binding,
+                    name: b.name,
+                });
             };
             match (b.kind, res) {
                 (BindingKind::StorageBuffer | BindingKind::UniformBuffer, Resource::Buffer(t)) => {
@@ -173,11 +286,24 @@ impl CommandList {
                         return Err(Error::ForeignResource);
                     }
                     if b.format != TensorFormat::Raw && t.format() != b.format {
-                        return Err(Error::FormatMismatch { kernel: info.name, variant: vname(), binding: b.binding, name: b.name, expected: b.format, got: t.format() });
+                        return Err(Error::FormatMismatch {
+                            kernel: info.name,
+                            variant: vname(),
+                            binding: b.binding,
+                            name: b.name,
+                            expected: b.format,
+                            got: t.format(),
+                        });
                     }
                     let stride = b.element.stride as u64;
                     if stride > 0 && t.size_bytes() % stride != 0 {
-                        return Err(Error::PartialElement { kernel: info.name, binding: b.binding, name: b.name, elem: b.element.stride, size: t.size_bytes() });
+                        return Err(Error::PartialElement {
+                            kernel: info.name,
+                            binding: b.binding,
+                            name: b.name,
+                            elem: b.element.stride,
+                            size: t.size_bytes(),
+                        });
                     }
                     let (limit, limit_name) = if b.kind == BindingKind::UniformBuffer {
                         (limits.max_uniform_buffer_range, "maxUniformBufferRange")
@@ -185,7 +311,14 @@ impl CommandList {
                         (limits.max_storage_buffer_range, "maxStorageBufferRange")
                     };
                     if t.size_bytes() > limit {
-                        return Err(Error::RangeTooLarge { kernel: info.name, binding: b.binding, name: b.name, size: t.size_bytes(), limit_name, limit });
+                        return Err(Error::RangeTooLarge {
+                            kernel: info.name,
+                            binding: b.binding,
+                            name: b.name,
+                            size: t.size_bytes(),
+                            limit_name,
+                            limit,
+                        });
                     }
                 }
                 (BindingKind::SampledImage | BindingKind::StorageImage, Resource::Image(im)) => {
@@ -193,14 +326,43 @@ impl CommandList {
                         return Err(Error::ForeignResource);
                     }
                     if im.format() != b.format {
-                        return Err(Error::FormatMismatch { kernel: info.name, variant: vname(), binding: b.binding, name: b.name, expected: b.format, got: im.format() });
+                        return Err(Error::FormatMismatch {
+                            kernel: info.name,
+                            variant: vname(),
+                            binding: b.binding,
+                            name: b.name,
+                            expected: b.format,
+                            got: im.format(),
+                        });
                     }
                     if b.dims != 0 && im.dims() != b.dims {
-                        return Err(Error::ImageDims { kernel: info.name, binding: b.binding, name: b.name, want: b.dims, got: im.dims() });
+                        return Err(Error::ImageDims {
+                            kernel: info.name,
+                            binding: b.binding,
+                            name: b.name,
+                            want: b.dims,
+                            got: im.dims(),
+                        });
                     }
                 }
-                (kind, Resource::Buffer(_)) => return Err(Error::KindMismatch { kernel: info.name, binding: b.binding, name: b.name, kind, given: "buffer" }),
-                (kind, Resource::Image(_)) => return Err(Error::KindMismatch { kernel: info.name, binding: b.binding, name: b.name, kind, given: "image" }),
+                (kind, Resource::Buffer(_)) => {
+                    return Err(Error::KindMismatch {
+                        kernel: info.name,
+                        binding: b.binding,
+                        name: b.name,
+                        kind,
+                        given: "buffer",
+                    })
+                }
+                (kind, Resource::Image(_)) => {
+                    return Err(Error::KindMismatch {
+                        kernel: info.name,
+                        binding: b.binding,
+                        name: b.name,
+                        kind,
+                        given: "image",
+                    })
+                }
             }
             let id = match res {
                 Resource::Buffer(t) => ResId::Buffer(t.inner.buffer),
@@ -218,13 +380,27 @@ impl CommandList {
         let mut buffer_infos = Vec::new();
         let mut image_infos = Vec::new();
         for b in variant.bindings {
-            let (_, res) = resources.iter().find(|(n, _)| *n == b.binding).expect("validated above");
+            let (_, res) = resources
+                .iter()
+                .find(|(n, _)| *n == b.binding)
+                .expect("validated above");
             match res {
-                Resource::Buffer(t) => buffer_infos.push((b, [vk::DescriptorBufferInfo { buffer: t.inner.buffer, offset: 0, range: vk::WHOLE_SIZE }])),
+                Resource::Buffer(t) => buffer_infos.push((
+                    b,
+                    [vk::DescriptorBufferInfo {
+                        buffer: t.inner.buffer,
+                        offset: 0,
+                        range: vk::WHOLE_SIZE,
+                    }],
+                )),
                 Resource::Image(im) => image_infos.push((
                     b,
                     [vk::DescriptorImageInfo {
-                        sampler: if b.kind == BindingKind::SampledImage { im.inner.sampler } else { vk::Sampler::null() },
+                        sampler: if b.kind == BindingKind::SampledImage {
+                            im.inner.sampler
+                        } else {
+                            vk::Sampler::null()
+                        },
                         image_view: im.inner.view,
                         image_layout: vk::ImageLayout::GENERAL,
                     }],
@@ -233,33 +409,79 @@ impl CommandList {
         }
         let mut writes_vk: Vec<vk::WriteDescriptorSet> = Vec::new();
         for (b, bi) in &buffer_infos {
-            writes_vk.push(vk::WriteDescriptorSet::default().dst_set(set).dst_binding(b.binding).descriptor_type(descriptor_type(b.kind)).buffer_info(bi));
+            writes_vk.push(
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(b.binding)
+                    .descriptor_type(descriptor_type(b.kind))
+                    .buffer_info(bi),
+            );
         }
         for (b, ii) in &image_infos {
-            writes_vk.push(vk::WriteDescriptorSet::default().dst_set(set).dst_binding(b.binding).descriptor_type(descriptor_type(b.kind)).image_info(ii));
+            writes_vk.push(
+                vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(b.binding)
+                    .descriptor_type(descriptor_type(b.kind))
+                    .image_info(ii),
+            );
         }
         unsafe { d.update_descriptor_sets(&writes_vk, &[]) };
 
         // A barrier when this dispatch reads or writes what an earlier one wrote (RAW, WAW), or
         // writes what an earlier one read (WAR).
-        let hazard = uses.iter().any(|u| self.written.contains(u)) || writes.iter().any(|w| self.read.contains(w));
+        let hazard = uses.iter().any(|u| self.written.contains(u))
+            || writes.iter().any(|w| self.read.contains(w));
         unsafe {
             if hazard {
-                let mb = vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
-                d.cmd_pipeline_barrier(self.cmd, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::COMPUTE_SHADER, vk::DependencyFlags::empty(), &[mb], &[], &[]);
+                let mb = vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+                d.cmd_pipeline_barrier(
+                    self.cmd,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::DependencyFlags::empty(),
+                    &[mb],
+                    &[],
+                    &[],
+                );
                 self.written.clear();
                 self.read.clear();
                 self.barriers += 1;
             }
             d.cmd_bind_pipeline(self.cmd, vk::PipelineBindPoint::COMPUTE, pipeline.pipeline);
-            d.cmd_bind_descriptor_sets(self.cmd, vk::PipelineBindPoint::COMPUTE, kernel.layout, 0, &[set], &[]);
+            d.cmd_bind_descriptor_sets(
+                self.cmd,
+                vk::PipelineBindPoint::COMPUTE,
+                kernel.layout,
+                0,
+                &[set],
+                &[],
+            );
             let bytes = bytemuck::bytes_of(push);
             if !bytes.is_empty() {
-                d.cmd_push_constants(self.cmd, kernel.layout, vk::ShaderStageFlags::COMPUTE, 0, bytes);
+                d.cmd_push_constants(
+                    self.cmd,
+                    kernel.layout,
+                    vk::ShaderStageFlags::COMPUTE,
+                    0,
+                    bytes,
+                );
             }
-            d.cmd_dispatch(self.cmd, groups[0] as u32, groups[1] as u32, groups[2] as u32);
-            if let Some(qp) = self.query_pool {
-                d.cmd_write_timestamp(self.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qp, self.names.len() as u32 + 1);
+            d.cmd_dispatch(
+                self.cmd,
+                groups[0] as u32,
+                groups[1] as u32,
+                groups[2] as u32,
+            );
+            if let (Some(qp), true) = (self.query_pool, self.query_capacity > 0) {
+                d.cmd_write_timestamp(
+                    self.cmd,
+                    vk::PipelineStageFlags::BOTTOM_OF_PIPE,
+                    qp,
+                    self.names.len() as u32 + 1,
+                );
             }
         }
         self.written.extend(writes);
@@ -275,28 +497,59 @@ impl CommandList {
         Ok(())
     }
 
-    fn allocate_set(&mut self, layout: vk::DescriptorSetLayout) -> Result<vk::DescriptorSet, Error> {
+    fn allocate_set(
+        &mut self,
+        layout: vk::DescriptorSetLayout,
+    ) -> Result<vk::DescriptorSet, Error> {
         let d = &self.shared.device;
         if self.sets_left == 0 {
             let sizes = [
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: SETS_PER_POOL * 8 },
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::UNIFORM_BUFFER, descriptor_count: SETS_PER_POOL * 2 },
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER, descriptor_count: SETS_PER_POOL * 4 },
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_IMAGE, descriptor_count: SETS_PER_POOL * 4 },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::STORAGE_BUFFER,
+                    descriptor_count: SETS_PER_POOL * 8,
+                },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::UNIFORM_BUFFER,
+                    descriptor_count: SETS_PER_POOL * 2,
+                },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+                    descriptor_count: SETS_PER_POOL * 4,
+                },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::STORAGE_IMAGE,
+                    descriptor_count: SETS_PER_POOL * 4,
+                },
             ];
-            let pool = unsafe { d.create_descriptor_pool(&vk::DescriptorPoolCreateInfo::default().max_sets(SETS_PER_POOL).pool_sizes(&sizes), None) }.map_err(vkerr("vkCreateDescriptorPool"))?;
+            let pool = unsafe {
+                d.create_descriptor_pool(
+                    &vk::DescriptorPoolCreateInfo::default()
+                        .max_sets(SETS_PER_POOL)
+                        .pool_sizes(&sizes),
+                    None,
+                )
+            }
+            .map_err(vkerr("vkCreateDescriptorPool"))?;
             self.descriptor_pools.push(pool);
             self.sets_left = SETS_PER_POOL;
         }
         let pool = *self.descriptor_pools.last().expect("pushed above");
         let layouts = [layout];
-        match unsafe { d.allocate_descriptor_sets(&vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts)) } {
+        match unsafe {
+            d.allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default()
+                    .descriptor_pool(pool)
+                    .set_layouts(&layouts),
+            )
+        } {
             Ok(s) => {
                 self.sets_left -= 1;
                 Ok(s[0])
             }
             // A pool can run out of one descriptor type before its set count: start a new one.
-            Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY | vk::Result::ERROR_FRAGMENTED_POOL) if self.sets_left < SETS_PER_POOL => {
+            Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY | vk::Result::ERROR_FRAGMENTED_POOL)
+                if self.sets_left < SETS_PER_POOL =>
+            {
                 self.sets_left = 0;
                 self.allocate_set(layout)
             }
@@ -322,9 +575,23 @@ impl CommandList {
             unsafe {
                 // Shader writes become visible to the host (mapped tensors) and to later
                 // submissions.
-                let mb = vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::SHADER_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ | vk::AccessFlags::MEMORY_READ);
-                d.cmd_pipeline_barrier(self.cmd, vk::PipelineStageFlags::COMPUTE_SHADER, vk::PipelineStageFlags::HOST | vk::PipelineStageFlags::ALL_COMMANDS, vk::DependencyFlags::empty(), &[mb], &[], &[]);
-                d.end_command_buffer(self.cmd).map_err(vkerr("vkEndCommandBuffer"))?;
+                let mb = vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                    .dst_access_mask(vk::AccessFlags::HOST_READ | vk::AccessFlags::MEMORY_READ);
+                d.cmd_pipeline_barrier(
+                    self.cmd,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::PipelineStageFlags::HOST | vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::DependencyFlags::empty(),
+                    &[mb],
+                    &[],
+                    &[],
+                );
+                if let (Some(qp), 0) = (self.query_pool, self.query_capacity) {
+                    d.cmd_write_timestamp(self.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qp, 1);
+                }
+                d.end_command_buffer(self.cmd)
+                    .map_err(vkerr("vkEndCommandBuffer"))?;
             }
             self.recording = false;
         }
@@ -334,23 +601,64 @@ impl CommandList {
     /// Ends recording (the first time) and runs the list once: one submit, then a fence wait.
     pub fn submit_and_wait(&mut self) -> Result<(), Error> {
         self.finish()?;
-        unsafe { self.shared.submit_and_wait(self.cmd) }?;
+        let d = &self.shared.device;
+        unsafe {
+            d.reset_fences(&[self.fence])
+                .map_err(vkerr("vkResetFences"))?;
+            self.shared.submit(self.cmd, self.fence)?;
+        }
+        self.in_flight = true;
+        self.shared.wait(self.fence)?;
+        self.in_flight = false;
         self.runs += 1;
         Ok(())
     }
 
     /// GPU time of each dispatch in the last run (with its barrier, if any), in order.
     pub fn timings(&self) -> Result<Vec<Duration>, Error> {
+        if self.query_capacity == 0 {
+            return Err(Error::NoTimestamps);
+        }
+        self.read_timestamps(self.names.len() + 1)
+    }
+
+    /// GPU time of the whole last run.
+    pub fn total_time(&self) -> Result<Duration, Error> {
+        if self.query_capacity == 0 {
+            return Ok(self.read_timestamps(2)?[0]);
+        }
+        Ok(self.timings()?.iter().sum())
+    }
+
+    fn read_timestamps(&self, n: usize) -> Result<Vec<Duration>, Error> {
         let qp = self.query_pool.ok_or(Error::NoTimestamps)?;
         if self.runs == 0 {
             return Err(Error::NotRun);
         }
-        let n = self.names.len() + 1;
         let mut ticks = vec![0u64; n];
-        unsafe { self.shared.device.get_query_pool_results(qp, 0, &mut ticks, vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT) }.map_err(vkerr("vkGetQueryPoolResults"))?;
-        let mask = if self.shared.timestamp_bits >= 64 { u64::MAX } else { (1u64 << self.shared.timestamp_bits) - 1 };
+        unsafe {
+            self.shared.device.get_query_pool_results(
+                qp,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(vkerr("vkGetQueryPoolResults"))?;
+        let mask = if self.shared.timestamp_bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.shared.timestamp_bits) - 1
+        };
         let period = self.shared.features.limits.timestamp_period_ns as f64;
-        Ok(ticks.windows(2).map(|w| Duration::from_nanos((((w[1] & mask).wrapping_sub(w[0] & mask) & mask) as f64 * period) as u64)).collect())
+        Ok(ticks
+            .windows(2)
+            .map(|w| {
+                Duration::from_nanos(
+                    (((w[1] & mask).wrapping_sub(w[0] & mask) & mask) as f64 * period) as u64,
+                )
+            })
+            .collect())
     }
 
     /// The kernel name of each dispatch, in order.
@@ -363,8 +671,11 @@ impl Drop for CommandList {
     fn drop(&mut self) {
         let d = &self.shared.device;
         unsafe {
-            // submit_and_wait always waits, so no work is in flight; this guards the recording
-            // state only.
+            // A failed or timed-out wait leaves work possibly running: it must finish before its
+            // command buffer and descriptor sets go.
+            if self.in_flight {
+                let _ = d.device_wait_idle();
+            }
             if self.recording {
                 let _ = d.end_command_buffer(self.cmd);
             }
@@ -375,6 +686,7 @@ impl Drop for CommandList {
                 d.destroy_query_pool(qp, None);
             }
             d.destroy_command_pool(self.pool, None);
+            d.destroy_fence(self.fence, None);
         }
     }
 }

@@ -14,7 +14,9 @@ use vkprism_core::{DeviceFeatures, Feature};
 /// Errors creating or using the context.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("no Vulkan loader found (install libvulkan1 and a driver, e.g. mesa-vulkan-drivers): {0}")]
+    #[error(
+        "no Vulkan loader found (install libvulkan1 and a driver, e.g. mesa-vulkan-drivers): {0}"
+    )]
     NoLoader(String),
     #[error("the Vulkan instance supports only version {0}.{1}; vkprism needs 1.1")]
     InstanceTooOld(u32, u32),
@@ -30,14 +32,25 @@ pub enum Error {
     ValidationLayerMissing,
     #[error("the device was lost")]
     DeviceLost,
+    #[error("the GPU did not finish within {0:?}; it may be hung")]
+    Timeout(std::time::Duration),
     #[error("memory allocator: {0}")]
     Allocator(String),
     #[error("Vulkan call {call} failed: {result}")]
-    Vk { call: &'static str, result: vk::Result },
+    Vk {
+        call: &'static str,
+        result: vk::Result,
+    },
 }
 
 pub(crate) fn vkerr(call: &'static str) -> impl Fn(vk::Result) -> Error {
-    move |result| if result == vk::Result::ERROR_DEVICE_LOST { Error::DeviceLost } else { Error::Vk { call, result } }
+    move |result| {
+        if result == vk::Result::ERROR_DEVICE_LOST {
+            Error::DeviceLost
+        } else {
+            Error::Vk { call, result }
+        }
+    }
 }
 
 /// Which physical device to use.
@@ -103,22 +116,50 @@ impl Shared {
         unsafe {
             let cmd = self
                 .device
-                .allocate_command_buffers(&vk::CommandBufferAllocateInfo::default().command_pool(*pool).command_buffer_count(1))
+                .allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(*pool)
+                        .command_buffer_count(1),
+                )
                 .map_err(vkerr("vkAllocateCommandBuffers"))?[0];
             let result = (|| {
                 self.device
-                    .begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT))
+                    .begin_command_buffer(
+                        cmd,
+                        &vk::CommandBufferBeginInfo::default()
+                            .flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT),
+                    )
                     .map_err(vkerr("vkBeginCommandBuffer"))?;
                 // Earlier GPU work (other submissions) becomes visible to this one, and this one's
                 // writes to the host.
                 let all = vk::MemoryBarrier::default()
                     .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
                     .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
-                self.device.cmd_pipeline_barrier(cmd, vk::PipelineStageFlags::ALL_COMMANDS, vk::PipelineStageFlags::ALL_COMMANDS, vk::DependencyFlags::empty(), &[all], &[], &[]);
+                self.device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::DependencyFlags::empty(),
+                    &[all],
+                    &[],
+                    &[],
+                );
                 record(cmd);
-                let host = vk::MemoryBarrier::default().src_access_mask(vk::AccessFlags::MEMORY_WRITE).dst_access_mask(vk::AccessFlags::HOST_READ);
-                self.device.cmd_pipeline_barrier(cmd, vk::PipelineStageFlags::ALL_COMMANDS, vk::PipelineStageFlags::HOST, vk::DependencyFlags::empty(), &[host], &[], &[]);
-                self.device.end_command_buffer(cmd).map_err(vkerr("vkEndCommandBuffer"))?;
+                let host = vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+                    .dst_access_mask(vk::AccessFlags::HOST_READ);
+                self.device.cmd_pipeline_barrier(
+                    cmd,
+                    vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::PipelineStageFlags::HOST,
+                    vk::DependencyFlags::empty(),
+                    &[host],
+                    &[],
+                    &[],
+                );
+                self.device
+                    .end_command_buffer(cmd)
+                    .map_err(vkerr("vkEndCommandBuffer"))?;
                 self.submit_and_wait(cmd)
             })();
             self.device.free_command_buffers(*pool, &[cmd]);
@@ -126,32 +167,81 @@ impl Shared {
         }
     }
 
-    /// Submits one command buffer and waits on a fence.
+    /// Submits one command buffer and waits on a fence made for it.
     ///
     /// # Safety
     /// `cmd` must be a finished command buffer of this device whose resources are alive.
     pub unsafe fn submit_and_wait(&self, cmd: vk::CommandBuffer) -> Result<(), Error> {
-        let fence = self.device.create_fence(&vk::FenceCreateInfo::default(), None).map_err(vkerr("vkCreateFence"))?;
-        let cmds = [cmd];
-        let submit = vk::SubmitInfo::default().command_buffers(&cmds);
-        let r = {
-            let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-            self.device.queue_submit(*queue, &[submit], fence).map_err(vkerr("vkQueueSubmit"))
-        };
-        let r = r.and_then(|_| self.device.wait_for_fences(&[fence], true, u64::MAX).map_err(vkerr("vkWaitForFences")));
+        let fence = self
+            .device
+            .create_fence(&vk::FenceCreateInfo::default(), None)
+            .map_err(vkerr("vkCreateFence"))?;
+        let r = self.submit(cmd, fence).and_then(|_| self.wait(fence));
         self.device.destroy_fence(fence, None);
         r
     }
+
+    /// Submits `cmd`, signalling the unsignalled `fence`.
+    ///
+    /// # Safety
+    /// As [`Shared::submit_and_wait`]; `fence` belongs to this device and is unsignalled.
+    pub unsafe fn submit(&self, cmd: vk::CommandBuffer, fence: vk::Fence) -> Result<(), Error> {
+        let cmds = [cmd];
+        let submit = vk::SubmitInfo::default().command_buffers(&cmds);
+        let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        self.device
+            .queue_submit(*queue, &[submit], fence)
+            .map_err(vkerr("vkQueueSubmit"))
+    }
+
+    /// Waits for `fence`: spinning on its status first (a blocking wait can take hundreds of
+    /// microseconds to wake up on some drivers), then blocking, and giving up with an error
+    /// after `WAIT_TIMEOUT` rather than hanging on a stuck GPU.
+    pub fn wait(&self, fence: vk::Fence) -> Result<(), Error> {
+        let start = std::time::Instant::now();
+        while start.elapsed() < SPIN {
+            match unsafe { self.device.get_fence_status(fence) } {
+                Ok(true) => return Ok(()),
+                Ok(false) => std::hint::spin_loop(),
+                Err(e) => return Err(vkerr("vkGetFenceStatus")(e)),
+            }
+        }
+        match unsafe {
+            self.device
+                .wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64)
+        } {
+            Ok(()) => Ok(()),
+            Err(vk::Result::TIMEOUT) => Err(Error::Timeout(WAIT_TIMEOUT)),
+            Err(e) => Err(vkerr("vkWaitForFences")(e)),
+        }
+    }
 }
+
+/// How long a wait spins before it blocks.
+const SPIN: std::time::Duration = std::time::Duration::from_millis(2);
+/// How long a wait blocks before it reports the GPU as stuck.
+const WAIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
 impl Drop for Shared {
     fn drop(&mut self) {
         unsafe {
             let _ = self.device.device_wait_idle();
             // The allocator frees its memory blocks against the device: drop it first.
-            drop(self.allocator.lock().unwrap_or_else(|e| e.into_inner()).take());
-            self.device.destroy_pipeline_cache(self.pipeline_cache, None);
-            self.device.destroy_command_pool(*self.transfer_pool.get_mut().unwrap_or_else(|e| e.into_inner()), None);
+            drop(
+                self.allocator
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take(),
+            );
+            self.device
+                .destroy_pipeline_cache(self.pipeline_cache, None);
+            self.device.destroy_command_pool(
+                *self
+                    .transfer_pool
+                    .get_mut()
+                    .unwrap_or_else(|e| e.into_inner()),
+                None,
+            );
             self.device.destroy_device(None);
             if let Some((du, m)) = self.debug.take() {
                 du.destroy_debug_utils_messenger(m, None);
@@ -174,10 +264,15 @@ unsafe extern "system" fn on_message(
     user: *mut c_void,
 ) -> vk::Bool32 {
     // Never panic here: unwinding across the FFI boundary is undefined behaviour.
-    if user.is_null() || data.is_null() || !kind.contains(vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION) {
+    if user.is_null()
+        || data.is_null()
+        || !kind.contains(vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION)
+    {
         return vk::FALSE;
     }
-    let text = unsafe { (*data).message_as_c_str() }.map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+    let text = unsafe { (*data).message_as_c_str() }
+        .map(|c| c.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let sink = unsafe { &*(user as *const Mutex<Vec<String>>) };
     if let Ok(mut v) = sink.lock() {
         v.push(format!("{severity:?}: {text}"));
@@ -202,9 +297,13 @@ impl Context {
     }
 
     pub fn with_options(opts: ContextOptions) -> Result<Context, Error> {
-        let validation = opts.validation.unwrap_or_else(|| std::env::var("VKPRISM_VALIDATION").is_ok_and(|v| v == "1"));
+        let validation = opts
+            .validation
+            .unwrap_or_else(|| std::env::var("VKPRISM_VALIDATION").is_ok_and(|v| v == "1"));
         let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::NoLoader(e.to_string()))?;
-        let version = unsafe { entry.try_enumerate_instance_version() }.map_err(vkerr("vkEnumerateInstanceVersion"))?.unwrap_or(vk::API_VERSION_1_0);
+        let version = unsafe { entry.try_enumerate_instance_version() }
+            .map_err(vkerr("vkEnumerateInstanceVersion"))?
+            .unwrap_or(vk::API_VERSION_1_0);
         if vk::api_version_major(version) == 1 && vk::api_version_minor(version) < 1 {
             return Err(Error::InstanceTooOld(1, vk::api_version_minor(version)));
         }
@@ -214,8 +313,13 @@ impl Context {
         let layer = c"VK_LAYER_KHRONOS_validation";
         let mut layers = Vec::new();
         let mut exts = Vec::new();
-        let available_exts = unsafe { entry.enumerate_instance_extension_properties(None) }.map_err(vkerr("vkEnumerateInstanceExtensionProperties"))?;
-        let has_ext = |n: &CStr| available_exts.iter().any(|e| e.extension_name_as_c_str() == Ok(n));
+        let available_exts = unsafe { entry.enumerate_instance_extension_properties(None) }
+            .map_err(vkerr("vkEnumerateInstanceExtensionProperties"))?;
+        let has_ext = |n: &CStr| {
+            available_exts
+                .iter()
+                .any(|e| e.extension_name_as_c_str() == Ok(n))
+        };
         if validation {
             let have = unsafe { entry.enumerate_instance_layer_properties() }
                 .map_err(vkerr("vkEnumerateInstanceLayerProperties"))?
@@ -233,21 +337,31 @@ impl Context {
             flags |= vk::InstanceCreateFlags::ENUMERATE_PORTABILITY_KHR;
         }
         let app_name = CString::new("vkprism").unwrap_or_default();
-        let app = vk::ApplicationInfo::default().application_name(&app_name).engine_name(&app_name).api_version(api);
-        let severity = vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR;
-        let kinds = vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL;
+        let app = vk::ApplicationInfo::default()
+            .application_name(&app_name)
+            .engine_name(&app_name)
+            .api_version(api);
+        let severity = vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+            | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR;
+        let kinds = vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION
+            | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL;
         let user = &*messages as *const Mutex<Vec<String>> as *mut c_void;
         let mut debug_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
             .message_severity(severity)
             .message_type(kinds)
             .pfn_user_callback(Some(on_message))
             .user_data(user);
-        let mut info = vk::InstanceCreateInfo::default().application_info(&app).enabled_layer_names(&layers).enabled_extension_names(&exts).flags(flags);
+        let mut info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layers)
+            .enabled_extension_names(&exts)
+            .flags(flags);
         if validation {
             // Also catches messages from vkCreateInstance / vkDestroyInstance themselves.
             info = info.push_next(&mut debug_info);
         }
-        let instance = unsafe { entry.create_instance(&info, None) }.map_err(vkerr("vkCreateInstance"))?;
+        let instance =
+            unsafe { entry.create_instance(&info, None) }.map_err(vkerr("vkCreateInstance"))?;
         let debug = if validation {
             let du = ash::ext::debug_utils::Instance::new(&entry, &instance);
             let info = vk::DebugUtilsMessengerCreateInfoEXT::default()
@@ -267,7 +381,17 @@ impl Context {
         };
         // From here on, errors must clean up: build in a closure, destroy on failure.
         match unsafe { Self::create_device(&entry, &instance, &opts, api) } {
-            Ok((physical, device, queue_family, queried, timestamp_bits, props, driver, memory, unified)) => {
+            Ok((
+                physical,
+                device,
+                queue_family,
+                queried,
+                timestamp_bits,
+                props,
+                driver,
+                memory,
+                unified,
+            )) => {
                 let finish = || -> Result<Context, Error> {
                     let allocator = Allocator::new(&AllocatorCreateDesc {
                         instance: instance.clone(),
@@ -278,10 +402,15 @@ impl Context {
                         allocation_sizes: Default::default(),
                     })
                     .map_err(|e| Error::Allocator(e.to_string()))?;
-                    let pipeline_cache = unsafe { device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }.map_err(vkerr("vkCreatePipelineCache"))?;
+                    let pipeline_cache = unsafe {
+                        device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None)
+                    }
+                    .map_err(vkerr("vkCreatePipelineCache"))?;
                     let pool = unsafe {
                         device.create_command_pool(
-                            &vk::CommandPoolCreateInfo::default().queue_family_index(queue_family).flags(vk::CommandPoolCreateFlags::TRANSIENT),
+                            &vk::CommandPoolCreateInfo::default()
+                                .queue_family_index(queue_family)
+                                .flags(vk::CommandPoolCreateFlags::TRANSIENT),
                             None,
                         )
                     }
@@ -330,8 +459,23 @@ impl Context {
         instance: &ash::Instance,
         opts: &ContextOptions,
         instance_api: u32,
-    ) -> Result<(vk::PhysicalDevice, ash::Device, u32, Queried, u32, vk::PhysicalDeviceProperties, (String, String), vk::PhysicalDeviceMemoryProperties, bool), Error> {
-        let pds = instance.enumerate_physical_devices().map_err(vkerr("vkEnumeratePhysicalDevices"))?;
+    ) -> Result<
+        (
+            vk::PhysicalDevice,
+            ash::Device,
+            u32,
+            Queried,
+            u32,
+            vk::PhysicalDeviceProperties,
+            (String, String),
+            vk::PhysicalDeviceMemoryProperties,
+            bool,
+        ),
+        Error,
+    > {
+        let pds = instance
+            .enumerate_physical_devices()
+            .map_err(vkerr("vkEnumeratePhysicalDevices"))?;
         if pds.is_empty() {
             return Err(Error::NoDevice);
         }
@@ -339,7 +483,10 @@ impl Context {
             .iter()
             .map(|pd| {
                 let p = instance.get_physical_device_properties(*pd);
-                let name = p.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default();
+                let name = p
+                    .device_name_as_c_str()
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default();
                 (*pd, p, name)
             })
             .collect();
@@ -353,21 +500,42 @@ impl Context {
             },
             s => s.clone(),
         };
-        let available = || named.iter().enumerate().map(|(i, n)| format!("{i}: {}", n.2)).collect::<Vec<_>>().join(", ");
+        let available = || {
+            named
+                .iter()
+                .enumerate()
+                .map(|(i, n)| format!("{i}: {}", n.2))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let chosen = match &selector {
-            DeviceSelector::Auto => named.iter().enumerate().min_by_key(|(i, n)| (type_rank(n.1.device_type), *i)).map(|(_, n)| n),
+            DeviceSelector::Auto => named
+                .iter()
+                .enumerate()
+                .min_by_key(|(i, n)| (type_rank(n.1.device_type), *i))
+                .map(|(_, n)| n),
             DeviceSelector::Index(i) => named.get(*i),
-            DeviceSelector::Name(s) => named.iter().find(|n| n.2.to_lowercase().contains(&s.to_lowercase())),
+            DeviceSelector::Name(s) => named
+                .iter()
+                .find(|n| n.2.to_lowercase().contains(&s.to_lowercase())),
         };
         let Some((pd, props, name)) = chosen else {
-            return Err(Error::DeviceNotFound { selector: format!("{selector:?}"), available: available() });
+            return Err(Error::DeviceNotFound {
+                selector: format!("{selector:?}"),
+                available: available(),
+            });
         };
         let (pd, props) = (*pd, *props);
         let api = props.api_version.min(instance_api);
         if vk::api_version_minor(api) < 1 && vk::api_version_major(api) == 1 {
-            return Err(Error::DeviceTooOld(name.clone(), 1, vk::api_version_minor(api)));
+            return Err(Error::DeviceTooOld(
+                name.clone(),
+                1,
+                vk::api_version_minor(api),
+            ));
         }
-        let queried = features::query(instance, pd).map_err(vkerr("vkEnumerateDeviceExtensionProperties"))?;
+        let queried =
+            features::query(instance, pd).map_err(vkerr("vkEnumerateDeviceExtensionProperties"))?;
         let families = instance.get_physical_device_queue_family_properties(pd);
         let (family, fprops) = families
             .iter()
@@ -381,27 +549,45 @@ impl Context {
         // Enable what variants can use: 16/8-bit storage, fp16/int8 arithmetic, int16/int64.
         let f = &queried.features.features;
         let b = |x: Feature| f.contains(x);
-        let base = vk::PhysicalDeviceFeatures::default().shader_int16(b(Feature::ShaderInt16)).shader_int64(b(Feature::ShaderInt64));
+        let base = vk::PhysicalDeviceFeatures::default()
+            .shader_int16(b(Feature::ShaderInt16))
+            .shader_int64(b(Feature::ShaderInt64));
         let mut f11 = vk::PhysicalDeviceVulkan11Features::default()
             .storage_buffer16_bit_access(b(Feature::StorageBuffer16BitAccess))
-            .uniform_and_storage_buffer16_bit_access(b(Feature::UniformAndStorageBuffer16BitAccess));
+            .uniform_and_storage_buffer16_bit_access(b(
+                Feature::UniformAndStorageBuffer16BitAccess,
+            ));
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
             .shader_float16(b(Feature::ShaderFloat16))
             .shader_int8(b(Feature::ShaderInt8))
             .storage_buffer8_bit_access(b(Feature::StorageBuffer8BitAccess));
         let mut s16 = vk::PhysicalDevice16BitStorageFeatures::default()
             .storage_buffer16_bit_access(b(Feature::StorageBuffer16BitAccess))
-            .uniform_and_storage_buffer16_bit_access(b(Feature::UniformAndStorageBuffer16BitAccess));
-        let mut f16i8 = vk::PhysicalDeviceShaderFloat16Int8Features::default().shader_float16(b(Feature::ShaderFloat16)).shader_int8(b(Feature::ShaderInt8));
-        let mut s8 = vk::PhysicalDevice8BitStorageFeatures::default().storage_buffer8_bit_access(b(Feature::StorageBuffer8BitAccess));
+            .uniform_and_storage_buffer16_bit_access(b(
+                Feature::UniformAndStorageBuffer16BitAccess,
+            ));
+        let mut f16i8 = vk::PhysicalDeviceShaderFloat16Int8Features::default()
+            .shader_float16(b(Feature::ShaderFloat16))
+            .shader_int8(b(Feature::ShaderInt8));
+        let mut s8 = vk::PhysicalDevice8BitStorageFeatures::default()
+            .storage_buffer8_bit_access(b(Feature::StorageBuffer8BitAccess));
         let mut dev_exts: Vec<*const i8> = Vec::new();
-        let ext_present = |n: &CStr| queried.extensions.iter().any(|e| e.as_str() == n.to_string_lossy());
+        let ext_present = |n: &CStr| {
+            queried
+                .extensions
+                .iter()
+                .any(|e| e.as_str() == n.to_string_lossy())
+        };
         if ext_present(ash::khr::portability_subset::NAME) {
             dev_exts.push(ash::khr::portability_subset::NAME.as_ptr());
         }
         let priorities = [1.0f32];
-        let qinfo = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-        let mut info = vk::DeviceCreateInfo::default().queue_create_infos(&qinfo).enabled_features(&base);
+        let qinfo = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(family)
+            .queue_priorities(&priorities)];
+        let mut info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&qinfo)
+            .enabled_features(&base);
         if queried.vulkan12 {
             info = info.push_next(&mut f11).push_next(&mut f12);
         } else {
@@ -416,7 +602,9 @@ impl Context {
             }
         }
         let info = info.enabled_extension_names(&dev_exts);
-        let device = instance.create_device(pd, &info, None).map_err(vkerr("vkCreateDevice"))?;
+        let device = instance
+            .create_device(pd, &info, None)
+            .map_err(vkerr("vkCreateDevice"))?;
 
         let mut driver = vk::PhysicalDeviceDriverProperties::default();
         if queried.vulkan12 {
@@ -424,15 +612,37 @@ impl Context {
             instance.get_physical_device_properties2(pd, &mut p2);
         }
         let driver_strings = (
-            driver.driver_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
-            driver.driver_info_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default(),
+            driver
+                .driver_name_as_c_str()
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            driver
+                .driver_info_as_c_str()
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default(),
         );
         let memory = instance.get_physical_device_memory_properties(pd);
-        let unified = matches!(props.device_type, vk::PhysicalDeviceType::INTEGRATED_GPU | vk::PhysicalDeviceType::CPU)
-            && memory.memory_types_as_slice().iter().any(|t| {
-                t.property_flags.contains(vk::MemoryPropertyFlags::DEVICE_LOCAL | vk::MemoryPropertyFlags::HOST_VISIBLE | vk::MemoryPropertyFlags::HOST_COHERENT)
-            });
-        Ok((pd, device, family, queried, fprops.timestamp_valid_bits, props, driver_strings, memory, unified))
+        let unified = matches!(
+            props.device_type,
+            vk::PhysicalDeviceType::INTEGRATED_GPU | vk::PhysicalDeviceType::CPU
+        ) && memory.memory_types_as_slice().iter().any(|t| {
+            t.property_flags.contains(
+                vk::MemoryPropertyFlags::DEVICE_LOCAL
+                    | vk::MemoryPropertyFlags::HOST_VISIBLE
+                    | vk::MemoryPropertyFlags::HOST_COHERENT,
+            )
+        });
+        Ok((
+            pd,
+            device,
+            family,
+            queried,
+            fprops.timestamp_valid_bits,
+            props,
+            driver_strings,
+            memory,
+            unified,
+        ))
     }
 
     /// What the device offers.
@@ -447,7 +657,11 @@ impl Context {
 
     /// The device's name.
     pub fn device_name(&self) -> String {
-        self.shared.properties.device_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default()
+        self.shared
+            .properties
+            .device_name_as_c_str()
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default()
     }
 
     /// Whether tensors are mapped directly (device-local memory the host can see).
@@ -468,7 +682,12 @@ impl Context {
     /// A report of the device for people.
     pub fn report(&self) -> DeviceReport {
         let s = &self.shared;
-        let heaps = s.memory.memory_heaps_as_slice().iter().map(|h| (h.size, h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))).collect();
+        let heaps = s
+            .memory
+            .memory_heaps_as_slice()
+            .iter()
+            .map(|h| (h.size, h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)))
+            .collect();
         DeviceReport {
             name: self.device_name(),
             device_type: format!("{:?}", s.properties.device_type),
@@ -491,7 +710,9 @@ impl Context {
 
 impl fmt::Debug for Context {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Context").field("device", &self.device_name()).finish()
+        f.debug_struct("Context")
+            .field("device", &self.device_name())
+            .finish()
     }
 }
 
@@ -515,11 +736,30 @@ impl fmt::Display for DeviceReport {
         let v = self.api_version;
         writeln!(f, "device:   {} ({})", self.name, self.device_type)?;
         writeln!(f, "driver:   {} {}", self.driver_name, self.driver_info)?;
-        writeln!(f, "vulkan:   {}.{}.{}", vk::api_version_major(v), vk::api_version_minor(v), vk::api_version_patch(v))?;
+        writeln!(
+            f,
+            "vulkan:   {}.{}.{}",
+            vk::api_version_major(v),
+            vk::api_version_minor(v),
+            vk::api_version_patch(v)
+        )?;
         for (i, (size, local)) in self.heaps.iter().enumerate() {
-            writeln!(f, "heap {i}:   {:.1} GiB{}", *size as f64 / (1u64 << 30) as f64, if *local { " device-local" } else { "" })?;
+            writeln!(
+                f,
+                "heap {i}:   {:.1} GiB{}",
+                *size as f64 / (1u64 << 30) as f64,
+                if *local { " device-local" } else { "" }
+            )?;
         }
-        writeln!(f, "memory:   {}", if self.unified_memory { "unified (tensors mapped directly)" } else { "discrete (staged copies)" })?;
+        writeln!(
+            f,
+            "memory:   {}",
+            if self.unified_memory {
+                "unified (tensors mapped directly)"
+            } else {
+                "discrete (staged copies)"
+            }
+        )?;
         writeln!(f, "features: {}", self.features.features)?;
         let l = &self.features.limits;
         writeln!(

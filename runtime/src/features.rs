@@ -20,16 +20,25 @@ fn has(exts: &[String], name: &CStr) -> bool {
 
 /// # Safety
 /// `pd` must come from `instance`.
-pub(crate) unsafe fn query(instance: &ash::Instance, pd: vk::PhysicalDevice) -> Result<Queried, vk::Result> {
+pub(crate) unsafe fn query(
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+) -> Result<Queried, vk::Result> {
     let props = instance.get_physical_device_properties(pd);
     let api_version = props.api_version;
     let extensions: Vec<String> = instance
         .enumerate_device_extension_properties(pd)?
         .iter()
-        .map(|e| e.extension_name_as_c_str().map(|c| c.to_string_lossy().into_owned()).unwrap_or_default())
+        .map(|e| {
+            e.extension_name_as_c_str()
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
         .collect();
-    let vulkan12 = vk::api_version_major(api_version) > 1 || vk::api_version_minor(api_version) >= 2;
-    let vulkan13 = vk::api_version_major(api_version) > 1 || vk::api_version_minor(api_version) >= 3;
+    let vulkan12 =
+        vk::api_version_major(api_version) > 1 || vk::api_version_minor(api_version) >= 2;
+    let vulkan13 =
+        vk::api_version_major(api_version) > 1 || vk::api_version_minor(api_version) >= 3;
 
     let mut set = FeatureSet::EMPTY;
     let mut f11 = vk::PhysicalDeviceVulkan11Features::default();
@@ -69,39 +78,79 @@ pub(crate) unsafe fn query(instance: &ash::Instance, pd: vk::PhysicalDevice) -> 
     put(Feature::ShaderInt16, on(base.shader_int16));
     put(Feature::ShaderInt64, on(base.shader_int64));
     if vulkan12 {
-        put(Feature::StorageBuffer16BitAccess, on(f11.storage_buffer16_bit_access));
-        put(Feature::UniformAndStorageBuffer16BitAccess, on(f11.uniform_and_storage_buffer16_bit_access));
+        put(
+            Feature::StorageBuffer16BitAccess,
+            on(f11.storage_buffer16_bit_access),
+        );
+        put(
+            Feature::UniformAndStorageBuffer16BitAccess,
+            on(f11.uniform_and_storage_buffer16_bit_access),
+        );
         put(Feature::ShaderFloat16, on(f12.shader_float16));
         put(Feature::ShaderInt8, on(f12.shader_int8));
-        put(Feature::StorageBuffer8BitAccess, on(f12.storage_buffer8_bit_access));
+        put(
+            Feature::StorageBuffer8BitAccess,
+            on(f12.storage_buffer8_bit_access),
+        );
     } else {
-        put(Feature::StorageBuffer16BitAccess, on(s16.storage_buffer16_bit_access));
-        put(Feature::UniformAndStorageBuffer16BitAccess, on(s16.uniform_and_storage_buffer16_bit_access));
+        put(
+            Feature::StorageBuffer16BitAccess,
+            on(s16.storage_buffer16_bit_access),
+        );
+        put(
+            Feature::UniformAndStorageBuffer16BitAccess,
+            on(s16.uniform_and_storage_buffer16_bit_access),
+        );
         put(Feature::ShaderFloat16, on(f16i8.shader_float16));
         put(Feature::ShaderInt8, on(f16i8.shader_int8));
-        put(Feature::StorageBuffer8BitAccess, on(s8.storage_buffer8_bit_access));
+        put(
+            Feature::StorageBuffer8BitAccess,
+            on(s8.storage_buffer8_bit_access),
+        );
     }
     if vulkan13 {
-        put(Feature::SubgroupSizeControl, on(f13.subgroup_size_control) && on(f13.compute_full_subgroups));
-        put(Feature::IntegerDotProduct, on(f13.shader_integer_dot_product));
+        put(
+            Feature::SubgroupSizeControl,
+            on(f13.subgroup_size_control) && on(f13.compute_full_subgroups),
+        );
+        put(
+            Feature::IntegerDotProduct,
+            on(f13.shader_integer_dot_product),
+        );
     }
-    put(Feature::CooperativeMatrix, has_coop && on(coop.cooperative_matrix));
+    put(
+        Feature::CooperativeMatrix,
+        has_coop && on(coop.cooperative_matrix),
+    );
     // ash 0.38 predates VK_KHR_shader_bfloat16's structs: the extension's presence is reported,
     // nothing is enabled (no variant needs it: bf16s uses 16-bit storage).
-    put(Feature::ShaderBFloat16Type, extensions.iter().any(|e| e == "VK_KHR_shader_bfloat16"));
+    put(
+        Feature::ShaderBFloat16Type,
+        extensions.iter().any(|e| e == "VK_KHR_shader_bfloat16"),
+    );
 
     let image_ok = |formats: &[vk::Format]| {
         formats.iter().all(|f| {
             let p = instance.get_physical_device_format_properties(pd, *f);
-            p.optimal_tiling_features.contains(vk::FormatFeatureFlags::SAMPLED_IMAGE | vk::FormatFeatureFlags::STORAGE_IMAGE)
+            p.optimal_tiling_features.contains(
+                vk::FormatFeatureFlags::SAMPLED_IMAGE | vk::FormatFeatureFlags::STORAGE_IMAGE,
+            )
         })
     };
-    put(Feature::ImageFormatsFp32, image_ok(&[vk::Format::R32_SFLOAT, vk::Format::R32G32B32A32_SFLOAT]));
-    put(Feature::ImageFormatsFp16, image_ok(&[vk::Format::R16_SFLOAT, vk::Format::R16G16B16A16_SFLOAT]));
+    put(
+        Feature::ImageFormatsFp32,
+        image_ok(&[vk::Format::R32_SFLOAT, vk::Format::R32G32B32A32_SFLOAT]),
+    );
+    put(
+        Feature::ImageFormatsFp16,
+        image_ok(&[vk::Format::R16_SFLOAT, vk::Format::R16G16B16A16_SFLOAT]),
+    );
 
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut p11 = vk::PhysicalDeviceMaintenance3Properties::default();
-    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup).push_next(&mut p11);
+    let mut p2 = vk::PhysicalDeviceProperties2::default()
+        .push_next(&mut subgroup)
+        .push_next(&mut p11);
     instance.get_physical_device_properties2(pd, &mut p2);
     let l = props.limits;
     let limits = DeviceLimits {
@@ -119,5 +168,12 @@ pub(crate) unsafe fn query(instance: &ash::Instance, pd: vk::PhysicalDevice) -> 
         subgroup_size: subgroup.subgroup_size,
         timestamp_period_ns: l.timestamp_period,
     };
-    Ok(Queried { features: DeviceFeatures { features: set, limits }, extensions, vulkan12 })
+    Ok(Queried {
+        features: DeviceFeatures {
+            features: set,
+            limits,
+        },
+        extensions,
+        vulkan12,
+    })
 }

@@ -29,8 +29,18 @@ impl Drop for ImageInner {
             s.device.destroy_sampler(self.sampler, None);
             s.device.destroy_image_view(self.view, None);
         }
-        if let Some(a) = self.allocation.get_mut().unwrap_or_else(|e| e.into_inner()).take() {
-            if let Some(alloc) = s.allocator.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        if let Some(a) = self
+            .allocation
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            if let Some(alloc) = s
+                .allocator
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .as_mut()
+            {
                 let _ = alloc.free(a);
             }
         }
@@ -46,7 +56,12 @@ pub struct Image {
 
 impl std::fmt::Debug for Image {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Image").field("dims", &self.inner.dims).field("extent", &self.inner.extent).field("channels", &self.inner.channels).field("format", &self.inner.format).finish()
+        f.debug_struct("Image")
+            .field("dims", &self.inner.dims)
+            .field("extent", &self.inner.extent)
+            .field("channels", &self.inner.channels)
+            .field("format", &self.inner.format)
+            .finish()
     }
 }
 
@@ -63,48 +78,105 @@ fn vk_format(format: TensorFormat, channels: u32) -> Option<vk::Format> {
 impl Image {
     /// An image of `extent` (unused trailing dimensions 1) with `channels` (1 or 4) texel
     /// channels of `format` (F32 or F16).
-    pub fn new(ctx: &Context, dims: u8, extent: [u32; 3], channels: u32, format: TensorFormat) -> Result<Image, Error> {
+    pub fn new(
+        ctx: &Context,
+        dims: u8,
+        extent: [u32; 3],
+        channels: u32,
+        format: TensorFormat,
+    ) -> Result<Image, Error> {
         let shared = &ctx.shared;
         let bad = || Error::BadShape(extent.iter().map(|e| *e as usize).collect());
-        let vkf = vk_format(format, channels).ok_or(Error::WrongFormat { have: format, want: "F32 or F16 with 1 or 4 channels" })?;
-        let needed = if format == TensorFormat::F16 { Feature::ImageFormatsFp16 } else { Feature::ImageFormatsFp32 };
+        let vkf = vk_format(format, channels).ok_or(Error::WrongFormat {
+            have: format,
+            want: "F32 or F16 with 1 or 4 channels",
+        })?;
+        let needed = if format == TensorFormat::F16 {
+            Feature::ImageFormatsFp16
+        } else {
+            Feature::ImageFormatsFp32
+        };
         if !shared.features.supports(needed) {
-            return Err(Error::WrongFormat { have: format, want: "an image format this device can sample and store" });
+            return Err(Error::WrongFormat {
+                have: format,
+                want: "an image format this device can sample and store",
+            });
         }
         let l = &shared.features.limits;
         let (ty, view_ty, max) = match dims {
-            1 => (vk::ImageType::TYPE_1D, vk::ImageViewType::TYPE_1D, l.max_image_dimension_1d),
-            2 => (vk::ImageType::TYPE_2D, vk::ImageViewType::TYPE_2D, l.max_image_dimension_2d),
-            3 => (vk::ImageType::TYPE_3D, vk::ImageViewType::TYPE_3D, l.max_image_dimension_3d),
+            1 => (
+                vk::ImageType::TYPE_1D,
+                vk::ImageViewType::TYPE_1D,
+                l.max_image_dimension_1d,
+            ),
+            2 => (
+                vk::ImageType::TYPE_2D,
+                vk::ImageViewType::TYPE_2D,
+                l.max_image_dimension_2d,
+            ),
+            3 => (
+                vk::ImageType::TYPE_3D,
+                vk::ImageViewType::TYPE_3D,
+                l.max_image_dimension_3d,
+            ),
             _ => return Err(bad()),
         };
         if extent.contains(&0) || extent[dims as usize..].iter().any(|e| *e != 1) {
             return Err(bad());
         }
         if let Some(e) = extent.iter().find(|e| **e > max) {
-            return Err(Error::TooLarge { size: *e as u64, limit_name: "maxImageDimension", limit: max as u64 });
+            return Err(Error::TooLarge {
+                size: *e as u64,
+                limit_name: "maxImageDimension",
+                limit: max as u64,
+            });
         }
         let device = &shared.device;
         let info = vk::ImageCreateInfo::default()
             .image_type(ty)
             .format(vkf)
-            .extent(vk::Extent3D { width: extent[0], height: extent[1], depth: extent[2] })
+            .extent(vk::Extent3D {
+                width: extent[0],
+                height: extent[1],
+                depth: extent[2],
+            })
             .mip_levels(1)
             .array_layers(1)
             .samples(vk::SampleCountFlags::TYPE_1)
             .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(vk::ImageUsageFlags::SAMPLED | vk::ImageUsageFlags::STORAGE | vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST)
+            .usage(
+                vk::ImageUsageFlags::SAMPLED
+                    | vk::ImageUsageFlags::STORAGE
+                    | vk::ImageUsageFlags::TRANSFER_SRC
+                    | vk::ImageUsageFlags::TRANSFER_DST,
+            )
             .initial_layout(vk::ImageLayout::UNDEFINED);
         let image = unsafe { device.create_image(&info, None) }.map_err(vkerr("vkCreateImage"))?;
         let requirements = unsafe { device.get_image_memory_requirements(image) };
-        let allocation = shared.allocator.lock().unwrap_or_else(|e| e.into_inner()).as_mut().map(|a| {
-            a.allocate(&AllocationCreateDesc { name: "vkprism image", requirements, location: MemoryLocation::GpuOnly, linear: false, allocation_scheme: AllocationScheme::GpuAllocatorManaged })
-        });
+        let allocation = shared
+            .allocator
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .map(|a| {
+                a.allocate(&AllocationCreateDesc {
+                    name: "vkprism image",
+                    requirements,
+                    location: MemoryLocation::GpuOnly,
+                    linear: false,
+                    allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+                })
+            });
         let allocation = match allocation {
             Some(Ok(a)) => a,
             other => {
                 unsafe { device.destroy_image(image, None) };
-                return Err(Error::Allocation(other.and_then(|r| r.err()).map(|e| e.to_string()).unwrap_or_default()));
+                return Err(Error::Allocation(
+                    other
+                        .and_then(|r| r.err())
+                        .map(|e| e.to_string())
+                        .unwrap_or_default(),
+                ));
             }
         };
         // From here the inner value owns everything: a failure below drops it and cleans up.
@@ -119,11 +191,30 @@ impl Image {
             channels,
             format,
         };
-        unsafe { device.bind_image_memory(image, allocation.memory(), allocation.offset()) }.map_err(vkerr("vkBindImageMemory"))?;
-        *inner.allocation.get_mut().unwrap_or_else(|e| e.into_inner()) = Some(allocation);
-        let range = vk::ImageSubresourceRange { aspect_mask: vk::ImageAspectFlags::COLOR, base_mip_level: 0, level_count: 1, base_array_layer: 0, layer_count: 1 };
-        inner.view = unsafe { device.create_image_view(&vk::ImageViewCreateInfo::default().image(image).view_type(view_ty).format(vkf).subresource_range(range), None) }
-            .map_err(vkerr("vkCreateImageView"))?;
+        unsafe { device.bind_image_memory(image, allocation.memory(), allocation.offset()) }
+            .map_err(vkerr("vkBindImageMemory"))?;
+        *inner
+            .allocation
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner()) = Some(allocation);
+        let range = vk::ImageSubresourceRange {
+            aspect_mask: vk::ImageAspectFlags::COLOR,
+            base_mip_level: 0,
+            level_count: 1,
+            base_array_layer: 0,
+            layer_count: 1,
+        };
+        inner.view = unsafe {
+            device.create_image_view(
+                &vk::ImageViewCreateInfo::default()
+                    .image(image)
+                    .view_type(view_ty)
+                    .format(vkf)
+                    .subresource_range(range),
+                None,
+            )
+        }
+        .map_err(vkerr("vkCreateImageView"))?;
         inner.sampler = unsafe {
             device.create_sampler(
                 &vk::SamplerCreateInfo::default()
@@ -145,14 +236,29 @@ impl Image {
             .subresource_range(range)
             .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
         shared.one_shot(|cmd| unsafe {
-            device.cmd_pipeline_barrier(cmd, vk::PipelineStageFlags::TOP_OF_PIPE, vk::PipelineStageFlags::ALL_COMMANDS, vk::DependencyFlags::empty(), &[], &[], &[barrier])
+            device.cmd_pipeline_barrier(
+                cmd,
+                vk::PipelineStageFlags::TOP_OF_PIPE,
+                vk::PipelineStageFlags::ALL_COMMANDS,
+                vk::DependencyFlags::empty(),
+                &[],
+                &[],
+                &[barrier],
+            )
         })?;
-        Ok(Image { inner: Arc::new(inner) })
+        Ok(Image {
+            inner: Arc::new(inner),
+        })
     }
 
     /// Texels × channels.
     pub fn len(&self) -> usize {
-        self.inner.extent.iter().map(|e| *e as usize).product::<usize>() * self.inner.channels as usize
+        self.inner
+            .extent
+            .iter()
+            .map(|e| *e as usize)
+            .product::<usize>()
+            * self.inner.channels as usize
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -173,55 +279,110 @@ impl Image {
     fn region(&self) -> vk::BufferImageCopy {
         let e = self.inner.extent;
         vk::BufferImageCopy::default()
-            .image_subresource(vk::ImageSubresourceLayers { aspect_mask: vk::ImageAspectFlags::COLOR, mip_level: 0, base_array_layer: 0, layer_count: 1 })
-            .image_extent(vk::Extent3D { width: e[0], height: e[1], depth: e[2] })
+            .image_subresource(vk::ImageSubresourceLayers {
+                aspect_mask: vk::ImageAspectFlags::COLOR,
+                mip_level: 0,
+                base_array_layer: 0,
+                layer_count: 1,
+            })
+            .image_extent(vk::Extent3D {
+                width: e[0],
+                height: e[1],
+                depth: e[2],
+            })
     }
 
     /// Writes `data`, x fastest then y then z, channels interleaved (fp16 rounds to nearest even).
     pub fn upload_f32(&self, data: &[f32]) -> Result<(), Error> {
         if data.len() != self.len() {
-            return Err(Error::LengthMismatch { got: data.len(), want: self.len() });
+            return Err(Error::LengthMismatch {
+                got: data.len(),
+                want: self.len(),
+            });
         }
         let bytes: Vec<u8> = match self.inner.format {
-            TensorFormat::F16 => data.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect(),
+            TensorFormat::F16 => data
+                .iter()
+                .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+                .collect(),
             _ => bytemuck::cast_slice(data).to_vec(),
         };
         let shared = &self.inner.shared;
-        let (staging, mut alloc) = create_buffer(shared, bytes.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, MemoryLocation::CpuToGpu, "vkprism image staging")?;
+        let (staging, mut alloc) = create_buffer(
+            shared,
+            bytes.len() as u64,
+            vk::BufferUsageFlags::TRANSFER_SRC,
+            MemoryLocation::CpuToGpu,
+            "vkprism image staging",
+        )?;
         if let Some(s) = alloc.mapped_slice_mut() {
             s[..bytes.len()].copy_from_slice(&bytes);
         }
         let region = self.region();
-        let r = shared.one_shot(|cmd| unsafe { shared.device.cmd_copy_buffer_to_image(cmd, staging, self.inner.image, vk::ImageLayout::GENERAL, &[region]) });
+        let r = shared.one_shot(|cmd| unsafe {
+            shared.device.cmd_copy_buffer_to_image(
+                cmd,
+                staging,
+                self.inner.image,
+                vk::ImageLayout::GENERAL,
+                &[region],
+            )
+        });
         release(shared, staging, alloc);
         Ok(r?)
     }
 
     /// Reads the texels as `f32`, in the order `upload_f32` takes.
     pub fn download_f32(&self) -> Result<Vec<f32>, Error> {
-        let texel = if self.inner.format == TensorFormat::F16 { 2 } else { 4 };
+        let texel = if self.inner.format == TensorFormat::F16 {
+            2
+        } else {
+            4
+        };
         let size = (self.len() * texel) as u64;
         let shared = &self.inner.shared;
-        let (staging, alloc) = create_buffer(shared, size, vk::BufferUsageFlags::TRANSFER_DST, MemoryLocation::GpuToCpu, "vkprism image readback")?;
+        let (staging, alloc) = create_buffer(
+            shared,
+            size,
+            vk::BufferUsageFlags::TRANSFER_DST,
+            MemoryLocation::GpuToCpu,
+            "vkprism image readback",
+        )?;
         let region = self.region();
-        let r = shared.one_shot(|cmd| unsafe { shared.device.cmd_copy_image_to_buffer(cmd, self.inner.image, vk::ImageLayout::GENERAL, staging, &[region]) });
+        let r = shared.one_shot(|cmd| unsafe {
+            shared.device.cmd_copy_image_to_buffer(
+                cmd,
+                self.inner.image,
+                vk::ImageLayout::GENERAL,
+                staging,
+                &[region],
+            )
+        });
         let out = alloc.mapped_slice().map(|s| {
             let s = &s[..size as usize];
             if texel == 2 {
-                s.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect()
+                s.chunks_exact(2)
+                    .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+                    .collect()
             } else {
-                s.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+                s.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect()
             }
         });
         release(shared, staging, alloc);
         r?;
         out.ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))
     }
-
 }
 
 fn release(shared: &Shared, buffer: vk::Buffer, alloc: Allocation) {
-    if let Some(a) = shared.allocator.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+    if let Some(a) = shared
+        .allocator
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+    {
         let _ = a.free(alloc);
     }
     unsafe { shared.device.destroy_buffer(buffer, None) };

@@ -32,7 +32,8 @@ pub use pipeline::{LoadedKernel, Pipeline};
 pub use select::{select_variant, Options, SelectError, Selection};
 pub use tensor::Tensor;
 pub use vkprism_core::{
-    Access, BindingInfo, BindingKind, DeviceFeatures, DeviceLimits, Feature, FeatureSet, FloatMode, Int8Mode, KernelInfo, MemoryKind, TensorFormat, VariantInfo, VariantKey,
+    Access, BindingInfo, BindingKind, DeviceFeatures, DeviceLimits, Feature, FeatureSet, FloatMode,
+    Int8Mode, KernelInfo, MemoryKind, TensorFormat, VariantInfo, VariantKey,
 };
 
 pub mod command_error {

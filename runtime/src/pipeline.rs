@@ -17,11 +17,19 @@ pub enum Error {
     #[error(transparent)]
     Select(#[from] SelectError),
     #[error("workgroup size {size:?} exceeds the device's limits (maxComputeWorkGroupSize {max:?}, maxComputeWorkGroupInvocations {invocations})")]
-    WorkgroupTooLarge { size: [u32; 3], max: [u32; 3], invocations: u32 },
+    WorkgroupTooLarge {
+        size: [u32; 3],
+        max: [u32; 3],
+        invocations: u32,
+    },
     #[error("workgroup size {0:?} has a zero dimension")]
     WorkgroupZero([u32; 3]),
     #[error("kernel `{kernel}` declares {size} bytes of push constants; the device allows {limit} (maxPushConstantsSize)")]
-    PushConstantsTooLarge { kernel: &'static str, size: u32, limit: u32 },
+    PushConstantsTooLarge {
+        kernel: &'static str,
+        size: u32,
+        limit: u32,
+    },
     #[error("pipeline cache rejected: {0}")]
     CacheRejected(String),
     #[error("pipeline cache file: {0}")]
@@ -46,7 +54,12 @@ impl<K: Kernel> Drop for LoadedKernel<K> {
     fn drop(&mut self) {
         let d = &self.shared.device;
         unsafe {
-            for (_, p) in self.pipelines.get_mut().unwrap_or_else(|e| e.into_inner()).drain() {
+            for (_, p) in self
+                .pipelines
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .drain()
+            {
                 d.destroy_pipeline(p, None);
             }
             d.destroy_pipeline_layout(self.layout, None);
@@ -85,29 +98,57 @@ impl Context {
         self.load_selection::<K>(selection)
     }
 
-    fn load_selection<K: Kernel>(&self, selection: Selection) -> Result<Arc<LoadedKernel<K>>, Error> {
+    fn load_selection<K: Kernel>(
+        &self,
+        selection: Selection,
+    ) -> Result<Arc<LoadedKernel<K>>, Error> {
         let shared = &self.shared;
         let info = K::INFO;
         let variant = &info.variants[selection.index];
         let push_size = info.push_constants.map(|p| p.size).unwrap_or(0);
         if push_size > shared.features.limits.max_push_constants_size {
-            return Err(Error::PushConstantsTooLarge { kernel: info.name, size: push_size, limit: shared.features.limits.max_push_constants_size });
+            return Err(Error::PushConstantsTooLarge {
+                kernel: info.name,
+                size: push_size,
+                limit: shared.features.limits.max_push_constants_size,
+            });
         }
         let d = &shared.device;
-        let module = unsafe { d.create_shader_module(&vk::ShaderModuleCreateInfo::default().code(variant.spirv), None) }.map_err(vkerr("vkCreateShaderModule"))?;
+        let module = unsafe {
+            d.create_shader_module(
+                &vk::ShaderModuleCreateInfo::default().code(variant.spirv),
+                None,
+            )
+        }
+        .map_err(vkerr("vkCreateShaderModule"))?;
         let bindings: Vec<_> = variant
             .bindings
             .iter()
-            .map(|b| vk::DescriptorSetLayoutBinding::default().binding(b.binding).descriptor_type(descriptor_type(b.kind)).descriptor_count(1).stage_flags(vk::ShaderStageFlags::COMPUTE))
+            .map(|b| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(b.binding)
+                    .descriptor_type(descriptor_type(b.kind))
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
+            })
             .collect();
-        let set_layout = match unsafe { d.create_descriptor_set_layout(&vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings), None) } {
+        let set_layout = match unsafe {
+            d.create_descriptor_set_layout(
+                &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
+                None,
+            )
+        } {
             Ok(l) => l,
             Err(e) => {
                 unsafe { d.destroy_shader_module(module, None) };
                 return Err(vkerr("vkCreateDescriptorSetLayout")(e).into());
             }
         };
-        let ranges = [vk::PushConstantRange { stage_flags: vk::ShaderStageFlags::COMPUTE, offset: 0, size: push_size }];
+        let ranges = [vk::PushConstantRange {
+            stage_flags: vk::ShaderStageFlags::COMPUTE,
+            offset: 0,
+            size: push_size,
+        }];
         let layouts = [set_layout];
         let mut li = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts);
         if push_size > 0 {
@@ -123,7 +164,16 @@ impl Context {
                 return Err(vkerr("vkCreatePipelineLayout")(e).into());
             }
         };
-        Ok(Arc::new(LoadedKernel { shared: shared.clone(), variant, selection, module, set_layout, layout, pipelines: Mutex::new(HashMap::new()), _kernel: PhantomData }))
+        Ok(Arc::new(LoadedKernel {
+            shared: shared.clone(),
+            variant,
+            selection,
+            module,
+            set_layout,
+            layout,
+            pipelines: Mutex::new(HashMap::new()),
+            _kernel: PhantomData,
+        }))
     }
 
     /// Loads a pipeline cache saved by [`Context::save_pipeline_cache`]. A file from another
@@ -132,8 +182,15 @@ impl Context {
         let data = std::fs::read(path)?;
         self.check_cache_header(&data)?;
         let d = &self.shared.device;
-        let loaded = unsafe { d.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default().initial_data(&data), None) }.map_err(vkerr("vkCreatePipelineCache"))?;
-        let r = unsafe { d.merge_pipeline_caches(self.shared.pipeline_cache, &[loaded]) }.map_err(vkerr("vkMergePipelineCaches"));
+        let loaded = unsafe {
+            d.create_pipeline_cache(
+                &vk::PipelineCacheCreateInfo::default().initial_data(&data),
+                None,
+            )
+        }
+        .map_err(vkerr("vkCreatePipelineCache"))?;
+        let r = unsafe { d.merge_pipeline_caches(self.shared.pipeline_cache, &[loaded]) }
+            .map_err(vkerr("vkMergePipelineCaches"));
         unsafe { d.destroy_pipeline_cache(loaded, None) };
         r?;
         Ok(())
@@ -141,7 +198,12 @@ impl Context {
 
     /// Writes the pipeline cache to `path` (atomically: a temporary file, then a rename).
     pub fn save_pipeline_cache(&self, path: &Path) -> Result<(), Error> {
-        let data = unsafe { self.shared.device.get_pipeline_cache_data(self.shared.pipeline_cache) }.map_err(vkerr("vkGetPipelineCacheData"))?;
+        let data = unsafe {
+            self.shared
+                .device
+                .get_pipeline_cache_data(self.shared.pipeline_cache)
+        }
+        .map_err(vkerr("vkGetPipelineCacheData"))?;
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, &data)?;
         std::fs::rename(&tmp, path)?;
@@ -151,19 +213,29 @@ impl Context {
     /// The header Vulkan puts at the start of cache data (`VkPipelineCacheHeaderVersionOne`).
     fn check_cache_header(&self, data: &[u8]) -> Result<(), Error> {
         if data.len() < 32 {
-            return Err(Error::CacheRejected(format!("{} bytes is shorter than the 32-byte header", data.len())));
+            return Err(Error::CacheRejected(format!(
+                "{} bytes is shorter than the 32-byte header",
+                data.len()
+            )));
         }
         let word = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
         let (len, version, vendor, device) = (word(0), word(4), word(8), word(12));
         let p = &self.shared.properties;
         if len < 32 || version != 1 {
-            return Err(Error::CacheRejected(format!("bad header (length {len}, version {version})")));
+            return Err(Error::CacheRejected(format!(
+                "bad header (length {len}, version {version})"
+            )));
         }
         if vendor != p.vendor_id || device != p.device_id {
-            return Err(Error::CacheRejected(format!("made for vendor {vendor:#x} device {device:#x}, this is vendor {:#x} device {:#x}", p.vendor_id, p.device_id)));
+            return Err(Error::CacheRejected(format!(
+                "made for vendor {vendor:#x} device {device:#x}, this is vendor {:#x} device {:#x}",
+                p.vendor_id, p.device_id
+            )));
         }
         if data[16..32] != p.pipeline_cache_uuid {
-            return Err(Error::CacheRejected("made by another driver version (pipelineCacheUUID differs)".into()));
+            return Err(Error::CacheRejected(
+                "made by another driver version (pipelineCacheUUID differs)".into(),
+            ));
         }
         Ok(())
     }
@@ -181,15 +253,33 @@ impl<K: Kernel> LoadedKernel<K> {
 
     /// A pipeline with these specialization constants and workgroup size (`None`: the kernel's
     /// default). Pipelines are cached: asking again is cheap.
-    pub fn pipeline(self: &Arc<Self>, spec: &K::SpecConstants, local_size: Option<[u32; 3]>) -> Result<Pipeline<K>, Error> {
+    pub fn pipeline(
+        self: &Arc<Self>,
+        spec: &K::SpecConstants,
+        local_size: Option<[u32; 3]>,
+    ) -> Result<Pipeline<K>, Error> {
         let info = K::INFO;
-        let local = local_size.unwrap_or([info.local_size[0].default, info.local_size[1].default, info.local_size[2].default]);
+        let local = local_size.unwrap_or([
+            info.local_size[0].default,
+            info.local_size[1].default,
+            info.local_size[2].default,
+        ]);
         let l = &self.shared.features.limits;
         if local.contains(&0) {
             return Err(Error::WorkgroupZero(local));
         }
-        if local.iter().zip(l.max_compute_work_group_size).any(|(a, b)| *a > b) || local.iter().map(|x| *x as u64).product::<u64>() > l.max_compute_work_group_invocations as u64 {
-            return Err(Error::WorkgroupTooLarge { size: local, max: l.max_compute_work_group_size, invocations: l.max_compute_work_group_invocations });
+        if local
+            .iter()
+            .zip(l.max_compute_work_group_size)
+            .any(|(a, b)| *a > b)
+            || local.iter().map(|x| *x as u64).product::<u64>()
+                > l.max_compute_work_group_invocations as u64
+        {
+            return Err(Error::WorkgroupTooLarge {
+                size: local,
+                max: l.max_compute_work_group_size,
+                invocations: l.max_compute_work_group_invocations,
+            });
         }
         let mut entries = spec.entries();
         for (d, dim) in info.local_size.iter().enumerate() {
@@ -203,17 +293,44 @@ impl<K: Kernel> LoadedKernel<K> {
         let pipeline = match cache.get(&key) {
             Some(p) => *p,
             None => {
-                let map: Vec<vk::SpecializationMapEntry> = entries.iter().enumerate().map(|(i, (id, _))| vk::SpecializationMapEntry { constant_id: *id, offset: i as u32 * 4, size: 4 }).collect();
+                let map: Vec<vk::SpecializationMapEntry> = entries
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (id, _))| vk::SpecializationMapEntry {
+                        constant_id: *id,
+                        offset: i as u32 * 4,
+                        size: 4,
+                    })
+                    .collect();
                 let data: Vec<u8> = entries.iter().flat_map(|(_, v)| v.to_le_bytes()).collect();
-                let spec_info = vk::SpecializationInfo::default().map_entries(&map).data(&data);
-                let stage = vk::PipelineShaderStageCreateInfo::default().stage(vk::ShaderStageFlags::COMPUTE).module(self.module).name(c"main").specialization_info(&spec_info);
-                let ci = vk::ComputePipelineCreateInfo::default().stage(stage).layout(self.layout);
-                let p = unsafe { self.shared.device.create_compute_pipelines(self.shared.pipeline_cache, &[ci], None) }.map_err(|(_, e)| vkerr("vkCreateComputePipelines")(e))?[0];
+                let spec_info = vk::SpecializationInfo::default()
+                    .map_entries(&map)
+                    .data(&data);
+                let stage = vk::PipelineShaderStageCreateInfo::default()
+                    .stage(vk::ShaderStageFlags::COMPUTE)
+                    .module(self.module)
+                    .name(c"main")
+                    .specialization_info(&spec_info);
+                let ci = vk::ComputePipelineCreateInfo::default()
+                    .stage(stage)
+                    .layout(self.layout);
+                let p = unsafe {
+                    self.shared.device.create_compute_pipelines(
+                        self.shared.pipeline_cache,
+                        &[ci],
+                        None,
+                    )
+                }
+                .map_err(|(_, e)| vkerr("vkCreateComputePipelines")(e))?[0];
                 cache.insert(key, p);
                 p
             }
         };
-        Ok(Pipeline { kernel: self.clone(), pipeline, local_size: local })
+        Ok(Pipeline {
+            kernel: self.clone(),
+            pipeline,
+            local_size: local,
+        })
     }
 }
 
@@ -226,7 +343,11 @@ pub struct Pipeline<K: Kernel> {
 
 impl<K: Kernel> Clone for Pipeline<K> {
     fn clone(&self) -> Self {
-        Pipeline { kernel: self.kernel.clone(), pipeline: self.pipeline, local_size: self.local_size }
+        Pipeline {
+            kernel: self.kernel.clone(),
+            pipeline: self.pipeline,
+            local_size: self.local_size,
+        }
     }
 }
 

@@ -2,7 +2,9 @@
 //! deterministic best-first rule (extended-glsl.md §6) whose choice and reasons are observable.
 
 use std::fmt;
-use vkprism_core::{DeviceFeatures, Feature, FloatMode, Int8Mode, KernelInfo, MemoryKind, VariantKey};
+use vkprism_core::{
+    DeviceFeatures, Feature, FloatMode, Int8Mode, KernelInfo, MemoryKind, VariantKey,
+};
 
 /// Which variant kinds may be used. Defaults: everything on except bf16 and images.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -57,7 +59,9 @@ impl Options {
             use_fp16_arithmetic: self.use_fp16_arithmetic && f(Feature::ShaderFloat16),
             use_bf16_storage: self.use_bf16_storage && f(Feature::StorageBuffer16BitAccess),
             use_int8_storage: self.use_int8_storage && f(Feature::StorageBuffer8BitAccess),
-            use_int8_arithmetic: self.use_int8_arithmetic && f(Feature::ShaderInt8) && f(Feature::StorageBuffer8BitAccess),
+            use_int8_arithmetic: self.use_int8_arithmetic
+                && f(Feature::ShaderInt8)
+                && f(Feature::StorageBuffer8BitAccess),
             use_image_storage: self.use_image_storage && f(Feature::ImageFormatsFp32),
             ..*self
         }
@@ -83,7 +87,10 @@ impl Options {
             Some(Int8Mode::Int8a) => self.use_int8_storage && self.use_int8_arithmetic,
         };
         if !int8_ok {
-            return Some(format!("options exclude {}", key.int8.map(|i| i.name()).unwrap_or("")));
+            return Some(format!(
+                "options exclude {}",
+                key.int8.map(|i| i.name()).unwrap_or("")
+            ));
         }
         if key.memory == MemoryKind::Image && !self.use_image_storage {
             return Some("options exclude image storage".into());
@@ -110,7 +117,15 @@ impl fmt::Display for Options {
             ("shader_local_memory", self.use_shader_local_memory),
         ];
         let on: Vec<_> = all.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
-        write!(f, "{}", if on.is_empty() { "(none)".to_string() } else { on.join(", ") })
+        write!(
+            f,
+            "{}",
+            if on.is_empty() {
+                "(none)".to_string()
+            } else {
+                on.join(", ")
+            }
+        )
     }
 }
 
@@ -155,7 +170,11 @@ impl fmt::Display for Selection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (best of {} eligible", self.key, self.eligible.len())?;
         if !self.rejected.is_empty() {
-            let r: Vec<_> = self.rejected.iter().map(|(k, why)| format!("{k}: {why}")).collect();
+            let r: Vec<_> = self
+                .rejected
+                .iter()
+                .map(|(k, why)| format!("{k}: {why}"))
+                .collect();
             write!(f, "; rejected: {}", r.join("; "))?;
         }
         write!(f, ")")
@@ -172,13 +191,20 @@ pub struct SelectError {
 }
 
 /// Picks the best variant of `info` that `options` allow and `device` supports.
-pub fn select_variant(info: &KernelInfo, options: &Options, device: &DeviceFeatures) -> Result<Selection, SelectError> {
+pub fn select_variant(
+    info: &KernelInfo,
+    options: &Options,
+    device: &DeviceFeatures,
+) -> Result<Selection, SelectError> {
     let mut eligible = Vec::new();
     let mut rejected = Vec::new();
     for (i, v) in info.variants.iter().enumerate() {
         let missing = v.requires.difference(device.features);
         if !missing.is_empty() {
-            rejected.push((v.key, format!("needs {}; device lacks {missing}", v.requires)));
+            rejected.push((
+                v.key,
+                format!("needs {}; device lacks {missing}", v.requires),
+            ));
         } else if let Some(why) = options.forbids(&v.key) {
             rejected.push((v.key, why));
         } else {
@@ -188,32 +214,62 @@ pub fn select_variant(info: &KernelInfo, options: &Options, device: &DeviceFeatu
     // Stable and total: ties (none expected) keep declaration order.
     eligible.sort_by_key(|(i, k)| (std::cmp::Reverse(rank(k)), *i));
     match eligible.first() {
-        Some(&(index, key)) => Ok(Selection { key, index, rejected, eligible: eligible.iter().map(|(_, k)| *k).collect() }),
+        Some(&(index, key)) => Ok(Selection {
+            key,
+            index,
+            rejected,
+            eligible: eligible.iter().map(|(_, k)| *k).collect(),
+        }),
         None => Err(SelectError {
             kernel: info.name,
             details: if rejected.is_empty() {
                 vec!["(the kernel has no variants: it failed to compile)".into()]
             } else {
-                rejected.iter().map(|(k, why)| format!("{k}: {why}")).collect()
+                rejected
+                    .iter()
+                    .map(|(k, why)| format!("{k}: {why}"))
+                    .collect()
             },
         }),
     }
 }
 
 /// Like [`select_variant`], restricted to one variant name (forcing a variant, e.g. in tests).
-pub fn force_variant(info: &KernelInfo, name: &str, device: &DeviceFeatures) -> Result<Selection, SelectError> {
+pub fn force_variant(
+    info: &KernelInfo,
+    name: &str,
+    device: &DeviceFeatures,
+) -> Result<Selection, SelectError> {
     let Some(index) = info.variants.iter().position(|v| v.key.name() == name) else {
         return Err(SelectError {
             kernel: info.name,
-            details: vec![format!("no variant named `{name}`; variants: {}", info.variants.iter().map(|v| v.key.name()).collect::<Vec<_>>().join(", "))],
+            details: vec![format!(
+                "no variant named `{name}`; variants: {}",
+                info.variants
+                    .iter()
+                    .map(|v| v.key.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )],
         });
     };
     let v = &info.variants[index];
     let missing = v.requires.difference(device.features);
     if !missing.is_empty() {
-        return Err(SelectError { kernel: info.name, details: vec![format!("{}: needs {}; device lacks {missing}", v.key, v.requires)] });
+        return Err(SelectError {
+            kernel: info.name,
+            details: vec![format!(
+                "{}: needs {}; device lacks {missing}",
+                v.key, v.requires
+            )],
+        });
     }
-    Ok(Selection { key: v.key, index, rejected: Vec::new(), eligible: vec![v.key] })
+    Ok(Selection {
+        key: v.key,
+        index,
+        rejected: Vec::new(),
+        eligible: vec![v.key],
+    })
 }
 
 #[cfg(test)]
@@ -223,13 +279,34 @@ mod tests {
 
     /// A kernel with every float × memory variant, and one with int8 × local memory, made by hand.
     fn info(keys: Vec<VariantKey>) -> &'static KernelInfo {
-        let variants: Vec<VariantInfo> = keys.into_iter().map(|key| VariantInfo { key, requires: key.requires(), spirv: &[], bindings: &[] }).collect();
+        let variants: Vec<VariantInfo> = keys
+            .into_iter()
+            .map(|key| VariantInfo {
+                key,
+                requires: key.requires(),
+                spirv: &[],
+                bindings: &[],
+            })
+            .collect();
         Box::leak(Box::new(KernelInfo {
             name: "test",
             variants: Box::leak(variants.into_boxed_slice()),
             push_constants: None,
             spec_constants: &[],
-            local_size: [LocalSizeDim { default: 64, spec_id: Some(233) }, LocalSizeDim { default: 1, spec_id: Some(234) }, LocalSizeDim { default: 1, spec_id: Some(235) }],
+            local_size: [
+                LocalSizeDim {
+                    default: 64,
+                    spec_id: Some(233),
+                },
+                LocalSizeDim {
+                    default: 1,
+                    spec_id: Some(234),
+                },
+                LocalSizeDim {
+                    default: 1,
+                    spec_id: Some(235),
+                },
+            ],
         }))
     }
 
@@ -238,7 +315,10 @@ mod tests {
         for memory in [MemoryKind::Buffer, MemoryKind::Image] {
             for float in FloatMode::ALL {
                 if !(memory == MemoryKind::Image && float.is_bf16()) {
-                    keys.push(VariantKey { memory, ..VariantKey::new(float) });
+                    keys.push(VariantKey {
+                        memory,
+                        ..VariantKey::new(float)
+                    });
                 }
             }
         }
@@ -250,7 +330,9 @@ mod tests {
     }
 
     fn pick(info: &KernelInfo, o: &Options, d: &DeviceFeatures) -> String {
-        select_variant(info, o, d).map(|s| s.key.name()).unwrap_or_else(|e| e.to_string())
+        select_variant(info, o, d)
+            .map(|s| s.key.name())
+            .unwrap_or_else(|e| e.to_string())
     }
 
     #[test]
@@ -259,19 +341,98 @@ mod tests {
         let all = DeviceFeatures::new(FeatureSet::all());
         let o = Options::default();
         assert_eq!(pick(k, &o, &all), "fp16sa");
-        assert_eq!(pick(k, &o, &dev(&[Feature::StorageBuffer16BitAccess])), "fp16s");
+        assert_eq!(
+            pick(k, &o, &dev(&[Feature::StorageBuffer16BitAccess])),
+            "fp16s"
+        );
         assert_eq!(pick(k, &o, &dev(&[Feature::ShaderFloat16])), "fp16pa");
         assert_eq!(pick(k, &o, &dev(&[])), "fp16p");
-        assert_eq!(pick(k, &Options { use_fp16_arithmetic: false, ..o }, &all), "fp16s");
+        assert_eq!(
+            pick(
+                k,
+                &Options {
+                    use_fp16_arithmetic: false,
+                    ..o
+                },
+                &all
+            ),
+            "fp16s"
+        );
         assert_eq!(pick(k, &Options::fp32_only(), &all), "fp32");
-        assert_eq!(pick(k, &Options { use_fp16_packed: false, ..Options::fp32_only() }, &dev(&[])), "fp32");
+        assert_eq!(
+            pick(
+                k,
+                &Options {
+                    use_fp16_packed: false,
+                    ..Options::fp32_only()
+                },
+                &dev(&[])
+            ),
+            "fp32"
+        );
         // bf16 only when asked: storage before packed.
-        assert_eq!(pick(k, &Options { use_bf16_packed: true, ..o }, &all), "bf16p");
-        assert_eq!(pick(k, &Options { use_bf16_packed: true, use_bf16_storage: true, ..o }, &all), "bf16s");
-        assert_eq!(pick(k, &Options { use_bf16_storage: true, ..o }, &dev(&[])), "fp16p", "bf16s needs 16-bit storage");
+        assert_eq!(
+            pick(
+                k,
+                &Options {
+                    use_bf16_packed: true,
+                    ..o
+                },
+                &all
+            ),
+            "bf16p"
+        );
+        assert_eq!(
+            pick(
+                k,
+                &Options {
+                    use_bf16_packed: true,
+                    use_bf16_storage: true,
+                    ..o
+                },
+                &all
+            ),
+            "bf16s"
+        );
+        assert_eq!(
+            pick(
+                k,
+                &Options {
+                    use_bf16_storage: true,
+                    ..o
+                },
+                &dev(&[])
+            ),
+            "fp16p",
+            "bf16s needs 16-bit storage"
+        );
         // Images when allowed and the formats are usable.
-        assert_eq!(pick(k, &Options { use_image_storage: true, ..o }, &all), "fp16sa_image");
-        assert_eq!(pick(k, &Options { use_image_storage: true, ..o }, &dev(&[Feature::StorageBuffer16BitAccess, Feature::ShaderFloat16, Feature::ImageFormatsFp32])), "fp16sa");
+        assert_eq!(
+            pick(
+                k,
+                &Options {
+                    use_image_storage: true,
+                    ..o
+                },
+                &all
+            ),
+            "fp16sa_image"
+        );
+        assert_eq!(
+            pick(
+                k,
+                &Options {
+                    use_image_storage: true,
+                    ..o
+                },
+                &dev(&[
+                    Feature::StorageBuffer16BitAccess,
+                    Feature::ShaderFloat16,
+                    Feature::ImageFormatsFp32
+                ])
+            ),
+            "fp16sa"
+        );
         // Deterministic.
         for _ in 0..10 {
             assert_eq!(pick(k, &o, &all), "fp16sa");
@@ -283,16 +444,41 @@ mod tests {
         let mut keys = Vec::new();
         for i in Int8Mode::ALL {
             for lm in [true, false] {
-                keys.push(VariantKey { int8: Some(i), local_memory: Some(lm), ..VariantKey::new(FloatMode::Fp32) });
+                keys.push(VariantKey {
+                    int8: Some(i),
+                    local_memory: Some(lm),
+                    ..VariantKey::new(FloatMode::Fp32)
+                });
             }
         }
         let k = info(keys);
         let all = DeviceFeatures::new(FeatureSet::all());
         let o = Options::default();
         assert_eq!(pick(k, &o, &all), "fp32_int8a_lm");
-        assert_eq!(pick(k, &o, &dev(&[Feature::StorageBuffer8BitAccess])), "fp32_int8s_lm");
-        assert_eq!(pick(k, &Options { use_shader_local_memory: false, ..o }, &dev(&[])), "fp32_int8p_nolm");
-        let e = select_variant(k, &Options { use_int8_packed: false, ..o }, &dev(&[])).unwrap_err();
+        assert_eq!(
+            pick(k, &o, &dev(&[Feature::StorageBuffer8BitAccess])),
+            "fp32_int8s_lm"
+        );
+        assert_eq!(
+            pick(
+                k,
+                &Options {
+                    use_shader_local_memory: false,
+                    ..o
+                },
+                &dev(&[])
+            ),
+            "fp32_int8p_nolm"
+        );
+        let e = select_variant(
+            k,
+            &Options {
+                use_int8_packed: false,
+                ..o
+            },
+            &dev(&[]),
+        )
+        .unwrap_err();
         assert_eq!(e.details.len(), 6, "{e}");
         assert!(e.to_string().contains("fp32_int8a_lm: needs storageBuffer8BitAccess, shaderInt8; device lacks storageBuffer8BitAccess, shaderInt8"), "{e}");
     }
@@ -300,8 +486,16 @@ mod tests {
     #[test]
     fn clamping_clears_what_the_device_lacks() {
         let c = Options::default().clamp_to(&dev(&[Feature::ShaderFloat16]));
-        assert!(!c.use_fp16_storage && c.use_fp16_arithmetic && c.use_fp16_packed && !c.use_int8_storage);
+        assert!(
+            !c.use_fp16_storage
+                && c.use_fp16_arithmetic
+                && c.use_fp16_packed
+                && !c.use_int8_storage
+        );
         let s = select_variant(float_kernel(), &Options::default(), &dev(&[])).unwrap();
-        assert!(s.to_string().contains("rejected") && s.rejected.iter().any(|(k, _)| k.name() == "fp16sa"));
+        assert!(
+            s.to_string().contains("rejected")
+                && s.rejected.iter().any(|(k, _)| k.name() == "fp16sa")
+        );
     }
 }

@@ -16,11 +16,18 @@ pub enum Error {
     #[error("tensor shape {0:?}: give 1 to 4 dimensions, none zero")]
     BadShape(Vec<usize>),
     #[error("tensor of {size} bytes exceeds the device's {limit_name} ({limit} bytes)")]
-    TooLarge { size: u64, limit_name: &'static str, limit: u64 },
+    TooLarge {
+        size: u64,
+        limit_name: &'static str,
+        limit: u64,
+    },
     #[error("data has {got} elements, the tensor holds {want}")]
     LengthMismatch { got: usize, want: usize },
     #[error("tensor holds {have:?}, the operation needs {want}")]
-    WrongFormat { have: TensorFormat, want: &'static str },
+    WrongFormat {
+        have: TensorFormat,
+        want: &'static str,
+    },
     #[error("out of device memory or allocation failed: {0}")]
     Allocation(String),
     #[error(transparent)]
@@ -39,14 +46,23 @@ pub(crate) struct TensorInner {
 
 impl Drop for TensorInner {
     fn drop(&mut self) {
-        let a = self.allocation.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        let a = self
+            .allocation
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
         free_buffer(&self.shared, self.buffer, a);
     }
 }
 
 fn free_buffer(shared: &Shared, buffer: vk::Buffer, allocation: Option<Allocation>) {
     if let Some(a) = allocation {
-        if let Some(alloc) = shared.allocator.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        if let Some(alloc) = shared
+            .allocator
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+        {
             let _ = alloc.free(a);
         }
     }
@@ -54,14 +70,32 @@ fn free_buffer(shared: &Shared, buffer: vk::Buffer, allocation: Option<Allocatio
 }
 
 /// A buffer and its memory, created and bound (used for tensors and staging).
-pub(crate) fn create_buffer(shared: &Arc<Shared>, size: u64, usage: vk::BufferUsageFlags, location: MemoryLocation, name: &str) -> Result<(vk::Buffer, Allocation), Error> {
+pub(crate) fn create_buffer(
+    shared: &Arc<Shared>,
+    size: u64,
+    usage: vk::BufferUsageFlags,
+    location: MemoryLocation,
+    name: &str,
+) -> Result<(vk::Buffer, Allocation), Error> {
     let limits = &shared.features.limits;
     if size > limits.max_memory_allocation_size {
-        return Err(Error::TooLarge { size, limit_name: "maxMemoryAllocationSize", limit: limits.max_memory_allocation_size });
+        return Err(Error::TooLarge {
+            size,
+            limit_name: "maxMemoryAllocationSize",
+            limit: limits.max_memory_allocation_size,
+        });
     }
     let device = &shared.device;
-    let buffer = unsafe { device.create_buffer(&vk::BufferCreateInfo::default().size(size).usage(usage).sharing_mode(vk::SharingMode::EXCLUSIVE), None) }
-        .map_err(vkerr("vkCreateBuffer"))?;
+    let buffer = unsafe {
+        device.create_buffer(
+            &vk::BufferCreateInfo::default()
+                .size(size)
+                .usage(usage)
+                .sharing_mode(vk::SharingMode::EXCLUSIVE),
+            None,
+        )
+    }
+    .map_err(vkerr("vkCreateBuffer"))?;
     let requirements = unsafe { device.get_buffer_memory_requirements(buffer) };
     let allocation = {
         let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
@@ -69,7 +103,13 @@ pub(crate) fn create_buffer(shared: &Arc<Shared>, size: u64, usage: vk::BufferUs
             unsafe { device.destroy_buffer(buffer, None) };
             return Err(Error::Allocation("allocator is gone".into()));
         };
-        alloc.allocate(&AllocationCreateDesc { name, requirements, location, linear: true, allocation_scheme: AllocationScheme::GpuAllocatorManaged })
+        alloc.allocate(&AllocationCreateDesc {
+            name,
+            requirements,
+            location,
+            linear: true,
+            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+        })
     };
     let allocation = match allocation {
         Ok(a) => a,
@@ -78,7 +118,9 @@ pub(crate) fn create_buffer(shared: &Arc<Shared>, size: u64, usage: vk::BufferUs
             return Err(Error::Allocation(e.to_string()));
         }
     };
-    if let Err(e) = unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) } {
+    if let Err(e) =
+        unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) }
+    {
         free_buffer(shared, buffer, Some(allocation));
         return Err(vkerr("vkBindBufferMemory")(e).into());
     }
@@ -96,7 +138,10 @@ pub struct Tensor {
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tensor").field("shape", &self.inner.shape).field("format", &self.inner.format).finish()
+        f.debug_struct("Tensor")
+            .field("shape", &self.inner.shape)
+            .field("format", &self.inner.format)
+            .finish()
     }
 }
 
@@ -106,27 +151,57 @@ impl Tensor {
         if shape.is_empty() || shape.len() > 4 || shape.contains(&0) {
             return Err(Error::BadShape(shape.to_vec()));
         }
-        let elements = shape.iter().try_fold(1u64, |a, &d| a.checked_mul(d as u64)).ok_or_else(|| Error::BadShape(shape.to_vec()))?;
-        let size = elements.checked_mul(format.size() as u64).ok_or_else(|| Error::BadShape(shape.to_vec()))?;
+        let elements = shape
+            .iter()
+            .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
+            .ok_or_else(|| Error::BadShape(shape.to_vec()))?;
+        let size = elements
+            .checked_mul(format.size() as u64)
+            .ok_or_else(|| Error::BadShape(shape.to_vec()))?;
         let shared = &ctx.shared;
         let limit = shared.features.limits.max_storage_buffer_range;
         if size > limit {
-            return Err(Error::TooLarge { size, limit_name: "maxStorageBufferRange", limit });
+            return Err(Error::TooLarge {
+                size,
+                limit_name: "maxStorageBufferRange",
+                limit,
+            });
         }
         // Buffers are padded to 4 bytes so an int8 or fp16 tensor of odd length can be bound.
         let alloc_size = size.div_ceil(4) * 4;
-        let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::UNIFORM_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC | vk::BufferUsageFlags::TRANSFER_DST;
-        let location = if shared.unified_memory { MemoryLocation::CpuToGpu } else { MemoryLocation::GpuOnly };
-        let (buffer, allocation) = create_buffer(shared, alloc_size, usage, location, "vkprism tensor")?;
+        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
+            | vk::BufferUsageFlags::UNIFORM_BUFFER
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::TRANSFER_DST;
+        let location = if shared.unified_memory {
+            MemoryLocation::CpuToGpu
+        } else {
+            MemoryLocation::GpuOnly
+        };
+        let (buffer, allocation) =
+            create_buffer(shared, alloc_size, usage, location, "vkprism tensor")?;
         // Map only in unified mode: on a discrete GPU, host-visible VRAM is slow to read back.
         let mapped = shared.unified_memory && allocation.mapped_ptr().is_some();
         Ok(Tensor {
-            inner: Arc::new(TensorInner { shared: shared.clone(), buffer, allocation: Mutex::new(Some(allocation)), shape: shape.to_vec(), format, size, mapped }),
+            inner: Arc::new(TensorInner {
+                shared: shared.clone(),
+                buffer,
+                allocation: Mutex::new(Some(allocation)),
+                shape: shape.to_vec(),
+                format,
+                size,
+                mapped,
+            }),
         })
     }
 
     /// A tensor of `format` holding `data` (converted: fp16 and bf16 round to nearest even).
-    pub fn from_f32(ctx: &Context, shape: &[usize], format: TensorFormat, data: &[f32]) -> Result<Tensor, Error> {
+    pub fn from_f32(
+        ctx: &Context,
+        shape: &[usize],
+        format: TensorFormat,
+        data: &[f32],
+    ) -> Result<Tensor, Error> {
         let t = Tensor::new(ctx, shape, format)?;
         t.upload_f32(data)?;
         Ok(t)
@@ -171,9 +246,20 @@ impl Tensor {
         self.check_len(data.len())?;
         let bytes: Vec<u8> = match self.inner.format {
             TensorFormat::F32 => bytemuck::cast_slice(data).to_vec(),
-            TensorFormat::F16 => data.iter().flat_map(|x| half::f16::from_f32(*x).to_le_bytes()).collect(),
-            TensorFormat::Bf16 => data.iter().flat_map(|x| half::bf16::from_f32(*x).to_le_bytes()).collect(),
-            other => return Err(Error::WrongFormat { have: other, want: "F32, F16 or Bf16 for f32 data" }),
+            TensorFormat::F16 => data
+                .iter()
+                .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+                .collect(),
+            TensorFormat::Bf16 => data
+                .iter()
+                .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
+                .collect(),
+            other => {
+                return Err(Error::WrongFormat {
+                    have: other,
+                    want: "F32, F16 or Bf16 for f32 data",
+                })
+            }
         };
         self.write_bytes(&bytes)
     }
@@ -182,10 +268,24 @@ impl Tensor {
     pub fn download_f32(&self) -> Result<Vec<f32>, Error> {
         let bytes = self.read_bytes()?;
         Ok(match self.inner.format {
-            TensorFormat::F32 => bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-            TensorFormat::F16 => bytes.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
-            TensorFormat::Bf16 => bytes.chunks_exact(2).map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32()).collect(),
-            other => return Err(Error::WrongFormat { have: other, want: "F32, F16 or Bf16 to read f32" }),
+            TensorFormat::F32 => bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            TensorFormat::F16 => bytes
+                .chunks_exact(2)
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+            TensorFormat::Bf16 => bytes
+                .chunks_exact(2)
+                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+            other => {
+                return Err(Error::WrongFormat {
+                    have: other,
+                    want: "F32, F16 or Bf16 to read f32",
+                })
+            }
         })
     }
 
@@ -203,7 +303,10 @@ impl Tensor {
     /// Writes 32-bit integers into an I32 or U32 tensor.
     pub fn upload_u32(&self, data: &[u32]) -> Result<(), Error> {
         if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {
-            return Err(Error::WrongFormat { have: self.inner.format, want: "I32 or U32" });
+            return Err(Error::WrongFormat {
+                have: self.inner.format,
+                want: "I32 or U32",
+            });
         }
         self.check_len(data.len())?;
         self.write_bytes(bytemuck::cast_slice(data))
@@ -211,15 +314,25 @@ impl Tensor {
 
     pub fn download_u32(&self) -> Result<Vec<u32>, Error> {
         if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {
-            return Err(Error::WrongFormat { have: self.inner.format, want: "I32 or U32" });
+            return Err(Error::WrongFormat {
+                have: self.inner.format,
+                want: "I32 or U32",
+            });
         }
-        Ok(self.read_bytes()?.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+        Ok(self
+            .read_bytes()?
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect())
     }
 
     /// Writes raw bytes (exactly `size_bytes()`).
     pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), Error> {
         if bytes.len() as u64 != self.inner.size {
-            return Err(Error::LengthMismatch { got: bytes.len(), want: self.inner.size as usize });
+            return Err(Error::LengthMismatch {
+                got: bytes.len(),
+                want: self.inner.size as usize,
+            });
         }
         let inner = &self.inner;
         if inner.mapped {
@@ -231,12 +344,26 @@ impl Tensor {
         }
         let shared = &inner.shared;
         for (i, chunk) in bytes.chunks(STAGING_CHUNK as usize).enumerate() {
-            let (staging, mut alloc) = create_buffer(shared, chunk.len() as u64, vk::BufferUsageFlags::TRANSFER_SRC, MemoryLocation::CpuToGpu, "vkprism staging")?;
+            let (staging, mut alloc) = create_buffer(
+                shared,
+                chunk.len() as u64,
+                vk::BufferUsageFlags::TRANSFER_SRC,
+                MemoryLocation::CpuToGpu,
+                "vkprism staging",
+            )?;
             if let Some(s) = alloc.mapped_slice_mut() {
                 s[..chunk.len()].copy_from_slice(chunk);
             }
-            let region = vk::BufferCopy { src_offset: 0, dst_offset: i as u64 * STAGING_CHUNK, size: chunk.len() as u64 };
-            let r = shared.one_shot(|cmd| unsafe { shared.device.cmd_copy_buffer(cmd, staging, inner.buffer, &[region]) });
+            let region = vk::BufferCopy {
+                src_offset: 0,
+                dst_offset: i as u64 * STAGING_CHUNK,
+                size: chunk.len() as u64,
+            };
+            let r = shared.one_shot(|cmd| unsafe {
+                shared
+                    .device
+                    .cmd_copy_buffer(cmd, staging, inner.buffer, &[region])
+            });
             free_buffer(shared, staging, Some(alloc));
             r?;
         }
@@ -258,9 +385,23 @@ impl Tensor {
         let mut offset = 0u64;
         while (offset as usize) < size {
             let len = STAGING_CHUNK.min(size as u64 - offset);
-            let (staging, alloc) = create_buffer(shared, len, vk::BufferUsageFlags::TRANSFER_DST, MemoryLocation::GpuToCpu, "vkprism readback")?;
-            let region = vk::BufferCopy { src_offset: offset, dst_offset: 0, size: len };
-            let r = shared.one_shot(|cmd| unsafe { shared.device.cmd_copy_buffer(cmd, inner.buffer, staging, &[region]) });
+            let (staging, alloc) = create_buffer(
+                shared,
+                len,
+                vk::BufferUsageFlags::TRANSFER_DST,
+                MemoryLocation::GpuToCpu,
+                "vkprism readback",
+            )?;
+            let region = vk::BufferCopy {
+                src_offset: offset,
+                dst_offset: 0,
+                size: len,
+            };
+            let r = shared.one_shot(|cmd| unsafe {
+                shared
+                    .device
+                    .cmd_copy_buffer(cmd, inner.buffer, staging, &[region])
+            });
             if r.is_ok() {
                 if let Some(s) = alloc.mapped_slice() {
                     out.extend_from_slice(&s[..len as usize]);
@@ -275,16 +416,21 @@ impl Tensor {
 
     fn check_len(&self, got: usize) -> Result<(), Error> {
         if got != self.len() {
-            return Err(Error::LengthMismatch { got, want: self.len() });
+            return Err(Error::LengthMismatch {
+                got,
+                want: self.len(),
+            });
         }
         Ok(())
     }
 
     fn require(&self, f: TensorFormat, name: &'static str) -> Result<(), Error> {
         if self.inner.format != f {
-            return Err(Error::WrongFormat { have: self.inner.format, want: name });
+            return Err(Error::WrongFormat {
+                have: self.inner.format,
+                want: name,
+            });
         }
         Ok(())
     }
-
 }

@@ -22,17 +22,26 @@ pub fn assert_clean(ctx: &Context) {
 /// `n` random values in ±[0.1, 4], never zero.
 pub fn random(n: usize, seed: u64) -> Vec<f32> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    (0..n).map(|_| {
-        let m: f32 = rng.gen_range(0.1..4.0);
-        if rng.gen_bool(0.5) { m } else { -m }
-    }).collect()
+    (0..n)
+        .map(|_| {
+            let m: f32 = rng.gen_range(0.1..4.0);
+            if rng.gen_bool(0.5) {
+                m
+            } else {
+                -m
+            }
+        })
+        .collect()
 }
 
 /// `x` rounded to what `format` stores (what the GPU sees after upload).
 pub fn quantize(x: &[f32], format: TensorFormat) -> Vec<f32> {
     match format {
         TensorFormat::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
-        TensorFormat::Bf16 => x.iter().map(|v| half::bf16::from_f32(*v).to_f32()).collect(),
+        TensorFormat::Bf16 => x
+            .iter()
+            .map(|v| half::bf16::from_f32(*v).to_f32())
+            .collect(),
         _ => x.to_vec(),
     }
 }
@@ -53,6 +62,9 @@ pub fn assert_close(got: &[f32], want: &[f32], tol: f32, what: &str) {
     assert_eq!(got.len(), want.len(), "{what}: length");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         let err = (g - w).abs() / w.abs().max(1.0);
-        assert!(err <= tol && g.is_finite(), "{what}: element {i}: got {g}, want {w} (rel err {err:.2e} > {tol:.0e})");
+        assert!(
+            err <= tol && g.is_finite(),
+            "{what}: element {i}: got {g}, want {w} (rel err {err:.2e} > {tol:.0e})"
+        );
     }
 }
