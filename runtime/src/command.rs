@@ -577,7 +577,11 @@ impl CommandList {
                 // submissions.
                 let mb = vk::MemoryBarrier::default()
                     .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                    .dst_access_mask(vk::AccessFlags::HOST_READ | vk::AccessFlags::MEMORY_READ);
+                    .dst_access_mask(
+                        vk::AccessFlags::HOST_READ
+                            | vk::AccessFlags::MEMORY_READ
+                            | vk::AccessFlags::MEMORY_WRITE,
+                    );
                 d.cmd_pipeline_barrier(
                     self.cmd,
                     vk::PipelineStageFlags::COMPUTE_SHADER,

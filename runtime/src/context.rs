@@ -30,6 +30,8 @@ pub enum Error {
     NoComputeQueue(String),
     #[error("validation was asked for but the layer VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)")]
     ValidationLayerMissing,
+    #[error("the validation layer reported {} message(s):\n{}", .0.len(), .0.join("\n"))]
+    Validation(Vec<String>),
     #[error("the device was lost")]
     DeviceLost,
     #[error("the GPU did not finish within {0:?}; it may be hung")]
@@ -578,6 +580,14 @@ impl Context {
             .shader_int8(b(Feature::ShaderInt8));
         let mut s8 = vk::PhysicalDevice8BitStorageFeatures::default()
             .storage_buffer8_bit_access(b(Feature::StorageBuffer8BitAccess));
+        // 1.3: subgroup size control and integer dot product, for kernels that use them.
+        let vulkan13 = queried.vulkan13 && vk::api_version_minor(api) >= 3;
+        let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
+            .subgroup_size_control(b(Feature::SubgroupSizeControl))
+            .compute_full_subgroups(b(Feature::SubgroupSizeControl))
+            .shader_integer_dot_product(b(Feature::IntegerDotProduct));
+        let mut coop = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default()
+            .cooperative_matrix(true);
         let mut dev_exts: Vec<*const i8> = Vec::new();
         let ext_present = |n: &CStr| {
             queried
@@ -607,6 +617,13 @@ impl Context {
                 dev_exts.push(ash::khr::_8bit_storage::NAME.as_ptr());
                 info = info.push_next(&mut s8);
             }
+        }
+        if vulkan13 {
+            info = info.push_next(&mut f13);
+        }
+        if b(Feature::CooperativeMatrix) {
+            dev_exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
+            info = info.push_next(&mut coop);
         }
         let info = info.enabled_extension_names(&dev_exts);
         let device = instance
@@ -676,9 +693,31 @@ impl Context {
         self.shared.unified_memory
     }
 
-    /// Validation-layer messages since the last call (empty when validation is off).
+    /// Validation-layer messages since the last call (empty when validation is off), removing
+    /// them.
     pub fn take_validation_messages(&self) -> Vec<String> {
         self.shared.take_messages()
+    }
+
+    /// Validation-layer warnings and errors recorded so far (not removed; see
+    /// [`Context::take_validation_messages`]).
+    pub fn validation_messages(&self) -> Vec<String> {
+        self.shared
+            .messages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// `Err` listing every validation message recorded since the last check (and clears them):
+    /// what tests call after GPU work.
+    pub fn check_validation(&self) -> Result<(), Error> {
+        let m = self.take_validation_messages();
+        if m.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Validation(m))
+        }
     }
 
     /// Whether the validation layer is on.

@@ -11,6 +11,8 @@ pub(crate) struct Queried {
     pub extensions: Vec<String>,
     /// Whether the device uses the 1.2 feature structs (else the 1.1 extension structs).
     pub vulkan12: bool,
+    /// Whether the device has the 1.3 feature struct (subgroup size control, integer dot product).
+    pub vulkan13: bool,
 }
 
 fn has(exts: &[String], name: &CStr) -> bool {
@@ -175,5 +177,6 @@ pub(crate) unsafe fn query(
         },
         extensions,
         vulkan12,
+        vulkan13,
     })
 }

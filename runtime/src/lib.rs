@@ -13,7 +13,7 @@
 //! public API is safe and checks everything the driver would otherwise trust. `raw_buffer` is
 //! the one escape hatch and is safe to call (using the handle is where `unsafe` starts).
 
-mod command;
+pub mod command;
 pub mod context;
 mod error;
 mod features;
@@ -28,13 +28,39 @@ pub use context::{Context, ContextOptions, DeviceReport, DeviceSelector};
 pub use error::{Error, Result};
 pub use image::Image;
 pub use kernel::{Bindings, Kernel, NoPushConstants, Resource, SpecConstants};
-pub use pipeline::{LoadedKernel, Pipeline};
+pub use pipeline::{LoadOptions, LoadedKernel, Pipeline};
 pub use select::{select_variant, Options, SelectError, Selection};
 pub use tensor::Tensor;
 pub use vkprism_core::{
     Access, BindingInfo, BindingKind, DeviceFeatures, DeviceLimits, Feature, FeatureSet, FloatMode,
     Int8Mode, KernelInfo, MemoryKind, TensorFormat, VariantInfo, VariantKey,
 };
+
+/// Recording dispatches: [`CommandList`] and its errors (the same module as [`command`]).
+pub mod dispatch {
+    pub use crate::command::{CommandList, Error};
+}
+
+/// Includes a SPIR-V file (as `include_bytes!` finds it) as `&'static [u32]`, usable in `const`
+/// items such as a hand-written [`KernelInfo`]. The bytes are aligned to 4 and reinterpreted in
+/// place; a compile-time check rejects a file that is not whole little-endian SPIR-V words.
+#[macro_export]
+macro_rules! include_spirv {
+    ($path:expr) => {{
+        #[repr(C, align(4))]
+        struct Aligned<T: ?Sized>(T);
+        const BYTES: &Aligned<[u8]> = &Aligned(*include_bytes!($path));
+        // SAFETY: the bytes are 4-aligned and live for 'static; `len / 4` words stay inside.
+        const WORDS: &[u32] = unsafe {
+            ::core::slice::from_raw_parts(BYTES.0.as_ptr() as *const u32, BYTES.0.len() / 4)
+        };
+        const _: () = assert!(
+            BYTES.0.len() % 4 == 0 && WORDS.len() >= 5 && WORDS[0] == 0x0723_0203,
+            "not a little-endian SPIR-V module"
+        );
+        WORDS
+    }};
+}
 
 pub mod command_error {
     pub use crate::command::Error;

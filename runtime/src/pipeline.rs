@@ -30,12 +30,28 @@ pub enum Error {
         size: u32,
         limit: u32,
     },
+    #[error("kernel `{kernel}` variant `{variant}`: the SPIR-V is malformed ({why})")]
+    BadSpirv {
+        kernel: &'static str,
+        variant: String,
+        why: &'static str,
+    },
     #[error("pipeline cache rejected: {0}")]
     CacheRejected(String),
     #[error("pipeline cache file: {0}")]
     CacheIo(#[from] std::io::Error),
     #[error(transparent)]
     Context(#[from] crate::context::Error),
+}
+
+/// How to load one kernel (see [`Context::load_with_options`]).
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Variant options for this kernel (clamped to the device); `None`: the context's.
+    pub options: Option<Options>,
+    /// Use exactly this variant (a [`vkprism_core::VariantKey::name`], e.g. `"fp16s"`), failing
+    /// if the device can't run it; options are then ignored. For tests and comparisons.
+    pub variant: Option<String>,
 }
 
 /// A kernel with its variant chosen and its shader module made. Pipelines come from it.
@@ -98,6 +114,18 @@ impl Context {
         self.load_selection::<K>(selection)
     }
 
+    /// Loads `K` as `options` say: a forced variant, per-kernel options, or the context's.
+    pub fn load_with_options<K: Kernel>(
+        &self,
+        options: &LoadOptions,
+    ) -> Result<Arc<LoadedKernel<K>>, Error> {
+        match (&options.variant, &options.options) {
+            (Some(name), _) => self.load_variant::<K>(name),
+            (None, Some(o)) => self.load_with::<K>(o),
+            (None, None) => self.load::<K>(),
+        }
+    }
+
     fn load_selection<K: Kernel>(
         &self,
         selection: Selection,
@@ -105,6 +133,18 @@ impl Context {
         let shared = &self.shared;
         let info = K::INFO;
         let variant = &info.variants[selection.index];
+        // The driver trusts the words it is given: check the little that makes them SPIR-V.
+        let bad = |why| Error::BadSpirv {
+            kernel: info.name,
+            variant: variant.key.name(),
+            why,
+        };
+        if variant.spirv.len() < 5 {
+            return Err(bad("shorter than the 5-word header"));
+        }
+        if variant.spirv[0] != SPIRV_MAGIC {
+            return Err(bad("no SPIR-V magic number (or words of the wrong endianness)"));
+        }
         let push_size = info.push_constants.map(|p| p.size).unwrap_or(0);
         if push_size > shared.features.limits.max_push_constants_size {
             return Err(Error::PushConstantsTooLarge {
@@ -179,8 +219,9 @@ impl Context {
     /// Loads a pipeline cache saved by [`Context::save_pipeline_cache`]. A file from another
     /// device or driver, or a damaged one, is rejected with the reason and nothing changes.
     pub fn load_pipeline_cache(&self, path: &Path) -> Result<(), Error> {
-        let data = std::fs::read(path)?;
-        self.check_cache_header(&data)?;
+        let file = std::fs::read(path)?;
+        self.check_cache_header(&file)?;
+        let data = self.check_cache_trailer(&file)?;
         let d = &self.shared.device;
         let loaded = unsafe {
             d.create_pipeline_cache(
@@ -204,10 +245,60 @@ impl Context {
                 .get_pipeline_cache_data(self.shared.pipeline_cache)
         }
         .map_err(vkerr("vkGetPipelineCacheData"))?;
+        let mut file = data.clone();
+        file.extend_from_slice(&self.cache_trailer(&data));
         let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, &data)?;
+        std::fs::write(&tmp, &file)?;
         std::fs::rename(&tmp, path)?;
         Ok(())
+    }
+
+    /// What vkprism appends to the driver's cache data: a magic, the driver version (the
+    /// Vulkan header lacks it) and the data's length and FNV-1a hash, so a truncated or damaged
+    /// file is caught here rather than handed to the driver.
+    fn cache_trailer(&self, data: &[u8]) -> [u8; TRAILER_LEN] {
+        let mut t = [0u8; TRAILER_LEN];
+        t[..8].copy_from_slice(TRAILER_MAGIC);
+        t[8..12].copy_from_slice(&1u32.to_le_bytes());
+        t[12..16].copy_from_slice(&self.shared.properties.driver_version.to_le_bytes());
+        t[16..24].copy_from_slice(&(data.len() as u64).to_le_bytes());
+        t[24..32].copy_from_slice(&fnv1a(data).to_le_bytes());
+        t
+    }
+
+    /// Checks the trailer written by [`Context::save_pipeline_cache`] and returns the driver's
+    /// data without it.
+    fn check_cache_trailer<'d>(&self, file: &'d [u8]) -> Result<&'d [u8], Error> {
+        let reject = |m: String| Err(Error::CacheRejected(m));
+        if file.len() < 32 + TRAILER_LEN {
+            return reject("truncated: no vkprism trailer after the driver's data".into());
+        }
+        let (data, t) = file.split_at(file.len() - TRAILER_LEN);
+        let word = |i: usize| u32::from_le_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
+        let dword = |i: usize| u64::from_le_bytes(t[i..i + 8].try_into().unwrap_or([0; 8]));
+        if &t[..8] != TRAILER_MAGIC || word(8) != 1 {
+            return reject(
+                "not written by save_pipeline_cache, or truncated (no vkprism trailer)".into(),
+            );
+        }
+        let driver = self.shared.properties.driver_version;
+        if word(12) != driver {
+            return reject(format!(
+                "made by driver version {:#x}, this is {driver:#x}",
+                word(12)
+            ));
+        }
+        if dword(16) != data.len() as u64 {
+            return reject(format!(
+                "corrupted: {} bytes of data where the trailer says {}",
+                data.len(),
+                dword(16)
+            ));
+        }
+        if dword(24) != fnv1a(data) {
+            return reject("corrupted: the data's checksum does not match".into());
+        }
+        Ok(data)
     }
 
     /// The header Vulkan puts at the start of cache data (`VkPipelineCacheHeaderVersionOne`).
@@ -241,7 +332,23 @@ impl Context {
     }
 }
 
+const SPIRV_MAGIC: u32 = 0x0723_0203;
+const TRAILER_MAGIC: &[u8; 8] = b"VKPRISMC";
+const TRAILER_LEN: usize = 32;
+
+/// FNV-1a, 64-bit: a checksum against damage, not against tampering.
+fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
 impl<K: Kernel> LoadedKernel<K> {
+    /// The kernel's metadata.
+    pub fn info(&self) -> &'static vkprism_core::KernelInfo {
+        K::INFO
+    }
+
     /// The variant in use.
     pub fn variant(&self) -> &'static VariantInfo {
         self.variant

@@ -1,0 +1,13 @@
+#version 450
+#extension GL_EXT_shader_16bit_storage : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+layout (local_size_x_id = 233) in;
+layout (constant_id = 0) const float c = 0.0;
+layout (push_constant) uniform P { float a; float b; uint n; } p;
+layout (binding = 0) readonly buffer X { float16_t x[]; };
+layout (binding = 1) writeonly buffer Y { float16_t y[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i >= p.n) return;
+    y[i] = x[i] * float16_t(p.a) + float16_t(p.b + c);
+}
