@@ -487,3 +487,112 @@ fn errors_convert_to_the_crate_error() {
         .into();
     assert!(e.to_string().contains("dimensions"));
 }
+
+#[test]
+fn validation_messages_are_caught() {
+    // The suite's "no validation message" checks are only worth something if a message is seen.
+    let ctx = ctx();
+    assert_clean(&ctx);
+    unsafe {
+        let (_, device) = ctx.raw();
+        // size 0 is invalid (VUID-VkBufferCreateInfo-size-00912).
+        let info = ash::vk::BufferCreateInfo::default()
+            .size(0)
+            .usage(ash::vk::BufferUsageFlags::STORAGE_BUFFER);
+        if let Ok(b) = device.create_buffer(&info, None) {
+            device.destroy_buffer(b, None);
+        }
+    }
+    let m = ctx.take_validation_messages();
+    assert!(
+        m.iter().any(|m| m.contains("00912") || m.contains("size")),
+        "expected a validation error, got {m:?}"
+    );
+}
+
+#[test]
+fn no_vulkan_device_is_an_error_not_a_crash() {
+    // The loader with no driver to load: run this test again in a child process that points
+    // the loader at a driver manifest that does not exist.
+    if std::env::var_os("VKPRISM_TEST_NO_DEVICE").is_some() {
+        let e = Context::with_options(ContextOptions {
+            validation: Some(false),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("no Vulkan device")
+                || e.to_string().contains("vkCreateInstance"),
+            "{e}"
+        );
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "no_vulkan_device_is_an_error_not_a_crash",
+            "--nocapture",
+        ])
+        .env("VKPRISM_TEST_NO_DEVICE", "1")
+        .env("VK_DRIVER_FILES", "/nonexistent/vkprism_icd.json")
+        .env("VK_ICD_FILENAMES", "/nonexistent/vkprism_icd.json")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "child: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn subgroup_size_is_chosen_at_pipeline_creation_or_refused() {
+    use vkprism::{Feature, PipelineDesc};
+    let ctx = ctx();
+    let k = ctx.load::<twice::Kernel>().unwrap();
+    let l = ctx.features().limits;
+    if ctx.features().supports(Feature::SubgroupSizeControl) {
+        let size = l.max_subgroup_size;
+        let pipe = k
+            .pipeline_with(
+                &Default::default(),
+                &PipelineDesc {
+                    local_size: Some([size * 2, 1, 1]),
+                    subgroup_size: Some(size),
+                },
+            )
+            .unwrap();
+        let t = Tensor::from_f32(&ctx, &[100], TensorFormat::F32, &random(100, 3)).unwrap();
+        ctx.run(|list| {
+            list.dispatch(
+                &pipe,
+                &twice::BufferBindings { x_blob: &t },
+                &twice::PushConstants { n: 100 },
+                [100, 1, 1],
+            )
+        })
+        .unwrap();
+        assert_close(
+            &t.download_f32().unwrap(),
+            &random(100, 3).iter().map(|v| v * 2.0).collect::<Vec<_>>(),
+            0.0,
+            "subgroup",
+        );
+    }
+    let e = k
+        .pipeline_with(
+            &Default::default(),
+            &PipelineDesc {
+                local_size: None,
+                subgroup_size: Some(3),
+            },
+        )
+        .err()
+        .unwrap();
+    assert!(
+        matches!(e, PipelineError::SubgroupSize { size: 3, .. }),
+        "{e}"
+    );
+    assert_clean(&ctx);
+}

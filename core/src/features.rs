@@ -186,6 +186,9 @@ pub struct DeviceLimits {
     pub max_image_dimension_2d: u32,
     pub max_image_dimension_3d: u32,
     pub subgroup_size: u32,
+    /// Subgroup sizes a pipeline may require (with `subgroupSizeControl`); 0 when unknown.
+    pub min_subgroup_size: u32,
+    pub max_subgroup_size: u32,
     /// Nanoseconds per timestamp tick; 0 when the queue has no timestamps.
     pub timestamp_period_ns: f32,
 }
@@ -206,6 +209,8 @@ impl Default for DeviceLimits {
             max_image_dimension_2d: 4096,
             max_image_dimension_3d: 256,
             subgroup_size: 1,
+            min_subgroup_size: 0,
+            max_subgroup_size: 0,
             timestamp_period_ns: 0.0,
         }
     }

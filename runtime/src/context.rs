@@ -570,6 +570,10 @@ impl Context {
             .shader_float16(b(Feature::ShaderFloat16))
             .shader_int8(b(Feature::ShaderInt8))
             .storage_buffer8_bit_access(b(Feature::StorageBuffer8BitAccess));
+        // Lets pipelines fix their subgroup size (PipelineDesc::subgroup_size).
+        let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
+            .subgroup_size_control(b(Feature::SubgroupSizeControl))
+            .compute_full_subgroups(b(Feature::SubgroupSizeControl));
         let mut s16 = vk::PhysicalDevice16BitStorageFeatures::default()
             .storage_buffer16_bit_access(b(Feature::StorageBuffer16BitAccess))
             .uniform_and_storage_buffer16_bit_access(b(
@@ -580,14 +584,8 @@ impl Context {
             .shader_int8(b(Feature::ShaderInt8));
         let mut s8 = vk::PhysicalDevice8BitStorageFeatures::default()
             .storage_buffer8_bit_access(b(Feature::StorageBuffer8BitAccess));
-        // 1.3: subgroup size control and integer dot product, for kernels that use them.
-        let vulkan13 = queried.vulkan13 && vk::api_version_minor(api) >= 3;
-        let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
-            .subgroup_size_control(b(Feature::SubgroupSizeControl))
-            .compute_full_subgroups(b(Feature::SubgroupSizeControl))
-            .shader_integer_dot_product(b(Feature::IntegerDotProduct));
-        let mut coop = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default()
-            .cooperative_matrix(true);
+        let mut coop =
+            vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
         let mut dev_exts: Vec<*const i8> = Vec::new();
         let ext_present = |n: &CStr| {
             queried
@@ -607,6 +605,9 @@ impl Context {
             .enabled_features(&base);
         if queried.vulkan12 {
             info = info.push_next(&mut f11).push_next(&mut f12);
+            if f.contains(Feature::SubgroupSizeControl) {
+                info = info.push_next(&mut f13);
+            }
         } else {
             info = info.push_next(&mut s16);
             if ext_present(ash::khr::shader_float16_int8::NAME) {
@@ -617,9 +618,6 @@ impl Context {
                 dev_exts.push(ash::khr::_8bit_storage::NAME.as_ptr());
                 info = info.push_next(&mut s8);
             }
-        }
-        if vulkan13 {
-            info = info.push_next(&mut f13);
         }
         if b(Feature::CooperativeMatrix) {
             dev_exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
@@ -745,6 +743,17 @@ impl Context {
             unified_memory: s.unified_memory,
             options: s.options,
         }
+    }
+
+    /// The raw ash instance and device, for what vkprism does not wrap.
+    ///
+    /// # Safety
+    /// The handles stay valid while this context (or anything made from it) lives. The caller
+    /// must follow the Vulkan specification: not destroy them, externally synchronize the queue
+    /// with vkprism (which locks it while submitting), and keep any object it creates from
+    /// outliving the context.
+    pub unsafe fn raw(&self) -> (&ash::Instance, &ash::Device) {
+        (&self.shared.instance, &self.shared.device)
     }
 
     /// Waits until the device is idle.

@@ -11,8 +11,6 @@ pub(crate) struct Queried {
     pub extensions: Vec<String>,
     /// Whether the device uses the 1.2 feature structs (else the 1.1 extension structs).
     pub vulkan12: bool,
-    /// Whether the device has the 1.3 feature struct (subgroup size control, integer dot product).
-    pub vulkan13: bool,
 }
 
 fn has(exts: &[String], name: &CStr) -> bool {
@@ -150,9 +148,13 @@ pub(crate) unsafe fn query(
 
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut p11 = vk::PhysicalDeviceMaintenance3Properties::default();
+    let mut sgc = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
     let mut p2 = vk::PhysicalDeviceProperties2::default()
         .push_next(&mut subgroup)
         .push_next(&mut p11);
+    if vulkan13 {
+        p2 = p2.push_next(&mut sgc);
+    }
     instance.get_physical_device_properties2(pd, &mut p2);
     let l = props.limits;
     let limits = DeviceLimits {
@@ -168,6 +170,8 @@ pub(crate) unsafe fn query(
         max_image_dimension_2d: l.max_image_dimension2_d,
         max_image_dimension_3d: l.max_image_dimension3_d,
         subgroup_size: subgroup.subgroup_size,
+        min_subgroup_size: sgc.min_subgroup_size,
+        max_subgroup_size: sgc.max_subgroup_size,
         timestamp_period_ns: l.timestamp_period,
     };
     Ok(Queried {
@@ -177,6 +181,5 @@ pub(crate) unsafe fn query(
         },
         extensions,
         vulkan12,
-        vulkan13,
     })
 }

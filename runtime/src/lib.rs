@@ -28,7 +28,7 @@ pub use context::{Context, ContextOptions, DeviceReport, DeviceSelector};
 pub use error::{Error, Result};
 pub use image::Image;
 pub use kernel::{Bindings, Kernel, NoPushConstants, Resource, SpecConstants};
-pub use pipeline::{LoadOptions, LoadedKernel, Pipeline};
+pub use pipeline::{LoadOptions, LoadedKernel, Pipeline, PipelineDesc};
 pub use select::{select_variant, Options, SelectError, Selection};
 pub use tensor::Tensor;
 pub use vkprism_core::{

@@ -22,6 +22,8 @@ pub enum Error {
         max: [u32; 3],
         invocations: u32,
     },
+    #[error("subgroup size {size} can't be required: {why}")]
+    SubgroupSize { size: u32, why: String },
     #[error("workgroup size {0:?} has a zero dimension")]
     WorkgroupZero([u32; 3]),
     #[error("kernel `{kernel}` declares {size} bytes of push constants; the device allows {limit} (maxPushConstantsSize)")]
@@ -62,7 +64,7 @@ pub struct LoadedKernel<K: Kernel> {
     module: vk::ShaderModule,
     pub(crate) set_layout: vk::DescriptorSetLayout,
     pub(crate) layout: vk::PipelineLayout,
-    pipelines: Mutex<HashMap<(Vec<(u32, u32)>, [u32; 3]), vk::Pipeline>>,
+    pipelines: Mutex<HashMap<(Vec<(u32, u32)>, [u32; 3], u32), vk::Pipeline>>,
     _kernel: PhantomData<fn() -> K>,
 }
 
@@ -143,7 +145,9 @@ impl Context {
             return Err(bad("shorter than the 5-word header"));
         }
         if variant.spirv[0] != SPIRV_MAGIC {
-            return Err(bad("no SPIR-V magic number (or words of the wrong endianness)"));
+            return Err(bad(
+                "no SPIR-V magic number (or words of the wrong endianness)",
+            ));
         }
         let push_size = info.push_constants.map(|p| p.size).unwrap_or(0);
         if push_size > shared.features.limits.max_push_constants_size {
@@ -365,13 +369,51 @@ impl<K: Kernel> LoadedKernel<K> {
         spec: &K::SpecConstants,
         local_size: Option<[u32; 3]>,
     ) -> Result<Pipeline<K>, Error> {
+        self.pipeline_with(
+            spec,
+            &PipelineDesc {
+                local_size,
+                subgroup_size: None,
+            },
+        )
+    }
+
+    /// A pipeline with everything device-specific chosen at creation: workgroup size and, where
+    /// the device has `subgroupSizeControl`, a required subgroup size.
+    pub fn pipeline_with(
+        self: &Arc<Self>,
+        spec: &K::SpecConstants,
+        desc: &PipelineDesc,
+    ) -> Result<Pipeline<K>, Error> {
         let info = K::INFO;
-        let local = local_size.unwrap_or([
+        let local = desc.local_size.unwrap_or([
             info.local_size[0].default,
             info.local_size[1].default,
             info.local_size[2].default,
         ]);
         let l = &self.shared.features.limits;
+        if let Some(size) = desc.subgroup_size {
+            let why = if !self
+                .shared
+                .features
+                .supports(vkprism_core::Feature::SubgroupSizeControl)
+            {
+                Some("the device lacks subgroupSizeControl".to_string())
+            } else if !size.is_power_of_two()
+                || size < l.min_subgroup_size
+                || size > l.max_subgroup_size
+            {
+                Some(format!(
+                    "the device allows powers of two from {} to {}",
+                    l.min_subgroup_size, l.max_subgroup_size
+                ))
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(Error::SubgroupSize { size, why });
+            }
+        }
         if local.contains(&0) {
             return Err(Error::WorkgroupZero(local));
         }
@@ -395,7 +437,7 @@ impl<K: Kernel> LoadedKernel<K> {
             }
         }
         entries.sort();
-        let key = (entries.clone(), local);
+        let key = (entries.clone(), local, desc.subgroup_size.unwrap_or(0));
         let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
         let pipeline = match cache.get(&key) {
             Some(p) => *p,
@@ -413,11 +455,16 @@ impl<K: Kernel> LoadedKernel<K> {
                 let spec_info = vk::SpecializationInfo::default()
                     .map_entries(&map)
                     .data(&data);
-                let stage = vk::PipelineShaderStageCreateInfo::default()
+                let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+                    .required_subgroup_size(desc.subgroup_size.unwrap_or(0));
+                let mut stage = vk::PipelineShaderStageCreateInfo::default()
                     .stage(vk::ShaderStageFlags::COMPUTE)
                     .module(self.module)
                     .name(c"main")
                     .specialization_info(&spec_info);
+                if desc.subgroup_size.is_some() {
+                    stage = stage.push_next(&mut required);
+                }
                 let ci = vk::ComputePipelineCreateInfo::default()
                     .stage(stage)
                     .layout(self.layout);
@@ -439,6 +486,15 @@ impl<K: Kernel> LoadedKernel<K> {
             local_size: local,
         })
     }
+}
+
+/// What is chosen per device when a pipeline is created.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct PipelineDesc {
+    /// Workgroup size; `None`: the kernel's default.
+    pub local_size: Option<[u32; 3]>,
+    /// Required subgroup size (needs `subgroupSizeControl`); `None`: the driver's choice.
+    pub subgroup_size: Option<u32>,
 }
 
 /// A compute pipeline of kernel `K`. Holds its kernel alive.

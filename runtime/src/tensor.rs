@@ -326,6 +326,16 @@ impl Tensor {
             .collect())
     }
 
+    /// Writes 32-bit signed integers into an I32 or U32 tensor.
+    pub fn upload_i32(&self, data: &[i32]) -> Result<(), Error> {
+        self.upload_u32(bytemuck::cast_slice(data))
+    }
+
+    /// Reads an I32 or U32 tensor as signed integers.
+    pub fn download_i32(&self) -> Result<Vec<i32>, Error> {
+        Ok(self.download_u32()?.into_iter().map(|v| v as i32).collect())
+    }
+
     /// Writes raw bytes (exactly `size_bytes()`).
     pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), Error> {
         if bytes.len() as u64 != self.inner.size {
