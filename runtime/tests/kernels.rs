@@ -1,0 +1,486 @@
+//! Kernels on the device: every variant forced and checked against the CPU, the default choice,
+//! specialization constants and workgroup sizes, command lists (replay, barriers, timestamps,
+//! ownership), the dispatch checks, and the pipeline cache on disk. Validation on throughout.
+
+mod common;
+
+use common::{assert_clean, assert_close, ctx, quantize, random, scale, tiny, tolerance, widen};
+use vkprism_runtime::command::Error as CommandError;
+use vkprism_runtime::pipeline::Error as PipelineError;
+use vkprism_runtime::{
+    select_variant, CommandList, Context, DeviceFeatures, Feature, FeatureSet, Image, LoadOptions,
+    MemoryKind, NoPushConstants, Options, Tensor, TensorFormat,
+};
+
+/// Runs `scale` in one variant on `n` random elements and checks it.
+fn check_scale_variant(ctx: &Context, name: &str, n: usize, seed: u64) {
+    let k = ctx
+        .load_with_options::<scale::Kernel>(&LoadOptions {
+            variant: Some(name.into()),
+            ..Default::default()
+        })
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+    let key = k.variant().key;
+    assert_eq!(key.name(), name);
+    let fmt = key.float.storage_format();
+    let spec = scale::SpecConstants { c: 0.25 };
+    let pipe = k.pipeline(&spec, None).unwrap();
+    let push = scale::PushConstants {
+        a: 1.5,
+        b: -0.5,
+        n: n as u32,
+    };
+    let x = random(n, seed);
+    let want: Vec<f32> = quantize(&x, fmt).iter().map(|v| v * 1.5 - 0.5 + 0.25).collect();
+    let got = if key.memory == MemoryKind::Image {
+        let xi = Image::new(ctx, 1, [n as u32, 1, 1], 1, fmt).unwrap();
+        let yi = Image::new(ctx, 1, [n as u32, 1, 1], 1, fmt).unwrap();
+        xi.upload_f32(&x).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &scale::ImageBindings { x: &xi, y: &yi },
+                &push,
+                [n as u32, 1, 1],
+            )
+        })
+        .unwrap();
+        yi.download_f32().unwrap()
+    } else {
+        let xt = Tensor::from_f32(ctx, &[n], fmt, &x).unwrap();
+        let yt = Tensor::new(ctx, &[n], fmt).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &scale::BufferBindings { x: &xt, y: &yt },
+                &push,
+                [scale::global(&key, n as u32), 1, 1],
+            )
+        })
+        .unwrap();
+        yt.download_f32().unwrap()
+    };
+    assert_close(&got, &want, tolerance(&key), name);
+}
+
+#[test]
+fn every_variant_the_device_supports_runs_and_agrees_with_the_cpu() {
+    let ctx = ctx();
+    let mut ran = Vec::new();
+    for v in scale::INFO.variants {
+        let name = v.key.name();
+        let missing = v.requires.difference(ctx.features().features);
+        if missing.is_empty() {
+            // An odd number of workgroups and a partial last one.
+            check_scale_variant(&ctx, &name, 64 * 5 + 34, ran.len() as u64);
+            ran.push(name);
+        } else {
+            // Forcing a variant the device can't run names what it lacks.
+            let e = ctx
+                .load_with_options::<scale::Kernel>(&LoadOptions {
+                    variant: Some(name.clone()),
+                    ..Default::default()
+                })
+                .err()
+                .unwrap_or_else(|| panic!("{name} loaded without {missing}"));
+            assert!(e.to_string().contains("lacks"), "{e}");
+        }
+        assert_clean(&ctx);
+    }
+    if ctx.device_name().contains("llvmpipe") {
+        assert_eq!(ran.len(), scale::INFO.variants.len(), "lavapipe runs them all: {ran:?}");
+    }
+
+    for v in widen::INFO.variants {
+        let name = v.key.name();
+        if !v.requires.difference(ctx.features().features).is_empty() {
+            continue;
+        }
+        let k = ctx
+            .load_with_options::<widen::Kernel>(&LoadOptions {
+                variant: Some(name.clone()),
+                ..Default::default()
+            })
+            .unwrap();
+        let n: usize = 1001;
+        let q: Vec<i8> = (0..n).map(|i| (i * 97 % 256) as u8 as i8).collect();
+        // int8p reads whole uints: pad the tensor to four elements.
+        let x = Tensor::new(&ctx, &[n.div_ceil(4) * 4], TensorFormat::I8).unwrap();
+        let mut padded = q.clone();
+        padded.resize(n.div_ceil(4) * 4, 0);
+        x.upload_i8(&padded).unwrap();
+        let y = Tensor::new(&ctx, &[n], TensorFormat::I32).unwrap();
+        let pipe = k.pipeline(&Default::default(), None).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &widen::BufferBindings { x: &x, y: &y },
+                &widen::PushConstants { n: n as u32 },
+                [n as u32, 1, 1],
+            )
+        })
+        .unwrap();
+        let want: Vec<i32> = q.iter().map(|v| *v as i32 * 2).collect();
+        assert_eq!(y.download_i32().unwrap(), want, "{name}");
+        assert_clean(&ctx);
+    }
+}
+
+#[test]
+fn default_choice_follows_options_and_is_explained() {
+    let ctx = ctx();
+    let all = ctx.features().features;
+    let k = ctx.load::<scale::Kernel>().unwrap();
+    let expect = if all.contains_all(FeatureSet::from_slice(&[
+        Feature::StorageBuffer16BitAccess,
+        Feature::ShaderFloat16,
+    ])) {
+        "fp16sa"
+    } else {
+        "fp16p"
+    };
+    assert_eq!(k.variant().key.name(), expect);
+    let why = k.selection().to_string();
+    assert!(why.starts_with(expect), "{why}");
+    assert!(why.contains("bf16s: options exclude bf16s"), "{why}");
+    let sel = k.selection();
+    assert_eq!(sel.eligible[0], sel.key);
+
+    let fp32 = ctx
+        .load_with_options::<scale::Kernel>(&LoadOptions {
+            options: Some(Options::fp32_only()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(fp32.variant().key.name(), "fp32");
+    let img = ctx
+        .load_with::<scale::Kernel>(&Options {
+            use_image_storage: true,
+            use_fp16_storage: false,
+            use_fp16_packed: false,
+            ..Options::default()
+        })
+        .unwrap();
+    assert_eq!(img.variant().key.name(), "fp32_image");
+    let bf = ctx
+        .load_with::<scale::Kernel>(&Options {
+            use_bf16_storage: true,
+            ..Options::default()
+        })
+        .unwrap();
+    assert_eq!(bf.variant().key.name(), "bf16s");
+    let i8 = ctx.load::<widen::Kernel>().unwrap();
+    assert_eq!(i8.variant().key.name(), "fp32_int8a");
+    assert_clean(&ctx);
+}
+
+#[test]
+fn missing_features_and_forbidding_options_are_named() {
+    // Hand-built devices: no GPU needed for the policy, but the errors must read well.
+    let none = DeviceFeatures::new(FeatureSet::EMPTY);
+    let e = select_variant(
+        &widen::INFO,
+        &Options {
+            use_int8_packed: false,
+            ..Options::default()
+        },
+        &none,
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(text.contains("kernel `widen`"), "{text}");
+    assert!(text.contains("fp32_int8p: options exclude int8p"), "{text}");
+    assert!(
+        text.contains("fp32_int8a: needs storageBuffer8BitAccess, shaderInt8; device lacks storageBuffer8BitAccess, shaderInt8"),
+        "{text}"
+    );
+    assert_eq!(e.details.len(), 3);
+
+    let ctx = ctx();
+    let e = ctx
+        .load_with_options::<scale::Kernel>(&LoadOptions {
+            variant: Some("fp64".into()),
+            ..Default::default()
+        })
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("no variant named `fp64`") && e.to_string().contains("fp16sa"),
+        "{e}"
+    );
+    assert_clean(&ctx);
+}
+
+#[test]
+fn specialization_constants_and_workgroup_sizes_make_distinct_cached_pipelines() {
+    let ctx = ctx();
+    let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let n = 1000usize;
+    let x = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &random(n, 3)).unwrap();
+    let push = scale::PushConstants {
+        a: 2.0,
+        b: 0.0,
+        n: n as u32,
+    };
+    for (c, local) in [(0.0f32, None), (1.0, Some([32, 1, 1])), (-3.0, Some([256, 1, 1])), (0.0, Some([1, 1, 1]))] {
+        let p = k.pipeline(&scale::SpecConstants { c }, local).unwrap();
+        assert_eq!(p.local_size(), local.unwrap_or([64, 1, 1]));
+        let y = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
+        ctx.run(|l| {
+            l.dispatch(&p, &scale::BufferBindings { x: &x, y: &y }, &push, [n as u32, 1, 1])
+        })
+        .unwrap();
+        let want: Vec<f32> = x.download_f32().unwrap().iter().map(|v| v * 2.0 + c).collect();
+        assert_close(&y.download_f32().unwrap(), &want, 1e-6, &format!("c={c} local={local:?}"));
+    }
+    let max = ctx.features().limits.max_compute_work_group_size;
+    assert!(matches!(
+        k.pipeline(&Default::default(), Some([max[0] + 1, 1, 1])),
+        Err(PipelineError::WorkgroupTooLarge { .. })
+    ));
+    assert!(matches!(
+        k.pipeline(&Default::default(), Some([0, 1, 1])),
+        Err(PipelineError::WorkgroupZero(_))
+    ));
+    assert_clean(&ctx);
+}
+
+#[test]
+fn dispatch_checks_bindings_sizes_and_limits() {
+    let ctx = ctx();
+    let k = ctx.load_variant::<scale::Kernel>("fp16s").unwrap();
+    let p = k.pipeline(&Default::default(), None).unwrap();
+    let push = scale::PushConstants { a: 1.0, b: 0.0, n: 64 };
+    let h = Tensor::new(&ctx, &[64], TensorFormat::F16).unwrap();
+    let f = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &random(64, 1)).unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+
+    // Precision mismatch: an fp32 tensor bound to an fp16 variant is an error, not garbage.
+    let e = list
+        .dispatch(&p, &scale::BufferBindings { x: &f, y: &h }, &push, [64, 1, 1])
+        .unwrap_err();
+    assert!(
+        matches!(&e, CommandError::FormatMismatch { expected: TensorFormat::F16, got: TensorFormat::F32, name, .. } if *name == "X"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("precision mismatch"), "{e}");
+    // Zero global size.
+    assert!(matches!(
+        list.dispatch(&p, &scale::BufferBindings { x: &h, y: &h }, &push, [0, 1, 1]),
+        Err(CommandError::ZeroSize(_))
+    ));
+    // More workgroups than the device allows: an error naming the limit, never truncation.
+    let limit = ctx.features().limits.max_compute_work_group_count;
+    let e = list
+        .dispatch(&p, &scale::BufferBindings { x: &h, y: &h }, &push, [u32::MAX, 1, 1])
+        .unwrap_err();
+    assert!(
+        matches!(e, CommandError::TooManyGroups { .. }) && e.to_string().contains("maxComputeWorkGroupCount"),
+        "{e} (limit {limit:?})"
+    );
+    // Image bindings for a buffer variant.
+    if ctx.features().supports(Feature::ImageFormatsFp16) {
+        let im = Image::new(&ctx, 1, [64, 1, 1], 1, TensorFormat::F16).unwrap();
+        assert!(matches!(
+            list.dispatch(&p, &scale::ImageBindings { x: &im, y: &im }, &push, [64, 1, 1]),
+            Err(CommandError::MemoryKindMismatch { .. })
+        ));
+    }
+    // A tensor from another context.
+    let other = common::ctx();
+    let foreign = Tensor::new(&other, &[64], TensorFormat::F16).unwrap();
+    assert!(matches!(
+        list.dispatch(&p, &scale::BufferBindings { x: &foreign, y: &h }, &push, [64, 1, 1]),
+        Err(CommandError::ForeignResource)
+    ));
+    // fp16 packed reads whole uints: an odd fp16 tensor can't be bound there.
+    let kp = ctx.load_variant::<scale::Kernel>("fp16p").unwrap();
+    let pp = kp.pipeline(&Default::default(), None).unwrap();
+    let odd = Tensor::new(&ctx, &[63], TensorFormat::F16).unwrap();
+    assert!(matches!(
+        list.dispatch(&pp, &scale::BufferBindings { x: &odd, y: &odd }, &push, [32, 1, 1]),
+        Err(CommandError::PartialElement { .. })
+    ));
+    // Nothing was recorded by the failed calls; the list still works.
+    assert!(list.is_empty());
+    let y = Tensor::new(&ctx, &[64], TensorFormat::F16).unwrap();
+    list.dispatch(&p, &scale::BufferBindings { x: &h, y: &y }, &push, [64, 1, 1])
+        .unwrap();
+    h.upload_f32(&[2.0; 64]).unwrap();
+    list.submit_and_wait().unwrap();
+    assert_eq!(y.download_f32().unwrap(), vec![2.0; 64]);
+    assert_clean(&ctx);
+    assert_clean(&other);
+}
+
+#[test]
+fn lists_replay_with_barriers_only_where_needed_and_time_each_dispatch() {
+    let ctx = ctx();
+    let k = ctx.load::<tiny::Kernel>().unwrap();
+    let p = k.pipeline(&Default::default(), None).unwrap();
+    let none = NoPushConstants::default();
+    assert_eq!(std::mem::size_of::<NoPushConstants>(), 0);
+
+    // A dependent chain: each dispatch reads what the last wrote.
+    let a = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[0.0; 64]).unwrap();
+    let mut chain = CommandList::with_timestamps(&ctx, 16).unwrap();
+    for _ in 0..10 {
+        chain
+            .dispatch(&p, &tiny::BufferBindings { x: &a }, &none, [64, 1, 1])
+            .unwrap();
+    }
+    assert_eq!(chain.barrier_count(), 9);
+    assert!(matches!(chain.timings(), Err(CommandError::NotRun)));
+    for run in 1..=5 {
+        chain.submit_and_wait().unwrap();
+        assert_eq!(a.download_f32().unwrap(), vec![10.0 * run as f32; 64], "run {run}");
+    }
+    let t = chain.timings().unwrap();
+    assert_eq!(t.len(), 10);
+    assert!(chain.total_time().unwrap() >= *t.iter().max().unwrap());
+
+    // Independent dispatches: no barrier at all.
+    let many: Vec<Tensor> = (0..10)
+        .map(|i| Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[i as f32; 64]).unwrap())
+        .collect();
+    let mut flat = CommandList::with_total_timing(&ctx).unwrap();
+    for t in &many {
+        flat.dispatch(&p, &tiny::BufferBindings { x: t }, &none, [64, 1, 1])
+            .unwrap();
+    }
+    assert_eq!(flat.barrier_count(), 0);
+    flat.submit_and_wait().unwrap();
+    flat.submit_and_wait().unwrap();
+    for (i, t) in many.iter().enumerate() {
+        assert_eq!(t.download_f32().unwrap(), vec![i as f32 + 2.0; 64]);
+    }
+    assert!(matches!(flat.timings(), Err(CommandError::NoTimestamps)));
+    assert!(flat.total_time().is_ok());
+
+    // Read after write across kernels: scale reads what tiny wrote, then tiny writes what scale
+    // read (write after read): two barriers.
+    let ks = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let ps = ks.pipeline(&Default::default(), None).unwrap();
+    let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
+    let y = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
+    let push = scale::PushConstants { a: 3.0, b: 0.0, n: 64 };
+    let mut list = CommandList::new(&ctx).unwrap();
+    list.dispatch(&p, &tiny::BufferBindings { x: &x }, &none, [64, 1, 1]).unwrap();
+    list.dispatch(&ps, &scale::BufferBindings { x: &x, y: &y }, &push, [64, 1, 1]).unwrap();
+    list.dispatch(&p, &tiny::BufferBindings { x: &x }, &none, [64, 1, 1]).unwrap();
+    assert_eq!(list.barrier_count(), 2);
+    assert_eq!(list.dispatch_names(), ["tiny", "scale", "tiny"]);
+    list.submit_and_wait().unwrap();
+    assert_eq!(y.download_f32().unwrap(), vec![6.0; 64]);
+    assert_eq!(x.download_f32().unwrap(), vec![3.0; 64]);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn lists_keep_what_they_use_alive() {
+    let ctx = ctx();
+    let mut list = CommandList::new(&ctx).unwrap();
+    let x = {
+        // The kernel, pipeline and input go out of scope; the list holds them.
+        let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+        let p = k.pipeline(&Default::default(), None).unwrap();
+        let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
+        let y = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
+        let push = scale::PushConstants { a: 2.0, b: 1.0, n: 64 };
+        list.dispatch(&p, &scale::BufferBindings { x: &x, y: &y }, &push, [64, 1, 1])
+            .unwrap();
+        y
+    };
+    drop(ctx.clone());
+    for _ in 0..3 {
+        list.submit_and_wait().unwrap();
+    }
+    assert_eq!(x.download_f32().unwrap(), vec![3.0; 64]);
+    // The list outlives the context handle too.
+    let c2 = ctx.clone();
+    drop(ctx);
+    list.submit_and_wait().unwrap();
+    drop(list);
+    assert_clean(&c2);
+}
+
+#[test]
+fn many_dispatches_span_several_descriptor_pools() {
+    let ctx = ctx();
+    let k = ctx.load::<tiny::Kernel>().unwrap();
+    let p = k.pipeline(&Default::default(), None).unwrap();
+    let a = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[0.0; 64]).unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+    for _ in 0..1000 {
+        list.dispatch(&p, &tiny::BufferBindings { x: &a }, &NoPushConstants::default(), [64, 1, 1])
+            .unwrap();
+    }
+    list.submit_and_wait().unwrap();
+    assert_eq!(a.download_f32().unwrap(), vec![1000.0; 64]);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn pipeline_cache_round_trips_and_rejects_bad_files() {
+    let ctx = ctx();
+    let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    k.pipeline(&Default::default(), None).unwrap();
+    let dir = std::env::temp_dir().join(format!("vkprism-rt-cache-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.bin");
+    ctx.save_pipeline_cache(&good).unwrap();
+    let data = std::fs::read(&good).unwrap();
+    ctx.load_pipeline_cache(&good).unwrap();
+    // A second context (same device and driver) takes it too.
+    let other = common::ctx();
+    other.load_pipeline_cache(&good).unwrap();
+
+    let bad = dir.join("bad.bin");
+    let rejects = |bytes: &[u8], why: &str| {
+        std::fs::write(&bad, bytes).unwrap();
+        match ctx.load_pipeline_cache(&bad) {
+            Err(PipelineError::CacheRejected(m)) => assert!(m.contains(why), "`{m}` lacks `{why}`"),
+            other => panic!("expected a rejection for `{why}`, got {other:?}"),
+        }
+    };
+    rejects(&data[..10], "shorter");
+    rejects(&[], "shorter");
+    let flip = |i: usize| {
+        let mut d = data.clone();
+        d[i] ^= 0x5a;
+        d
+    };
+    rejects(&flip(4), "version");
+    rejects(&flip(8), "vendor");
+    rejects(&flip(12), "device");
+    rejects(&flip(20), "pipelineCacheUUID");
+    // Damage past the header is caught by the checksum, before the driver sees it.
+    // (lavapipe's cache is the bare 32-byte header; a real driver's has a body to damage.)
+    if data.len() > 32 + 32 {
+        rejects(&flip(32), "checksum");
+    }
+    rejects(&flip(data.len() - 8), "checksum");
+    rejects(&flip(data.len() - 16), "corrupted");
+    rejects(&flip(data.len() - 32), "trailer");
+    rejects(&data[..data.len() - 1], "trailer");
+    rejects(&data[..data.len() - 20], "trailer");
+    let mut longer = data.clone();
+    longer.insert(40.min(data.len() - 32), 0);
+    rejects(&longer, "corrupted");
+    let mut wrong_driver = data.clone();
+    let at = data.len() - 32 + 12;
+    wrong_driver[at] ^= 1;
+    rejects(&wrong_driver, "driver version");
+    let mut garbage = data[..32].to_vec();
+    garbage.extend((0..4000u32).map(|i| (i * 7919 % 251) as u8));
+    rejects(&garbage, "trailer");
+    assert!(matches!(
+        ctx.load_pipeline_cache(&dir.join("missing.bin")),
+        Err(PipelineError::CacheIo(_))
+    ));
+    // Still usable after every rejection.
+    check_scale_variant(&ctx, "fp32", 100, 9);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_clean(&ctx);
+    assert_clean(&other);
+}
