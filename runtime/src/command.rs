@@ -75,6 +75,12 @@ pub enum Error {
         want: u8,
         got: u8,
     },
+    #[error("kernel `{kernel}`: the push constants given are {given} bytes, the kernel's block needs {range}")]
+    PushConstantsSize {
+        kernel: &'static str,
+        given: usize,
+        range: u32,
+    },
     #[error("dispatch of global size {0:?}: every dimension must be at least 1")]
     ZeroSize([u32; 3]),
     #[error("dispatch of global size {global:?} needs {groups:?} workgroups; the device allows at most {limit:?} (maxComputeWorkGroupCount): use a larger workgroup or split the work")]
@@ -248,6 +254,15 @@ impl CommandList {
         }
         if global.contains(&0) {
             return Err(Error::ZeroSize(global));
+        }
+        let range = crate::pipeline::push_range(info);
+        let given = std::mem::size_of_val(push);
+        if given < range as usize {
+            return Err(Error::PushConstantsSize {
+                kernel: info.name,
+                given,
+                range,
+            });
         }
         let local = pipeline.local_size;
         let groups = [0, 1, 2].map(|i| (global[i] as u64).div_ceil(local[i] as u64));
@@ -459,7 +474,8 @@ impl CommandList {
                 &[set],
                 &[],
             );
-            let bytes = bytemuck::bytes_of(push);
+            // Checked above: at least `range` bytes; any beyond it are trailing padding.
+            let bytes = &bytemuck::bytes_of(push)[..range as usize];
             if !bytes.is_empty() {
                 d.cmd_push_constants(
                     self.cmd,

@@ -149,7 +149,7 @@ impl Context {
                 "no SPIR-V magic number (or words of the wrong endianness)",
             ));
         }
-        let push_size = info.push_constants.map(|p| p.size).unwrap_or(0);
+        let push_size = push_range(info);
         if push_size > shared.features.limits.max_push_constants_size {
             return Err(Error::PushConstantsTooLarge {
                 kernel: info.name,
@@ -334,6 +334,14 @@ impl Context {
         }
         Ok(())
     }
+}
+
+/// Bytes of the kernel's push-constant range: the block's size rounded up to 4, as Vulkan
+/// requires of a range (and as the generated `PushConstants` struct is padded).
+pub(crate) fn push_range(info: &vkprism_core::KernelInfo) -> u32 {
+    info.push_constants
+        .map(|p| p.size.div_ceil(4) * 4)
+        .unwrap_or(0)
 }
 
 const SPIRV_MAGIC: u32 = 0x0723_0203;

@@ -296,3 +296,28 @@ fn images_round_trip_and_check_their_shape() {
     ));
     assert_clean(&ctx);
 }
+
+#[test]
+fn validation_messages_are_recorded_not_panicked() {
+    // The suite's "no validation message" checks only mean something if messages arrive.
+    let ctx = ctx();
+    assert_clean(&ctx);
+    unsafe {
+        let (_, device) = ctx.raw();
+        // size 0 is invalid usage (VUID-VkBufferCreateInfo-size-00912).
+        let info = ash::vk::BufferCreateInfo::default()
+            .size(0)
+            .usage(ash::vk::BufferUsageFlags::STORAGE_BUFFER);
+        if let Ok(b) = device.create_buffer(&info, None) {
+            device.destroy_buffer(b, None);
+        }
+    }
+    let seen = ctx.validation_messages();
+    assert!(!seen.is_empty(), "the layer said nothing about a zero-sized buffer");
+    let e = ctx.check_validation().unwrap_err();
+    assert!(
+        matches!(&e, ContextError::Validation(m) if m == &seen),
+        "{e}"
+    );
+    assert!(ctx.validation_messages().is_empty(), "check_validation clears them");
+}

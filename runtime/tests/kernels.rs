@@ -484,3 +484,58 @@ fn pipeline_cache_round_trips_and_rejects_bad_files() {
     assert_clean(&ctx);
     assert_clean(&other);
 }
+
+/// A kernel type that lies about its push constants (none, where the block has 12 bytes): the
+/// dispatch refuses rather than letting the shader read bytes nobody pushed.
+struct Liar;
+impl vkprism_runtime::Kernel for Liar {
+    const INFO: &'static vkprism_runtime::KernelInfo = &scale::INFO;
+    type PushConstants = NoPushConstants;
+    type SpecConstants = scale::SpecConstants;
+}
+struct LiarBindings<'a>(&'a Tensor);
+impl<'a> vkprism_runtime::Bindings<'a> for LiarBindings<'a> {
+    type Kernel = Liar;
+    const MEMORY: MemoryKind = MemoryKind::Buffer;
+    fn resources(&self) -> Vec<(u32, vkprism_runtime::Resource<'a>)> {
+        vec![
+            (0, vkprism_runtime::Resource::Buffer(self.0)),
+            (1, vkprism_runtime::Resource::Buffer(self.0)),
+        ]
+    }
+}
+
+#[test]
+fn push_constants_smaller_than_the_block_are_refused() {
+    let ctx = ctx();
+    let k = ctx.load_variant::<Liar>("fp32").unwrap();
+    let p = k.pipeline(&Default::default(), None).unwrap();
+    let t = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+    let e = list
+        .dispatch(&p, &LiarBindings(&t), &NoPushConstants::default(), [64, 1, 1])
+        .unwrap_err();
+    assert!(
+        matches!(e, CommandError::PushConstantsSize { given: 0, range: 12, .. }),
+        "{e}"
+    );
+    // A binding left out is named.
+    struct Half<'a>(&'a Tensor);
+    impl<'a> vkprism_runtime::Bindings<'a> for Half<'a> {
+        type Kernel = scale::Kernel;
+        const MEMORY: MemoryKind = MemoryKind::Buffer;
+        fn resources(&self) -> Vec<(u32, vkprism_runtime::Resource<'a>)> {
+            vec![(0, vkprism_runtime::Resource::Buffer(self.0))]
+        }
+    }
+    let ks = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let ps = ks.pipeline(&Default::default(), None).unwrap();
+    let e = list
+        .dispatch(&ps, &Half(&t), &scale::PushConstants::default(), [64, 1, 1])
+        .unwrap_err();
+    assert!(
+        matches!(e, CommandError::MissingBinding { binding: 1, .. }),
+        "{e}"
+    );
+    assert_clean(&ctx);
+}
