@@ -1,1 +1,173 @@
+//! A kernel library written with `compute_shader!`: every kernel is compiled for every variant
+//! its axes allow and tested on every one against the CPU references in [`reference`].
+//!
+//! - [`activation`]: relu, leaky relu, sigmoid, tanh, hardswish, chosen by a specialization
+//!   constant (one pipeline per activation, no branch at run time);
+//! - [`binary_op`]: element-wise add, sub, mul, div, max, min of two tensors;
+//! - [`gemm`]: C = A × B, tiled through shared memory where `NCNN_shader_local_memory` is on.
 
+vkprism::compute_shader! {
+    /// y = f(x) over vec4s; `op` (constant 0): 0 relu, 1 leaky relu (slope `alpha`), 2 sigmoid,
+    /// 3 tanh, 4 hardswish. `n` (constant 1, or the push constant) counts vec4s.
+    pub mod activation,
+    src: r#"
+#version 450
+layout (constant_id = 0) const int op = 0;
+layout (constant_id = 1) const int n = 0;
+layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
+layout (binding = 1) writeonly buffer y_blob { sfpvec4 y_data[]; };
+layout (push_constant) uniform parameter { int n; float alpha; } p;
+void main() {
+    const int i = int(gl_GlobalInvocationID.x);
+    if (i >= psc(n)) return;
+    afpvec4 v = buffer_ld4(x_data, i);
+    afpvec4 r;
+    if (op == 0) {
+        r = max(v, afpvec4(0));
+    } else if (op == 1) {
+        r = mix(v * afp(p.alpha), v, greaterThan(v, afpvec4(0)));
+    } else if (op == 2) {
+        // sigmoid in fp32: exp overflows fp16 for |x| > 11
+        r = afpvec4(1.0 / (1.0 + exp(-vec4(v))));
+    } else if (op == 3) {
+        r = afpvec4(tanh(vec4(v)));
+    } else {
+        r = v * clamp(v + afp(3), afpvec4(0), afpvec4(6)) / afp(6);
+    }
+    buffer_st4(y_data, i, r);
+}
+"#,
+}
+
+vkprism::compute_shader! {
+    /// out = a op b over vec4s; `op` (constant 0): 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min.
+    pub mod binary_op,
+    src: r#"
+#version 450
+layout (constant_id = 0) const int op = 0;
+layout (binding = 0) readonly buffer a_blob { sfpvec4 a_data[]; };
+layout (binding = 1) readonly buffer b_blob { sfpvec4 b_data[]; };
+layout (binding = 2) writeonly buffer out_blob { sfpvec4 out_data[]; };
+layout (push_constant) uniform parameter { int n; } p;
+void main() {
+    const int i = int(gl_GlobalInvocationID.x);
+    if (i >= p.n) return;
+    afpvec4 a = buffer_ld4(a_data, i);
+    afpvec4 b = buffer_ld4(b_data, i);
+    afpvec4 r;
+    if (op == 0) r = a + b;
+    else if (op == 1) r = a - b;
+    else if (op == 2) r = a * b;
+    else if (op == 3) r = a / b;
+    else if (op == 4) r = max(a, b);
+    else r = min(a, b);
+    buffer_st4(out_data, i, r);
+}
+"#,
+}
+
+vkprism::compute_shader! {
+    /// C[m][n] = sum_k A[m][k] * B[k][n], row-major scalars, accumulated in fp32. Workgroup
+    /// 16×16; with local memory, 16×16 tiles of A and B go through shared memory.
+    pub mod gemm,
+    src: r#"
+#version 450
+layout (local_size_x = 16, local_size_y = 16) in;
+layout (binding = 0) readonly buffer a_blob { sfp a[]; };
+layout (binding = 1) readonly buffer b_blob { sfp b[]; };
+layout (binding = 2) writeonly buffer c_blob { sfp c[]; };
+layout (push_constant) uniform parameter { int M; int N; int K; } p;
+#if NCNN_shader_local_memory
+shared lfp ta[16][16];
+shared lfp tb[16][16];
+#endif
+void main() {
+    const int col = int(gl_GlobalInvocationID.x);
+    const int row = int(gl_GlobalInvocationID.y);
+    const int lx = int(gl_LocalInvocationID.x);
+    const int ly = int(gl_LocalInvocationID.y);
+    float acc = 0.0;
+#if NCNN_shader_local_memory
+    for (int k0 = 0; k0 < p.K; k0 += 16) {
+        // Out-of-range threads still load (clamped) and reach the barriers.
+        int ak = min(k0 + lx, p.K - 1);
+        int bk = min(k0 + ly, p.K - 1);
+        ta[ly][lx] = sfp2lfp(a[min(row, p.M - 1) * p.K + ak]);
+        tb[ly][lx] = sfp2lfp(b[bk * p.N + min(col, p.N - 1)]);
+        barrier();
+        int kn = min(16, p.K - k0);
+        for (int k = 0; k < kn; k++) {
+            acc += float(lfp2afp(ta[ly][k])) * float(lfp2afp(tb[k][lx]));
+        }
+        barrier();
+    }
+#else
+    if (row < p.M && col < p.N) {
+        for (int k = 0; k < p.K; k++) {
+            acc += float(buffer_ld1(a, row * p.K + k)) * float(buffer_ld1(b, k * p.N + col));
+        }
+    }
+#endif
+    if (row < p.M && col < p.N) {
+        buffer_st1(c, row * p.N + col, afp(acc));
+    }
+}
+"#,
+}
+
+/// CPU references for the kernels, on `f32`.
+pub mod reference {
+    /// The activation with the same `op` numbering as the kernel.
+    pub fn activation(op: i32, alpha: f32, x: &[f32]) -> Vec<f32> {
+        x.iter()
+            .map(|&v| match op {
+                0 => v.max(0.0),
+                1 => {
+                    if v > 0.0 {
+                        v
+                    } else {
+                        v * alpha
+                    }
+                }
+                2 => 1.0 / (1.0 + (-v).exp()),
+                3 => v.tanh(),
+                _ => v * (v + 3.0).clamp(0.0, 6.0) / 6.0,
+            })
+            .collect()
+    }
+
+    /// The binary op with the same `op` numbering as the kernel.
+    pub fn binary_op(op: i32, a: &[f32], b: &[f32]) -> Vec<f32> {
+        a.iter()
+            .zip(b)
+            .map(|(&a, &b)| match op {
+                0 => a + b,
+                1 => a - b,
+                2 => a * b,
+                3 => a / b,
+                4 => a.max(b),
+                _ => a.min(b),
+            })
+            .collect()
+    }
+
+    /// Row-major C = A × B, accumulated in f64; also returns sum |A||B| per element (the scale
+    /// of the rounding error a precision can make).
+    pub fn gemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> (Vec<f32>, Vec<f32>) {
+        let mut c = vec![0f32; m * n];
+        let mut scale = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let (mut s, mut t) = (0f64, 0f64);
+                for l in 0..k {
+                    let p = a[i * k + l] as f64 * b[l * n + j] as f64;
+                    s += p;
+                    t += p.abs();
+                }
+                c[i * n + j] = s as f32;
+                scale[i * n + j] = t as f32;
+            }
+        }
+        (c, scale)
+    }
+}
