@@ -62,8 +62,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect::<Result<_, _>>()?;
     for (name, dependent) in [("dependent", true), ("independent", false)] {
         let mut list = CommandList::with_total_timing(&ctx)?;
-        for i in 0..n {
-            let t = if dependent { &one } else { &many[i] };
+        for t in &many {
+            let t = if dependent { &one } else { t };
             list.dispatch(
                 &pipe,
                 &tiny::BufferBindings { x_blob: t },

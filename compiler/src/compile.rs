@@ -65,11 +65,14 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
     out
 }
 
+/// One variant's SPIR-V, or the compiler's messages.
+pub type Compiled = Result<Vec<u32>, Vec<Diagnostic>>;
+
 /// Compiles every `(key, text)` pair, spreading them over the machine's cores.
 pub fn compile_all(
     source: &Meta,
     jobs: Vec<(VariantKey, String)>,
-) -> Vec<(VariantKey, Result<Vec<u32>, Vec<Diagnostic>>)> {
+) -> Vec<(VariantKey, Compiled)> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

@@ -70,8 +70,9 @@ pub fn build(
     let mut errors = Vec::new();
     let first_key = emit[0];
     let first = &compiled[&first_key].1;
-    let mut signatures: BTreeMap<MemoryKind, Vec<(Vec<Binding>, Vec<VariantKey>)>> =
-        BTreeMap::new();
+    // Per memory kind: each distinct descriptor signature and the variants that declare it.
+    type Groups = Vec<(Vec<Binding>, Vec<VariantKey>)>;
+    let mut signatures: BTreeMap<MemoryKind, Groups> = BTreeMap::new();
     let mut variants = Vec::new();
     for key in emit {
         let (spirv, r) = &compiled[key];

@@ -442,8 +442,8 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
     }; 3];
     for i in &module.execution_modes {
         if let Some(Operand::ExecutionMode(ExecutionMode::LocalSize)) = i.operands.get(1) {
-            for d in 0..3 {
-                local_size[d].default = i.operands.get(2 + d).map(lit).unwrap_or(1);
+            for (d, dim) in local_size.iter_mut().enumerate() {
+                dim.default = i.operands.get(2 + d).map(lit).unwrap_or(1);
             }
         }
     }

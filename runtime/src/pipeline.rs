@@ -56,6 +56,9 @@ pub struct LoadOptions {
     pub variant: Option<String>,
 }
 
+/// (specialization entries, workgroup size, required subgroup size or 0).
+type PipelineKey = (Vec<(u32, u32)>, [u32; 3], u32);
+
 /// A kernel with its variant chosen and its shader module made. Pipelines come from it.
 pub struct LoadedKernel<K: Kernel> {
     pub(crate) shared: Arc<Shared>,
@@ -64,7 +67,7 @@ pub struct LoadedKernel<K: Kernel> {
     module: vk::ShaderModule,
     pub(crate) set_layout: vk::DescriptorSetLayout,
     pub(crate) layout: vk::PipelineLayout,
-    pipelines: Mutex<HashMap<(Vec<(u32, u32)>, [u32; 3], u32), vk::Pipeline>>,
+    pipelines: Mutex<HashMap<PipelineKey, vk::Pipeline>>,
     _kernel: PhantomData<fn() -> K>,
 }
 
@@ -229,7 +232,7 @@ impl Context {
         let d = &self.shared.device;
         let loaded = unsafe {
             d.create_pipeline_cache(
-                &vk::PipelineCacheCreateInfo::default().initial_data(&data),
+                &vk::PipelineCacheCreateInfo::default().initial_data(data),
                 None,
             )
         }
