@@ -539,3 +539,63 @@ fn push_constants_smaller_than_the_block_are_refused() {
     );
     assert_clean(&ctx);
 }
+
+/// `scale` with its fp16sa variant claiming to need cooperative matrices (which lavapipe lacks):
+/// the choice falls back, and forcing it names the missing feature.
+struct NeedsCoop;
+static COOP_VARIANTS: [vkprism_runtime::VariantInfo; 2] = [
+    vkprism_runtime::VariantInfo {
+        key: scale::VARIANTS[4].key,
+        requires: scale::VARIANTS[4]
+            .requires
+            .with(Feature::CooperativeMatrix),
+        spirv: scale::VARIANTS[4].spirv,
+        bindings: scale::VARIANTS[4].bindings,
+    },
+    vkprism_runtime::VariantInfo {
+        key: scale::VARIANTS[0].key,
+        requires: scale::VARIANTS[0].requires,
+        spirv: scale::VARIANTS[0].spirv,
+        bindings: scale::VARIANTS[0].bindings,
+    },
+];
+static COOP_INFO: vkprism_runtime::KernelInfo = vkprism_runtime::KernelInfo {
+    name: "needs_coop",
+    variants: &COOP_VARIANTS,
+    push_constants: scale::INFO.push_constants,
+    spec_constants: scale::INFO.spec_constants,
+    local_size: scale::INFO.local_size,
+};
+impl vkprism_runtime::Kernel for NeedsCoop {
+    const INFO: &'static vkprism_runtime::KernelInfo = &COOP_INFO;
+    type PushConstants = scale::PushConstants;
+    type SpecConstants = scale::SpecConstants;
+}
+
+#[test]
+fn a_variant_needing_a_missing_feature_is_skipped_and_named() {
+    let ctx = ctx();
+    if ctx.features().supports(Feature::CooperativeMatrix) {
+        return; // a GPU that has them runs fp16sa: nothing to check here
+    }
+    let k = ctx.load::<NeedsCoop>().unwrap();
+    assert_eq!(k.variant().key.name(), "fp32");
+    let why = k.selection().to_string();
+    assert!(why.contains("fp16sa: needs") && why.contains("device lacks cooperativeMatrix"), "{why}");
+    let e = ctx.load_variant::<NeedsCoop>("fp16sa").err().unwrap();
+    assert!(e.to_string().contains("device lacks cooperativeMatrix"), "{e}");
+    // Without the fp32 fallback nothing fits: the error lists the variant and what it lacks.
+    static ONLY: vkprism_runtime::KernelInfo = vkprism_runtime::KernelInfo {
+        name: "coop_only",
+        variants: std::slice::from_ref(&COOP_VARIANTS[0]),
+        ..COOP_INFO
+    };
+    let e = select_variant(&ONLY, ctx.options(), ctx.features()).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("kernel `coop_only` has no variant")
+            && text.contains("fp16sa: needs storageBuffer16BitAccess, shaderFloat16, cooperativeMatrix; device lacks cooperativeMatrix"),
+        "{text}"
+    );
+    assert_clean(&ctx);
+}
