@@ -43,7 +43,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let replays = 20;
     let ctx = Context::new()?;
     let report = ctx.report();
-    println!("device: {} ({}, {})", report.name, report.driver_name, report.driver_info);
+    println!(
+        "device: {} ({}, {})",
+        report.name, report.driver_name, report.driver_info
+    );
     println!(
         "timestamp period: {} ns, validation: {}",
         ctx.features().limits.timestamp_period_ns,

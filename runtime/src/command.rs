@@ -83,7 +83,7 @@ pub enum Error {
     },
     #[error("dispatch of global size {0:?}: every dimension must be at least 1")]
     ZeroSize([u32; 3]),
-    #[error("dispatch of global size {global:?} needs {groups:?} workgroups; the device allows at most {limit:?} (maxComputeWorkGroupCount): use a larger workgroup or split the work")]
+    #[error("dispatch of global size {global:?} needs {groups:?} workgroups; the device allows at most {limit:?} (maxComputeWorkGroupCount) and the shader reads gl_NumWorkGroups, so it can't be split: use a larger workgroup or split the work")]
     TooManyGroups {
         global: [u32; 3],
         groups: [u64; 3],
@@ -267,7 +267,11 @@ impl CommandList {
         let local = pipeline.local_size;
         let groups = [0, 1, 2].map(|i| (global[i] as u64).div_ceil(local[i] as u64));
         let limit = self.shared.features.limits.max_compute_work_group_count;
-        if groups.iter().zip(limit).any(|(g, l)| *g > l as u64) {
+        // Over the limit: split into base-offset dispatches when the shader can't tell (it never
+        // reads gl_NumWorkGroups), else refuse. Never truncate. The u32 bound keeps base + count
+        // representable.
+        let split = groups.iter().zip(limit).any(|(g, l)| *g > l as u64);
+        if split && (!kernel.dispatch_base || groups.iter().any(|g| *g > u32::MAX as u64)) {
             return Err(Error::TooManyGroups {
                 global,
                 groups,
@@ -485,12 +489,33 @@ impl CommandList {
                     bytes,
                 );
             }
-            d.cmd_dispatch(
-                self.cmd,
-                groups[0] as u32,
-                groups[1] as u32,
-                groups[2] as u32,
-            );
+            if split {
+                // Checked above: every group count fits in u32 and every limit is >= 1.
+                let g = groups.map(|g| g as u32);
+                let step = limit.map(|l| l.max(1));
+                for bz in (0..g[2]).step_by(step[2] as usize) {
+                    for by in (0..g[1]).step_by(step[1] as usize) {
+                        for bx in (0..g[0]).step_by(step[0] as usize) {
+                            d.cmd_dispatch_base(
+                                self.cmd,
+                                bx,
+                                by,
+                                bz,
+                                step[0].min(g[0] - bx),
+                                step[1].min(g[1] - by),
+                                step[2].min(g[2] - bz),
+                            );
+                        }
+                    }
+                }
+            } else {
+                d.cmd_dispatch(
+                    self.cmd,
+                    groups[0] as u32,
+                    groups[1] as u32,
+                    groups[2] as u32,
+                );
+            }
             if let (Some(qp), true) = (self.query_pool, self.query_capacity > 0) {
                 d.cmd_write_timestamp(
                     self.cmd,

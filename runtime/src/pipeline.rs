@@ -67,6 +67,11 @@ pub struct LoadedKernel<K: Kernel> {
     module: vk::ShaderModule,
     pub(crate) set_layout: vk::DescriptorSetLayout,
     pub(crate) layout: vk::PipelineLayout,
+    /// The shader never reads `gl_NumWorkGroups`, so a dispatch too large for
+    /// `maxComputeWorkGroupCount` can be split with `vkCmdDispatchBase` and behave as one
+    /// (`gl_WorkGroupID` and `gl_GlobalInvocationID` include the base); its pipelines are made
+    /// with `DISPATCH_BASE`.
+    pub(crate) dispatch_base: bool,
     pipelines: Mutex<HashMap<PipelineKey, vk::Pipeline>>,
     _kernel: PhantomData<fn() -> K>,
 }
@@ -212,6 +217,7 @@ impl Context {
             }
         };
         Ok(Arc::new(LoadedKernel {
+            dispatch_base: !uses_builtin(variant.spirv, BUILTIN_NUM_WORKGROUPS),
             shared: shared.clone(),
             variant,
             selection,
@@ -348,6 +354,35 @@ pub(crate) fn push_range(info: &vkprism_core::KernelInfo) -> u32 {
 }
 
 const SPIRV_MAGIC: u32 = 0x0723_0203;
+const BUILTIN_NUM_WORKGROUPS: u32 = 24;
+
+/// Whether the module decorates anything with `BuiltIn builtin`: a walk over the instruction
+/// stream (each instruction's first word holds its length and opcode). A malformed stream
+/// answers `true`, the cautious answer.
+fn uses_builtin(spirv: &[u32], builtin: u32) -> bool {
+    const OP_DECORATE: u32 = 71;
+    const OP_MEMBER_DECORATE: u32 = 72;
+    const DECORATION_BUILTIN: u32 = 11;
+    let mut i = 5;
+    while i < spirv.len() {
+        let (count, op) = ((spirv[i] >> 16) as usize, spirv[i] & 0xffff);
+        if count == 0 || i + count > spirv.len() {
+            return true;
+        }
+        let w = &spirv[i..i + count];
+        match op {
+            OP_DECORATE if count >= 4 && w[2] == DECORATION_BUILTIN && w[3] == builtin => {
+                return true
+            }
+            OP_MEMBER_DECORATE if count >= 5 && w[3] == DECORATION_BUILTIN && w[4] == builtin => {
+                return true
+            }
+            _ => {}
+        }
+        i += count;
+    }
+    false
+}
 const TRAILER_MAGIC: &[u8; 8] = b"VKPRISMC";
 const TRAILER_LEN: usize = 32;
 
@@ -476,7 +511,13 @@ impl<K: Kernel> LoadedKernel<K> {
                 if desc.subgroup_size.is_some() {
                     stage = stage.push_next(&mut required);
                 }
+                let flags = if self.dispatch_base {
+                    vk::PipelineCreateFlags::DISPATCH_BASE
+                } else {
+                    vk::PipelineCreateFlags::empty()
+                };
                 let ci = vk::ComputePipelineCreateInfo::default()
+                    .flags(flags)
                     .stage(stage)
                     .layout(self.layout);
                 let p = unsafe {
@@ -526,6 +567,12 @@ impl<K: Kernel> Clone for Pipeline<K> {
 }
 
 impl<K: Kernel> Pipeline<K> {
+    /// Whether a dispatch over more workgroups than `maxComputeWorkGroupCount` is split into
+    /// several (the shader does not read `gl_NumWorkGroups`); otherwise it is an error.
+    pub fn splits_large_dispatches(&self) -> bool {
+        self.kernel.dispatch_base
+    }
+
     pub fn local_size(&self) -> [u32; 3] {
         self.local_size
     }

@@ -313,11 +313,17 @@ fn validation_messages_are_recorded_not_panicked() {
         }
     }
     let seen = ctx.validation_messages();
-    assert!(!seen.is_empty(), "the layer said nothing about a zero-sized buffer");
+    assert!(
+        !seen.is_empty(),
+        "the layer said nothing about a zero-sized buffer"
+    );
     let e = ctx.check_validation().unwrap_err();
     assert!(
         matches!(&e, ContextError::Validation(m) if m == &seen),
         "{e}"
     );
-    assert!(ctx.validation_messages().is_empty(), "check_validation clears them");
+    assert!(
+        ctx.validation_messages().is_empty(),
+        "check_validation clears them"
+    );
 }

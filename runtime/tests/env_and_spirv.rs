@@ -10,7 +10,10 @@ fn environment_chooses_device_and_validation() {
     std::env::remove_var("VKPRISM_DEVICE");
     std::env::set_var("VKPRISM_VALIDATION", "1");
     let ctx = Context::new().expect("a Vulkan device (lavapipe in CI) is required");
-    assert!(ctx.validation_enabled(), "VKPRISM_VALIDATION=1 turns the layer on");
+    assert!(
+        ctx.validation_enabled(),
+        "VKPRISM_VALIDATION=1 turns the layer on"
+    );
     let name = ctx.device_name();
     drop(ctx);
     // The option overrides the variable.
@@ -35,7 +38,10 @@ fn environment_chooses_device_and_validation() {
         "{e}"
     );
     std::env::set_var("VKPRISM_DEVICE", "99");
-    assert!(matches!(Context::new(), Err(ContextError::DeviceNotFound { .. })));
+    assert!(matches!(
+        Context::new(),
+        Err(ContextError::DeviceNotFound { .. })
+    ));
     // An explicit selector wins over the variable.
     let ctx = Context::with_options(ContextOptions {
         device: DeviceSelector::Index(0),
@@ -65,7 +71,9 @@ fn committed_spirv_is_fresh() {
             .arg(&spv)
             .arg(&path)
             .output()
-            .unwrap_or_else(|e| panic!("glslangValidator (Debian: glslang-tools) is required: {e}"));
+            .unwrap_or_else(|e| {
+                panic!("glslangValidator (Debian: glslang-tools) is required: {e}")
+            });
         assert!(
             status.status.success(),
             "{stem}: {}",
@@ -87,6 +95,10 @@ fn committed_spirv_is_fresh() {
         );
         checked += 1;
     }
-    assert!(checked >= 10, "only {checked} shaders found in {}", dir.display());
+    assert!(
+        checked >= 10,
+        "only {checked} shaders found in {}",
+        dir.display()
+    );
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -31,7 +31,10 @@ fn check_scale_variant(ctx: &Context, name: &str, n: usize, seed: u64) {
         n: n as u32,
     };
     let x = random(n, seed);
-    let want: Vec<f32> = quantize(&x, fmt).iter().map(|v| v * 1.5 - 0.5 + 0.25).collect();
+    let want: Vec<f32> = quantize(&x, fmt)
+        .iter()
+        .map(|v| v * 1.5 - 0.5 + 0.25)
+        .collect();
     let got = if key.memory == MemoryKind::Image {
         let xi = Image::new(ctx, 1, [n as u32, 1, 1], 1, fmt).unwrap();
         let yi = Image::new(ctx, 1, [n as u32, 1, 1], 1, fmt).unwrap();
@@ -88,7 +91,11 @@ fn every_variant_the_device_supports_runs_and_agrees_with_the_cpu() {
         assert_clean(&ctx);
     }
     if ctx.device_name().contains("llvmpipe") {
-        assert_eq!(ran.len(), scale::INFO.variants.len(), "lavapipe runs them all: {ran:?}");
+        assert_eq!(
+            ran.len(),
+            scale::INFO.variants.len(),
+            "lavapipe runs them all: {ran:?}"
+        );
     }
 
     for v in widen::INFO.variants {
@@ -222,16 +229,36 @@ fn specialization_constants_and_workgroup_sizes_make_distinct_cached_pipelines()
         b: 0.0,
         n: n as u32,
     };
-    for (c, local) in [(0.0f32, None), (1.0, Some([32, 1, 1])), (-3.0, Some([256, 1, 1])), (0.0, Some([1, 1, 1]))] {
+    for (c, local) in [
+        (0.0f32, None),
+        (1.0, Some([32, 1, 1])),
+        (-3.0, Some([256, 1, 1])),
+        (0.0, Some([1, 1, 1])),
+    ] {
         let p = k.pipeline(&scale::SpecConstants { c }, local).unwrap();
         assert_eq!(p.local_size(), local.unwrap_or([64, 1, 1]));
         let y = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
         ctx.run(|l| {
-            l.dispatch(&p, &scale::BufferBindings { x: &x, y: &y }, &push, [n as u32, 1, 1])
+            l.dispatch(
+                &p,
+                &scale::BufferBindings { x: &x, y: &y },
+                &push,
+                [n as u32, 1, 1],
+            )
         })
         .unwrap();
-        let want: Vec<f32> = x.download_f32().unwrap().iter().map(|v| v * 2.0 + c).collect();
-        assert_close(&y.download_f32().unwrap(), &want, 1e-6, &format!("c={c} local={local:?}"));
+        let want: Vec<f32> = x
+            .download_f32()
+            .unwrap()
+            .iter()
+            .map(|v| v * 2.0 + c)
+            .collect();
+        assert_close(
+            &y.download_f32().unwrap(),
+            &want,
+            1e-6,
+            &format!("c={c} local={local:?}"),
+        );
     }
     let max = ctx.features().limits.max_compute_work_group_size;
     assert!(matches!(
@@ -250,14 +277,23 @@ fn dispatch_checks_bindings_sizes_and_limits() {
     let ctx = ctx();
     let k = ctx.load_variant::<scale::Kernel>("fp16s").unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
-    let push = scale::PushConstants { a: 1.0, b: 0.0, n: 64 };
+    let push = scale::PushConstants {
+        a: 1.0,
+        b: 0.0,
+        n: 64,
+    };
     let h = Tensor::new(&ctx, &[64], TensorFormat::F16).unwrap();
     let f = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &random(64, 1)).unwrap();
     let mut list = CommandList::new(&ctx).unwrap();
 
     // Precision mismatch: an fp32 tensor bound to an fp16 variant is an error, not garbage.
     let e = list
-        .dispatch(&p, &scale::BufferBindings { x: &f, y: &h }, &push, [64, 1, 1])
+        .dispatch(
+            &p,
+            &scale::BufferBindings { x: &f, y: &h },
+            &push,
+            [64, 1, 1],
+        )
         .unwrap_err();
     assert!(
         matches!(&e, CommandError::FormatMismatch { expected: TensorFormat::F16, got: TensorFormat::F32, name, .. } if *name == "X"),
@@ -266,23 +302,44 @@ fn dispatch_checks_bindings_sizes_and_limits() {
     assert!(e.to_string().contains("precision mismatch"), "{e}");
     // Zero global size.
     assert!(matches!(
-        list.dispatch(&p, &scale::BufferBindings { x: &h, y: &h }, &push, [0, 1, 1]),
+        list.dispatch(
+            &p,
+            &scale::BufferBindings { x: &h, y: &h },
+            &push,
+            [0, 1, 1]
+        ),
         Err(CommandError::ZeroSize(_))
     ));
-    // More workgroups than the device allows: an error naming the limit, never truncation.
+    // More workgroups than the device allows, in a shader that reads gl_NumWorkGroups (so the
+    // dispatch can't be split): an error naming the limit, never truncation.
     let limit = ctx.features().limits.max_compute_work_group_count;
+    let kg = ctx.load::<common::groups::Kernel>().unwrap();
+    let pg = kg.pipeline(&Default::default(), Some([1, 1, 1])).unwrap();
+    assert!(!pg.splits_large_dispatches() && p.splits_large_dispatches());
+    let g = Tensor::new(&ctx, &[4], TensorFormat::F32).unwrap();
     let e = list
-        .dispatch(&p, &scale::BufferBindings { x: &h, y: &h }, &push, [u32::MAX, 1, 1])
+        .dispatch(
+            &pg,
+            &common::groups::BufferBindings { x: &g },
+            &NoPushConstants::default(),
+            [limit[0].saturating_add(1), 1, 1],
+        )
         .unwrap_err();
     assert!(
-        matches!(e, CommandError::TooManyGroups { .. }) && e.to_string().contains("maxComputeWorkGroupCount"),
+        matches!(e, CommandError::TooManyGroups { .. })
+            && e.to_string().contains("maxComputeWorkGroupCount"),
         "{e} (limit {limit:?})"
     );
     // Image bindings for a buffer variant.
     if ctx.features().supports(Feature::ImageFormatsFp16) {
         let im = Image::new(&ctx, 1, [64, 1, 1], 1, TensorFormat::F16).unwrap();
         assert!(matches!(
-            list.dispatch(&p, &scale::ImageBindings { x: &im, y: &im }, &push, [64, 1, 1]),
+            list.dispatch(
+                &p,
+                &scale::ImageBindings { x: &im, y: &im },
+                &push,
+                [64, 1, 1]
+            ),
             Err(CommandError::MemoryKindMismatch { .. })
         ));
     }
@@ -290,7 +347,12 @@ fn dispatch_checks_bindings_sizes_and_limits() {
     let other = common::ctx();
     let foreign = Tensor::new(&other, &[64], TensorFormat::F16).unwrap();
     assert!(matches!(
-        list.dispatch(&p, &scale::BufferBindings { x: &foreign, y: &h }, &push, [64, 1, 1]),
+        list.dispatch(
+            &p,
+            &scale::BufferBindings { x: &foreign, y: &h },
+            &push,
+            [64, 1, 1]
+        ),
         Err(CommandError::ForeignResource)
     ));
     // fp16 packed reads whole uints: an odd fp16 tensor can't be bound there.
@@ -298,14 +360,24 @@ fn dispatch_checks_bindings_sizes_and_limits() {
     let pp = kp.pipeline(&Default::default(), None).unwrap();
     let odd = Tensor::new(&ctx, &[63], TensorFormat::F16).unwrap();
     assert!(matches!(
-        list.dispatch(&pp, &scale::BufferBindings { x: &odd, y: &odd }, &push, [32, 1, 1]),
+        list.dispatch(
+            &pp,
+            &scale::BufferBindings { x: &odd, y: &odd },
+            &push,
+            [32, 1, 1]
+        ),
         Err(CommandError::PartialElement { .. })
     ));
     // Nothing was recorded by the failed calls; the list still works.
     assert!(list.is_empty());
     let y = Tensor::new(&ctx, &[64], TensorFormat::F16).unwrap();
-    list.dispatch(&p, &scale::BufferBindings { x: &h, y: &y }, &push, [64, 1, 1])
-        .unwrap();
+    list.dispatch(
+        &p,
+        &scale::BufferBindings { x: &h, y: &y },
+        &push,
+        [64, 1, 1],
+    )
+    .unwrap();
     h.upload_f32(&[2.0; 64]).unwrap();
     list.submit_and_wait().unwrap();
     assert_eq!(y.download_f32().unwrap(), vec![2.0; 64]);
@@ -333,7 +405,11 @@ fn lists_replay_with_barriers_only_where_needed_and_time_each_dispatch() {
     assert!(matches!(chain.timings(), Err(CommandError::NotRun)));
     for run in 1..=5 {
         chain.submit_and_wait().unwrap();
-        assert_eq!(a.download_f32().unwrap(), vec![10.0 * run as f32; 64], "run {run}");
+        assert_eq!(
+            a.download_f32().unwrap(),
+            vec![10.0 * run as f32; 64],
+            "run {run}"
+        );
     }
     let t = chain.timings().unwrap();
     assert_eq!(t.len(), 10);
@@ -363,11 +439,23 @@ fn lists_replay_with_barriers_only_where_needed_and_time_each_dispatch() {
     let ps = ks.pipeline(&Default::default(), None).unwrap();
     let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
     let y = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
-    let push = scale::PushConstants { a: 3.0, b: 0.0, n: 64 };
+    let push = scale::PushConstants {
+        a: 3.0,
+        b: 0.0,
+        n: 64,
+    };
     let mut list = CommandList::new(&ctx).unwrap();
-    list.dispatch(&p, &tiny::BufferBindings { x: &x }, &none, [64, 1, 1]).unwrap();
-    list.dispatch(&ps, &scale::BufferBindings { x: &x, y: &y }, &push, [64, 1, 1]).unwrap();
-    list.dispatch(&p, &tiny::BufferBindings { x: &x }, &none, [64, 1, 1]).unwrap();
+    list.dispatch(&p, &tiny::BufferBindings { x: &x }, &none, [64, 1, 1])
+        .unwrap();
+    list.dispatch(
+        &ps,
+        &scale::BufferBindings { x: &x, y: &y },
+        &push,
+        [64, 1, 1],
+    )
+    .unwrap();
+    list.dispatch(&p, &tiny::BufferBindings { x: &x }, &none, [64, 1, 1])
+        .unwrap();
     assert_eq!(list.barrier_count(), 2);
     assert_eq!(list.dispatch_names(), ["tiny", "scale", "tiny"]);
     list.submit_and_wait().unwrap();
@@ -386,9 +474,18 @@ fn lists_keep_what_they_use_alive() {
         let p = k.pipeline(&Default::default(), None).unwrap();
         let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
         let y = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
-        let push = scale::PushConstants { a: 2.0, b: 1.0, n: 64 };
-        list.dispatch(&p, &scale::BufferBindings { x: &x, y: &y }, &push, [64, 1, 1])
-            .unwrap();
+        let push = scale::PushConstants {
+            a: 2.0,
+            b: 1.0,
+            n: 64,
+        };
+        list.dispatch(
+            &p,
+            &scale::BufferBindings { x: &x, y: &y },
+            &push,
+            [64, 1, 1],
+        )
+        .unwrap();
         y
     };
     drop(ctx.clone());
@@ -412,8 +509,13 @@ fn many_dispatches_span_several_descriptor_pools() {
     let a = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[0.0; 64]).unwrap();
     let mut list = CommandList::new(&ctx).unwrap();
     for _ in 0..1000 {
-        list.dispatch(&p, &tiny::BufferBindings { x: &a }, &NoPushConstants::default(), [64, 1, 1])
-            .unwrap();
+        list.dispatch(
+            &p,
+            &tiny::BufferBindings { x: &a },
+            &NoPushConstants::default(),
+            [64, 1, 1],
+        )
+        .unwrap();
     }
     list.submit_and_wait().unwrap();
     assert_eq!(a.download_f32().unwrap(), vec![1000.0; 64]);
@@ -513,10 +615,22 @@ fn push_constants_smaller_than_the_block_are_refused() {
     let t = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
     let mut list = CommandList::new(&ctx).unwrap();
     let e = list
-        .dispatch(&p, &LiarBindings(&t), &NoPushConstants::default(), [64, 1, 1])
+        .dispatch(
+            &p,
+            &LiarBindings(&t),
+            &NoPushConstants::default(),
+            [64, 1, 1],
+        )
         .unwrap_err();
     assert!(
-        matches!(e, CommandError::PushConstantsSize { given: 0, range: 12, .. }),
+        matches!(
+            e,
+            CommandError::PushConstantsSize {
+                given: 0,
+                range: 12,
+                ..
+            }
+        ),
         "{e}"
     );
     // A binding left out is named.
@@ -546,9 +660,7 @@ struct NeedsCoop;
 static COOP_VARIANTS: [vkprism_runtime::VariantInfo; 2] = [
     vkprism_runtime::VariantInfo {
         key: scale::VARIANTS[4].key,
-        requires: scale::VARIANTS[4]
-            .requires
-            .with(Feature::CooperativeMatrix),
+        requires: scale::VARIANTS[4].requires.with(Feature::CooperativeMatrix),
         spirv: scale::VARIANTS[4].spirv,
         bindings: scale::VARIANTS[4].bindings,
     },
@@ -581,9 +693,15 @@ fn a_variant_needing_a_missing_feature_is_skipped_and_named() {
     let k = ctx.load::<NeedsCoop>().unwrap();
     assert_eq!(k.variant().key.name(), "fp32");
     let why = k.selection().to_string();
-    assert!(why.contains("fp16sa: needs") && why.contains("device lacks cooperativeMatrix"), "{why}");
+    assert!(
+        why.contains("fp16sa: needs") && why.contains("device lacks cooperativeMatrix"),
+        "{why}"
+    );
     let e = ctx.load_variant::<NeedsCoop>("fp16sa").err().unwrap();
-    assert!(e.to_string().contains("device lacks cooperativeMatrix"), "{e}");
+    assert!(
+        e.to_string().contains("device lacks cooperativeMatrix"),
+        "{e}"
+    );
     // Without the fp32 fallback nothing fits: the error lists the variant and what it lacks.
     static ONLY: vkprism_runtime::KernelInfo = vkprism_runtime::KernelInfo {
         name: "coop_only",
@@ -597,5 +715,43 @@ fn a_variant_needing_a_missing_feature_is_skipped_and_named() {
             && text.contains("fp16sa: needs storageBuffer16BitAccess, shaderFloat16, cooperativeMatrix; device lacks cooperativeMatrix"),
         "{text}"
     );
+    assert_clean(&ctx);
+}
+
+#[test]
+fn dispatches_over_the_group_count_limit_are_split_and_exact() {
+    let ctx = ctx();
+    let limit = ctx.features().limits.max_compute_work_group_count[0];
+    // One invocation per workgroup, so a modest tensor needs more groups than the limit.
+    let n = if limit < 1 << 22 {
+        limit as usize + 1000
+    } else {
+        4096
+    };
+    let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let p = k.pipeline(&Default::default(), Some([1, 1, 1])).unwrap();
+    let x = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &random(n, 5)).unwrap();
+    let y = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &vec![f32::NAN; n]).unwrap();
+    let push = scale::PushConstants {
+        a: -2.0,
+        b: 1.0,
+        n: n as u32,
+    };
+    ctx.run(|l| {
+        l.dispatch(
+            &p,
+            &scale::BufferBindings { x: &x, y: &y },
+            &push,
+            [n as u32, 1, 1],
+        )
+    })
+    .unwrap();
+    let want: Vec<f32> = x
+        .download_f32()
+        .unwrap()
+        .iter()
+        .map(|v| v * -2.0 + 1.0)
+        .collect();
+    assert_close(&y.download_f32().unwrap(), &want, 0.0, "split dispatch");
     assert_clean(&ctx);
 }

@@ -506,3 +506,40 @@ pub mod tiny {
         type SpecConstants = SpecConstants;
     }
 }
+
+/// `x[i] = gl_NumWorkGroups.x`: a kernel whose too-large dispatches can't be split.
+pub mod groups {
+    use vkprism_runtime::__private::*;
+
+    pub struct Kernel;
+
+    pub struct BufferBindings<'a> {
+        pub x: &'a Tensor,
+    }
+    impl<'a> Bindings<'a> for BufferBindings<'a> {
+        type Kernel = Kernel;
+        const MEMORY: MemoryKind = MemoryKind::Buffer;
+        fn resources(&self) -> Vec<(u32, Resource<'a>)> {
+            vec![(0, Resource::Buffer(self.x))]
+        }
+    }
+
+    pub static VARIANTS: [VariantInfo; 1] = [VariantInfo {
+        key: VariantKey::new(FloatMode::Fp32),
+        requires: FeatureSet::EMPTY,
+        spirv: vkprism_runtime::include_spirv!("../shaders/groups.spv"),
+        bindings: super::tiny::VARIANTS[0].bindings,
+    }];
+
+    pub static INFO: KernelInfo = KernelInfo {
+        name: "groups",
+        variants: &VARIANTS,
+        ..super::tiny::INFO
+    };
+
+    impl vkprism_runtime::__private::Kernel for Kernel {
+        const INFO: &'static KernelInfo = &INFO;
+        type PushConstants = NoPushConstants;
+        type SpecConstants = super::tiny::SpecConstants;
+    }
+}

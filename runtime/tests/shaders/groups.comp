@@ -1,0 +1,8 @@
+#version 450
+// Reads gl_NumWorkGroups: a dispatch of it can't be split into several.
+layout (local_size_x_id = 233) in;
+layout (binding = 0) buffer X { float x[]; };
+void main() {
+    uint i = gl_GlobalInvocationID.x;
+    if (i < uint(x.length())) x[i] = float(gl_NumWorkGroups.x);
+}
