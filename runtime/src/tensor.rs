@@ -242,6 +242,10 @@ impl Tensor {
     }
 
     /// Converts and writes `data` (one `f32` per element) into an F32, F16 or BF16 tensor.
+    ///
+    /// F16 and BF16 round to nearest, ties to even (`half::f16::from_f32` /
+    /// `half::bf16::from_f32`); NaN stays NaN and overflow becomes infinity. ncnn truncates to
+    /// bf16; we round, so a value can differ from ncnn's by one bf16 ulp (and is closer).
     pub fn upload_f32(&self, data: &[f32]) -> Result<(), Error> {
         self.check_len(data.len())?;
         let bytes: Vec<u8> = match self.inner.format {
