@@ -16,7 +16,6 @@
 //! `VKPRISM_DEVICE` picks the device; `BENCH_N` changes the 1000.
 
 #[path = "../tests/common/mod.rs"]
-#[allow(dead_code)]
 mod common;
 
 use common::tiny;
