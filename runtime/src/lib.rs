@@ -5,13 +5,21 @@
 //!   a report for people.
 //! - [`select`]: [`Options`] and the load-time variant choice.
 //! - [`Tensor`] / [`Image`]: GPU memory with a format, converted on upload and download.
-//! - [`LoadedKernel`] / [`Pipeline`]: a kernel's chosen variant and its pipelines.
-//! - [`CommandList`]: record once, replay with one submit, timestamps per dispatch.
+//! - [`LoadedKernel`] / [`Pipeline`]: a kernel's chosen variant ([`Context::load`],
+//!   [`Context::load_with_options`] with a [`LoadOptions`]) and its pipelines, cached per
+//!   specialization values and workgroup size; the `VkPipelineCache` saved to disk with a
+//!   checked header and trailer.
+//! - [`CommandList`]: record once, replay with one submit, barriers only between dependent
+//!   dispatches, timestamps per dispatch; a dispatch over `maxComputeWorkGroupCount` is split
+//!   with `vkCmdDispatchBase` when the shader can't tell (it never reads `gl_NumWorkGroups`).
+//! - [`include_spirv!`]: SPIR-V files as `&'static [u32]` for hand-written [`KernelInfo`]s (the
+//!   runtime's own tests and benchmark use it; `compute_shader!` embeds its words itself).
 //!
 //! Layers: the modules call ash directly inside small `unsafe` blocks whose invariants are local
 //! (handles owned by `Arc`ed objects, destroyed after `vkDeviceWaitIdle` or a fence wait); the
-//! public API is safe and checks everything the driver would otherwise trust. `raw_buffer` is
-//! the one escape hatch and is safe to call (using the handle is where `unsafe` starts).
+//! public API is safe and checks everything the driver would otherwise trust. The escape hatches:
+//! `Tensor::raw_buffer` (safe to call; using the handle is where `unsafe` starts) and the
+//! `unsafe fn Context::raw` (the ash instance and device).
 
 pub mod command;
 pub mod context;

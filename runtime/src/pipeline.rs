@@ -580,3 +580,36 @@ impl<K: Kernel> Pipeline<K> {
         &self.kernel
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_scan_finds_decorations_and_distrusts_malformed_streams() {
+        let header = [SPIRV_MAGIC, 0x0001_0300, 0, 100, 0];
+        let decorate = |target: u32, builtin: u32| [(4 << 16) | 71, target, 11, builtin];
+        let mut words = header.to_vec();
+        words.extend(decorate(7, 28)); // GlobalInvocationId
+        assert!(!uses_builtin(&words, BUILTIN_NUM_WORKGROUPS));
+        words.extend([(5 << 16) | 72, 9, 0, 11, BUILTIN_NUM_WORKGROUPS]); // on a block member
+        assert!(uses_builtin(&words, BUILTIN_NUM_WORKGROUPS));
+        let mut words = header.to_vec();
+        words.extend(decorate(7, BUILTIN_NUM_WORKGROUPS));
+        assert!(uses_builtin(&words, BUILTIN_NUM_WORKGROUPS));
+        // A zero-length or overrunning instruction: cautious answer.
+        let mut bad = header.to_vec();
+        bad.push(0);
+        assert!(uses_builtin(&bad, BUILTIN_NUM_WORKGROUPS));
+        let mut bad = header.to_vec();
+        bad.push(9 << 16);
+        assert!(uses_builtin(&bad, BUILTIN_NUM_WORKGROUPS));
+        assert!(!uses_builtin(&header, BUILTIN_NUM_WORKGROUPS));
+    }
+
+    #[test]
+    fn checksum_is_fnv1a() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

@@ -755,3 +755,41 @@ fn dispatches_over_the_group_count_limit_are_split_and_exact() {
     assert_close(&y.download_f32().unwrap(), &want, 0.0, "split dispatch");
     assert_clean(&ctx);
 }
+
+#[test]
+fn contexts_tensors_and_lists_work_from_several_threads() {
+    let ctx = ctx();
+    let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let p = k.pipeline(&Default::default(), None).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u64 {
+            let (ctx, p) = (&ctx, &p);
+            s.spawn(move || {
+                let n = 500 + t as usize * 37;
+                let x = Tensor::from_f32(ctx, &[n], TensorFormat::F32, &random(n, t)).unwrap();
+                let y = Tensor::new(ctx, &[n], TensorFormat::F32).unwrap();
+                let push = scale::PushConstants {
+                    a: t as f32,
+                    b: 1.0,
+                    n: n as u32,
+                };
+                let mut list = CommandList::new(ctx).unwrap();
+                list.dispatch(
+                    p,
+                    &scale::BufferBindings { x: &x, y: &y },
+                    &push,
+                    [n as u32, 1, 1],
+                )
+                .unwrap();
+                for round in 0..20 {
+                    let v = random(n, t * 100 + round);
+                    x.upload_f32(&v).unwrap();
+                    list.submit_and_wait().unwrap();
+                    let want: Vec<f32> = v.iter().map(|v| v * t as f32 + 1.0).collect();
+                    assert_close(&y.download_f32().unwrap(), &want, 1e-6, "threaded");
+                }
+            });
+        }
+    });
+    assert_clean(&ctx);
+}
