@@ -313,3 +313,46 @@ fn int8_every_variant_matches_cpu() {
     assert_eq!(ran, 42);
     assert_clean(&ctx);
 }
+
+vkprism::compute_shader! {
+    /// Grid-stride loop: four vec4 per invocation, stride read from gl_WorkGroupSize.
+    pub mod grid_stride,
+    src: r#"
+#version 450
+layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
+layout (binding = 1) writeonly buffer y_blob { sfpvec4 y_data[]; };
+layout (push_constant) uniform parameter { int n; } p;
+void main() {
+    const int stride = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+    for (int k = 0; k < 4; k++) {
+        const int i = int(gl_GlobalInvocationID.x) + k * stride;
+        if (i >= p.n) return;
+        buffer_st4(y_data, i, buffer_ld4(x_data, i) * afp(2) + afp(1));
+    }
+}
+"#,
+}
+
+#[test]
+fn gl_workgroup_size_is_the_specialized_size() {
+    // Regression: the workgroup-size ids used to be declared after the kernel's text, and
+    // glslang folded gl_WorkGroupSize in main() to the unspecialized default (1).
+    let ctx = ctx();
+    let n = 4 * 4096;
+    let x = random(n, 12);
+    for name in grid_stride::VARIANT_NAMES {
+        let k = ctx.load_variant::<grid_stride::Kernel>(name).unwrap();
+        let key = k.variant().key;
+        let fmt = k.variant().bindings[0].format;
+        for local in [32u32, 64, 256] {
+            let xt = Tensor::from_f32(&ctx, &[n], fmt, &x).unwrap();
+            let yt = Tensor::from_f32(&ctx, &[n], fmt, &vec![f32::NAN; n]).unwrap();
+            let pipe = k.pipeline(&Default::default(), Some([local, 1, 1])).unwrap();
+            let threads = ((n / 4) as u32).div_ceil(4).div_ceil(local) * local;
+            ctx.run(|l| l.dispatch(&pipe, &grid_stride::BufferBindings { x_blob: &xt, y_blob: &yt }, &grid_stride::PushConstants { n: (n / 4) as i32 }, [threads, 1, 1])).unwrap();
+            let want: Vec<f32> = quantize(&x, fmt).iter().map(|v| v * 2.0 + 1.0).collect();
+            assert_close(&yt.download_f32().unwrap(), &want, tolerance(&key), &format!("{name} workgroup {local}"));
+        }
+    }
+    assert_clean(&ctx);
+}

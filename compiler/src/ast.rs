@@ -7,6 +7,7 @@
 //!     src: r#"#version 450 ..."#,    // inline extended GLSL, or
 //!     path: "kernels/add_one.comp",   // a file relative to CARGO_MANIFEST_DIR
 //!     variants: [fp32, fp16sa],       // optional: narrow the variant list
+//!     optimize: true,                 // optional: ship spirv-opt's performance output
 //!     crate: ::vkprism,               // optional: path of the vkprism facade
 //! }
 //! ```
@@ -31,6 +32,7 @@ pub struct Entry {
 
 pub enum Value {
     Str(LitStr),
+    Bool(syn::LitBool),
     List(Vec<Ident>, Span),
     Path(Path),
 }
@@ -61,6 +63,8 @@ impl Parse for Input {
             input.parse::<Token![:]>()?;
             let value = if input.peek(LitStr) {
                 Value::Str(input.parse()?)
+            } else if input.peek(syn::LitBool) {
+                Value::Bool(input.parse()?)
             } else if input.peek(syn::token::Bracket) {
                 let content;
                 let bracket = syn::bracketed!(content in input);
@@ -104,15 +108,19 @@ pub struct KernelSpec {
     pub source: Option<SourceSpec>,
     pub variants: Option<Vec<Ident>>,
     pub krate: Path,
+    /// Ship SPIR-V through spirv-opt's performance passes (reflection still reads the
+    /// unoptimized module, which keeps its names).
+    pub optimize: bool,
 }
 
-const KEYS: &[&str] = &["src", "path", "variants", "crate"];
+const KEYS: &[&str] = &["src", "path", "variants", "optimize", "crate"];
 
 impl KernelSpec {
     pub fn from_input(cx: &Ctxt, input: Input) -> KernelSpec {
         let mut source: Option<SourceSpec> = None;
         let mut variants = None;
         let mut krate: Option<Path> = None;
+        let mut optimize = false;
         let mut seen: Vec<String> = Vec::new();
         for Entry { key, value } in input.entries {
             let k = key.to_string();
@@ -134,6 +142,8 @@ impl KernelSpec {
                     variants = Some(list)
                 }
                 ("crate", Value::Path(p)) => krate = Some(p),
+                ("optimize", Value::Bool(b)) => optimize = b.value,
+                ("optimize", _) => cx.error(key.span(), "`optimize` takes `true` or `false`"),
                 ("src" | "path", _) => {
                     cx.error(key.span(), format!("`{k}` takes a string literal"))
                 }
@@ -160,6 +170,7 @@ impl KernelSpec {
             source,
             variants,
             krate: krate.unwrap_or_else(|| syn::parse_quote!(::vkprism)),
+            optimize,
         }
     }
 }

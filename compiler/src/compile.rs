@@ -22,7 +22,8 @@ pub struct Diagnostic {
 
 /// The full GLSL text of one variant.
 pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)]) -> String {
-    let pre = preamble(key);
+    let mut pre = preamble(key);
+    pre.push_str(&local_size_layout(idents));
     let text = &source.text;
     let mut out = String::with_capacity(text.len() + pre.len() + 256);
     let version_line = text
@@ -49,29 +50,40 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
             out.push('\n');
         }
     }
-    // Keep the workgroup size specializable: give it constant ids unless the kernel did.
-    if !idents
-        .iter()
-        .any(|(id, _)| id.starts_with("local_size_") && id.ends_with("_id"))
-    {
-        let has_x = idents.iter().any(|(id, _)| id == "local_size_x");
-        let [x, y, z] = LOCAL_SIZE_IDS;
-        if has_x {
-            out.push_str(&format!("layout (local_size_x_id = {x}, local_size_y_id = {y}, local_size_z_id = {z}) in;\n"));
-        } else {
-            out.push_str(&format!("layout (local_size_x = {DEFAULT_LOCAL_SIZE_X}, local_size_x_id = {x}, local_size_y_id = {y}, local_size_z_id = {z}) in;\n"));
-        }
-    }
     out
+}
+
+/// Keeps the workgroup size specializable: constant ids for it unless the kernel names its own.
+/// This goes before the kernel's text, so `gl_WorkGroupSize` in the kernel is the specialized
+/// value (declared after a use, glslang would fold the use to the unspecialized size); the
+/// kernel's own `local_size_x = …` later still sets the defaults.
+fn local_size_layout(idents: &[(String, u32)]) -> String {
+    if idents.iter().any(|(id, _)| id.starts_with("local_size_") && id.ends_with("_id")) {
+        return String::new();
+    }
+    let [x, y, z] = LOCAL_SIZE_IDS;
+    let default_x = if idents.iter().any(|(id, _)| id == "local_size_x") {
+        String::new()
+    } else {
+        format!("local_size_x = {DEFAULT_LOCAL_SIZE_X}, ")
+    };
+    format!("layout ({default_x}local_size_x_id = {x}, local_size_y_id = {y}, local_size_z_id = {z}) in;\n")
 }
 
 /// One variant's SPIR-V, or the compiler's messages.
 pub type Compiled = Result<Vec<u32>, Vec<Diagnostic>>;
 
 /// Compiles every `(key, text)` pair, spreading them over the machine's cores.
-pub fn compile_all(
+pub fn compile_all(source: &Meta, jobs: Vec<(VariantKey, String)>) -> Vec<(VariantKey, Compiled)> {
+    compile_all_at(source, jobs, false)
+}
+
+/// Like [`compile_all`]; `optimize` runs spirv-opt's performance passes (which strip names, so
+/// such output is shipped, never reflected).
+pub fn compile_all_at(
     source: &Meta,
     jobs: Vec<(VariantKey, String)>,
+    optimize: bool,
 ) -> Vec<(VariantKey, Compiled)> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -94,7 +106,7 @@ pub fn compile_all(
                         .into_iter()
                         .map(|(key, text)| {
                             let r = match &compiler {
-                                Ok(c) => compile_one(c, source, &text),
+                                Ok(c) => compile_one(c, source, &text, optimize),
                                 Err(e) => Err(vec![Diagnostic {
                                     location: String::new(),
                                     message: format!("cannot start shaderc: {e}"),
@@ -119,6 +131,7 @@ fn compile_one(
     compiler: &shaderc::Compiler,
     source: &Meta,
     text: &str,
+    optimize: bool,
 ) -> Result<Vec<u32>, Vec<Diagnostic>> {
     let Some(mut options) = shaderc::CompileOptions::new().ok() else {
         return Err(vec![Diagnostic {
@@ -131,9 +144,13 @@ fn compile_one(
         shaderc::EnvVersion::Vulkan1_1 as u32,
     );
     options.set_source_language(shaderc::SourceLanguage::GLSL);
-    // No spirv-opt pass: it strips the names reflection reads, and every driver optimizes at
-    // pipeline creation anyway (ncnn ships glslang's output unoptimized too).
-    options.set_optimization_level(shaderc::OptimizationLevel::Zero);
+    // By default no spirv-opt pass: it strips the names reflection reads, and drivers optimize
+    // at pipeline creation anyway (ncnn ships glslang's output unoptimized too).
+    options.set_optimization_level(if optimize {
+        shaderc::OptimizationLevel::Performance
+    } else {
+        shaderc::OptimizationLevel::Zero
+    });
     let main_dir = source.dir.clone();
     options.set_include_callback(move |name, _ty, from, _depth| {
         let base = if from == crate::source::INLINE_NAME {

@@ -43,7 +43,13 @@ pub fn expand(input: TokenStream) -> TokenStream {
                 .variants
                 .as_ref()
                 .map(|v| v.iter().map(|i| (i.to_string(), i.span())).collect());
-            compile_kernel(&cx, &source, requested).map(|m| (m, source))
+            let model = compile_kernel(&cx, &source, requested)?;
+            let model = if spec.optimize {
+                optimize(&cx, &source, model)?
+            } else {
+                model
+            };
+            Some((model, source))
         });
     if let (Some((model, source)), false) = (&built, cx.has_errors()) {
         match codegen::kernel(&spec, model, &source.files) {
@@ -168,6 +174,35 @@ pub fn compile_kernel(
             None
         }
     }
+}
+
+/// Replaces each variant's SPIR-V by spirv-opt's performance output (compiled from the same
+/// text; the reflection already made from the unoptimized module stays).
+pub fn optimize(
+    cx: &Ctxt,
+    source: &source::Source,
+    mut model: model::KernelModel,
+) -> Option<model::KernelModel> {
+    let idents = scan::identifiers(&source.all_text);
+    let jobs = model
+        .variants
+        .iter()
+        .map(|v| (v.key, compile::variant_text(source, &v.key, &idents)))
+        .collect();
+    for (key, result) in compile::compile_all_at(&source.meta, jobs, true) {
+        match result {
+            Ok(words) => {
+                if let Some(v) = model.variants.iter_mut().find(|v| v.key == key) {
+                    v.spirv = words;
+                }
+            }
+            Err(d) => cx.error(
+                source.span,
+                format!("variant `{key}`: optimizing failed: {:?}", d),
+            ),
+        }
+    }
+    (!cx.has_errors()).then_some(model)
 }
 
 fn line_in_main(idents: &[(String, u32)], name: &str) -> Option<u32> {
