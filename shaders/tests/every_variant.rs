@@ -6,8 +6,13 @@ use vkprism::{Context, ContextOptions, FloatMode, Tensor, TensorFormat, VariantK
 use vkprism_shaders::{activation, binary_op, gemm, reference};
 
 fn ctx() -> Context {
-    let ctx = Context::with_options(ContextOptions { validation: Some(true), ..Default::default() })
-        .unwrap_or_else(|e| panic!("Vulkan with the validation layer is required (scripts/setup.sh): {e}"));
+    let ctx = Context::with_options(ContextOptions {
+        validation: Some(true),
+        ..Default::default()
+    })
+    .unwrap_or_else(|e| {
+        panic!("Vulkan with the validation layer is required (scripts/setup.sh): {e}")
+    });
     assert!(ctx.validation_enabled());
     ctx
 }
@@ -19,16 +24,25 @@ fn clean(ctx: &Context) {
 
 fn random(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    (0..n).map(|_| {
-        let m: f32 = rng.gen_range(lo..hi);
-        if rng.gen_bool(0.5) { m } else { -m }
-    }).collect()
+    (0..n)
+        .map(|_| {
+            let m: f32 = rng.gen_range(lo..hi);
+            if rng.gen_bool(0.5) {
+                m
+            } else {
+                -m
+            }
+        })
+        .collect()
 }
 
 fn quantize(x: &[f32], f: TensorFormat) -> Vec<f32> {
     match f {
         TensorFormat::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
-        TensorFormat::Bf16 => x.iter().map(|v| half::bf16::from_f32(*v).to_f32()).collect(),
+        TensorFormat::Bf16 => x
+            .iter()
+            .map(|v| half::bf16::from_f32(*v).to_f32())
+            .collect(),
         _ => x.to_vec(),
     }
 }
@@ -47,7 +61,12 @@ fn check(got: &[f32], want: &[f32], scale: &[f32], tol: f32, what: &str) {
     assert_eq!(got.len(), want.len());
     for i in 0..got.len() {
         let err = (got[i] - want[i]).abs() / scale[i].max(1.0);
-        assert!(got[i].is_finite() && err <= tol, "{what}: [{i}] got {} want {} (err {err:.2e} > {tol:.0e})", got[i], want[i]);
+        assert!(
+            got[i].is_finite() && err <= tol,
+            "{what}: [{i}] got {} want {} (err {err:.2e} > {tol:.0e})",
+            got[i],
+            want[i]
+        );
     }
 }
 
@@ -64,12 +83,35 @@ fn activations() {
         for op in 0..5 {
             let yt = Tensor::from_f32(&ctx, &[n], f, &vec![f32::NAN; n]).unwrap();
             // Specialized: n baked in for op 0, read from the push constant otherwise (psc).
-            let spec = activation::SpecConstants { op, n: if op == 0 { (n / 4) as i32 } else { 0 } };
+            let spec = activation::SpecConstants {
+                op,
+                n: if op == 0 { (n / 4) as i32 } else { 0 },
+            };
             let pipe = k.pipeline(&spec, None).unwrap();
-            ctx.run(|l| l.dispatch(&pipe, &activation::BufferBindings { x_blob: &xt, y_blob: &yt }, &activation::PushConstants { n: (n / 4) as i32, alpha: 0.1 }, [(n / 4) as u32, 1, 1])).unwrap();
+            ctx.run(|l| {
+                l.dispatch(
+                    &pipe,
+                    &activation::BufferBindings {
+                        x_blob: &xt,
+                        y_blob: &yt,
+                    },
+                    &activation::PushConstants {
+                        n: (n / 4) as i32,
+                        alpha: 0.1,
+                    },
+                    [(n / 4) as u32, 1, 1],
+                )
+            })
+            .unwrap();
             let want = quantize(&reference::activation(op, 0.1, &quantize(&x, f)), f);
             let ones = vec![1.0; n];
-            check(&yt.download_f32().unwrap(), &want, &ones, tolerance(&key), &format!("{name} op {op}"));
+            check(
+                &yt.download_f32().unwrap(),
+                &want,
+                &ones,
+                tolerance(&key),
+                &format!("{name} op {op}"),
+            );
         }
     }
     clean(&ctx);
@@ -85,14 +127,37 @@ fn binary_ops() {
         let k = ctx.load_variant::<binary_op::Kernel>(name).unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
-        let (at, bt) = (Tensor::from_f32(&ctx, &[n], f, &a).unwrap(), Tensor::from_f32(&ctx, &[n], f, &b).unwrap());
+        let (at, bt) = (
+            Tensor::from_f32(&ctx, &[n], f, &a).unwrap(),
+            Tensor::from_f32(&ctx, &[n], f, &b).unwrap(),
+        );
         for op in 0..6 {
             let ot = Tensor::from_f32(&ctx, &[n], f, &vec![f32::NAN; n]).unwrap();
-            let pipe = k.pipeline(&binary_op::SpecConstants { op }, Some([128, 1, 1])).unwrap();
-            ctx.run(|l| l.dispatch(&pipe, &binary_op::BufferBindings { a_blob: &at, b_blob: &bt, out_blob: &ot }, &binary_op::PushConstants { n: (n / 4) as i32 }, [(n / 4) as u32, 1, 1])).unwrap();
+            let pipe = k
+                .pipeline(&binary_op::SpecConstants { op }, Some([128, 1, 1]))
+                .unwrap();
+            ctx.run(|l| {
+                l.dispatch(
+                    &pipe,
+                    &binary_op::BufferBindings {
+                        a_blob: &at,
+                        b_blob: &bt,
+                        out_blob: &ot,
+                    },
+                    &binary_op::PushConstants { n: (n / 4) as i32 },
+                    [(n / 4) as u32, 1, 1],
+                )
+            })
+            .unwrap();
             let want = reference::binary_op(op, &quantize(&a, f), &quantize(&b, f));
             let scale: Vec<f32> = want.iter().map(|v| v.abs()).collect();
-            check(&ot.download_f32().unwrap(), &want, &scale, tolerance(&key), &format!("{name} op {op}"));
+            check(
+                &ot.download_f32().unwrap(),
+                &want,
+                &scale,
+                tolerance(&key),
+                &format!("{name} op {op}"),
+            );
         }
     }
     clean(&ctx);
@@ -105,7 +170,11 @@ fn gemm_every_variant() {
     let (m, n, kk) = (37, 45, 70);
     let a = random(m * kk, 4, 0.1, 1.0);
     let b = random(kk * n, 5, 0.1, 1.0);
-    assert_eq!(gemm::VARIANTS.len(), 14, "7 precisions × local memory on/off");
+    assert_eq!(
+        gemm::VARIANTS.len(),
+        14,
+        "7 precisions × local memory on/off"
+    );
     for name in gemm::VARIANT_NAMES {
         let k = ctx.load_variant::<gemm::Kernel>(name).unwrap();
         let key = k.variant().key;
@@ -114,9 +183,31 @@ fn gemm_every_variant() {
         let bt = Tensor::from_f32(&ctx, &[kk, n], f, &b).unwrap();
         let ct = Tensor::from_f32(&ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
         let pipe = k.pipeline(&Default::default(), None).unwrap();
-        ctx.run(|l| l.dispatch(&pipe, &gemm::BufferBindings { a_blob: &at, b_blob: &bt, c_blob: &ct }, &gemm::PushConstants { M: m as i32, N: n as i32, K: kk as i32 }, [n as u32, m as u32, 1])).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &gemm::BufferBindings {
+                    a_blob: &at,
+                    b_blob: &bt,
+                    c_blob: &ct,
+                },
+                &gemm::PushConstants {
+                    M: m as i32,
+                    N: n as i32,
+                    K: kk as i32,
+                },
+                [n as u32, m as u32, 1],
+            )
+        })
+        .unwrap();
         let (want, scale) = reference::gemm(m, n, kk, &quantize(&a, f), &quantize(&b, f));
-        check(&ct.download_f32().unwrap(), &want, &scale, tolerance(&key), name);
+        check(
+            &ct.download_f32().unwrap(),
+            &want,
+            &scale,
+            tolerance(&key),
+            name,
+        );
     }
     clean(&ctx);
 }
