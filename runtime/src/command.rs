@@ -83,11 +83,13 @@ pub enum Error {
     },
     #[error("dispatch of global size {0:?}: every dimension must be at least 1")]
     ZeroSize([u32; 3]),
-    #[error("dispatch of global size {global:?} needs {groups:?} workgroups; the device allows at most {limit:?} (maxComputeWorkGroupCount) and the shader reads gl_NumWorkGroups, so it can't be split: use a larger workgroup or split the work")]
+    #[error("dispatch of global size {global:?} needs {groups:?} workgroups; the device allows at most {limit:?} (maxComputeWorkGroupCount) and {why}: use a larger workgroup or split the work")]
     TooManyGroups {
         global: [u32; 3],
         groups: [u64; 3],
         limit: [u32; 3],
+        /// Why it was not split into several dispatches.
+        why: &'static str,
     },
     #[error("a resource belongs to another Vulkan context")]
     ForeignResource,
@@ -137,6 +139,9 @@ pub struct CommandList {
 unsafe impl Send for CommandList {}
 
 const SETS_PER_POOL: u32 = 256;
+/// The most dispatches one oversized dispatch is split into: more is almost surely a size bug
+/// (and recording it would take long), so it is refused instead.
+const MAX_SPLIT: u64 = 1024;
 
 impl CommandList {
     /// An empty list, recording.
@@ -271,12 +276,25 @@ impl CommandList {
         // reads gl_NumWorkGroups), else refuse. Never truncate. The u32 bound keeps base + count
         // representable.
         let split = groups.iter().zip(limit).any(|(g, l)| *g > l as u64);
-        if split && (!kernel.dispatch_base || groups.iter().any(|g| *g > u32::MAX as u64)) {
-            return Err(Error::TooManyGroups {
-                global,
-                groups,
-                limit,
-            });
+        if split {
+            let pieces: u64 = (0..3)
+                .map(|i| groups[i].div_ceil(limit[i].max(1) as u64))
+                .product();
+            let why = if !kernel.dispatch_base {
+                Some("the shader reads gl_NumWorkGroups, so it can't be split")
+            } else if pieces > MAX_SPLIT {
+                Some("splitting it would take more than 1024 dispatches")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                return Err(Error::TooManyGroups {
+                    global,
+                    groups,
+                    limit,
+                    why,
+                });
+            }
         }
         if self.query_pool.is_some()
             && self.query_capacity > 0

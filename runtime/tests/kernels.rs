@@ -753,6 +753,21 @@ fn dispatches_over_the_group_count_limit_are_split_and_exact() {
         .map(|v| v * -2.0 + 1.0)
         .collect();
     assert_close(&y.download_f32().unwrap(), &want, 0.0, "split dispatch");
+    // A dispatch that would need more than 1024 pieces is a size bug: refused.
+    let mut list = CommandList::new(&ctx).unwrap();
+    let e = list
+        .dispatch(
+            &p,
+            &scale::BufferBindings { x: &x, y: &y },
+            &push,
+            [u32::MAX, u32::MAX, 1],
+        )
+        .unwrap_err();
+    assert!(
+        matches!(e, CommandError::TooManyGroups { .. }) && e.to_string().contains("1024"),
+        "{e}"
+    );
+    assert!(list.is_empty());
     assert_clean(&ctx);
 }
 
