@@ -664,6 +664,12 @@ impl CommandList {
     /// Ends recording (the first time) and runs the list once: one submit, then a fence wait.
     pub fn submit_and_wait(&mut self) -> Result<(), Error> {
         self.finish()?;
+        // Mapped tensors are not read or written by the host while this runs.
+        let shared = self.shared.clone();
+        let _gpu = shared
+            .mapped_access
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
         let d = &self.shared.device;
         unsafe {
             d.reset_fences(&[self.fence])

@@ -105,6 +105,10 @@ pub(crate) struct Shared {
     pub options: Options,
     /// One-shot transfer submissions.
     pub transfer_pool: Mutex<vk::CommandPool>,
+    /// Host access to mapped tensor memory against GPU work: a running command list holds it
+    /// shared, a mapped read or write holds it exclusively, so the host never touches memory a
+    /// dispatch may be using (which would be a data race, from safe code).
+    pub mapped_access: std::sync::RwLock<()>,
 }
 
 impl Shared {
@@ -445,6 +449,7 @@ impl Context {
                             pipeline_cache,
                             options: opts.options.clamp_to(&queried.features),
                             transfer_pool: Mutex::new(pool),
+                            mapped_access: std::sync::RwLock::new(()),
                         }),
                     })
                 };

@@ -243,8 +243,11 @@ impl Context {
             )
         }
         .map_err(vkerr("vkCreatePipelineCache"))?;
-        let r = unsafe { d.merge_pipeline_caches(self.shared.pipeline_cache, &[loaded]) }
-            .map_err(vkerr("vkMergePipelineCaches"));
+        let r = {
+            let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+            unsafe { d.merge_pipeline_caches(self.shared.pipeline_cache, &[loaded]) }
+                .map_err(vkerr("vkMergePipelineCaches"))
+        };
         unsafe { d.destroy_pipeline_cache(loaded, None) };
         r?;
         Ok(())
@@ -252,6 +255,7 @@ impl Context {
 
     /// Writes the pipeline cache to `path` (atomically: a temporary file, then a rename).
     pub fn save_pipeline_cache(&self, path: &Path) -> Result<(), Error> {
+        let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         let data = unsafe {
             self.shared
                 .device
@@ -352,6 +356,10 @@ pub(crate) fn push_range(info: &vkprism_core::KernelInfo) -> u32 {
         .map(|p| p.size.div_ceil(4) * 4)
         .unwrap_or(0)
 }
+
+/// `vkMergePipelineCaches` needs its destination cache externally synchronized, also against
+/// pipeline creation that uses it: both (and reading the cache out) take this lock.
+static CACHE_LOCK: Mutex<()> = Mutex::new(());
 
 const SPIRV_MAGIC: u32 = 0x0723_0203;
 const BUILTIN_NUM_WORKGROUPS: u32 = 24;
@@ -520,6 +528,7 @@ impl<K: Kernel> LoadedKernel<K> {
                     .flags(flags)
                     .stage(stage)
                     .layout(self.layout);
+                let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
                 let p = unsafe {
                     self.shared.device.create_compute_pipelines(
                         self.shared.pipeline_cache,

@@ -350,6 +350,12 @@ impl Tensor {
         }
         let inner = &self.inner;
         if inner.mapped {
+            // No command list runs meanwhile (see `Shared::mapped_access`).
+            let _host = inner
+                .shared
+                .mapped_access
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
             let mut guard = inner.allocation.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(slice) = guard.as_mut().and_then(|a| a.mapped_slice_mut()) {
                 slice[..bytes.len()].copy_from_slice(bytes);
@@ -389,6 +395,11 @@ impl Tensor {
         let inner = &self.inner;
         let size = inner.size as usize;
         if inner.mapped {
+            let _host = inner
+                .shared
+                .mapped_access
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
             let guard = inner.allocation.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(slice) = guard.as_ref().and_then(|a| a.mapped_slice()) {
                 return Ok(slice[..size].to_vec());
