@@ -166,6 +166,14 @@ pub struct Selection {
     pub eligible: Vec<VariantKey>,
 }
 
+impl Selection {
+    /// Why this variant: the choice, how many were eligible, and every rejected variant with
+    /// its reason (the same text as `Display`).
+    pub fn reason(&self) -> String {
+        self.to_string()
+    }
+}
+
 impl fmt::Display for Selection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (best of {} eligible", self.key, self.eligible.len())?;

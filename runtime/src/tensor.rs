@@ -108,7 +108,13 @@ pub(crate) fn create_buffer(
             requirements,
             location,
             linear: true,
-            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            // Large buffers get memory of their own (VK_KHR_dedicated_allocation, core in 1.1):
+            // drivers can choose better page kinds for them, and they don't pin a shared block.
+            allocation_scheme: if size >= DEDICATED_THRESHOLD {
+                AllocationScheme::DedicatedBuffer(buffer)
+            } else {
+                AllocationScheme::GpuAllocatorManaged
+            },
         })
     };
     let allocation = match allocation {
@@ -126,6 +132,9 @@ pub(crate) fn create_buffer(
     }
     Ok((buffer, allocation))
 }
+
+/// Buffers at least this large get a dedicated allocation.
+const DEDICATED_THRESHOLD: u64 = 32 << 20;
 
 /// Staging copies are done in chunks of this size, so a large transfer needs no giant buffer.
 const STAGING_CHUNK: u64 = 64 << 20;
