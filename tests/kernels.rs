@@ -1,9 +1,8 @@
 //! Kernels compiled by `compute_shader!`, run in every variant on the real driver with the
 //! validation layer on, against a CPU reference on random non-zero data, outputs poisoned first.
 
-mod common;
-use common::*;
 use vkprism::{CommandList, Context, FloatMode, Image, MemoryKind, Tensor, TensorFormat};
+use vkprism_testkit::*;
 
 vkprism::compute_shader! {
     /// y = x * scale + bias, four elements per invocation, n from psc.
@@ -347,11 +346,29 @@ fn gl_workgroup_size_is_the_specialized_size() {
         for local in [32u32, 64, 256] {
             let xt = Tensor::from_f32(&ctx, &[n], fmt, &x).unwrap();
             let yt = Tensor::from_f32(&ctx, &[n], fmt, &vec![f32::NAN; n]).unwrap();
-            let pipe = k.pipeline(&Default::default(), Some([local, 1, 1])).unwrap();
+            let pipe = k
+                .pipeline(&Default::default(), Some([local, 1, 1]))
+                .unwrap();
             let threads = ((n / 4) as u32).div_ceil(4).div_ceil(local) * local;
-            ctx.run(|l| l.dispatch(&pipe, &grid_stride::BufferBindings { x_blob: &xt, y_blob: &yt }, &grid_stride::PushConstants { n: (n / 4) as i32 }, [threads, 1, 1])).unwrap();
+            ctx.run(|l| {
+                l.dispatch(
+                    &pipe,
+                    &grid_stride::BufferBindings {
+                        x_blob: &xt,
+                        y_blob: &yt,
+                    },
+                    &grid_stride::PushConstants { n: (n / 4) as i32 },
+                    [threads, 1, 1],
+                )
+            })
+            .unwrap();
             let want: Vec<f32> = quantize(&x, fmt).iter().map(|v| v * 2.0 + 1.0).collect();
-            assert_close(&yt.download_f32().unwrap(), &want, tolerance(&key), &format!("{name} workgroup {local}"));
+            assert_close(
+                &yt.download_f32().unwrap(),
+                &want,
+                tolerance(&key),
+                &format!("{name} workgroup {local}"),
+            );
         }
     }
     assert_clean(&ctx);

@@ -1,14 +1,13 @@
 //! The runtime on the real driver with validation on: tensors, error paths, pipeline cache,
 //! command-list replay, ownership.
 
-mod common;
-use common::*;
 use vkprism::pipeline::Error as PipelineError;
 use vkprism::tensor::Error as TensorError;
 use vkprism::{
     CommandError, CommandList, Context, ContextOptions, DeviceSelector, Error, Options, Tensor,
     TensorFormat,
 };
+use vkprism_testkit::*;
 
 vkprism::compute_shader! {
     /// y = x + 1 over vec4s (used for error paths and replay).

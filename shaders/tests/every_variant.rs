@@ -1,74 +1,11 @@
 //! Every kernel of the library in every variant, on the real driver (lavapipe in CI) with the
 //! validation layer on, against the CPU reference on random non-zero data, outputs poisoned.
 
-use rand::{Rng, SeedableRng};
-use vkprism::{Context, ContextOptions, FloatMode, Tensor, TensorFormat, VariantKey};
+use vkprism::Tensor;
 use vkprism_shaders::{activation, binary_op, gemm, reference};
-
-fn ctx() -> Context {
-    let ctx = Context::with_options(ContextOptions {
-        validation: Some(true),
-        ..Default::default()
-    })
-    .unwrap_or_else(|e| {
-        panic!("Vulkan with the validation layer is required (scripts/setup.sh): {e}")
-    });
-    assert!(ctx.validation_enabled());
-    ctx
-}
-
-fn clean(ctx: &Context) {
-    let m = ctx.take_validation_messages();
-    assert!(m.is_empty(), "validation messages:\n{}", m.join("\n"));
-}
-
-fn random(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    (0..n)
-        .map(|_| {
-            let m: f32 = rng.gen_range(lo..hi);
-            if rng.gen_bool(0.5) {
-                m
-            } else {
-                -m
-            }
-        })
-        .collect()
-}
-
-fn quantize(x: &[f32], f: TensorFormat) -> Vec<f32> {
-    match f {
-        TensorFormat::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
-        TensorFormat::Bf16 => x
-            .iter()
-            .map(|v| half::bf16::from_f32(*v).to_f32())
-            .collect(),
-        _ => x.to_vec(),
-    }
-}
-
-/// fp32 1e-5, fp16 storage 1e-3, bf16 storage 8e-3 (8-bit mantissa), fp16 arithmetic 1e-2.
-fn tolerance(key: &VariantKey) -> f32 {
-    match key.float {
-        FloatMode::Fp32 => 1e-5,
-        FloatMode::Fp16pa | FloatMode::Fp16sa => 1e-2,
-        FloatMode::Fp16p | FloatMode::Fp16s => 1e-3,
-        FloatMode::Bf16p | FloatMode::Bf16s => 8e-3,
-    }
-}
-
-fn check(got: &[f32], want: &[f32], scale: &[f32], tol: f32, what: &str) {
-    assert_eq!(got.len(), want.len());
-    for i in 0..got.len() {
-        let err = (got[i] - want[i]).abs() / scale[i].max(1.0);
-        assert!(
-            got[i].is_finite() && err <= tol,
-            "{what}: [{i}] got {} want {} (err {err:.2e} > {tol:.0e})",
-            got[i],
-            want[i]
-        );
-    }
-}
+use vkprism_testkit::{
+    assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
+};
 
 #[test]
 fn activations() {
@@ -114,7 +51,7 @@ fn activations() {
             );
         }
     }
-    clean(&ctx);
+    assert_clean(&ctx);
 }
 
 #[test]
@@ -160,7 +97,7 @@ fn binary_ops() {
             );
         }
     }
-    clean(&ctx);
+    assert_clean(&ctx);
 }
 
 #[test]
@@ -209,5 +146,5 @@ fn gemm_every_variant() {
             name,
         );
     }
-    clean(&ctx);
+    assert_clean(&ctx);
 }

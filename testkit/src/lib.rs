@@ -1,6 +1,5 @@
-//! Shared test helpers: a validated context on the real driver (lavapipe in CI), random non-zero
-//! data, precision-aware comparison.
-#![allow(dead_code)]
+//! Test helpers shared by the facade tests (`tests/`) and the kernel library's tests: a context
+//! with the validation layer on, random non-zero data, precision-aware comparison.
 
 use rand::{Rng, SeedableRng};
 use vkprism::{Context, ContextOptions, FloatMode, TensorFormat, VariantKey};
@@ -21,10 +20,15 @@ pub fn assert_clean(ctx: &Context) {
 
 /// `n` random values in ±[0.1, 4], never zero.
 pub fn random(n: usize, seed: u64) -> Vec<f32> {
+    random_in(n, seed, 0.1, 4.0)
+}
+
+/// `n` random values with magnitude in [lo, hi) (lo > 0: never zero) and random sign.
+pub fn random_in(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     (0..n)
         .map(|_| {
-            let m: f32 = rng.gen_range(0.1..4.0);
+            let m: f32 = rng.gen_range(lo..hi);
             if rng.gen_bool(0.5) {
                 m
             } else {
@@ -65,6 +69,21 @@ pub fn assert_close(got: &[f32], want: &[f32], tol: f32, what: &str) {
         assert!(
             err <= tol && g.is_finite(),
             "{what}: element {i}: got {g}, want {w} (rel err {err:.2e} > {tol:.0e})"
+        );
+    }
+}
+
+/// Compares with error relative to `scale[i]` (at least 1): for results whose rounding error
+/// grows with the magnitude of what was summed, not of the result (GEMM). NaN fails.
+pub fn assert_close_scaled(got: &[f32], want: &[f32], scale: &[f32], tol: f32, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for i in 0..got.len() {
+        let err = (got[i] - want[i]).abs() / scale[i].max(1.0);
+        assert!(
+            got[i].is_finite() && err <= tol,
+            "{what}: element {i}: got {} want {} (err {err:.2e} > {tol:.0e})",
+            got[i],
+            want[i]
         );
     }
 }
