@@ -373,3 +373,70 @@ fn gl_workgroup_size_is_the_specialized_size() {
     }
     assert_clean(&ctx);
 }
+
+vkprism::compute_shader! {
+    /// Image-only kernel: 8-wide loads and stores (two texels along x), an 8-wide copy, and
+    /// one-channel images.
+    pub mod image_wide,
+    src: r#"
+#version 450
+layout (binding = 0) uniform unfp sampler2D a;
+layout (binding = 1, imfmtc4) writeonly uniform unfp image2D b;
+layout (binding = 2, imfmtc4) writeonly uniform unfp image2D c;
+layout (binding = 3) uniform unfp sampler2D s;
+layout (binding = 4, imfmtc1) writeonly uniform unfp image2D o;
+layout (push_constant) uniform parameter { int w; int h; } p;
+layout (local_size_x = 8, local_size_y = 8) in;
+void main() {
+    ivec2 g = ivec2(gl_GlobalInvocationID.xy);
+    if (g.x >= p.w || g.y >= p.h) return;
+    afpvec8 v = image2d_ld8(a, g);
+    v[0] = v[0] * afp(2);
+    v[1] = v[1] * afp(3);
+    image2d_st8(b, g, v);
+    image2d_cp8(c, g, a, g);
+    image2d_st1(o, g, image2d_ld1(s, g) + afp(1));
+}
+"#,
+}
+
+#[test]
+fn image_8_wide_and_one_channel_every_variant() {
+    let ctx = ctx();
+    let (w, h) = (9usize, 6usize);
+    // a: 2w × h texels of 4 channels; texel (2x, y) and (2x+1, y) form one 8-wide value.
+    let a = random(2 * w * h * 4, 13);
+    let s = random(w * h, 14);
+    assert_eq!(image_wide::VARIANT_NAMES, ["fp32_image", "fp16p_image", "fp16pa_image", "fp16s_image", "fp16sa_image"]);
+    for name in image_wide::VARIANT_NAMES {
+        let k = ctx.load_variant::<image_wide::Kernel>(name).unwrap();
+        let key = k.variant().key;
+        let f = k.variant().bindings[0].format;
+        let wide = [2 * w as u32, h as u32, 1];
+        let narrow = [w as u32, h as u32, 1];
+        let at = vkprism::Image::new(&ctx, 2, wide, 4, f).unwrap();
+        at.upload_f32(&a).unwrap();
+        let st = vkprism::Image::new(&ctx, 2, narrow, 1, f).unwrap();
+        st.upload_f32(&s).unwrap();
+        let poisoned = |extent: [u32; 3], ch: u32| {
+            let im = vkprism::Image::new(&ctx, 2, extent, ch, f).unwrap();
+            im.upload_f32(&vec![f32::NAN; im.len()]).unwrap();
+            im
+        };
+        let (bt, ct, ot) = (poisoned(wide, 4), poisoned(wide, 4), poisoned(narrow, 1));
+        let pipe = k.pipeline(&Default::default(), None).unwrap();
+        ctx.run(|l| {
+            l.dispatch(&pipe, &image_wide::ImageBindings { a: &at, b: &bt, c: &ct, s: &st, o: &ot }, &image_wide::PushConstants { w: w as i32, h: h as i32 }, narrow)
+        })
+        .unwrap();
+        let aq = quantize(&a, f);
+        // Texel 2x gets ×2, texel 2x+1 gets ×3.
+        let want_b: Vec<f32> = aq.iter().enumerate().map(|(i, v)| if (i / 4) % 2 == 0 { v * 2.0 } else { v * 3.0 }).collect();
+        let tol = tolerance(&key);
+        assert_close(&bt.download_f32().unwrap(), &want_b, tol, &format!("{name} st8"));
+        assert_close(&ct.download_f32().unwrap(), &aq, 0.0, &format!("{name} cp8"));
+        let want_o: Vec<f32> = quantize(&s, f).iter().map(|v| v + 1.0).collect();
+        assert_close(&ot.download_f32().unwrap(), &want_o, tol, &format!("{name} st1"));
+    }
+    assert_clean(&ctx);
+}
