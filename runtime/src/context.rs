@@ -551,11 +551,13 @@ impl Context {
         let queried =
             features::query(instance, pd).map_err(vkerr("vkEnumerateDeviceExtensionProperties"))?;
         let families = instance.get_physical_device_queue_family_properties(pd);
+        // VKPRISM_QUEUE_FAMILY=<index> picks the queue family (to compare engines).
+        let forced = std::env::var("VKPRISM_QUEUE_FAMILY").ok().and_then(|v| v.parse::<usize>().ok());
         let (family, fprops) = families
             .iter()
             .enumerate()
+            .filter(|(i, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && forced.is_none_or(|x| x == *i))
             // A compute-only queue first (dedicated compute engines), else any compute queue.
-            .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
             .min_by_key(|(_, f)| f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
             .ok_or_else(|| Error::NoComputeQueue(name.clone()))?;
         let family = family as u32;

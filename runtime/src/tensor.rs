@@ -178,10 +178,14 @@ impl Tensor {
         }
         // Buffers are padded to 4 bytes so an int8 or fp16 tensor of odd length can be bound.
         let alloc_size = size.div_ceil(4) * 4;
-        let usage = vk::BufferUsageFlags::STORAGE_BUFFER
-            | vk::BufferUsageFlags::UNIFORM_BUFFER
+        let mut usage = vk::BufferUsageFlags::STORAGE_BUFFER
             | vk::BufferUsageFlags::TRANSFER_SRC
             | vk::BufferUsageFlags::TRANSFER_DST;
+        // Only a tensor that fits maxUniformBufferRange can be bound as a uniform buffer; don't
+        // ask the driver for uniform usage on the others.
+        if size <= shared.features.limits.max_uniform_buffer_range {
+            usage |= vk::BufferUsageFlags::UNIFORM_BUFFER;
+        }
         let location = if shared.unified_memory {
             MemoryLocation::CpuToGpu
         } else {
