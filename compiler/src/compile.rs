@@ -58,7 +58,10 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
 /// value (declared after a use, glslang would fold the use to the unspecialized size); the
 /// kernel's own `local_size_x = …` later still sets the defaults.
 fn local_size_layout(idents: &[(String, u32)]) -> String {
-    if idents.iter().any(|(id, _)| id.starts_with("local_size_") && id.ends_with("_id")) {
+    if idents
+        .iter()
+        .any(|(id, _)| id.starts_with("local_size_") && id.ends_with("_id"))
+    {
         return String::new();
     }
     let [x, y, z] = LOCAL_SIZE_IDS;
