@@ -440,3 +440,33 @@ fn image_8_wide_and_one_channel_every_variant() {
     }
     assert_clean(&ctx);
 }
+
+vkprism::compute_shader! {
+    /// The benchmark's kernel file, shipped through spirv-opt.
+    pub mod axpb_optimized,
+    path: "../examples/kernels/axpb.comp",
+    optimize: true,
+}
+
+#[test]
+fn optimized_spirv_matches_cpu_in_every_variant() {
+    let ctx = ctx();
+    let n = 4 * 777;
+    let x = random(n, 15);
+    assert_eq!(axpb_optimized::VARIANTS.len(), 7);
+    for name in axpb_optimized::VARIANT_NAMES {
+        let k = ctx.load_variant::<axpb_optimized::Kernel>(name).unwrap();
+        let key = k.variant().key;
+        // spirv-opt's output differs from what the reflection read, but it is still SPIR-V.
+        assert_eq!(k.variant().spirv[0], 0x0723_0203);
+        let fmt = k.variant().bindings[0].format;
+        let xt = Tensor::from_f32(&ctx, &[n], fmt, &x).unwrap();
+        let yt = Tensor::from_f32(&ctx, &[n], fmt, &vec![f32::NAN; n]).unwrap();
+        let pipe = k.pipeline(&Default::default(), None).unwrap();
+        let push = axpb_optimized::PushConstants { n: (n / 4) as i32, scale: -0.5, bias: 2.0 };
+        ctx.run(|l| l.dispatch(&pipe, &axpb_optimized::BufferBindings { x_blob: &xt, y_blob: &yt }, &push, [(n / 4) as u32, 1, 1])).unwrap();
+        let want: Vec<f32> = quantize(&x, fmt).iter().map(|v| v * -0.5 + 2.0).collect();
+        assert_close(&yt.download_f32().unwrap(), &want, tolerance(&key), name);
+    }
+    assert_clean(&ctx);
+}

@@ -15,9 +15,19 @@ fn dbg_ident(x: &impl std::fmt::Debug) -> Ident {
     Ident::new(&format!("{x:?}"), Span::call_site())
 }
 
+/// `<crate>::__private` as seen from inside the generated module: a path relative to the
+/// invocation (`vkp`, `self::vkp`) is one level up from there.
 fn private(spec: &KernelSpec) -> TokenStream {
     let krate = &spec.krate;
-    quote!(#krate::__private)
+    let first = krate.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
+    if krate.leading_colon.is_some() || first == "crate" {
+        quote!(#krate::__private)
+    } else if first == "self" {
+        let rest = krate.segments.iter().skip(1);
+        quote!(super #(::#rest)* ::__private)
+    } else {
+        quote!(super::#krate::__private)
+    }
 }
 
 /// A Rust identifier for a GLSL name (raw for keywords, `binding<N>` when there is none).
