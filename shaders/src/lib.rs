@@ -1,5 +1,5 @@
 //! A kernel library written with `compute_shader!`: every kernel is compiled for every variant
-//! its axes allow and tested on every one against the CPU references in [`reference`].
+//! its axes allow and tested on every one against the CPU references in [`mod@reference`].
 //!
 //! - [`activation`]: relu, leaky relu, sigmoid, tanh, hardswish, chosen by a specialization
 //!   constant (one pipeline per activation, no branch at run time);
@@ -67,7 +67,7 @@ void main() {
 }
 
 vkprism::compute_shader! {
-    /// C[m][n] = sum_k A[m][k] * B[k][n], row-major scalars, accumulated in fp32. Workgroup
+    /// `C[m][n] = sum_k A[m][k] * B[k][n]`, row-major scalars, accumulated in fp32. Workgroup
     /// 16×16; with local memory, 16×16 tiles of A and B go through shared memory.
     pub mod gemm,
     src: r#"
