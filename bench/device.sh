@@ -11,7 +11,8 @@ mkdir -p /tmp/vl && dpkg -x .vl/*.deb /tmp/vl
 export VK_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d LD_LIBRARY_PATH=/tmp/vl/usr/lib/x86_64-linux-gnu
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 echo "== hello"; .devbin/hello 2>&1 | tee "$out/hello.txt"
-echo "== tests (validation on)"; VKPRISM_VALIDATION=1 .devbin/kernels 2>&1 | tail -12 | tee "$out/tests.txt"
-VKPRISM_VALIDATION=1 .devbin/runtime 2>&1 | tail -16 | tee -a "$out/tests.txt"
+echo "== tests (validation on)"; VKPRISM_VALIDATION=1 .devbin/kernels 2>&1 | tail -14 | tee "$out/tests.txt"
+VKPRISM_VALIDATION=1 .devbin/runtime 2>&1 | tail -20 | tee -a "$out/tests.txt"
+VKPRISM_VALIDATION=1 .devbin/every_variant 2>&1 | tail -8 | tee -a "$out/tests.txt"
 echo "== dispatch"; { .devbin/bench_dispatch; python3 bench/torch_dispatch.py; } 2>&1 | tee "$out/dispatch.txt"
 echo "== elementwise"; { .devbin/bench_elementwise 1024; python3 bench/torch_ref.py 1024; } 2>&1 | tee "$out/elementwise.txt"
