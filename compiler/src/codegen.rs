@@ -19,7 +19,11 @@ fn dbg_ident(x: &impl std::fmt::Debug) -> Ident {
 /// invocation (`vkp`, `self::vkp`) is one level up from there.
 fn private(spec: &KernelSpec) -> TokenStream {
     let krate = &spec.krate;
-    let first = krate.segments.first().map(|s| s.ident.to_string()).unwrap_or_default();
+    let first = krate
+        .segments
+        .first()
+        .map(|s| s.ident.to_string())
+        .unwrap_or_default();
     if krate.leading_colon.is_some() || first == "crate" {
         quote!(#krate::__private)
     } else if first == "self" {

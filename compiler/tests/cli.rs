@@ -1,0 +1,69 @@
+//! `vkprismc`, the compiler as a command: the interface it reports, the files it writes, and
+//! that a bad kernel fails with every error on stderr.
+
+use std::process::Command;
+
+fn vkprismc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_vkprismc"))
+}
+
+#[test]
+fn compiles_reports_and_writes_every_variant() {
+    let dir = std::env::temp_dir().join(format!("vkprismc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernel = dir.join("scale.comp");
+    std::fs::write(&kernel, "#version 450\nlayout (constant_id = 0) const int n = 0;\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nlayout (push_constant) uniform parameter { int n; float s; } p;\nvoid main() {\n    int i = int(gl_GlobalInvocationID.x);\n    if (i >= psc(n)) return;\n    buffer_st4(data, i, buffer_ld4(data, i) * afp(p.s));\n}\n").unwrap();
+    let out = vkprismc()
+        .arg(&kernel)
+        .args(["--variants", "fp32,fp16s,bf16p", "--out"])
+        .arg(dir.join("spv"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("kernel scale: 3 variants"), "{text}");
+    assert!(
+        text.contains("fp16s") && text.contains("needs storageBuffer16BitAccess"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fp16s=F16x4/F16") && text.contains("bf16p=U32x2/Bf16"),
+        "{text}"
+    );
+    assert!(
+        text.contains("push constants `p` (8 bytes): n@0:I32x1, s@4:F32x1"),
+        "{text}"
+    );
+    assert!(text.contains("specialization constant 0 `n`"), "{text}");
+    assert!(
+        text.contains("workgroup size: 64 (id 233) × 1 (id 234) × 1 (id 235)"),
+        "{text}"
+    );
+    for v in ["fp32", "fp16s", "bf16p"] {
+        let bytes = std::fs::read(dir.join("spv").join(format!("scale.{v}.spv"))).unwrap();
+        assert_eq!(&bytes[..4], &0x0723_0203u32.to_le_bytes(), "{v}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_kernel_fails_with_all_errors() {
+    let dir = std::env::temp_dir().join(format!("vkprismc-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernel = dir.join("bad.comp");
+    std::fs::write(&kernel, "#version 450\nlayout (binding = 0) buffer blob { sfp d[]; };\nvoid main() { afp x = buffer_ld3(d, 0); afp y = buffer_ld5(d, 0); }\n").unwrap();
+    let out = vkprismc().arg(&kernel).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("buffer_ld3") && err.contains("buffer_ld5") && err.contains("bad.comp:3"),
+        "{err}"
+    );
+    let out = vkprismc().arg("--nope").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
