@@ -405,55 +405,79 @@ impl Context {
                 memory,
                 unified,
             )) => {
-                let finish = || -> Result<Context, Error> {
-                    let allocator = Allocator::new(&AllocatorCreateDesc {
-                        instance: instance.clone(),
-                        device: device.clone(),
-                        physical_device: physical,
-                        debug_settings: Default::default(),
-                        buffer_device_address: false,
-                        allocation_sizes: Default::default(),
-                    })
-                    .map_err(|e| Error::Allocator(e.to_string()))?;
-                    let pipeline_cache = unsafe {
-                        device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None)
+                // A failure from here on must destroy what was made, in reverse order.
+                let cleanup = |cache: Option<vk::PipelineCache>| unsafe {
+                    if let Some(c) = cache {
+                        device.destroy_pipeline_cache(c, None);
                     }
-                    .map_err(vkerr("vkCreatePipelineCache"))?;
-                    let pool = unsafe {
-                        device.create_command_pool(
-                            &vk::CommandPoolCreateInfo::default()
-                                .queue_family_index(queue_family)
-                                .flags(vk::CommandPoolCreateFlags::TRANSIENT),
-                            None,
-                        )
+                    device.destroy_device(None);
+                    if let Some((du, m)) = &debug {
+                        du.destroy_debug_utils_messenger(*m, None);
                     }
-                    .map_err(vkerr("vkCreateCommandPool"))?;
-                    let queue = unsafe { device.get_device_queue(queue_family, 0) };
-                    let _ = queried.extensions.len();
-                    Ok(Context {
-                        shared: Arc::new(Shared {
-                            entry: entry.clone(),
-                            instance: instance.clone(),
-                            debug,
-                            messages,
-                            device: device.clone(),
-                            queue: Mutex::new(queue),
-                            queue_family,
-                            timestamp_bits,
-                            features: queried.features,
-                            properties: props,
-                            driver,
-                            memory,
-                            unified_memory: unified && !opts.force_staging,
-                            allocator: Mutex::new(Some(allocator)),
-                            pipeline_cache,
-                            options: opts.options.clamp_to(&queried.features),
-                            transfer_pool: Mutex::new(pool),
-                            mapped_access: std::sync::RwLock::new(()),
-                        }),
-                    })
+                    instance.destroy_instance(None);
                 };
-                finish()
+                let allocator = match Allocator::new(&AllocatorCreateDesc {
+                    instance: instance.clone(),
+                    device: device.clone(),
+                    physical_device: physical,
+                    debug_settings: Default::default(),
+                    buffer_device_address: false,
+                    allocation_sizes: Default::default(),
+                }) {
+                    Ok(a) => a,
+                    Err(e) => {
+                        cleanup(None);
+                        return Err(Error::Allocator(e.to_string()));
+                    }
+                };
+                let pipeline_cache = match unsafe {
+                    device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None)
+                } {
+                    Ok(c) => c,
+                    Err(e) => {
+                        drop(allocator);
+                        cleanup(None);
+                        return Err(vkerr("vkCreatePipelineCache")(e));
+                    }
+                };
+                let pool = match unsafe {
+                    device.create_command_pool(
+                        &vk::CommandPoolCreateInfo::default()
+                            .queue_family_index(queue_family)
+                            .flags(vk::CommandPoolCreateFlags::TRANSIENT),
+                        None,
+                    )
+                } {
+                    Ok(p) => p,
+                    Err(e) => {
+                        drop(allocator);
+                        cleanup(Some(pipeline_cache));
+                        return Err(vkerr("vkCreateCommandPool")(e));
+                    }
+                };
+                let queue = unsafe { device.get_device_queue(queue_family, 0) };
+                Ok(Context {
+                    shared: Arc::new(Shared {
+                        entry: entry.clone(),
+                        instance: instance.clone(),
+                        debug,
+                        messages,
+                        device: device.clone(),
+                        queue: Mutex::new(queue),
+                        queue_family,
+                        timestamp_bits,
+                        features: queried.features,
+                        properties: props,
+                        driver,
+                        memory,
+                        unified_memory: unified && !opts.force_staging,
+                        allocator: Mutex::new(Some(allocator)),
+                        pipeline_cache,
+                        options: opts.options.clamp_to(&queried.features),
+                        transfer_pool: Mutex::new(pool),
+                        mapped_access: std::sync::RwLock::new(()),
+                    }),
+                })
             }
             Err(e) => {
                 unsafe {
@@ -552,11 +576,15 @@ impl Context {
             features::query(instance, pd).map_err(vkerr("vkEnumerateDeviceExtensionProperties"))?;
         let families = instance.get_physical_device_queue_family_properties(pd);
         // VKPRISM_QUEUE_FAMILY=<index> picks the queue family (to compare engines).
-        let forced = std::env::var("VKPRISM_QUEUE_FAMILY").ok().and_then(|v| v.parse::<usize>().ok());
+        let forced = std::env::var("VKPRISM_QUEUE_FAMILY")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok());
         let (family, fprops) = families
             .iter()
             .enumerate()
-            .filter(|(i, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE) && forced.is_none_or(|x| x == *i))
+            .filter(|(i, f)| {
+                f.queue_flags.contains(vk::QueueFlags::COMPUTE) && forced.is_none_or(|x| x == *i)
+            })
             // A compute-only queue first (dedicated compute engines), else any compute queue.
             .min_by_key(|(_, f)| f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
             .ok_or_else(|| Error::NoComputeQueue(name.clone()))?;
