@@ -407,7 +407,16 @@ fn image_8_wide_and_one_channel_every_variant() {
     // a: 2w × h texels of 4 channels; texel (2x, y) and (2x+1, y) form one 8-wide value.
     let a = random(2 * w * h * 4, 13);
     let s = random(w * h, 14);
-    assert_eq!(image_wide::VARIANT_NAMES, ["fp32_image", "fp16p_image", "fp16pa_image", "fp16s_image", "fp16sa_image"]);
+    assert_eq!(
+        image_wide::VARIANT_NAMES,
+        [
+            "fp32_image",
+            "fp16p_image",
+            "fp16pa_image",
+            "fp16s_image",
+            "fp16sa_image"
+        ]
+    );
     for name in image_wide::VARIANT_NAMES {
         let k = ctx.load_variant::<image_wide::Kernel>(name).unwrap();
         let key = k.variant().key;
@@ -426,17 +435,50 @@ fn image_8_wide_and_one_channel_every_variant() {
         let (bt, ct, ot) = (poisoned(wide, 4), poisoned(wide, 4), poisoned(narrow, 1));
         let pipe = k.pipeline(&Default::default(), None).unwrap();
         ctx.run(|l| {
-            l.dispatch(&pipe, &image_wide::ImageBindings { a: &at, b: &bt, c: &ct, s: &st, o: &ot }, &image_wide::PushConstants { w: w as i32, h: h as i32 }, narrow)
+            l.dispatch(
+                &pipe,
+                &image_wide::ImageBindings {
+                    a: &at,
+                    b: &bt,
+                    c: &ct,
+                    s: &st,
+                    o: &ot,
+                },
+                &image_wide::PushConstants {
+                    w: w as i32,
+                    h: h as i32,
+                },
+                narrow,
+            )
         })
         .unwrap();
         let aq = quantize(&a, f);
         // Texel 2x gets ×2, texel 2x+1 gets ×3.
-        let want_b: Vec<f32> = aq.iter().enumerate().map(|(i, v)| if (i / 4) % 2 == 0 { v * 2.0 } else { v * 3.0 }).collect();
+        let want_b: Vec<f32> = aq
+            .iter()
+            .enumerate()
+            .map(|(i, v)| if (i / 4) % 2 == 0 { v * 2.0 } else { v * 3.0 })
+            .collect();
         let tol = tolerance(&key);
-        assert_close(&bt.download_f32().unwrap(), &want_b, tol, &format!("{name} st8"));
-        assert_close(&ct.download_f32().unwrap(), &aq, 0.0, &format!("{name} cp8"));
+        assert_close(
+            &bt.download_f32().unwrap(),
+            &want_b,
+            tol,
+            &format!("{name} st8"),
+        );
+        assert_close(
+            &ct.download_f32().unwrap(),
+            &aq,
+            0.0,
+            &format!("{name} cp8"),
+        );
         let want_o: Vec<f32> = quantize(&s, f).iter().map(|v| v + 1.0).collect();
-        assert_close(&ot.download_f32().unwrap(), &want_o, tol, &format!("{name} st1"));
+        assert_close(
+            &ot.download_f32().unwrap(),
+            &want_o,
+            tol,
+            &format!("{name} st1"),
+        );
     }
     assert_clean(&ctx);
 }
@@ -463,8 +505,23 @@ fn optimized_spirv_matches_cpu_in_every_variant() {
         let xt = Tensor::from_f32(&ctx, &[n], fmt, &x).unwrap();
         let yt = Tensor::from_f32(&ctx, &[n], fmt, &vec![f32::NAN; n]).unwrap();
         let pipe = k.pipeline(&Default::default(), None).unwrap();
-        let push = axpb_optimized::PushConstants { n: (n / 4) as i32, scale: -0.5, bias: 2.0 };
-        ctx.run(|l| l.dispatch(&pipe, &axpb_optimized::BufferBindings { x_blob: &xt, y_blob: &yt }, &push, [(n / 4) as u32, 1, 1])).unwrap();
+        let push = axpb_optimized::PushConstants {
+            n: (n / 4) as i32,
+            scale: -0.5,
+            bias: 2.0,
+        };
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &axpb_optimized::BufferBindings {
+                    x_blob: &xt,
+                    y_blob: &yt,
+                },
+                &push,
+                [(n / 4) as u32, 1, 1],
+            )
+        })
+        .unwrap();
         let want: Vec<f32> = quantize(&x, fmt).iter().map(|v| v * -0.5 + 2.0).collect();
         assert_close(&yt.download_f32().unwrap(), &want, tolerance(&key), name);
     }
