@@ -4,7 +4,8 @@
 //! - [`activation`]: relu, leaky relu, sigmoid, tanh, hardswish, chosen by a specialization
 //!   constant (one pipeline per activation, no branch at run time);
 //! - [`binary_op`]: element-wise add, sub, mul, div, max, min of two tensors;
-//! - [`gemm`]: C = A × B, tiled through shared memory where `NCNN_shader_local_memory` is on.
+//! - [`gemm`]: C = A × B, tiled through shared memory where `NCNN_shader_local_memory` is on;
+//! - [`conv2d`]: direct 2D convolution with bias, stride and zero padding, CHW layout.
 
 vkprism::compute_shader! {
     /// y = f(x) over vec4s; `op` (constant 0): 0 relu, 1 leaky relu (slope `alpha`), 2 sigmoid,
@@ -115,6 +116,43 @@ void main() {
 "#,
 }
 
+vkprism::compute_shader! {
+    /// out[o][y][x] = bias[o] + sum_{c,ky,kx} w[o][c][ky][kx] * in[c][y*stride+ky-pad][x*stride+kx-pad]
+    /// (zero outside the input), CHW scalars, fp32 accumulation; the kernel size is a
+    /// specialization constant (default 3). One invocation per output element.
+    pub mod conv2d,
+    src: r#"
+#version 450
+layout (constant_id = 0) const int ksize = 3;
+layout (local_size_x = 8, local_size_y = 8, local_size_z = 1) in;
+layout (binding = 0) readonly buffer in_blob { sfp in_data[]; };
+layout (binding = 1) readonly buffer w_blob { sfp w_data[]; };
+layout (binding = 2) readonly buffer b_blob { sfp b_data[]; };
+layout (binding = 3) writeonly buffer out_blob { sfp out_data[]; };
+layout (push_constant) uniform parameter { int c; int h; int w; int outc; int outh; int outw; int stride; int pad; } p;
+void main() {
+    const int x = int(gl_GlobalInvocationID.x);
+    const int y = int(gl_GlobalInvocationID.y);
+    const int o = int(gl_GlobalInvocationID.z);
+    if (x >= p.outw || y >= p.outh || o >= p.outc) return;
+    float acc = float(buffer_ld1(b_data, o));
+    for (int c = 0; c < p.c; c++) {
+        for (int ky = 0; ky < ksize; ky++) {
+            const int iy = y * p.stride + ky - p.pad;
+            if (iy < 0 || iy >= p.h) continue;
+            for (int kx = 0; kx < ksize; kx++) {
+                const int ix = x * p.stride + kx - p.pad;
+                if (ix < 0 || ix >= p.w) continue;
+                acc += float(buffer_ld1(in_data, (c * p.h + iy) * p.w + ix))
+                     * float(buffer_ld1(w_data, ((o * p.c + c) * ksize + ky) * ksize + kx));
+            }
+        }
+    }
+    buffer_st1(out_data, (o * p.outh + y) * p.outw + x, afp(acc));
+}
+"#,
+}
+
 /// CPU references for the kernels, on `f32`.
 pub mod reference {
     /// The activation with the same `op` numbering as the kernel.
@@ -149,6 +187,60 @@ pub mod reference {
                 _ => a.min(b),
             })
             .collect()
+    }
+
+    /// The shape of a 2D convolution.
+    #[derive(Copy, Clone, Debug)]
+    pub struct Conv2d {
+        pub c: usize,
+        pub h: usize,
+        pub w: usize,
+        pub outc: usize,
+        pub k: usize,
+        pub stride: usize,
+        pub pad: usize,
+    }
+
+    impl Conv2d {
+        pub fn out_h(&self) -> usize {
+            (self.h + 2 * self.pad - self.k) / self.stride + 1
+        }
+        pub fn out_w(&self) -> usize {
+            (self.w + 2 * self.pad - self.k) / self.stride + 1
+        }
+    }
+
+    /// The convolution as the kernel computes it, in f64; also returns sum |w·x| + |bias| per
+    /// output (the scale of the rounding error).
+    pub fn conv2d(s: Conv2d, input: &[f32], weight: &[f32], bias: &[f32]) -> (Vec<f32>, Vec<f32>) {
+        let (oh, ow) = (s.out_h(), s.out_w());
+        let mut out = vec![0f32; s.outc * oh * ow];
+        let mut scale = vec![0f32; s.outc * oh * ow];
+        for o in 0..s.outc {
+            for y in 0..oh {
+                for x in 0..ow {
+                    let (mut acc, mut mag) = (bias[o] as f64, bias[o].abs() as f64);
+                    for c in 0..s.c {
+                        for ky in 0..s.k {
+                            for kx in 0..s.k {
+                                let iy = (y * s.stride + ky) as isize - s.pad as isize;
+                                let ix = (x * s.stride + kx) as isize - s.pad as isize;
+                                if iy < 0 || ix < 0 || iy >= s.h as isize || ix >= s.w as isize {
+                                    continue;
+                                }
+                                let v = input[(c * s.h + iy as usize) * s.w + ix as usize] as f64
+                                    * weight[((o * s.c + c) * s.k + ky) * s.k + kx] as f64;
+                                acc += v;
+                                mag += v.abs();
+                            }
+                        }
+                    }
+                    out[(o * oh + y) * ow + x] = acc as f32;
+                    scale[(o * oh + y) * ow + x] = mag as f32;
+                }
+            }
+        }
+        (out, scale)
     }
 
     /// Row-major C = A × B, accumulated in f64; also returns sum |A||B| per element (the scale

@@ -2,7 +2,7 @@
 //! validation layer on, against the CPU reference on random non-zero data, outputs poisoned.
 
 use vkprism::Tensor;
-use vkprism_shaders::{activation, binary_op, gemm, reference};
+use vkprism_shaders::{activation, binary_op, conv2d, gemm, reference};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
 };
@@ -145,6 +145,97 @@ fn gemm_every_variant() {
             tolerance(&key),
             name,
         );
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn conv2d_every_variant() {
+    let ctx = ctx();
+    for (shape, ksize) in [
+        (
+            reference::Conv2d {
+                c: 3,
+                h: 11,
+                w: 13,
+                outc: 5,
+                k: 3,
+                stride: 1,
+                pad: 1,
+            },
+            3,
+        ),
+        (
+            reference::Conv2d {
+                c: 4,
+                h: 9,
+                w: 10,
+                outc: 3,
+                k: 5,
+                stride: 2,
+                pad: 2,
+            },
+            5,
+        ),
+    ] {
+        let input = random(shape.c * shape.h * shape.w, 21, 0.1, 1.0);
+        let weight = random(shape.outc * shape.c * shape.k * shape.k, 22, 0.1, 1.0);
+        let bias = random(shape.outc, 23, 0.1, 1.0);
+        let (oh, ow) = (shape.out_h(), shape.out_w());
+        for name in conv2d::VARIANT_NAMES {
+            let k = ctx.load_variant::<conv2d::Kernel>(name).unwrap();
+            let key = k.variant().key;
+            let f = k.variant().bindings[0].format;
+            let it = Tensor::from_f32(&ctx, &[shape.c, shape.h, shape.w], f, &input).unwrap();
+            let wt = Tensor::from_f32(&ctx, &[shape.outc, shape.c, shape.k, shape.k], f, &weight)
+                .unwrap();
+            let bt = Tensor::from_f32(&ctx, &[shape.outc], f, &bias).unwrap();
+            let ot = Tensor::from_f32(
+                &ctx,
+                &[shape.outc, oh, ow],
+                f,
+                &vec![f32::NAN; shape.outc * oh * ow],
+            )
+            .unwrap();
+            let pipe = k.pipeline(&conv2d::SpecConstants { ksize }, None).unwrap();
+            let push = conv2d::PushConstants {
+                c: shape.c as i32,
+                h: shape.h as i32,
+                w: shape.w as i32,
+                outc: shape.outc as i32,
+                outh: oh as i32,
+                outw: ow as i32,
+                stride: shape.stride as i32,
+                pad: shape.pad as i32,
+            };
+            ctx.run(|l| {
+                l.dispatch(
+                    &pipe,
+                    &conv2d::BufferBindings {
+                        in_blob: &it,
+                        w_blob: &wt,
+                        b_blob: &bt,
+                        out_blob: &ot,
+                    },
+                    &push,
+                    [ow as u32, oh as u32, shape.outc as u32],
+                )
+            })
+            .unwrap();
+            let (want, scale) = reference::conv2d(
+                shape,
+                &quantize(&input, f),
+                &quantize(&weight, f),
+                &quantize(&bias, f),
+            );
+            check(
+                &ot.download_f32().unwrap(),
+                &want,
+                &scale,
+                tolerance(&key),
+                &format!("{name} k{}", shape.k),
+            );
+        }
     }
     assert_clean(&ctx);
 }
