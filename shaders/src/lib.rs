@@ -117,7 +117,7 @@ void main() {
 }
 
 vkprism::compute_shader! {
-    /// out[o][y][x] = bias[o] + sum_{c,ky,kx} w[o][c][ky][kx] * in[c][y*stride+ky-pad][x*stride+kx-pad]
+    /// `out[o][y][x] = bias[o] + sum_{c,ky,kx} w[o][c][ky][kx] * in[c][y*stride+ky-pad][x*stride+kx-pad]`
     /// (zero outside the input), CHW scalars, fp32 accumulation; the kernel size is a
     /// specialization constant (default 3). One invocation per output element.
     pub mod conv2d,
