@@ -19,7 +19,11 @@ fn compile(text: &str) -> Result<KernelModel, Vec<String>> {
 
 /// Runs the Khronos SPIR-V validator on every variant.
 fn validate_all(m: &KernelModel) {
-    let dir = std::env::temp_dir().join(format!("vkprism-val-{}", std::process::id()));
+    // One directory per call: tests run in parallel threads of one process, and two kernels'
+    // `fp32.spv` must not overwrite each other while spirv-val reads them.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("vkprism-val-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for v in &m.variants {
         let path = dir.join(format!("{}.spv", v.key.name()));
