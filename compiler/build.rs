@@ -3,9 +3,9 @@
 //! Debian's `libshaderc_combined.a` holds shaderc alone: glslang and SPIRV-Tools come from
 //! `glslang-dev` and `spirv-tools` as separate static archives, and `libshaderc.so` lacks the
 //! dependency entries. shaderc-sys links `shaderc_combined` (feature `prefer-static-linking`); we
-//! add the rest here. The list is emitted twice because GNU ld resolves archives left to right
-//! and glslang's archives depend on each other in a cycle. With the `shaderc-from-source`
-//! feature shaderc-sys builds everything itself and this script does nothing.
+//! add the rest here, as non-bundled static libraries so they reach the final link after
+//! shaderc-sys's archive, in dependency order. With the `shaderc-from-source` feature
+//! shaderc-sys builds everything itself and this script does nothing.
 
 fn main() {
     println!("cargo:rerun-if-env-changed=SHADERC_LIB_DIR");
