@@ -3,8 +3,8 @@
 //! Debian's `libshaderc_combined.a` holds shaderc alone: glslang and SPIRV-Tools come from
 //! `glslang-dev` and `spirv-tools` as separate static archives, and `libshaderc.so` lacks the
 //! dependency entries. shaderc-sys links `shaderc_combined` (feature `prefer-static-linking`); we
-//! add the rest here, as non-bundled static libraries so they reach the final link after
-//! shaderc-sys's archive, in dependency order. With the `shaderc-from-source` feature
+//! add the rest here as non-bundled static libraries (`-bundle`: handed to the final link
+//! instead of being copied into this crate's rlib), in dependency order. With the `shaderc-from-source` feature
 //! shaderc-sys builds everything itself and this script does nothing.
 
 fn main() {
