@@ -3,7 +3,7 @@
 //! image can be sampled by one dispatch and stored by the next.
 
 use crate::context::{vkerr, Context, Shared};
-use crate::tensor::{create_buffer, Error};
+use crate::tensor::{create_buffer, free_buffer, Error};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
@@ -328,7 +328,7 @@ impl Image {
                 &[region],
             )
         });
-        release(shared, staging, alloc);
+        free_buffer(shared, staging, Some(alloc));
         Ok(r?)
     }
 
@@ -370,20 +370,8 @@ impl Image {
                     .collect()
             }
         });
-        release(shared, staging, alloc);
+        free_buffer(shared, staging, Some(alloc));
         r?;
         out.ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))
     }
-}
-
-fn release(shared: &Shared, buffer: vk::Buffer, alloc: Allocation) {
-    if let Some(a) = shared
-        .allocator
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_mut()
-    {
-        let _ = a.free(alloc);
-    }
-    unsafe { shared.device.destroy_buffer(buffer, None) };
 }

@@ -55,7 +55,8 @@ impl Drop for TensorInner {
     }
 }
 
-fn free_buffer(shared: &Shared, buffer: vk::Buffer, allocation: Option<Allocation>) {
+/// Frees a buffer's memory (if any) and destroys the buffer.
+pub(crate) fn free_buffer(shared: &Shared, buffer: vk::Buffer, allocation: Option<Allocation>) {
     if let Some(a) = allocation {
         if let Some(alloc) = shared
             .allocator
