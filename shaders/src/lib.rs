@@ -4,7 +4,8 @@
 //! - [`activation`]: relu, leaky relu, sigmoid, tanh, hardswish, chosen by a specialization
 //!   constant (one pipeline per activation, no branch at run time);
 //! - [`binary_op`]: element-wise add, sub, mul, div, max, min of two tensors;
-//! - [`gemm`]: C = A × B, tiled through shared memory where `NCNN_shader_local_memory` is on;
+//! - [`gemm`]: C = act(alpha · op(A) · op(B) + bias), register-tiled, staged through shared memory
+//!   where `NCNN_shader_local_memory` is on;
 //! - [`conv2d`]: direct 2D convolution with bias, stride and zero padding, CHW layout.
 
 vkprism::compute_shader! {
@@ -68,52 +69,27 @@ void main() {
 }
 
 vkprism::compute_shader! {
-    /// `C[m][n] = sum_k A[m][k] * B[k][n]`, row-major scalars, accumulated in fp32. Workgroup
-    /// 16×16; with local memory, 16×16 tiles of A and B go through shared memory.
+    /// `C = act(alpha · op(A) · op(B) + bias)`, row-major vec4 operands, fp32 accumulation: a
+    /// register-tiled GEMM (8×8 outputs per invocation, 128×128 per 16×16 workgroup), staged
+    /// through shared memory where `NCNN_shader_local_memory` is on. Specialization constants:
+    /// `transpose_a` (A stored K×M), `transpose_b` (B stored N×K), `bias_term` (add `bias[n]`),
+    /// `activation` (0 none, 1 relu, 2 leaky relu with `slope`, 3 sigmoid), `BK` (step depth, a
+    /// multiple of 4). The stored rows must be multiples of 4 elements long; M, N and K need not be
+    /// multiples of the tile. Dispatch `[ceil(N / BN) · local_x, ceil(M / BM) · local_y, 1]`
+    /// invocations ([`gemm_invocations`]).
     pub mod gemm,
-    src: r#"
-#version 450
-layout (local_size_x = 16, local_size_y = 16) in;
-layout (binding = 0) readonly buffer a_blob { sfp a[]; };
-layout (binding = 1) readonly buffer b_blob { sfp b[]; };
-layout (binding = 2) writeonly buffer c_blob { sfp c[]; };
-layout (push_constant) uniform parameter { int M; int N; int K; } p;
-#if NCNN_shader_local_memory
-shared lfp ta[16][16];
-shared lfp tb[16][16];
-#endif
-void main() {
-    const int col = int(gl_GlobalInvocationID.x);
-    const int row = int(gl_GlobalInvocationID.y);
-    const int lx = int(gl_LocalInvocationID.x);
-    const int ly = int(gl_LocalInvocationID.y);
-    float acc = 0.0;
-#if NCNN_shader_local_memory
-    for (int k0 = 0; k0 < p.K; k0 += 16) {
-        // Out-of-range threads still load (clamped) and reach the barriers.
-        int ak = min(k0 + lx, p.K - 1);
-        int bk = min(k0 + ly, p.K - 1);
-        ta[ly][lx] = sfp2lfp(a[min(row, p.M - 1) * p.K + ak]);
-        tb[ly][lx] = sfp2lfp(b[bk * p.N + min(col, p.N - 1)]);
-        barrier();
-        int kn = min(16, p.K - k0);
-        for (int k = 0; k < kn; k++) {
-            acc += float(lfp2afp(ta[ly][k])) * float(lfp2afp(tb[k][lx]));
-        }
-        barrier();
-    }
-#else
-    if (row < p.M && col < p.N) {
-        for (int k = 0; k < p.K; k++) {
-            acc += float(buffer_ld1(a, row * p.K + k)) * float(buffer_ld1(b, k * p.N + col));
-        }
-    }
-#endif
-    if (row < p.M && col < p.N) {
-        buffer_st1(c, row * p.N + col, afp(acc));
-    }
+    path: "gemm.comp",
 }
-"#,
+
+/// The invocation grid for [`gemm`] with workgroup `local` (default `[16, 16]`): one workgroup
+/// per `8·local[1]` × `8·local[0]` tile of C.
+pub fn gemm_invocations(m: usize, n: usize, local: [u32; 2]) -> [u32; 3] {
+    let (bm, bn) = (8 * local[1] as usize, 8 * local[0] as usize);
+    [
+        (n.div_ceil(bn) as u32) * local[0],
+        (m.div_ceil(bm) as u32) * local[1],
+        1,
+    ]
 }
 
 vkprism::compute_shader! {
@@ -243,21 +219,82 @@ pub mod reference {
         (out, scale)
     }
 
+    /// The options of a GEMM, as the kernel's specialization and push constants give them.
+    #[derive(Copy, Clone, Debug, Default)]
+    pub struct Gemm {
+        /// A is stored K×M.
+        pub transpose_a: bool,
+        /// B is stored N×K.
+        pub transpose_b: bool,
+        /// Scale of the product.
+        pub alpha: f32,
+        /// 0 none, 1 relu, 2 leaky relu with `slope`, 3 sigmoid.
+        pub activation: i32,
+        /// Leaky relu's slope.
+        pub slope: f32,
+    }
+
     /// Row-major C = A × B, accumulated in f64; also returns sum |A||B| per element (the scale
     /// of the rounding error a precision can make).
     pub fn gemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> (Vec<f32>, Vec<f32>) {
+        let o = Gemm {
+            alpha: 1.0,
+            ..Default::default()
+        };
+        gemm_with(o, m, n, k, a, b, None)
+    }
+
+    /// `act(alpha · op(A) · op(B) + bias)` as the kernel computes it, accumulated in f64, and the
+    /// error scale `|alpha| · sum |A||B| + |bias|` per element.
+    pub fn gemm_with(
+        o: Gemm,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &[f32],
+        b: &[f32],
+        bias: Option<&[f32]>,
+    ) -> (Vec<f32>, Vec<f32>) {
+        let at = |i: usize, l: usize| {
+            if o.transpose_a {
+                a[l * m + i]
+            } else {
+                a[i * k + l]
+            }
+        };
+        let bt = |l: usize, j: usize| {
+            if o.transpose_b {
+                b[j * k + l]
+            } else {
+                b[l * n + j]
+            }
+        };
         let mut c = vec![0f32; m * n];
         let mut scale = vec![0f32; m * n];
         for i in 0..m {
             for j in 0..n {
                 let (mut s, mut t) = (0f64, 0f64);
                 for l in 0..k {
-                    let p = a[i * k + l] as f64 * b[l * n + j] as f64;
+                    let p = at(i, l) as f64 * bt(l, j) as f64;
                     s += p;
                     t += p.abs();
                 }
-                c[i * n + j] = s as f32;
-                scale[i * n + j] = t as f32;
+                let beta = bias.map_or(0.0, |b| b[j] as f64);
+                let v = o.alpha as f64 * s + beta;
+                let v = match o.activation {
+                    1 => v.max(0.0),
+                    2 => {
+                        if v > 0.0 {
+                            v
+                        } else {
+                            v * o.slope as f64
+                        }
+                    }
+                    3 => 1.0 / (1.0 + (-v).exp()),
+                    _ => v,
+                };
+                c[i * n + j] = v as f32;
+                scale[i * n + j] = (o.alpha.abs() as f64 * t + beta.abs()) as f32;
             }
         }
         (c, scale)

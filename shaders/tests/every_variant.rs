@@ -2,7 +2,7 @@
 //! validation layer on, against the CPU reference on random non-zero data, outputs poisoned.
 
 use vkprism::Tensor;
-use vkprism_shaders::{activation, binary_op, conv2d, gemm, reference};
+use vkprism_shaders::{activation, binary_op, conv2d, gemm, gemm_invocations, reference};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
 };
@@ -100,51 +100,147 @@ fn binary_ops() {
     assert_clean(&ctx);
 }
 
-#[test]
-fn gemm_every_variant() {
-    let ctx = ctx();
-    // Not multiples of the 16×16 tile, to exercise the edges.
-    let (m, n, kk) = (37, 45, 70);
-    let a = random(m * kk, 4, 0.1, 1.0);
-    let b = random(kk * n, 5, 0.1, 1.0);
-    assert_eq!(
-        gemm::VARIANTS.len(),
-        14,
-        "7 precisions × local memory on/off"
-    );
+/// One GEMM problem: shape, options, workgroup and step depth.
+struct GemmCase {
+    m: usize,
+    n: usize,
+    k: usize,
+    o: reference::Gemm,
+    bias: bool,
+    local: [u32; 2],
+    bk: i32,
+}
+
+fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
+    let GemmCase { m, n, k: kk, o, .. } = *case;
+    let a = random(m * kk, seed, 0.1, 1.0);
+    let b = random(kk * n, seed + 1, 0.1, 1.0);
+    let bias = random(n, seed + 2, 0.1, 1.0);
+    let a_shape = if o.transpose_a { [kk, m] } else { [m, kk] };
+    let b_shape = if o.transpose_b { [n, kk] } else { [kk, n] };
     for name in gemm::VARIANT_NAMES {
         let k = ctx.load_variant::<gemm::Kernel>(name).unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
-        let at = Tensor::from_f32(&ctx, &[m, kk], f, &a).unwrap();
-        let bt = Tensor::from_f32(&ctx, &[kk, n], f, &b).unwrap();
-        let ct = Tensor::from_f32(&ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
-        let pipe = k.pipeline(&Default::default(), None).unwrap();
+        let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
+        let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
+        let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
+        let ct = Tensor::from_f32(ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
+        let spec = gemm::SpecConstants {
+            transpose_a: o.transpose_a as i32,
+            transpose_b: o.transpose_b as i32,
+            bias_term: case.bias as i32,
+            activation: o.activation,
+            BK: case.bk,
+        };
+        let pipe = k
+            .pipeline(&spec, Some([case.local[0], case.local[1], 1]))
+            .unwrap();
         ctx.run(|l| {
             l.dispatch(
                 &pipe,
                 &gemm::BufferBindings {
                     a_blob: &at,
                     b_blob: &bt,
+                    bias_blob: &biast,
                     c_blob: &ct,
                 },
                 &gemm::PushConstants {
                     M: m as i32,
                     N: n as i32,
                     K: kk as i32,
+                    alpha: o.alpha,
+                    slope: o.slope,
                 },
-                [n as u32, m as u32, 1],
+                gemm_invocations(m, n, case.local),
             )
         })
         .unwrap();
-        let (want, scale) = reference::gemm(m, n, kk, &quantize(&a, f), &quantize(&b, f));
+        let q = |x: &[f32]| quantize(x, f);
+        let bias_q = q(&bias);
+        let (want, scale) = reference::gemm_with(
+            o,
+            m,
+            n,
+            kk,
+            &q(&a),
+            &q(&b),
+            case.bias.then_some(&bias_q[..]),
+        );
+        // The result is stored in the variant's precision: its rounding is relative to |C|.
+        let scale: Vec<f32> = scale
+            .iter()
+            .zip(&want)
+            .map(|(s, w)| s.max(w.abs()))
+            .collect();
         check(
             &ct.download_f32().unwrap(),
-            &want,
+            &q(&want),
             &scale,
             tolerance(&key),
-            name,
+            &format!("{name} {m}x{n}x{kk} {o:?} bias {}", case.bias),
         );
+    }
+}
+
+#[test]
+fn gemm_every_variant() {
+    let ctx = ctx();
+    assert_eq!(
+        gemm::VARIANTS.len(),
+        14,
+        "7 precisions × local memory on/off"
+    );
+    let plain = reference::Gemm {
+        alpha: 1.0,
+        ..Default::default()
+    };
+    let cases = [
+        // Not multiples of the 128×128 tile nor of the 16-deep step: every edge.
+        GemmCase {
+            m: 67,
+            n: 36,
+            k: 44,
+            o: plain,
+            bias: false,
+            local: [16, 16],
+            bk: 16,
+        },
+        // Two tiles across N, both operands transposed, bias, relu and alpha.
+        GemmCase {
+            m: 36,
+            n: 140,
+            k: 40,
+            o: reference::Gemm {
+                transpose_a: true,
+                transpose_b: true,
+                alpha: 0.5,
+                activation: 1,
+                slope: 0.0,
+            },
+            bias: true,
+            local: [16, 16],
+            bk: 16,
+        },
+        // A smaller workgroup (64×32 tiles), an 8-deep step, one transpose, leaky relu.
+        GemmCase {
+            m: 70,
+            n: 72,
+            k: 52,
+            o: reference::Gemm {
+                transpose_b: true,
+                alpha: 1.0,
+                activation: 2,
+                slope: 0.1,
+                ..Default::default()
+            },
+            bias: true,
+            local: [4, 8],
+            bk: 8,
+        },
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        run_gemm_case(&ctx, case, 4 + 10 * i as u64);
     }
     assert_clean(&ctx);
 }
