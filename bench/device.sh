@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Runs on the NVIDIA device machine (see BENCHMARKS.md): the release binaries built here and
-# carried in .devbin/, Debian's Vulkan loader in .gl/, the validation layer in .vl/.
-# Prints the device report, the test suites on the real driver with validation on, and the
-# benchmarks beside their PyTorch references from the same run.
+# Runs on the NVIDIA machine (device tool, carrying .devbin .gl .vl from bench/prepare.sh):
+# the device report, the test suites on the real driver with the validation layer on, then
+# vkprism-bench and PyTorch's references in the same call, merged into $OUT/results.json with
+# the generated table in $OUT/table.md.
+#   bash bench/device.sh [cases, default dispatch,elementwise,gemm] [skip-tests]
 set -uo pipefail
+cases=${1:-dispatch,elementwise,gemm}
 for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$icd" ] && export VK_DRIVER_FILES=$icd __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
-mkdir -p /tmp/vl && dpkg -x .vl/*.deb /tmp/vl
-export VK_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d LD_LIBRARY_PATH=/tmp/vl/usr/lib/x86_64-linux-gnu
+mkdir -p /tmp/vl && for f in .vl/*.deb; do dpkg -x "$f" /tmp/vl; done
+export VK_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d
 out=${OUT:-/tmp/out}; mkdir -p "$out"
-echo "== hello"; .devbin/hello 2>&1 | tee "$out/hello.txt"
-echo "== tests (validation on)"; VKPRISM_VALIDATION=1 .devbin/kernels 2>&1 | tail -14 | tee "$out/tests.txt"
-VKPRISM_VALIDATION=1 .devbin/runtime 2>&1 | tail -20 | tee -a "$out/tests.txt"
-VKPRISM_VALIDATION=1 .devbin/every_variant 2>&1 | tail -8 | tee -a "$out/tests.txt"
-echo "== dispatch"; { .devbin/bench_dispatch; python3 bench/torch_dispatch.py; } 2>&1 | tee "$out/dispatch.txt"
-echo "== elementwise"; { .devbin/bench_elementwise 1024; python3 bench/torch_ref.py 1024; } 2>&1 | tee "$out/elementwise.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
+.devbin/hello 2>&1 | tee "$out/hello.txt"
+if [ "${2:-}" != "skip-tests" ]; then
+  for t in .devbin/kernels .devbin/runtime .devbin/every_variant; do
+    [ -x "$t" ] && VKPRISM_VALIDATION=1 "$t" 2>&1 | grep -E "^test |test result|panicked" | tee -a "$out/tests.txt"
+  done
+fi
+.devbin/vkprism-bench --cases "$cases" --json "$out/vkprism.json" 2>&1 | tee "$out/vkprism.txt"
+python3 bench/torch_ref.py --cases "$cases" --json "$out/torch.json" 2>&1 | tee "$out/torch.txt"
+python3 bench/merge.py "$out/vkprism.json" "$out/torch.json" "$out/results.json" > "$out/table.md"
+cat "$out/table.md"

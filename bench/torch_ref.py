@@ -1,26 +1,148 @@
-"""PyTorch reference for bench_elementwise: y = x*2 + 1 on the same sizes, CUDA-event timed,
-median of 20 after warm-up, bytes read + written per second. Prints `torch axpb_<dtype>_tbps X`."""
-import statistics, sys, torch
+"""PyTorch / cuBLAS references for vkprism-bench, run in the same command on the same GPU.
+
+Same cases, shapes and byte / FLOP counts as bench/src/*.rs, the same method: warm-up by GPU time
+(>= 300 ms) right before each series, median of >= 20 CUDA-event-timed runs lasting >= 200 ms in
+all, the SM clock read by nvidia-smi during the series. Writes a JSON array of
+{case, shape, dtype, value, unit, sm_clock_mhz, reference} records.
+
+    python3 bench/torch_ref.py [--cases gemm,elementwise,dispatch] --json FILE
+"""
+import argparse, json, statistics, subprocess, threading, time
+import torch
+
+GEMM_SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (4096, 512, 14336)]
+ELEMENTWISE_MIB = [64, 256, 1024]
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def sm_clock():
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits", "-i", "0"],
+                             capture_output=True, text=True, timeout=10).stdout
+        return int(out.strip())
+    except Exception:
+        return None
+
+
+def timed(fn, warmup_s=0.3, min_runs=20, min_series_s=0.2):
+    """Median seconds of fn() on the GPU after warming up by GPU time; the SM clock during it."""
+    busy = 0.0
+    while busy < warmup_s:
+        busy += event_time(fn)
+    clock = {}
+    reader = threading.Thread(target=lambda: clock.setdefault("mhz", sm_clock()))
+    reader.start()
+    times = []
+    while len(times) < min_runs or sum(times) < min_series_s:
+        times.append(event_time(fn))
+    reader.join()
+    return statistics.median(times), clock.get("mhz")
+
+
+def event_time(fn):
+    a = torch.cuda.Event(enable_timing=True)
+    b = torch.cuda.Event(enable_timing=True)
+    a.record(); fn(); b.record()
+    torch.cuda.synchronize()
+    return a.elapsed_time(b) / 1e3
+
+
+def rand(shape, dtype, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    m = torch.rand(shape, device="cuda", generator=g) * 0.9 + 0.1
+    s = torch.randint(0, 2, shape, device="cuda", generator=g) * 2 - 1
+    return (m * s).to(dtype)
+
+
+def gemm():
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+    out = []
+    for m, n, k in GEMM_SHAPES:
+        for dname, dtype in DTYPES.items():
+            a, b = rand((m, k), dtype, 1), rand((k, n), dtype, 2)
+            c = torch.empty((m, n), device="cuda", dtype=dtype)
+            torch.matmul(a, b, out=c)
+            want = a[:8].double() @ b.double()
+            assert torch.allclose(c[:8].double(), want, rtol=2e-2, atol=2e-2 * k ** 0.5), f"gemm {dname}"
+            t, mhz = timed(lambda: torch.matmul(a, b, out=c))
+            out.append(rec("gemm", f"{m}x{n}x{k}", dname, 2 * m * n * k / t / 1e12, "TFLOP/s", mhz,
+                           f"torch.matmul {dname} (cuBLAS{', TF32 off' if dname == 'fp32' else ''})"))
+    return out
+
+
+def elementwise():
+    out = []
+    for mib in ELEMENTWISE_MIB:
+        n = mib << 18
+        for dname in ("fp32", "fp16"):
+            dtype = DTYPES[dname]
+            x, x2 = rand((n,), dtype, 3), rand((n,), dtype, 4)
+            y = torch.empty_like(x)
+            one = torch.ones((), device="cuda", dtype=dtype)
+            two = torch.full((), 2, device="cuda", dtype=dtype)
+            ops = {
+                "axpb": (lambda: torch.addcmul(one, x, two, out=y), 2, "torch.addcmul"),
+                "copy": (lambda: y.copy_(x), 2, "Tensor.copy_"),
+                "add": (lambda: torch.add(x, x2, out=y), 3, "torch.add"),
+                "relu": (lambda: torch.clamp_min(x, 0, out=y), 2, "torch.clamp_min"),
+            }
+            for op, (fn, streams, what) in ops.items():
+                t, mhz = timed(fn)
+                out.append(rec("elementwise", f"{op} {mib}MiB", dname,
+                               streams * n * x.element_size() / t / 1e12, "TB/s", mhz, f"{what} {dname}"))
+            del x, x2, y
+    return out
+
+
+def dispatch():
+    x = torch.ones(64, device="cuda")
+    torch.cuda.synchronize()
+    clock = sm_clock()
+    rt = []
+    for _ in range(1100):
+        t = time.perf_counter()
+        x.add_(1.0)
+        torch.cuda.synchronize()
+        rt.append(time.perf_counter() - t)
+    out = [rec("dispatch", "round_trip", "-", statistics.median(rt[100:]) * 1e6, "us", clock,
+               "one tiny kernel + torch.cuda.synchronize")]
+    n = 1000
+    bufs = [torch.ones(64, device="cuda") for _ in range(n)]
+    for name, dependent in (("dependent", True), ("independent", False)):
+        s = torch.cuda.Stream()
+        with torch.cuda.stream(s):
+            for i in range(n):
+                (x if dependent else bufs[i]).add_(1.0)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for i in range(n):
+                (x if dependent else bufs[i]).add_(1.0)
+        t, mhz = timed(g.replay)
+        out.append(rec("dispatch", f"replay_{name}_per_dispatch", "fp32", t * 1e6 / n, "us", mhz,
+                       f"1000 {name} kernels in a CUDA graph"))
+    return out
+
+
+def rec(case, shape, dtype, value, unit, mhz, reference):
+    r = dict(case=case, shape=shape, dtype=dtype, value=value, unit=unit, sm_clock_mhz=mhz, reference=reference)
+    print(f"torch {case:<12} {shape:<30} {dtype:<6} {value:10.3f} {unit:<8} SM clock {mhz} MHz  ({reference})",
+          flush=True)
+    return r
+
 
 def main():
-    mib = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
-    n = mib << 18
-    for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16)):
-        x = (torch.arange(n, device="cuda", dtype=torch.float32) % 2001 - 1000).div(256).add(0.001).to(dtype)
-        y = torch.empty_like(x)
-        one = torch.ones((), device="cuda", dtype=dtype)
-        two = torch.full((), 2, device="cuda", dtype=dtype)
-        # One fused kernel, y = 1 + 2*x, as the Vulkan side does.
-        for _ in range(20):
-            torch.addcmul(one, x, two, out=y)
-        assert torch.allclose(y[:1000].float(), (x[:1000].float() * 2 + 1), rtol=1e-2)
-        times = []
-        for _ in range(30):
-            a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
-            a.record(); torch.addcmul(one, x, two, out=y); b.record()
-            torch.cuda.synchronize()
-            times.append(a.elapsed_time(b) / 1e3)
-        print(f"torch axpb_{name}_tbps {2 * n * x.element_size() / statistics.median(times) / 1e12:.3f}")
+    p = argparse.ArgumentParser()
+    p.add_argument("--cases", default="dispatch,elementwise,gemm")
+    p.add_argument("--json", required=True)
+    args = p.parse_args()
+    records = []
+    for case in args.cases.split(","):
+        records += {"gemm": gemm, "elementwise": elementwise, "dispatch": dispatch}[case]()
+    with open(args.json, "w") as f:
+        json.dump(records, f, indent=1)
+
 
 if __name__ == "__main__":
     main()

@@ -486,7 +486,7 @@ fn image_8_wide_and_one_channel_every_variant() {
 vkprism::compute_shader! {
     /// The benchmark's kernel file, shipped through spirv-opt.
     pub mod axpb_optimized,
-    path: "../examples/kernels/axpb.comp",
+    path: "../bench/kernels/axpb.comp",
     optimize: true,
 }
 

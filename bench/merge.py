@@ -1,0 +1,72 @@
+"""Puts PyTorch's figures beside vkprism's from the same run.
+
+    python3 bench/merge.py VKPRISM.json TORCH.json RESULTS.json [BENCHMARKS.md]
+
+Writes RESULTS.json: a JSON array of {case, shape, variant, coopmat, value, reference, ratio,
+unit, sm_clock_mhz, reference_sm_clock_mhz, reference_name}; `ratio` > 1 means vkprism is ahead
+(throughput / the reference's throughput, or the reference's time / vkprism's time). With a
+fourth argument, replaces the text between the `<!-- results -->` markers of that file with the
+tables generated from RESULTS.json.
+"""
+import json, sys
+
+TIME_UNITS = {"us"}
+
+
+def dtype_of(variant):
+    for d in ("fp32", "fp16", "bf16", "int8"):
+        if variant.startswith(d):
+            return d
+    return variant
+
+
+def merge(ours, refs):
+    by_key = {(r["case"], r["shape"], r["dtype"]): r for r in refs}
+    out = []
+    for r in ours:
+        ref = by_key.get((r["case"], r["shape"], dtype_of(r["variant"])))
+        rv = ref["value"] if ref else None
+        if rv is None:
+            ratio = None
+        elif r["unit"] in TIME_UNITS:
+            ratio = rv / r["value"]
+        else:
+            ratio = r["value"] / rv
+        out.append(dict(case=r["case"], shape=r["shape"], variant=r["variant"], coopmat=r["coopmat"],
+                        value=round(r["value"], 4), reference=None if rv is None else round(rv, 4),
+                        ratio=None if ratio is None else round(ratio, 3), unit=r["unit"],
+                        sm_clock_mhz=r["sm_clock_mhz"],
+                        reference_sm_clock_mhz=ref["sm_clock_mhz"] if ref else None,
+                        reference_name=ref["reference"] if ref else None))
+    return out
+
+
+def table(records):
+    lines = ["| case | shape | variant | coopmat | vkprism | reference | ratio | SM clock (vkprism / ref) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in records:
+        ref = "-" if r["reference"] is None else f'{r["reference"]:.3f} ({r["reference_name"]})'
+        ratio = "-" if r["ratio"] is None else f'{r["ratio"]:.2f}×'
+        lines.append(f'| {r["case"]} | {r["shape"]} | {r["variant"]} | {"yes" if r["coopmat"] else "no"} | '
+                     f'{r["value"]:.3f} {r["unit"]} | {ref} | {ratio} | '
+                     f'{r["sm_clock_mhz"]} / {r["reference_sm_clock_mhz"]} MHz |')
+    return "\n".join(lines)
+
+
+def main():
+    ours, refs = (json.load(open(p)) for p in sys.argv[1:3])
+    records = merge(ours, refs)
+    with open(sys.argv[3], "w") as f:
+        json.dump(records, f, indent=1)
+        f.write("\n")
+    if len(sys.argv) > 4:
+        doc = open(sys.argv[4]).read()
+        start, end = "<!-- results -->", "<!-- /results -->"
+        head, rest = doc.split(start, 1)
+        _, tail = rest.split(end, 1)
+        open(sys.argv[4], "w").write(f"{head}{start}\n{table(records)}\n{end}{tail}")
+    print(table(records))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+//! GEMM throughput of `vkprism_shaders::gemm` in every local-memory variant, 2·M·N·K FLOPs per run.
+
+use crate::harness::{print, time_list, Config, Record};
+use crate::{quantize, random};
+use vkprism::{CommandList, Context, Tensor};
+use vkprism_shaders::{gemm, gemm_invocations};
+
+/// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
+const SHAPES: [(usize, usize, usize); 4] = [
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (4096, 512, 14336),
+];
+const QUICK_SHAPES: [(usize, usize, usize); 1] = [(256, 128, 192)];
+
+/// Every variant of the library GEMM that stages through shared memory, plus fp32 without.
+const VARIANTS: [&str; 8] = [
+    "fp32_lm",
+    "fp16p_lm",
+    "fp16pa_lm",
+    "fp16s_lm",
+    "fp16sa_lm",
+    "bf16p_lm",
+    "bf16s_lm",
+    "fp32_nolm",
+];
+
+pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let shapes: &[_] = if cfg.quick { &QUICK_SHAPES } else { &SHAPES };
+    let mut records = Vec::new();
+    for &(m, n, k) in shapes {
+        let a = random(m * k, 1);
+        let b = random(k * n, 2);
+        for variant in VARIANTS {
+            match one(ctx, cfg, (m, n, k), variant, &a, &b) {
+                Ok(r) => {
+                    print(&r);
+                    records.push(r);
+                }
+                Err(e) => println!("# gemm {m}x{n}x{k} {variant}: not run: {e}"),
+            }
+        }
+    }
+    Ok(records)
+}
+
+fn one(
+    ctx: &Context,
+    cfg: Config,
+    (m, n, k): (usize, usize, usize),
+    variant: &str,
+    a: &[f32],
+    b: &[f32],
+) -> Result<Record, Box<dyn std::error::Error>> {
+    let kernel = ctx.load_variant::<gemm::Kernel>(variant)?;
+    let f = kernel.variant().bindings[0].format;
+    let at = Tensor::from_f32(ctx, &[m, k], f, a)?;
+    let bt = Tensor::from_f32(ctx, &[k, n], f, b)?;
+    let bias = Tensor::new(ctx, &[n], f)?;
+    let ct = Tensor::new(ctx, &[m, n], f)?;
+    let pipe = kernel.pipeline(&Default::default(), None)?;
+    let mut list = CommandList::with_total_timing(ctx)?;
+    let push = gemm::PushConstants {
+        M: m as i32,
+        N: n as i32,
+        K: k as i32,
+        alpha: 1.0,
+        slope: 0.0,
+    };
+    let bindings = gemm::BufferBindings {
+        a_blob: &at,
+        b_blob: &bt,
+        bias_blob: &bias,
+        c_blob: &ct,
+    };
+    list.dispatch(&pipe, &bindings, &push, gemm_invocations(m, n, [16, 16]))?;
+    list.submit_and_wait()?;
+    check(
+        &ct.download_f32()?,
+        &quantize(a, f),
+        &quantize(b, f),
+        (m, n, k),
+        variant,
+    )?;
+    let t = time_list(&mut list, cfg)?;
+    Ok(Record {
+        case: "gemm",
+        shape: format!("{m}x{n}x{k}"),
+        variant: variant.into(),
+        coopmat: false,
+        value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
+        unit: "TFLOP/s",
+        sm_clock_mhz: t.sm_clock_mhz,
+    })
+}
+
+/// Checks 97 sampled elements against an f64 dot product of the inputs the GPU saw, with an
+/// error bound relative to sum |a||b| (fp32 accumulation, output stored in the variant's format).
+fn check(
+    c: &[f32],
+    a: &[f32],
+    b: &[f32],
+    (m, n, k): (usize, usize, usize),
+    variant: &str,
+) -> Result<(), String> {
+    let tol = if variant.starts_with("fp32") {
+        1e-4
+    } else {
+        1e-2
+    };
+    for s in 0..97usize {
+        let (i, j) = ((s * 7919) % m, (s * 104_729) % n);
+        let (mut want, mut scale) = (0f64, 0f64);
+        for l in 0..k {
+            let p = a[i * k + l] as f64 * b[l * n + j] as f64;
+            want += p;
+            scale += p.abs();
+        }
+        let got = c[i * n + j] as f64;
+        if !((got - want).abs() <= tol * scale.max(1.0)) {
+            return Err(format!("{variant}: C[{i}][{j}] = {got}, want {want}"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! Timing that measures the kernel, not the clock: warm-up by GPU time right before each series,
+//! a median of many GPU-timestamped runs, and the SM clock read while the series runs.
+
+use serde::Serialize;
+use std::process::Command;
+use std::time::Instant;
+use vkprism::CommandList;
+
+/// How long and how often to measure.
+#[derive(Copy, Clone, Debug)]
+pub struct Config {
+    /// GPU time spent running the list right before its timed series (an H100 running only
+    /// Vulkan work idles at ~400 MHz and needs ~200 ms of sustained work to reach full clock).
+    pub warmup_gpu_s: f64,
+    /// Timed runs: at least this many...
+    pub min_runs: usize,
+    /// ...and at least this much GPU time in all, so the clock reading falls inside the series.
+    pub min_series_gpu_s: f64,
+    /// Small problems, few runs: the same code path on a CPU driver (lavapipe).
+    pub quick: bool,
+}
+
+impl Config {
+    /// Full measurement on a real GPU.
+    pub const FULL: Config = Config {
+        warmup_gpu_s: 0.3,
+        min_runs: 20,
+        min_series_gpu_s: 0.2,
+        quick: false,
+    };
+    /// One warm-up run and three timed runs on small problems.
+    pub const QUICK: Config = Config {
+        warmup_gpu_s: 0.0,
+        min_runs: 3,
+        min_series_gpu_s: 0.0,
+        quick: true,
+    };
+}
+
+/// One measured figure, in the layout of `benchmarks/results/<device>.json` (the reference and
+/// ratio are filled in by `bench/merge.py`, which reads PyTorch's figures from the same run).
+#[derive(Clone, Debug, Serialize)]
+pub struct Record {
+    /// `gemm`, `conv2d`, `elementwise` or `dispatch`.
+    pub case: &'static str,
+    /// `MxNxK` for GEMM; the operation and size otherwise.
+    pub shape: String,
+    /// vkprism's variant name (`-` where no kernel variant is involved).
+    pub variant: String,
+    /// Whether the variant uses cooperative matrices.
+    pub coopmat: bool,
+    pub value: f64,
+    /// `TFLOP/s`, `TB/s` or `us`.
+    pub unit: &'static str,
+    /// SM clock read by NVML during the timed series; `None` where there is no NVIDIA GPU.
+    pub sm_clock_mhz: Option<u32>,
+}
+
+/// The median GPU time of one series and the SM clock read during it.
+#[derive(Copy, Clone, Debug)]
+pub struct Timing {
+    pub median_s: f64,
+    pub sm_clock_mhz: Option<u32>,
+}
+
+/// Warms the GPU up on `list` itself, then times it: `list` must have been created with
+/// `CommandList::with_total_timing`.
+pub fn time_list(list: &mut CommandList, cfg: Config) -> Result<Timing, vkprism::Error> {
+    warm_up(list, cfg)?;
+    let clock = std::thread::spawn(sm_clock_mhz);
+    let mut times = Vec::new();
+    let mut total = 0.0;
+    while times.len() < cfg.min_runs || (total < cfg.min_series_gpu_s && times.len() < 10_000) {
+        list.submit_and_wait()?;
+        let t = list.total_time()?.as_secs_f64();
+        total += t;
+        times.push(t);
+    }
+    Ok(Timing {
+        median_s: median(times),
+        sm_clock_mhz: clock.join().ok().flatten(),
+    })
+}
+
+/// Runs `list` until it has kept the GPU busy for `cfg.warmup_gpu_s` (at least once; at most
+/// 20 s of wall time, in case timestamps are broken).
+fn warm_up(list: &mut CommandList, cfg: Config) -> Result<(), vkprism::Error> {
+    let start = Instant::now();
+    let mut busy = 0.0;
+    loop {
+        list.submit_and_wait()?;
+        busy += list.total_time()?.as_secs_f64();
+        if busy >= cfg.warmup_gpu_s || start.elapsed().as_secs() > 20 {
+            return Ok(());
+        }
+    }
+}
+
+/// The median of `v` (upper median for even lengths).
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The SM clock of GPU 0 from `nvidia-smi` (NVML), or `None` where there is none.
+pub fn sm_clock_mhz() -> Option<u32> {
+    let out = Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=clocks.sm",
+            "--format=csv,noheader,nounits",
+            "-i",
+            "0",
+        ])
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+}
+
+/// Prints a record as one readable line (the JSON goes to the `--json` file).
+pub fn print(r: &Record) {
+    let clock = r.sm_clock_mhz.map_or("-".into(), |c| format!("{c} MHz"));
+    println!(
+        "{:<12} {:<20} {:<12} {:>10.3} {:<8} SM clock {clock}",
+        r.case, r.shape, r.variant, r.value, r.unit
+    );
+}

@@ -1,0 +1,103 @@
+//! vkprism's benchmark harness. Runs the chosen cases on the default Vulkan device (lavapipe when
+//! there is no GPU), prints one line per figure with the SM clock beside it, and writes the
+//! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
+//! them (`bench/device.sh` runs both on the NVIDIA machine).
+//!
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases gemm,elementwise,dispatch] [--json FILE]
+
+mod dispatch;
+mod elementwise;
+mod gemm;
+mod harness;
+
+use harness::{Config, Record};
+use rand::{Rng, SeedableRng};
+use vkprism::{Context, TensorFormat};
+
+const USAGE: &str =
+    "usage: vkprism-bench [--quick] [--cases gemm,elementwise,dispatch] [--json FILE]";
+
+/// What the command line asked for.
+struct Args {
+    cfg: Config,
+    cases: Vec<String>,
+    json: Option<String>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = Args {
+        cfg: Config::FULL,
+        cases: vec!["dispatch".into(), "elementwise".into(), "gemm".into()],
+        json: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => args.cfg = Config::QUICK,
+            "--cases" => {
+                let v = it.next().ok_or(USAGE)?;
+                args.cases = v.split(',').map(str::to_owned).collect();
+            }
+            "--json" => args.json = Some(it.next().ok_or(USAGE)?),
+            _ => return Err(format!("unknown argument `{a}`\n{USAGE}")),
+        }
+    }
+    Ok(args)
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("vkprism-bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let args = parse_args()?;
+    let ctx = Context::new()?;
+    println!("# device: {}", ctx.device_name());
+    let mut records: Vec<Record> = Vec::new();
+    for case in &args.cases {
+        records.extend(match case.as_str() {
+            "gemm" => gemm::run(&ctx, args.cfg)?,
+            "elementwise" => elementwise::run(&ctx, args.cfg)?,
+            "dispatch" => dispatch::run(&ctx, args.cfg)?,
+            other => return Err(format!("unknown case `{other}`\n{USAGE}").into()),
+        });
+    }
+    if let Some(path) = &args.json {
+        std::fs::write(path, serde_json::to_string_pretty(&records)?)?;
+    }
+    let m = ctx.take_validation_messages();
+    if !m.is_empty() {
+        return Err(format!("validation layer messages:\n{}", m.join("\n")).into());
+    }
+    Ok(())
+}
+
+/// `n` random values with magnitude in [0.1, 1) and random sign: never zero.
+pub fn random(n: usize, seed: u64) -> Vec<f32> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..n)
+        .map(|_| {
+            let m: f32 = rng.gen_range(0.1..1.0);
+            if rng.gen_bool(0.5) {
+                m
+            } else {
+                -m
+            }
+        })
+        .collect()
+}
+
+/// `x` as the GPU sees it after upload in `format`.
+pub fn quantize(x: &[f32], format: TensorFormat) -> Vec<f32> {
+    match format {
+        TensorFormat::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
+        TensorFormat::Bf16 => x
+            .iter()
+            .map(|v| half::bf16::from_f32(*v).to_f32())
+            .collect(),
+        _ => x.to_vec(),
+    }
+}
