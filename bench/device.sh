@@ -10,13 +10,15 @@ for f in .gl/*.deb; do dpkg -x "$f" /; done; ldconfig
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 [ -f "$icd" ] && export VK_DRIVER_FILES=$icd __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
 mkdir -p /tmp/vl && for f in .vl/*.deb; do dpkg -x "$f" /tmp/vl; done
-export VK_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d
+# The layer's manifest names its library without a path: the loader finds it on LD_LIBRARY_PATH.
+export VK_LAYER_PATH=/tmp/vl/usr/share/vulkan/explicit_layer.d LD_LIBRARY_PATH=/tmp/vl/usr/lib/x86_64-linux-gnu
+ldd /tmp/vl/usr/lib/x86_64-linux-gnu/libVkLayer_khronos_validation.so | grep "not found"
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 .devbin/hello 2>&1 | tee "$out/hello.txt"
 if [ "${2:-}" != "skip-tests" ]; then
   for t in .devbin/kernels .devbin/runtime .devbin/every_variant; do
-    [ -x "$t" ] && VKPRISM_VALIDATION=1 "$t" 2>&1 | grep -E "^test |test result|panicked" | tee -a "$out/tests.txt"
+    [ -x "$t" ] && VKPRISM_VALIDATION=1 "$t" 2>&1 | grep -E -A3 "^test |test result|panicked" | tee -a "$out/tests.txt"
   done
 fi
 .devbin/vkprism-bench --cases "$cases" --json "$out/vkprism.json" 2>&1 | tee "$out/vkprism.txt"

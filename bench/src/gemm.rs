@@ -59,7 +59,13 @@ fn one(
     let bt = Tensor::from_f32(ctx, &[k, n], f, b)?;
     let bias = Tensor::new(ctx, &[n], f)?;
     let ct = Tensor::new(ctx, &[m, n], f)?;
-    let pipe = kernel.pipeline(&Default::default(), None)?;
+    let coopmat = kernel.variant().key.coopmat == Some(true);
+    let spec = gemm::SpecConstants {
+        BK: step_depth(coopmat),
+        subgroup_size: ctx.features().limits.subgroup_size as i32,
+        ..Default::default()
+    };
+    let pipe = kernel.pipeline(&spec, None)?;
     let mut list = CommandList::with_total_timing(ctx)?;
     let push = gemm::PushConstants {
         M: m as i32,
@@ -88,11 +94,20 @@ fn one(
         case: "gemm",
         shape: format!("{m}x{n}x{k}"),
         variant: variant.into(),
-        coopmat: false,
+        coopmat,
         value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
         unit: "TFLOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
     })
+}
+
+/// The step depth: 16 (the kernel's default) without cooperative matrices, 32 with (two 16-deep
+/// fragment products per barrier pair); `VKPRISM_BENCH_BK` overrides both, to compare.
+fn step_depth(coopmat: bool) -> i32 {
+    std::env::var("VKPRISM_BENCH_BK")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if coopmat { 32 } else { 16 })
 }
 
 /// Checks 97 sampled elements against an f64 dot product of the inputs the GPU saw, with an

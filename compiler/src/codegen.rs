@@ -61,11 +61,18 @@ fn key_tokens(p: &TokenStream, k: &VariantKey) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
-    let lm = match k.local_memory {
+    let flag = |v: Option<bool>| match v {
         Some(b) => quote!(::core::option::Option::Some(#b)),
         None => quote!(::core::option::Option::None),
     };
-    quote!(#p::VariantKey { float: #p::FloatMode::#float, memory: #p::MemoryKind::#memory, int8: #int8, local_memory: #lm })
+    let (lm, cm) = (flag(k.local_memory), flag(k.coopmat));
+    quote!(#p::VariantKey { float: #p::FloatMode::#float, memory: #p::MemoryKind::#memory, int8: #int8, local_memory: #lm, coopmat: #cm })
+}
+
+fn coopmat_tokens(p: &TokenStream, s: &vkprism_core::CoopMatShape) -> TokenStream {
+    let (m, n, k) = (s.m, s.n, s.k);
+    let [a, b, c, r] = [s.a, s.b, s.c, s.result].map(|t| dbg_ident(&t));
+    quote!(#p::CoopMatShape { m: #m, n: #n, k: #k, a: #p::ScalarKind::#a, b: #p::ScalarKind::#b, c: #p::ScalarKind::#c, result: #p::ScalarKind::#r })
 }
 
 fn features_tokens(p: &TokenStream, set: FeatureSet) -> TokenStream {
@@ -156,7 +163,8 @@ pub fn kernel(
         let requires = features_tokens(&p, v.key.requires());
         let words = v.spirv.iter().map(|w| Literal::u32_unsuffixed(*w));
         let bindings = v.bindings.iter().map(|(b, f)| binding_tokens(&p, b, *f));
-        quote!(#p::VariantInfo { key: #key, requires: #requires, spirv: &[#(#words),*], bindings: &[#(#bindings),*] })
+        let coopmats = v.cooperative_matrices.iter().map(|s| coopmat_tokens(&p, s));
+        quote!(#p::VariantInfo { key: #key, requires: #requires, spirv: &[#(#words),*], bindings: &[#(#bindings),*], cooperative_matrices: &[#(#coopmats),*] })
     });
     let variant_names: Vec<String> = model.variants.iter().map(|v| v.key.name()).collect();
     let variant_list = variant_names.join(", ");

@@ -109,6 +109,10 @@ pub fn compile_all_at(
                         .into_iter()
                         .map(|(key, text)| {
                             let r = match &compiler {
+                                // glslang 12 (shaderc's) rejects GL_KHR_cooperative_matrix.
+                                _ if key.coopmat == Some(true) => {
+                                    crate::glslang::compile(source, &text)
+                                }
                                 Ok(c) => compile_one(c, source, &text, optimize),
                                 Err(e) => Err(vec![Diagnostic {
                                     location: String::new(),
@@ -232,7 +236,7 @@ fn parse_messages(source: &Meta, msg: &str) -> Vec<Diagnostic> {
 }
 
 /// `file:12: error: text` -> (file, 12, "error: text").
-fn split_location(line: &str) -> Option<(&str, u32, &str)> {
+pub(crate) fn split_location(line: &str) -> Option<(&str, u32, &str)> {
     // The file name may contain ':' (unlikely), so find ":<digits>: " from the left.
     let bytes = line.as_bytes();
     let mut i = 0;

@@ -14,6 +14,8 @@
 pub mod ast;
 pub mod codegen;
 pub mod compile;
+mod coopmat;
+mod glslang;
 pub mod ctxt;
 pub mod model;
 pub mod preamble;

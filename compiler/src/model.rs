@@ -12,6 +12,8 @@ pub struct VariantModel {
     pub key: VariantKey,
     pub spirv: Vec<u32>,
     pub bindings: Vec<(Binding, TensorFormat)>,
+    /// The cooperative-matrix shapes the variant multiplies (reflected).
+    pub cooperative_matrices: Vec<vkprism_core::CoopMatShape>,
 }
 
 #[derive(Debug)]
@@ -123,6 +125,7 @@ pub fn build(
             key: *key,
             spirv: spirv.clone(),
             bindings,
+            cooperative_matrices: r.cooperative_matrices.clone(),
         });
     }
     for (memory, groups) in &signatures {

@@ -35,7 +35,20 @@ pub fn preamble(key: &VariantKey) -> String {
         ),
         _ => {}
     }
+    let coopmat = key.coopmat == Some(true);
+    if coopmat {
+        s.push_str(
+            "#extension GL_KHR_cooperative_matrix : require\n\
+             #extension GL_KHR_memory_scope_semantics : require\n",
+        );
+        if !f.is_fp16_arithmetic() {
+            // fp16 matrices need the float16_t type even where arithmetic is fp32.
+            s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n");
+        }
+    }
     let flag = |b: bool| if b { 1 } else { 0 };
+    let _ = writeln!(s, "#define NCNN_cooperative_matrix {}", flag(coopmat));
+    let _ = writeln!(s, "#define ncnn_VK_KHR_cooperative_matrix {}", flag(coopmat));
     let image = key.memory == MemoryKind::Image;
     let _ = writeln!(
         s,

@@ -5,7 +5,7 @@
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, Dim, ExecutionMode, ImageFormat, Op, StorageClass};
 use std::collections::HashMap;
-use vkprism_core::{Access, BindingKind, ElementType, LocalSizeDim, ScalarKind};
+use vkprism_core::{Access, BindingKind, CoopMatShape, ElementType, LocalSizeDim, ScalarKind};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Binding {
@@ -52,6 +52,8 @@ pub struct Reflection {
     pub push: Option<PushBlock>,
     pub spec: Vec<SpecConstant>,
     pub local_size: [LocalSizeDim; 3],
+    /// The cooperative-matrix multiply-adds the module performs.
+    pub cooperative_matrices: Vec<CoopMatShape>,
 }
 
 #[derive(Clone, Debug)]
@@ -311,7 +313,7 @@ impl<'m> Ctx<'m> {
 pub struct ReflectError(pub String);
 
 pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
-    let module = rspirv::dr::load_words(words)
+    let module = crate::coopmat::load_module(words)
         .map_err(|e| ReflectError(format!("SPIR-V parse error: {e}")))?;
     let c = Ctx::new(&module);
     let mut bindings = Vec::new();
@@ -502,11 +504,13 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
         });
     }
     spec.sort_by_key(|s| s.id);
+    let cooperative_matrices = crate::coopmat::shapes(&module).map_err(ReflectError)?;
     Ok(Reflection {
         bindings,
         push,
         spec,
         local_size,
+        cooperative_matrices,
     })
 }
 

@@ -66,6 +66,8 @@ pub struct Axes {
     pub int8: bool,
     /// Tests `NCNN_shader_local_memory`.
     pub local_memory: bool,
+    /// Tests `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`).
+    pub coopmat: bool,
 }
 
 const IMAGE_FN_PREFIXES: [&str; 3] = ["image1d_", "image2d_", "image3d_"];
@@ -107,6 +109,9 @@ impl Axes {
             }
             if id == "NCNN_shader_local_memory" {
                 a.local_memory = true;
+            }
+            if id == "NCNN_cooperative_matrix" || id == "ncnn_VK_KHR_cooperative_matrix" {
+                a.coopmat = true;
             }
         }
         a.image = image_guard || image_use;
@@ -188,9 +193,12 @@ mod tests {
                 buffer: true,
                 image: true,
                 int8: true,
-                local_memory: true
+                local_memory: true,
+                coopmat: false,
             }
         );
+        let ids = identifiers("#if NCNN_cooperative_matrix\n#endif\nsfp x;");
+        assert!(Axes::of(&ids).coopmat);
         let ids = identifiers("image2d_ld4(s, p)");
         assert!(Axes::of(&ids).image && !Axes::of(&ids).buffer);
     }

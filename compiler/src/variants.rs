@@ -38,17 +38,34 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
             }
             for &int8 in &int8s {
                 for &local_memory in lms {
-                    out.push(VariantKey {
-                        float,
-                        memory,
-                        int8,
-                        local_memory,
-                    });
+                    for coopmat in coopmat_values(axes, float, memory) {
+                        out.push(VariantKey {
+                            float,
+                            memory,
+                            int8,
+                            local_memory,
+                            coopmat,
+                        });
+                    }
                 }
             }
         }
     }
     out
+}
+
+/// The cooperative-matrix axis for one precision: on and off for fp16 buffer variants; off only
+/// for fp32 and bf16 (no device multiplies fp32 matrices, and glslang 13 has no `bfloat16_t`:
+/// converting either to fp16 would silently lower the precision the variant is named for) and for
+/// images.
+fn coopmat_values(axes: &Axes, float: FloatMode, memory: MemoryKind) -> Vec<Option<bool>> {
+    if !axes.coopmat {
+        vec![None]
+    } else if float.is_fp16() && memory == MemoryKind::Buffer {
+        vec![Some(true), Some(false)]
+    } else {
+        vec![Some(false)]
+    }
 }
 
 /// The variants to emit: all of them, or the user's list checked against them.
@@ -137,6 +154,15 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(v.len(), 7 * 3 * 2);
+        // fp16 buffer variants with and without cooperative matrices, the rest without.
+        let v = enumerate(&Axes {
+            buffer: true,
+            float: true,
+            coopmat: true,
+            ..Default::default()
+        });
+        assert_eq!(v.len(), 4 * 2 + 3);
+        assert!(v.iter().all(|k| k.coopmat != Some(true) || k.float.is_fp16()));
         let mut names: Vec<_> = v.iter().map(|k| k.name()).collect();
         names.dedup();
         assert_eq!(names.len(), v.len());

@@ -1,6 +1,7 @@
 //! Device features as data (in the spirit of wgpu-hal's `PhysicalDeviceFeatures`): a set that the
 //! runtime fills from the Vulkan `pNext` chain and tests build by hand.
 
+use crate::CoopMatShapes;
 use std::fmt;
 
 /// One device capability that a kernel variant may need.
@@ -216,11 +217,15 @@ impl Default for DeviceLimits {
     }
 }
 
-/// What a device offers: its features and limits. Built by the runtime from the driver, or by hand.
+/// What a device offers: its features, limits and cooperative-matrix shapes. Built by the
+/// runtime from the driver, or by hand.
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
 pub struct DeviceFeatures {
     pub features: FeatureSet,
     pub limits: DeviceLimits,
+    /// Subgroup-scope shapes of `vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR` whose
+    /// component types vkprism knows; empty without `cooperativeMatrix`.
+    pub cooperative_matrices: CoopMatShapes,
 }
 
 impl DeviceFeatures {
@@ -228,6 +233,7 @@ impl DeviceFeatures {
         DeviceFeatures {
             features,
             limits: DeviceLimits::default(),
+            cooperative_matrices: CoopMatShapes::default(),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Static kernel metadata, as `compute_shader!` writes it into the user's crate and the runtime
 //! reads it. Every value here comes from SPIR-V reflection of the compiled variants.
 
-use crate::{FeatureSet, VariantKey};
+use crate::{CoopMatShape, FeatureSet, VariantKey};
 
 /// Everything the runtime needs to know about one kernel.
 #[derive(Debug)]
@@ -27,6 +27,9 @@ pub struct VariantInfo {
     pub spirv: &'static [u32],
     /// Descriptor bindings, sorted by (set, binding).
     pub bindings: &'static [BindingInfo],
+    /// The cooperative-matrix multiply-adds the SPIR-V performs (empty unless a `_cm` variant):
+    /// the device must offer each.
+    pub cooperative_matrices: &'static [CoopMatShape],
 }
 
 /// One descriptor binding of one variant.

@@ -5,10 +5,12 @@
 //! and picks a variant. Both sides naming features through this crate is what keeps them in step.
 //! Nothing here depends on Vulkan or on proc-macro types.
 
+mod coopmat;
 mod features;
 mod info;
 mod variant;
 
+pub use coopmat::{CoopMatShape, CoopMatShapes};
 pub use features::{DeviceFeatures, DeviceLimits, Feature, FeatureSet};
 pub use info::{
     Access, BindingInfo, BindingKind, ElementType, KernelInfo, LocalSizeDim, PushConstantInfo,

@@ -1,5 +1,5 @@
 //! Variant keys: one point on each axis a kernel uses (float precision, memory kind, int8 mode,
-//! local memory), their names, and the device features each one needs.
+//! local memory, cooperative matrix), their names, and the device features each one needs.
 
 use crate::{Feature, FeatureSet, TensorFormat};
 use std::fmt;
@@ -156,6 +156,10 @@ pub struct VariantKey {
     pub memory: MemoryKind,
     pub int8: Option<Int8Mode>,
     pub local_memory: Option<bool>,
+    /// Cooperative matrices on (`_cm`) or off (`_nocm`); `None` for kernels that never test
+    /// `NCNN_cooperative_matrix`. The matrix shapes a `_cm` variant needs are in its
+    /// `VariantInfo::cooperative_matrices`.
+    pub coopmat: Option<bool>,
 }
 
 impl VariantKey {
@@ -165,6 +169,7 @@ impl VariantKey {
             memory: MemoryKind::Buffer,
             int8: None,
             local_memory: None,
+            coopmat: None,
         }
     }
 
@@ -181,10 +186,18 @@ impl VariantKey {
                 Feature::ImageFormatsFp32
             });
         }
+        if let Some(true) = self.coopmat {
+            // fp16 matrices declare the Float16 capability whatever the storage mode.
+            set = set.with(Feature::CooperativeMatrix);
+            if self.float.is_fp16() {
+                set = set.with(Feature::ShaderFloat16);
+            }
+        }
         set
     }
 
-    /// The variant's name: `float[_int8][_image][_lm|_nolm]`, e.g. `fp16sa`, `fp32_int8s_image`.
+    /// The variant's name: `float[_int8][_image][_lm|_nolm][_cm|_nocm]`, e.g. `fp16sa`,
+    /// `fp32_int8s_image`, `fp16s_lm_cm`.
     pub fn name(&self) -> String {
         let mut s = self.float.name().to_string();
         if let Some(i) = self.int8 {
@@ -197,6 +210,11 @@ impl VariantKey {
         match self.local_memory {
             Some(true) => s.push_str("_lm"),
             Some(false) => s.push_str("_nolm"),
+            None => {}
+        }
+        match self.coopmat {
+            Some(true) => s.push_str("_cm"),
+            Some(false) => s.push_str("_nocm"),
             None => {}
         }
         s
@@ -224,6 +242,9 @@ impl VariantKey {
             } else if part == "lm" || part == "nolm" {
                 key.local_memory = Some(part == "lm");
                 next_stage = 3;
+            } else if part == "cm" || part == "nocm" {
+                key.coopmat = Some(part == "cm");
+                next_stage = 4;
             } else {
                 return Err(err());
             }
@@ -252,7 +273,7 @@ impl fmt::Display for ParseVariantError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` is not a variant name (form: float[_int8][_image][_lm|_nolm])",
+            "`{}` is not a variant name (form: float[_int8][_image][_lm|_nolm][_cm|_nocm])",
             self.name
         )
     }
@@ -270,13 +291,16 @@ mod tests {
             for m in [MemoryKind::Buffer, MemoryKind::Image] {
                 for i in [None, Some(Int8Mode::Int8p), Some(Int8Mode::Int8a)] {
                     for lm in [None, Some(true), Some(false)] {
-                        let k = VariantKey {
-                            float: f,
-                            memory: m,
-                            int8: i,
-                            local_memory: lm,
-                        };
-                        assert_eq!(VariantKey::parse(&k.name()), Ok(k), "{}", k.name());
+                        for cm in [None, Some(true), Some(false)] {
+                            let k = VariantKey {
+                                float: f,
+                                memory: m,
+                                int8: i,
+                                local_memory: lm,
+                                coopmat: cm,
+                            };
+                            assert_eq!(VariantKey::parse(&k.name()), Ok(k), "{}", k.name());
+                        }
                     }
                 }
             }
@@ -287,6 +311,7 @@ mod tests {
             "axes out of order"
         );
         assert!(VariantKey::parse("fp32_lm_lm").is_err());
+        assert!(VariantKey::parse("fp16s_cm_lm").is_err(), "axes out of order");
     }
 
     #[test]
@@ -296,6 +321,7 @@ mod tests {
             memory: MemoryKind::Image,
             int8: Some(Int8Mode::Int8a),
             local_memory: None,
+            coopmat: Some(true),
         };
         let r = k.requires();
         for f in [
@@ -304,6 +330,7 @@ mod tests {
             Feature::StorageBuffer8BitAccess,
             Feature::ShaderInt8,
             Feature::ImageFormatsFp16,
+            Feature::CooperativeMatrix,
         ] {
             assert!(r.contains(f), "{f}");
         }

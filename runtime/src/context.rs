@@ -493,7 +493,7 @@ impl Context {
 
     #[allow(clippy::type_complexity)]
     unsafe fn create_device(
-        _entry: &ash::Entry,
+        entry: &ash::Entry,
         instance: &ash::Instance,
         opts: &ContextOptions,
         instance_api: u32,
@@ -573,7 +573,7 @@ impl Context {
             ));
         }
         let queried =
-            features::query(instance, pd).map_err(vkerr("vkEnumerateDeviceExtensionProperties"))?;
+            features::query(entry, instance, pd).map_err(vkerr("vkEnumerateDeviceExtensionProperties"))?;
         let families = instance.get_physical_device_queue_family_properties(pd);
         // VKPRISM_QUEUE_FAMILY=<index> picks the queue family (to compare engines).
         let forced = std::env::var("VKPRISM_QUEUE_FAMILY")
@@ -604,7 +604,8 @@ impl Context {
         let mut f12 = vk::PhysicalDeviceVulkan12Features::default()
             .shader_float16(b(Feature::ShaderFloat16))
             .shader_int8(b(Feature::ShaderInt8))
-            .storage_buffer8_bit_access(b(Feature::StorageBuffer8BitAccess));
+            .storage_buffer8_bit_access(b(Feature::StorageBuffer8BitAccess))
+            .vulkan_memory_model(b(Feature::CooperativeMatrix));
         // Lets pipelines fix their subgroup size (PipelineDesc::subgroup_size).
         let mut f13 = vk::PhysicalDeviceVulkan13Features::default()
             .subgroup_size_control(b(Feature::SubgroupSizeControl))
@@ -652,9 +653,14 @@ impl Context {
                 info = info.push_next(&mut s8);
             }
         }
-        // Cooperative matrices are detected (the report shows them) but not enabled: no variant
-        // needs them yet, and validation layers older than the extension (Debian 12's 1.3.239)
-        // flag its feature struct as unknown, which would fail every validated run on NVIDIA.
+        // Cooperative matrices, with the Vulkan memory model `_cm` variants are compiled for.
+        // (Validation layers older than the extension, like Debian 12's 1.3.239, flag its
+        // feature struct as unknown: bench/prepare.sh carries a newer one to NVIDIA machines.)
+        let mut coop = vk::PhysicalDeviceCooperativeMatrixFeaturesKHR::default().cooperative_matrix(true);
+        if f.contains(Feature::CooperativeMatrix) {
+            dev_exts.push(ash::khr::cooperative_matrix::NAME.as_ptr());
+            info = info.push_next(&mut coop);
+        }
         let info = info.enabled_extension_names(&dev_exts);
         let device = instance
             .create_device(pd, &info, None)

@@ -3,7 +3,9 @@
 
 use ash::vk;
 use std::ffi::CStr;
-use vkprism_core::{DeviceFeatures, DeviceLimits, Feature, FeatureSet};
+use vkprism_core::{
+    CoopMatShape, CoopMatShapes, DeviceFeatures, DeviceLimits, Feature, FeatureSet, ScalarKind,
+};
 
 /// What the physical device offers, as read from Vulkan.
 pub(crate) struct Queried {
@@ -19,8 +21,9 @@ fn has(exts: &[String], name: &CStr) -> bool {
 }
 
 /// # Safety
-/// `pd` must come from `instance`.
+/// `pd` must come from `instance`, created from `entry`.
 pub(crate) unsafe fn query(
+    entry: &ash::Entry,
     instance: &ash::Instance,
     pd: vk::PhysicalDevice,
 ) -> Result<Queried, vk::Result> {
@@ -118,10 +121,10 @@ pub(crate) unsafe fn query(
             on(f13.shader_integer_dot_product),
         );
     }
-    put(
-        Feature::CooperativeMatrix,
-        has_coop && on(coop.cooperative_matrix),
-    );
+    // vkprism's `_cm` variants are compiled with the Vulkan memory model (glslang does so for
+    // GL_KHR_memory_scope_semantics), so the feature counts only together with it.
+    let coopmat = has_coop && on(coop.cooperative_matrix) && vulkan12 && on(f12.vulkan_memory_model);
+    put(Feature::CooperativeMatrix, coopmat);
     // ash 0.38 predates VK_KHR_shader_bfloat16's structs: the extension's presence is reported,
     // nothing is enabled (no variant needs it: bf16s uses 16-bit storage).
     put(
@@ -174,12 +177,65 @@ pub(crate) unsafe fn query(
         max_subgroup_size: sgc.max_subgroup_size,
         timestamp_period_ns: l.timestamp_period,
     };
+    let cooperative_matrices = if coopmat {
+        coopmat_shapes(entry, instance, pd)?
+    } else {
+        CoopMatShapes::default()
+    };
     Ok(Queried {
         features: DeviceFeatures {
             features: set,
             limits,
+            cooperative_matrices,
         },
         extensions,
         vulkan12,
+    })
+}
+
+/// The subgroup-scope shapes `vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR` reports, those
+/// whose component types vkprism names (bf16 and fp8 ones are left out).
+///
+/// # Safety
+/// `pd` must come from `instance`, created from `entry`, with VK_KHR_cooperative_matrix present.
+unsafe fn coopmat_shapes(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    pd: vk::PhysicalDevice,
+) -> Result<CoopMatShapes, vk::Result> {
+    let ext = ash::khr::cooperative_matrix::Instance::new(entry, instance);
+    // SAFETY: the caller guarantees the extension is present on `pd`.
+    let props = unsafe { ext.get_physical_device_cooperative_matrix_properties(pd) }?;
+    Ok(props
+        .iter()
+        .filter(|p| p.scope == vk::ScopeKHR::SUBGROUP)
+        .filter_map(|p| {
+            Some(CoopMatShape {
+                m: p.m_size,
+                n: p.n_size,
+                k: p.k_size,
+                a: scalar(p.a_type)?,
+                b: scalar(p.b_type)?,
+                c: scalar(p.c_type)?,
+                result: scalar(p.result_type)?,
+            })
+        })
+        .collect())
+}
+
+fn scalar(t: vk::ComponentTypeKHR) -> Option<ScalarKind> {
+    Some(match t {
+        vk::ComponentTypeKHR::FLOAT16 => ScalarKind::F16,
+        vk::ComponentTypeKHR::FLOAT32 => ScalarKind::F32,
+        vk::ComponentTypeKHR::FLOAT64 => ScalarKind::F64,
+        vk::ComponentTypeKHR::SINT8 => ScalarKind::I8,
+        vk::ComponentTypeKHR::UINT8 => ScalarKind::U8,
+        vk::ComponentTypeKHR::SINT16 => ScalarKind::I16,
+        vk::ComponentTypeKHR::UINT16 => ScalarKind::U16,
+        vk::ComponentTypeKHR::SINT32 => ScalarKind::I32,
+        vk::ComponentTypeKHR::UINT32 => ScalarKind::U32,
+        vk::ComponentTypeKHR::SINT64 => ScalarKind::I64,
+        vk::ComponentTypeKHR::UINT64 => ScalarKind::U64,
+        _ => return None,
     })
 }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 use vkprism_core::{
-    DeviceFeatures, Feature, FloatMode, Int8Mode, KernelInfo, MemoryKind, VariantKey,
+    DeviceFeatures, Feature, FloatMode, Int8Mode, KernelInfo, MemoryKind, VariantInfo, VariantKey,
 };
 
 /// Which variant kinds may be used. Defaults: everything on except bf16 and images.
@@ -19,6 +19,8 @@ pub struct Options {
     pub use_int8_arithmetic: bool,
     pub use_image_storage: bool,
     pub use_shader_local_memory: bool,
+    /// Cooperative-matrix (`_cm`) variants where the device offers their shapes.
+    pub use_cooperative_matrix: bool,
 }
 
 impl Default for Options {
@@ -34,6 +36,7 @@ impl Default for Options {
             use_int8_arithmetic: true,
             use_image_storage: false,
             use_shader_local_memory: true,
+            use_cooperative_matrix: true,
         }
     }
 }
@@ -63,6 +66,7 @@ impl Options {
                 && f(Feature::ShaderInt8)
                 && f(Feature::StorageBuffer8BitAccess),
             use_image_storage: self.use_image_storage && f(Feature::ImageFormatsFp32),
+            use_cooperative_matrix: self.use_cooperative_matrix && f(Feature::CooperativeMatrix),
             ..*self
         }
     }
@@ -98,6 +102,9 @@ impl Options {
         if key.local_memory == Some(true) && !self.use_shader_local_memory {
             return Some("options exclude shader local memory".into());
         }
+        if key.coopmat == Some(true) && !self.use_cooperative_matrix {
+            return Some("options exclude cooperative matrices".into());
+        }
         None
     }
 }
@@ -115,6 +122,7 @@ impl fmt::Display for Options {
             ("int8_arithmetic", self.use_int8_arithmetic),
             ("image_storage", self.use_image_storage),
             ("shader_local_memory", self.use_shader_local_memory),
+            ("cooperative_matrix", self.use_cooperative_matrix),
         ];
         let on: Vec<_> = all.iter().filter(|(_, b)| *b).map(|(n, _)| *n).collect();
         write!(
@@ -129,9 +137,10 @@ impl fmt::Display for Options {
     }
 }
 
-/// Preference order, best last: storage precision (bf16s > bf16p > fp16s > fp16p > fp32), fp16
-/// arithmetic, int8 (a > s > p), images when allowed, local memory when allowed.
-fn rank(key: &VariantKey) -> (u8, u8, u8, u8, u8) {
+/// Preference order, best last: storage precision (bf16s > bf16p > fp16s > fp16p > fp32),
+/// cooperative matrices, fp16 arithmetic, int8 (a > s > p), images when allowed, local memory
+/// when allowed.
+fn rank(key: &VariantKey) -> (u8, u8, u8, u8, u8, u8) {
     let storage = match key.float {
         FloatMode::Fp32 => 0,
         FloatMode::Fp16p | FloatMode::Fp16pa => 1,
@@ -147,6 +156,7 @@ fn rank(key: &VariantKey) -> (u8, u8, u8, u8, u8) {
     };
     (
         storage,
+        (key.coopmat == Some(true)) as u8,
         key.float.is_fp16_arithmetic() as u8,
         int8,
         (key.memory == MemoryKind::Image) as u8,
@@ -213,6 +223,8 @@ pub fn select_variant(
                 v.key,
                 format!("needs {}; device lacks {missing}", v.requires),
             ));
+        } else if let Some(why) = lacking_coopmat(v, device) {
+            rejected.push((v.key, why));
         } else if let Some(why) = options.forbids(&v.key) {
             rejected.push((v.key, why));
         } else {
@@ -240,6 +252,25 @@ pub fn select_variant(
             },
         }),
     }
+}
+
+/// Why `device` can't run the cooperative-matrix shapes `v` multiplies, if it can't.
+fn lacking_coopmat(v: &VariantInfo, device: &DeviceFeatures) -> Option<String> {
+    let lacking: Vec<String> = v
+        .cooperative_matrices
+        .iter()
+        .filter(|s| !device.cooperative_matrices.contains(s))
+        .map(|s| s.to_string())
+        .collect();
+    if lacking.is_empty() {
+        return None;
+    }
+    let offered: Vec<String> = device.cooperative_matrices.iter().map(|s| s.to_string()).collect();
+    Some(format!(
+        "needs cooperative matrices {}; device offers {}",
+        lacking.join(", "),
+        if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+    ))
 }
 
 /// Like [`select_variant`], restricted to one variant name (forcing a variant, e.g. in tests).
@@ -272,6 +303,12 @@ pub fn force_variant(
             )],
         });
     }
+    if let Some(why) = lacking_coopmat(v, device) {
+        return Err(SelectError {
+            kernel: info.name,
+            details: vec![format!("{}: {why}", v.key)],
+        });
+    }
     Ok(Selection {
         key: v.key,
         index,
@@ -283,7 +320,7 @@ pub fn force_variant(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vkprism_core::{FeatureSet, LocalSizeDim, VariantInfo};
+    use vkprism_core::{CoopMatShape, FeatureSet, LocalSizeDim, ScalarKind};
 
     /// A kernel with every float × memory variant, and one with int8 × local memory, made by hand.
     fn info(keys: Vec<VariantKey>) -> &'static KernelInfo {
@@ -294,6 +331,7 @@ mod tests {
                 requires: key.requires(),
                 spirv: &[],
                 bindings: &[],
+                cooperative_matrices: if key.coopmat == Some(true) { &F16_16X16X16 } else { &[] },
             })
             .collect();
         Box::leak(Box::new(KernelInfo {
@@ -335,6 +373,62 @@ mod tests {
 
     fn dev(fs: &[Feature]) -> DeviceFeatures {
         DeviceFeatures::new(FeatureSet::from_slice(fs))
+    }
+
+    /// The shape the hand-made `_cm` variants multiply: 16×16×16 fp16 into fp32.
+    const F16_16X16X16: [CoopMatShape; 1] = [CoopMatShape {
+        m: 16,
+        n: 16,
+        k: 16,
+        a: ScalarKind::F16,
+        b: ScalarKind::F16,
+        c: ScalarKind::F32,
+        result: ScalarKind::F32,
+    }];
+
+    /// fp32 and fp16s, each with and without cooperative matrices where the axis allows.
+    fn coopmat_kernel() -> &'static KernelInfo {
+        let key = |float, coopmat| VariantKey {
+            coopmat: Some(coopmat),
+            ..VariantKey::new(float)
+        };
+        info(vec![
+            key(FloatMode::Fp32, false),
+            key(FloatMode::Fp16s, false),
+            key(FloatMode::Fp16s, true),
+            key(FloatMode::Fp16sa, false),
+        ])
+    }
+
+    #[test]
+    fn cooperative_matrix_variant_needs_feature_shapes_and_option() {
+        let k = coopmat_kernel();
+        let mut d = DeviceFeatures::new(FeatureSet::all());
+        // The feature alone is not enough: the device must offer the variant's shape.
+        assert_eq!(pick(k, &Options::default(), &d), "fp16sa_nocm");
+        let s = select_variant(k, &Options::default(), &d).unwrap().to_string();
+        assert!(
+            s.contains("fp16s_cm: needs cooperative matrices 16x16x16 F16*F16+F32->F32; device offers none"),
+            "{s}"
+        );
+        // A different shape does not do either.
+        d.cooperative_matrices.push(CoopMatShape { k: 8, ..F16_16X16X16[0] });
+        assert_eq!(pick(k, &Options::default(), &d), "fp16sa_nocm");
+        d.cooperative_matrices.push(F16_16X16X16[0]);
+        // Cooperative matrices outrank fp16 arithmetic at the same storage precision.
+        assert_eq!(pick(k, &Options::default(), &d), "fp16s_cm");
+        let off = Options {
+            use_cooperative_matrix: false,
+            ..Options::default()
+        };
+        assert_eq!(pick(k, &off, &d), "fp16sa_nocm");
+        // Without the feature the shape list is irrelevant.
+        let d = DeviceFeatures {
+            features: FeatureSet::all().without(Feature::CooperativeMatrix),
+            ..d
+        };
+        assert_eq!(pick(k, &Options::default(), &d), "fp16sa_nocm");
+        assert!(force_variant(k, "fp16s_cm", &d).is_err());
     }
 
     fn pick(info: &KernelInfo, o: &Options, d: &DeviceFeatures) -> String {

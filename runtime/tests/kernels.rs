@@ -663,12 +663,14 @@ static COOP_VARIANTS: [vkprism_runtime::VariantInfo; 2] = [
         requires: scale::VARIANTS[4].requires.with(Feature::CooperativeMatrix),
         spirv: scale::VARIANTS[4].spirv,
         bindings: scale::VARIANTS[4].bindings,
+        cooperative_matrices: &[],
     },
     vkprism_runtime::VariantInfo {
         key: scale::VARIANTS[0].key,
         requires: scale::VARIANTS[0].requires,
         spirv: scale::VARIANTS[0].spirv,
         bindings: scale::VARIANTS[0].bindings,
+        cooperative_matrices: &[],
     },
 ];
 static COOP_INFO: vkprism_runtime::KernelInfo = vkprism_runtime::KernelInfo {

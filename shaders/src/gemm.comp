@@ -14,6 +14,13 @@
 // B. With local memory, the A and B slices of one BK-deep step go through shared memory (A stored
 // transposed, so both are read as vec4s along M and N); the next step's global loads are issued
 // before the current step's arithmetic. Accumulation is always fp32.
+//
+// With cooperative matrices (`_cm` variants, fp16 only): the same macro-tile and the same
+// prefetching loads, staged as fp16 in shared memory; subgroup w of the workgroup owns a
+// (BM / WARPS_M) × (BN / WARPS_N) warp tile of 16×16×16 fp16 × fp16 + fp32 multiply-adds, and the
+// fp32 accumulators go out through a per-subgroup 16×16 scratch so bias, activation and the
+// storage conversion are applied as in the other path. `subgroup_size` must be the device's
+// subgroup size (32 on NVIDIA; require it at pipeline creation where it varies).
 layout (constant_id = 0) const int transpose_a = 0;
 layout (constant_id = 1) const int transpose_b = 0;
 layout (constant_id = 2) const int bias_term = 0;
@@ -21,6 +28,8 @@ layout (constant_id = 2) const int bias_term = 0;
 layout (constant_id = 3) const int activation = 0;
 // Depth of one shared-memory step, a multiple of 4.
 layout (constant_id = 4) const int BK = 16;
+// Cooperative-matrix path only: invocations per subgroup.
+layout (constant_id = 5) const int subgroup_size = 32;
 
 layout (local_size_x = 16, local_size_y = 16) in;
 
@@ -38,10 +47,27 @@ const int BM = 8 * LY;
 const int BN = 8 * LX;
 const int THREADS = LX * LY;
 
-#if NCNN_shader_local_memory
+#if NCNN_shader_local_memory && !NCNN_cooperative_matrix
 // One padding vec4 per row keeps the transposing stores of A (and B when transposed) off one bank.
 shared vec4 tile_a[BK][BM / 4 + 1];
 shared vec4 tile_b[BK][BN / 4 + 1];
+#endif
+#if NCNN_cooperative_matrix
+#extension GL_KHR_shader_subgroup_basic : require
+const int WARPS = THREADS / subgroup_size;
+const int WARPS_N = WARPS < 4 ? WARPS : 4;
+const int WARPS_M = WARPS / WARPS_N;
+// 16×16 fragments per subgroup along M and N.
+const int FM = BM / WARPS_M / 16;
+const int FN = BN / WARPS_N / 16;
+// fp16 rows padded by 8 halves (16 bytes) against bank conflicts of the fragment loads.
+const int A_STRIDE = BK + 8;
+const int B_STRIDE = BN + 8;
+shared float16_t cm_a[BM * A_STRIDE];
+shared float16_t cm_b[BK * B_STRIDE];
+shared float cm_c[WARPS * 256];
+#endif
+#if NCNN_shader_local_memory || NCNN_cooperative_matrix
 // vec4s of A and of B one invocation moves into shared memory per step.
 const int A_LOADS = (BM * BK / 4 + THREADS - 1) / THREADS;
 const int B_LOADS = (BN * BK / 4 + THREADS - 1) / THREADS;
@@ -75,6 +101,22 @@ vec4 bt_col4(int n, int k)
     return vec4(buffer_ld4(b_data, n * (p.K / 4) + k / 4));
 }
 
+#if NCNN_shader_local_memory || NCNN_cooperative_matrix
+// Load l of a step at depth k0: 4 consecutive k of one row of A (or 4 consecutive m of one k).
+vec4 step_a(int l, int m0, int k0)
+{
+    if (transpose_a == 1) return at_col4(k0 + l / (BM / 4), m0 + (l % (BM / 4)) * 4);
+    return a_row4(m0 + l / (BK / 4), k0 + (l % (BK / 4)) * 4);
+}
+
+// Load l of a step at depth k0: 4 consecutive n of one k of B (or 4 consecutive k of one n).
+vec4 step_b(int l, int n0, int k0)
+{
+    if (transpose_b == 1) return bt_col4(n0 + l / (BK / 4), k0 + (l % (BK / 4)) * 4);
+    return b_row4(k0 + l / (BN / 4), n0 + (l % (BN / 4)) * 4);
+}
+#endif
+
 vec4 activate(vec4 v)
 {
     if (activation == 1) return max(v, vec4(0.0));
@@ -83,6 +125,100 @@ vec4 activate(vec4 v)
     return v;
 }
 
+#if NCNN_cooperative_matrix
+// Moves this invocation's prefetched vec4s of one step into the fp16 tiles (A row-major M×BK,
+// B row-major BK×BN).
+void stage_fp16(int tid, vec4 next_a[A_LOADS], vec4 next_b[B_LOADS])
+{
+    [[unroll]] for (int i = 0; i < A_LOADS; i++) {
+        const int l = tid + i * THREADS;
+        if (l >= BM * BK / 4) break;
+        const f16vec4 v = f16vec4(next_a[i]);
+        if (transpose_a == 1) {
+            const int k = l / (BM / 4), m = (l % (BM / 4)) * 4;
+            [[unroll]] for (int j = 0; j < 4; j++) cm_a[(m + j) * A_STRIDE + k] = v[j];
+        } else {
+            const int m = l / (BK / 4), k = (l % (BK / 4)) * 4;
+            [[unroll]] for (int j = 0; j < 4; j++) cm_a[m * A_STRIDE + k + j] = v[j];
+        }
+    }
+    [[unroll]] for (int i = 0; i < B_LOADS; i++) {
+        const int l = tid + i * THREADS;
+        if (l >= BN * BK / 4) break;
+        const f16vec4 v = f16vec4(next_b[i]);
+        if (transpose_b == 1) {
+            const int n = l / (BK / 4), k = (l % (BK / 4)) * 4;
+            [[unroll]] for (int j = 0; j < 4; j++) cm_b[(k + j) * B_STRIDE + n] = v[j];
+        } else {
+            const int k = l / (BN / 4), n = (l % (BN / 4)) * 4;
+            [[unroll]] for (int j = 0; j < 4; j++) cm_b[k * B_STRIDE + n + j] = v[j];
+        }
+    }
+}
+
+void main()
+{
+    const int tid = int(gl_LocalInvocationID.y) * LX + int(gl_LocalInvocationID.x);
+    const int warp = int(gl_SubgroupID);
+    const int lane = int(gl_SubgroupInvocationID);
+    const int m0 = int(gl_WorkGroupID.y) * BM;
+    const int n0 = int(gl_WorkGroupID.x) * BN;
+    // This subgroup's warp tile inside the macro-tile.
+    const int wm = (warp / WARPS_N) * FM * 16;
+    const int wn = (warp % WARPS_N) * FN * 16;
+
+    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FM * FN];
+    [[unroll]] for (int i = 0; i < FM * FN; i++) {
+        acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+    }
+    vec4 next_a[A_LOADS];
+    vec4 next_b[B_LOADS];
+    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, 0);
+    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, 0);
+
+    for (int k0 = 0; k0 < p.K; k0 += BK) {
+        barrier();
+        stage_fp16(tid, next_a, next_b);
+        barrier();
+        const int k1 = k0 + BK;
+        if (k1 < p.K) {
+            [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, k1);
+            [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, k1);
+        }
+        [[unroll]] for (int k = 0; k < BK; k += 16) {
+            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[FM];
+            [[unroll]] for (int i = 0; i < FM; i++) {
+                coopMatLoad(fa[i], cm_a, (wm + i * 16) * A_STRIDE + k, A_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+            }
+            [[unroll]] for (int j = 0; j < FN; j++) {
+                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb;
+                coopMatLoad(fb, cm_b, k * B_STRIDE + wn + j * 16, B_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                [[unroll]] for (int i = 0; i < FM; i++) {
+                    acc[i * FN + j] = coopMatMulAdd(fa[i], fb, acc[i * FN + j]);
+                }
+            }
+        }
+    }
+
+    // Each 16×16 accumulator through this subgroup's scratch: 64 vec4s, spread over its lanes.
+    [[unroll]] for (int f = 0; f < FM * FN; f++) {
+        coopMatStore(acc[f], cm_c, warp * 256, 16, gl_CooperativeMatrixLayoutRowMajor);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        for (int q = lane; q < 64; q += subgroup_size) {
+            const int row = q / 4, col = (q % 4) * 4;
+            const int m = m0 + wm + (f / FN) * 16 + row;
+            const int n = n0 + wn + (f % FN) * 16 + col;
+            if (m >= p.M || n >= p.N) continue;
+            const int s = warp * 256 + row * 16 + col;
+            const vec4 v = vec4(cm_c[s], cm_c[s + 1], cm_c[s + 2], cm_c[s + 3]);
+            const vec4 bias = bias_term == 1 ? vec4(buffer_ld4(bias_data, n / 4)) : vec4(0.0);
+            buffer_st4(c_data, m * (p.N / 4) + n / 4, afpvec4(activate(v * p.alpha + bias)));
+        }
+        subgroupBarrier();
+    }
+}
+#else
 void main()
 {
     const int tx = int(gl_LocalInvocationID.x);
@@ -99,16 +235,8 @@ void main()
     // The vec4 this invocation moves for A (and B) in one step: (row, k) or (k, column) in the tile.
     vec4 next_a[A_LOADS];
     vec4 next_b[B_LOADS];
-    [[unroll]] for (int i = 0; i < A_LOADS; i++) {
-        const int l = tid + i * THREADS;
-        if (transpose_a == 1) next_a[i] = at_col4(l / (BM / 4), m0 + (l % (BM / 4)) * 4);
-        else next_a[i] = a_row4(m0 + l / (BK / 4), (l % (BK / 4)) * 4);
-    }
-    [[unroll]] for (int i = 0; i < B_LOADS; i++) {
-        const int l = tid + i * THREADS;
-        if (transpose_b == 1) next_b[i] = bt_col4(n0 + l / (BK / 4), (l % (BK / 4)) * 4);
-        else next_b[i] = b_row4(l / (BN / 4), n0 + (l % (BN / 4)) * 4);
-    }
+    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, 0);
+    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, 0);
 
     for (int k0 = 0; k0 < p.K; k0 += BK) {
         barrier();
@@ -141,16 +269,8 @@ void main()
         // Issue the next step's global loads now; they land while this step's FMAs run.
         const int k1 = k0 + BK;
         if (k1 < p.K) {
-            [[unroll]] for (int i = 0; i < A_LOADS; i++) {
-                const int l = tid + i * THREADS;
-                if (transpose_a == 1) next_a[i] = at_col4(k1 + l / (BM / 4), m0 + (l % (BM / 4)) * 4);
-                else next_a[i] = a_row4(m0 + l / (BK / 4), k1 + (l % (BK / 4)) * 4);
-            }
-            [[unroll]] for (int i = 0; i < B_LOADS; i++) {
-                const int l = tid + i * THREADS;
-                if (transpose_b == 1) next_b[i] = bt_col4(n0 + l / (BK / 4), k1 + (l % (BK / 4)) * 4);
-                else next_b[i] = b_row4(k1 + l / (BN / 4), n0 + (l % (BN / 4)) * 4);
-            }
+            [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, k1);
+            [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, k1);
         }
 
         [[unroll]] for (int k = 0; k < BK; k++) {
@@ -211,3 +331,4 @@ void main()
         }
     }
 }
+#endif

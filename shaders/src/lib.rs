@@ -77,8 +77,17 @@ vkprism::compute_shader! {
     /// multiple of 4). The stored rows must be multiples of 4 elements long; M, N and K need not be
     /// multiples of the tile. Dispatch `[ceil(N / BN) · local_x, ceil(M / BM) · local_y, 1]`
     /// invocations ([`gemm_invocations`]).
+    ///
+    /// `_cm` variants (fp16 storage or packing) multiply 16×16×16 fp16 cooperative matrices into
+    /// fp32 accumulators (tensor cores on NVIDIA); they always stage through shared memory, so
+    /// only `_lm_cm` variants are built. `subgroup_size` (constant 5) must be the device's.
     pub mod gemm,
     path: "gemm.comp",
+    variants: [
+        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_nocm, bf16s_nolm_nocm,
+        fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
+        fp16s_lm_cm, fp16s_lm_nocm, fp16s_nolm_nocm, fp16sa_lm_cm, fp16sa_lm_nocm, fp16sa_nolm_nocm,
+    ],
 }
 
 /// The invocation grid for [`gemm`] with workgroup `local` (default `[16, 16]`): one workgroup

@@ -217,12 +217,14 @@ pub mod scale {
             memory,
             int8: None,
             local_memory: None,
+            coopmat: None,
         };
         VariantInfo {
             key,
             requires: key.requires(),
             spirv,
             bindings,
+            cooperative_matrices: &[],
         }
     }
 
@@ -395,12 +397,14 @@ pub mod widen {
             memory: MemoryKind::Buffer,
             int8: Some(int8),
             local_memory: None,
+            coopmat: None,
         };
         VariantInfo {
             key,
             requires: key.requires(),
             spirv,
             bindings,
+            cooperative_matrices: &[],
         }
     }
 
@@ -486,6 +490,7 @@ pub mod tiny {
             format: TensorFormat::F32,
             dims: 0,
         }],
+        cooperative_matrices: &[],
     }];
 
     pub static INFO: KernelInfo = KernelInfo {
@@ -529,6 +534,7 @@ pub mod groups {
         requires: FeatureSet::EMPTY,
         spirv: vkprism_runtime::include_spirv!("../shaders/groups.spv"),
         bindings: super::tiny::VARIANTS[0].bindings,
+        cooperative_matrices: &[],
     }];
 
     pub static INFO: KernelInfo = KernelInfo {

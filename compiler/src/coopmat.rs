@@ -1,0 +1,157 @@
+//! Cooperative matrices in SPIR-V: a module loader that knows their types (rspirv 0.12's loader
+//! stops at `OpTypeCooperativeMatrixKHR`, "not inside block"), and the multiply-add shapes a
+//! module performs, which the runtime checks against what the device offers.
+
+use rspirv::binary::{Consumer, ParseAction};
+use rspirv::dr::{Instruction, Loader, Module, ModuleHeader, Operand};
+use rspirv::spirv::Op;
+use std::collections::HashMap;
+use vkprism_core::{CoopMatShape, ScalarKind};
+
+/// Loads `words` like `rspirv::dr::load_words`, placing cooperative-matrix type declarations
+/// among the module's types instead of failing on them.
+pub fn load_module(words: &[u32]) -> Result<Module, String> {
+    let mut loader = CoopMatLoader {
+        inner: Loader::new(),
+        types: Vec::new(),
+    };
+    rspirv::binary::parse_words(words, &mut loader).map_err(|e| e.to_string())?;
+    let mut module = loader.inner.module();
+    module.types_global_values.extend(loader.types);
+    Ok(module)
+}
+
+/// `rspirv`'s loader, with the cooperative-matrix type declarations held aside.
+struct CoopMatLoader {
+    inner: Loader,
+    types: Vec<Instruction>,
+}
+
+impl Consumer for CoopMatLoader {
+    fn initialize(&mut self) -> ParseAction {
+        self.inner.initialize()
+    }
+    fn finalize(&mut self) -> ParseAction {
+        self.inner.finalize()
+    }
+    fn consume_header(&mut self, header: ModuleHeader) -> ParseAction {
+        self.inner.consume_header(header)
+    }
+    fn consume_instruction(&mut self, inst: Instruction) -> ParseAction {
+        if matches!(
+            inst.class.opcode,
+            Op::TypeCooperativeMatrixKHR | Op::TypeCooperativeMatrixNV
+        ) {
+            self.types.push(inst);
+            return ParseAction::Continue;
+        }
+        self.inner.consume_instruction(inst)
+    }
+}
+
+/// One `OpTypeCooperativeMatrixKHR`: component type id, rows and columns.
+struct MatrixType {
+    component: u32,
+    rows: u32,
+    columns: u32,
+}
+
+/// The shapes of every `OpCooperativeMatrixMulAddKHR` in `module`, each once. Rows and columns
+/// given by specialization constants are read at their default values.
+pub fn shapes(module: &Module) -> Result<Vec<CoopMatShape>, String> {
+    let globals = &module.types_global_values;
+    let constant = |id: u32| {
+        globals.iter().find(|i| i.result_id == Some(id)).and_then(|i| match i.operands.first() {
+            Some(Operand::LiteralBit32(v)) => Some(*v),
+            _ => None,
+        })
+    };
+    let scalar = |id: u32| scalar_kind(globals.iter().find(|i| i.result_id == Some(id))?);
+    let mut matrices = HashMap::new();
+    for i in globals.iter().filter(|i| i.class.opcode == Op::TypeCooperativeMatrixKHR) {
+        let ids: Vec<u32> = i.operands.iter().filter_map(|o| o.id_ref_any()).collect();
+        if let (Some(rid), [component, _scope, rows, columns, ..]) = (i.result_id, ids.as_slice()) {
+            let (rows, columns) = (constant(*rows), constant(*columns));
+            let (Some(rows), Some(columns)) = (rows, columns) else {
+                return Err("cooperative matrix with rows or columns that are not constants".into());
+            };
+            matrices.insert(rid, MatrixType { component: *component, rows, columns });
+        }
+    }
+    let value_types = value_types(module);
+    let mut out = Vec::new();
+    for f in &module.functions {
+        for inst in f.blocks.iter().flat_map(|b| &b.instructions) {
+            if inst.class.opcode != Op::CooperativeMatrixMulAddKHR {
+                continue;
+            }
+            let operand = |n: usize| {
+                let id = inst.operands.get(n)?.id_ref_any()?;
+                matrices.get(value_types.get(&id)?)
+            };
+            let result = inst.result_type.and_then(|t| matrices.get(&t));
+            let (Some(a), Some(b), Some(c), Some(r)) = (operand(0), operand(1), operand(2), result)
+            else {
+                return Err("cooperative-matrix multiply-add on values of unknown type".into());
+            };
+            let kind = |m: &MatrixType| {
+                scalar(m.component).ok_or("cooperative matrix of an unsupported component type")
+            };
+            let shape = CoopMatShape {
+                m: a.rows,
+                n: b.columns,
+                k: a.columns,
+                a: kind(a)?,
+                b: kind(b)?,
+                c: kind(c)?,
+                result: kind(r)?,
+            };
+            if !out.contains(&shape) {
+                out.push(shape);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The result type of every value a function instruction or global defines.
+fn value_types(module: &Module) -> HashMap<u32, u32> {
+    let functions = module.functions.iter().flat_map(|f| {
+        f.parameters.iter().chain(f.blocks.iter().flat_map(|b| &b.instructions))
+    });
+    module
+        .types_global_values
+        .iter()
+        .chain(functions)
+        .filter_map(|i| Some((i.result_id?, i.result_type?)))
+        .collect()
+}
+
+fn scalar_kind(t: &Instruction) -> Option<ScalarKind> {
+    let width = |n: usize| match t.operands.get(n) {
+        Some(Operand::LiteralBit32(w)) => Some(*w),
+        _ => None,
+    };
+    match t.class.opcode {
+        Op::TypeFloat => match width(0)? {
+            16 => Some(ScalarKind::F16),
+            32 => Some(ScalarKind::F32),
+            64 => Some(ScalarKind::F64),
+            _ => None,
+        },
+        Op::TypeInt => {
+            let signed = width(1)? == 1;
+            Some(match (width(0)?, signed) {
+                (8, true) => ScalarKind::I8,
+                (8, false) => ScalarKind::U8,
+                (16, true) => ScalarKind::I16,
+                (16, false) => ScalarKind::U16,
+                (32, true) => ScalarKind::I32,
+                (32, false) => ScalarKind::U32,
+                (64, true) => ScalarKind::I64,
+                _ => ScalarKind::U64,
+            })
+        }
+        _ => None,
+    }
+}

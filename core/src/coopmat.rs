@@ -1,0 +1,112 @@
+//! Cooperative-matrix shapes (`VK_KHR_cooperative_matrix`): what a variant's SPIR-V multiplies,
+//! reflected at build time, and what a device offers, queried at run time. A `_cm` variant runs
+//! only where every shape it needs is offered.
+
+use crate::ScalarKind;
+use std::fmt;
+
+/// One multiply-add `(M×K) · (K×N) + (M×N)` at subgroup scope, with its component types.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CoopMatShape {
+    pub m: u32,
+    pub n: u32,
+    pub k: u32,
+    /// Component type of the M×K operand.
+    pub a: ScalarKind,
+    /// Component type of the K×N operand.
+    pub b: ScalarKind,
+    /// Component type of the M×N accumulator.
+    pub c: ScalarKind,
+    /// Component type of the result.
+    pub result: ScalarKind,
+}
+
+impl fmt::Display for CoopMatShape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}x{}x{} {:?}*{:?}+{:?}->{:?}",
+            self.m, self.n, self.k, self.a, self.b, self.c, self.result
+        )
+    }
+}
+
+/// The shapes a device offers, in a fixed-capacity list (so `DeviceFeatures` stays `Copy`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CoopMatShapes {
+    items: [Option<CoopMatShape>; CoopMatShapes::CAPACITY],
+}
+
+impl Default for CoopMatShapes {
+    fn default() -> Self {
+        CoopMatShapes {
+            items: [None; CoopMatShapes::CAPACITY],
+        }
+    }
+}
+
+impl CoopMatShapes {
+    /// More than any driver reports today (the H100 reports 14).
+    pub const CAPACITY: usize = 48;
+
+    /// Adds `shape` unless present; returns false when the list is full.
+    pub fn push(&mut self, shape: CoopMatShape) -> bool {
+        if self.contains(&shape) {
+            return true;
+        }
+        match self.items.iter_mut().find(|s| s.is_none()) {
+            Some(slot) => {
+                *slot = Some(shape);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub fn contains(&self, shape: &CoopMatShape) -> bool {
+        self.iter().any(|s| s == *shape)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = CoopMatShape> + '_ {
+        self.items.iter().flatten().copied()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items[0].is_none()
+    }
+}
+
+impl FromIterator<CoopMatShape> for CoopMatShapes {
+    fn from_iter<I: IntoIterator<Item = CoopMatShape>>(iter: I) -> Self {
+        let mut s = CoopMatShapes::default();
+        for shape in iter {
+            s.push(shape);
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_keeps_each_shape_once() {
+        let f16 = CoopMatShape {
+            m: 16,
+            n: 16,
+            k: 16,
+            a: ScalarKind::F16,
+            b: ScalarKind::F16,
+            c: ScalarKind::F32,
+            result: ScalarKind::F32,
+        };
+        let mut s = CoopMatShapes::default();
+        assert!(s.is_empty());
+        assert!(s.push(f16) && s.push(f16));
+        assert_eq!(s.iter().count(), 1);
+        assert!(s.contains(&f16));
+        assert!(!s.contains(&CoopMatShape { k: 8, ..f16 }));
+        assert_eq!(f16.to_string(), "16x16x16 F16*F16+F32->F32");
+    }
+}
