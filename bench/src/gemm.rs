@@ -3,7 +3,7 @@
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, Tensor};
-use vkprism_shaders::{gemm, gemm_invocations};
+use vkprism_shaders::{gemm, gemm_invocations, gemm_local_size};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
 const SHAPES: [(usize, usize, usize); 4] = [
@@ -14,16 +14,21 @@ const SHAPES: [(usize, usize, usize); 4] = [
 ];
 const QUICK_SHAPES: [(usize, usize, usize); 1] = [(256, 128, 192)];
 
-/// Every variant of the library GEMM that stages through shared memory, plus fp32 without.
-const VARIANTS: [&str; 8] = [
-    "fp32_lm",
-    "fp16p_lm",
-    "fp16pa_lm",
-    "fp16s_lm",
-    "fp16sa_lm",
-    "bf16p_lm",
-    "bf16s_lm",
-    "fp32_nolm",
+/// Every variant of the library GEMM that stages through shared memory, fp32 without, and the
+/// cooperative-matrix variants (run where the device offers their shapes).
+const VARIANTS: [&str; 12] = [
+    "fp32_lm_nocm",
+    "fp16p_lm_nocm",
+    "fp16pa_lm_nocm",
+    "fp16s_lm_nocm",
+    "fp16sa_lm_nocm",
+    "bf16p_lm_nocm",
+    "bf16s_lm_nocm",
+    "fp32_nolm_nocm",
+    "fp16p_lm_cm",
+    "fp16pa_lm_cm",
+    "fp16s_lm_cm",
+    "fp16sa_lm_cm",
 ];
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
@@ -65,7 +70,8 @@ fn one(
         subgroup_size: ctx.features().limits.subgroup_size as i32,
         ..Default::default()
     };
-    let pipe = kernel.pipeline(&spec, None)?;
+    let local = gemm_local_size(&kernel.variant().key);
+    let pipe = kernel.pipeline(&spec, Some([local[0], local[1], 1]))?;
     let mut list = CommandList::with_total_timing(ctx)?;
     let push = gemm::PushConstants {
         M: m as i32,
@@ -80,7 +86,7 @@ fn one(
         bias_blob: &bias,
         c_blob: &ct,
     };
-    list.dispatch(&pipe, &bindings, &push, gemm_invocations(m, n, [16, 16]))?;
+    list.dispatch(&pipe, &bindings, &push, gemm_invocations(m, n, local))?;
     list.submit_and_wait()?;
     check(
         &ct.download_f32()?,

@@ -20,7 +20,9 @@
 // (BM / WARPS_M) × (BN / WARPS_N) warp tile of 16×16×16 fp16 × fp16 + fp32 multiply-adds, and the
 // fp32 accumulators go out through a per-subgroup 16×16 scratch so bias, activation and the
 // storage conversion are applied as in the other path. `subgroup_size` must be the device's
-// subgroup size (32 on NVIDIA; require it at pipeline creation where it varies).
+// subgroup size (32 on NVIDIA; require it at pipeline creation where it varies), and the
+// workgroup's x size a multiple of it (Vulkan requires that of subgroup-scope matrices): use
+// `gemm_local_size`.
 layout (constant_id = 0) const int transpose_a = 0;
 layout (constant_id = 1) const int transpose_b = 0;
 layout (constant_id = 2) const int bias_term = 0;
@@ -46,11 +48,18 @@ const int LY = int(gl_WorkGroupSize.y);
 const int BM = 8 * LY;
 const int BN = 8 * LX;
 const int THREADS = LX * LY;
+#if NCNN_cooperative_matrix
+// Fragments are 16 deep: the step is BK rounded up to a multiple of 16.
+const int STEP = (BK + 15) / 16 * 16;
+#else
+// (A macro, not a const alias: glslang would give the constant the alias's name.)
+#define STEP BK
+#endif
 
 #if NCNN_shader_local_memory && !NCNN_cooperative_matrix
 // One padding vec4 per row keeps the transposing stores of A (and B when transposed) off one bank.
-shared vec4 tile_a[BK][BM / 4 + 1];
-shared vec4 tile_b[BK][BN / 4 + 1];
+shared vec4 tile_a[STEP][BM / 4 + 1];
+shared vec4 tile_b[STEP][BN / 4 + 1];
 #endif
 #if NCNN_cooperative_matrix
 #extension GL_KHR_shader_subgroup_basic : require
@@ -60,17 +69,18 @@ const int WARPS_M = WARPS / WARPS_N;
 // 16×16 fragments per subgroup along M and N.
 const int FM = BM / WARPS_M / 16;
 const int FN = BN / WARPS_N / 16;
-// fp16 rows padded by 8 halves (16 bytes) against bank conflicts of the fragment loads.
-const int A_STRIDE = BK + 8;
-const int B_STRIDE = BN + 8;
-shared float16_t cm_a[BM * A_STRIDE];
-shared float16_t cm_b[BK * B_STRIDE];
+// Tiles of fp16 quads (the stored bytes, never converted): A row-major BM×STEP, B row-major
+// STEP×BN, rows padded by 16 bytes against bank conflicts of the fragment loads.
+const int A_STRIDE4 = STEP / 4 + 2;
+const int B_STRIDE4 = BN / 4 + 2;
+shared f16vec4 cm_a[BM * A_STRIDE4];
+shared f16vec4 cm_b[STEP * B_STRIDE4];
 shared float cm_c[WARPS * 256];
 #endif
 #if NCNN_shader_local_memory || NCNN_cooperative_matrix
 // vec4s of A and of B one invocation moves into shared memory per step.
-const int A_LOADS = (BM * BK / 4 + THREADS - 1) / THREADS;
-const int B_LOADS = (BN * BK / 4 + THREADS - 1) / THREADS;
+const int A_LOADS = (BM * STEP / 4 + THREADS - 1) / THREADS;
+const int B_LOADS = (BN * STEP / 4 + THREADS - 1) / THREADS;
 #endif
 
 // op(A)[m][k .. k+3] as stored (row-major A), or zero outside.
@@ -106,13 +116,13 @@ vec4 bt_col4(int n, int k)
 vec4 step_a(int l, int m0, int k0)
 {
     if (transpose_a == 1) return at_col4(k0 + l / (BM / 4), m0 + (l % (BM / 4)) * 4);
-    return a_row4(m0 + l / (BK / 4), k0 + (l % (BK / 4)) * 4);
+    return a_row4(m0 + l / (STEP / 4), k0 + (l % (STEP / 4)) * 4);
 }
 
 // Load l of a step at depth k0: 4 consecutive n of one k of B (or 4 consecutive k of one n).
 vec4 step_b(int l, int n0, int k0)
 {
-    if (transpose_b == 1) return bt_col4(n0 + l / (BK / 4), k0 + (l % (BK / 4)) * 4);
+    if (transpose_b == 1) return bt_col4(n0 + l / (STEP / 4), k0 + (l % (STEP / 4)) * 4);
     return b_row4(k0 + l / (BN / 4), n0 + (l % (BN / 4)) * 4);
 }
 #endif
@@ -126,32 +136,58 @@ vec4 activate(vec4 v)
 }
 
 #if NCNN_cooperative_matrix
-// Moves this invocation's prefetched vec4s of one step into the fp16 tiles (A row-major M×BK,
-// B row-major BK×BN).
-void stage_fp16(int tid, vec4 next_a[A_LOADS], vec4 next_b[B_LOADS])
+#if NCNN_fp16_packed
+// Packed storage holds the bytes of an f16vec4 (element 0 in the low half).
+f16vec4 raw4(uvec2 v) { return f16vec4(unpackFloat2x16(v.x), unpackFloat2x16(v.y)); }
+#else
+f16vec4 raw4(f16vec4 v) { return v; }
+#endif
+
+// Load l of a step at depth k0, as stored (no conversion), zero outside: 4 consecutive k of one
+// row of A, or 4 consecutive m of one k when transposed.
+f16vec4 raw_a(int l, int m0, int k0)
+{
+    if (transpose_a == 1) {
+        const int k = k0 + l / (BM / 4), m = m0 + (l % (BM / 4)) * 4;
+        return m < p.M && k < p.K ? raw4(a_data[k * (p.M / 4) + m / 4]) : f16vec4(0);
+    }
+    const int m = m0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
+    return m < p.M && k < p.K ? raw4(a_data[m * (p.K / 4) + k / 4]) : f16vec4(0);
+}
+
+// Load l of a step at depth k0 of B, as stored: 4 consecutive n of one k, or 4 consecutive k of
+// one n when transposed.
+f16vec4 raw_b(int l, int n0, int k0)
+{
+    if (transpose_b == 1) {
+        const int n = n0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
+        return n < p.N && k < p.K ? raw4(b_data[n * (p.K / 4) + k / 4]) : f16vec4(0);
+    }
+    const int k = k0 + l / (BN / 4), n = n0 + (l % (BN / 4)) * 4;
+    return n < p.N && k < p.K ? raw4(b_data[k * (p.N / 4) + n / 4]) : f16vec4(0);
+}
+
+// Moves this invocation's prefetched quads of one step into the tiles.
+void stage_fp16(int tid, f16vec4 next_a[A_LOADS], f16vec4 next_b[B_LOADS])
 {
     [[unroll]] for (int i = 0; i < A_LOADS; i++) {
         const int l = tid + i * THREADS;
-        if (l >= BM * BK / 4) break;
-        const f16vec4 v = f16vec4(next_a[i]);
+        if (l >= BM * STEP / 4) break;
         if (transpose_a == 1) {
             const int k = l / (BM / 4), m = (l % (BM / 4)) * 4;
-            [[unroll]] for (int j = 0; j < 4; j++) cm_a[(m + j) * A_STRIDE + k] = v[j];
+            [[unroll]] for (int j = 0; j < 4; j++) cm_a[(m + j) * A_STRIDE4 + k / 4][k % 4] = next_a[i][j];
         } else {
-            const int m = l / (BK / 4), k = (l % (BK / 4)) * 4;
-            [[unroll]] for (int j = 0; j < 4; j++) cm_a[m * A_STRIDE + k + j] = v[j];
+            cm_a[(l / (STEP / 4)) * A_STRIDE4 + l % (STEP / 4)] = next_a[i];
         }
     }
     [[unroll]] for (int i = 0; i < B_LOADS; i++) {
         const int l = tid + i * THREADS;
-        if (l >= BN * BK / 4) break;
-        const f16vec4 v = f16vec4(next_b[i]);
+        if (l >= BN * STEP / 4) break;
         if (transpose_b == 1) {
-            const int n = l / (BK / 4), k = (l % (BK / 4)) * 4;
-            [[unroll]] for (int j = 0; j < 4; j++) cm_b[(k + j) * B_STRIDE + n] = v[j];
+            const int n = l / (STEP / 4), k = (l % (STEP / 4)) * 4;
+            [[unroll]] for (int j = 0; j < 4; j++) cm_b[(k + j) * B_STRIDE4 + n / 4][n % 4] = next_b[i][j];
         } else {
-            const int k = l / (BN / 4), n = (l % (BN / 4)) * 4;
-            [[unroll]] for (int j = 0; j < 4; j++) cm_b[k * B_STRIDE + n + j] = v[j];
+            cm_b[(l / (BN / 4)) * B_STRIDE4 + l % (BN / 4)] = next_b[i];
         }
     }
 }
@@ -171,28 +207,28 @@ void main()
     [[unroll]] for (int i = 0; i < FM * FN; i++) {
         acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
     }
-    vec4 next_a[A_LOADS];
-    vec4 next_b[B_LOADS];
-    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, 0);
-    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, 0);
+    f16vec4 next_a[A_LOADS];
+    f16vec4 next_b[B_LOADS];
+    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, 0);
+    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, 0);
 
-    for (int k0 = 0; k0 < p.K; k0 += BK) {
+    for (int k0 = 0; k0 < p.K; k0 += STEP) {
         barrier();
         stage_fp16(tid, next_a, next_b);
         barrier();
-        const int k1 = k0 + BK;
+        const int k1 = k0 + STEP;
         if (k1 < p.K) {
-            [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, k1);
-            [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, k1);
+            [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, k1);
+            [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, k1);
         }
-        [[unroll]] for (int k = 0; k < BK; k += 16) {
+        [[unroll]] for (int k = 0; k < STEP; k += 16) {
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[FM];
             [[unroll]] for (int i = 0; i < FM; i++) {
-                coopMatLoad(fa[i], cm_a, (wm + i * 16) * A_STRIDE + k, A_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(fa[i], cm_a, (wm + i * 16) * A_STRIDE4 + k / 4, A_STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
             }
             [[unroll]] for (int j = 0; j < FN; j++) {
                 coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb;
-                coopMatLoad(fb, cm_b, k * B_STRIDE + wn + j * 16, B_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(fb, cm_b, k * B_STRIDE4 + (wn + j * 16) / 4, B_STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
                 [[unroll]] for (int i = 0; i < FM; i++) {
                     acc[i * FN + j] = coopMatMulAdd(fa[i], fb, acc[i * FN + j]);
                 }
@@ -238,26 +274,26 @@ void main()
     [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, 0);
     [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, 0);
 
-    for (int k0 = 0; k0 < p.K; k0 += BK) {
+    for (int k0 = 0; k0 < p.K; k0 += STEP) {
         barrier();
         [[unroll]] for (int i = 0; i < A_LOADS; i++) {
             const int l = tid + i * THREADS;
-            if (l < BM * BK / 4) {
+            if (l < BM * STEP / 4) {
                 if (transpose_a == 1) {
                     tile_a[l / (BM / 4)][l % (BM / 4)] = next_a[i];
                 } else {
-                    const int m = l / (BK / 4);
-                    const int k = (l % (BK / 4)) * 4;
+                    const int m = l / (STEP / 4);
+                    const int k = (l % (STEP / 4)) * 4;
                     [[unroll]] for (int j = 0; j < 4; j++) tile_a[k + j][m / 4][m % 4] = next_a[i][j];
                 }
             }
         }
         [[unroll]] for (int i = 0; i < B_LOADS; i++) {
             const int l = tid + i * THREADS;
-            if (l < BN * BK / 4) {
+            if (l < BN * STEP / 4) {
                 if (transpose_b == 1) {
-                    const int n = l / (BK / 4);
-                    const int k = (l % (BK / 4)) * 4;
+                    const int n = l / (STEP / 4);
+                    const int k = (l % (STEP / 4)) * 4;
                     [[unroll]] for (int j = 0; j < 4; j++) tile_b[k + j][n / 4][n % 4] = next_b[i][j];
                 } else {
                     tile_b[l / (BN / 4)][l % (BN / 4)] = next_b[i];
@@ -267,13 +303,13 @@ void main()
         barrier();
 
         // Issue the next step's global loads now; they land while this step's FMAs run.
-        const int k1 = k0 + BK;
+        const int k1 = k0 + STEP;
         if (k1 < p.K) {
             [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, k1);
             [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, k1);
         }
 
-        [[unroll]] for (int k = 0; k < BK; k++) {
+        [[unroll]] for (int k = 0; k < STEP; k++) {
             const vec4 a0 = tile_a[k][ty];
             const vec4 a1 = tile_a[k][BM / 8 + ty];
             const vec4 b0 = tile_b[k][tx];

@@ -90,6 +90,17 @@ vkprism::compute_shader! {
     ],
 }
 
+/// The workgroup [`gemm`] is tuned for: 16×16 (128×128 tiles) without cooperative matrices,
+/// 32×8 (64×256 tiles) with them, since a subgroup-scope matrix needs the workgroup's x size to
+/// be a multiple of the subgroup size.
+pub fn gemm_local_size(key: &vkprism::VariantKey) -> [u32; 2] {
+    if key.coopmat == Some(true) {
+        [32, 8]
+    } else {
+        [16, 16]
+    }
+}
+
 /// The invocation grid for [`gemm`] with workgroup `local` (default `[16, 16]`): one workgroup
 /// per `8·local[1]` × `8·local[0]` tile of C.
 pub fn gemm_invocations(m: usize, n: usize, local: [u32; 2]) -> [u32; 3] {

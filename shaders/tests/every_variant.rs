@@ -108,6 +108,8 @@ struct GemmCase {
     o: reference::Gemm,
     bias: bool,
     local: [u32; 2],
+    /// The workgroup for cooperative-matrix variants (x a multiple of the subgroup size).
+    cm_local: [u32; 2],
     bk: i32,
 }
 
@@ -123,7 +125,10 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
             Ok(k) => k,
             // Cooperative-matrix variants need a device that has them (not lavapipe); any other
             // variant must load.
-            Err(e) if name.ends_with("_cm") && !ctx.features().supports(Feature::CooperativeMatrix) => {
+            Err(e)
+                if name.ends_with("_cm")
+                    && !ctx.features().supports(Feature::CooperativeMatrix) =>
+            {
                 assert!(e.to_string().contains("cooperativeMatrix"), "{name}: {e}");
                 continue;
             }
@@ -143,9 +148,12 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
             BK: case.bk,
             subgroup_size: ctx.features().limits.subgroup_size as i32,
         };
-        let pipe = k
-            .pipeline(&spec, Some([case.local[0], case.local[1], 1]))
-            .unwrap();
+        let local = if key.coopmat == Some(true) {
+            case.cm_local
+        } else {
+            case.local
+        };
+        let pipe = k.pipeline(&spec, Some([local[0], local[1], 1])).unwrap();
         ctx.run(|l| {
             l.dispatch(
                 &pipe,
@@ -162,7 +170,7 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
                     alpha: o.alpha,
                     slope: o.slope,
                 },
-                gemm_invocations(m, n, case.local),
+                gemm_invocations(m, n, local),
             )
         })
         .unwrap();
@@ -214,6 +222,7 @@ fn gemm_every_variant() {
             o: plain,
             bias: false,
             local: [16, 16],
+            cm_local: [32, 8],
             bk: 16,
         },
         // Two tiles across N, both operands transposed, bias, relu and alpha.
@@ -230,7 +239,8 @@ fn gemm_every_variant() {
             },
             bias: true,
             local: [16, 16],
-            bk: 16,
+            cm_local: [32, 8],
+            bk: 32,
         },
         // A smaller workgroup (64×32 tiles), an 8-deep step, one transpose, leaky relu.
         GemmCase {
@@ -246,6 +256,7 @@ fn gemm_every_variant() {
             },
             bias: true,
             local: [4, 8],
+            cm_local: [32, 4],
             bk: 8,
         },
     ];
