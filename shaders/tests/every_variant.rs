@@ -111,6 +111,8 @@ struct GemmCase {
     /// The workgroup for cooperative-matrix variants (x a multiple of the subgroup size).
     cm_local: [u32; 2],
     bk: i32,
+    /// The step depth for cooperative-matrix variants (rounded up to 16 by the kernel).
+    cm_bk: i32,
 }
 
 fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
@@ -145,7 +147,11 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
             transpose_b: o.transpose_b as i32,
             bias_term: case.bias as i32,
             activation: o.activation,
-            BK: case.bk,
+            BK: if key.coopmat == Some(true) {
+                case.cm_bk
+            } else {
+                case.bk
+            },
             subgroup_size: ctx.features().limits.subgroup_size as i32,
         };
         let local = if key.coopmat == Some(true) {
@@ -224,6 +230,7 @@ fn gemm_every_variant() {
             local: [16, 16],
             cm_local: [32, 8],
             bk: 16,
+            cm_bk: 16,
         },
         // Two tiles across N, both operands transposed, bias, relu and alpha.
         GemmCase {
@@ -240,7 +247,8 @@ fn gemm_every_variant() {
             bias: true,
             local: [16, 16],
             cm_local: [32, 8],
-            bk: 32,
+            bk: 16,
+            cm_bk: 32,
         },
         // A smaller workgroup (64×32 tiles), an 8-deep step, one transpose, leaky relu.
         GemmCase {
@@ -258,6 +266,7 @@ fn gemm_every_variant() {
             local: [4, 8],
             cm_local: [32, 4],
             bk: 8,
+            cm_bk: 8,
         },
     ];
     for (i, case) in cases.iter().enumerate() {
