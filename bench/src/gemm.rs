@@ -37,7 +37,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     for &(m, n, k) in shapes {
         let a = random(m * k, 1);
         let b = random(k * n, 2);
-        for variant in VARIANTS {
+        for variant in VARIANTS.into_iter().filter(|v| selected(v)) {
             match one(ctx, cfg, (m, n, k), variant, &a, &b) {
                 Ok(r) => {
                     print(&r);
@@ -70,7 +70,7 @@ fn one(
         subgroup_size: ctx.features().limits.subgroup_size as i32,
         ..Default::default()
     };
-    let local = gemm_local_size(&kernel.variant().key);
+    let local = workgroup(&kernel.variant().key);
     let pipe = kernel.pipeline(&spec, Some([local[0], local[1], 1]))?;
     let mut list = CommandList::with_total_timing(ctx)?;
     let push = gemm::PushConstants {
@@ -105,6 +105,25 @@ fn one(
         unit: "TFLOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
     })
+}
+
+/// `VKPRISM_BENCH_VARIANTS=a,b` limits the run to those variants (to compare configurations).
+fn selected(variant: &str) -> bool {
+    std::env::var("VKPRISM_BENCH_VARIANTS")
+        .map_or(true, |list| list.split(',').any(|v| v == variant))
+}
+
+/// The workgroup: `gemm_local_size`, or `VKPRISM_BENCH_LOCAL=XxY` for cooperative-matrix variants,
+/// to compare tile shapes.
+fn workgroup(key: &vkprism::VariantKey) -> [u32; 2] {
+    let forced = std::env::var("VKPRISM_BENCH_LOCAL").ok().and_then(|v| {
+        let (x, y) = v.split_once('x')?;
+        Some([x.parse().ok()?, y.parse().ok()?])
+    });
+    match forced {
+        Some(l) if key.coopmat == Some(true) => l,
+        _ => gemm_local_size(key),
+    }
 }
 
 /// The step depth: 16 (the kernel's default) without cooperative matrices, 32 with (two 16-deep

@@ -32,6 +32,8 @@ pub fn reference_key(key: &VariantKey) -> VariantKey {
     VariantKey {
         float: vkprism_core::FloatMode::Fp32,
         int8: key.int8.map(|_| vkprism_core::Int8Mode::Int8s),
+        // fp32 has no cooperative-matrix variants (variants::coopmat_values).
+        coopmat: key.coopmat.map(|_| false),
         ..*key
     }
 }
