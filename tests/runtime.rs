@@ -1,11 +1,11 @@
 //! The runtime on the real driver with validation on: tensors, error paths, pipeline cache,
 //! command-list replay, ownership.
 
+use vkprism::command::Error as CommandError;
 use vkprism::pipeline::Error as PipelineError;
 use vkprism::tensor::Error as TensorError;
 use vkprism::{
-    CommandError, CommandList, Context, ContextOptions, DeviceSelector, Error, Options, Tensor,
-    TensorFormat,
+    CommandList, Context, ContextOptions, DeviceSelector, Error, Options, Tensor, TensorFormat,
 };
 use vkprism_testkit::*;
 

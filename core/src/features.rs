@@ -124,10 +124,6 @@ impl FeatureSet {
         *self = self.with(f);
     }
 
-    pub fn remove(&mut self, f: Feature) {
-        *self = self.without(f);
-    }
-
     pub const fn union(self, other: FeatureSet) -> FeatureSet {
         FeatureSet(self.0 | other.0)
     }

@@ -3,6 +3,7 @@
 //! image can be sampled by one dispatch and stored by the next.
 
 use crate::context::{vkerr, Context, Shared};
+use crate::convert::{decode_f32, encode_f32};
 use crate::tensor::{create_buffer, free_buffer, Error};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -300,13 +301,8 @@ impl Image {
                 want: self.len(),
             });
         }
-        let bytes: Vec<u8> = match self.inner.format {
-            TensorFormat::F16 => data
-                .iter()
-                .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
-                .collect(),
-            _ => bytemuck::cast_slice(data).to_vec(),
-        };
+        // Images are F32 or F16 (checked at creation), both of which hold floats.
+        let bytes = encode_f32(self.inner.format, data).unwrap_or_default();
         let shared = &self.inner.shared;
         let (staging, mut alloc) = create_buffer(
             shared,
@@ -358,18 +354,9 @@ impl Image {
                 &[region],
             )
         });
-        let out = alloc.mapped_slice().map(|s| {
-            let s = &s[..size as usize];
-            if texel == 2 {
-                s.chunks_exact(2)
-                    .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-                    .collect()
-            } else {
-                s.chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect()
-            }
-        });
+        let out = alloc
+            .mapped_slice()
+            .and_then(|s| decode_f32(self.inner.format, &s[..size as usize]));
         free_buffer(shared, staging, Some(alloc));
         r?;
         out.ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))

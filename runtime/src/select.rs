@@ -3,7 +3,8 @@
 
 use std::fmt;
 use vkprism_core::{
-    DeviceFeatures, Feature, FloatMode, Int8Mode, KernelInfo, MemoryKind, VariantInfo, VariantKey,
+    DeviceFeatures, FeatureSet, FloatMode, Int8Mode, KernelInfo, MemoryKind, VariantInfo,
+    VariantKey,
 };
 
 /// Which variant kinds may be used. Defaults: everything on except bf16 and images.
@@ -54,19 +55,27 @@ impl Options {
         }
     }
 
-    /// These options with every switch the device can't honour turned off.
+    /// These options with every switch the device can't honour turned off. What each switch
+    /// needs is asked of the variant axes themselves (`vkprism_core`), so the policy and the
+    /// variants' requirements can't drift apart.
     pub fn clamp_to(&self, dev: &DeviceFeatures) -> Options {
-        let f = |x| dev.supports(x);
+        let can = |needs: FeatureSet| dev.features.contains_all(needs);
+        let image_fp32 = VariantKey {
+            memory: MemoryKind::Image,
+            ..VariantKey::new(FloatMode::Fp32)
+        };
+        let coopmat_fp32 = VariantKey {
+            coopmat: Some(true),
+            ..VariantKey::new(FloatMode::Fp32)
+        };
         Options {
-            use_fp16_storage: self.use_fp16_storage && f(Feature::StorageBuffer16BitAccess),
-            use_fp16_arithmetic: self.use_fp16_arithmetic && f(Feature::ShaderFloat16),
-            use_bf16_storage: self.use_bf16_storage && f(Feature::StorageBuffer16BitAccess),
-            use_int8_storage: self.use_int8_storage && f(Feature::StorageBuffer8BitAccess),
-            use_int8_arithmetic: self.use_int8_arithmetic
-                && f(Feature::ShaderInt8)
-                && f(Feature::StorageBuffer8BitAccess),
-            use_image_storage: self.use_image_storage && f(Feature::ImageFormatsFp32),
-            use_cooperative_matrix: self.use_cooperative_matrix && f(Feature::CooperativeMatrix),
+            use_fp16_storage: self.use_fp16_storage && can(FloatMode::Fp16s.requires()),
+            use_fp16_arithmetic: self.use_fp16_arithmetic && can(FloatMode::Fp16pa.requires()),
+            use_bf16_storage: self.use_bf16_storage && can(FloatMode::Bf16s.requires()),
+            use_int8_storage: self.use_int8_storage && can(Int8Mode::Int8s.requires()),
+            use_int8_arithmetic: self.use_int8_arithmetic && can(Int8Mode::Int8a.requires()),
+            use_image_storage: self.use_image_storage && can(image_fp32.requires()),
+            use_cooperative_matrix: self.use_cooperative_matrix && can(coopmat_fp32.requires()),
             ..*self
         }
     }
@@ -176,14 +185,6 @@ pub struct Selection {
     pub eligible: Vec<VariantKey>,
 }
 
-impl Selection {
-    /// Why this variant: the choice, how many were eligible, and every rejected variant with
-    /// its reason (the same text as `Display`).
-    pub fn reason(&self) -> String {
-        self.to_string()
-    }
-}
-
 impl fmt::Display for Selection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} (best of {} eligible", self.key, self.eligible.len())?;
@@ -265,11 +266,19 @@ fn lacking_coopmat(v: &VariantInfo, device: &DeviceFeatures) -> Option<String> {
     if lacking.is_empty() {
         return None;
     }
-    let offered: Vec<String> = device.cooperative_matrices.iter().map(|s| s.to_string()).collect();
+    let offered: Vec<String> = device
+        .cooperative_matrices
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
     Some(format!(
         "needs cooperative matrices {}; device offers {}",
         lacking.join(", "),
-        if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+        if offered.is_empty() {
+            "none".to_string()
+        } else {
+            offered.join(", ")
+        }
     ))
 }
 
@@ -320,7 +329,7 @@ pub fn force_variant(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vkprism_core::{CoopMatShape, FeatureSet, LocalSizeDim, ScalarKind};
+    use vkprism_core::{CoopMatShape, Feature, LocalSizeDim, ScalarKind};
 
     /// A kernel with every float × memory variant, and one with int8 × local memory, made by hand.
     fn info(keys: Vec<VariantKey>) -> &'static KernelInfo {
@@ -331,7 +340,11 @@ mod tests {
                 requires: key.requires(),
                 spirv: &[],
                 bindings: &[],
-                cooperative_matrices: if key.coopmat == Some(true) { &F16_16X16X16 } else { &[] },
+                cooperative_matrices: if key.coopmat == Some(true) {
+                    &F16_16X16X16
+                } else {
+                    &[]
+                },
             })
             .collect();
         Box::leak(Box::new(KernelInfo {
@@ -406,13 +419,18 @@ mod tests {
         let mut d = DeviceFeatures::new(FeatureSet::all());
         // The feature alone is not enough: the device must offer the variant's shape.
         assert_eq!(pick(k, &Options::default(), &d), "fp16sa_nocm");
-        let s = select_variant(k, &Options::default(), &d).unwrap().to_string();
+        let s = select_variant(k, &Options::default(), &d)
+            .unwrap()
+            .to_string();
         assert!(
             s.contains("fp16s_cm: needs cooperative matrices 16x16x16 F16*F16+F32->F32; device offers none"),
             "{s}"
         );
         // A different shape does not do either.
-        d.cooperative_matrices.push(CoopMatShape { k: 8, ..F16_16X16X16[0] });
+        d.cooperative_matrices.push(CoopMatShape {
+            k: 8,
+            ..F16_16X16X16[0]
+        });
         assert_eq!(pick(k, &Options::default(), &d), "fp16sa_nocm");
         d.cooperative_matrices.push(F16_16X16X16[0]);
         // Cooperative matrices outrank fp16 arithmetic at the same storage precision.

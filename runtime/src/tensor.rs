@@ -5,6 +5,7 @@
 //! still read cannot be freed (the last clone frees it, after the list's work has finished).
 
 use crate::context::{vkerr, Context, Shared};
+use crate::convert::{decode_f32, encode_f32};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
@@ -255,55 +256,23 @@ impl Tensor {
         self.inner.buffer
     }
 
-    /// Converts and writes `data` (one `f32` per element) into an F32, F16 or BF16 tensor.
-    ///
-    /// F16 and BF16 round to nearest, ties to even (`half::f16::from_f32` /
-    /// `half::bf16::from_f32`); NaN stays NaN and overflow becomes infinity. ncnn truncates to
-    /// bf16; we round, so a value can differ from ncnn's by one bf16 ulp (and is closer).
+    /// Converts and writes `data` (one `f32` per element) into an F32, F16 or BF16 tensor
+    /// (fp16 and bf16 round to nearest, ties to even; NaN stays NaN, overflow is infinity).
     pub fn upload_f32(&self, data: &[f32]) -> Result<(), Error> {
         self.check_len(data.len())?;
-        let bytes: Vec<u8> = match self.inner.format {
-            TensorFormat::F32 => bytemuck::cast_slice(data).to_vec(),
-            TensorFormat::F16 => data
-                .iter()
-                .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
-                .collect(),
-            TensorFormat::Bf16 => data
-                .iter()
-                .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
-                .collect(),
-            other => {
-                return Err(Error::WrongFormat {
-                    have: other,
-                    want: "F32, F16 or Bf16 for f32 data",
-                })
-            }
-        };
+        let bytes = encode_f32(self.inner.format, data).ok_or(Error::WrongFormat {
+            have: self.inner.format,
+            want: "F32, F16 or Bf16 for f32 data",
+        })?;
         self.write_bytes(&bytes)
     }
 
     /// Reads an F32, F16 or BF16 tensor as `f32`.
     pub fn download_f32(&self) -> Result<Vec<f32>, Error> {
         let bytes = self.read_bytes()?;
-        Ok(match self.inner.format {
-            TensorFormat::F32 => bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-            TensorFormat::F16 => bytes
-                .chunks_exact(2)
-                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-                .collect(),
-            TensorFormat::Bf16 => bytes
-                .chunks_exact(2)
-                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
-                .collect(),
-            other => {
-                return Err(Error::WrongFormat {
-                    have: other,
-                    want: "F32, F16 or Bf16 to read f32",
-                })
-            }
+        decode_f32(self.inner.format, &bytes).ok_or(Error::WrongFormat {
+            have: self.inner.format,
+            want: "F32, F16 or Bf16 to read f32",
         })
     }
 
@@ -363,18 +332,8 @@ impl Tensor {
             });
         }
         let inner = &self.inner;
-        if inner.mapped {
-            // No command list runs meanwhile (see `Shared::mapped_access`).
-            let _host = inner
-                .shared
-                .mapped_access
-                .write()
-                .unwrap_or_else(|e| e.into_inner());
-            let mut guard = inner.allocation.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(slice) = guard.as_mut().and_then(|a| a.mapped_slice_mut()) {
-                slice[..bytes.len()].copy_from_slice(bytes);
-                return Ok(());
-            }
+        if let Some(()) = self.with_mapped(|m| m[..bytes.len()].copy_from_slice(bytes)) {
+            return Ok(());
         }
         let shared = &inner.shared;
         for (i, chunk) in bytes.chunks(STAGING_CHUNK as usize).enumerate() {
@@ -408,16 +367,8 @@ impl Tensor {
     pub fn read_bytes(&self) -> Result<Vec<u8>, Error> {
         let inner = &self.inner;
         let size = inner.size as usize;
-        if inner.mapped {
-            let _host = inner
-                .shared
-                .mapped_access
-                .write()
-                .unwrap_or_else(|e| e.into_inner());
-            let guard = inner.allocation.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(slice) = guard.as_ref().and_then(|a| a.mapped_slice()) {
-                return Ok(slice[..size].to_vec());
-            }
+        if let Some(bytes) = self.with_mapped(|m| m[..size].to_vec()) {
+            return Ok(bytes);
         }
         let shared = &inner.shared;
         let mut out = Vec::with_capacity(size);
@@ -451,6 +402,26 @@ impl Tensor {
             offset += len;
         }
         Ok(out)
+    }
+
+    /// Runs `f` on the tensor's mapped memory, or answers `None` when it is not mapped (then the
+    /// caller stages a copy). Holds `Shared::mapped_access` exclusively meanwhile, so no command
+    /// list runs while the host touches memory a dispatch may use.
+    fn with_mapped<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+        let inner = &self.inner;
+        if !inner.mapped {
+            return None;
+        }
+        let _host = inner
+            .shared
+            .mapped_access
+            .write()
+            .unwrap_or_else(|e| e.into_inner());
+        let mut allocation = inner.allocation.lock().unwrap_or_else(|e| e.into_inner());
+        allocation
+            .as_mut()
+            .and_then(|a| a.mapped_slice_mut())
+            .map(f)
     }
 
     fn check_len(&self, got: usize) -> Result<(), Error> {
