@@ -5,7 +5,8 @@ use vkprism::command::Error as CommandError;
 use vkprism::pipeline::Error as PipelineError;
 use vkprism::tensor::Error as TensorError;
 use vkprism::{
-    CommandList, Context, ContextOptions, DeviceSelector, Error, Options, Tensor, TensorFormat,
+    CommandList, Context, ContextOptions, DeviceSelector, Error, LoadOptions, Options, Tensor,
+    TensorFormat,
 };
 use vkprism_testkit::*;
 
@@ -179,7 +180,7 @@ fn setup(
     Tensor,
     Tensor,
 ) {
-    let k = ctx.load_variant::<inc::Kernel>(variant).unwrap();
+    let k = ctx.load_with::<inc::Kernel>(&LoadOptions::variant(variant)).unwrap();
     let f = k.variant().bindings[0].format;
     let x = Tensor::from_f32(ctx, &[n4 * 4], f, &random(n4 * 4, 9)).unwrap();
     let y = Tensor::new(ctx, &[n4 * 4], f).unwrap();
@@ -330,12 +331,12 @@ fn missing_feature_or_option_is_an_error_naming_what_lacks() {
     // On the real device, through the context, per-kernel options.
     let ctx = ctx();
     let e = ctx
-        .load_with::<fp16_only::Kernel>(&Options::fp32_only())
+        .load_with::<fp16_only::Kernel>(&LoadOptions::options(Options::fp32_only()))
         .err()
         .unwrap();
     assert!(matches!(e, PipelineError::Select(_)), "{e}");
     let e = ctx
-        .load_variant::<inc::Kernel>("no_such_variant")
+        .load_with::<inc::Kernel>(&LoadOptions::variant("no_such_variant"))
         .err()
         .unwrap();
     assert!(
@@ -343,10 +344,10 @@ fn missing_feature_or_option_is_an_error_naming_what_lacks() {
         "{e}"
     );
     let k = ctx
-        .load_with::<inc::Kernel>(&Options {
+        .load_with::<inc::Kernel>(&LoadOptions::options(Options {
             use_fp16_arithmetic: false,
             ..Options::default()
-        })
+        }))
         .unwrap();
     assert_eq!(k.variant().key.name(), "fp16s", "{}", k.selection());
     assert_clean(&ctx);

@@ -3,7 +3,7 @@
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::random;
-use vkprism::{CommandList, Context, Tensor, TensorFormat};
+use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{activation, binary_op};
 
 vkprism::compute_shader! {
@@ -88,7 +88,7 @@ fn one(
 /// The storage format of `variant` (every elementwise kernel stores the same way).
 fn format_of(ctx: &Context, variant: &str) -> Result<TensorFormat, vkprism::Error> {
     Ok(ctx
-        .load_variant::<copy::Kernel>(variant)?
+        .load_with::<copy::Kernel>(&LoadOptions::variant(variant))?
         .variant()
         .bindings[0]
         .format)
@@ -107,7 +107,7 @@ fn record(
     match op {
         "axpb" => {
             let pipe = ctx
-                .load_variant::<axpb::Kernel>(variant)?
+                .load_with::<axpb::Kernel>(&LoadOptions::variant(variant))?
                 .pipeline(&Default::default(), local)?;
             let push = axpb::PushConstants {
                 n: n4,
@@ -127,7 +127,7 @@ fn record(
         }
         "copy" => {
             let pipe = ctx
-                .load_variant::<copy::Kernel>(variant)?
+                .load_with::<copy::Kernel>(&LoadOptions::variant(variant))?
                 .pipeline(&Default::default(), local)?;
             let push = copy::PushConstants { n: n4 };
             list.dispatch(
@@ -142,7 +142,7 @@ fn record(
             Ok(2)
         }
         "add" => {
-            let k = ctx.load_variant::<binary_op::Kernel>(variant)?;
+            let k = ctx.load_with::<binary_op::Kernel>(&LoadOptions::variant(variant))?;
             let pipe = k.pipeline(&binary_op::SpecConstants { op: 0 }, local)?;
             let b = binary_op::BufferBindings {
                 a_blob: &t.x,
@@ -153,7 +153,7 @@ fn record(
             Ok(3)
         }
         _ => {
-            let k = ctx.load_variant::<activation::Kernel>(variant)?;
+            let k = ctx.load_with::<activation::Kernel>(&LoadOptions::variant(variant))?;
             let pipe = k.pipeline(&activation::SpecConstants { op: 0, n: 0 }, local)?;
             let push = activation::PushConstants { n: n4, alpha: 0.0 };
             list.dispatch(

@@ -2,7 +2,7 @@
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
-use vkprism::{CommandList, Context, Tensor};
+use vkprism::{CommandList, Context, LoadOptions, Tensor};
 use vkprism_shaders::{gemm, gemm_invocations, gemm_local_size};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
@@ -58,7 +58,7 @@ fn one(
     a: &[f32],
     b: &[f32],
 ) -> Result<Record, Box<dyn std::error::Error>> {
-    let kernel = ctx.load_variant::<gemm::Kernel>(variant)?;
+    let kernel = ctx.load_with::<gemm::Kernel>(&LoadOptions::variant(variant))?;
     let f = kernel.variant().bindings[0].format;
     let at = Tensor::from_f32(ctx, &[m, k], f, a)?;
     let bt = Tensor::from_f32(ctx, &[k, n], f, b)?;

@@ -362,6 +362,7 @@ pub fn kernel(
         } else {
             quote!()
         };
+        let count = resources.len();
         let doc = format!(
             "The descriptors of `{name_str}`'s {} variants, one field per binding.",
             memory.name()
@@ -373,8 +374,9 @@ pub fn kernel(
             impl<'a> #p::Bindings<'a> for #sname<'a> {
                 type Kernel = Kernel;
                 const MEMORY: #p::MemoryKind = #p::MemoryKind::#mem;
-                fn resources(&self) -> ::std::vec::Vec<(u32, #p::Resource<'a>)> {
-                    ::std::vec![#(#resources),*]
+                fn resources(&self) -> impl ::core::iter::IntoIterator<Item = (u32, #p::Resource<'a>)> {
+                    let resources: [(u32, #p::Resource<'a>); #count] = [#(#resources),*];
+                    resources
                 }
             }
         });

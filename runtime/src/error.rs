@@ -4,7 +4,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Context(#[from] crate::context::Error),
+    Context(#[from] crate::device::Error),
     #[error(transparent)]
     Select(#[from] crate::select::SelectError),
     #[error(transparent)]

@@ -25,8 +25,9 @@ pub trait Bindings<'a> {
     type Kernel: Kernel;
     /// The memory kind of the variants these bindings fit.
     const MEMORY: MemoryKind;
-    /// `(binding number, resource)` per field, descriptor set 0.
-    fn resources(&self) -> Vec<(u32, Resource<'a>)>;
+    /// `(binding number, resource)` per field, descriptor set 0. Generated code returns an
+    /// array, so a dispatch allocates nothing for it.
+    fn resources(&self) -> impl IntoIterator<Item = (u32, Resource<'a>)>;
 }
 
 /// One bound resource.

@@ -21,11 +21,12 @@
 //! `Tensor::raw_buffer` (safe to call; using the handle is where `unsafe` starts) and the
 //! `unsafe fn Context::raw` (the ash instance and device).
 
+mod cache;
 pub mod command;
 pub mod context;
 mod convert;
+mod device;
 mod error;
-mod features;
 mod image;
 mod kernel;
 pub mod pipeline;

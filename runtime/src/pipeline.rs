@@ -1,16 +1,16 @@
 //! Loading a kernel (variant selection, shader module, descriptor-set and pipeline layouts) and
-//! its compute pipelines, cached per (specialization values, workgroup size); and the
-//! `VkPipelineCache`, saved to and loaded from disk with a header check.
+//! its compute pipelines, cached per (specialization values, workgroup size, subgroup size).
+//! The on-disk `VkPipelineCache` is `cache.rs`.
 
-use crate::context::{vkerr, Context, Shared};
+use crate::cache::CACHE_LOCK;
+use crate::device::{vkerr, Shared};
 use crate::kernel::{Kernel, SpecConstants};
 use crate::select::{force_variant, select_variant, Options, SelectError, Selection};
 use ash::vk;
 use std::collections::HashMap;
 use std::marker::PhantomData;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
-use vkprism_core::{BindingKind, VariantInfo};
+use vkprism_core::{BindingKind, Feature, KernelInfo, VariantInfo};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -43,10 +43,11 @@ pub enum Error {
     #[error("pipeline cache file: {0}")]
     CacheIo(#[from] std::io::Error),
     #[error(transparent)]
-    Context(#[from] crate::context::Error),
+    Context(#[from] crate::device::Error),
 }
 
-/// How to load one kernel (see [`Context::load_with_options`]).
+/// How to load one kernel (see [`crate::Context::load_with`]); the default loads as
+/// [`crate::Context::load`] does.
 #[derive(Clone, Debug, Default)]
 pub struct LoadOptions {
     /// Variant options for this kernel (clamped to the device); `None`: the context's.
@@ -54,6 +55,24 @@ pub struct LoadOptions {
     /// Use exactly this variant (a [`vkprism_core::VariantKey::name`], e.g. `"fp16s"`), failing
     /// if the device can't run it; options are then ignored. For tests and comparisons.
     pub variant: Option<String>,
+}
+
+impl LoadOptions {
+    /// Load exactly the variant named `name` (e.g. to test every variant).
+    pub fn variant(name: &str) -> LoadOptions {
+        LoadOptions {
+            variant: Some(name.to_string()),
+            options: None,
+        }
+    }
+
+    /// Load with these per-kernel options instead of the context's.
+    pub fn options(options: Options) -> LoadOptions {
+        LoadOptions {
+            options: Some(options),
+            variant: None,
+        }
+    }
 }
 
 /// (specialization entries, workgroup size, required subgroup size or 0).
@@ -67,6 +86,9 @@ pub struct LoadedKernel<K: Kernel> {
     module: vk::ShaderModule,
     pub(crate) set_layout: vk::DescriptorSetLayout,
     pub(crate) layout: vk::PipelineLayout,
+    /// Bytes of the push-constant range (the block's size rounded up to 4; 0: none), computed
+    /// once here and checked against every dispatch's push constants.
+    pub(crate) push_range: u32,
     /// The shader never reads `gl_NumWorkGroups`, so a dispatch too large for
     /// `maxComputeWorkGroupCount` can be split with `vkCmdDispatchBase` and behave as one
     /// (`gl_WorkGroupID` and `gl_GlobalInvocationID` include the base); its pipelines are made
@@ -79,13 +101,12 @@ pub struct LoadedKernel<K: Kernel> {
 impl<K: Kernel> Drop for LoadedKernel<K> {
     fn drop(&mut self) {
         let d = &self.shared.device;
+        let pipelines = self.pipelines.get_mut().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: these objects are this kernel's alone; every command list that bound one of
+        // its pipelines holds an Arc of this kernel and waits for its work before dropping it,
+        // so none is in use now.
         unsafe {
-            for (_, p) in self
-                .pipelines
-                .get_mut()
-                .unwrap_or_else(|e| e.into_inner())
-                .drain()
-            {
+            for (_, p) in pipelines.drain() {
                 d.destroy_pipeline(p, None);
             }
             d.destroy_pipeline_layout(self.layout, None);
@@ -95,6 +116,7 @@ impl<K: Kernel> Drop for LoadedKernel<K> {
     }
 }
 
+/// The descriptor type of a binding kind.
 pub(crate) fn descriptor_type(kind: BindingKind) -> vk::DescriptorType {
     match kind {
         BindingKind::StorageBuffer => vk::DescriptorType::STORAGE_BUFFER,
@@ -104,262 +126,93 @@ pub(crate) fn descriptor_type(kind: BindingKind) -> vk::DescriptorType {
     }
 }
 
-impl Context {
-    /// Loads `K` with the context's options: the best variant the device can run.
-    pub fn load<K: Kernel>(&self) -> Result<Arc<LoadedKernel<K>>, Error> {
-        self.load_with::<K>(&self.shared.options)
-    }
-
-    /// Loads `K` with per-kernel options (clamped to the device).
-    pub fn load_with<K: Kernel>(&self, options: &Options) -> Result<Arc<LoadedKernel<K>>, Error> {
-        let opts = options.clamp_to(&self.shared.features);
-        let selection = select_variant(K::INFO, &opts, &self.shared.features)?;
-        self.load_selection::<K>(selection)
-    }
-
-    /// Loads one named variant of `K` (e.g. to test every variant); errors if the device can't
-    /// run it.
-    pub fn load_variant<K: Kernel>(&self, name: &str) -> Result<Arc<LoadedKernel<K>>, Error> {
-        let selection = force_variant(K::INFO, name, &self.shared.features)?;
-        self.load_selection::<K>(selection)
-    }
-
-    /// Loads `K` as `options` say: a forced variant, per-kernel options, or the context's.
-    pub fn load_with_options<K: Kernel>(
-        &self,
-        options: &LoadOptions,
-    ) -> Result<Arc<LoadedKernel<K>>, Error> {
-        match (&options.variant, &options.options) {
-            (Some(name), _) => self.load_variant::<K>(name),
-            (None, Some(o)) => self.load_with::<K>(o),
-            (None, None) => self.load::<K>(),
-        }
-    }
-
-    fn load_selection<K: Kernel>(
-        &self,
-        selection: Selection,
-    ) -> Result<Arc<LoadedKernel<K>>, Error> {
-        let shared = &self.shared;
-        let info = K::INFO;
-        let variant = &info.variants[selection.index];
-        // The driver trusts the words it is given: check the little that makes them SPIR-V.
-        let bad = |why| Error::BadSpirv {
-            kernel: info.name,
-            variant: variant.key.name(),
-            why,
-        };
-        if variant.spirv.len() < 5 {
-            return Err(bad("shorter than the 5-word header"));
-        }
-        if variant.spirv[0] != SPIRV_MAGIC {
-            return Err(bad(
-                "no SPIR-V magic number (or words of the wrong endianness)",
-            ));
-        }
-        let push_size = push_range(info);
-        if push_size > shared.features.limits.max_push_constants_size {
-            return Err(Error::PushConstantsTooLarge {
-                kernel: info.name,
-                size: push_size,
-                limit: shared.features.limits.max_push_constants_size,
-            });
-        }
-        let d = &shared.device;
-        let module = unsafe {
-            d.create_shader_module(
-                &vk::ShaderModuleCreateInfo::default().code(variant.spirv),
-                None,
-            )
-        }
-        .map_err(vkerr("vkCreateShaderModule"))?;
-        let bindings: Vec<_> = variant
-            .bindings
-            .iter()
-            .map(|b| {
-                vk::DescriptorSetLayoutBinding::default()
-                    .binding(b.binding)
-                    .descriptor_type(descriptor_type(b.kind))
-                    .descriptor_count(1)
-                    .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            })
-            .collect();
-        let set_layout = match unsafe {
-            d.create_descriptor_set_layout(
-                &vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings),
-                None,
-            )
-        } {
-            Ok(l) => l,
-            Err(e) => {
-                unsafe { d.destroy_shader_module(module, None) };
-                return Err(vkerr("vkCreateDescriptorSetLayout")(e).into());
-            }
-        };
-        let ranges = [vk::PushConstantRange {
-            stage_flags: vk::ShaderStageFlags::COMPUTE,
-            offset: 0,
-            size: push_size,
-        }];
-        let layouts = [set_layout];
-        let mut li = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts);
-        if push_size > 0 {
-            li = li.push_constant_ranges(&ranges);
-        }
-        let layout = match unsafe { d.create_pipeline_layout(&li, None) } {
-            Ok(l) => l,
-            Err(e) => {
-                unsafe {
-                    d.destroy_descriptor_set_layout(set_layout, None);
-                    d.destroy_shader_module(module, None);
-                }
-                return Err(vkerr("vkCreatePipelineLayout")(e).into());
-            }
-        };
-        Ok(Arc::new(LoadedKernel {
-            dispatch_base: !uses_builtin(variant.spirv, BUILTIN_NUM_WORKGROUPS),
-            shared: shared.clone(),
-            variant,
-            selection,
-            module,
-            set_layout,
-            layout,
-            pipelines: Mutex::new(HashMap::new()),
-            _kernel: PhantomData,
-        }))
-    }
-
-    /// Loads a pipeline cache saved by [`Context::save_pipeline_cache`]. A file from another
-    /// device or driver, or a damaged one, is rejected with the reason and nothing changes.
-    pub fn load_pipeline_cache(&self, path: &Path) -> Result<(), Error> {
-        let file = std::fs::read(path)?;
-        self.check_cache_header(&file)?;
-        let data = self.check_cache_trailer(&file)?;
-        let d = &self.shared.device;
-        let loaded = unsafe {
-            d.create_pipeline_cache(
-                &vk::PipelineCacheCreateInfo::default().initial_data(data),
-                None,
-            )
-        }
-        .map_err(vkerr("vkCreatePipelineCache"))?;
-        let r = {
-            let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-            unsafe { d.merge_pipeline_caches(self.shared.pipeline_cache, &[loaded]) }
-                .map_err(vkerr("vkMergePipelineCaches"))
-        };
-        unsafe { d.destroy_pipeline_cache(loaded, None) };
-        r?;
-        Ok(())
-    }
-
-    /// Writes the pipeline cache to `path` (atomically: a temporary file, then a rename).
-    pub fn save_pipeline_cache(&self, path: &Path) -> Result<(), Error> {
-        let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        let data = unsafe {
-            self.shared
-                .device
-                .get_pipeline_cache_data(self.shared.pipeline_cache)
-        }
-        .map_err(vkerr("vkGetPipelineCacheData"))?;
-        let mut file = data.clone();
-        file.extend_from_slice(&self.cache_trailer(&data));
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, &file)?;
-        std::fs::rename(&tmp, path)?;
-        Ok(())
-    }
-
-    /// What vkprism appends to the driver's cache data: a magic, the driver version (the
-    /// Vulkan header lacks it) and the data's length and FNV-1a hash, so a truncated or damaged
-    /// file is caught here rather than handed to the driver.
-    fn cache_trailer(&self, data: &[u8]) -> [u8; TRAILER_LEN] {
-        let mut t = [0u8; TRAILER_LEN];
-        t[..8].copy_from_slice(TRAILER_MAGIC);
-        t[8..12].copy_from_slice(&1u32.to_le_bytes());
-        t[12..16].copy_from_slice(&self.shared.properties.driver_version.to_le_bytes());
-        t[16..24].copy_from_slice(&(data.len() as u64).to_le_bytes());
-        t[24..32].copy_from_slice(&fnv1a(data).to_le_bytes());
-        t
-    }
-
-    /// Checks the trailer written by [`Context::save_pipeline_cache`] and returns the driver's
-    /// data without it.
-    fn check_cache_trailer<'d>(&self, file: &'d [u8]) -> Result<&'d [u8], Error> {
-        let reject = |m: String| Err(Error::CacheRejected(m));
-        if file.len() < 32 + TRAILER_LEN {
-            return reject("truncated: no vkprism trailer after the driver's data".into());
-        }
-        let (data, t) = file.split_at(file.len() - TRAILER_LEN);
-        let word = |i: usize| u32::from_le_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
-        let dword = |i: usize| u64::from_le_bytes(t[i..i + 8].try_into().unwrap_or([0; 8]));
-        if &t[..8] != TRAILER_MAGIC || word(8) != 1 {
-            return reject(
-                "not written by save_pipeline_cache, or truncated (no vkprism trailer)".into(),
-            );
-        }
-        let driver = self.shared.properties.driver_version;
-        if word(12) != driver {
-            return reject(format!(
-                "made by driver version {:#x}, this is {driver:#x}",
-                word(12)
-            ));
-        }
-        if dword(16) != data.len() as u64 {
-            return reject(format!(
-                "corrupted: {} bytes of data where the trailer says {}",
-                data.len(),
-                dword(16)
-            ));
-        }
-        if dword(24) != fnv1a(data) {
-            return reject("corrupted: the data's checksum does not match".into());
-        }
-        Ok(data)
-    }
-
-    /// The header Vulkan puts at the start of cache data (`VkPipelineCacheHeaderVersionOne`).
-    fn check_cache_header(&self, data: &[u8]) -> Result<(), Error> {
-        if data.len() < 32 {
-            return Err(Error::CacheRejected(format!(
-                "{} bytes is shorter than the 32-byte header",
-                data.len()
-            )));
-        }
-        let word = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
-        let (len, version, vendor, device) = (word(0), word(4), word(8), word(12));
-        let p = &self.shared.properties;
-        if len < 32 || version != 1 {
-            return Err(Error::CacheRejected(format!(
-                "bad header (length {len}, version {version})"
-            )));
-        }
-        if vendor != p.vendor_id || device != p.device_id {
-            return Err(Error::CacheRejected(format!(
-                "made for vendor {vendor:#x} device {device:#x}, this is vendor {:#x} device {:#x}",
-                p.vendor_id, p.device_id
-            )));
-        }
-        if data[16..32] != p.pipeline_cache_uuid {
-            return Err(Error::CacheRejected(
-                "made by another driver version (pipelineCacheUUID differs)".into(),
-            ));
-        }
-        Ok(())
-    }
-}
-
 /// Bytes of the kernel's push-constant range: the block's size rounded up to 4, as Vulkan
 /// requires of a range (and as the generated `PushConstants` struct is padded).
-pub(crate) fn push_range(info: &vkprism_core::KernelInfo) -> u32 {
+fn push_range(info: &KernelInfo) -> u32 {
     info.push_constants
         .map(|p| p.size.div_ceil(4) * 4)
         .unwrap_or(0)
 }
 
-/// `vkMergePipelineCaches` needs its destination cache externally synchronized, also against
-/// pipeline creation that uses it: both (and reading the cache out) take this lock.
-static CACHE_LOCK: Mutex<()> = Mutex::new(());
+/// The driver trusts the words it is given: check the little that makes them SPIR-V.
+fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
+    let bad = |why| Error::BadSpirv {
+        kernel: info.name,
+        variant: variant.key.name(),
+        why,
+    };
+    if variant.spirv.len() < 5 {
+        return Err(bad("shorter than the 5-word header"));
+    }
+    if variant.spirv[0] != SPIRV_MAGIC {
+        return Err(bad(
+            "no SPIR-V magic number (or words of the wrong endianness)",
+        ));
+    }
+    Ok(())
+}
+
+/// The shader module, descriptor-set layout (set 0, one descriptor per binding) and pipeline
+/// layout (with a push-constant range of `push_range` bytes, if any) of `variant`. On an error,
+/// what was made is destroyed.
+///
+/// # Safety
+/// `variant.spirv` passed [`check_spirv`]; the caller destroys the objects before `shared`'s
+/// device goes.
+unsafe fn create_layouts(
+    shared: &Shared,
+    variant: &VariantInfo,
+    push_range: u32,
+) -> Result<(vk::ShaderModule, vk::DescriptorSetLayout, vk::PipelineLayout), Error> {
+    let d = &shared.device;
+    let code = vk::ShaderModuleCreateInfo::default().code(variant.spirv);
+    // SAFETY: the words start with a SPIR-V header (the caller's contract).
+    let module =
+        unsafe { d.create_shader_module(&code, None) }.map_err(vkerr("vkCreateShaderModule"))?;
+    let bindings: Vec<_> = variant
+        .bindings
+        .iter()
+        .map(|b| {
+            vk::DescriptorSetLayoutBinding::default()
+                .binding(b.binding)
+                .descriptor_type(descriptor_type(b.kind))
+                .descriptor_count(1)
+                .stage_flags(vk::ShaderStageFlags::COMPUTE)
+        })
+        .collect();
+    let set_info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+    // SAFETY: a plain creation; `bindings` lives until the call returns.
+    let set_layout = match unsafe { d.create_descriptor_set_layout(&set_info, None) } {
+        Ok(l) => l,
+        Err(e) => {
+            // SAFETY: the module was just made and nothing uses it.
+            unsafe { d.destroy_shader_module(module, None) };
+            return Err(vkerr("vkCreateDescriptorSetLayout")(e).into());
+        }
+    };
+    let ranges = [vk::PushConstantRange {
+        stage_flags: vk::ShaderStageFlags::COMPUTE,
+        offset: 0,
+        size: push_range,
+    }];
+    let layouts = [set_layout];
+    let mut info = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts);
+    if push_range > 0 {
+        info = info.push_constant_ranges(&ranges);
+    }
+    // SAFETY: a plain creation; `layouts` and `ranges` live until the call returns.
+    match unsafe { d.create_pipeline_layout(&info, None) } {
+        Ok(layout) => Ok((module, set_layout, layout)),
+        Err(e) => {
+            // SAFETY: both were just made and nothing uses them.
+            unsafe {
+                d.destroy_descriptor_set_layout(set_layout, None);
+                d.destroy_shader_module(module, None);
+            }
+            Err(vkerr("vkCreatePipelineLayout")(e).into())
+        }
+    }
+}
 
 const SPIRV_MAGIC: u32 = 0x0723_0203;
 const BUILTIN_NUM_WORKGROUPS: u32 = 24;
@@ -391,17 +244,51 @@ fn uses_builtin(spirv: &[u32], builtin: u32) -> bool {
     }
     false
 }
-const TRAILER_MAGIC: &[u8; 8] = b"VKPRISMC";
-const TRAILER_LEN: usize = 32;
-
-/// FNV-1a, 64-bit: a checksum against damage, not against tampering.
-fn fnv1a(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
 
 impl<K: Kernel> LoadedKernel<K> {
+    /// Chooses `K`'s variant as `load` says (else by `context_options`), and makes its module
+    /// and layouts.
+    pub(crate) fn load(
+        shared: &Arc<Shared>,
+        context_options: &Options,
+        load: &LoadOptions,
+    ) -> Result<Arc<Self>, Error> {
+        let features = &shared.features;
+        let selection = match (&load.variant, &load.options) {
+            (Some(name), _) => force_variant(K::INFO, name, features)?,
+            (None, options) => {
+                let options = options.as_ref().unwrap_or(context_options);
+                select_variant(K::INFO, &options.clamp_to(features), features)?
+            }
+        };
+        let variant = &K::INFO.variants[selection.index];
+        check_spirv(K::INFO, variant)?;
+        let push_range = push_range(K::INFO);
+        let limit = features.limits.max_push_constants_size;
+        if push_range > limit {
+            return Err(Error::PushConstantsTooLarge {
+                kernel: K::INFO.name,
+                size: push_range,
+                limit,
+            });
+        }
+        // SAFETY: the words passed `check_spirv`, and the driver checks the rest (with the
+        // validation layer in tests); the objects are owned by the returned kernel.
+        let (module, set_layout, layout) = unsafe { create_layouts(shared, variant, push_range)? };
+        Ok(Arc::new(LoadedKernel {
+            dispatch_base: !uses_builtin(variant.spirv, BUILTIN_NUM_WORKGROUPS),
+            shared: shared.clone(),
+            variant,
+            selection,
+            module,
+            set_layout,
+            layout,
+            push_range,
+            pipelines: Mutex::new(HashMap::new()),
+            _kernel: PhantomData,
+        }))
+    }
+
     /// The kernel's metadata.
     pub fn info(&self) -> &'static vkprism_core::KernelInfo {
         K::INFO
@@ -439,19 +326,41 @@ impl<K: Kernel> LoadedKernel<K> {
         spec: &K::SpecConstants,
         desc: &PipelineDesc,
     ) -> Result<Pipeline<K>, Error> {
-        let info = K::INFO;
-        let local = desc.local_size.unwrap_or([
-            info.local_size[0].default,
-            info.local_size[1].default,
-            info.local_size[2].default,
-        ]);
-        let l = &self.shared.features.limits;
+        let local = desc.local_size.unwrap_or(K::INFO.local_size.map(|d| d.default));
+        self.check_desc(desc, local)?;
+        let mut entries = spec.entries();
+        for (d, dim) in K::INFO.local_size.iter().enumerate() {
+            if let Some(id) = dim.spec_id {
+                entries.push((id, local[d]));
+            }
+        }
+        entries.sort();
+        let subgroup = desc.subgroup_size.unwrap_or(0);
+        let key = (entries, local, subgroup);
+        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
+        let pipeline = match cache.get(&key) {
+            Some(p) => *p,
+            None => {
+                // SAFETY: the module and layout are this kernel's and alive; the new pipeline
+                // goes into the kernel's cache, which destroys it with the kernel.
+                let p = unsafe { self.create_pipeline(&key.0, desc.subgroup_size)? };
+                cache.insert(key, p);
+                p
+            }
+        };
+        Ok(Pipeline {
+            kernel: self.clone(),
+            pipeline,
+            local_size: local,
+        })
+    }
+
+    /// Checks a pipeline's subgroup and workgroup sizes against the device.
+    fn check_desc(&self, desc: &PipelineDesc, local: [u32; 3]) -> Result<(), Error> {
+        let features = &self.shared.features;
+        let l = &features.limits;
         if let Some(size) = desc.subgroup_size {
-            let why = if !self
-                .shared
-                .features
-                .supports(vkprism_core::Feature::SubgroupSizeControl)
-            {
+            let why = if !features.supports(Feature::SubgroupSizeControl) {
                 Some("the device lacks subgroupSizeControl".to_string())
             } else if !size.is_power_of_two()
                 || size < l.min_subgroup_size
@@ -471,12 +380,12 @@ impl<K: Kernel> LoadedKernel<K> {
         if local.contains(&0) {
             return Err(Error::WorkgroupZero(local));
         }
+        let invocations = local.iter().map(|x| *x as u64).product::<u64>();
         if local
             .iter()
             .zip(l.max_compute_work_group_size)
             .any(|(a, b)| *a > b)
-            || local.iter().map(|x| *x as u64).product::<u64>()
-                > l.max_compute_work_group_invocations as u64
+            || invocations > l.max_compute_work_group_invocations as u64
         {
             return Err(Error::WorkgroupTooLarge {
                 size: local,
@@ -484,68 +393,61 @@ impl<K: Kernel> LoadedKernel<K> {
                 invocations: l.max_compute_work_group_invocations,
             });
         }
-        let mut entries = spec.entries();
-        for (d, dim) in info.local_size.iter().enumerate() {
-            if let Some(id) = dim.spec_id {
-                entries.push((id, local[d]));
-            }
+        Ok(())
+    }
+
+    /// `vkCreateComputePipelines` with these (sorted) specialization entries, 4 bytes each.
+    ///
+    /// # Safety
+    /// The caller destroys the pipeline before the kernel's layout and module go.
+    unsafe fn create_pipeline(
+        &self,
+        entries: &[(u32, u32)],
+        subgroup_size: Option<u32>,
+    ) -> Result<vk::Pipeline, Error> {
+        let map: Vec<vk::SpecializationMapEntry> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, (id, _))| vk::SpecializationMapEntry {
+                constant_id: *id,
+                offset: i as u32 * 4,
+                size: 4,
+            })
+            .collect();
+        let data: Vec<u8> = entries.iter().flat_map(|(_, v)| v.to_le_bytes()).collect();
+        let spec_info = vk::SpecializationInfo::default()
+            .map_entries(&map)
+            .data(&data);
+        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
+            .required_subgroup_size(subgroup_size.unwrap_or(0));
+        let mut stage = vk::PipelineShaderStageCreateInfo::default()
+            .stage(vk::ShaderStageFlags::COMPUTE)
+            .module(self.module)
+            .name(c"main")
+            .specialization_info(&spec_info);
+        if subgroup_size.is_some() {
+            stage = stage.push_next(&mut required);
         }
-        entries.sort();
-        let key = (entries.clone(), local, desc.subgroup_size.unwrap_or(0));
-        let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
-        let pipeline = match cache.get(&key) {
-            Some(p) => *p,
-            None => {
-                let map: Vec<vk::SpecializationMapEntry> = entries
-                    .iter()
-                    .enumerate()
-                    .map(|(i, (id, _))| vk::SpecializationMapEntry {
-                        constant_id: *id,
-                        offset: i as u32 * 4,
-                        size: 4,
-                    })
-                    .collect();
-                let data: Vec<u8> = entries.iter().flat_map(|(_, v)| v.to_le_bytes()).collect();
-                let spec_info = vk::SpecializationInfo::default()
-                    .map_entries(&map)
-                    .data(&data);
-                let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
-                    .required_subgroup_size(desc.subgroup_size.unwrap_or(0));
-                let mut stage = vk::PipelineShaderStageCreateInfo::default()
-                    .stage(vk::ShaderStageFlags::COMPUTE)
-                    .module(self.module)
-                    .name(c"main")
-                    .specialization_info(&spec_info);
-                if desc.subgroup_size.is_some() {
-                    stage = stage.push_next(&mut required);
-                }
-                let flags = if self.dispatch_base {
-                    vk::PipelineCreateFlags::DISPATCH_BASE
-                } else {
-                    vk::PipelineCreateFlags::empty()
-                };
-                let ci = vk::ComputePipelineCreateInfo::default()
-                    .flags(flags)
-                    .stage(stage)
-                    .layout(self.layout);
-                let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-                let p = unsafe {
-                    self.shared.device.create_compute_pipelines(
-                        self.shared.pipeline_cache,
-                        &[ci],
-                        None,
-                    )
-                }
-                .map_err(|(_, e)| vkerr("vkCreateComputePipelines")(e))?[0];
-                cache.insert(key, p);
-                p
-            }
+        let flags = if self.dispatch_base {
+            vk::PipelineCreateFlags::DISPATCH_BASE
+        } else {
+            vk::PipelineCreateFlags::empty()
         };
-        Ok(Pipeline {
-            kernel: self.clone(),
-            pipeline,
-            local_size: local,
-        })
+        let info = vk::ComputePipelineCreateInfo::default()
+            .flags(flags)
+            .stage(stage)
+            .layout(self.layout);
+        let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: everything `info` points to lives until the call returns; the pipeline cache
+        // is externally synchronized by CACHE_LOCK; the subgroup size was checked against the
+        // device by `check_desc`.
+        let pipelines = unsafe {
+            self.shared
+                .device
+                .create_compute_pipelines(self.shared.pipeline_cache, &[info], None)
+        }
+        .map_err(|(_, e)| vkerr("vkCreateComputePipelines")(e))?;
+        Ok(pipelines[0])
     }
 }
 
@@ -582,9 +484,12 @@ impl<K: Kernel> Pipeline<K> {
         self.kernel.dispatch_base
     }
 
+    /// The workgroup size the pipeline was made with.
     pub fn local_size(&self) -> [u32; 3] {
         self.local_size
     }
+
+    /// The loaded kernel this pipeline belongs to.
     pub fn kernel(&self) -> &Arc<LoadedKernel<K>> {
         &self.kernel
     }
@@ -614,11 +519,5 @@ mod tests {
         bad.push(9 << 16);
         assert!(uses_builtin(&bad, BUILTIN_NUM_WORKGROUPS));
         assert!(!uses_builtin(&header, BUILTIN_NUM_WORKGROUPS));
-    }
-
-    #[test]
-    fn checksum_is_fnv1a() {
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 }

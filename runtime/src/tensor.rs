@@ -4,7 +4,8 @@
 //! A `Tensor` is an `Arc`: command lists keep clones of what they bind, so memory the GPU may
 //! still read cannot be freed (the last clone frees it, after the list's work has finished).
 
-use crate::context::{vkerr, Context, Shared};
+use crate::device::{vkerr, Shared};
+use crate::Context;
 use crate::convert::{decode_f32, encode_f32};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -32,7 +33,7 @@ pub enum Error {
     #[error("out of device memory or allocation failed: {0}")]
     Allocation(String),
     #[error(transparent)]
-    Context(#[from] crate::context::Error),
+    Context(#[from] crate::device::Error),
 }
 
 pub(crate) struct TensorInner {

@@ -15,7 +15,7 @@ use vkprism_runtime::{
 /// Runs `scale` in one variant on `n` random elements and checks it.
 fn check_scale_variant(ctx: &Context, name: &str, n: usize, seed: u64) {
     let k = ctx
-        .load_with_options::<scale::Kernel>(&LoadOptions {
+        .load_with::<scale::Kernel>(&LoadOptions {
             variant: Some(name.into()),
             ..Default::default()
         })
@@ -80,7 +80,7 @@ fn every_variant_the_device_supports_runs_and_agrees_with_the_cpu() {
         } else {
             // Forcing a variant the device can't run names what it lacks.
             let e = ctx
-                .load_with_options::<scale::Kernel>(&LoadOptions {
+                .load_with::<scale::Kernel>(&LoadOptions {
                     variant: Some(name.clone()),
                     ..Default::default()
                 })
@@ -104,7 +104,7 @@ fn every_variant_the_device_supports_runs_and_agrees_with_the_cpu() {
             continue;
         }
         let k = ctx
-            .load_with_options::<widen::Kernel>(&LoadOptions {
+            .load_with::<widen::Kernel>(&LoadOptions {
                 variant: Some(name.clone()),
                 ..Default::default()
             })
@@ -154,26 +154,26 @@ fn default_choice_follows_options_and_is_explained() {
     assert_eq!(sel.eligible[0], sel.key);
 
     let fp32 = ctx
-        .load_with_options::<scale::Kernel>(&LoadOptions {
+        .load_with::<scale::Kernel>(&LoadOptions {
             options: Some(Options::fp32_only()),
             ..Default::default()
         })
         .unwrap();
     assert_eq!(fp32.variant().key.name(), "fp32");
     let img = ctx
-        .load_with::<scale::Kernel>(&Options {
+        .load_with::<scale::Kernel>(&LoadOptions::options(Options {
             use_image_storage: true,
             use_fp16_storage: false,
             use_fp16_packed: false,
             ..Options::default()
-        })
+        }))
         .unwrap();
     assert_eq!(img.variant().key.name(), "fp32_image");
     let bf = ctx
-        .load_with::<scale::Kernel>(&Options {
+        .load_with::<scale::Kernel>(&LoadOptions::options(Options {
             use_bf16_storage: true,
             ..Options::default()
-        })
+        }))
         .unwrap();
     assert_eq!(bf.variant().key.name(), "bf16s");
     let i8 = ctx.load::<widen::Kernel>().unwrap();
@@ -205,7 +205,7 @@ fn missing_features_and_forbidding_options_are_named() {
 
     let ctx = ctx();
     let e = ctx
-        .load_with_options::<scale::Kernel>(&LoadOptions {
+        .load_with::<scale::Kernel>(&LoadOptions {
             variant: Some("fp64".into()),
             ..Default::default()
         })
@@ -221,7 +221,7 @@ fn missing_features_and_forbidding_options_are_named() {
 #[test]
 fn specialization_constants_and_workgroup_sizes_make_distinct_cached_pipelines() {
     let ctx = ctx();
-    let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
     let n = 1000usize;
     let x = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &random(n, 3)).unwrap();
     let push = scale::PushConstants {
@@ -275,7 +275,7 @@ fn specialization_constants_and_workgroup_sizes_make_distinct_cached_pipelines()
 #[test]
 fn dispatch_checks_bindings_sizes_and_limits() {
     let ctx = ctx();
-    let k = ctx.load_variant::<scale::Kernel>("fp16s").unwrap();
+    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp16s")).unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let push = scale::PushConstants {
         a: 1.0,
@@ -356,7 +356,7 @@ fn dispatch_checks_bindings_sizes_and_limits() {
         Err(CommandError::ForeignResource)
     ));
     // fp16 packed reads whole uints: an odd fp16 tensor can't be bound there.
-    let kp = ctx.load_variant::<scale::Kernel>("fp16p").unwrap();
+    let kp = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp16p")).unwrap();
     let pp = kp.pipeline(&Default::default(), None).unwrap();
     let odd = Tensor::new(&ctx, &[63], TensorFormat::F16).unwrap();
     assert!(matches!(
@@ -435,7 +435,7 @@ fn lists_replay_with_barriers_only_where_needed_and_time_each_dispatch() {
 
     // Read after write across kernels: scale reads what tiny wrote, then tiny writes what scale
     // read (write after read): two barriers.
-    let ks = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let ks = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
     let ps = ks.pipeline(&Default::default(), None).unwrap();
     let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
     let y = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
@@ -470,7 +470,7 @@ fn lists_keep_what_they_use_alive() {
     let mut list = CommandList::new(&ctx).unwrap();
     let x = {
         // The kernel, pipeline and input go out of scope; the list holds them.
-        let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+        let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
         let p = k.pipeline(&Default::default(), None).unwrap();
         let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
         let y = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
@@ -525,7 +525,7 @@ fn many_dispatches_span_several_descriptor_pools() {
 #[test]
 fn pipeline_cache_round_trips_and_rejects_bad_files() {
     let ctx = ctx();
-    let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
     k.pipeline(&Default::default(), None).unwrap();
     let dir = std::env::temp_dir().join(format!("vkprism-rt-cache-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -599,8 +599,8 @@ struct LiarBindings<'a>(&'a Tensor);
 impl<'a> vkprism_runtime::Bindings<'a> for LiarBindings<'a> {
     type Kernel = Liar;
     const MEMORY: MemoryKind = MemoryKind::Buffer;
-    fn resources(&self) -> Vec<(u32, vkprism_runtime::Resource<'a>)> {
-        vec![
+    fn resources(&self) -> impl IntoIterator<Item = (u32, vkprism_runtime::Resource<'a>)> {
+        [
             (0, vkprism_runtime::Resource::Buffer(self.0)),
             (1, vkprism_runtime::Resource::Buffer(self.0)),
         ]
@@ -610,7 +610,7 @@ impl<'a> vkprism_runtime::Bindings<'a> for LiarBindings<'a> {
 #[test]
 fn push_constants_smaller_than_the_block_are_refused() {
     let ctx = ctx();
-    let k = ctx.load_variant::<Liar>("fp32").unwrap();
+    let k = ctx.load_with::<Liar>(&LoadOptions::variant("fp32")).unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let t = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
     let mut list = CommandList::new(&ctx).unwrap();
@@ -638,11 +638,11 @@ fn push_constants_smaller_than_the_block_are_refused() {
     impl<'a> vkprism_runtime::Bindings<'a> for Half<'a> {
         type Kernel = scale::Kernel;
         const MEMORY: MemoryKind = MemoryKind::Buffer;
-        fn resources(&self) -> Vec<(u32, vkprism_runtime::Resource<'a>)> {
-            vec![(0, vkprism_runtime::Resource::Buffer(self.0))]
+        fn resources(&self) -> impl IntoIterator<Item = (u32, vkprism_runtime::Resource<'a>)> {
+            [(0, vkprism_runtime::Resource::Buffer(self.0))]
         }
     }
-    let ks = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let ks = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
     let ps = ks.pipeline(&Default::default(), None).unwrap();
     let e = list
         .dispatch(&ps, &Half(&t), &scale::PushConstants::default(), [64, 1, 1])
@@ -699,7 +699,7 @@ fn a_variant_needing_a_missing_feature_is_skipped_and_named() {
         why.contains("fp16sa: needs") && why.contains("device lacks cooperativeMatrix"),
         "{why}"
     );
-    let e = ctx.load_variant::<NeedsCoop>("fp16sa").err().unwrap();
+    let e = ctx.load_with::<NeedsCoop>(&LoadOptions::variant("fp16sa")).err().unwrap();
     assert!(
         e.to_string().contains("device lacks cooperativeMatrix"),
         "{e}"
@@ -730,7 +730,7 @@ fn dispatches_over_the_group_count_limit_are_split_and_exact() {
     } else {
         4096
     };
-    let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
     let p = k.pipeline(&Default::default(), Some([1, 1, 1])).unwrap();
     let x = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &random(n, 5)).unwrap();
     let y = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &vec![f32::NAN; n]).unwrap();
@@ -776,7 +776,7 @@ fn dispatches_over_the_group_count_limit_are_split_and_exact() {
 #[test]
 fn contexts_tensors_and_lists_work_from_several_threads() {
     let ctx = ctx();
-    let k = ctx.load_variant::<scale::Kernel>("fp32").unwrap();
+    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     std::thread::scope(|s| {
         for t in 0..4u64 {

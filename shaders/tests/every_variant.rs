@@ -1,7 +1,7 @@
 //! Every kernel of the library in every variant, on the real driver (lavapipe in CI) with the
 //! validation layer on, against the CPU reference on random non-zero data, outputs poisoned.
 
-use vkprism::{Feature, Tensor};
+use vkprism::{Feature, LoadOptions, Tensor};
 use vkprism_shaders::{activation, binary_op, conv2d, gemm, gemm_invocations, reference};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
@@ -13,7 +13,7 @@ fn activations() {
     let n = 4 * 513;
     let x = random(n, 1, 0.05, 5.0);
     for name in activation::VARIANT_NAMES {
-        let k = ctx.load_variant::<activation::Kernel>(name).unwrap();
+        let k = ctx.load_with::<activation::Kernel>(&LoadOptions::variant(name)).unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
         let xt = Tensor::from_f32(&ctx, &[n], f, &x).unwrap();
@@ -61,7 +61,7 @@ fn binary_ops() {
     let a = random(n, 2, 0.1, 4.0);
     let b = random(n, 3, 0.5, 4.0);
     for name in binary_op::VARIANT_NAMES {
-        let k = ctx.load_variant::<binary_op::Kernel>(name).unwrap();
+        let k = ctx.load_with::<binary_op::Kernel>(&LoadOptions::variant(name)).unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
         let (at, bt) = (
@@ -123,7 +123,7 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
     let a_shape = if o.transpose_a { [kk, m] } else { [m, kk] };
     let b_shape = if o.transpose_b { [n, kk] } else { [kk, n] };
     for name in gemm::VARIANT_NAMES {
-        let k = match ctx.load_variant::<gemm::Kernel>(name) {
+        let k = match ctx.load_with::<gemm::Kernel>(&LoadOptions::variant(name)) {
             Ok(k) => k,
             // Cooperative-matrix variants need a device that has them (not lavapipe); any other
             // variant must load.
@@ -309,7 +309,7 @@ fn conv2d_every_variant() {
         let bias = random(shape.outc, 23, 0.1, 1.0);
         let (oh, ow) = (shape.out_h(), shape.out_w());
         for name in conv2d::VARIANT_NAMES {
-            let k = ctx.load_variant::<conv2d::Kernel>(name).unwrap();
+            let k = ctx.load_with::<conv2d::Kernel>(&LoadOptions::variant(name)).unwrap();
             let key = k.variant().key;
             let f = k.variant().bindings[0].format;
             let it = Tensor::from_f32(&ctx, &[shape.c, shape.h, shape.w], f, &input).unwrap();

@@ -128,8 +128,8 @@ pub mod scale {
     impl<'a> Bindings<'a> for BufferBindings<'a> {
         type Kernel = Kernel;
         const MEMORY: MemoryKind = MemoryKind::Buffer;
-        fn resources(&self) -> Vec<(u32, Resource<'a>)> {
-            vec![(0, Resource::Buffer(self.x)), (1, Resource::Buffer(self.y))]
+        fn resources(&self) -> impl IntoIterator<Item = (u32, Resource<'a>)> {
+            [(0, Resource::Buffer(self.x)), (1, Resource::Buffer(self.y))]
         }
     }
 
@@ -140,8 +140,8 @@ pub mod scale {
     impl<'a> Bindings<'a> for ImageBindings<'a> {
         type Kernel = Kernel;
         const MEMORY: MemoryKind = MemoryKind::Image;
-        fn resources(&self) -> Vec<(u32, Resource<'a>)> {
-            vec![(0, Resource::Image(self.x)), (1, Resource::Image(self.y))]
+        fn resources(&self) -> impl IntoIterator<Item = (u32, Resource<'a>)> {
+            [(0, Resource::Image(self.x)), (1, Resource::Image(self.y))]
         }
     }
 
@@ -349,8 +349,8 @@ pub mod widen {
     impl<'a> Bindings<'a> for BufferBindings<'a> {
         type Kernel = Kernel;
         const MEMORY: MemoryKind = MemoryKind::Buffer;
-        fn resources(&self) -> Vec<(u32, Resource<'a>)> {
-            vec![(0, Resource::Buffer(self.x)), (1, Resource::Buffer(self.y))]
+        fn resources(&self) -> impl IntoIterator<Item = (u32, Resource<'a>)> {
+            [(0, Resource::Buffer(self.x)), (1, Resource::Buffer(self.y))]
         }
     }
 
@@ -467,8 +467,8 @@ pub mod tiny {
     impl<'a> Bindings<'a> for BufferBindings<'a> {
         type Kernel = Kernel;
         const MEMORY: MemoryKind = MemoryKind::Buffer;
-        fn resources(&self) -> Vec<(u32, Resource<'a>)> {
-            vec![(0, Resource::Buffer(self.x))]
+        fn resources(&self) -> impl IntoIterator<Item = (u32, Resource<'a>)> {
+            [(0, Resource::Buffer(self.x))]
         }
     }
 
@@ -524,8 +524,8 @@ pub mod groups {
     impl<'a> Bindings<'a> for BufferBindings<'a> {
         type Kernel = Kernel;
         const MEMORY: MemoryKind = MemoryKind::Buffer;
-        fn resources(&self) -> Vec<(u32, Resource<'a>)> {
-            vec![(0, Resource::Buffer(self.x))]
+        fn resources(&self) -> impl IntoIterator<Item = (u32, Resource<'a>)> {
+            [(0, Resource::Buffer(self.x))]
         }
     }
 

@@ -1,0 +1,155 @@
+//! The `VkPipelineCache` on disk: the driver's data, checked against this device's header, with
+//! a trailer of vkprism's own (magic, driver version, length, checksum) so a damaged or foreign
+//! file is rejected with a reason instead of being handed to the driver.
+
+use crate::device::{vkerr, Shared};
+use crate::pipeline::Error;
+use ash::vk;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// `vkMergePipelineCaches` needs its destination cache externally synchronized, also against
+/// pipeline creation that uses it: both (and reading the cache out) take this lock.
+pub(crate) static CACHE_LOCK: Mutex<()> = Mutex::new(());
+
+const TRAILER_MAGIC: &[u8; 8] = b"VKPRISMC";
+const TRAILER_LEN: usize = 32;
+/// Bytes of `VkPipelineCacheHeaderVersionOne`.
+const HEADER_LEN: usize = 32;
+
+/// Merges the cache saved at `path` into the device's cache (see `Context::load_pipeline_cache`).
+pub(crate) fn load(shared: &Shared, path: &Path) -> Result<(), Error> {
+    let file = std::fs::read(path)?;
+    check_header(shared, &file)?;
+    let data = check_trailer(shared, &file)?;
+    let d = &shared.device;
+    // SAFETY: `data` passed the header and checksum checks (the driver still validates it);
+    // the created cache is destroyed below.
+    let loaded = unsafe {
+        d.create_pipeline_cache(
+            &vk::PipelineCacheCreateInfo::default().initial_data(data),
+            None,
+        )
+    }
+    .map_err(vkerr("vkCreatePipelineCache"))?;
+    let merged = {
+        let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the destination is externally synchronized by CACHE_LOCK; both caches belong
+        // to this device.
+        unsafe { d.merge_pipeline_caches(shared.pipeline_cache, &[loaded]) }
+            .map_err(vkerr("vkMergePipelineCaches"))
+    };
+    // SAFETY: `loaded` is ours and no longer used.
+    unsafe { d.destroy_pipeline_cache(loaded, None) };
+    merged?;
+    Ok(())
+}
+
+/// Writes the device's cache to `path` (atomically: a temporary file, then a rename).
+pub(crate) fn save(shared: &Shared, path: &Path) -> Result<(), Error> {
+    let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: the cache is externally synchronized by CACHE_LOCK while it is read.
+    let data = unsafe { shared.device.get_pipeline_cache_data(shared.pipeline_cache) }
+        .map_err(vkerr("vkGetPipelineCacheData"))?;
+    let mut file = data.clone();
+    file.extend_from_slice(&trailer(shared, &data));
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, &file)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+/// What vkprism appends to the driver's cache data: a magic, the driver version (the Vulkan
+/// header lacks it) and the data's length and FNV-1a hash, so a truncated or damaged file is
+/// caught here rather than handed to the driver.
+fn trailer(shared: &Shared, data: &[u8]) -> [u8; TRAILER_LEN] {
+    let mut t = [0u8; TRAILER_LEN];
+    t[..8].copy_from_slice(TRAILER_MAGIC);
+    t[8..12].copy_from_slice(&1u32.to_le_bytes());
+    t[12..16].copy_from_slice(&shared.properties.driver_version.to_le_bytes());
+    t[16..24].copy_from_slice(&(data.len() as u64).to_le_bytes());
+    t[24..32].copy_from_slice(&fnv1a(data).to_le_bytes());
+    t
+}
+
+/// Checks the trailer written by [`save`] and returns the driver's data without it.
+fn check_trailer<'d>(shared: &Shared, file: &'d [u8]) -> Result<&'d [u8], Error> {
+    let reject = |m: String| Err(Error::CacheRejected(m));
+    if file.len() < HEADER_LEN + TRAILER_LEN {
+        return reject("truncated: no vkprism trailer after the driver's data".into());
+    }
+    let (data, t) = file.split_at(file.len() - TRAILER_LEN);
+    let word = |i: usize| u32::from_le_bytes([t[i], t[i + 1], t[i + 2], t[i + 3]]);
+    let dword = |i: usize| u64::from_le_bytes(t[i..i + 8].try_into().unwrap_or([0; 8]));
+    if &t[..8] != TRAILER_MAGIC || word(8) != 1 {
+        return reject(
+            "not written by save_pipeline_cache, or truncated (no vkprism trailer)".into(),
+        );
+    }
+    let driver = shared.properties.driver_version;
+    if word(12) != driver {
+        return reject(format!(
+            "made by driver version {:#x}, this is {driver:#x}",
+            word(12)
+        ));
+    }
+    if dword(16) != data.len() as u64 {
+        return reject(format!(
+            "corrupted: {} bytes of data where the trailer says {}",
+            data.len(),
+            dword(16)
+        ));
+    }
+    if dword(24) != fnv1a(data) {
+        return reject("corrupted: the data's checksum does not match".into());
+    }
+    Ok(data)
+}
+
+/// The header Vulkan puts at the start of cache data (`VkPipelineCacheHeaderVersionOne`).
+fn check_header(shared: &Shared, data: &[u8]) -> Result<(), Error> {
+    if data.len() < HEADER_LEN {
+        return Err(Error::CacheRejected(format!(
+            "{} bytes is shorter than the 32-byte header",
+            data.len()
+        )));
+    }
+    let word = |i: usize| u32::from_le_bytes([data[i], data[i + 1], data[i + 2], data[i + 3]]);
+    let (len, version, vendor, device) = (word(0), word(4), word(8), word(12));
+    let p = &shared.properties;
+    if len < 32 || version != 1 {
+        return Err(Error::CacheRejected(format!(
+            "bad header (length {len}, version {version})"
+        )));
+    }
+    if vendor != p.vendor_id || device != p.device_id {
+        return Err(Error::CacheRejected(format!(
+            "made for vendor {vendor:#x} device {device:#x}, this is vendor {:#x} device {:#x}",
+            p.vendor_id, p.device_id
+        )));
+    }
+    if data[16..32] != p.pipeline_cache_uuid {
+        return Err(Error::CacheRejected(
+            "made by another driver version (pipelineCacheUUID differs)".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// FNV-1a, 64-bit: a checksum against damage, not against tampering.
+fn fnv1a(data: &[u8]) -> u64 {
+    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checksum_is_fnv1a() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+}

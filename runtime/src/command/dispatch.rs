@@ -1,0 +1,438 @@
+//! One dispatch, in two steps: [`CommandList::plan`] checks everything against the loaded
+//! variant and the device and returns a [`Plan`]; the `unsafe` [`CommandList::record`] writes
+//! the descriptors and records the commands the plan describes, trusting it.
+
+use super::{CommandList, Error, ResId};
+use crate::kernel::{Bindings, Kernel, Resource};
+use crate::pipeline::{descriptor_type, LoadedKernel, Pipeline};
+use ash::vk;
+use std::any::Any;
+use std::sync::Arc;
+use vkprism_core::{BindingInfo, BindingKind, KernelInfo, TensorFormat, VariantInfo};
+
+/// The most dispatches one oversized dispatch is split into: more is almost surely a size bug
+/// (and recording it would take long), so it is refused instead.
+const MAX_SPLIT: u64 = 1024;
+
+/// A dispatch checked by [`CommandList::plan`]: every binding of the variant with the resource
+/// given for it, the workgroup grid, and the push-constant bytes.
+pub(super) struct Plan<'r> {
+    /// The variant's bindings in order, each with its (checked) resource.
+    bound: Vec<(&'static BindingInfo, Resource<'r>)>,
+    /// Workgroups per dimension; each fits in u32 unless `split` is set.
+    groups: [u64; 3],
+    /// `Some(maxComputeWorkGroupCount)` when the grid is over it and is recorded as several
+    /// `vkCmdDispatchBase` pieces (then every group count fits in u32 and every limit is >= 1).
+    split: Option<[u32; 3]>,
+    /// Exactly the kernel's push-constant range (trailing padding of the block cut off).
+    push: &'r [u8],
+}
+
+impl CommandList {
+    /// Checks a dispatch of `global` invocations against the pipeline's variant and the
+    /// device, touching nothing.
+    pub(super) fn plan<'a, 'r, B: Bindings<'a>>(
+        &self,
+        pipeline: &Pipeline<B::Kernel>,
+        bindings: &B,
+        push: &'r <B::Kernel as Kernel>::PushConstants,
+        global: [u32; 3],
+    ) -> Result<Plan<'r>, Error>
+    where
+        'a: 'r,
+    {
+        let info = <B::Kernel as Kernel>::INFO;
+        let kernel = &pipeline.kernel;
+        if !Arc::ptr_eq(&kernel.shared, &self.shared) {
+            return Err(Error::ForeignResource);
+        }
+        let variant = kernel.variant;
+        if B::MEMORY != variant.key.memory {
+            return Err(Error::MemoryKindMismatch {
+                kernel: info.name,
+                variant: variant.key.name(),
+                given: B::MEMORY,
+                wanted: variant.key.memory,
+            });
+        }
+        if global.contains(&0) {
+            return Err(Error::ZeroSize(global));
+        }
+        let push = push_bytes(info, kernel, push)?;
+        let (groups, split) = self.grid(kernel, pipeline.local_size, global)?;
+        if self.query_pool.is_some()
+            && self.query_capacity > 0
+            && self.names.len() as u32 >= self.query_capacity
+        {
+            return Err(Error::TimestampsFull(self.query_capacity));
+        }
+        let bound = self.bind(info, variant, bindings)?;
+        Ok(Plan {
+            bound,
+            groups,
+            split,
+            push,
+        })
+    }
+
+    /// The workgroup grid for `global`. Over `maxComputeWorkGroupCount` it is split into
+    /// base-offset dispatches when the shader can't tell (it never reads `gl_NumWorkGroups`),
+    /// else refused; never truncated. The u32 bound keeps base + count representable.
+    fn grid<K: Kernel>(
+        &self,
+        kernel: &LoadedKernel<K>,
+        local: [u32; 3],
+        global: [u32; 3],
+    ) -> Result<([u64; 3], Option<[u32; 3]>), Error> {
+        let groups = [0, 1, 2].map(|i| (global[i] as u64).div_ceil(local[i] as u64));
+        let limit = self.shared.features.limits.max_compute_work_group_count;
+        if !groups.iter().zip(limit).any(|(g, l)| *g > l as u64) {
+            return Ok((groups, None));
+        }
+        let pieces: u64 = (0..3)
+            .map(|i| groups[i].div_ceil(limit[i].max(1) as u64))
+            .product();
+        let why = if !kernel.dispatch_base {
+            "the shader reads gl_NumWorkGroups, so it can't be split"
+        } else if pieces > MAX_SPLIT {
+            "splitting it would take more than 1024 dispatches"
+        } else {
+            return Ok((groups, Some(limit)));
+        };
+        Err(Error::TooManyGroups {
+            global,
+            groups,
+            limit,
+            why,
+        })
+    }
+
+    /// Pairs every binding of `variant` with the resource given for it (one pass over the
+    /// given resources; the first given for a binding number wins) and checks each pair, in
+    /// binding order.
+    fn bind<'a, B: Bindings<'a>>(
+        &self,
+        info: &KernelInfo,
+        variant: &'static VariantInfo,
+        bindings: &B,
+    ) -> Result<Vec<(&'static BindingInfo, Resource<'a>)>, Error> {
+        let mut given: Vec<Option<Resource<'a>>> = vec![None; variant.bindings.len()];
+        for (number, resource) in bindings.resources() {
+            if let Some(i) = variant.bindings.iter().position(|b| b.binding == number) {
+                given[i].get_or_insert(resource);
+            }
+        }
+        let mut bound = Vec::with_capacity(given.len());
+        for (b, resource) in variant.bindings.iter().zip(given) {
+            let Some(resource) = resource else {
+                return Err(Error::MissingBinding {
+                    kernel: info.name,
+                    variant: variant.key.name(),
+                    binding: b.binding,
+                    name: b.name,
+                });
+            };
+            self.check_binding(info, variant, b, resource)?;
+            bound.push((b, resource));
+        }
+        Ok(bound)
+    }
+
+    /// Checks one resource against its binding: same device, kind, format, size, dimensions.
+    fn check_binding(
+        &self,
+        info: &KernelInfo,
+        variant: &VariantInfo,
+        b: &BindingInfo,
+        resource: Resource<'_>,
+    ) -> Result<(), Error> {
+        let mismatch = |got| Error::FormatMismatch {
+            kernel: info.name,
+            variant: variant.key.name(),
+            binding: b.binding,
+            name: b.name,
+            expected: b.format,
+            got,
+        };
+        match (b.kind, resource) {
+            (BindingKind::StorageBuffer | BindingKind::UniformBuffer, Resource::Buffer(t)) => {
+                if !Arc::ptr_eq(&t.inner.shared, &self.shared) {
+                    return Err(Error::ForeignResource);
+                }
+                if b.format != TensorFormat::Raw && t.format() != b.format {
+                    return Err(mismatch(t.format()));
+                }
+                self.check_buffer_size(info, b, t.size_bytes())
+            }
+            (BindingKind::SampledImage | BindingKind::StorageImage, Resource::Image(im)) => {
+                if !Arc::ptr_eq(&im.inner.shared, &self.shared) {
+                    return Err(Error::ForeignResource);
+                }
+                if im.format() != b.format {
+                    return Err(mismatch(im.format()));
+                }
+                if b.dims != 0 && im.dims() != b.dims {
+                    return Err(Error::ImageDims {
+                        kernel: info.name,
+                        binding: b.binding,
+                        name: b.name,
+                        want: b.dims,
+                        got: im.dims(),
+                    });
+                }
+                Ok(())
+            }
+            (kind, resource) => Err(Error::KindMismatch {
+                kernel: info.name,
+                binding: b.binding,
+                name: b.name,
+                kind,
+                given: match resource {
+                    Resource::Buffer(_) => "buffer",
+                    Resource::Image(_) => "image",
+                },
+            }),
+        }
+    }
+
+    /// A buffer of `size` bytes must hold whole elements and fit the binding's range limit.
+    fn check_buffer_size(&self, info: &KernelInfo, b: &BindingInfo, size: u64) -> Result<(), Error> {
+        let stride = b.element.stride as u64;
+        if stride > 0 && size % stride != 0 {
+            return Err(Error::PartialElement {
+                kernel: info.name,
+                binding: b.binding,
+                name: b.name,
+                elem: b.element.stride,
+                size,
+            });
+        }
+        let limits = &self.shared.features.limits;
+        let (limit, limit_name) = if b.kind == BindingKind::UniformBuffer {
+            (limits.max_uniform_buffer_range, "maxUniformBufferRange")
+        } else {
+            (limits.max_storage_buffer_range, "maxStorageBufferRange")
+        };
+        if size > limit {
+            return Err(Error::RangeTooLarge {
+                kernel: info.name,
+                binding: b.binding,
+                name: b.name,
+                size,
+                limit_name,
+                limit,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records `plan` for `pipeline`: a descriptor set, a barrier when this dispatch depends on
+    /// an earlier one, the dispatch (or its pieces), and a timestamp when timing per dispatch.
+    ///
+    /// # Safety
+    /// `plan` was returned by [`CommandList::plan`] for this `pipeline` on this list, with no
+    /// dispatch recorded in between: the trust it carries (same device, resources matching
+    /// the layout, push constants covering the range, group counts within limits or split) is
+    /// what makes these commands valid.
+    pub(super) unsafe fn record<K: Kernel>(
+        &mut self,
+        pipeline: &Pipeline<K>,
+        plan: Plan<'_>,
+    ) -> Result<(), Error> {
+        let kernel = &pipeline.kernel;
+        let set = self.allocate_set(kernel.set_layout)?;
+        // SAFETY: `set` is fresh from this list's pool with the kernel's layout, and `plan`
+        // pairs exactly that layout's bindings with live resources of this device.
+        unsafe { self.write_descriptors(set, &plan.bound) };
+        let uses: Vec<ResId> = plan.bound.iter().map(|(_, r)| ResId::of(*r)).collect();
+        let writes: Vec<ResId> = plan
+            .bound
+            .iter()
+            .filter(|(b, _)| b.access.writes())
+            .map(|(_, r)| ResId::of(*r))
+            .collect();
+        // A barrier when this dispatch reads or writes what an earlier one wrote (RAW, WAW), or
+        // writes what an earlier one read (WAR).
+        if uses.iter().any(|u| self.written.contains(u))
+            || writes.iter().any(|w| self.read.contains(w))
+        {
+            // SAFETY: the list is recording (every `CommandList` is until `finish`).
+            unsafe { self.record_barrier() };
+        }
+        // SAFETY: the plan's trust (the caller's contract) plus the set written above.
+        unsafe { self.record_dispatch(kernel, pipeline.pipeline, set, &plan) };
+        self.written.extend(writes);
+        self.read.extend(uses);
+        for (_, resource) in &plan.bound {
+            self.keep.push(match resource {
+                Resource::Buffer(t) => t.inner.clone(),
+                Resource::Image(i) => i.inner.clone(),
+            });
+        }
+        self.keep.push(kernel.clone() as Arc<dyn Any + Send + Sync>);
+        self.names.push(K::INFO.name);
+        Ok(())
+    }
+
+    /// Points `set`'s descriptors at the bound resources (whole buffers; images in GENERAL).
+    ///
+    /// # Safety
+    /// `set` was allocated with the layout `bound` was checked against, is not in use by the
+    /// GPU, and every resource belongs to this device.
+    unsafe fn write_descriptors(
+        &self,
+        set: vk::DescriptorSet,
+        bound: &[(&'static BindingInfo, Resource<'_>)],
+    ) {
+        let mut buffers = Vec::with_capacity(bound.len());
+        let mut images = Vec::with_capacity(bound.len());
+        for (b, resource) in bound {
+            match resource {
+                Resource::Buffer(t) => buffers.push((
+                    *b,
+                    [vk::DescriptorBufferInfo {
+                        buffer: t.inner.buffer,
+                        offset: 0,
+                        range: vk::WHOLE_SIZE,
+                    }],
+                )),
+                Resource::Image(im) => images.push((
+                    *b,
+                    [vk::DescriptorImageInfo {
+                        sampler: if b.kind == BindingKind::SampledImage {
+                            im.inner.sampler
+                        } else {
+                            vk::Sampler::null()
+                        },
+                        image_view: im.inner.view,
+                        image_layout: vk::ImageLayout::GENERAL,
+                    }],
+                )),
+            }
+        }
+        let write = |b: &BindingInfo| {
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(b.binding)
+                .descriptor_type(descriptor_type(b.kind))
+        };
+        let writes: Vec<vk::WriteDescriptorSet> = buffers
+            .iter()
+            .map(|(b, info)| write(b).buffer_info(info))
+            .chain(images.iter().map(|(b, info)| write(b).image_info(info)))
+            .collect();
+        // SAFETY: the caller's contract; the infos live until the call returns.
+        unsafe { self.shared.device.update_descriptor_sets(&writes, &[]) };
+    }
+
+    /// A compute-to-compute memory barrier; forgets what earlier dispatches read and wrote.
+    ///
+    /// # Safety
+    /// The list is recording.
+    unsafe fn record_barrier(&mut self) {
+        let mb = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+        let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
+        // SAFETY: the caller guarantees the buffer is recording; the barrier names no handles.
+        unsafe {
+            self.shared.device.cmd_pipeline_barrier(
+                self.cmd,
+                stage,
+                stage,
+                vk::DependencyFlags::empty(),
+                &[mb],
+                &[],
+                &[],
+            )
+        };
+        self.written.clear();
+        self.read.clear();
+        self.barriers += 1;
+    }
+
+    /// Binds the pipeline, set and push constants, and records the dispatch (its pieces when
+    /// split), then the per-dispatch timestamp if timing.
+    ///
+    /// # Safety
+    /// As [`CommandList::record`]; `set` holds the plan's descriptors.
+    unsafe fn record_dispatch<K: Kernel>(
+        &self,
+        kernel: &LoadedKernel<K>,
+        pipeline: vk::Pipeline,
+        set: vk::DescriptorSet,
+        plan: &Plan<'_>,
+    ) {
+        let (d, cmd) = (&self.shared.device, self.cmd);
+        let compute = vk::PipelineBindPoint::COMPUTE;
+        // SAFETY: the list is recording; pipeline, layout and set are alive (the list keeps the
+        // kernel) and compatible (made from the kernel's layouts); the push bytes are exactly
+        // the layout's range; group counts fit the limits, or are split into pieces that do,
+        // on a pipeline made with DISPATCH_BASE (`dispatch_base`, checked by `plan`).
+        unsafe {
+            d.cmd_bind_pipeline(cmd, compute, pipeline);
+            d.cmd_bind_descriptor_sets(cmd, compute, kernel.layout, 0, &[set], &[]);
+            if !plan.push.is_empty() {
+                let stage = vk::ShaderStageFlags::COMPUTE;
+                d.cmd_push_constants(cmd, kernel.layout, stage, 0, plan.push);
+            }
+            match plan.split {
+                Some(limit) => self.record_pieces(plan.groups, limit),
+                None => {
+                    let g = plan.groups.map(|g| g as u32);
+                    d.cmd_dispatch(cmd, g[0], g[1], g[2]);
+                }
+            }
+            if let (Some(qp), true) = (self.query_pool, self.query_capacity > 0) {
+                let bottom = vk::PipelineStageFlags::BOTTOM_OF_PIPE;
+                d.cmd_write_timestamp(cmd, bottom, qp, self.names.len() as u32 + 1);
+            }
+        }
+    }
+
+    /// An oversized grid as `vkCmdDispatchBase` pieces of at most `limit` groups each.
+    ///
+    /// # Safety
+    /// As [`CommandList::record_dispatch`], with a DISPATCH_BASE pipeline bound; every group
+    /// count fits in u32.
+    unsafe fn record_pieces(&self, groups: [u64; 3], limit: [u32; 3]) {
+        let g = groups.map(|g| g as u32);
+        let step = limit.map(|l| l.max(1));
+        for bz in (0..g[2]).step_by(step[2] as usize) {
+            for by in (0..g[1]).step_by(step[1] as usize) {
+                for bx in (0..g[0]).step_by(step[0] as usize) {
+                    let count = [
+                        step[0].min(g[0] - bx),
+                        step[1].min(g[1] - by),
+                        step[2].min(g[2] - bz),
+                    ];
+                    // SAFETY: the caller's contract; base + count stays within the grid.
+                    unsafe {
+                        self.shared.device.cmd_dispatch_base(
+                            self.cmd, bx, by, bz, count[0], count[1], count[2],
+                        )
+                    };
+                }
+            }
+        }
+    }
+}
+
+/// The push-constant bytes to record: the kernel's range, which the value must cover (any
+/// bytes beyond it are the block's trailing padding).
+fn push_bytes<'r, T: bytemuck::Pod, K: Kernel>(
+    info: &KernelInfo,
+    kernel: &LoadedKernel<K>,
+    push: &'r T,
+) -> Result<&'r [u8], Error> {
+    let range = kernel.push_range;
+    let bytes = bytemuck::bytes_of(push);
+    if bytes.len() < range as usize {
+        return Err(Error::PushConstantsSize {
+            kernel: info.name,
+            given: bytes.len(),
+            range,
+        });
+    }
+    Ok(&bytes[..range as usize])
+}

@@ -1,0 +1,385 @@
+//! Command lists: record many dispatches once, replay them with one submit each (MNN's
+//! record-at-resize / replay-at-run), with barriers between dependent dispatches and optional GPU
+//! timestamps per dispatch.
+//!
+//! A list keeps a clone of every tensor, image and pipeline it binds: nothing it uses can be
+//! freed while it exists, and its work is always waited for before it is dropped.
+//!
+//! - `error.rs`: [`Error`];
+//! - `dispatch.rs`: checking a dispatch (a plan) and recording it (`unsafe`, trusting the plan).
+
+mod dispatch;
+mod error;
+
+pub use error::Error;
+
+use crate::device::{vkerr, Shared};
+use crate::kernel::{Bindings, Kernel, Resource};
+use crate::pipeline::Pipeline;
+use crate::{Context, Image, Tensor};
+use ash::vk;
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Identity of a bound resource, for barrier decisions.
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum ResId {
+    Buffer(vk::Buffer),
+    Image(vk::Image),
+}
+
+impl ResId {
+    fn of(resource: Resource<'_>) -> ResId {
+        match resource {
+            Resource::Buffer(t) => ResId::Buffer(t.inner.buffer),
+            Resource::Image(i) => ResId::Image(i.inner.image),
+        }
+    }
+}
+
+/// A recorded sequence of dispatches that can be submitted many times.
+pub struct CommandList {
+    shared: Arc<Shared>,
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    /// Reused by every run (creating a fence per submit costs more than the submit).
+    fence: vk::Fence,
+    descriptor_pools: Vec<vk::DescriptorPool>,
+    sets_left: u32,
+    query_pool: Option<vk::QueryPool>,
+    /// Dispatches the query pool has room for (0: only the list's start and end are timed).
+    query_capacity: u32,
+    /// A submission may be running: wait before destroying anything.
+    in_flight: bool,
+    /// Clones of everything bound: keeps it alive while the list exists.
+    keep: Vec<Arc<dyn Any + Send + Sync>>,
+    names: Vec<&'static str>,
+    written: Vec<ResId>,
+    read: Vec<ResId>,
+    barriers: usize,
+    recording: bool,
+    runs: u64,
+}
+
+/// Descriptor sets per descriptor pool (a list makes another pool when one runs out).
+const SETS_PER_POOL: u32 = 256;
+
+impl CommandList {
+    /// An empty list, recording.
+    pub fn new(ctx: &Context) -> Result<CommandList, Error> {
+        let shared = ctx.shared.clone();
+        let d = &shared.device;
+        let pool = unsafe {
+            d.create_command_pool(
+                &vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family),
+                None,
+            )
+        }
+        .map_err(vkerr("vkCreateCommandPool"))?;
+        let cmd = match unsafe {
+            d.allocate_command_buffers(
+                &vk::CommandBufferAllocateInfo::default()
+                    .command_pool(pool)
+                    .command_buffer_count(1),
+            )
+        } {
+            Ok(c) => c[0],
+            Err(e) => {
+                unsafe { d.destroy_command_pool(pool, None) };
+                return Err(vkerr("vkAllocateCommandBuffers")(e).into());
+            }
+        };
+        let fence = match unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) } {
+            Ok(f) => f,
+            Err(e) => {
+                unsafe { d.destroy_command_pool(pool, None) };
+                return Err(vkerr("vkCreateFence")(e).into());
+            }
+        };
+        let list = CommandList {
+            shared: shared.clone(),
+            pool,
+            cmd,
+            fence,
+            descriptor_pools: Vec::new(),
+            sets_left: 0,
+            query_pool: None,
+            query_capacity: 0,
+            in_flight: false,
+            keep: Vec::new(),
+            names: Vec::new(),
+            written: Vec::new(),
+            read: Vec::new(),
+            barriers: 0,
+            recording: false,
+            runs: 0,
+        };
+        unsafe { d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }
+            .map_err(vkerr("vkBeginCommandBuffer"))?;
+        let mut list = list;
+        list.recording = true;
+        Ok(list)
+    }
+
+    /// The same, timing every dispatch with GPU timestamps (up to `max_dispatches` of them).
+    pub fn with_timestamps(ctx: &Context, max_dispatches: u32) -> Result<CommandList, Error> {
+        let mut list = CommandList::new(ctx)?;
+        if list.shared.timestamp_bits == 0 || list.shared.features.limits.timestamp_period_ns == 0.0
+        {
+            return Err(Error::NoTimestamps);
+        }
+        let d = &list.shared.device;
+        let qp = unsafe {
+            d.create_query_pool(
+                &vk::QueryPoolCreateInfo::default()
+                    .query_type(vk::QueryType::TIMESTAMP)
+                    .query_count(max_dispatches + 1),
+                None,
+            )
+        }
+        .map_err(vkerr("vkCreateQueryPool"))?;
+        list.query_pool = Some(qp);
+        list.query_capacity = max_dispatches;
+        unsafe {
+            d.cmd_reset_query_pool(list.cmd, qp, 0, max_dispatches + 1);
+            d.cmd_write_timestamp(list.cmd, vk::PipelineStageFlags::TOP_OF_PIPE, qp, 0);
+        }
+        Ok(list)
+    }
+
+    /// The same, timing only the whole list with two timestamps (per-dispatch timestamps
+    /// serialize the GPU on some drivers, so this is the figure for throughput).
+    pub fn with_total_timing(ctx: &Context) -> Result<CommandList, Error> {
+        let mut list = CommandList::with_timestamps(ctx, 1)?;
+        list.query_capacity = 0;
+        Ok(list)
+    }
+
+    /// Records one dispatch of `global` invocations (rounded up to whole workgroups), after
+    /// checking it against the loaded variant and the device; on an error nothing is recorded.
+    pub fn dispatch<'a, B: Bindings<'a>>(
+        &mut self,
+        pipeline: &Pipeline<B::Kernel>,
+        bindings: &B,
+        push: &<B::Kernel as Kernel>::PushConstants,
+        global: [u32; 3],
+    ) -> Result<(), Error> {
+        let plan = self.plan(pipeline, bindings, push, global)?;
+        // SAFETY: the plan was just made for this pipeline on this list.
+        unsafe { self.record(pipeline, plan) }
+    }
+
+    fn allocate_set(
+        &mut self,
+        layout: vk::DescriptorSetLayout,
+    ) -> Result<vk::DescriptorSet, Error> {
+        let d = &self.shared.device;
+        if self.sets_left == 0 {
+            let sizes = [
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::STORAGE_BUFFER,
+                    descriptor_count: SETS_PER_POOL * 8,
+                },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::UNIFORM_BUFFER,
+                    descriptor_count: SETS_PER_POOL * 2,
+                },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+                    descriptor_count: SETS_PER_POOL * 4,
+                },
+                vk::DescriptorPoolSize {
+                    ty: vk::DescriptorType::STORAGE_IMAGE,
+                    descriptor_count: SETS_PER_POOL * 4,
+                },
+            ];
+            let pool = unsafe {
+                d.create_descriptor_pool(
+                    &vk::DescriptorPoolCreateInfo::default()
+                        .max_sets(SETS_PER_POOL)
+                        .pool_sizes(&sizes),
+                    None,
+                )
+            }
+            .map_err(vkerr("vkCreateDescriptorPool"))?;
+            self.descriptor_pools.push(pool);
+            self.sets_left = SETS_PER_POOL;
+        }
+        let pool = *self.descriptor_pools.last().expect("pushed above");
+        let layouts = [layout];
+        match unsafe {
+            d.allocate_descriptor_sets(
+                &vk::DescriptorSetAllocateInfo::default()
+                    .descriptor_pool(pool)
+                    .set_layouts(&layouts),
+            )
+        } {
+            Ok(s) => {
+                self.sets_left -= 1;
+                Ok(s[0])
+            }
+            // A pool can run out of one descriptor type before its set count: start a new one.
+            Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY | vk::Result::ERROR_FRAGMENTED_POOL)
+                if self.sets_left < SETS_PER_POOL =>
+            {
+                self.sets_left = 0;
+                self.allocate_set(layout)
+            }
+            Err(e) => Err(vkerr("vkAllocateDescriptorSets")(e).into()),
+        }
+    }
+
+    /// Number of dispatches recorded.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+    /// Barriers recorded between dependent dispatches.
+    pub fn barrier_count(&self) -> usize {
+        self.barriers
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        if self.recording {
+            let d = &self.shared.device;
+            unsafe {
+                // Shader writes become visible to the host (mapped tensors) and to later
+                // submissions.
+                let mb = vk::MemoryBarrier::default()
+                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+                    .dst_access_mask(
+                        vk::AccessFlags::HOST_READ
+                            | vk::AccessFlags::MEMORY_READ
+                            | vk::AccessFlags::MEMORY_WRITE,
+                    );
+                d.cmd_pipeline_barrier(
+                    self.cmd,
+                    vk::PipelineStageFlags::COMPUTE_SHADER,
+                    vk::PipelineStageFlags::HOST | vk::PipelineStageFlags::ALL_COMMANDS,
+                    vk::DependencyFlags::empty(),
+                    &[mb],
+                    &[],
+                    &[],
+                );
+                if let (Some(qp), 0) = (self.query_pool, self.query_capacity) {
+                    d.cmd_write_timestamp(self.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qp, 1);
+                }
+                d.end_command_buffer(self.cmd)
+                    .map_err(vkerr("vkEndCommandBuffer"))?;
+            }
+            self.recording = false;
+        }
+        Ok(())
+    }
+
+    /// Ends recording (the first time) and runs the list once: one submit, then a fence wait.
+    pub fn submit_and_wait(&mut self) -> Result<(), Error> {
+        self.finish()?;
+        // Mapped tensors are not read or written by the host while this runs.
+        let shared = self.shared.clone();
+        let _gpu = shared
+            .mapped_access
+            .read()
+            .unwrap_or_else(|e| e.into_inner());
+        let d = &self.shared.device;
+        unsafe {
+            d.reset_fences(&[self.fence])
+                .map_err(vkerr("vkResetFences"))?;
+            self.shared.submit(self.cmd, self.fence)?;
+        }
+        self.in_flight = true;
+        self.shared.wait(self.fence)?;
+        self.in_flight = false;
+        self.runs += 1;
+        Ok(())
+    }
+
+    /// GPU time of each dispatch in the last run (with its barrier, if any), in order.
+    pub fn timings(&self) -> Result<Vec<Duration>, Error> {
+        if self.query_capacity == 0 {
+            return Err(Error::NoTimestamps);
+        }
+        self.read_timestamps(self.names.len() + 1)
+    }
+
+    /// GPU time of the whole last run.
+    pub fn total_time(&self) -> Result<Duration, Error> {
+        if self.query_capacity == 0 {
+            return Ok(self.read_timestamps(2)?[0]);
+        }
+        Ok(self.timings()?.iter().sum())
+    }
+
+    fn read_timestamps(&self, n: usize) -> Result<Vec<Duration>, Error> {
+        let qp = self.query_pool.ok_or(Error::NoTimestamps)?;
+        if self.runs == 0 {
+            return Err(Error::NotRun);
+        }
+        let mut ticks = vec![0u64; n];
+        unsafe {
+            self.shared.device.get_query_pool_results(
+                qp,
+                0,
+                &mut ticks,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .map_err(vkerr("vkGetQueryPoolResults"))?;
+        let mask = if self.shared.timestamp_bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << self.shared.timestamp_bits) - 1
+        };
+        let period = self.shared.features.limits.timestamp_period_ns as f64;
+        Ok(ticks
+            .windows(2)
+            .map(|w| {
+                Duration::from_nanos(
+                    (((w[1] & mask).wrapping_sub(w[0] & mask) & mask) as f64 * period) as u64,
+                )
+            })
+            .collect())
+    }
+
+    /// The kernel name of each dispatch, in order.
+    pub fn dispatch_names(&self) -> &[&'static str] {
+        &self.names
+    }
+}
+
+impl Drop for CommandList {
+    fn drop(&mut self) {
+        let d = &self.shared.device;
+        unsafe {
+            // A failed or timed-out wait leaves work possibly running: it must finish before its
+            // command buffer and descriptor sets go.
+            if self.in_flight {
+                let _ = d.device_wait_idle();
+            }
+            if self.recording {
+                let _ = d.end_command_buffer(self.cmd);
+            }
+            for p in self.descriptor_pools.drain(..) {
+                d.destroy_descriptor_pool(p, None);
+            }
+            if let Some(qp) = self.query_pool.take() {
+                d.destroy_query_pool(qp, None);
+            }
+            d.destroy_command_pool(self.pool, None);
+            d.destroy_fence(self.fence, None);
+        }
+    }
+}
+
+// A list moves between threads (e.g. recorded on one, run on another): everything in it is
+// Send without any `unsafe impl` (handles are plain values; what they name is owned through
+// Arcs of Send + Sync types). This fails to compile if that ever changes.
+const _: () = {
+    const fn assert_send<T: Send>() {}
+    assert_send::<CommandList>();
+    assert_send::<Tensor>();
+    assert_send::<Image>();
+};

@@ -1,0 +1,96 @@
+//! [`DeviceReport`]: the device described for people.
+
+use crate::device::Shared;
+use crate::select::Options;
+use ash::vk;
+use std::fmt;
+use vkprism_core::DeviceFeatures;
+
+/// A human-readable description of the device (its `Display` is the report).
+#[derive(Clone, Debug)]
+pub struct DeviceReport {
+    /// The device's name.
+    pub name: String,
+    /// Its type (`DISCRETE_GPU`, `CPU`, ...).
+    pub device_type: String,
+    /// The driver's name (empty before Vulkan 1.2).
+    pub driver_name: String,
+    /// The driver's version text (empty before Vulkan 1.2).
+    pub driver_info: String,
+    /// The device's Vulkan version, packed as `VK_MAKE_API_VERSION`.
+    pub api_version: u32,
+    /// (bytes, device-local) per memory heap.
+    pub heaps: Vec<(u64, bool)>,
+    /// Features and limits.
+    pub features: DeviceFeatures,
+    /// Whether tensors are mapped directly.
+    pub unified_memory: bool,
+    /// The variant options in force.
+    pub options: Options,
+}
+
+impl DeviceReport {
+    pub(crate) fn new(name: String, s: &Shared, options: Options) -> DeviceReport {
+        let heaps = s
+            .memory
+            .memory_heaps_as_slice()
+            .iter()
+            .map(|h| (h.size, h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)))
+            .collect();
+        DeviceReport {
+            name,
+            device_type: format!("{:?}", s.properties.device_type),
+            driver_name: s.driver.0.clone(),
+            driver_info: s.driver.1.clone(),
+            api_version: s.properties.api_version,
+            heaps,
+            features: s.features,
+            unified_memory: s.unified_memory,
+            options,
+        }
+    }
+}
+
+impl fmt::Display for DeviceReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.api_version;
+        writeln!(f, "device:   {} ({})", self.name, self.device_type)?;
+        writeln!(f, "driver:   {} {}", self.driver_name, self.driver_info)?;
+        writeln!(
+            f,
+            "vulkan:   {}.{}.{}",
+            vk::api_version_major(v),
+            vk::api_version_minor(v),
+            vk::api_version_patch(v)
+        )?;
+        for (i, (size, local)) in self.heaps.iter().enumerate() {
+            writeln!(
+                f,
+                "heap {i}:   {:.1} GiB{}",
+                *size as f64 / (1u64 << 30) as f64,
+                if *local { " device-local" } else { "" }
+            )?;
+        }
+        let memory = if self.unified_memory {
+            "unified (tensors mapped directly)"
+        } else {
+            "discrete (staged copies)"
+        };
+        writeln!(f, "memory:   {memory}")?;
+        writeln!(f, "features: {}", self.features.features)?;
+        let l = &self.features.limits;
+        writeln!(
+            f,
+            "limits:   workgroup count {:?}, workgroup size {:?} ({} invocations), shared memory {} KiB, subgroup {}, storage range {} MiB, allocation {} MiB, timestamp period {} ns",
+            l.max_compute_work_group_count,
+            l.max_compute_work_group_size,
+            l.max_compute_work_group_invocations,
+            l.max_compute_shared_memory_size / 1024,
+            l.subgroup_size,
+            l.max_storage_buffer_range >> 20,
+            l.max_memory_allocation_size >> 20,
+            l.timestamp_period_ns
+        )?;
+        write!(f, "options:  {}", self.options)
+    }
+}

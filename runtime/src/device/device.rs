@@ -1,0 +1,68 @@
+//! The logical device: created with one compute queue and the features asked for.
+
+use super::error::{vkerr, Error};
+use super::features::PhysicalDeviceFeatures;
+use ash::vk;
+use std::ffi::CStr;
+
+/// A logical device; destroys it when dropped.
+pub(crate) struct Device {
+    raw: ash::Device,
+}
+
+impl Device {
+    /// A device on `physical` with one queue of `queue_family`, the features in `enabled`
+    /// (from [`PhysicalDeviceFeatures::enable`]) and the extensions they need, plus
+    /// `VK_KHR_portability_subset` where the device lists it (the spec requires enabling it).
+    ///
+    /// # Safety
+    /// `physical` comes from the live `instance`; `queue_family` and `enabled` were read from
+    /// it; the returned device is dropped before the instance.
+    pub unsafe fn create(
+        instance: &ash::Instance,
+        physical: vk::PhysicalDevice,
+        queue_family: u32,
+        enabled: &mut PhysicalDeviceFeatures,
+        available_extensions: &[String],
+    ) -> Result<Device, Error> {
+        let mut extensions: Vec<&CStr> = enabled.extensions();
+        let portability = ash::khr::portability_subset::NAME;
+        if available_extensions
+            .iter()
+            .any(|e| *e == portability.to_string_lossy())
+        {
+            extensions.insert(0, portability);
+        }
+        let extension_ptrs: Vec<*const std::ffi::c_char> =
+            extensions.iter().map(|n| n.as_ptr()).collect();
+        let priorities = [1.0f32];
+        let queues = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(queue_family)
+            .queue_priorities(&priorities)];
+        let info = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&extension_ptrs);
+        let info = enabled.add_to_device_create(info);
+        // SAFETY: everything `info` points to (queues, priorities, extension names, the
+        // feature chain) lives until the call returns; the caller vouches for the handles.
+        let raw = unsafe { instance.create_device(physical, &info, None) }
+            .map_err(vkerr("vkCreateDevice"))?;
+        Ok(Device { raw })
+    }
+}
+
+impl std::ops::Deref for Device {
+    type Target = ash::Device;
+    fn deref(&self) -> &ash::Device {
+        &self.raw
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: the device's owner destroys every object made from it first (`Shared::drop`
+        // after `vkDeviceWaitIdle`; creation before any object exists), and the instance is
+        // dropped after the device.
+        unsafe { self.raw.destroy_device(None) };
+    }
+}

@@ -1,0 +1,67 @@
+//! The errors of creating and using the device.
+
+use ash::vk;
+
+/// Errors creating or using the context.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No Vulkan loader library could be loaded.
+    #[error(
+        "no Vulkan loader found (install libvulkan1 and a driver, e.g. mesa-vulkan-drivers): {0}"
+    )]
+    NoLoader(String),
+    /// The instance is Vulkan 1.0 (major, minor).
+    #[error("the Vulkan instance supports only version {0}.{1}; vkprism needs 1.1")]
+    InstanceTooOld(u32, u32),
+    /// The instance lists no physical device.
+    #[error("no Vulkan device found")]
+    NoDevice,
+    /// A [`crate::DeviceSelector`] (or `VKPRISM_DEVICE`) matched no device.
+    #[error("device selector `{selector}` matches none of: {available}")]
+    DeviceNotFound {
+        /// The selector, as `Debug` prints it.
+        selector: String,
+        /// Every device, as `index: name`.
+        available: String,
+    },
+    /// The chosen device is Vulkan 1.0 (name, major, minor).
+    #[error("device `{0}` supports only Vulkan {1}.{2}; vkprism needs 1.1")]
+    DeviceTooOld(String, u32, u32),
+    /// The chosen device (named) has no queue family with compute.
+    #[error("device `{0}` has no compute queue")]
+    NoComputeQueue(String),
+    /// Validation was asked for and the Khronos layer is not installed.
+    #[error("validation was asked for but the layer VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)")]
+    ValidationLayerMissing,
+    /// Messages the validation layer recorded (from [`crate::Context::check_validation`]).
+    #[error("the validation layer reported {} message(s):\n{}", .0.len(), .0.join("\n"))]
+    Validation(Vec<String>),
+    /// `VK_ERROR_DEVICE_LOST` from any call.
+    #[error("the device was lost")]
+    DeviceLost,
+    /// A fence wait gave up after this long.
+    #[error("the GPU did not finish within {0:?}; it may be hung")]
+    Timeout(std::time::Duration),
+    /// gpu-allocator could not be created.
+    #[error("memory allocator: {0}")]
+    Allocator(String),
+    /// Any other failed Vulkan call.
+    #[error("Vulkan call {call} failed: {result}")]
+    Vk {
+        /// The Vulkan function.
+        call: &'static str,
+        /// What it returned.
+        result: vk::Result,
+    },
+}
+
+/// Maps a failed `call`'s result to an [`Error`], singling out device loss.
+pub(crate) fn vkerr(call: &'static str) -> impl Fn(vk::Result) -> Error {
+    move |result| {
+        if result == vk::Result::ERROR_DEVICE_LOST {
+            Error::DeviceLost
+        } else {
+            Error::Vk { call, result }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The device layer: a thin `unsafe` layer over ash that takes plain parameters (which device,
+//! validation on or off, which queue family) and knows nothing of variants or options. The
+//! checked safe layer above it is [`crate::context`].
+//!
+//! - `error.rs`: the error enum and `vkerr`;
+//! - `instance.rs` / `messenger.rs`: the loader, the instance, the validation callback;
+//! - `physical.rs`: choosing the physical device and its compute queue family;
+//! - `features.rs`: one type that queries and enables the feature structs;
+//! - `properties.rs`: extensions, limits, image formats, driver strings, memory kind;
+//! - `device.rs`: the logical device;
+//! - `shared.rs`: `Shared` (what every object holds), submission, waits, the lifecycle lock.
+
+mod device;
+mod error;
+mod features;
+mod instance;
+mod messenger;
+mod physical;
+mod properties;
+mod shared;
+
+pub use error::Error;
+pub(crate) use error::vkerr;
+pub use physical::DeviceSelector;
+pub(crate) use shared::{lifecycle_lock, Shared};
+
+use ash::vk;
+use device::Device;
+use features::PhysicalDeviceFeatures;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+use instance::Instance;
+use std::mem::ManuallyDrop;
+use std::sync::{Mutex, RwLock};
+use vkprism_core::{CoopMatShapes, DeviceFeatures, Feature};
+
+/// What to open, as plain values (the safe layer resolves options and environment variables).
+pub(crate) struct OpenRequest {
+    /// Enable the Khronos validation layer and record its messages.
+    pub validation: bool,
+    /// Which physical device (`Auto`: the best by type).
+    pub device: DeviceSelector,
+    /// Use this queue family (it must have compute); `None`: prefer a compute-only one.
+    pub queue_family: Option<usize>,
+    /// Stage every transfer even where memory is unified.
+    pub force_staging: bool,
+}
+
+/// The physical device, read once: what it offers and how to enable it.
+struct Chosen {
+    physical: physical::Physical,
+    extensions: Vec<String>,
+    structs: PhysicalDeviceFeatures,
+    features: DeviceFeatures,
+    queue_family: u32,
+    timestamp_bits: u32,
+}
+
+/// Opens a device as `request` says, enabling every feature vkprism uses that it has.
+///
+/// # Safety
+/// The caller holds [`lifecycle_lock`].
+pub(crate) unsafe fn open(request: &OpenRequest) -> Result<Shared, Error> {
+    let messages = Box::<messenger::MessageLog>::default();
+    // SAFETY: the log is boxed and moves into `Shared` with the instance, which drops the
+    // instance before the log (see `Shared`'s fields).
+    let instance = unsafe { Instance::create(request.validation, &messages)? };
+    // SAFETY: `instance` is alive for the whole call.
+    let chosen = unsafe { choose(&instance, request)? };
+    let mut enabled = chosen.structs.enable(chosen.features.features);
+    // SAFETY: the handles and structs were read from this instance; `Shared` drops the device
+    // before the instance, and an error here drops it before `instance` (declared earlier).
+    let device = unsafe {
+        Device::create(
+            &instance,
+            chosen.physical.handle,
+            chosen.queue_family,
+            &mut enabled,
+            &chosen.extensions,
+        )?
+    };
+    // SAFETY: as above.
+    unsafe { finish(messages, instance, device, chosen, request) }
+}
+
+/// Chooses the physical device and reads what it offers.
+///
+/// # Safety
+/// `instance` is alive.
+unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, Error> {
+    // SAFETY: the caller guarantees `instance` is alive; every handle below comes from it.
+    unsafe {
+        let physical = physical::choose(instance, &request.device, instance.api_version)?;
+        let pd = physical.handle;
+        let extensions = properties::extensions(instance, pd)
+            .map_err(vkerr("vkEnumerateDeviceExtensionProperties"))?;
+        let api = physical.properties.api_version;
+        let structs = PhysicalDeviceFeatures::query(instance, pd, api, &extensions);
+        let set = structs
+            .supported()
+            .union(properties::other_features(instance, pd, &extensions));
+        let cooperative_matrices = if set.contains(Feature::CooperativeMatrix) {
+            properties::coopmat_shapes(instance.entry(), instance, pd)
+                .map_err(vkerr("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"))?
+        } else {
+            CoopMatShapes::default()
+        };
+        let features = DeviceFeatures {
+            features: set,
+            limits: properties::limits(instance, &physical),
+            cooperative_matrices,
+        };
+        let (queue_family, timestamp_bits) =
+            physical::compute_queue_family(instance, &physical, request.queue_family)?;
+        Ok(Chosen {
+            physical,
+            extensions,
+            structs,
+            features,
+            queue_family,
+            timestamp_bits,
+        })
+    }
+}
+
+/// Makes the per-device objects (allocator, pipeline cache, transfer pool) and `Shared`.
+///
+/// On an error everything given is dropped, in reverse order of the parameters: the device,
+/// the instance, then the message log its callback writes to.
+///
+/// # Safety
+/// `device` was made on `chosen.physical` of `instance`; `messages` is the instance's log.
+unsafe fn finish(
+    messages: Box<messenger::MessageLog>,
+    instance: Instance,
+    device: Device,
+    chosen: Chosen,
+    request: &OpenRequest,
+) -> Result<Shared, Error> {
+    let pd = chosen.physical.handle;
+    let allocator = Allocator::new(&AllocatorCreateDesc {
+        instance: (*instance).clone(),
+        device: (*device).clone(),
+        physical_device: pd,
+        debug_settings: Default::default(),
+        buffer_device_address: false,
+        allocation_sizes: Default::default(),
+    })
+    .map_err(|e| Error::Allocator(e.to_string()))?;
+    // SAFETY: a plain creation on the live device.
+    let pipeline_cache =
+        unsafe { device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }
+            .map_err(vkerr("vkCreatePipelineCache"))?;
+    let pool_info = vk::CommandPoolCreateInfo::default()
+        .queue_family_index(chosen.queue_family)
+        .flags(vk::CommandPoolCreateFlags::TRANSIENT);
+    // SAFETY: a plain creation on the live device, for a family it was created with.
+    let transfer_pool = match unsafe { device.create_command_pool(&pool_info, None) } {
+        Ok(p) => p,
+        Err(e) => {
+            drop(allocator);
+            // SAFETY: the cache was just made and nothing uses it.
+            unsafe { device.destroy_pipeline_cache(pipeline_cache, None) };
+            return Err(vkerr("vkCreateCommandPool")(e));
+        }
+    };
+    // SAFETY: the device was created with one queue of this family.
+    let queue = unsafe { device.get_device_queue(chosen.queue_family, 0) };
+    let properties = chosen.physical.properties;
+    let api = properties.api_version;
+    let vulkan12 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 2;
+    // SAFETY: the handles come from this instance.
+    let driver = unsafe { properties::driver(&instance, pd, vulkan12) };
+    // SAFETY: as above.
+    let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
+    let unified = properties::is_unified(properties.device_type, &memory);
+    Ok(Shared {
+        instance: ManuallyDrop::new(instance),
+        device: ManuallyDrop::new(device),
+        messages,
+        queue: Mutex::new(queue),
+        queue_family: chosen.queue_family,
+        timestamp_bits: chosen.timestamp_bits,
+        features: chosen.features,
+        properties,
+        driver,
+        memory,
+        unified_memory: unified && !request.force_staging,
+        allocator: Mutex::new(Some(allocator)),
+        pipeline_cache,
+        transfer_pool: Mutex::new(transfer_pool),
+        mapped_access: RwLock::new(()),
+    })
+}

@@ -1,0 +1,195 @@
+//! Everything else read from the physical device: extensions, limits, image-format support,
+//! cooperative-matrix shapes, driver strings, memory properties.
+
+use super::physical::Physical;
+use ash::vk;
+use vkprism_core::{CoopMatShape, CoopMatShapes, DeviceLimits, Feature, FeatureSet, ScalarKind};
+
+/// The device's extension names.
+///
+/// # Safety
+/// `device` comes from the live `instance`.
+pub(crate) unsafe fn extensions(
+    instance: &ash::Instance,
+    device: vk::PhysicalDevice,
+) -> Result<Vec<String>, vk::Result> {
+    // SAFETY: the caller vouches for both handles.
+    let props = unsafe { instance.enumerate_device_extension_properties(device)? };
+    Ok(props
+        .iter()
+        .map(|e| {
+            e.extension_name_as_c_str()
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
+        .collect())
+}
+
+/// Features that are not in a feature struct: bf16 (an extension ash 0.38 has no structs for:
+/// its presence is reported, nothing enabled; bf16s uses 16-bit storage) and the image formats
+/// the image variants need, usable as sampled and storage images.
+///
+/// # Safety
+/// `device` comes from the live `instance`.
+pub(crate) unsafe fn other_features(
+    instance: &ash::Instance,
+    device: vk::PhysicalDevice,
+    extensions: &[String],
+) -> FeatureSet {
+    let image_ok = |formats: &[vk::Format]| {
+        formats.iter().all(|f| {
+            // SAFETY: the caller vouches for both handles.
+            let p = unsafe { instance.get_physical_device_format_properties(device, *f) };
+            p.optimal_tiling_features.contains(
+                vk::FormatFeatureFlags::SAMPLED_IMAGE | vk::FormatFeatureFlags::STORAGE_IMAGE,
+            )
+        })
+    };
+    let mut set = FeatureSet::EMPTY;
+    let mut put = |f: Feature, on: bool| {
+        if on {
+            set.insert(f)
+        }
+    };
+    put(
+        Feature::ShaderBFloat16Type,
+        extensions.iter().any(|e| e == "VK_KHR_shader_bfloat16"),
+    );
+    put(
+        Feature::ImageFormatsFp32,
+        image_ok(&[vk::Format::R32_SFLOAT, vk::Format::R32G32B32A32_SFLOAT]),
+    );
+    put(
+        Feature::ImageFormatsFp16,
+        image_ok(&[vk::Format::R16_SFLOAT, vk::Format::R16G16B16A16_SFLOAT]),
+    );
+    set
+}
+
+/// The limits kernels and tensors are checked against.
+///
+/// # Safety
+/// `device` comes from the live `instance`, which is Vulkan 1.1+.
+pub(crate) unsafe fn limits(instance: &ash::Instance, device: &Physical) -> DeviceLimits {
+    let api = device.properties.api_version;
+    let vulkan13 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 3;
+    let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+    let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
+    let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default()
+        .push_next(&mut subgroup)
+        .push_next(&mut maintenance3);
+    if vulkan13 {
+        p2 = p2.push_next(&mut size_control);
+    }
+    // SAFETY: the chained structs are core in 1.1 (the 1.3 one only on 1.3) and alive for the
+    // call; the caller vouches for the handles.
+    unsafe { instance.get_physical_device_properties2(device.handle, &mut p2) };
+    let l = device.properties.limits;
+    DeviceLimits {
+        max_compute_work_group_count: l.max_compute_work_group_count,
+        max_compute_work_group_size: l.max_compute_work_group_size,
+        max_compute_work_group_invocations: l.max_compute_work_group_invocations,
+        max_compute_shared_memory_size: l.max_compute_shared_memory_size,
+        max_storage_buffer_range: l.max_storage_buffer_range as u64,
+        max_uniform_buffer_range: l.max_uniform_buffer_range as u64,
+        max_memory_allocation_size: maintenance3.max_memory_allocation_size,
+        max_push_constants_size: l.max_push_constants_size,
+        max_image_dimension_1d: l.max_image_dimension1_d,
+        max_image_dimension_2d: l.max_image_dimension2_d,
+        max_image_dimension_3d: l.max_image_dimension3_d,
+        subgroup_size: subgroup.subgroup_size,
+        min_subgroup_size: size_control.min_subgroup_size,
+        max_subgroup_size: size_control.max_subgroup_size,
+        timestamp_period_ns: l.timestamp_period,
+    }
+}
+
+/// The driver's name and info strings (empty before Vulkan 1.2, which added them).
+///
+/// # Safety
+/// `device` comes from the live `instance`.
+pub(crate) unsafe fn driver(
+    instance: &ash::Instance,
+    device: vk::PhysicalDevice,
+    vulkan12: bool,
+) -> (String, String) {
+    let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    if vulkan12 {
+        let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
+        // SAFETY: the driver-properties struct is core in 1.2 and alive for the call.
+        unsafe { instance.get_physical_device_properties2(device, &mut p2) };
+    }
+    let text = |c: Result<&std::ffi::CStr, _>| {
+        c.map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    (text(driver.driver_name_as_c_str()), text(driver.driver_info_as_c_str()))
+}
+
+/// Whether tensors can live in device-local memory the host maps (integrated GPUs, CPU
+/// drivers): then they are mapped directly, with no staging copy.
+pub(crate) fn is_unified(
+    device_type: vk::PhysicalDeviceType,
+    memory: &vk::PhysicalDeviceMemoryProperties,
+) -> bool {
+    matches!(
+        device_type,
+        vk::PhysicalDeviceType::INTEGRATED_GPU | vk::PhysicalDeviceType::CPU
+    ) && memory.memory_types_as_slice().iter().any(|t| {
+        t.property_flags.contains(
+            vk::MemoryPropertyFlags::DEVICE_LOCAL
+                | vk::MemoryPropertyFlags::HOST_VISIBLE
+                | vk::MemoryPropertyFlags::HOST_COHERENT,
+        )
+    })
+}
+
+/// The subgroup-scope shapes `vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR` reports, those
+/// whose component types vkprism names (bf16 and fp8 ones are left out).
+///
+/// # Safety
+/// `device` comes from the live `instance`, created from `entry`, with
+/// VK_KHR_cooperative_matrix present.
+pub(crate) unsafe fn coopmat_shapes(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    device: vk::PhysicalDevice,
+) -> Result<CoopMatShapes, vk::Result> {
+    let ext = ash::khr::cooperative_matrix::Instance::new(entry, instance);
+    // SAFETY: the caller guarantees the extension is present on `device`.
+    let props = unsafe { ext.get_physical_device_cooperative_matrix_properties(device) }?;
+    Ok(props
+        .iter()
+        .filter(|p| p.scope == vk::ScopeKHR::SUBGROUP)
+        .filter_map(|p| {
+            Some(CoopMatShape {
+                m: p.m_size,
+                n: p.n_size,
+                k: p.k_size,
+                a: scalar(p.a_type)?,
+                b: scalar(p.b_type)?,
+                c: scalar(p.c_type)?,
+                result: scalar(p.result_type)?,
+            })
+        })
+        .collect())
+}
+
+/// The scalar kind of a cooperative-matrix component type, if vkprism names it.
+fn scalar(t: vk::ComponentTypeKHR) -> Option<ScalarKind> {
+    Some(match t {
+        vk::ComponentTypeKHR::FLOAT16 => ScalarKind::F16,
+        vk::ComponentTypeKHR::FLOAT32 => ScalarKind::F32,
+        vk::ComponentTypeKHR::FLOAT64 => ScalarKind::F64,
+        vk::ComponentTypeKHR::SINT8 => ScalarKind::I8,
+        vk::ComponentTypeKHR::UINT8 => ScalarKind::U8,
+        vk::ComponentTypeKHR::SINT16 => ScalarKind::I16,
+        vk::ComponentTypeKHR::UINT16 => ScalarKind::U16,
+        vk::ComponentTypeKHR::SINT32 => ScalarKind::I32,
+        vk::ComponentTypeKHR::UINT32 => ScalarKind::U32,
+        vk::ComponentTypeKHR::SINT64 => ScalarKind::I64,
+        vk::ComponentTypeKHR::UINT64 => ScalarKind::U64,
+        _ => return None,
+    })
+}
