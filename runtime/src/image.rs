@@ -27,6 +27,9 @@ pub(crate) struct ImageInner {
 impl Drop for ImageInner {
     fn drop(&mut self) {
         let s = &self.shared;
+        // SAFETY: the image's own objects, destroyed once: command lists that used them hold a
+        // clone of this inner value and wait for their work, so none is in use now. (A view or
+        // sampler left null by a failed `Image::new` is a valid no-op to destroy.)
         unsafe {
             s.device.destroy_sampler(self.sampler, None);
             s.device.destroy_image_view(self.view, None);
@@ -46,6 +49,7 @@ impl Drop for ImageInner {
                 let _ = alloc.free(a);
             }
         }
+        // SAFETY: as above; its memory was freed just before.
         unsafe { s.device.destroy_image(self.image, None) };
     }
 }
@@ -77,6 +81,169 @@ fn vk_format(format: TensorFormat, channels: u32) -> Option<vk::Format> {
     })
 }
 
+/// The whole (single-level, single-layer) color subresource.
+const COLOR_RANGE: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
+    aspect_mask: vk::ImageAspectFlags::COLOR,
+    base_mip_level: 0,
+    level_count: 1,
+    base_array_layer: 0,
+    layer_count: 1,
+};
+
+/// Every image's sampler: nearest texel, coordinates clamped to the edge.
+fn nearest_clamped() -> vk::SamplerCreateInfo<'static> {
+    vk::SamplerCreateInfo::default()
+        .mag_filter(vk::Filter::NEAREST)
+        .min_filter(vk::Filter::NEAREST)
+        .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+        .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+        .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE)
+}
+
+/// Checks an image request against the device: the Vulkan format, image type and view type.
+fn check_request(
+    shared: &Shared,
+    dims: u8,
+    extent: [u32; 3],
+    channels: u32,
+    format: TensorFormat,
+) -> Result<(vk::Format, vk::ImageType, vk::ImageViewType), Error> {
+    let bad = || Error::BadShape(extent.iter().map(|e| *e as usize).collect());
+    let vkf = vk_format(format, channels).ok_or(Error::WrongFormat {
+        have: format,
+        want: "F32 or F16 with 1 or 4 channels",
+    })?;
+    let needed = if format == TensorFormat::F16 {
+        Feature::ImageFormatsFp16
+    } else {
+        Feature::ImageFormatsFp32
+    };
+    if !shared.features.supports(needed) {
+        return Err(Error::WrongFormat {
+            have: format,
+            want: "an image format this device can sample and store",
+        });
+    }
+    let l = &shared.features.limits;
+    let (ty, view_ty, max) = match dims {
+        1 => (
+            vk::ImageType::TYPE_1D,
+            vk::ImageViewType::TYPE_1D,
+            l.max_image_dimension_1d,
+        ),
+        2 => (
+            vk::ImageType::TYPE_2D,
+            vk::ImageViewType::TYPE_2D,
+            l.max_image_dimension_2d,
+        ),
+        3 => (
+            vk::ImageType::TYPE_3D,
+            vk::ImageViewType::TYPE_3D,
+            l.max_image_dimension_3d,
+        ),
+        _ => return Err(bad()),
+    };
+    if extent.contains(&0) || extent[dims as usize..].iter().any(|e| *e != 1) {
+        return Err(bad());
+    }
+    if let Some(e) = extent.iter().find(|e| **e > max) {
+        return Err(Error::TooLarge {
+            size: *e as u64,
+            limit_name: "maxImageDimension",
+            limit: max as u64,
+        });
+    }
+    Ok((vkf, ty, view_ty))
+}
+
+/// An optimal-tiling image usable for sampling, storage and transfers, and device-local memory
+/// for it (not yet bound). On an error nothing is left behind.
+fn create_image(
+    shared: &Shared,
+    ty: vk::ImageType,
+    format: vk::Format,
+    extent: [u32; 3],
+) -> Result<(vk::Image, Allocation), Error> {
+    let device = &shared.device;
+    let info = vk::ImageCreateInfo::default()
+        .image_type(ty)
+        .format(format)
+        .extent(vk::Extent3D {
+            width: extent[0],
+            height: extent[1],
+            depth: extent[2],
+        })
+        .mip_levels(1)
+        .array_layers(1)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .tiling(vk::ImageTiling::OPTIMAL)
+        .usage(
+            vk::ImageUsageFlags::SAMPLED
+                | vk::ImageUsageFlags::STORAGE
+                | vk::ImageUsageFlags::TRANSFER_SRC
+                | vk::ImageUsageFlags::TRANSFER_DST,
+        )
+        .initial_layout(vk::ImageLayout::UNDEFINED);
+    // SAFETY: `check_request` checked the format's support and the extent's limits.
+    let image = unsafe { device.create_image(&info, None) }.map_err(vkerr("vkCreateImage"))?;
+    // SAFETY: `image` is live.
+    let requirements = unsafe { device.get_image_memory_requirements(image) };
+    let allocation = shared
+        .allocator
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+        .map(|a| {
+            a.allocate(&AllocationCreateDesc {
+                name: "vkprism image",
+                requirements,
+                location: MemoryLocation::GpuOnly,
+                linear: false,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            })
+        });
+    match allocation {
+        Some(Ok(a)) => Ok((image, a)),
+        other => {
+            // SAFETY: the image was just made and nothing uses it.
+            unsafe { device.destroy_image(image, None) };
+            Err(Error::Allocation(
+                other
+                    .and_then(|r| r.err())
+                    .map(|e| e.to_string())
+                    .unwrap_or_default(),
+            ))
+        }
+    }
+}
+
+/// Moves a new image from UNDEFINED to GENERAL, where it stays (one image can be sampled by
+/// one dispatch and stored by the next).
+fn to_general_layout(shared: &Shared, image: vk::Image) -> Result<(), Error> {
+    let barrier = vk::ImageMemoryBarrier::default()
+        .old_layout(vk::ImageLayout::UNDEFINED)
+        .new_layout(vk::ImageLayout::GENERAL)
+        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        .image(image)
+        .subresource_range(COLOR_RANGE)
+        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
+    // SAFETY: `cmd` is recording (one_shot's contract); the image is live and bound, and no
+    // other work uses it yet.
+    shared.one_shot(|cmd| unsafe {
+        shared.device.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::TOP_OF_PIPE,
+            vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::DependencyFlags::empty(),
+            &[],
+            &[],
+            &[barrier],
+        )
+    })?;
+    Ok(())
+}
+
 impl Image {
     /// An image of `extent` (unused trailing dimensions 1) with `channels` (1 or 4) texel
     /// channels of `format` (F32 or F16).
@@ -88,99 +255,8 @@ impl Image {
         format: TensorFormat,
     ) -> Result<Image, Error> {
         let shared = &ctx.shared;
-        let bad = || Error::BadShape(extent.iter().map(|e| *e as usize).collect());
-        let vkf = vk_format(format, channels).ok_or(Error::WrongFormat {
-            have: format,
-            want: "F32 or F16 with 1 or 4 channels",
-        })?;
-        let needed = if format == TensorFormat::F16 {
-            Feature::ImageFormatsFp16
-        } else {
-            Feature::ImageFormatsFp32
-        };
-        if !shared.features.supports(needed) {
-            return Err(Error::WrongFormat {
-                have: format,
-                want: "an image format this device can sample and store",
-            });
-        }
-        let l = &shared.features.limits;
-        let (ty, view_ty, max) = match dims {
-            1 => (
-                vk::ImageType::TYPE_1D,
-                vk::ImageViewType::TYPE_1D,
-                l.max_image_dimension_1d,
-            ),
-            2 => (
-                vk::ImageType::TYPE_2D,
-                vk::ImageViewType::TYPE_2D,
-                l.max_image_dimension_2d,
-            ),
-            3 => (
-                vk::ImageType::TYPE_3D,
-                vk::ImageViewType::TYPE_3D,
-                l.max_image_dimension_3d,
-            ),
-            _ => return Err(bad()),
-        };
-        if extent.contains(&0) || extent[dims as usize..].iter().any(|e| *e != 1) {
-            return Err(bad());
-        }
-        if let Some(e) = extent.iter().find(|e| **e > max) {
-            return Err(Error::TooLarge {
-                size: *e as u64,
-                limit_name: "maxImageDimension",
-                limit: max as u64,
-            });
-        }
-        let device = &shared.device;
-        let info = vk::ImageCreateInfo::default()
-            .image_type(ty)
-            .format(vkf)
-            .extent(vk::Extent3D {
-                width: extent[0],
-                height: extent[1],
-                depth: extent[2],
-            })
-            .mip_levels(1)
-            .array_layers(1)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(
-                vk::ImageUsageFlags::SAMPLED
-                    | vk::ImageUsageFlags::STORAGE
-                    | vk::ImageUsageFlags::TRANSFER_SRC
-                    | vk::ImageUsageFlags::TRANSFER_DST,
-            )
-            .initial_layout(vk::ImageLayout::UNDEFINED);
-        let image = unsafe { device.create_image(&info, None) }.map_err(vkerr("vkCreateImage"))?;
-        let requirements = unsafe { device.get_image_memory_requirements(image) };
-        let allocation = shared
-            .allocator
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-            .map(|a| {
-                a.allocate(&AllocationCreateDesc {
-                    name: "vkprism image",
-                    requirements,
-                    location: MemoryLocation::GpuOnly,
-                    linear: false,
-                    allocation_scheme: AllocationScheme::GpuAllocatorManaged,
-                })
-            });
-        let allocation = match allocation {
-            Some(Ok(a)) => a,
-            other => {
-                unsafe { device.destroy_image(image, None) };
-                return Err(Error::Allocation(
-                    other
-                        .and_then(|r| r.err())
-                        .map(|e| e.to_string())
-                        .unwrap_or_default(),
-                ));
-            }
-        };
+        let (vk_format, ty, view_type) = check_request(shared, dims, extent, channels, format)?;
+        let (image, allocation) = create_image(shared, ty, vk_format, extent)?;
         // From here the inner value owns everything: a failure below drops it and cleans up.
         let mut inner = ImageInner {
             shared: shared.clone(),
@@ -193,61 +269,26 @@ impl Image {
             channels,
             format,
         };
+        let device = &shared.device;
+        // SAFETY: the memory was allocated for this image's requirements and is unbound.
         unsafe { device.bind_image_memory(image, allocation.memory(), allocation.offset()) }
             .map_err(vkerr("vkBindImageMemory"))?;
         *inner
             .allocation
             .get_mut()
             .unwrap_or_else(|e| e.into_inner()) = Some(allocation);
-        let range = vk::ImageSubresourceRange {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            base_mip_level: 0,
-            level_count: 1,
-            base_array_layer: 0,
-            layer_count: 1,
-        };
-        inner.view = unsafe {
-            device.create_image_view(
-                &vk::ImageViewCreateInfo::default()
-                    .image(image)
-                    .view_type(view_ty)
-                    .format(vkf)
-                    .subresource_range(range),
-                None,
-            )
-        }
-        .map_err(vkerr("vkCreateImageView"))?;
-        inner.sampler = unsafe {
-            device.create_sampler(
-                &vk::SamplerCreateInfo::default()
-                    .mag_filter(vk::Filter::NEAREST)
-                    .min_filter(vk::Filter::NEAREST)
-                    .address_mode_u(vk::SamplerAddressMode::CLAMP_TO_EDGE)
-                    .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
-                    .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE),
-                None,
-            )
-        }
-        .map_err(vkerr("vkCreateSampler"))?;
-        let barrier = vk::ImageMemoryBarrier::default()
-            .old_layout(vk::ImageLayout::UNDEFINED)
-            .new_layout(vk::ImageLayout::GENERAL)
-            .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
+        let view_info = vk::ImageViewCreateInfo::default()
             .image(image)
-            .subresource_range(range)
-            .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
-        shared.one_shot(|cmd| unsafe {
-            device.cmd_pipeline_barrier(
-                cmd,
-                vk::PipelineStageFlags::TOP_OF_PIPE,
-                vk::PipelineStageFlags::ALL_COMMANDS,
-                vk::DependencyFlags::empty(),
-                &[],
-                &[],
-                &[barrier],
-            )
-        })?;
+            .view_type(view_type)
+            .format(vk_format)
+            .subresource_range(COLOR_RANGE);
+        // SAFETY: a view of the live, bound image, with its format and a compatible type.
+        inner.view = unsafe { device.create_image_view(&view_info, None) }
+            .map_err(vkerr("vkCreateImageView"))?;
+        // SAFETY: a plain creation on the live device.
+        inner.sampler = unsafe { device.create_sampler(&nearest_clamped(), None) }
+            .map_err(vkerr("vkCreateSampler"))?;
+        to_general_layout(shared, image)?;
         Ok(Image {
             inner: Arc::new(inner),
         })
@@ -316,6 +357,8 @@ impl Image {
             s[..bytes.len()].copy_from_slice(&bytes);
         }
         let region = self.region();
+        // SAFETY: `cmd` is recording (one_shot's contract); the staging buffer holds the image's
+        // bytes and outlives the wait; the image is live and in GENERAL layout.
         let r = shared.one_shot(|cmd| unsafe {
             shared.device.cmd_copy_buffer_to_image(
                 cmd,
@@ -346,6 +389,8 @@ impl Image {
             "vkprism image readback",
         )?;
         let region = self.region();
+        // SAFETY: `cmd` is recording (one_shot's contract); the staging buffer is large enough
+        // for every texel and outlives the wait; the image is live and in GENERAL layout.
         let r = shared.one_shot(|cmd| unsafe {
             shared.device.cmd_copy_image_to_buffer(
                 cmd,

@@ -21,6 +21,9 @@
 //! `Tensor::raw_buffer` (safe to call; using the handle is where `unsafe` starts) and the
 //! `unsafe fn Context::raw` (the ash instance and device).
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
 mod cache;
 pub mod command;
 pub mod context;

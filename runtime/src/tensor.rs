@@ -69,6 +69,9 @@ pub(crate) fn free_buffer(shared: &Shared, buffer: vk::Buffer, allocation: Optio
             let _ = alloc.free(a);
         }
     }
+    // SAFETY: the caller owns `buffer` and no GPU work uses it any more (tensors are freed by
+    // their last Arc, which command lists hold until their work is done; staging buffers after
+    // their one-shot copy was waited for).
     unsafe { shared.device.destroy_buffer(buffer, None) };
 }
 
@@ -89,6 +92,8 @@ pub(crate) fn create_buffer(
         });
     }
     let device = &shared.device;
+    // SAFETY: a plain creation on the live device; the size was checked against
+    // maxMemoryAllocationSize above.
     let buffer = unsafe {
         device.create_buffer(
             &vk::BufferCreateInfo::default()
@@ -99,10 +104,12 @@ pub(crate) fn create_buffer(
         )
     }
     .map_err(vkerr("vkCreateBuffer"))?;
+    // SAFETY: `buffer` is live.
     let requirements = unsafe { device.get_buffer_memory_requirements(buffer) };
     let allocation = {
         let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
         let Some(alloc) = guard.as_mut() else {
+            // SAFETY: the buffer was just made and nothing uses it.
             unsafe { device.destroy_buffer(buffer, None) };
             return Err(Error::Allocation("allocator is gone".into()));
         };
@@ -123,13 +130,15 @@ pub(crate) fn create_buffer(
     let allocation = match allocation {
         Ok(a) => a,
         Err(e) => {
+            // SAFETY: the buffer was just made and nothing uses it.
             unsafe { device.destroy_buffer(buffer, None) };
             return Err(Error::Allocation(e.to_string()));
         }
     };
-    if let Err(e) =
-        unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) }
-    {
+    // SAFETY: the memory was allocated for this buffer's requirements and is unbound.
+    let bound =
+        unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) };
+    if let Err(e) = bound {
         free_buffer(shared, buffer, Some(allocation));
         return Err(vkerr("vkBindBufferMemory")(e).into());
     }
@@ -353,6 +362,8 @@ impl Tensor {
                 dst_offset: i as u64 * STAGING_CHUNK,
                 size: chunk.len() as u64,
             };
+            // SAFETY: `cmd` is recording (one_shot's contract); both buffers are live until the
+            // copy was waited for, and the region lies inside both (a chunk of the tensor).
             let r = shared.one_shot(|cmd| unsafe {
                 shared
                     .device
@@ -388,6 +399,7 @@ impl Tensor {
                 dst_offset: 0,
                 size: len,
             };
+            // SAFETY: as in `write_bytes`, in the other direction.
             let r = shared.one_shot(|cmd| unsafe {
                 shared
                     .device

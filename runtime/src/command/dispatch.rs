@@ -198,7 +198,7 @@ impl CommandList {
     /// A buffer of `size` bytes must hold whole elements and fit the binding's range limit.
     fn check_buffer_size(&self, info: &KernelInfo, b: &BindingInfo, size: u64) -> Result<(), Error> {
         let stride = b.element.stride as u64;
-        if stride > 0 && size % stride != 0 {
+        if stride > 0 && !size.is_multiple_of(stride) {
             return Err(Error::PartialElement {
                 kernel: info.name,
                 binding: b.binding,

@@ -70,6 +70,7 @@ impl CommandList {
     pub fn new(ctx: &Context) -> Result<CommandList, Error> {
         let shared = ctx.shared.clone();
         let d = &shared.device;
+        // SAFETY: a plain creation on the context's live device, for the family its queue has.
         let pool = unsafe {
             d.create_command_pool(
                 &vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family),
@@ -77,6 +78,7 @@ impl CommandList {
             )
         }
         .map_err(vkerr("vkCreateCommandPool"))?;
+        // SAFETY: `pool` was just made on this device and only this thread has it.
         let cmd = match unsafe {
             d.allocate_command_buffers(
                 &vk::CommandBufferAllocateInfo::default()
@@ -86,13 +88,16 @@ impl CommandList {
         } {
             Ok(c) => c[0],
             Err(e) => {
+                // SAFETY: the pool was just made and nothing from it is in use.
                 unsafe { d.destroy_command_pool(pool, None) };
                 return Err(vkerr("vkAllocateCommandBuffers")(e).into());
             }
         };
+        // SAFETY: a plain creation on the live device.
         let fence = match unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) } {
             Ok(f) => f,
             Err(e) => {
+                // SAFETY: the pool was just made and nothing from it is in use.
                 unsafe { d.destroy_command_pool(pool, None) };
                 return Err(vkerr("vkCreateFence")(e).into());
             }
@@ -115,6 +120,17 @@ impl CommandList {
             recording: false,
             runs: 0,
         };
+        // SAFETY: `cmd` is fresh from the list's own pool; if beginning fails, Drop cleans up (it
+        // ends the buffer only while `recording`, still false here).
+        // SAFETY: the list is recording (it is until `finish`) and is used only through `&mut
+        // self`; the query pool is the list's, with `max_dispatches + 1` queries.
+        // SAFETY: the fence is the list's and not in use (the last run was waited for, or never
+        // submitted); `cmd` is finished (`finish`) and everything it uses is kept alive by
+        // `self.keep`.
+        // SAFETY: the pool is the list's; WAIT makes the call return results of the finished last
+        // run (`runs > 0`), `n` queries fit in it (`query_capacity + 1`, or 2).
+        // SAFETY: `cmd` is fresh from the list's own pool; if beginning fails, Drop cleans up
+        // (it ends the buffer only while `recording`, still false here).
         unsafe { d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }
             .map_err(vkerr("vkBeginCommandBuffer"))?;
         let mut list = list;
@@ -130,6 +146,7 @@ impl CommandList {
             return Err(Error::NoTimestamps);
         }
         let d = &list.shared.device;
+        // SAFETY: a plain creation on the list's live device.
         let qp = unsafe {
             d.create_query_pool(
                 &vk::QueryPoolCreateInfo::default()
@@ -141,6 +158,8 @@ impl CommandList {
         .map_err(vkerr("vkCreateQueryPool"))?;
         list.query_pool = Some(qp);
         list.query_capacity = max_dispatches;
+        // SAFETY: the list is recording (it is until `finish`) and only this thread has it; the
+        // query pool is the list's, with `max_dispatches + 1` queries.
         unsafe {
             d.cmd_reset_query_pool(list.cmd, qp, 0, max_dispatches + 1);
             d.cmd_write_timestamp(list.cmd, vk::PipelineStageFlags::TOP_OF_PIPE, qp, 0);
@@ -194,6 +213,8 @@ impl CommandList {
                     descriptor_count: SETS_PER_POOL * 4,
                 },
             ];
+            // SAFETY: a plain creation on the list's live device; `sizes` lives until the call
+            // returns.
             let pool = unsafe {
                 d.create_descriptor_pool(
                     &vk::DescriptorPoolCreateInfo::default()
@@ -208,6 +229,8 @@ impl CommandList {
         }
         let pool = *self.descriptor_pools.last().expect("pushed above");
         let layouts = [layout];
+        // SAFETY: the pool is this list's (only `&mut self` allocates from it) and `layout` is a
+        // live layout of the same device (the list keeps its kernel).
         match unsafe {
             d.allocate_descriptor_sets(
                 &vk::DescriptorSetAllocateInfo::default()
@@ -245,6 +268,8 @@ impl CommandList {
     fn finish(&mut self) -> Result<(), Error> {
         if self.recording {
             let d = &self.shared.device;
+            // SAFETY: `self.recording`: the buffer is recording and used only through `&mut self`;
+            // the barrier names no handles and the query pool is the list's.
             unsafe {
                 // Shader writes become visible to the host (mapped tensors) and to later
                 // submissions.
@@ -285,6 +310,8 @@ impl CommandList {
             .read()
             .unwrap_or_else(|e| e.into_inner());
         let d = &self.shared.device;
+        // SAFETY: the fence is the list's and unused (the last run was waited for, or never
+        // submitted); `cmd` is finished and everything it uses is kept alive by `self.keep`.
         unsafe {
             d.reset_fences(&[self.fence])
                 .map_err(vkerr("vkResetFences"))?;
@@ -319,6 +346,8 @@ impl CommandList {
             return Err(Error::NotRun);
         }
         let mut ticks = vec![0u64; n];
+        // SAFETY: the pool is the list's; WAIT returns the results of the last run, which has
+        // finished (`runs > 0`), and `n` queries fit in the pool (`query_capacity + 1`, or 2).
         unsafe {
             self.shared.device.get_query_pool_results(
                 qp,
@@ -353,6 +382,8 @@ impl CommandList {
 impl Drop for CommandList {
     fn drop(&mut self) {
         let d = &self.shared.device;
+        // SAFETY: the list's own objects, destroyed once; its work has finished (waited for, or
+        // `device_wait_idle` after a failed wait), and the buffer is ended before its pool goes.
         unsafe {
             // A failed or timed-out wait leaves work possibly running: it must finish before its
             // command buffer and descriptor sets go.

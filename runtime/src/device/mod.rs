@@ -7,13 +7,13 @@
 //! - `physical.rs`: choosing the physical device and its compute queue family;
 //! - `features.rs`: one type that queries and enables the feature structs;
 //! - `properties.rs`: extensions, limits, image formats, driver strings, memory kind;
-//! - `device.rs`: the logical device;
+//! - `logical.rs`: the logical device;
 //! - `shared.rs`: `Shared` (what every object holds), submission, waits, the lifecycle lock.
 
-mod device;
 mod error;
 mod features;
 mod instance;
+mod logical;
 mod messenger;
 mod physical;
 mod properties;
@@ -25,7 +25,7 @@ pub use physical::DeviceSelector;
 pub(crate) use shared::{lifecycle_lock, Shared};
 
 use ash::vk;
-use device::Device;
+use logical::Device;
 use features::PhysicalDeviceFeatures;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use instance::Instance;

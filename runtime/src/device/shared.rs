@@ -2,7 +2,7 @@
 //! pool, queue), what every other object holds an `Arc` of; submission, fence waits, one-shot
 //! transfers, and the process-wide lifecycle lock.
 
-use super::device::Device;
+use super::logical::Device;
 use super::error::{vkerr, Error};
 use super::instance::Instance;
 use super::messenger::MessageLog;
