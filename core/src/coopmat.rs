@@ -8,8 +8,11 @@ use std::fmt;
 /// One multiply-add `(M×K) · (K×N) + (M×N)` at subgroup scope, with its component types.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CoopMatShape {
+    /// Rows of the operand A and of the result.
     pub m: u32,
+    /// Columns of the operand B and of the result.
     pub n: u32,
+    /// Columns of A, rows of B.
     pub k: u32,
     /// Component type of the M×K operand.
     pub a: ScalarKind,
@@ -63,14 +66,17 @@ impl CoopMatShapes {
         }
     }
 
+    /// Whether `shape` is in the list.
     pub fn contains(&self, shape: &CoopMatShape) -> bool {
         self.iter().any(|s| s == *shape)
     }
 
+    /// The shapes, in the order they were added.
     pub fn iter(&self) -> impl Iterator<Item = CoopMatShape> + '_ {
         self.items.iter().flatten().copied()
     }
 
+    /// Whether the list holds no shape.
     pub fn is_empty(&self) -> bool {
         self.items[0].is_none()
     }

@@ -1,5 +1,7 @@
-//! Device features as data (in the spirit of wgpu-hal's `PhysicalDeviceFeatures`): a set that the
-//! runtime fills from the Vulkan `pNext` chain and tests build by hand.
+//! Device features as data: [`Feature`], a [`FeatureSet`] of them, and [`DeviceFeatures`]
+//! (features plus [`DeviceLimits`]). The compiler writes what each variant needs; the runtime
+//! (`vkprism-runtime`'s `device/features.rs` and `device/properties.rs`) fills what a device
+//! offers; tests build them by hand. No Vulkan here.
 
 use crate::CoopMatShapes;
 use std::fmt;
@@ -104,26 +106,32 @@ impl FeatureSet {
         FeatureSet::from_slice(&Feature::ALL)
     }
 
+    /// Whether `f` is in the set.
     pub const fn contains(self, f: Feature) -> bool {
         self.0 & (1 << f as u8) != 0
     }
 
+    /// Whether every feature of `other` is in the set.
     pub const fn contains_all(self, other: FeatureSet) -> bool {
         self.0 & other.0 == other.0
     }
 
+    /// The set plus `f`.
     pub const fn with(self, f: Feature) -> FeatureSet {
         FeatureSet(self.0 | (1 << f as u8))
     }
 
+    /// The set less `f`.
     pub const fn without(self, f: Feature) -> FeatureSet {
         FeatureSet(self.0 & !(1 << f as u8))
     }
 
+    /// Adds `f`.
     pub fn insert(&mut self, f: Feature) {
         *self = self.with(f);
     }
 
+    /// Features in either set.
     pub const fn union(self, other: FeatureSet) -> FeatureSet {
         FeatureSet(self.0 | other.0)
     }
@@ -133,10 +141,12 @@ impl FeatureSet {
         FeatureSet(self.0 & !other.0)
     }
 
+    /// Whether the set is empty.
     pub const fn is_empty(self) -> bool {
         self.0 == 0
     }
 
+    /// The features in the set, in declaration order.
     pub fn iter(self) -> impl Iterator<Item = Feature> {
         Feature::ALL.into_iter().filter(move |f| self.contains(*f))
     }
@@ -171,20 +181,34 @@ impl fmt::Display for FeatureSet {
 /// The limits the runtime checks before it asks the driver for something it would refuse.
 #[derive(Copy, Clone, Debug, PartialEq)]
 pub struct DeviceLimits {
+    /// `maxComputeWorkGroupCount`.
     pub max_compute_work_group_count: [u32; 3],
+    /// `maxComputeWorkGroupSize`.
     pub max_compute_work_group_size: [u32; 3],
+    /// `maxComputeWorkGroupInvocations`.
     pub max_compute_work_group_invocations: u32,
+    /// `maxComputeSharedMemorySize` (bytes).
     pub max_compute_shared_memory_size: u32,
+    /// `maxStorageBufferRange` (bytes).
     pub max_storage_buffer_range: u64,
+    /// `maxUniformBufferRange` (bytes).
     pub max_uniform_buffer_range: u64,
+    /// `maxMemoryAllocationSize` (bytes).
     pub max_memory_allocation_size: u64,
+    /// `maxPushConstantsSize` (bytes).
     pub max_push_constants_size: u32,
+    /// `maxImageDimension1D`.
     pub max_image_dimension_1d: u32,
+    /// `maxImageDimension2D`.
     pub max_image_dimension_2d: u32,
+    /// `maxImageDimension3D`.
     pub max_image_dimension_3d: u32,
+    /// The default subgroup size.
     pub subgroup_size: u32,
-    /// Subgroup sizes a pipeline may require (with `subgroupSizeControl`); 0 when unknown.
+    /// The smallest subgroup size a pipeline may require (with `subgroupSizeControl`); 0 when
+    /// unknown.
     pub min_subgroup_size: u32,
+    /// The largest subgroup size a pipeline may require; 0 when unknown.
     pub max_subgroup_size: u32,
     /// Nanoseconds per timestamp tick; 0 when the queue has no timestamps.
     pub timestamp_period_ns: f32,
@@ -217,7 +241,9 @@ impl Default for DeviceLimits {
 /// runtime from the driver, or by hand.
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
 pub struct DeviceFeatures {
+    /// What the device supports.
     pub features: FeatureSet,
+    /// Its limits.
     pub limits: DeviceLimits,
     /// Subgroup-scope shapes of `vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR` whose
     /// component types vkprism knows; empty without `cooperativeMatrix`.
@@ -225,6 +251,7 @@ pub struct DeviceFeatures {
 }
 
 impl DeviceFeatures {
+    /// These features with the limits the specification guarantees.
     pub fn new(features: FeatureSet) -> Self {
         DeviceFeatures {
             features,
@@ -233,6 +260,7 @@ impl DeviceFeatures {
         }
     }
 
+    /// Whether the device has `f`.
     pub fn supports(&self, f: Feature) -> bool {
         self.features.contains(f)
     }

@@ -24,6 +24,7 @@ pub enum FloatMode {
 }
 
 impl FloatMode {
+    /// Every float mode, in declaration order.
     pub const ALL: [FloatMode; 7] = [
         FloatMode::Fp32,
         FloatMode::Fp16p,
@@ -34,6 +35,7 @@ impl FloatMode {
         FloatMode::Bf16s,
     ];
 
+    /// The name used in variant names (`fp16sa`).
     pub const fn name(self) -> &'static str {
         match self {
             FloatMode::Fp32 => "fp32",
@@ -46,12 +48,14 @@ impl FloatMode {
         }
     }
 
+    /// Whether values are fp16 (any fp16 mode).
     pub const fn is_fp16(self) -> bool {
         matches!(
             self,
             FloatMode::Fp16p | FloatMode::Fp16pa | FloatMode::Fp16s | FloatMode::Fp16sa
         )
     }
+    /// Whether values are bf16.
     pub const fn is_bf16(self) -> bool {
         matches!(self, FloatMode::Bf16p | FloatMode::Bf16s)
     }
@@ -102,11 +106,14 @@ impl FloatMode {
 /// The memory axis: storage buffers, or sampled + storage images.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum MemoryKind {
+    /// Storage (and uniform) buffers.
     Buffer,
+    /// Sampled and storage images.
     Image,
 }
 
 impl MemoryKind {
+    /// `"buffer"` or `"image"`.
     pub const fn name(self) -> &'static str {
         match self {
             MemoryKind::Buffer => "buffer",
@@ -127,8 +134,10 @@ pub enum Int8Mode {
 }
 
 impl Int8Mode {
+    /// Every int8 mode, in declaration order.
     pub const ALL: [Int8Mode; 3] = [Int8Mode::Int8p, Int8Mode::Int8s, Int8Mode::Int8a];
 
+    /// The name used in variant names (`int8a`).
     pub const fn name(self) -> &'static str {
         match self {
             Int8Mode::Int8p => "int8p",
@@ -137,6 +146,7 @@ impl Int8Mode {
         }
     }
 
+    /// Features this int8 mode needs from the device.
     pub const fn requires(self) -> FeatureSet {
         match self {
             Int8Mode::Int8p => FeatureSet::EMPTY,
@@ -152,9 +162,13 @@ impl Int8Mode {
 /// their neutral value (`Fp32`, `Buffer`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct VariantKey {
+    /// The float axis.
     pub float: FloatMode,
+    /// The memory axis.
     pub memory: MemoryKind,
+    /// The int8 axis, for kernels that use int8 types.
     pub int8: Option<Int8Mode>,
+    /// Whether shared memory is used, for kernels with both versions.
     pub local_memory: Option<bool>,
     /// Cooperative matrices on (`_cm`) or off (`_nocm`); `None` for kernels that never test
     /// `NCNN_cooperative_matrix`. The matrix shapes a `_cm` variant needs are in its
@@ -163,6 +177,7 @@ pub struct VariantKey {
 }
 
 impl VariantKey {
+    /// A buffer variant of this float mode, with no other axes.
     pub const fn new(float: FloatMode) -> Self {
         VariantKey {
             float,
@@ -266,6 +281,7 @@ impl fmt::Display for VariantKey {
 /// A string that names no variant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParseVariantError {
+    /// The string given.
     pub name: String,
 }
 

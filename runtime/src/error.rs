@@ -1,18 +1,135 @@
-//! The crate-level error: every module has its own enum, wrapped here.
+//! The crate-level error. Every module has its own enum; converting one into [`Error`] sorts it
+//! by what the caller can do about it (as wgpu separates validation errors from device loss and
+//! out-of-memory): fix the call ([`Error::Validation`]), recreate the context
+//! ([`Error::DeviceLost`]), free memory ([`Error::OutOfMemory`]), or look at the system
+//! ([`Error::Device`], [`Error::Io`]).
+
+use ash::vk;
 
 /// Any vkprism runtime error.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// vkprism refused the call before the driver saw it (a wrong format, size, variant or
+    /// option): the caller's to fix. Holds the module's error.
     #[error(transparent)]
-    Context(#[from] crate::device::Error),
+    Validation(Invalid),
+    /// The device was lost (`VK_ERROR_DEVICE_LOST`): the context is unusable.
+    #[error("the device was lost")]
+    DeviceLost,
+    /// Device or host memory ran out (the message says which call or allocation).
+    #[error("out of memory: {0}")]
+    OutOfMemory(String),
+    /// The system: no loader or device, the validation layer's messages, a failed Vulkan call,
+    /// a GPU that did not finish.
     #[error(transparent)]
-    Select(#[from] crate::select::SelectError),
-    #[error(transparent)]
-    Tensor(#[from] crate::tensor::Error),
-    #[error(transparent)]
-    Pipeline(#[from] crate::pipeline::Error),
-    #[error(transparent)]
-    Command(#[from] crate::command::Error),
+    Device(crate::device::Error),
+    /// Reading or writing a pipeline cache file.
+    #[error("pipeline cache file: {0}")]
+    Io(std::io::Error),
 }
 
+/// A call vkprism refused, by module.
+#[derive(Debug, thiserror::Error)]
+pub enum Invalid {
+    /// No variant fits the device and options.
+    #[error(transparent)]
+    Select(crate::select::SelectError),
+    /// A tensor or image request or transfer.
+    #[error(transparent)]
+    Tensor(crate::tensor::Error),
+    /// Loading a kernel, making a pipeline, or a rejected pipeline cache.
+    #[error(transparent)]
+    Pipeline(crate::pipeline::Error),
+    /// Recording a dispatch, or timings.
+    #[error(transparent)]
+    Command(crate::command::Error),
+}
+
+/// The crate's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<crate::device::Error> for Error {
+    fn from(e: crate::device::Error) -> Error {
+        use crate::device::Error as D;
+        match e {
+            D::DeviceLost => Error::DeviceLost,
+            D::Vk {
+                result:
+                    vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | vk::Result::ERROR_OUT_OF_HOST_MEMORY,
+                ..
+            } => Error::OutOfMemory(e.to_string()),
+            e => Error::Device(e),
+        }
+    }
+}
+
+impl From<crate::select::SelectError> for Error {
+    fn from(e: crate::select::SelectError) -> Error {
+        Error::Validation(Invalid::Select(e))
+    }
+}
+
+impl From<crate::tensor::Error> for Error {
+    fn from(e: crate::tensor::Error) -> Error {
+        use crate::tensor::Error as T;
+        match e {
+            T::Context(e) => e.into(),
+            T::Allocation(why) => Error::OutOfMemory(why),
+            e => Error::Validation(Invalid::Tensor(e)),
+        }
+    }
+}
+
+impl From<crate::pipeline::Error> for Error {
+    fn from(e: crate::pipeline::Error) -> Error {
+        use crate::pipeline::Error as P;
+        match e {
+            P::Context(e) => e.into(),
+            P::Select(e) => e.into(),
+            P::CacheIo(e) => Error::Io(e),
+            e => Error::Validation(Invalid::Pipeline(e)),
+        }
+    }
+}
+
+impl From<crate::command::Error> for Error {
+    fn from(e: crate::command::Error) -> Error {
+        match e {
+            crate::command::Error::Context(e) => e.into(),
+            e => Error::Validation(Invalid::Command(e)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_sorted_by_what_the_caller_can_do() {
+        let lost = crate::command::Error::Context(crate::device::Error::DeviceLost);
+        assert!(matches!(Error::from(lost), Error::DeviceLost));
+        let oom = crate::device::Error::Vk {
+            call: "vkAllocateMemory",
+            result: vk::Result::ERROR_OUT_OF_DEVICE_MEMORY,
+        };
+        assert!(matches!(
+            Error::from(crate::tensor::Error::Context(oom)),
+            Error::OutOfMemory(_)
+        ));
+        let alloc = crate::tensor::Error::Allocation("no memory type".into());
+        assert!(matches!(Error::from(alloc), Error::OutOfMemory(_)));
+        let zero = crate::command::Error::ZeroSize([0, 1, 1]);
+        assert!(matches!(
+            Error::from(zero),
+            Error::Validation(Invalid::Command(_))
+        ));
+        let io = std::io::Error::other("disk");
+        assert!(matches!(
+            Error::from(crate::pipeline::Error::CacheIo(io)),
+            Error::Io(_)
+        ));
+        let timeout = crate::device::Error::Timeout(std::time::Duration::from_secs(1));
+        assert!(matches!(Error::from(timeout), Error::Device(_)));
+    }
+}

@@ -303,18 +303,23 @@ impl Image {
             .product::<usize>()
             * self.inner.channels as usize
     }
+    /// Whether it holds no values (never: extents have no zero).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// The texel format (F32 or F16).
     pub fn format(&self) -> TensorFormat {
         self.inner.format
     }
+    /// Width, height, depth (unused dimensions 1).
     pub fn extent(&self) -> [u32; 3] {
         self.inner.extent
     }
+    /// 1, 2 or 3.
     pub fn dims(&self) -> u8 {
         self.inner.dims
     }
+    /// Channels per texel (1 or 4).
     pub fn channels(&self) -> u32 {
         self.inner.channels
     }

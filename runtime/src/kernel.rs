@@ -22,6 +22,7 @@ pub trait SpecConstants {
 /// A typed set of descriptors for one memory kind of a kernel (the generated `BufferBindings` /
 /// `ImageBindings`).
 pub trait Bindings<'a> {
+    /// The kernel these bindings are for.
     type Kernel: Kernel;
     /// The memory kind of the variants these bindings fit.
     const MEMORY: MemoryKind;
@@ -33,7 +34,9 @@ pub trait Bindings<'a> {
 /// One bound resource.
 #[derive(Copy, Clone, Debug)]
 pub enum Resource<'a> {
+    /// A tensor, for a storage or uniform buffer binding.
     Buffer(&'a Tensor),
+    /// An image, for a sampled or storage image binding.
     Image(&'a Image),
 }
 

@@ -21,6 +21,7 @@
 //! `Tensor::raw_buffer` (safe to call; using the handle is where `unsafe` starts) and the
 //! `unsafe fn Context::raw` (the ash instance and device).
 
+#![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -38,7 +39,7 @@ pub mod tensor;
 
 pub use command::CommandList;
 pub use context::{Context, ContextOptions, DeviceReport, DeviceSelector};
-pub use error::{Error, Result};
+pub use error::{Error, Invalid, Result};
 pub use image::Image;
 pub use kernel::{Bindings, Kernel, NoPushConstants, Resource, SpecConstants};
 pub use pipeline::{LoadOptions, LoadedKernel, Pipeline, PipelineDesc};

@@ -12,36 +12,60 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
 use vkprism_core::{BindingKind, Feature, KernelInfo, VariantInfo};
 
+/// Errors loading a kernel, making a pipeline, or reading and writing the pipeline cache.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// No variant fits (or the forced one can't run).
     #[error(transparent)]
     Select(#[from] SelectError),
+    /// A workgroup size over `maxComputeWorkGroupSize` or `maxComputeWorkGroupInvocations`.
     #[error("workgroup size {size:?} exceeds the device's limits (maxComputeWorkGroupSize {max:?}, maxComputeWorkGroupInvocations {invocations})")]
     WorkgroupTooLarge {
+        /// The size asked for.
         size: [u32; 3],
+        /// `maxComputeWorkGroupSize`.
         max: [u32; 3],
+        /// `maxComputeWorkGroupInvocations`.
         invocations: u32,
     },
+    /// A required subgroup size the device can't give.
     #[error("subgroup size {size} can't be required: {why}")]
-    SubgroupSize { size: u32, why: String },
+    SubgroupSize {
+        /// The size asked for.
+        size: u32,
+        /// What the device lacks or allows.
+        why: String,
+    },
+    /// A workgroup size with a zero dimension.
     #[error("workgroup size {0:?} has a zero dimension")]
     WorkgroupZero([u32; 3]),
+    /// The kernel's push constants exceed `maxPushConstantsSize`.
     #[error("kernel `{kernel}` declares {size} bytes of push constants; the device allows {limit} (maxPushConstantsSize)")]
     PushConstantsTooLarge {
+        /// The kernel's name.
         kernel: &'static str,
+        /// Bytes of its push-constant range.
         size: u32,
+        /// `maxPushConstantsSize`.
         limit: u32,
     },
+    /// The variant's words are not SPIR-V.
     #[error("kernel `{kernel}` variant `{variant}`: the SPIR-V is malformed ({why})")]
     BadSpirv {
+        /// The kernel's name.
         kernel: &'static str,
+        /// The variant's name.
         variant: String,
+        /// What is wrong.
         why: &'static str,
     },
+    /// A pipeline cache file from another device or driver, or damaged.
     #[error("pipeline cache rejected: {0}")]
     CacheRejected(String),
+    /// Reading or writing the pipeline cache file.
     #[error("pipeline cache file: {0}")]
     CacheIo(#[from] std::io::Error),
+    /// A device error.
     #[error(transparent)]
     Context(#[from] crate::device::Error),
 }

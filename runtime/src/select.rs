@@ -10,15 +10,25 @@ use vkprism_core::{
 /// Which variant kinds may be used. Defaults: everything on except bf16 and images.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Options {
+    /// fp16 packed in `uint`s, 32-bit arithmetic (`fp16p`, `fp16pa`).
     pub use_fp16_packed: bool,
+    /// Native 16-bit storage (`fp16s`, `fp16sa`).
     pub use_fp16_storage: bool,
+    /// fp16 arithmetic (`fp16pa`, `fp16sa`).
     pub use_fp16_arithmetic: bool,
+    /// bf16 packed in `uint`s (`bf16p`).
     pub use_bf16_packed: bool,
+    /// bf16 in 16-bit storage (`bf16s`).
     pub use_bf16_storage: bool,
+    /// int8 packed in `uint`s (`int8p`).
     pub use_int8_packed: bool,
+    /// Native 8-bit storage (`int8s`, `int8a`).
     pub use_int8_storage: bool,
+    /// int8 arithmetic (`int8a`).
     pub use_int8_arithmetic: bool,
+    /// Image variants (sampled + storage images instead of buffers).
     pub use_image_storage: bool,
+    /// Variants that use shared (workgroup-local) memory.
     pub use_shader_local_memory: bool,
     /// Cooperative-matrix (`_cm`) variants where the device offers their shapes.
     pub use_cooperative_matrix: bool,
@@ -176,6 +186,7 @@ fn rank(key: &VariantKey) -> (u8, u8, u8, u8, u8, u8) {
 /// The chosen variant and why.
 #[derive(Clone, Debug)]
 pub struct Selection {
+    /// The chosen variant.
     pub key: VariantKey,
     /// Index into the kernel's `VARIANTS`.
     pub index: usize,
@@ -204,6 +215,7 @@ impl fmt::Display for Selection {
 #[derive(Clone, Debug, thiserror::Error)]
 #[error("kernel `{kernel}` has no variant this device can run with these options:{}", .details.iter().map(|d| format!("\n  {d}")).collect::<String>())]
 pub struct SelectError {
+    /// The kernel's name.
     pub kernel: &'static str,
     /// One line per variant: what it needs and what is missing.
     pub details: Vec<String>,

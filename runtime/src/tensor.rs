@@ -13,25 +13,42 @@ use gpu_allocator::MemoryLocation;
 use std::sync::{Arc, Mutex};
 use vkprism_core::TensorFormat;
 
+/// Errors making tensors and images, and moving data in and out.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A shape (or image extent) that is empty, too long, has a zero, or overflows.
     #[error("tensor shape {0:?}: give 1 to 4 dimensions, none zero")]
     BadShape(Vec<usize>),
+    /// Larger than a device limit.
     #[error("tensor of {size} bytes exceeds the device's {limit_name} ({limit} bytes)")]
     TooLarge {
+        /// The size asked for (bytes, or texels for an image dimension).
         size: u64,
+        /// The Vulkan limit's name.
         limit_name: &'static str,
+        /// The limit.
         limit: u64,
     },
+    /// Data of another length than the tensor.
     #[error("data has {got} elements, the tensor holds {want}")]
-    LengthMismatch { got: usize, want: usize },
+    LengthMismatch {
+        /// Elements (or bytes, for raw transfers) given.
+        got: usize,
+        /// What the tensor holds.
+        want: usize,
+    },
+    /// An operation the tensor's format does not allow.
     #[error("tensor holds {have:?}, the operation needs {want}")]
     WrongFormat {
+        /// The tensor's format.
         have: TensorFormat,
+        /// What the operation needs.
         want: &'static str,
     },
+    /// Memory could not be allocated.
     #[error("out of device memory or allocation failed: {0}")]
     Allocation(String),
+    /// A device error.
     #[error(transparent)]
     Context(#[from] crate::device::Error),
 }
@@ -239,9 +256,11 @@ impl Tensor {
         Ok(t)
     }
 
+    /// The dimensions, outermost first.
     pub fn shape(&self) -> &[usize] {
         &self.inner.shape
     }
+    /// The storage format.
     pub fn format(&self) -> TensorFormat {
         self.inner.format
     }
@@ -249,6 +268,7 @@ impl Tensor {
     pub fn len(&self) -> usize {
         self.inner.shape.iter().product()
     }
+    /// Whether it holds no elements (never: shapes have no zero dimension).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -286,12 +306,14 @@ impl Tensor {
         })
     }
 
+    /// Writes `data` into an I8 tensor.
     pub fn upload_i8(&self, data: &[i8]) -> Result<(), Error> {
         self.require(TensorFormat::I8, "I8")?;
         self.check_len(data.len())?;
         self.write_bytes(bytemuck::cast_slice(data))
     }
 
+    /// Reads an I8 tensor.
     pub fn download_i8(&self) -> Result<Vec<i8>, Error> {
         self.require(TensorFormat::I8, "I8")?;
         Ok(self.read_bytes()?.into_iter().map(|b| b as i8).collect())
@@ -309,6 +331,7 @@ impl Tensor {
         self.write_bytes(bytemuck::cast_slice(data))
     }
 
+    /// Reads an I32 or U32 tensor as unsigned integers.
     pub fn download_u32(&self) -> Result<Vec<u32>, Error> {
         if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {
             return Err(Error::WrongFormat {

@@ -257,6 +257,7 @@ impl CommandList {
     pub fn len(&self) -> usize {
         self.names.len()
     }
+    /// Whether no dispatch is recorded.
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
