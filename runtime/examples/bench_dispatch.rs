@@ -15,10 +15,10 @@
 //!
 //! `VKPRISM_DEVICE` picks the device; `BENCH_N` changes the 1000.
 
-#[path = "../tests/common/mod.rs"]
-mod common;
+#[path = "../tests/fixtures/mod.rs"]
+mod fixtures;
 
-use common::tiny;
+use fixtures::tiny;
 use std::time::{Duration, Instant};
 use vkprism_runtime::{CommandList, Context, NoPushConstants, Tensor, TensorFormat};
 

@@ -1,9 +1,8 @@
 //! Device creation and report, device selection, tensors and images: round trips per format on
 //! both the mapped and the staged path, and their error paths. Validation on throughout.
 
-mod common;
 
-use common::{assert_clean, ctx, ctx_with, quantize, random};
+use vkprism_testkit::{assert_clean, ctx, ctx_with, quantize, random};
 use vkprism_runtime::context::Error as ContextError;
 use vkprism_runtime::tensor::Error as TensorError;
 use vkprism_runtime::{

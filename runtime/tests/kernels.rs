@@ -2,9 +2,10 @@
 //! specialization constants and workgroup sizes, command lists (replay, barriers, timestamps,
 //! ownership), the dispatch checks, and the pipeline cache on disk. Validation on throughout.
 
-mod common;
+mod fixtures;
 
-use common::{assert_clean, assert_close, ctx, quantize, random, scale, tiny, tolerance, widen};
+use fixtures::{scale, tiny, widen};
+use vkprism_testkit::{assert_clean, assert_close, ctx, quantize, random, tolerance};
 use vkprism_runtime::command::Error as CommandError;
 use vkprism_runtime::pipeline::Error as PipelineError;
 use vkprism_runtime::{
@@ -313,14 +314,14 @@ fn dispatch_checks_bindings_sizes_and_limits() {
     // More workgroups than the device allows, in a shader that reads gl_NumWorkGroups (so the
     // dispatch can't be split): an error naming the limit, never truncation.
     let limit = ctx.features().limits.max_compute_work_group_count;
-    let kg = ctx.load::<common::groups::Kernel>().unwrap();
+    let kg = ctx.load::<fixtures::groups::Kernel>().unwrap();
     let pg = kg.pipeline(&Default::default(), Some([1, 1, 1])).unwrap();
     assert!(!pg.splits_large_dispatches() && p.splits_large_dispatches());
     let g = Tensor::new(&ctx, &[4], TensorFormat::F32).unwrap();
     let e = list
         .dispatch(
             &pg,
-            &common::groups::BufferBindings { x: &g },
+            &fixtures::groups::BufferBindings { x: &g },
             &NoPushConstants::default(),
             [limit[0].saturating_add(1), 1, 1],
         )
@@ -344,7 +345,7 @@ fn dispatch_checks_bindings_sizes_and_limits() {
         ));
     }
     // A tensor from another context.
-    let other = common::ctx();
+    let other = vkprism_testkit::ctx();
     let foreign = Tensor::new(&other, &[64], TensorFormat::F16).unwrap();
     assert!(matches!(
         list.dispatch(
@@ -534,7 +535,7 @@ fn pipeline_cache_round_trips_and_rejects_bad_files() {
     let data = std::fs::read(&good).unwrap();
     ctx.load_pipeline_cache(&good).unwrap();
     // A second context (same device and driver) takes it too.
-    let other = common::ctx();
+    let other = vkprism_testkit::ctx();
     other.load_pipeline_cache(&good).unwrap();
 
     let bad = dir.join("bad.bin");
@@ -658,20 +659,17 @@ fn push_constants_smaller_than_the_block_are_refused() {
 /// the choice falls back, and forcing it names the missing feature.
 struct NeedsCoop;
 static COOP_VARIANTS: [vkprism_runtime::VariantInfo; 2] = [
-    vkprism_runtime::VariantInfo {
-        key: scale::VARIANTS[4].key,
-        requires: scale::VARIANTS[4].requires.with(Feature::CooperativeMatrix),
-        spirv: scale::VARIANTS[4].spirv,
-        bindings: scale::VARIANTS[4].bindings,
-        cooperative_matrices: &[],
-    },
-    vkprism_runtime::VariantInfo {
-        key: scale::VARIANTS[0].key,
-        requires: scale::VARIANTS[0].requires,
-        spirv: scale::VARIANTS[0].spirv,
-        bindings: scale::VARIANTS[0].bindings,
-        cooperative_matrices: &[],
-    },
+    fixtures::variant_needing(
+        scale::VARIANTS[4].key,
+        FeatureSet::from_slice(&[Feature::CooperativeMatrix]),
+        scale::VARIANTS[4].spirv,
+        scale::VARIANTS[4].bindings,
+    ),
+    fixtures::variant(
+        scale::VARIANTS[0].key,
+        scale::VARIANTS[0].spirv,
+        scale::VARIANTS[0].bindings,
+    ),
 ];
 static COOP_INFO: vkprism_runtime::KernelInfo = vkprism_runtime::KernelInfo {
     name: "needs_coop",
