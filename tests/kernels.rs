@@ -111,7 +111,9 @@ fn mixed_functions_every_variant_match_cpu() {
     let a = random(n8 * 8, 2);
     let b = random(n8 * 8, 3);
     for name in mixed::VARIANT_NAMES {
-        let k = ctx.load_with::<mixed::Kernel>(&LoadOptions::variant(name)).unwrap();
+        let k = ctx
+            .load_with::<mixed::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
         let key = k.variant().key;
         let f = |i: usize| k.variant().bindings[i].format;
         let at = Tensor::from_f32(&ctx, &[n8 * 8], f(0), &a).unwrap();
@@ -181,7 +183,9 @@ fn image_and_buffer_variants_match_cpu() {
     let x = random(w * h * c * 4, 4);
     assert_eq!(double::VARIANTS.len(), 12);
     for name in double::VARIANT_NAMES {
-        let k = ctx.load_with::<double::Kernel>(&LoadOptions::variant(name)).unwrap();
+        let k = ctx
+            .load_with::<double::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
         let key = k.variant().key;
         let fmt = k.variant().bindings[0].format;
         let pipe = k.pipeline(&Default::default(), None).unwrap();
@@ -275,7 +279,9 @@ fn int8_every_variant_matches_cpu() {
     assert_eq!(dequant::VARIANTS.len(), 42);
     let mut ran = 0;
     for name in dequant::VARIANT_NAMES {
-        let k = ctx.load_with::<dequant::Kernel>(&LoadOptions::variant(name)).unwrap();
+        let k = ctx
+            .load_with::<dequant::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
         let key = k.variant().key;
         assert_eq!(k.variant().bindings[0].format, TensorFormat::I8);
         let fmt = k.variant().bindings[1].format;
@@ -342,7 +348,9 @@ fn gl_workgroup_size_is_the_specialized_size() {
     let n = 4 * 4096;
     let x = random(n, 12);
     for name in grid_stride::VARIANT_NAMES {
-        let k = ctx.load_with::<grid_stride::Kernel>(&LoadOptions::variant(name)).unwrap();
+        let k = ctx
+            .load_with::<grid_stride::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
         let key = k.variant().key;
         let fmt = k.variant().bindings[0].format;
         for local in [32u32, 64, 256] {
@@ -420,7 +428,9 @@ fn image_8_wide_and_one_channel_every_variant() {
         ]
     );
     for name in image_wide::VARIANT_NAMES {
-        let k = ctx.load_with::<image_wide::Kernel>(&LoadOptions::variant(name)).unwrap();
+        let k = ctx
+            .load_with::<image_wide::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
         let wide = [2 * w as u32, h as u32, 1];
@@ -499,7 +509,9 @@ fn optimized_spirv_matches_cpu_in_every_variant() {
     let x = random(n, 15);
     assert_eq!(axpb_optimized::VARIANTS.len(), 7);
     for name in axpb_optimized::VARIANT_NAMES {
-        let k = ctx.load_with::<axpb_optimized::Kernel>(&LoadOptions::variant(name)).unwrap();
+        let k = ctx
+            .load_with::<axpb_optimized::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
         let key = k.variant().key;
         // spirv-opt's output differs from what the reflection read, but it is still SPIR-V.
         assert_eq!(k.variant().spirv[0], 0x0723_0203);

@@ -180,7 +180,9 @@ fn setup(
     Tensor,
     Tensor,
 ) {
-    let k = ctx.load_with::<inc::Kernel>(&LoadOptions::variant(variant)).unwrap();
+    let k = ctx
+        .load_with::<inc::Kernel>(&LoadOptions::variant(variant))
+        .unwrap();
     let f = k.variant().bindings[0].format;
     let x = Tensor::from_f32(ctx, &[n4 * 4], f, &random(n4 * 4, 9)).unwrap();
     let y = Tensor::new(ctx, &[n4 * 4], f).unwrap();

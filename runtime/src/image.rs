@@ -2,10 +2,10 @@
 //! texels (r32f / rgba32f / r16f / rgba16f as the contract says), kept in GENERAL layout so one
 //! image can be sampled by one dispatch and stored by the next.
 
-use crate::device::{vkerr, Shared};
-use crate::Context;
 use crate::convert::{decode_f32, encode_f32};
+use crate::device::{vkerr, Shared};
 use crate::tensor::{create_buffer, free_buffer, Error};
+use crate::Context;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;

@@ -187,7 +187,14 @@ unsafe fn create_layouts(
     shared: &Shared,
     variant: &VariantInfo,
     push_range: u32,
-) -> Result<(vk::ShaderModule, vk::DescriptorSetLayout, vk::PipelineLayout), Error> {
+) -> Result<
+    (
+        vk::ShaderModule,
+        vk::DescriptorSetLayout,
+        vk::PipelineLayout,
+    ),
+    Error,
+> {
     let d = &shared.device;
     let code = vk::ShaderModuleCreateInfo::default().code(variant.spirv);
     // SAFETY: the words start with a SPIR-V header (the caller's contract).
@@ -350,7 +357,9 @@ impl<K: Kernel> LoadedKernel<K> {
         spec: &K::SpecConstants,
         desc: &PipelineDesc,
     ) -> Result<Pipeline<K>, Error> {
-        let local = desc.local_size.unwrap_or(K::INFO.local_size.map(|d| d.default));
+        let local = desc
+            .local_size
+            .unwrap_or(K::INFO.local_size.map(|d| d.default));
         self.check_desc(desc, local)?;
         let mut entries = spec.entries();
         for (d, dim) in K::INFO.local_size.iter().enumerate() {

@@ -4,9 +4,9 @@
 //! A `Tensor` is an `Arc`: command lists keep clones of what they bind, so memory the GPU may
 //! still read cannot be freed (the last clone frees it, after the list's work has finished).
 
+use crate::convert::{decode_f32, encode_f32};
 use crate::device::{vkerr, Shared};
 use crate::Context;
-use crate::convert::{decode_f32, encode_f32};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;

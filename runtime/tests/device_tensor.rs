@@ -1,13 +1,12 @@
 //! Device creation and report, device selection, tensors and images: round trips per format on
 //! both the mapped and the staged path, and their error paths. Validation on throughout.
 
-
-use vkprism_testkit::{assert_clean, ctx, ctx_with, quantize, random};
 use vkprism_runtime::context::Error as ContextError;
 use vkprism_runtime::tensor::Error as TensorError;
 use vkprism_runtime::{
     Context, ContextOptions, DeviceSelector, Error, Feature, Image, Tensor, TensorFormat,
 };
+use vkprism_testkit::{assert_clean, ctx, ctx_with, quantize, random};
 
 #[test]
 fn device_is_created_and_reported() {

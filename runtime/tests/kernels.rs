@@ -5,13 +5,13 @@
 mod fixtures;
 
 use fixtures::{scale, tiny, widen};
-use vkprism_testkit::{assert_clean, assert_close, ctx, quantize, random, tolerance};
 use vkprism_runtime::command::Error as CommandError;
 use vkprism_runtime::pipeline::Error as PipelineError;
 use vkprism_runtime::{
     select_variant, CommandList, Context, DeviceFeatures, Feature, FeatureSet, Image, LoadOptions,
     MemoryKind, NoPushConstants, Options, Tensor, TensorFormat,
 };
+use vkprism_testkit::{assert_clean, assert_close, ctx, quantize, random, tolerance};
 
 /// Runs `scale` in one variant on `n` random elements and checks it.
 fn check_scale_variant(ctx: &Context, name: &str, n: usize, seed: u64) {
@@ -222,7 +222,9 @@ fn missing_features_and_forbidding_options_are_named() {
 #[test]
 fn specialization_constants_and_workgroup_sizes_make_distinct_cached_pipelines() {
     let ctx = ctx();
-    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
+    let k = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .unwrap();
     let n = 1000usize;
     let x = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &random(n, 3)).unwrap();
     let push = scale::PushConstants {
@@ -276,7 +278,9 @@ fn specialization_constants_and_workgroup_sizes_make_distinct_cached_pipelines()
 #[test]
 fn dispatch_checks_bindings_sizes_and_limits() {
     let ctx = ctx();
-    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp16s")).unwrap();
+    let k = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant("fp16s"))
+        .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let push = scale::PushConstants {
         a: 1.0,
@@ -357,7 +361,9 @@ fn dispatch_checks_bindings_sizes_and_limits() {
         Err(CommandError::ForeignResource)
     ));
     // fp16 packed reads whole uints: an odd fp16 tensor can't be bound there.
-    let kp = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp16p")).unwrap();
+    let kp = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant("fp16p"))
+        .unwrap();
     let pp = kp.pipeline(&Default::default(), None).unwrap();
     let odd = Tensor::new(&ctx, &[63], TensorFormat::F16).unwrap();
     assert!(matches!(
@@ -436,7 +442,9 @@ fn lists_replay_with_barriers_only_where_needed_and_time_each_dispatch() {
 
     // Read after write across kernels: scale reads what tiny wrote, then tiny writes what scale
     // read (write after read): two barriers.
-    let ks = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
+    let ks = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .unwrap();
     let ps = ks.pipeline(&Default::default(), None).unwrap();
     let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
     let y = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
@@ -471,7 +479,9 @@ fn lists_keep_what_they_use_alive() {
     let mut list = CommandList::new(&ctx).unwrap();
     let x = {
         // The kernel, pipeline and input go out of scope; the list holds them.
-        let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
+        let k = ctx
+            .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+            .unwrap();
         let p = k.pipeline(&Default::default(), None).unwrap();
         let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
         let y = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
@@ -526,7 +536,9 @@ fn many_dispatches_span_several_descriptor_pools() {
 #[test]
 fn pipeline_cache_round_trips_and_rejects_bad_files() {
     let ctx = ctx();
-    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
+    let k = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .unwrap();
     k.pipeline(&Default::default(), None).unwrap();
     let dir = std::env::temp_dir().join(format!("vkprism-rt-cache-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -611,7 +623,9 @@ impl<'a> vkprism_runtime::Bindings<'a> for LiarBindings<'a> {
 #[test]
 fn push_constants_smaller_than_the_block_are_refused() {
     let ctx = ctx();
-    let k = ctx.load_with::<Liar>(&LoadOptions::variant("fp32")).unwrap();
+    let k = ctx
+        .load_with::<Liar>(&LoadOptions::variant("fp32"))
+        .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let t = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
     let mut list = CommandList::new(&ctx).unwrap();
@@ -643,7 +657,9 @@ fn push_constants_smaller_than_the_block_are_refused() {
             [(0, vkprism_runtime::Resource::Buffer(self.0))]
         }
     }
-    let ks = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
+    let ks = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .unwrap();
     let ps = ks.pipeline(&Default::default(), None).unwrap();
     let e = list
         .dispatch(&ps, &Half(&t), &scale::PushConstants::default(), [64, 1, 1])
@@ -697,7 +713,10 @@ fn a_variant_needing_a_missing_feature_is_skipped_and_named() {
         why.contains("fp16sa: needs") && why.contains("device lacks cooperativeMatrix"),
         "{why}"
     );
-    let e = ctx.load_with::<NeedsCoop>(&LoadOptions::variant("fp16sa")).err().unwrap();
+    let e = ctx
+        .load_with::<NeedsCoop>(&LoadOptions::variant("fp16sa"))
+        .err()
+        .unwrap();
     assert!(
         e.to_string().contains("device lacks cooperativeMatrix"),
         "{e}"
@@ -728,7 +747,9 @@ fn dispatches_over_the_group_count_limit_are_split_and_exact() {
     } else {
         4096
     };
-    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
+    let k = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .unwrap();
     let p = k.pipeline(&Default::default(), Some([1, 1, 1])).unwrap();
     let x = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &random(n, 5)).unwrap();
     let y = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &vec![f32::NAN; n]).unwrap();
@@ -774,7 +795,9 @@ fn dispatches_over_the_group_count_limit_are_split_and_exact() {
 #[test]
 fn contexts_tensors_and_lists_work_from_several_threads() {
     let ctx = ctx();
-    let k = ctx.load_with::<scale::Kernel>(&LoadOptions::variant("fp32")).unwrap();
+    let k = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     std::thread::scope(|s| {
         for t in 0..4u64 {

@@ -13,7 +13,9 @@ fn activations() {
     let n = 4 * 513;
     let x = random(n, 1, 0.05, 5.0);
     for name in activation::VARIANT_NAMES {
-        let k = ctx.load_with::<activation::Kernel>(&LoadOptions::variant(name)).unwrap();
+        let k = ctx
+            .load_with::<activation::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
         let xt = Tensor::from_f32(&ctx, &[n], f, &x).unwrap();
@@ -61,7 +63,9 @@ fn binary_ops() {
     let a = random(n, 2, 0.1, 4.0);
     let b = random(n, 3, 0.5, 4.0);
     for name in binary_op::VARIANT_NAMES {
-        let k = ctx.load_with::<binary_op::Kernel>(&LoadOptions::variant(name)).unwrap();
+        let k = ctx
+            .load_with::<binary_op::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
         let (at, bt) = (
@@ -309,7 +313,9 @@ fn conv2d_every_variant() {
         let bias = random(shape.outc, 23, 0.1, 1.0);
         let (oh, ow) = (shape.out_h(), shape.out_w());
         for name in conv2d::VARIANT_NAMES {
-            let k = ctx.load_with::<conv2d::Kernel>(&LoadOptions::variant(name)).unwrap();
+            let k = ctx
+                .load_with::<conv2d::Kernel>(&LoadOptions::variant(name))
+                .unwrap();
             let key = k.variant().key;
             let f = k.variant().bindings[0].format;
             let it = Tensor::from_f32(&ctx, &[shape.c, shape.h, shape.w], f, &input).unwrap();

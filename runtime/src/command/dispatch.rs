@@ -196,7 +196,12 @@ impl CommandList {
     }
 
     /// A buffer of `size` bytes must hold whole elements and fit the binding's range limit.
-    fn check_buffer_size(&self, info: &KernelInfo, b: &BindingInfo, size: u64) -> Result<(), Error> {
+    fn check_buffer_size(
+        &self,
+        info: &KernelInfo,
+        b: &BindingInfo,
+        size: u64,
+    ) -> Result<(), Error> {
         let stride = b.element.stride as u64;
         if stride > 0 && !size.is_multiple_of(stride) {
             return Err(Error::PartialElement {
@@ -408,9 +413,9 @@ impl CommandList {
                     ];
                     // SAFETY: the caller's contract; base + count stays within the grid.
                     unsafe {
-                        self.shared.device.cmd_dispatch_base(
-                            self.cmd, bx, by, bz, count[0], count[1], count[2],
-                        )
+                        self.shared
+                            .device
+                            .cmd_dispatch_base(self.cmd, bx, by, bz, count[0], count[1], count[2])
                     };
                 }
             }

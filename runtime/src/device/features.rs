@@ -163,9 +163,15 @@ impl PhysicalDeviceFeatures {
                 f(&mut self.storage16.uniform_and_storage_buffer16_bit_access)
             }
             Feature::ShaderFloat16 if v12 => f(&mut self.vulkan12_features.shader_float16),
-            Feature::ShaderFloat16 => self.float16_int8.iter_mut().for_each(|s| f(&mut s.shader_float16)),
+            Feature::ShaderFloat16 => self
+                .float16_int8
+                .iter_mut()
+                .for_each(|s| f(&mut s.shader_float16)),
             Feature::ShaderInt8 if v12 => f(&mut self.vulkan12_features.shader_int8),
-            Feature::ShaderInt8 => self.float16_int8.iter_mut().for_each(|s| f(&mut s.shader_int8)),
+            Feature::ShaderInt8 => self
+                .float16_int8
+                .iter_mut()
+                .for_each(|s| f(&mut s.shader_int8)),
             Feature::StorageBuffer8BitAccess if v12 => {
                 f(&mut self.vulkan12_features.storage_buffer8_bit_access)
             }
@@ -192,7 +198,8 @@ impl PhysicalDeviceFeatures {
             }
             Feature::CooperativeMatrix => {}
             // Not struct features: an extension's presence, and format properties.
-            Feature::ShaderBFloat16Type | Feature::ImageFormatsFp32 | Feature::ImageFormatsFp16 => {}
+            Feature::ShaderBFloat16Type | Feature::ImageFormatsFp32 | Feature::ImageFormatsFp16 => {
+            }
         }
     }
 

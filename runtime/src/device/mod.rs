@@ -19,16 +19,16 @@ mod physical;
 mod properties;
 mod shared;
 
-pub use error::Error;
 pub(crate) use error::vkerr;
+pub use error::Error;
 pub use physical::DeviceSelector;
 pub(crate) use shared::{lifecycle_lock, Shared};
 
 use ash::vk;
-use logical::Device;
 use features::PhysicalDeviceFeatures;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 use instance::Instance;
+use logical::Device;
 use std::mem::ManuallyDrop;
 use std::sync::{Mutex, RwLock};
 use vkprism_core::{CoopMatShapes, DeviceFeatures, Feature};

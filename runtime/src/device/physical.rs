@@ -126,8 +126,7 @@ pub(crate) unsafe fn compute_queue_family(
     forced: Option<usize>,
 ) -> Result<(u32, u32), Error> {
     // SAFETY: the caller guarantees the handle belongs to this live instance.
-    let families =
-        unsafe { instance.get_physical_device_queue_family_properties(device.handle) };
+    let families = unsafe { instance.get_physical_device_queue_family_properties(device.handle) };
     let (index, family) = families
         .iter()
         .enumerate()

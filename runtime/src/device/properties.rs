@@ -124,7 +124,10 @@ pub(crate) unsafe fn driver(
         c.map(|c| c.to_string_lossy().into_owned())
             .unwrap_or_default()
     };
-    (text(driver.driver_name_as_c_str()), text(driver.driver_info_as_c_str()))
+    (
+        text(driver.driver_name_as_c_str()),
+        text(driver.driver_info_as_c_str()),
+    )
 }
 
 /// Whether tensors can live in device-local memory the host maps (integrated GPUs, CPU

@@ -2,9 +2,9 @@
 //! pool, queue), what every other object holds an `Arc` of; submission, fence waits, one-shot
 //! transfers, and the process-wide lifecycle lock.
 
-use super::logical::Device;
 use super::error::{vkerr, Error};
 use super::instance::Instance;
+use super::logical::Device;
 use super::messenger::MessageLog;
 use ash::vk;
 use gpu_allocator::vulkan::Allocator;
@@ -69,7 +69,10 @@ impl Shared {
 
     /// Validation messages recorded so far, left in place.
     pub fn messages(&self) -> Vec<String> {
-        self.messages.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.messages
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     /// Records and submits a one-shot command buffer, and waits for it. `record` gets a
@@ -131,8 +134,17 @@ impl Shared {
         record(cmd);
         // SAFETY: as above; `record` only records into `cmd`.
         unsafe {
-            d.cmd_pipeline_barrier(cmd, stages, vk::PipelineStageFlags::HOST, none, &[host], &[], &[]);
-            d.end_command_buffer(cmd).map_err(vkerr("vkEndCommandBuffer"))?;
+            d.cmd_pipeline_barrier(
+                cmd,
+                stages,
+                vk::PipelineStageFlags::HOST,
+                none,
+                &[host],
+                &[],
+                &[],
+            );
+            d.end_command_buffer(cmd)
+                .map_err(vkerr("vkEndCommandBuffer"))?;
             self.submit_and_wait(cmd)
         }
     }
@@ -143,8 +155,11 @@ impl Shared {
     /// `cmd` must be a finished command buffer of this device whose resources are alive.
     pub unsafe fn submit_and_wait(&self, cmd: vk::CommandBuffer) -> Result<(), Error> {
         // SAFETY: a plain fence creation on this live device.
-        let fence = unsafe { self.device.create_fence(&vk::FenceCreateInfo::default(), None) }
-            .map_err(vkerr("vkCreateFence"))?;
+        let fence = unsafe {
+            self.device
+                .create_fence(&vk::FenceCreateInfo::default(), None)
+        }
+        .map_err(vkerr("vkCreateFence"))?;
         // SAFETY: the caller's contract for `cmd`; the fence is new and unsignalled.
         let r = unsafe { self.submit(cmd, fence) }.and_then(|_| self.wait(fence));
         // SAFETY: the wait finished or the submission failed, so the fence is unused, except
@@ -216,7 +231,10 @@ impl Drop for Shared {
             );
             self.device
                 .destroy_pipeline_cache(self.pipeline_cache, None);
-            let pool = self.transfer_pool.get_mut().unwrap_or_else(|e| e.into_inner());
+            let pool = self
+                .transfer_pool
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner());
             self.device.destroy_command_pool(*pool, None);
             ManuallyDrop::drop(&mut self.device);
             ManuallyDrop::drop(&mut self.instance);
