@@ -121,16 +121,40 @@ pub(crate) fn create_buffer(
         )
     }
     .map_err(vkerr("vkCreateBuffer"))?;
-    // SAFETY: `buffer` is live.
-    let requirements = unsafe { device.get_buffer_memory_requirements(buffer) };
-    let allocation = {
-        let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(alloc) = guard.as_mut() else {
+    let allocation = match allocate_memory(shared, buffer, size, location, name) {
+        Ok(a) => a,
+        Err(e) => {
             // SAFETY: the buffer was just made and nothing uses it.
             unsafe { device.destroy_buffer(buffer, None) };
-            return Err(Error::Allocation("allocator is gone".into()));
-        };
-        alloc.allocate(&AllocationCreateDesc {
+            return Err(e);
+        }
+    };
+    // SAFETY: the memory was allocated for this buffer's requirements and is unbound.
+    let bound =
+        unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) };
+    if let Err(e) = bound {
+        free_buffer(shared, buffer, Some(allocation));
+        return Err(vkerr("vkBindBufferMemory")(e).into());
+    }
+    Ok((buffer, allocation))
+}
+
+/// Memory for `buffer` (of `size` bytes) at `location`, not yet bound.
+fn allocate_memory(
+    shared: &Shared,
+    buffer: vk::Buffer,
+    size: u64,
+    location: MemoryLocation,
+    name: &str,
+) -> Result<Allocation, Error> {
+    // SAFETY: `buffer` is a live buffer of this device (the caller just made it).
+    let requirements = unsafe { shared.device.get_buffer_memory_requirements(buffer) };
+    let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(allocator) = guard.as_mut() else {
+        return Err(Error::Allocation("allocator is gone".into()));
+    };
+    allocator
+        .allocate(&AllocationCreateDesc {
             name,
             requirements,
             location,
@@ -143,23 +167,7 @@ pub(crate) fn create_buffer(
                 AllocationScheme::GpuAllocatorManaged
             },
         })
-    };
-    let allocation = match allocation {
-        Ok(a) => a,
-        Err(e) => {
-            // SAFETY: the buffer was just made and nothing uses it.
-            unsafe { device.destroy_buffer(buffer, None) };
-            return Err(Error::Allocation(e.to_string()));
-        }
-    };
-    // SAFETY: the memory was allocated for this buffer's requirements and is unbound.
-    let bound =
-        unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) };
-    if let Err(e) = bound {
-        free_buffer(shared, buffer, Some(allocation));
-        return Err(vkerr("vkBindBufferMemory")(e).into());
-    }
-    Ok((buffer, allocation))
+        .map_err(|e| Error::Allocation(e.to_string()))
 }
 
 /// Buffers at least this large get a dedicated allocation.

@@ -65,43 +65,77 @@ pub struct CommandList {
 /// Descriptor sets per descriptor pool (a list makes another pool when one runs out).
 const SETS_PER_POOL: u32 = 256;
 
+/// Descriptors per pool, by type: room for kernels of up to 8 storage buffers (or 2 uniform
+/// buffers, 4 sampled and 4 storage images) in every set; a pool short of one type is replaced
+/// early (`allocate_set`).
+const POOL_SIZES: [vk::DescriptorPoolSize; 4] = [
+    vk::DescriptorPoolSize {
+        ty: vk::DescriptorType::STORAGE_BUFFER,
+        descriptor_count: SETS_PER_POOL * 8,
+    },
+    vk::DescriptorPoolSize {
+        ty: vk::DescriptorType::UNIFORM_BUFFER,
+        descriptor_count: SETS_PER_POOL * 2,
+    },
+    vk::DescriptorPoolSize {
+        ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
+        descriptor_count: SETS_PER_POOL * 4,
+    },
+    vk::DescriptorPoolSize {
+        ty: vk::DescriptorType::STORAGE_IMAGE,
+        descriptor_count: SETS_PER_POOL * 4,
+    },
+];
+
+/// A descriptor pool for `SETS_PER_POOL` sets of `POOL_SIZES`.
+fn new_descriptor_pool(device: &ash::Device) -> Result<vk::DescriptorPool, Error> {
+    let info = vk::DescriptorPoolCreateInfo::default()
+        .max_sets(SETS_PER_POOL)
+        .pool_sizes(&POOL_SIZES);
+    // SAFETY: a plain creation on a live device; `info` points only at a static array.
+    unsafe { device.create_descriptor_pool(&info, None) }
+        .map_err(|e| vkerr("vkCreateDescriptorPool")(e).into())
+}
+
+/// A command pool of `shared`'s queue family, with one primary command buffer, and a fence.
+/// On an error nothing is left behind.
+fn create_command_objects(
+    shared: &Shared,
+) -> Result<(vk::CommandPool, vk::CommandBuffer, vk::Fence), Error> {
+    let d = &shared.device;
+    let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
+    // SAFETY: a plain creation on the live device, for the family its queue has.
+    let pool =
+        unsafe { d.create_command_pool(&pool_info, None) }.map_err(vkerr("vkCreateCommandPool"))?;
+    let buffer_info = vk::CommandBufferAllocateInfo::default()
+        .command_pool(pool)
+        .command_buffer_count(1);
+    // SAFETY: `pool` was just made on this device and only this thread has it.
+    let allocated = unsafe { d.allocate_command_buffers(&buffer_info) }
+        .map_err(vkerr("vkAllocateCommandBuffers"));
+    let fence = allocated.and_then(|c| {
+        // SAFETY: a plain creation on the live device.
+        unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
+            .map(|f| (c[0], f))
+            .map_err(vkerr("vkCreateFence"))
+    });
+    match fence {
+        Ok((cmd, fence)) => Ok((pool, cmd, fence)),
+        Err(e) => {
+            // SAFETY: the pool was just made and nothing from it is in use (freeing the pool
+            // frees its buffer).
+            unsafe { d.destroy_command_pool(pool, None) };
+            Err(e.into())
+        }
+    }
+}
+
 impl CommandList {
     /// An empty list, recording.
     pub fn new(ctx: &Context) -> Result<CommandList, Error> {
         let shared = ctx.shared.clone();
+        let (pool, cmd, fence) = create_command_objects(&shared)?;
         let d = &shared.device;
-        // SAFETY: a plain creation on the context's live device, for the family its queue has.
-        let pool = unsafe {
-            d.create_command_pool(
-                &vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family),
-                None,
-            )
-        }
-        .map_err(vkerr("vkCreateCommandPool"))?;
-        // SAFETY: `pool` was just made on this device and only this thread has it.
-        let cmd = match unsafe {
-            d.allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(pool)
-                    .command_buffer_count(1),
-            )
-        } {
-            Ok(c) => c[0],
-            Err(e) => {
-                // SAFETY: the pool was just made and nothing from it is in use.
-                unsafe { d.destroy_command_pool(pool, None) };
-                return Err(vkerr("vkAllocateCommandBuffers")(e).into());
-            }
-        };
-        // SAFETY: a plain creation on the live device.
-        let fence = match unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) } {
-            Ok(f) => f,
-            Err(e) => {
-                // SAFETY: the pool was just made and nothing from it is in use.
-                unsafe { d.destroy_command_pool(pool, None) };
-                return Err(vkerr("vkCreateFence")(e).into());
-            }
-        };
         let list = CommandList {
             shared: shared.clone(),
             pool,
@@ -189,42 +223,14 @@ impl CommandList {
         unsafe { self.record(pipeline, plan) }
     }
 
+    /// A descriptor set of `layout` from the list's current pool (a new pool when it is full).
     fn allocate_set(
         &mut self,
         layout: vk::DescriptorSetLayout,
     ) -> Result<vk::DescriptorSet, Error> {
         let d = &self.shared.device;
         if self.sets_left == 0 {
-            let sizes = [
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::STORAGE_BUFFER,
-                    descriptor_count: SETS_PER_POOL * 8,
-                },
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::UNIFORM_BUFFER,
-                    descriptor_count: SETS_PER_POOL * 2,
-                },
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::COMBINED_IMAGE_SAMPLER,
-                    descriptor_count: SETS_PER_POOL * 4,
-                },
-                vk::DescriptorPoolSize {
-                    ty: vk::DescriptorType::STORAGE_IMAGE,
-                    descriptor_count: SETS_PER_POOL * 4,
-                },
-            ];
-            // SAFETY: a plain creation on the list's live device; `sizes` lives until the call
-            // returns.
-            let pool = unsafe {
-                d.create_descriptor_pool(
-                    &vk::DescriptorPoolCreateInfo::default()
-                        .max_sets(SETS_PER_POOL)
-                        .pool_sizes(&sizes),
-                    None,
-                )
-            }
-            .map_err(vkerr("vkCreateDescriptorPool"))?;
-            self.descriptor_pools.push(pool);
+            self.descriptor_pools.push(new_descriptor_pool(d)?);
             self.sets_left = SETS_PER_POOL;
         }
         let pool = *self.descriptor_pools.last().expect("pushed above");

@@ -146,21 +146,12 @@ unsafe fn finish(
         allocation_sizes: Default::default(),
     })
     .map_err(|e| Error::Allocator(e.to_string()))?;
-    // SAFETY: a plain creation on the live device.
-    let pipeline_cache =
-        unsafe { device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }
-            .map_err(vkerr("vkCreatePipelineCache"))?;
-    let pool_info = vk::CommandPoolCreateInfo::default()
-        .queue_family_index(chosen.queue_family)
-        .flags(vk::CommandPoolCreateFlags::TRANSIENT);
-    // SAFETY: a plain creation on the live device, for a family it was created with.
-    let transfer_pool = match unsafe { device.create_command_pool(&pool_info, None) } {
-        Ok(p) => p,
+    let (pipeline_cache, transfer_pool) = match create_cache_and_pool(&device, chosen.queue_family)
+    {
+        Ok(objects) => objects,
         Err(e) => {
             drop(allocator);
-            // SAFETY: the cache was just made and nothing uses it.
-            unsafe { device.destroy_pipeline_cache(pipeline_cache, None) };
-            return Err(vkerr("vkCreateCommandPool")(e));
+            return Err(e);
         }
     };
     // SAFETY: the device was created with one queue of this family.
@@ -190,4 +181,28 @@ unsafe fn finish(
         transfer_pool: Mutex::new(transfer_pool),
         mapped_access: RwLock::new(()),
     })
+}
+
+/// The device's pipeline cache and transient command pool for one-shot transfers. On an error
+/// nothing is left behind.
+fn create_cache_and_pool(
+    device: &Device,
+    queue_family: u32,
+) -> Result<(vk::PipelineCache, vk::CommandPool), Error> {
+    // SAFETY: a plain creation on the live device.
+    let cache =
+        unsafe { device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }
+            .map_err(vkerr("vkCreatePipelineCache"))?;
+    let pool_info = vk::CommandPoolCreateInfo::default()
+        .queue_family_index(queue_family)
+        .flags(vk::CommandPoolCreateFlags::TRANSIENT);
+    // SAFETY: a plain creation on the live device, for a family it was created with.
+    match unsafe { device.create_command_pool(&pool_info, None) } {
+        Ok(pool) => Ok((cache, pool)),
+        Err(e) => {
+            // SAFETY: the cache was just made and nothing uses it.
+            unsafe { device.destroy_pipeline_cache(cache, None) };
+            Err(vkerr("vkCreateCommandPool")(e))
+        }
+    }
 }
