@@ -158,7 +158,9 @@ fn check(
             scale += p.abs();
         }
         let got = c[i * n + j] as f64;
-        if !((got - want).abs() <= tol * scale.max(1.0)) {
+        // Written as "not within": a NaN is not within, so it fails.
+        let within = (got - want).abs() <= tol * scale.max(1.0);
+        if !within {
             return Err(format!("{variant}: C[{i}][{j}] = {got}, want {want}"));
         }
     }
