@@ -2,24 +2,26 @@
 //! kernels.
 //!
 //! - [`Context`]: instance and device, features as data ([`DeviceFeatures`]), validation messages,
-//!   a report for people.
+//!   a report for people; every `Context` method is in [`context`].
 //! - [`select`]: [`Options`] and the load-time variant choice.
 //! - [`Tensor`] / [`Image`]: GPU memory with a format, converted on upload and download.
-//! - [`LoadedKernel`] / [`Pipeline`]: a kernel's chosen variant ([`Context::load`],
-//!   [`Context::load_with_options`] with a [`LoadOptions`]) and its pipelines, cached per
-//!   specialization values and workgroup size; the `VkPipelineCache` saved to disk with a
-//!   checked header and trailer.
+//! - [`LoadedKernel`] / [`Pipeline`]: a kernel's chosen variant ([`Context::load`], or
+//!   [`Context::load_with`] and a [`LoadOptions`]) and its pipelines, cached per specialization
+//!   values and workgroup size; the `VkPipelineCache` saved to disk with a checked header and
+//!   trailer.
 //! - [`CommandList`]: record once, replay with one submit, barriers only between dependent
 //!   dispatches, timestamps per dispatch; a dispatch over `maxComputeWorkGroupCount` is split
 //!   with `vkCmdDispatchBase` when the shader can't tell (it never reads `gl_NumWorkGroups`).
 //! - [`include_spirv!`]: SPIR-V files as `&'static [u32]` for hand-written [`KernelInfo`]s (the
 //!   runtime's own tests and benchmark use it; `compute_shader!` embeds its words itself).
+//! - [`Error`]: any error, sorted by what the caller can do (fix the call, recreate the context
+//!   after device loss, free memory, look at the system); each module has its own enum.
 //!
-//! Layers: the modules call ash directly inside small `unsafe` blocks whose invariants are local
-//! (handles owned by `Arc`ed objects, destroyed after `vkDeviceWaitIdle` or a fence wait); the
-//! public API is safe and checks everything the driver would otherwise trust. The escape hatches:
-//! `Tensor::raw_buffer` (safe to call; using the handle is where `unsafe` starts) and the
-//! `unsafe fn Context::raw` (the ash instance and device).
+//! Layers: `device/` is a thin `unsafe` layer over ash that takes plain parameters (no variant
+//! policy); [`context`] and the modules above it are the checked safe layer, which checks
+//! everything the driver would otherwise trust. Every `unsafe` block says why it is sound. The
+//! escape hatches: `Tensor::raw_buffer` (safe to call; using the handle is where `unsafe`
+//! starts) and the `unsafe fn Context::raw` (the ash instance and device).
 
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]

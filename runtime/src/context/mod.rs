@@ -1,6 +1,6 @@
-//! The checked safe layer over [`crate::device`]: [`Context`] resolves options and environment
-//! variables into plain parameters, opens the device, and is where every `Context` method
-//! lives (loading kernels, the pipeline cache and one-off runs delegate to their modules).
+//! The checked safe layer over the raw `device` layer: [`Context`] resolves options and
+//! environment variables into plain parameters, opens the device, and is where every `Context`
+//! method lives (loading kernels, the pipeline cache and one-off runs delegate to their modules).
 
 mod report;
 
