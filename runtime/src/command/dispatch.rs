@@ -17,8 +17,10 @@ const MAX_SPLIT: u64 = 1024;
 /// A dispatch checked by [`CommandList::plan`]: every binding of the variant with the resource
 /// given for it, the workgroup grid, and the push-constant bytes.
 pub(super) struct Plan<'r> {
-    /// The variant's bindings in order, each with its (checked) resource.
-    bound: Vec<(&'static BindingInfo, Resource<'r>)>,
+    /// The variant's bindings, in order.
+    bindings: &'static [BindingInfo],
+    /// The (checked) resource for each of `bindings`: all `Some` once planned.
+    resources: Vec<Option<Resource<'r>>>,
     /// Workgroups per dimension; each fits in u32 unless `split` is set.
     groups: [u64; 3],
     /// `Some(maxComputeWorkGroupCount)` when the grid is over it and is recorded as several
@@ -66,9 +68,10 @@ impl CommandList {
         {
             return Err(Error::TimestampsFull(self.query_capacity));
         }
-        let bound = self.bind(info, variant, bindings)?;
+        let resources = self.bind(info, variant, bindings)?;
         Ok(Plan {
-            bound,
+            bindings: variant.bindings,
+            resources,
             groups,
             split,
             push,
@@ -107,23 +110,22 @@ impl CommandList {
         })
     }
 
-    /// Pairs every binding of `variant` with the resource given for it (one pass over the
-    /// given resources; the first given for a binding number wins) and checks each pair, in
-    /// binding order.
+    /// Finds the resource given for every binding of `variant` (one pass over the given
+    /// resources; the first given for a binding number wins) and checks each, in binding order.
+    /// The one allocation of a plan: a slot per binding.
     fn bind<'a, B: Bindings<'a>>(
         &self,
         info: &KernelInfo,
         variant: &'static VariantInfo,
         bindings: &B,
-    ) -> Result<Vec<(&'static BindingInfo, Resource<'a>)>, Error> {
+    ) -> Result<Vec<Option<Resource<'a>>>, Error> {
         let mut given: Vec<Option<Resource<'a>>> = vec![None; variant.bindings.len()];
         for (number, resource) in bindings.resources() {
             if let Some(i) = variant.bindings.iter().position(|b| b.binding == number) {
                 given[i].get_or_insert(resource);
             }
         }
-        let mut bound = Vec::with_capacity(given.len());
-        for (b, resource) in variant.bindings.iter().zip(given) {
+        for (b, resource) in variant.bindings.iter().zip(&given) {
             let Some(resource) = resource else {
                 return Err(Error::MissingBinding {
                     kernel: info.name,
@@ -132,10 +134,9 @@ impl CommandList {
                     name: b.name,
                 });
             };
-            self.check_binding(info, variant, b, resource)?;
-            bound.push((b, resource));
+            self.check_binding(info, variant, b, *resource)?;
         }
-        Ok(bound)
+        Ok(given)
     }
 
     /// Checks one resource against its binding: same device, kind, format, size, dimensions.
@@ -248,27 +249,26 @@ impl CommandList {
         let set = self.allocate_set(kernel.set_layout)?;
         // SAFETY: `set` is fresh from this list's pool with the kernel's layout, and `plan`
         // pairs exactly that layout's bindings with live resources of this device.
-        unsafe { self.write_descriptors(set, &plan.bound) };
-        let uses: Vec<ResId> = plan.bound.iter().map(|(_, r)| ResId::of(*r)).collect();
-        let writes: Vec<ResId> = plan
-            .bound
-            .iter()
-            .filter(|(b, _)| b.access.writes())
-            .map(|(_, r)| ResId::of(*r))
-            .collect();
+        unsafe { self.write_descriptors(set, &plan) };
+        let id = |(_, r): (&BindingInfo, Resource<'_>)| ResId::of(r);
+        let writes = |(b, _): &(&BindingInfo, Resource<'_>)| b.access.writes();
         // A barrier when this dispatch reads or writes what an earlier one wrote (RAW, WAW), or
         // writes what an earlier one read (WAR).
-        if uses.iter().any(|u| self.written.contains(u))
-            || writes.iter().any(|w| self.read.contains(w))
+        if plan.bound().map(id).any(|u| self.written.contains(&u))
+            || plan
+                .bound()
+                .filter(writes)
+                .map(id)
+                .any(|w| self.read.contains(&w))
         {
             // SAFETY: the list is recording (every `CommandList` is until `finish`).
             unsafe { self.record_barrier() };
         }
         // SAFETY: the plan's trust (the caller's contract) plus the set written above.
         unsafe { self.record_dispatch(kernel, pipeline.pipeline, set, &plan) };
-        self.written.extend(writes);
-        self.read.extend(uses);
-        for (_, resource) in &plan.bound {
+        self.written.extend(plan.bound().filter(writes).map(id));
+        self.read.extend(plan.bound().map(id));
+        for (_, resource) in plan.bound() {
             self.keep.push(match resource {
                 Resource::Buffer(t) => t.inner.clone(),
                 Resource::Image(i) => i.inner.clone(),
@@ -279,52 +279,28 @@ impl CommandList {
         Ok(())
     }
 
-    /// Points `set`'s descriptors at the bound resources (whole buffers; images in GENERAL).
+    /// Points `set`'s descriptors at the plan's resources (whole buffers; images in GENERAL).
     ///
     /// # Safety
-    /// `set` was allocated with the layout `bound` was checked against, is not in use by the
+    /// `set` was allocated with the layout the plan was checked against, is not in use by the
     /// GPU, and every resource belongs to this device.
-    unsafe fn write_descriptors(
-        &self,
-        set: vk::DescriptorSet,
-        bound: &[(&'static BindingInfo, Resource<'_>)],
-    ) {
-        let mut buffers = Vec::with_capacity(bound.len());
-        let mut images = Vec::with_capacity(bound.len());
-        for (b, resource) in bound {
-            match resource {
-                Resource::Buffer(t) => buffers.push((
-                    *b,
-                    [vk::DescriptorBufferInfo {
-                        buffer: t.inner.buffer,
-                        offset: 0,
-                        range: vk::WHOLE_SIZE,
-                    }],
-                )),
-                Resource::Image(im) => images.push((
-                    *b,
-                    [vk::DescriptorImageInfo {
-                        sampler: if b.kind == BindingKind::SampledImage {
-                            im.inner.sampler
-                        } else {
-                            vk::Sampler::null()
-                        },
-                        image_view: im.inner.view,
-                        image_layout: vk::ImageLayout::GENERAL,
-                    }],
-                )),
-            }
-        }
-        let write = |b: &BindingInfo| {
-            vk::WriteDescriptorSet::default()
-                .dst_set(set)
-                .dst_binding(b.binding)
-                .descriptor_type(descriptor_type(b.kind))
-        };
-        let writes: Vec<vk::WriteDescriptorSet> = buffers
+    unsafe fn write_descriptors(&self, set: vk::DescriptorSet, plan: &Plan<'_>) {
+        let infos: Vec<(&BindingInfo, DescriptorInfo)> = plan
+            .bound()
+            .map(|(b, resource)| (b, DescriptorInfo::new(b, resource)))
+            .collect();
+        let writes: Vec<vk::WriteDescriptorSet> = infos
             .iter()
-            .map(|(b, info)| write(b).buffer_info(info))
-            .chain(images.iter().map(|(b, info)| write(b).image_info(info)))
+            .map(|(b, info)| {
+                let write = vk::WriteDescriptorSet::default()
+                    .dst_set(set)
+                    .dst_binding(b.binding)
+                    .descriptor_type(descriptor_type(b.kind));
+                match info {
+                    DescriptorInfo::Buffer(i) => write.buffer_info(i),
+                    DescriptorInfo::Image(i) => write.image_info(i),
+                }
+            })
             .collect();
         // SAFETY: the caller's contract; the infos live until the call returns.
         unsafe { self.shared.device.update_descriptor_sets(&writes, &[]) };
@@ -419,6 +395,45 @@ impl CommandList {
                     };
                 }
             }
+        }
+    }
+}
+
+impl<'r> Plan<'r> {
+    /// Every binding with its resource, in binding order.
+    fn bound(&self) -> impl Iterator<Item = (&'static BindingInfo, Resource<'r>)> + '_ {
+        // After `plan`, every slot is `Some`: flattening drops nothing, so the pairs line up.
+        self.bindings
+            .iter()
+            .zip(self.resources.iter().flatten().copied())
+    }
+}
+
+/// What one descriptor points at (one-element arrays: what `vk::WriteDescriptorSet` takes).
+enum DescriptorInfo {
+    Buffer([vk::DescriptorBufferInfo; 1]),
+    Image([vk::DescriptorImageInfo; 1]),
+}
+
+impl DescriptorInfo {
+    /// The whole buffer, or the image's view (with its sampler for a sampled binding) in
+    /// GENERAL layout.
+    fn new(b: &BindingInfo, resource: Resource<'_>) -> DescriptorInfo {
+        match resource {
+            Resource::Buffer(t) => DescriptorInfo::Buffer([vk::DescriptorBufferInfo {
+                buffer: t.inner.buffer,
+                offset: 0,
+                range: vk::WHOLE_SIZE,
+            }]),
+            Resource::Image(im) => DescriptorInfo::Image([vk::DescriptorImageInfo {
+                sampler: if b.kind == BindingKind::SampledImage {
+                    im.inner.sampler
+                } else {
+                    vk::Sampler::null()
+                },
+                image_view: im.inner.view,
+                image_layout: vk::ImageLayout::GENERAL,
+            }]),
         }
     }
 }
