@@ -671,13 +671,16 @@ fn push_constants_smaller_than_the_block_are_refused() {
     assert_clean(&ctx);
 }
 
-/// `scale` with its fp16sa variant claiming to need cooperative matrices (which lavapipe lacks):
+/// `scale` with its fp16sa variant keyed as a cooperative-matrix one (`fp16sa_cm`: it needs
+/// `cooperativeMatrix`, which lavapipe lacks; its SPIR-V never loads here):
 /// the choice falls back, and forcing it names the missing feature.
 struct NeedsCoop;
 static COOP_VARIANTS: [vkprism_runtime::VariantInfo; 2] = [
-    fixtures::variant_needing(
-        scale::VARIANTS[4].key,
-        FeatureSet::from_slice(&[Feature::CooperativeMatrix]),
+    fixtures::variant(
+        vkprism_runtime::VariantKey {
+            coopmat: Some(true),
+            ..scale::VARIANTS[4].key
+        },
         scale::VARIANTS[4].spirv,
         scale::VARIANTS[4].bindings,
     ),
@@ -704,17 +707,17 @@ impl vkprism_runtime::Kernel for NeedsCoop {
 fn a_variant_needing_a_missing_feature_is_skipped_and_named() {
     let ctx = ctx();
     if ctx.features().supports(Feature::CooperativeMatrix) {
-        return; // a GPU that has them runs fp16sa: nothing to check here
+        return; // a GPU that has them runs fp16sa_cm: nothing to check here
     }
     let k = ctx.load::<NeedsCoop>().unwrap();
     assert_eq!(k.variant().key.name(), "fp32");
     let why = k.selection().to_string();
     assert!(
-        why.contains("fp16sa: needs") && why.contains("device lacks cooperativeMatrix"),
+        why.contains("fp16sa_cm: needs") && why.contains("device lacks cooperativeMatrix"),
         "{why}"
     );
     let e = ctx
-        .load_with::<NeedsCoop>(&LoadOptions::variant("fp16sa"))
+        .load_with::<NeedsCoop>(&LoadOptions::variant("fp16sa_cm"))
         .err()
         .unwrap();
     assert!(
@@ -731,7 +734,7 @@ fn a_variant_needing_a_missing_feature_is_skipped_and_named() {
     let text = e.to_string();
     assert!(
         text.contains("kernel `coop_only` has no variant")
-            && text.contains("fp16sa: needs storageBuffer16BitAccess, shaderFloat16, cooperativeMatrix; device lacks cooperativeMatrix"),
+            && text.contains("fp16sa_cm: needs storageBuffer16BitAccess, shaderFloat16, cooperativeMatrix; device lacks cooperativeMatrix"),
         "{text}"
     );
     assert_clean(&ctx);
