@@ -66,7 +66,7 @@ fn one(
     let ct = Tensor::new(ctx, &[m, n], f)?;
     let coopmat = kernel.variant().key.coopmat == Some(true);
     let spec = gemm::SpecConstants {
-        BK: step_depth(coopmat),
+        BK: step_depth(),
         subgroup_size: ctx.features().limits.subgroup_size as i32,
         ..Default::default()
     };
@@ -113,26 +113,22 @@ fn selected(variant: &str) -> bool {
         .map_or(true, |list| list.split(',').any(|v| v == variant))
 }
 
-/// The workgroup: `gemm_local_size`, or `VKPRISM_BENCH_LOCAL=XxY` for cooperative-matrix variants,
-/// to compare tile shapes.
+/// The workgroup: `gemm_local_size`, or `VKPRISM_BENCH_LOCAL=XxY`, to compare tile shapes.
 fn workgroup(key: &vkprism::VariantKey) -> [u32; 2] {
     let forced = std::env::var("VKPRISM_BENCH_LOCAL").ok().and_then(|v| {
         let (x, y) = v.split_once('x')?;
         Some([x.parse().ok()?, y.parse().ok()?])
     });
-    match forced {
-        Some(l) if key.coopmat == Some(true) => l,
-        _ => gemm_local_size(key),
-    }
+    forced.unwrap_or_else(|| gemm_local_size(key))
 }
 
-/// The step depth: 16 (the kernel's default) without cooperative matrices, 32 with (two 16-deep
-/// fragment products per barrier pair); `VKPRISM_BENCH_BK` overrides both, to compare.
-fn step_depth(coopmat: bool) -> i32 {
+/// The step depth: the kernel's default (16; 32 measured slower with cooperative matrices on the
+/// H100), or `VKPRISM_BENCH_BK`, to compare.
+fn step_depth() -> i32 {
     std::env::var("VKPRISM_BENCH_BK")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(if coopmat { 32 } else { 16 })
+        .unwrap_or(16)
 }
 
 /// Checks 97 sampled elements against an f64 dot product of the inputs the GPU saw, with an

@@ -112,18 +112,51 @@ vec4 bt_col4(int n, int k)
 }
 
 #if NCNN_shader_local_memory || NCNN_cooperative_matrix
-// Load l of a step at depth k0: 4 consecutive k of one row of A (or 4 consecutive m of one k).
-vec4 step_a(int l, int m0, int k0)
+#if (NCNN_fp16_storage && !NCNN_fp16_arithmetic && !NCNN_cooperative_matrix) || NCNN_bf16_storage
+// 16-bit storage without 16-bit arithmetic types: a 16-bit value can't live in a register, so a
+// quad is converted as it is loaded.
+#define rawvec4 vec4
+#define load_raw(buf, i) vec4(buffer_ld4(buf, i))
+#else
+#define rawvec4 sfpvec4
+#define load_raw(buf, i) buf[i]
+#endif
+
+// Load l of a step at depth k0, as stored (converted only when staged, so the load's latency
+// overlaps this step's arithmetic), zero outside: 4 consecutive k of one row of A, or 4
+// consecutive m of one k when A is transposed.
+rawvec4 raw_a(int l, int m0, int k0)
 {
-    if (transpose_a == 1) return at_col4(k0 + l / (BM / 4), m0 + (l % (BM / 4)) * 4);
-    return a_row4(m0 + l / (STEP / 4), k0 + (l % (STEP / 4)) * 4);
+    if (transpose_a == 1) {
+        const int k = k0 + l / (BM / 4), m = m0 + (l % (BM / 4)) * 4;
+        return m < p.M && k < p.K ? load_raw(a_data, k * (p.M / 4) + m / 4) : rawvec4(0);
+    }
+    const int m = m0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
+    return m < p.M && k < p.K ? load_raw(a_data, m * (p.K / 4) + k / 4) : rawvec4(0);
 }
 
-// Load l of a step at depth k0: 4 consecutive n of one k of B (or 4 consecutive k of one n).
-vec4 step_b(int l, int n0, int k0)
+// Load l of a step of B, as stored: 4 consecutive n of one k, or 4 consecutive k of one n when B
+// is transposed.
+rawvec4 raw_b(int l, int n0, int k0)
 {
-    if (transpose_b == 1) return bt_col4(n0 + l / (STEP / 4), k0 + (l % (STEP / 4)) * 4);
-    return b_row4(k0 + l / (BN / 4), n0 + (l % (BN / 4)) * 4);
+    if (transpose_b == 1) {
+        const int n = n0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
+        return n < p.N && k < p.K ? load_raw(b_data, n * (p.K / 4) + k / 4) : rawvec4(0);
+    }
+    const int k = k0 + l / (BN / 4), n = n0 + (l % (BN / 4)) * 4;
+    return n < p.N && k < p.K ? load_raw(b_data, k * (p.N / 4) + n / 4) : rawvec4(0);
+}
+
+// A loaded quad as fp32 (packed halves and bf16 keep element 0 in the low 16 bits).
+vec4 to_f32(rawvec4 v)
+{
+#if NCNN_fp16_packed
+    return vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
+#elif NCNN_bf16_packed
+    return uintBitsToFloat(uvec4(v.x << 16, v.x & 0xffff0000u, v.y << 16, v.y & 0xffff0000u));
+#else
+    return vec4(v);
+#endif
 }
 #endif
 
@@ -143,33 +176,13 @@ f16vec4 raw4(uvec2 v) { return f16vec4(unpackFloat2x16(v.x), unpackFloat2x16(v.y
 f16vec4 raw4(f16vec4 v) { return v; }
 #endif
 
-// Load l of a step at depth k0, as stored (no conversion), zero outside: 4 consecutive k of one
-// row of A, or 4 consecutive m of one k when transposed.
-f16vec4 raw_a(int l, int m0, int k0)
-{
-    if (transpose_a == 1) {
-        const int k = k0 + l / (BM / 4), m = m0 + (l % (BM / 4)) * 4;
-        return m < p.M && k < p.K ? raw4(a_data[k * (p.M / 4) + m / 4]) : f16vec4(0);
-    }
-    const int m = m0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
-    return m < p.M && k < p.K ? raw4(a_data[m * (p.K / 4) + k / 4]) : f16vec4(0);
-}
-
-// Load l of a step at depth k0 of B, as stored: 4 consecutive n of one k, or 4 consecutive k of
-// one n when transposed.
-f16vec4 raw_b(int l, int n0, int k0)
-{
-    if (transpose_b == 1) {
-        const int n = n0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
-        return n < p.N && k < p.K ? raw4(b_data[n * (p.K / 4) + k / 4]) : f16vec4(0);
-    }
-    const int k = k0 + l / (BN / 4), n = n0 + (l % (BN / 4)) * 4;
-    return n < p.N && k < p.K ? raw4(b_data[k * (p.N / 4) + n / 4]) : f16vec4(0);
-}
-
 // Moves this invocation's prefetched quads of one step into the tiles.
-void stage_fp16(int tid, f16vec4 next_a[A_LOADS], f16vec4 next_b[B_LOADS])
+void stage_fp16(int tid, rawvec4 next_a_raw[A_LOADS], rawvec4 next_b_raw[B_LOADS])
 {
+    f16vec4 next_a[A_LOADS];
+    f16vec4 next_b[B_LOADS];
+    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw4(next_a_raw[i]);
+    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw4(next_b_raw[i]);
     [[unroll]] for (int i = 0; i < A_LOADS; i++) {
         const int l = tid + i * THREADS;
         if (l >= BM * STEP / 4) break;
@@ -207,8 +220,8 @@ void main()
     [[unroll]] for (int i = 0; i < FM * FN; i++) {
         acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
     }
-    f16vec4 next_a[A_LOADS];
-    f16vec4 next_b[B_LOADS];
+    rawvec4 next_a[A_LOADS];
+    rawvec4 next_b[B_LOADS];
     [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, 0);
     [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, 0);
 
@@ -269,34 +282,36 @@ void main()
 
 #if NCNN_shader_local_memory
     // The vec4 this invocation moves for A (and B) in one step: (row, k) or (k, column) in the tile.
-    vec4 next_a[A_LOADS];
-    vec4 next_b[B_LOADS];
-    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, 0);
-    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, 0);
+    rawvec4 next_a[A_LOADS];
+    rawvec4 next_b[B_LOADS];
+    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, 0);
+    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, 0);
 
     for (int k0 = 0; k0 < p.K; k0 += STEP) {
         barrier();
         [[unroll]] for (int i = 0; i < A_LOADS; i++) {
             const int l = tid + i * THREADS;
             if (l < BM * STEP / 4) {
+                const vec4 v = to_f32(next_a[i]);
                 if (transpose_a == 1) {
-                    tile_a[l / (BM / 4)][l % (BM / 4)] = next_a[i];
+                    tile_a[l / (BM / 4)][l % (BM / 4)] = v;
                 } else {
                     const int m = l / (STEP / 4);
                     const int k = (l % (STEP / 4)) * 4;
-                    [[unroll]] for (int j = 0; j < 4; j++) tile_a[k + j][m / 4][m % 4] = next_a[i][j];
+                    [[unroll]] for (int j = 0; j < 4; j++) tile_a[k + j][m / 4][m % 4] = v[j];
                 }
             }
         }
         [[unroll]] for (int i = 0; i < B_LOADS; i++) {
             const int l = tid + i * THREADS;
             if (l < BN * STEP / 4) {
+                const vec4 v = to_f32(next_b[i]);
                 if (transpose_b == 1) {
                     const int n = l / (STEP / 4);
                     const int k = (l % (STEP / 4)) * 4;
-                    [[unroll]] for (int j = 0; j < 4; j++) tile_b[k + j][n / 4][n % 4] = next_b[i][j];
+                    [[unroll]] for (int j = 0; j < 4; j++) tile_b[k + j][n / 4][n % 4] = v[j];
                 } else {
-                    tile_b[l / (BN / 4)][l % (BN / 4)] = next_b[i];
+                    tile_b[l / (BN / 4)][l % (BN / 4)] = v;
                 }
             }
         }
@@ -305,8 +320,8 @@ void main()
         // Issue the next step's global loads now; they land while this step's FMAs run.
         const int k1 = k0 + STEP;
         if (k1 < p.K) {
-            [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = step_a(tid + i * THREADS, m0, k1);
-            [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = step_b(tid + i * THREADS, n0, k1);
+            [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, k1);
+            [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, k1);
         }
 
         [[unroll]] for (int k = 0; k < STEP; k++) {
