@@ -3,7 +3,7 @@
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
-use vkprism_shaders::{gemm, gemm_invocations, gemm_local_size};
+use vkprism_shaders::{gemm, gemm_invocations, gemm_local_size_for};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
 const SHAPES: [(usize, usize, usize); 4] = [
@@ -70,7 +70,7 @@ fn one(
         subgroup_size: ctx.features().limits.subgroup_size as i32,
         ..Default::default()
     };
-    let local = workgroup(&kernel.variant().key);
+    let local = workgroup(&kernel.variant().key, m, n);
     let pipe = kernel.pipeline(&spec, Some([local[0], local[1], 1]))?;
     let mut list = CommandList::with_total_timing(ctx)?;
     let push = gemm::PushConstants {
@@ -113,13 +113,13 @@ fn selected(variant: &str) -> bool {
         .map_or(true, |list| list.split(',').any(|v| v == variant))
 }
 
-/// The workgroup: `gemm_local_size`, or `VKPRISM_BENCH_LOCAL=XxY`, to compare tile shapes.
-fn workgroup(key: &vkprism::VariantKey) -> [u32; 2] {
+/// The workgroup: `gemm_local_size_for`, or `VKPRISM_BENCH_LOCAL=XxY`, to compare tile shapes.
+fn workgroup(key: &vkprism::VariantKey, m: usize, n: usize) -> [u32; 2] {
     let forced = std::env::var("VKPRISM_BENCH_LOCAL").ok().and_then(|v| {
         let (x, y) = v.split_once('x')?;
         Some([x.parse().ok()?, y.parse().ok()?])
     });
-    forced.unwrap_or_else(|| gemm_local_size(key))
+    forced.unwrap_or_else(|| gemm_local_size_for(key, m, n))
 }
 
 /// The step depth: the kernel's default (16; 32 measured slower with cooperative matrices on the

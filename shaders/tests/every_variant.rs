@@ -249,7 +249,8 @@ fn gemm_every_variant() {
                 slope: 0.0,
             },
             bias: true,
-            local: [16, 16],
+            // The small-grid workgroup of gemm_local_size_for.
+            local: [8, 8],
             cm_local: [32, 8],
             bk: 16,
             cm_bk: 32,
