@@ -73,12 +73,8 @@ const int FN = BN / WARPS_N / 16;
 // STEP×BN, rows padded by 16 bytes against bank conflicts of the fragment loads.
 const int A_STRIDE4 = STEP / 4 + 2;
 const int B_STRIDE4 = BN / 4 + 2;
-// Two of each: a step's fragments are read from one while the next step is staged into the other,
-// so a step needs one barrier.
-const int A_TILE4 = BM * A_STRIDE4;
-const int B_TILE4 = STEP * B_STRIDE4;
-shared f16vec4 cm_a[2 * A_TILE4];
-shared f16vec4 cm_b[2 * B_TILE4];
+shared f16vec4 cm_a[BM * A_STRIDE4];
+shared f16vec4 cm_b[STEP * B_STRIDE4];
 shared float cm_c[WARPS * 256];
 #endif
 #if NCNN_shader_local_memory || NCNN_cooperative_matrix
@@ -181,9 +177,8 @@ f16vec4 raw4(f16vec4 v) { return v; }
 #endif
 
 // Moves this invocation's prefetched quads of one step into the tiles.
-void stage_fp16(int tid, int buf, rawvec4 next_a_raw[A_LOADS], rawvec4 next_b_raw[B_LOADS])
+void stage_fp16(int tid, rawvec4 next_a_raw[A_LOADS], rawvec4 next_b_raw[B_LOADS])
 {
-    const int a0 = buf * A_TILE4, b0 = buf * B_TILE4;
     f16vec4 next_a[A_LOADS];
     f16vec4 next_b[B_LOADS];
     [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw4(next_a_raw[i]);
@@ -193,9 +188,9 @@ void stage_fp16(int tid, int buf, rawvec4 next_a_raw[A_LOADS], rawvec4 next_b_ra
         if (l >= BM * STEP / 4) break;
         if (transpose_a == 1) {
             const int k = l / (BM / 4), m = (l % (BM / 4)) * 4;
-            [[unroll]] for (int j = 0; j < 4; j++) cm_a[a0 + (m + j) * A_STRIDE4 + k / 4][k % 4] = next_a[i][j];
+            [[unroll]] for (int j = 0; j < 4; j++) cm_a[(m + j) * A_STRIDE4 + k / 4][k % 4] = next_a[i][j];
         } else {
-            cm_a[a0 + (l / (STEP / 4)) * A_STRIDE4 + l % (STEP / 4)] = next_a[i];
+            cm_a[(l / (STEP / 4)) * A_STRIDE4 + l % (STEP / 4)] = next_a[i];
         }
     }
     [[unroll]] for (int i = 0; i < B_LOADS; i++) {
@@ -203,9 +198,9 @@ void stage_fp16(int tid, int buf, rawvec4 next_a_raw[A_LOADS], rawvec4 next_b_ra
         if (l >= BN * STEP / 4) break;
         if (transpose_b == 1) {
             const int n = l / (STEP / 4), k = (l % (STEP / 4)) * 4;
-            [[unroll]] for (int j = 0; j < 4; j++) cm_b[b0 + (k + j) * B_STRIDE4 + n / 4][n % 4] = next_b[i][j];
+            [[unroll]] for (int j = 0; j < 4; j++) cm_b[(k + j) * B_STRIDE4 + n / 4][n % 4] = next_b[i][j];
         } else {
-            cm_b[b0 + (l / (BN / 4)) * B_STRIDE4 + l % (BN / 4)] = next_b[i];
+            cm_b[(l / (BN / 4)) * B_STRIDE4 + l % (BN / 4)] = next_b[i];
         }
     }
 }
@@ -230,40 +225,28 @@ void main()
     [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, 0);
     [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, 0);
 
-    stage_fp16(tid, 0, next_a, next_b);
-    if (STEP < p.K) {
-        [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, STEP);
-        [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, STEP);
-    }
-    barrier();
-    int buf = 0;
     for (int k0 = 0; k0 < p.K; k0 += STEP) {
-        const int a0 = buf * A_TILE4, b0 = buf * B_TILE4;
+        barrier();
+        stage_fp16(tid, next_a, next_b);
+        barrier();
+        const int k1 = k0 + STEP;
+        if (k1 < p.K) {
+            [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, k1);
+            [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, k1);
+        }
         [[unroll]] for (int k = 0; k < STEP; k += 16) {
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[FM];
             [[unroll]] for (int i = 0; i < FM; i++) {
-                coopMatLoad(fa[i], cm_a, a0 + (wm + i * 16) * A_STRIDE4 + k / 4, A_STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(fa[i], cm_a, (wm + i * 16) * A_STRIDE4 + k / 4, A_STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
             }
             [[unroll]] for (int j = 0; j < FN; j++) {
                 coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb;
-                coopMatLoad(fb, cm_b, b0 + k * B_STRIDE4 + (wn + j * 16) / 4, B_STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(fb, cm_b, k * B_STRIDE4 + (wn + j * 16) / 4, B_STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
                 [[unroll]] for (int i = 0; i < FM; i++) {
                     acc[i * FN + j] = coopMatMulAdd(fa[i], fb, acc[i * FN + j]);
                 }
             }
         }
-        // Nobody reads the other buffer now (everyone passed the last barrier after using it).
-        const int k1 = k0 + STEP;
-        if (k1 < p.K) {
-            stage_fp16(tid, buf ^ 1, next_a, next_b);
-            const int k2 = k1 + STEP;
-            if (k2 < p.K) {
-                [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, k2);
-                [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, k2);
-            }
-        }
-        barrier();
-        buf ^= 1;
     }
 
     // Each 16×16 accumulator through this subgroup's scratch: 64 vec4s, spread over its lanes.
