@@ -6,7 +6,8 @@
 //! - [`binary_op`]: element-wise add, sub, mul, div, max, min of two tensors;
 //! - [`gemm`]: C = act(alpha · op(A) · op(B) + bias), register-tiled, staged through shared memory
 //!   where `NCNN_shader_local_memory` is on;
-//! - [`conv2d`]: direct 2D convolution with bias, stride and zero padding, CHW layout.
+//! - [`conv2d`]: direct 2D convolution with bias, stride and zero padding, CHW layout;
+//! - [`conv2d_nhwc`]: 2D convolution as an implicit GEMM, channels-last, every GEMM variant.
 
 vkprism::compute_shader! {
     /// y = f(x) over vec4s; `op` (constant 0): 0 relu, 1 leaky relu (slope `alpha`), 2 sigmoid,
@@ -90,6 +91,78 @@ vkprism::compute_shader! {
     ],
 }
 
+vkprism::compute_shader! {
+    /// 2D convolution as an implicit GEMM, channels-last (NHWC input and output, weights
+    /// `[kh][kw][c][outc]`, bias per output channel), with the GEMM's tiles, variants, bias and
+    /// activation: `out = act(alpha · conv(in, w) + bias)`. `c` and `outc` must be multiples of
+    /// 4. Push constants: the GEMM's `M = batch·outh·outw`, `N = outc`, `K = kh·kw·c`, `alpha`,
+    /// `slope`, then `h, w, c, outh, outw, kh, kw, stride, pad` ([`Conv2dShape::push`] fills
+    /// them). Dispatch and workgroups as for [`gemm`].
+    pub mod conv2d_nhwc,
+    path: "conv2d_nhwc.comp",
+    variants: [
+        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_nocm, bf16s_nolm_nocm,
+        fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
+        fp16s_lm_cm, fp16s_lm_nocm, fp16s_nolm_nocm, fp16sa_lm_cm, fp16sa_lm_nocm, fp16sa_nolm_nocm,
+    ],
+}
+
+/// The shape of a channels-last convolution for [`conv2d_nhwc`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Conv2dShape {
+    pub batch: usize,
+    pub h: usize,
+    pub w: usize,
+    /// Input channels, a multiple of 4.
+    pub c: usize,
+    /// Output channels, a multiple of 4.
+    pub outc: usize,
+    pub kh: usize,
+    pub kw: usize,
+    pub stride: usize,
+    pub pad: usize,
+}
+
+impl Conv2dShape {
+    /// Output height.
+    pub fn outh(&self) -> usize {
+        (self.h + 2 * self.pad - self.kh) / self.stride + 1
+    }
+    /// Output width.
+    pub fn outw(&self) -> usize {
+        (self.w + 2 * self.pad - self.kw) / self.stride + 1
+    }
+    /// The GEMM's (M, N, K).
+    pub fn gemm_mnk(&self) -> (usize, usize, usize) {
+        (
+            self.batch * self.outh() * self.outw(),
+            self.outc,
+            self.kh * self.kw * self.c,
+        )
+    }
+    /// The push constants for this shape.
+    pub fn push(&self, alpha: f32, slope: f32) -> conv2d_nhwc::PushConstants {
+        let (m, n, k) = self.gemm_mnk();
+        let i = |v: usize| v as i32;
+        conv2d_nhwc::PushConstants {
+            M: i(m),
+            N: i(n),
+            K: i(k),
+            alpha,
+            slope,
+            h: i(self.h),
+            w: i(self.w),
+            c: i(self.c),
+            outh: i(self.outh()),
+            outw: i(self.outw()),
+            kh: i(self.kh),
+            kw: i(self.kw),
+            stride: i(self.stride),
+            pad: i(self.pad),
+        }
+    }
+}
+
 /// The workgroup [`gemm`] is tuned for: 16×16 (128×128 tiles) without cooperative matrices,
 /// 32×8 (64×256 tiles) with them, since a subgroup-scope matrix needs the workgroup's x size to
 /// be a multiple of the subgroup size.
@@ -111,7 +184,11 @@ pub fn gemm_local_size_for(key: &vkprism::VariantKey, m: usize, n: usize) -> [u3
         return local;
     }
     let tiles = m.div_ceil(128) * n.div_ceil(128);
-    let enough = if key.float == vkprism::FloatMode::Fp32 { 128 } else { 256 };
+    let enough = if key.float == vkprism::FloatMode::Fp32 {
+        128
+    } else {
+        256
+    };
     if tiles < enough {
         [8, 8]
     } else {
@@ -270,6 +347,48 @@ pub mod reference {
         pub activation: i32,
         /// Leaky relu's slope.
         pub slope: f32,
+    }
+
+    /// The channels-last convolution as `conv2d_nhwc` computes it, in f64 (no activation, alpha
+    /// 1), and the error scale sum |w·x| + |bias| per output.
+    pub fn conv2d_nhwc(
+        s: crate::Conv2dShape,
+        input: &[f32],
+        weight: &[f32],
+        bias: &[f32],
+    ) -> (Vec<f32>, Vec<f32>) {
+        let (oh, ow) = (s.outh(), s.outw());
+        let len = s.batch * oh * ow * s.outc;
+        let (mut out, mut scale) = (vec![0f32; len], vec![0f32; len]);
+        for b in 0..s.batch {
+            for y in 0..oh {
+                for x in 0..ow {
+                    for o in 0..s.outc {
+                        let (mut acc, mut mag) = (bias[o] as f64, bias[o].abs() as f64);
+                        for ky in 0..s.kh {
+                            for kx in 0..s.kw {
+                                let iy = (y * s.stride + ky) as isize - s.pad as isize;
+                                let ix = (x * s.stride + kx) as isize - s.pad as isize;
+                                if iy < 0 || ix < 0 || iy >= s.h as isize || ix >= s.w as isize {
+                                    continue;
+                                }
+                                let px = ((b * s.h + iy as usize) * s.w + ix as usize) * s.c;
+                                for c in 0..s.c {
+                                    let wi = ((ky * s.kw + kx) * s.c + c) * s.outc + o;
+                                    let v = input[px + c] as f64 * weight[wi] as f64;
+                                    acc += v;
+                                    mag += v.abs();
+                                }
+                            }
+                        }
+                        let i = ((b * oh + y) * ow + x) * s.outc + o;
+                        out[i] = acc as f32;
+                        scale[i] = mag as f32;
+                    }
+                }
+            }
+        }
+        (out, scale)
     }
 
     /// Row-major C = A × B, accumulated in f64; also returns sum |A||B| per element (the scale

@@ -2,7 +2,10 @@
 //! validation layer on, against the CPU reference on random non-zero data, outputs poisoned.
 
 use vkprism::{Feature, LoadOptions, Tensor};
-use vkprism_shaders::{activation, binary_op, conv2d, gemm, gemm_invocations, reference};
+use vkprism_shaders::{
+    activation, binary_op, conv2d, conv2d_nhwc, gemm, gemm_invocations, gemm_local_size_for,
+    reference, Conv2dShape,
+};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
 };
@@ -370,5 +373,97 @@ fn conv2d_every_variant() {
             );
         }
     }
+    assert_clean(&ctx);
+}
+
+/// One channels-last convolution in every variant of `conv2d_nhwc` against the f64 reference.
+fn run_conv_nhwc_case(ctx: &vkprism::Context, s: Conv2dShape, bias_term: bool, seed: u64) {
+    let (oh, ow) = (s.outh(), s.outw());
+    let input = random(s.batch * s.h * s.w * s.c, seed, 0.1, 1.0);
+    let weight = random(s.kh * s.kw * s.c * s.outc, seed + 1, 0.1, 1.0);
+    let bias = random(s.outc, seed + 2, 0.1, 1.0);
+    let (m, n, _) = s.gemm_mnk();
+    for name in conv2d_nhwc::VARIANT_NAMES {
+        let k = match ctx.load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant(name)) {
+            Ok(k) => k,
+            // As for the GEMM: only cooperative-matrix variants may be missing, and only where
+            // the device lacks them.
+            Err(e)
+                if name.ends_with("_cm")
+                    && !ctx.features().supports(Feature::CooperativeMatrix) =>
+            {
+                assert!(e.to_string().contains("cooperativeMatrix"), "{name}: {e}");
+                continue;
+            }
+            Err(e) => panic!("{name}: {e}"),
+        };
+        let key = k.variant().key;
+        let f = k.variant().bindings[0].format;
+        let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
+        let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, &weight).unwrap();
+        let bt = Tensor::from_f32(ctx, &[s.outc], f, &bias).unwrap();
+        let len = s.batch * oh * ow * s.outc;
+        let ot =
+            Tensor::from_f32(ctx, &[s.batch, oh, ow, s.outc], f, &vec![f32::NAN; len]).unwrap();
+        let spec = conv2d_nhwc::SpecConstants {
+            bias_term: bias_term as i32,
+            subgroup_size: ctx.features().limits.subgroup_size as i32,
+            ..Default::default()
+        };
+        let local = gemm_local_size_for(&key, m, n);
+        let pipe = k.pipeline(&spec, Some([local[0], local[1], 1])).unwrap();
+        let bindings = conv2d_nhwc::BufferBindings {
+            in_blob: &it,
+            w_blob: &wt,
+            bias_blob: &bt,
+            out_blob: &ot,
+        };
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &bindings,
+                &s.push(1.0, 0.0),
+                gemm_invocations(m, n, local),
+            )
+        })
+        .unwrap();
+        let q = |x: &[f32]| quantize(x, f);
+        let zero = vec![0.0; s.outc];
+        let used_bias = if bias_term { q(&bias) } else { zero };
+        let (want, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &used_bias);
+        let scale: Vec<f32> = scale
+            .iter()
+            .zip(&want)
+            .map(|(s, w)| s.max(w.abs()))
+            .collect();
+        check(
+            &ot.download_f32().unwrap(),
+            &q(&want),
+            &scale,
+            tolerance(&key),
+            &format!("{name} {s:?}"),
+        );
+    }
+}
+
+#[test]
+fn conv2d_nhwc_every_variant() {
+    let ctx = ctx();
+    assert_eq!(conv2d_nhwc::VARIANTS.len(), 18);
+    let shape = |batch, h, w, c, outc, k, stride, pad| Conv2dShape {
+        batch,
+        h,
+        w,
+        c,
+        outc,
+        kh: k,
+        kw: k,
+        stride,
+        pad,
+    };
+    // 3×3 same padding over two images; 5×5 strided; 1×1 (a plain GEMM of the pixels).
+    run_conv_nhwc_case(&ctx, shape(2, 7, 6, 8, 12, 3, 1, 1), true, 31);
+    run_conv_nhwc_case(&ctx, shape(1, 9, 10, 4, 8, 5, 2, 2), true, 41);
+    run_conv_nhwc_case(&ctx, shape(1, 5, 5, 12, 4, 1, 1, 0), false, 51);
     assert_clean(&ctx);
 }

@@ -1,0 +1,50 @@
+#version 450
+#extension GL_EXT_control_flow_attributes : require
+// 2D convolution as an implicit GEMM (no im2col buffer), channels-last:
+//   out[b][y][x][o] = act(alpha * sum_{ky,kx,c} in[b][y*stride+ky-pad][x*stride+kx-pad][c]
+//                                              * w[ky][kx][c][o] + bias[o])
+// with zero outside the input. As a GEMM: M = batch × outh × outw output pixels, N = outc,
+// K = kh × kw × c; A[m][k] is gathered from the input on the fly (a quad of A is 4 consecutive
+// channels of one input pixel, so c must be a multiple of 4), B is the weight tensor
+// [kh][kw][c][outc] as it is stored (outc a multiple of 4), C is the NHWC output. A 1×1
+// convolution with stride 1 is a plain GEMM of the pixels. Tiles, variants (cooperative matrices
+// included) and specialization constants are the GEMM's (gemm_core.glsl); there is no transpose.
+layout (constant_id = 2) const int bias_term = 0;
+// 0 none, 1 relu, 2 leaky relu (slope in the push constants), 3 sigmoid
+layout (constant_id = 3) const int activation = 0;
+layout (constant_id = 4) const int BK = 16;
+layout (constant_id = 5) const int subgroup_size = 32;
+const int transpose_a = 0;
+const int transpose_b = 0;
+
+layout (local_size_x = 16, local_size_y = 16) in;
+
+layout (binding = 0) readonly buffer in_blob { sfpvec4 a_data[]; };
+layout (binding = 1) readonly buffer w_blob { sfpvec4 b_data[]; };
+layout (binding = 2) readonly buffer bias_blob { sfpvec4 bias_data[]; };
+layout (binding = 3) writeonly buffer out_blob { sfpvec4 c_data[]; };
+
+// M, N, K, alpha, slope as in the GEMM; then the input size, the output size, the kernel size,
+// the stride and the zero padding.
+layout (push_constant) uniform parameter {
+    int M; int N; int K; float alpha; float slope;
+    int h; int w; int c; int outh; int outw; int kh; int kw; int stride; int pad;
+} p;
+
+// Input quad for output pixel m and GEMM depth k (tap (ky, kx), channels c..c+3), or -1 in the
+// zero padding or outside the problem.
+int a_index(int m, int k)
+{
+    if (m >= p.M || k >= p.K) return -1;
+    const int x = m % p.outw, y = (m / p.outw) % p.outh, b = m / (p.outw * p.outh);
+    const int tap = k / p.c, c = k % p.c;
+    const int iy = y * p.stride + tap / p.kw - p.pad;
+    const int ix = x * p.stride + tap % p.kw - p.pad;
+    if (iy < 0 || ix < 0 || iy >= p.h || ix >= p.w) return -1;
+    return ((b * p.h + iy) * p.w + ix) * (p.c / 4) + c / 4;
+}
+int at_index(int k, int m) { return -1; }
+int b_index(int k, int n) { return k < p.K && n < p.N ? k * (p.N / 4) + n / 4 : -1; }
+int bt_index(int n, int k) { return -1; }
+
+#include "gemm_core.glsl"
