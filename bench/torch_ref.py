@@ -12,6 +12,7 @@ import torch
 
 GEMM_SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (4096, 512, 14336)]
 ELEMENTWISE_MIB = [64, 256, 1024]
+CONV_SHAPES = [(56, 64), (14, 64), (56, 256), (14, 256)]
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -95,6 +96,22 @@ def elementwise():
     return out
 
 
+def conv2d():
+    torch.backends.cudnn.allow_tf32 = False
+    out = []
+    for hw, c in CONV_SHAPES:
+        for dname in ("fp32", "fp16"):
+            dtype = DTYPES[dname]
+            x = rand((8, c, hw, hw), dtype, 5).to(memory_format=torch.channels_last)
+            w = rand((c, c, 3, 3), dtype, 6).to(memory_format=torch.channels_last)
+            fn = lambda: torch.nn.functional.conv2d(x, w, padding=1)
+            t, mhz = timed(fn)
+            flops = 2 * (8 * hw * hw) * c * (9 * c)
+            out.append(rec("conv2d", f"b8 {hw}x{hw} {c}->{c} 3x3", dname, flops / t / 1e12, "TFLOP/s", mhz,
+                           f"F.conv2d {dname} channels_last (cuDNN{', TF32 off' if dname == 'fp32' else ''})"))
+    return out
+
+
 def dispatch():
     x = torch.ones(64, device="cuda")
     torch.cuda.synchronize()
@@ -134,12 +151,12 @@ def rec(case, shape, dtype, value, unit, mhz, reference):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--cases", default="dispatch,elementwise,gemm")
+    p.add_argument("--cases", default="dispatch,elementwise,gemm,conv2d")
     p.add_argument("--json", required=True)
     args = p.parse_args()
     records = []
     for case in args.cases.split(","):
-        records += {"gemm": gemm, "elementwise": elementwise, "dispatch": dispatch}[case]()
+        records += {"gemm": gemm, "elementwise": elementwise, "dispatch": dispatch, "conv2d": conv2d}[case]()
     with open(args.json, "w") as f:
         json.dump(records, f, indent=1)
 

@@ -3,8 +3,9 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases gemm,elementwise,dispatch] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d] [--json FILE]
 
+mod conv;
 mod dispatch;
 mod elementwise;
 mod gemm;
@@ -15,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use vkprism::{Context, TensorFormat};
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases gemm,elementwise,dispatch] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -27,7 +28,12 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         cfg: Config::FULL,
-        cases: vec!["dispatch".into(), "elementwise".into(), "gemm".into()],
+        cases: vec![
+            "dispatch".into(),
+            "elementwise".into(),
+            "gemm".into(),
+            "conv2d".into(),
+        ],
         json: None,
     };
     let mut it = std::env::args().skip(1);
@@ -60,6 +66,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     for case in &args.cases {
         records.extend(match case.as_str() {
             "gemm" => gemm::run(&ctx, args.cfg)?,
+            "conv2d" => conv::run(&ctx, args.cfg)?,
             "elementwise" => elementwise::run(&ctx, args.cfg)?,
             "dispatch" => dispatch::run(&ctx, args.cfg)?,
             other => return Err(format!("unknown case `{other}`\n{USAGE}").into()),

@@ -1,0 +1,157 @@
+//! Convolution throughput of `vkprism_shaders::conv2d_nhwc` (implicit GEMM, channels-last):
+//! 3×3, stride 1, same padding, batch 8, 2·M·N·K FLOPs per run with M = 8·56·56 (or 8·14·14),
+//! N = outc, K = 9·c.
+
+use crate::harness::{print, time_list, Config, Record};
+use crate::{quantize, random};
+use vkprism::{CommandList, Context, LoadOptions, Tensor};
+use vkprism_shaders::{conv2d_nhwc, gemm_invocations, gemm_local_size_for, Conv2dShape};
+
+/// (spatial size, channels in = out).
+const SHAPES: [(usize, usize); 4] = [(56, 64), (14, 64), (56, 256), (14, 256)];
+const QUICK_SHAPES: [(usize, usize); 1] = [(6, 8)];
+const VARIANTS: [&str; 6] = [
+    "fp32_lm_nocm",
+    "fp16p_lm_nocm",
+    "fp16s_lm_nocm",
+    "fp16sa_lm_nocm",
+    "fp16p_lm_cm",
+    "fp16s_lm_cm",
+];
+
+pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let shapes: &[_] = if cfg.quick { &QUICK_SHAPES } else { &SHAPES };
+    let mut records = Vec::new();
+    for &(hw, c) in shapes {
+        let batch = if cfg.quick { 1 } else { 8 };
+        let s = Conv2dShape {
+            batch,
+            h: hw,
+            w: hw,
+            c,
+            outc: c,
+            kh: 3,
+            kw: 3,
+            stride: 1,
+            pad: 1,
+        };
+        let input = random(batch * hw * hw * c, 5);
+        let weight = random(9 * c * c, 6);
+        for variant in VARIANTS {
+            match one(ctx, cfg, s, variant, &input, &weight) {
+                Ok(r) => {
+                    print(&r);
+                    records.push(r);
+                }
+                Err(e) => println!("# conv2d {} {variant}: not run: {e}", label(&s)),
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// `b8 56x56 64->64 3x3`: the shape column of the records (the same in torch_ref.py).
+fn label(s: &Conv2dShape) -> String {
+    format!(
+        "b{} {}x{} {}->{} {}x{}",
+        s.batch, s.h, s.w, s.c, s.outc, s.kh, s.kw
+    )
+}
+
+fn one(
+    ctx: &Context,
+    cfg: Config,
+    s: Conv2dShape,
+    variant: &str,
+    input: &[f32],
+    weight: &[f32],
+) -> Result<Record, Box<dyn std::error::Error>> {
+    let kernel = ctx.load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant(variant))?;
+    let key = kernel.variant().key;
+    let f = kernel.variant().bindings[0].format;
+    let (m, n, k) = s.gemm_mnk();
+    let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, input)?;
+    let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, weight)?;
+    let bias = Tensor::new(ctx, &[s.outc], f)?;
+    let ot = Tensor::new(ctx, &[s.batch, s.outh(), s.outw(), s.outc], f)?;
+    let spec = conv2d_nhwc::SpecConstants {
+        subgroup_size: ctx.features().limits.subgroup_size as i32,
+        ..Default::default()
+    };
+    let local = gemm_local_size_for(&key, m, n);
+    let pipe = kernel.pipeline(&spec, Some([local[0], local[1], 1]))?;
+    let mut list = CommandList::with_total_timing(ctx)?;
+    let b = conv2d_nhwc::BufferBindings {
+        in_blob: &it,
+        w_blob: &wt,
+        bias_blob: &bias,
+        out_blob: &ot,
+    };
+    list.dispatch(&pipe, &b, &s.push(1.0, 0.0), gemm_invocations(m, n, local))?;
+    list.submit_and_wait()?;
+    check(
+        &ot.download_f32()?,
+        &quantize(input, f),
+        &quantize(weight, f),
+        s,
+        variant,
+    )?;
+    let t = time_list(&mut list, cfg)?;
+    Ok(Record {
+        case: "conv2d",
+        shape: label(&s),
+        variant: variant.into(),
+        coopmat: key.coopmat == Some(true),
+        value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
+        unit: "TFLOP/s",
+        sm_clock_mhz: t.sm_clock_mhz,
+    })
+}
+
+/// Checks 97 sampled outputs against an f64 sum over the inputs the GPU saw.
+fn check(
+    out: &[f32],
+    input: &[f32],
+    weight: &[f32],
+    s: Conv2dShape,
+    variant: &str,
+) -> Result<(), String> {
+    let tol = if variant.starts_with("fp32") {
+        1e-4
+    } else {
+        1e-2
+    };
+    let (oh, ow) = (s.outh(), s.outw());
+    for t in 0..97usize {
+        let i = (t * 7919) % out.len();
+        let (o, x, y, b) = (
+            i % s.outc,
+            (i / s.outc) % ow,
+            (i / (s.outc * ow)) % oh,
+            i / (s.outc * ow * oh),
+        );
+        let (mut want, mut scale) = (0f64, 0f64);
+        for ky in 0..s.kh {
+            for kx in 0..s.kw {
+                let (iy, ix) = (
+                    (y + ky) as isize - s.pad as isize,
+                    (x + kx) as isize - s.pad as isize,
+                );
+                if iy < 0 || ix < 0 || iy >= s.h as isize || ix >= s.w as isize {
+                    continue;
+                }
+                for c in 0..s.c {
+                    let v = input[((b * s.h + iy as usize) * s.w + ix as usize) * s.c + c] as f64
+                        * weight[((ky * s.kw + kx) * s.c + c) * s.outc + o] as f64;
+                    want += v;
+                    scale += v.abs();
+                }
+            }
+        }
+        let got = out[i] as f64;
+        if !((got - want).abs() <= tol * scale.max(1.0)) {
+            return Err(format!("{variant}: out[{i}] = {got}, want {want}"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,38 @@
+//! The harness itself on whatever device the tests run on (lavapipe in CI): every case in
+//! `--quick` mode runs, checks its results and writes well-formed records.
+
+use std::process::Command;
+
+#[test]
+fn quick_run_writes_one_record_per_figure() {
+    let json = std::env::temp_dir().join(format!("vkprism-bench-{}.json", std::process::id()));
+    let out = Command::new(env!("CARGO_BIN_EXE_vkprism-bench"))
+        .args(["--quick", "--json"])
+        .arg(&json)
+        .output()
+        .expect("run vkprism-bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    let records: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    std::fs::remove_file(&json).ok();
+    for case in ["dispatch", "elementwise", "gemm", "conv2d"] {
+        assert!(records.iter().any(|r| r["case"] == case), "no {case} record:\n{stdout}");
+    }
+    for r in &records {
+        assert!(r["value"].as_f64().is_some_and(|v| v > 0.0), "{r}");
+        for key in ["shape", "variant", "coopmat", "unit", "sm_clock_mhz"] {
+            assert!(r.get(key).is_some(), "{key} missing in {r}");
+        }
+    }
+}
+
+#[test]
+fn unknown_arguments_are_refused() {
+    let out = Command::new(env!("CARGO_BIN_EXE_vkprism-bench"))
+        .arg("--fast")
+        .output()
+        .expect("run vkprism-bench");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown argument `--fast`"));
+}
