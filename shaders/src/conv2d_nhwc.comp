@@ -31,6 +31,8 @@ layout (push_constant) uniform parameter {
     int h; int w; int c; int outh; int outw; int kh; int kw; int stride; int pad;
 } p;
 
+#include "gemm_tiles.glsl"
+
 // Input quad for output pixel m and GEMM depth k (tap (ky, kx), channels c..c+3), or -1 in the
 // zero padding or outside the problem.
 int a_index(int m, int k)
@@ -43,8 +45,35 @@ int a_index(int m, int k)
     if (iy < 0 || ix < 0 || iy >= p.h || ix >= p.w) return -1;
     return ((b * p.h + iy) * p.w + ix) * (p.c / 4) + c / 4;
 }
-int at_index(int k, int m) { return -1; }
+
+// The weight quad w[k][n .. n+3], or -1 outside.
 int b_index(int k, int n) { return k < p.K && n < p.N ? k * (p.N / 4) + n / 4 : -1; }
-int bt_index(int n, int k) { return -1; }
+
+// gemm_core.glsl's load functions; nothing is transposed here.
+vec4 a_row4(int m, int k)
+{
+    const int i = a_index(m, k);
+    return i < 0 ? vec4(0.0) : vec4(buffer_ld4(a_data, i));
+}
+vec4 at_col4(int k, int m) { return vec4(0.0); }
+vec4 b_row4(int k, int n)
+{
+    const int i = b_index(k, n);
+    return i < 0 ? vec4(0.0) : vec4(buffer_ld4(b_data, i));
+}
+vec4 bt_col4(int n, int k) { return vec4(0.0); }
+
+#if NCNN_shader_local_memory || NCNN_cooperative_matrix
+rawvec4 raw_a(int l, int m0, int k0)
+{
+    const int i = a_index(m0 + l / (STEP / 4), k0 + (l % (STEP / 4)) * 4);
+    return i < 0 ? rawvec4(0) : load_raw(a_data, i);
+}
+rawvec4 raw_b(int l, int n0, int k0)
+{
+    const int i = b_index(k0 + l / (BN / 4), n0 + (l % (BN / 4)) * 4);
+    return i < 0 ? rawvec4(0) : load_raw(b_data, i);
+}
+#endif
 
 #include "gemm_core.glsl"

@@ -43,10 +43,62 @@ layout (binding = 3) writeonly buffer c_blob { sfpvec4 c_data[]; };
 
 layout (push_constant) uniform parameter { int M; int N; int K; float alpha; float slope; } p;
 
-// Where the quads of A and B are (gemm_core.glsl's contract), -1 outside the matrices.
-int a_index(int m, int k) { return m < p.M && k < p.K ? m * (p.K / 4) + k / 4 : -1; }
-int at_index(int k, int m) { return m < p.M && k < p.K ? k * (p.M / 4) + m / 4 : -1; }
-int b_index(int k, int n) { return k < p.K && n < p.N ? k * (p.N / 4) + n / 4 : -1; }
-int bt_index(int n, int k) { return k < p.K && n < p.N ? n * (p.K / 4) + k / 4 : -1; }
+#include "gemm_tiles.glsl"
+
+// op(A)[m][k .. k+3] as stored (row-major A), or zero outside.
+vec4 a_row4(int m, int k)
+{
+    if (m >= p.M || k >= p.K) return vec4(0.0);
+    return vec4(buffer_ld4(a_data, m * (p.K / 4) + k / 4));
+}
+
+// A stored K×M: op(A)[m .. m+3][k], or zero outside.
+vec4 at_col4(int k, int m)
+{
+    if (m >= p.M || k >= p.K) return vec4(0.0);
+    return vec4(buffer_ld4(a_data, k * (p.M / 4) + m / 4));
+}
+
+// op(B)[k][n .. n+3] (row-major B), or zero outside.
+vec4 b_row4(int k, int n)
+{
+    if (k >= p.K || n >= p.N) return vec4(0.0);
+    return vec4(buffer_ld4(b_data, k * (p.N / 4) + n / 4));
+}
+
+// B stored N×K: op(B)[k .. k+3][n], or zero outside.
+vec4 bt_col4(int n, int k)
+{
+    if (k >= p.K || n >= p.N) return vec4(0.0);
+    return vec4(buffer_ld4(b_data, n * (p.K / 4) + k / 4));
+}
+
+#if NCNN_shader_local_memory || NCNN_cooperative_matrix
+// Load l of a step at depth k0, as stored (converted only when staged, so the load's latency
+// overlaps this step's arithmetic), zero outside: 4 consecutive k of one row of A, or 4
+// consecutive m of one k when A is transposed.
+rawvec4 raw_a(int l, int m0, int k0)
+{
+    if (transpose_a == 1) {
+        const int k = k0 + l / (BM / 4), m = m0 + (l % (BM / 4)) * 4;
+        return m < p.M && k < p.K ? load_raw(a_data, k * (p.M / 4) + m / 4) : rawvec4(0);
+    }
+    const int m = m0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
+    return m < p.M && k < p.K ? load_raw(a_data, m * (p.K / 4) + k / 4) : rawvec4(0);
+}
+
+// Load l of a step of B, as stored: 4 consecutive n of one k, or 4 consecutive k of one n when B
+// is transposed.
+rawvec4 raw_b(int l, int n0, int k0)
+{
+    if (transpose_b == 1) {
+        const int n = n0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
+        return n < p.N && k < p.K ? load_raw(b_data, n * (p.K / 4) + k / 4) : rawvec4(0);
+    }
+    const int k = k0 + l / (BN / 4), n = n0 + (l % (BN / 4)) * 4;
+    return n < p.N && k < p.K ? load_raw(b_data, k * (p.N / 4) + n / 4) : rawvec4(0);
+}
+
+#endif
 
 #include "gemm_core.glsl"
