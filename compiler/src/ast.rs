@@ -1,11 +1,12 @@
-//! Phase 1, parse: the macro's input as written.
+//! Phase 1, parse: the macro's input as written ([`Input`]), then with its keys validated
+//! ([`KernelSpec`]).
 //!
 //! ```text
 //! compute_shader! {
 //!     /// docs
 //!     pub mod add_one,                // visibility and module name of the generated bindings
 //!     src: r#"#version 450 ..."#,    // inline extended GLSL, or
-//!     path: "kernels/add_one.comp",   // a file relative to CARGO_MANIFEST_DIR
+//!     path: "kernels/add_one.comp",   // a file relative to the invoking Rust file
 //!     variants: [fp32, fp16sa],       // optional: narrow the variant list
 //!     optimize: true,                 // optional: ship spirv-opt's performance output
 //!     crate: ::vkprism,               // optional: path of the vkprism facade
@@ -99,7 +100,7 @@ impl SourceSpec {
     }
 }
 
-/// Phase 2 (validate keys): the input with every key checked. Errors go to `cx`; what could not be
+/// The input with every key checked. Errors go to `cx`; what could not be
 /// understood is left at its default so later phases can still run and report their own errors.
 pub struct KernelSpec {
     pub attrs: Vec<Attribute>,

@@ -1,4 +1,4 @@
-//! Phase 3, expand: the extended-GLSL definitions of one variant, inserted after the kernel's
+//! Phase 5, expand: the extended-GLSL definitions of one variant, inserted after the kernel's
 //! `#version` line. Everything is a macro or a plain declaration, so it also works with buffers
 //! (an unsized array can't be a function parameter in GLSL, which is why ncnn's helpers are
 //! macros too).

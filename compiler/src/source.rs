@@ -1,4 +1,4 @@
-//! Loading the kernel text: inline or from a file, its `#include`s found and read (each one a
+//! Phase 2, load: the kernel text, inline or from a file, its `#include`s found and read (each one a
 //! rebuild dependency), and the map from GLSL lines back to places in the Rust source.
 
 use crate::ast::SourceSpec;

@@ -21,8 +21,9 @@ pub struct KernelInfo {
 #[derive(Debug)]
 pub struct VariantInfo {
     pub key: VariantKey,
-    /// Device features the variant needs.
-    pub requires: FeatureSet,
+    /// The shader reads `gl_NumWorkGroups` (reflected from the SPIR-V), so a dispatch can't be
+    /// split into several with base offsets and still behave as one.
+    pub reads_num_workgroups: bool,
     /// The SPIR-V module (entry point `main`).
     pub spirv: &'static [u32],
     /// Descriptor bindings, sorted by (set, binding).
@@ -30,6 +31,13 @@ pub struct VariantInfo {
     /// The cooperative-matrix multiply-adds the SPIR-V performs (empty unless a `_cm` variant):
     /// the device must offer each.
     pub cooperative_matrices: &'static [CoopMatShape],
+}
+
+impl VariantInfo {
+    /// Device features the variant needs: a function of its key alone.
+    pub const fn requires(&self) -> FeatureSet {
+        self.key.requires()
+    }
 }
 
 /// One descriptor binding of one variant.
@@ -67,9 +75,6 @@ pub enum Access {
 }
 
 impl Access {
-    pub const fn reads(self) -> bool {
-        !matches!(self, Access::WriteOnly)
-    }
     pub const fn writes(self) -> bool {
         !matches!(self, Access::ReadOnly)
     }
