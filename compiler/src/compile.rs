@@ -17,6 +17,7 @@ pub const DEFAULT_LOCAL_SIZE_X: u32 = 64;
 pub struct Diagnostic {
     /// `file:line` (Rust file for inline kernels), or empty when shaderc gave no line.
     pub location: String,
+    /// glslang's text (`error: 'x' : undeclared identifier`).
     pub message: String,
 }
 

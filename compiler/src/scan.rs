@@ -92,6 +92,7 @@ pub struct Axes {
 const IMAGE_FN_PREFIXES: [&str; 3] = ["image1d_", "image2d_", "image3d_"];
 
 impl Axes {
+    /// The axes the names in `idents` call for.
     pub fn of(idents: &[(String, u32)]) -> Axes {
         let mut a = Axes::default();
         let mut image_guard = false;

@@ -11,51 +11,76 @@ use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, ExecutionMode, Op};
 use vkprism_core::{Access, BindingKind, CoopMatShape, ElementType, LocalSizeDim, ScalarKind};
 
+/// One descriptor binding of one variant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Binding {
+    /// Descriptor set (vkprism kernels use 0 only: the model checks).
     pub set: u32,
+    /// Binding number.
     pub binding: u32,
+    /// The block's name, else the variable's (images: the variable's).
     pub name: String,
+    /// Buffer or image, storage or uniform/sampled.
     pub kind: BindingKind,
+    /// From the `readonly` / `writeonly` qualifiers.
     pub access: Access,
+    /// The runtime array's element (buffers) or the texel (images).
     pub element: ElementType,
+    /// Image dimensionality (1, 2, 3); 0 for buffers.
     pub dims: u8,
 }
 
+/// The push-constant block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PushBlock {
     /// The block's instance name (`p` for `psc`).
     pub instance: String,
+    /// Bytes up to the end of the last member.
     pub size: u32,
+    /// The members, by offset.
     pub members: Vec<PushMember>,
 }
 
+/// One member of the push-constant block.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PushMember {
+    /// The member's name in GLSL (`member<i>` without one).
     pub name: String,
+    /// Byte offset in the block.
     pub offset: u32,
+    /// The scalar type of each component.
     pub scalar: ScalarKind,
     /// Scalars per element (vector width).
     pub components: u32,
     /// Array length, `None` for a single value.
     pub array: Option<u32>,
+    /// Bytes the member takes.
     pub size: u32,
 }
 
+/// One specialization constant (other than the workgroup size's).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpecConstant {
+    /// Its `constant_id`.
     pub id: u32,
+    /// Its name in GLSL (`constant_<id>` without one).
     pub name: String,
+    /// 32-bit int, uint, float or bool.
     pub scalar: ScalarKind,
+    /// The default's bits as SPIR-V stores them.
     pub default_bits: u32,
 }
 
 /// What one variant's module declares.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reflection {
+    /// Descriptor bindings, sorted by (set, binding).
     pub bindings: Vec<Binding>,
+    /// The push-constant block, if any.
     pub push: Option<PushBlock>,
+    /// Specialization constants other than the workgroup size's, by id.
     pub spec: Vec<SpecConstant>,
+    /// The workgroup size.
     pub local_size: [LocalSizeDim; 3],
     /// The module decorates something with `BuiltIn NumWorkgroups`.
     pub reads_num_workgroups: bool,
