@@ -2,7 +2,7 @@
 //! variant's SPIR-V passes `spirv-val`, and reflection reports what the GLSL declares.
 
 use std::path::Path;
-use vkprism_compiler::{compile_kernel, Ctxt, KernelModel, Source};
+use vkprism_compiler::{compile_kernel, optimize, Ctxt, KernelModel, Source};
 use vkprism_core::{Access, BindingKind, FloatMode, MemoryKind, ScalarKind, TensorFormat};
 
 fn compile(text: &str) -> Result<KernelModel, Vec<String>> {
@@ -347,4 +347,26 @@ fn lexical_checks() {
     );
     let errs = compile("#version 450\nlayout (constant_id = 0) const int n = 0;\nlayout (push_constant) uniform parameter { int n; } q;\nvoid main() { int x = psc(n); }\n").unwrap_err();
     assert!(errs[0].contains("named `q`"), "{errs:?}");
+}
+
+#[test]
+fn reading_gl_num_workgroups_is_reflected_in_the_shipped_module() {
+    const READS: &str = r#"
+#version 450
+layout (binding = 0) writeonly buffer x_blob { uint x[]; };
+void main() {
+    x[gl_GlobalInvocationID.x] = gl_NumWorkGroups.x;
+}
+"#;
+    let m = compile(READS).unwrap();
+    assert!(m.variants.iter().all(|v| v.reads_num_workgroups));
+    let m = compile(&SEED_ADD.replace("v + 123", "v + afp(123)")).unwrap();
+    assert!(m.variants.iter().all(|v| !v.reads_num_workgroups));
+
+    // Optimized, the question is asked again of the module shipped.
+    let cx = Ctxt::new();
+    let optimized = Source::from_text(&cx, READS, "test.comp", Path::new("."))
+        .and_then(|src| compile_kernel(&cx, &src, None).and_then(|m| optimize(&cx, &src, m)));
+    messages(cx).unwrap();
+    assert!(optimized.unwrap().variants.iter().all(|v| v.reads_num_workgroups));
 }

@@ -241,60 +241,61 @@ fn push_block(c: &ModuleIndex, ty: u32, instance: String) -> Result<PushBlock, R
         return Err(ReflectError("push constant is not a block".into()));
     };
     let mut out = Vec::new();
-    let mut size = 0;
     for (idx, &m) in members.iter().enumerate() {
-        let idx = idx as u32;
-        let name = c
-            .member_names
-            .get(&(ty, idx))
-            .cloned()
-            .unwrap_or_else(|| format!("member{idx}"));
-        let offset = c
-            .member_decoration(ty, idx, Decoration::Offset)
-            .and_then(|i| i.operands.get(3))
-            .map(lit)
-            .unwrap_or(0);
-        let (elem, array) = match c.types.get(&m) {
-            Some(Ty::Array { elem, len }) => (
-                *elem,
-                Some((
-                    *len,
-                    c.decoration_value(m, Decoration::ArrayStride).unwrap_or(0),
-                )),
-            ),
-            _ => (m, None),
-        };
-        let flat = match c.types.get(&elem) {
-            Some(Ty::Vector { .. }) => c.flat(elem),
-            _ => c.scalar(elem).map(|s| (s, 1)),
-        };
-        let Some((scalar, components)) = flat else {
-            return Err(ReflectError(format!("push constant member `{name}`: only scalars, vectors and arrays of them are supported")));
-        };
-        let elem_size = scalar.size() * components;
-        let (array_len, member_size) = match array {
-            Some((len, stride)) => {
-                if stride != elem_size {
-                    return Err(ReflectError(format!("push constant member `{name}`: array stride {stride} differs from element size {elem_size}; use a vec4 array")));
-                }
-                (Some(len), stride * len)
-            }
-            None => (None, elem_size),
-        };
-        size = size.max(offset + member_size);
-        out.push(PushMember {
-            name,
-            offset,
-            scalar,
-            components,
-            array: array_len,
-            size: member_size,
-        });
+        out.push(push_member(c, ty, idx as u32, m)?);
     }
+    let size = out.iter().map(|m| m.offset + m.size).max().unwrap_or(0);
     out.sort_by_key(|m| m.offset);
     Ok(PushBlock {
         instance,
         size,
         members: out,
+    })
+}
+
+/// Member `idx` (of type `m`) of the push-constant block `ty`.
+fn push_member(c: &ModuleIndex, ty: u32, idx: u32, m: u32) -> Result<PushMember, ReflectError> {
+    let name = c
+        .member_names
+        .get(&(ty, idx))
+        .cloned()
+        .unwrap_or_else(|| format!("member{idx}"));
+    let offset = c
+        .member_decoration(ty, idx, Decoration::Offset)
+        .and_then(|i| i.operands.get(3))
+        .map(lit)
+        .unwrap_or(0);
+    let (elem, array) = match c.types.get(&m) {
+        Some(Ty::Array { elem, len }) => (
+            *elem,
+            Some((
+                *len,
+                c.decoration_value(m, Decoration::ArrayStride).unwrap_or(0),
+            )),
+        ),
+        _ => (m, None),
+    };
+    let flat = match c.types.get(&elem) {
+        Some(Ty::Vector { .. }) => c.flat(elem),
+        _ => c.scalar(elem).map(|s| (s, 1)),
+    };
+    let Some((scalar, components)) = flat else {
+        return Err(ReflectError(format!("push constant member `{name}`: only scalars, vectors and arrays of them are supported")));
+    };
+    let elem_size = scalar.size() * components;
+    let (array_len, size) = match array {
+        Some((_, stride)) if stride != elem_size => {
+            return Err(ReflectError(format!("push constant member `{name}`: array stride {stride} differs from element size {elem_size}; use a vec4 array")));
+        }
+        Some((len, stride)) => (Some(len), stride * len),
+        None => (None, elem_size),
+    };
+    Ok(PushMember {
+        name,
+        offset,
+        scalar,
+        components,
+        array: array_len,
+        size,
     })
 }
