@@ -1,7 +1,8 @@
-//! Phase 3, scan: lexical facts about the kernel text: the identifiers it uses (comments skipped), which decide
-//! the variant axes, and the extended-GLSL names it calls, which are checked against the known set.
+//! Phase 3, scan: lexical facts about the kernel text: the identifiers it uses (comments
+//! skipped), which decide the variant axes, and the one table of known extended functions, which
+//! `valid.rs` checks the names it calls against.
 //! Bindings, push constants and specialization constants are NOT read from the text: they come
-//! from SPIR-V reflection (`reflect.rs`).
+//! from SPIR-V reflection (`reflect/`).
 
 use std::collections::BTreeSet;
 
