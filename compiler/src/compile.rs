@@ -1,6 +1,6 @@
-//! Phase 5, compile: one GLSL text per variant (preamble spliced after `#version`, a `#line` directive so
-//! messages keep the kernel's own line numbers), compiled to SPIR-V by shaderc, variants in
-//! parallel.
+//! Phase 5, compile: one GLSL text per variant (preamble spliced after `#version`, a `#line`
+//! directive so messages keep the kernel's own line numbers), compiled to SPIR-V by shaderc,
+//! variants in parallel.
 
 use crate::preamble::preamble;
 use crate::source::{Meta, Source};

@@ -280,7 +280,13 @@ mod tests {
         let known = known_functions();
         // 12 + 6 buffer, 27 image, 4 conversion, 6 int8 functions.
         assert_eq!(known.len(), 55);
-        for name in ["buffer_cp8to4", "image3d_st8", "sfp2lfpvec4", "lfp2afp", "i8buffer_cp4"] {
+        for name in [
+            "buffer_cp8to4",
+            "image3d_st8",
+            "sfp2lfpvec4",
+            "lfp2afp",
+            "i8buffer_cp4",
+        ] {
             assert!(known.contains(name), "{name}");
         }
     }

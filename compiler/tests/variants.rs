@@ -368,5 +368,9 @@ void main() {
     let optimized = Source::from_text(&cx, READS, "test.comp", Path::new("."))
         .and_then(|src| compile_kernel(&cx, &src, None).and_then(|m| optimize(&cx, &src, m)));
     messages(cx).unwrap();
-    assert!(optimized.unwrap().variants.iter().all(|v| v.reads_num_workgroups));
+    assert!(optimized
+        .unwrap()
+        .variants
+        .iter()
+        .all(|v| v.reads_num_workgroups));
 }

@@ -81,8 +81,7 @@ impl Layout {
         }
         let name = format_ident!("_pad{}", *pads);
         *pads += 1;
-        self.fields
-            .push(quote!(#[doc(hidden)] pub #name: [u8; #n]));
+        self.fields.push(quote!(#[doc(hidden)] pub #name: [u8; #n]));
         self.ctor_fields.push(quote!(#name: [0; #n]));
     }
 
@@ -92,9 +91,8 @@ impl Layout {
         let offset = m.offset as usize;
         let doc = format!("`{}` at byte offset {} (from SPIR-V).", m.name, m.offset);
         self.fields.push(quote!(#[doc = #doc] pub #f: #ty));
-        self.offset_asserts.push(
-            quote!(::core::assert!(::core::mem::offset_of!(PushConstants, #f) == #offset);),
-        );
+        self.offset_asserts
+            .push(quote!(::core::assert!(::core::mem::offset_of!(PushConstants, #f) == #offset);));
         self.ctor_args.push(quote!(#f: #ty));
         self.ctor_fields.push(quote!(#f));
     }

@@ -74,8 +74,10 @@ fn descriptor(
     } else {
         block_descriptor(c, var, pointee, class, binding)?
     };
-    let non_writable = c.decoration(var, Decoration::NonWritable).is_some() || t.members_non_writable;
-    let non_readable = c.decoration(var, Decoration::NonReadable).is_some() || t.members_non_readable;
+    let non_writable =
+        c.decoration(var, Decoration::NonWritable).is_some() || t.members_non_writable;
+    let non_readable =
+        c.decoration(var, Decoration::NonReadable).is_some() || t.members_non_readable;
     let access = match (non_writable, non_readable) {
         (true, _) => Access::ReadOnly,
         (false, true) => Access::WriteOnly,
@@ -280,7 +282,9 @@ fn push_member(c: &ModuleIndex, ty: u32, idx: u32, m: u32) -> Result<PushMember,
         _ => c.scalar(elem).map(|s| (s, 1)),
     };
     let Some((scalar, components)) = flat else {
-        return Err(ReflectError(format!("push constant member `{name}`: only scalars, vectors and arrays of them are supported")));
+        return Err(ReflectError(format!(
+            "push constant member `{name}`: only scalars, vectors and arrays of them are supported"
+        )));
     };
     let elem_size = scalar.size() * components;
     let (array_len, size) = match array {
