@@ -1,8 +1,9 @@
 //! Phase 6: SPIR-V reflection. Everything the generated bindings say about descriptors, push
 //! constants, specialization constants and the workgroup size, and what the runtime needs to
-//! know about the shader (whether it reads `gl_NumWorkGroups`), is read here from the compiled
-//! module, never from the GLSL text.
+//! know about the shader (whether it reads `gl_NumWorkGroups`, the cooperative-matrix shapes it
+//! multiplies), is read here from the compiled module, never from the GLSL text.
 
+mod coopmat;
 mod index;
 mod interface;
 
@@ -94,13 +95,13 @@ pub struct ReflectError(pub String);
 
 /// Reflects one variant's module.
 pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
-    let module = crate::coopmat::load_module(words)
+    let module = coopmat::load_module(words)
         .map_err(|e| ReflectError(format!("SPIR-V parse error: {e}")))?;
     let c = ModuleIndex::new(&module);
     let (bindings, push) = interface::interface(&c, &module.types_global_values)?;
     let (local_size, local_size_ids) = local_size(&c, &module);
     let spec = spec_constants(&c, &module.types_global_values, &local_size_ids)?;
-    let cooperative_matrices = crate::coopmat::shapes(&module).map_err(ReflectError)?;
+    let cooperative_matrices = coopmat::shapes(&module).map_err(ReflectError)?;
     Ok(Reflection {
         bindings,
         push,
@@ -114,7 +115,7 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
 /// Whether the module in `words` reads `gl_NumWorkGroups`; a module that does not parse answers
 /// `true`, the cautious answer (a dispatch of such a shader is never split).
 pub fn reads_num_workgroups(words: &[u32]) -> bool {
-    crate::coopmat::load_module(words)
+    coopmat::load_module(words)
         .map(|m| decorates_builtin(&m, BuiltIn::NumWorkgroups))
         .unwrap_or(true)
 }
