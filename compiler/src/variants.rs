@@ -171,7 +171,9 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(v.len(), 4 * 2 + 3);
-        assert!(v.iter().all(|k| k.coopmat != Some(true) || k.float.is_fp16()));
+        assert!(v
+            .iter()
+            .all(|k| k.coopmat != Some(true) || k.float.is_fp16()));
         let mut names: Vec<_> = v.iter().map(|k| k.name()).collect();
         names.dedup();
         assert_eq!(names.len(), v.len());
