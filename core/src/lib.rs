@@ -1,17 +1,15 @@
 //! The one vocabulary shared by the `compute_shader!` compiler and the runtime.
 //!
-//! The compiler decides, per variant, which [`Feature`]s the SPIR-V needs and writes them into
-//! the generated [`VariantInfo`] table; the runtime detects the same [`Feature`]s on the device
-//! and picks a variant. Both sides naming features through this crate is what keeps them in step.
+//! The compiler writes each variant's [`VariantKey`] and what reflection found into the generated
+//! [`VariantInfo`] table; the [`Feature`]s a variant needs are a function of its key
+//! ([`VariantKey::requires`]). The runtime detects the same [`Feature`]s on the device and picks
+//! a variant. Both sides naming features through this crate is what keeps them in step.
 //! Nothing here depends on Vulkan or on proc-macro types.
 
 #![deny(missing_docs)]
 
 mod coopmat;
 mod features;
-// info.rs is being reworked by the compiler half of issue 6 (reflected flags, `requires()`);
-// its docs come with that change.
-#[allow(missing_docs)]
 mod info;
 mod variant;
 
