@@ -1,11 +1,12 @@
-//! Phase 1, parse: the macro's input as written.
+//! Phase 1, parse: the macro's input as written ([`Input`]), then with its keys validated
+//! ([`KernelSpec`]).
 //!
 //! ```text
 //! compute_shader! {
 //!     /// docs
 //!     pub mod add_one,                // visibility and module name of the generated bindings
 //!     src: r#"#version 450 ..."#,    // inline extended GLSL, or
-//!     path: "kernels/add_one.comp",   // a file relative to CARGO_MANIFEST_DIR
+//!     path: "kernels/add_one.comp",   // a file relative to the invoking Rust file
 //!     variants: [fp32, fp16sa],       // optional: narrow the variant list
 //!     optimize: true,                 // optional: ship spirv-opt's performance output
 //!     crate: ::vkprism,               // optional: path of the vkprism facade
@@ -17,23 +18,35 @@ use proc_macro2::Span;
 use syn::parse::{Parse, ParseStream};
 use syn::{Attribute, Ident, LitStr, Path, Token, Visibility};
 
+/// The macro's input as written.
 pub struct Input {
+    /// Attributes (docs) for the generated module.
     pub attrs: Vec<Attribute>,
+    /// The generated module's visibility.
     pub vis: Visibility,
+    /// The generated module's name, which is also the kernel's.
     pub name: Ident,
+    /// The `key: value` entries, in order.
     pub entries: Vec<Entry>,
 }
 
 /// One `key: value` entry, before validation.
 pub struct Entry {
+    /// The key (`crate` included, though it is a keyword).
     pub key: Ident,
+    /// Its value.
     pub value: Value,
 }
 
+/// A value of any shape a key takes; `KernelSpec` checks it has the shape its key wants.
 pub enum Value {
+    /// A string literal (`src`, `path`).
     Str(LitStr),
+    /// `true` or `false` (`optimize`).
     Bool(syn::LitBool),
+    /// `[a, b]` (`variants`), with the span of the brackets.
     List(Vec<Ident>, Span),
+    /// A path (`crate`).
     Path(Path),
 }
 
@@ -87,11 +100,14 @@ impl Parse for Input {
 /// The source of the kernel.
 #[derive(Clone)]
 pub enum SourceSpec {
+    /// `src: "..."`: the text itself.
     Inline(LitStr),
+    /// `path: "..."`: a file relative to the invoking Rust file.
     File(LitStr),
 }
 
 impl SourceSpec {
+    /// The literal, whichever key gave it.
     pub fn lit(&self) -> &LitStr {
         match self {
             SourceSpec::Inline(l) | SourceSpec::File(l) => l,
@@ -99,14 +115,20 @@ impl SourceSpec {
     }
 }
 
-/// Phase 2 (validate keys): the input with every key checked. Errors go to `cx`; what could not be
+/// The input with every key checked. Errors go to `cx`; what could not be
 /// understood is left at its default so later phases can still run and report their own errors.
 pub struct KernelSpec {
+    /// Attributes (docs) for the generated module.
     pub attrs: Vec<Attribute>,
+    /// The generated module's visibility.
     pub vis: Visibility,
+    /// The generated module's name, which is also the kernel's.
     pub name: Ident,
+    /// The kernel's text or file; `None` after an error.
     pub source: Option<SourceSpec>,
+    /// The user's list of variants, or `None` for all of them.
     pub variants: Option<Vec<Ident>>,
+    /// Path of the vkprism facade (`::vkprism` unless `crate:` says otherwise).
     pub krate: Path,
     /// Ship SPIR-V through spirv-opt's performance passes (reflection still reads the
     /// unoptimized module, which keeps its names).
@@ -116,6 +138,7 @@ pub struct KernelSpec {
 const KEYS: &[&str] = &["src", "path", "variants", "optimize", "crate"];
 
 impl KernelSpec {
+    /// Checks every key of `input`.
     pub fn from_input(cx: &Ctxt, input: Input) -> KernelSpec {
         let mut source: Option<SourceSpec> = None;
         let mut variants = None;

@@ -1,6 +1,6 @@
-//! Phase 4: one GLSL text per variant (preamble spliced after `#version`, a `#line` directive so
-//! messages keep the kernel's own line numbers), compiled to SPIR-V by shaderc, variants in
-//! parallel.
+//! Phase 5, compile: one GLSL text per variant (preamble spliced after `#version`, a `#line`
+//! directive so messages keep the kernel's own line numbers), compiled to SPIR-V by shaderc,
+//! variants in parallel.
 
 use crate::preamble::preamble;
 use crate::source::{Meta, Source};
@@ -17,6 +17,7 @@ pub const DEFAULT_LOCAL_SIZE_X: u32 = 64;
 pub struct Diagnostic {
     /// `file:line` (Rust file for inline kernels), or empty when shaderc gave no line.
     pub location: String,
+    /// glslang's text (`error: 'x' : undeclared identifier`).
     pub message: String,
 }
 
@@ -76,17 +77,22 @@ fn local_size_layout(idents: &[(String, u32)]) -> String {
 /// One variant's SPIR-V, or the compiler's messages.
 pub type Compiled = Result<Vec<u32>, Vec<Diagnostic>>;
 
-/// Compiles every `(key, text)` pair, spreading them over the machine's cores.
-pub fn compile_all(source: &Meta, jobs: Vec<(VariantKey, String)>) -> Vec<(VariantKey, Compiled)> {
-    compile_all_at(source, jobs, false)
+/// Whether spirv-opt runs after glslang.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Optimization {
+    /// glslang's output as is: what reflection reads (it keeps the names).
+    None,
+    /// spirv-opt's performance passes, which strip names: such output is shipped, never
+    /// reflected.
+    Performance,
 }
 
-/// Like [`compile_all`]; `optimize` runs spirv-opt's performance passes (which strip names, so
-/// such output is shipped, never reflected).
-pub fn compile_all_at(
+/// Compiles every `(key, text)` pair, spreading them over the machine's cores; results in key
+/// order.
+pub fn compile_all(
     source: &Meta,
     jobs: Vec<(VariantKey, String)>,
-    optimize: bool,
+    optimization: Optimization,
 ) -> Vec<(VariantKey, Compiled)> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -113,7 +119,7 @@ pub fn compile_all_at(
                                 _ if key.coopmat == Some(true) => {
                                     crate::glslang::compile(source, &text)
                                 }
-                                Ok(c) => compile_one(c, source, &text, optimize),
+                                Ok(c) => compile_one(c, source, &text, optimization),
                                 Err(e) => Err(vec![Diagnostic {
                                     location: String::new(),
                                     message: format!("cannot start shaderc: {e}"),
@@ -138,8 +144,8 @@ fn compile_one(
     compiler: &shaderc::Compiler,
     source: &Meta,
     text: &str,
-    optimize: bool,
-) -> Result<Vec<u32>, Vec<Diagnostic>> {
+    optimization: Optimization,
+) -> Compiled {
     let Some(mut options) = shaderc::CompileOptions::new().ok() else {
         return Err(vec![Diagnostic {
             location: String::new(),
@@ -153,10 +159,9 @@ fn compile_one(
     options.set_source_language(shaderc::SourceLanguage::GLSL);
     // By default no spirv-opt pass: it strips the names reflection reads, and drivers optimize
     // at pipeline creation anyway (ncnn ships glslang's output unoptimized too).
-    options.set_optimization_level(if optimize {
-        shaderc::OptimizationLevel::Performance
-    } else {
-        shaderc::OptimizationLevel::Zero
+    options.set_optimization_level(match optimization {
+        Optimization::None => shaderc::OptimizationLevel::Zero,
+        Optimization::Performance => shaderc::OptimizationLevel::Performance,
     });
     let main_dir = source.dir.clone();
     options.set_include_callback(move |name, _ty, from, _depth| {

@@ -1,4 +1,4 @@
-//! Phase 6, the binding model: the reflections of all variants merged into one description of
+//! Phase 7, the binding model: the reflections of all variants merged into one description of
 //! the kernel, with the checks that make one typed API honest: every variant agrees on push
 //! constants and specialization constants, and every variant of one memory kind agrees on its
 //! descriptor set (element types may differ: that is what variants are).
@@ -7,20 +7,31 @@ use crate::reflect::{Binding, PushBlock, Reflection, SpecConstant};
 use std::collections::BTreeMap;
 use vkprism_core::{BindingKind, LocalSizeDim, MemoryKind, ScalarKind, TensorFormat, VariantKey};
 
+/// One variant as the kernel ships it.
 #[derive(Debug)]
 pub struct VariantModel {
+    /// Which variant.
     pub key: VariantKey,
+    /// The module shipped (spirv-opt's output with `optimize: true`).
     pub spirv: Vec<u32>,
+    /// Every descriptor binding with the tensor format it expects in this variant.
     pub bindings: Vec<(Binding, TensorFormat)>,
+    /// The shipped module reads `gl_NumWorkGroups`.
+    pub reads_num_workgroups: bool,
     /// The cooperative-matrix shapes the variant multiplies (reflected).
     pub cooperative_matrices: Vec<vkprism_core::CoopMatShape>,
 }
 
+/// The whole kernel: its variants and the interface they share.
 #[derive(Debug)]
 pub struct KernelModel {
+    /// The variants shipped, in key order.
     pub variants: Vec<VariantModel>,
+    /// The push-constant block, the same in every variant.
     pub push: Option<PushBlock>,
+    /// The specialization constants other than the workgroup size, the same in every variant.
     pub spec: Vec<SpecConstant>,
+    /// The workgroup size, the same in every variant.
     pub local_size: [LocalSizeDim; 3],
     /// The descriptor interface of each memory kind present.
     pub interfaces: BTreeMap<MemoryKind, Vec<Binding>>,
@@ -65,6 +76,9 @@ pub fn binding_format(key: &VariantKey, b: &Binding, reference: Option<&Binding>
     }
 }
 
+/// Per memory kind: each distinct descriptor signature and the variants that declare it.
+type Signatures = BTreeMap<MemoryKind, Vec<(Vec<Binding>, Vec<VariantKey>)>>;
+
 /// Merges reflections. `compiled` holds every compiled variant, including reference variants
 /// compiled only for [`binding_format`]; `emit` says which ones the kernel ships.
 pub fn build(
@@ -74,81 +88,20 @@ pub fn build(
     let mut errors = Vec::new();
     let first_key = emit[0];
     let first = &compiled[&first_key].1;
-    // Per memory kind: each distinct descriptor signature and the variants that declare it.
-    type Groups = Vec<(Vec<Binding>, Vec<VariantKey>)>;
-    let mut signatures: BTreeMap<MemoryKind, Groups> = BTreeMap::new();
+    let mut signatures = Signatures::new();
     let mut variants = Vec::new();
     for key in emit {
         let (spirv, r) = &compiled[key];
-        if r.push != first.push {
-            errors.push(format!("variants `{first_key}` and `{key}` declare different push-constant blocks; the block must not depend on the variant (use int/uint/float members, not afp)"));
-        }
-        if r.spec != first.spec {
-            errors.push(format!(
-                "variants `{first_key}` and `{key}` declare different specialization constants"
-            ));
-        }
-        if r.local_size != first.local_size {
-            errors.push(format!(
-                "variants `{first_key}` and `{key}` declare different workgroup sizes"
-            ));
-        }
-        let sig: Vec<Binding> = r
-            .bindings
-            .iter()
-            .map(|b| Binding {
-                element: vkprism_core::ElementType {
-                    scalar: ScalarKind::U8,
-                    components: 0,
-                    stride: 0,
-                },
-                ..b.clone()
-            })
-            .collect();
+        errors.extend(disagreements(&first_key, first, key, r));
         let groups = signatures.entry(key.memory).or_default();
+        let sig = descriptor_signature(r);
         match groups.iter_mut().find(|(s, _)| *s == sig) {
             Some((_, keys)) => keys.push(*key),
             None => groups.push((sig, vec![*key])),
         }
-        let reference = compiled.get(&reference_key(key)).map(|(_, r)| r);
-        let bindings = r
-            .bindings
-            .iter()
-            .map(|b| {
-                let rb = reference.and_then(|r| {
-                    r.bindings
-                        .iter()
-                        .find(|x| x.binding == b.binding && x.set == b.set)
-                });
-                (b.clone(), binding_format(key, b, rb))
-            })
-            .collect();
-        variants.push(VariantModel {
-            key: *key,
-            spirv: spirv.clone(),
-            bindings,
-            cooperative_matrices: r.cooperative_matrices.clone(),
-        });
+        variants.push(variant_model(compiled, key, spirv, r));
     }
-    for (memory, groups) in &signatures {
-        if groups.len() > 1 {
-            let described: Vec<String> = groups
-                .iter()
-                .map(|(sig, keys)| {
-                    format!(
-                        "{} declare {}",
-                        keys.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
-                        describe(sig)
-                    )
-                })
-                .collect();
-            errors.push(format!(
-                "the {} variants disagree on their descriptor bindings: {}; variants of one memory kind must agree so one bindings type fits them all",
-                memory.name(),
-                described.join("; ")
-            ));
-        }
-    }
+    errors.extend(signature_disagreements(&signatures));
     if let Some(b) = first.bindings.iter().find(|b| b.set != 0) {
         errors.push(format!(
             "binding `{}` is in descriptor set {}; vkprism kernels use set 0 only",
@@ -168,6 +121,99 @@ pub fn build(
             .map(|(m, mut g)| (m, g.swap_remove(0).0))
             .collect(),
     })
+}
+
+/// What variant `key` declares differently from the first variant, where all must agree.
+fn disagreements(
+    first_key: &VariantKey,
+    first: &Reflection,
+    key: &VariantKey,
+    r: &Reflection,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    if r.push != first.push {
+        errors.push(format!("variants `{first_key}` and `{key}` declare different push-constant blocks; the block must not depend on the variant (use int/uint/float members, not afp)"));
+    }
+    if r.spec != first.spec {
+        errors.push(format!(
+            "variants `{first_key}` and `{key}` declare different specialization constants"
+        ));
+    }
+    if r.local_size != first.local_size {
+        errors.push(format!(
+            "variants `{first_key}` and `{key}` declare different workgroup sizes"
+        ));
+    }
+    errors
+}
+
+/// The bindings with their element types blanked: what variants of one memory kind must share.
+fn descriptor_signature(r: &Reflection) -> Vec<Binding> {
+    r.bindings
+        .iter()
+        .map(|b| Binding {
+            element: vkprism_core::ElementType {
+                scalar: ScalarKind::U8,
+                components: 0,
+                stride: 0,
+            },
+            ..b.clone()
+        })
+        .collect()
+}
+
+/// One variant with each binding's tensor format decided against its reference variant.
+fn variant_model(
+    compiled: &BTreeMap<VariantKey, (Vec<u32>, Reflection)>,
+    key: &VariantKey,
+    spirv: &[u32],
+    r: &Reflection,
+) -> VariantModel {
+    let reference = compiled.get(&reference_key(key)).map(|(_, r)| r);
+    let bindings = r
+        .bindings
+        .iter()
+        .map(|b| {
+            let rb = reference.and_then(|r| {
+                r.bindings
+                    .iter()
+                    .find(|x| x.binding == b.binding && x.set == b.set)
+            });
+            (b.clone(), binding_format(key, b, rb))
+        })
+        .collect();
+    VariantModel {
+        key: *key,
+        spirv: spirv.to_vec(),
+        bindings,
+        reads_num_workgroups: r.reads_num_workgroups,
+        cooperative_matrices: r.cooperative_matrices.clone(),
+    }
+}
+
+/// One error per memory kind whose variants declare more than one descriptor signature.
+fn signature_disagreements(signatures: &Signatures) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (memory, groups) in signatures {
+        if groups.len() > 1 {
+            let described: Vec<String> = groups
+                .iter()
+                .map(|(sig, keys)| {
+                    format!(
+                        "{} declare {}",
+                        keys.iter().map(|k| k.name()).collect::<Vec<_>>().join(", "),
+                        describe(sig)
+                    )
+                })
+                .collect();
+            errors.push(format!(
+                "the {} variants disagree on their descriptor bindings: {}; variants of one memory kind must agree so one bindings type fits them all",
+                memory.name(),
+                described.join("; ")
+            ));
+        }
+    }
+    errors
 }
 
 fn describe(bs: &[Binding]) -> String {

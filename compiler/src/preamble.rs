@@ -1,4 +1,4 @@
-//! Phase 3, expand: the extended-GLSL definitions of one variant, inserted after the kernel's
+//! Phase 5, expand: the extended-GLSL definitions of one variant, inserted after the kernel's
 //! `#version` line. Everything is a macro or a plain declaration, so it also works with buffers
 //! (an unsized array can't be a function parameter in GLSL, which is why ncnn's helpers are
 //! macros too).
@@ -15,6 +15,35 @@
 
 use std::fmt::Write;
 use vkprism_core::{FloatMode, Int8Mode, MemoryKind, VariantKey};
+
+/// ncnn's `NCNN_…` switches for `key`, in the order they are defined.
+fn ncnn_flags(key: &VariantKey) -> [(&'static str, bool); 12] {
+    let f = key.float;
+    let coopmat = key.coopmat == Some(true);
+    [
+        ("NCNN_cooperative_matrix", coopmat),
+        ("ncnn_VK_KHR_cooperative_matrix", coopmat),
+        (
+            "NCNN_fp16_packed",
+            matches!(f, FloatMode::Fp16p | FloatMode::Fp16pa),
+        ),
+        (
+            "NCNN_fp16_storage",
+            matches!(f, FloatMode::Fp16s | FloatMode::Fp16sa),
+        ),
+        ("NCNN_fp16_arithmetic", f.is_fp16_arithmetic()),
+        ("NCNN_bf16_packed", f == FloatMode::Bf16p),
+        ("NCNN_bf16_storage", f == FloatMode::Bf16s),
+        ("NCNN_int8_packed", key.int8 == Some(Int8Mode::Int8p)),
+        (
+            "NCNN_int8_storage",
+            matches!(key.int8, Some(Int8Mode::Int8s | Int8Mode::Int8a)),
+        ),
+        ("NCNN_int8_arithmetic", key.int8 == Some(Int8Mode::Int8a)),
+        ("NCNN_image_shader", key.memory == MemoryKind::Image),
+        ("NCNN_shader_local_memory", key.local_memory == Some(true)),
+    ]
+}
 
 /// The `#extension` lines, macros and helper declarations for `key`.
 pub fn preamble(key: &VariantKey) -> String {
@@ -35,8 +64,7 @@ pub fn preamble(key: &VariantKey) -> String {
         ),
         _ => {}
     }
-    let coopmat = key.coopmat == Some(true);
-    if coopmat {
+    if key.coopmat == Some(true) {
         s.push_str(
             "#extension GL_KHR_cooperative_matrix : require\n\
              #extension GL_KHR_memory_scope_semantics : require\n",
@@ -46,63 +74,16 @@ pub fn preamble(key: &VariantKey) -> String {
             s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n");
         }
     }
-    let flag = |b: bool| if b { 1 } else { 0 };
-    let _ = writeln!(s, "#define NCNN_cooperative_matrix {}", flag(coopmat));
-    let _ = writeln!(s, "#define ncnn_VK_KHR_cooperative_matrix {}", flag(coopmat));
-    let image = key.memory == MemoryKind::Image;
-    let _ = writeln!(
-        s,
-        "#define NCNN_fp16_packed {}",
-        flag(matches!(f, FloatMode::Fp16p | FloatMode::Fp16pa))
-    );
-    let _ = writeln!(
-        s,
-        "#define NCNN_fp16_storage {}",
-        flag(matches!(f, FloatMode::Fp16s | FloatMode::Fp16sa))
-    );
-    let _ = writeln!(
-        s,
-        "#define NCNN_fp16_arithmetic {}",
-        flag(f.is_fp16_arithmetic())
-    );
-    let _ = writeln!(
-        s,
-        "#define NCNN_bf16_packed {}",
-        flag(f == FloatMode::Bf16p)
-    );
-    let _ = writeln!(
-        s,
-        "#define NCNN_bf16_storage {}",
-        flag(f == FloatMode::Bf16s)
-    );
-    let _ = writeln!(
-        s,
-        "#define NCNN_int8_packed {}",
-        flag(key.int8 == Some(Int8Mode::Int8p))
-    );
-    let _ = writeln!(
-        s,
-        "#define NCNN_int8_storage {}",
-        flag(matches!(key.int8, Some(Int8Mode::Int8s | Int8Mode::Int8a)))
-    );
-    let _ = writeln!(
-        s,
-        "#define NCNN_int8_arithmetic {}",
-        flag(key.int8 == Some(Int8Mode::Int8a))
-    );
-    let _ = writeln!(s, "#define NCNN_image_shader {}", flag(image));
-    let _ = writeln!(
-        s,
-        "#define NCNN_shader_local_memory {}",
-        flag(key.local_memory == Some(true))
-    );
+    for (name, on) in ncnn_flags(key) {
+        let _ = writeln!(s, "#define {name} {}", u8::from(on));
+    }
     s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
     s.push_str("#define psc(x) (x == 0 ? p.x : x)\n");
     // Defined for every kernel: harmless where unused, and a kernel without a float axis
     // (fp32 only) can still use the vocabulary.
     s.push_str(float_types(f));
     s.push_str(BUFFER_FUNCTIONS);
-    if image {
+    if key.memory == MemoryKind::Image {
         s.push_str(image_defs(f));
     }
     if let Some(i) = key.int8 {

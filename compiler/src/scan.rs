@@ -1,11 +1,31 @@
-//! Lexical facts about the kernel text: the identifiers it uses (comments skipped), which decide
-//! the variant axes, and the extended-GLSL names it calls, which are checked against the known set.
+//! Phase 3, scan: lexical facts about the kernel text: the identifiers it uses (comments
+//! skipped), which decide the variant axes, and the one table of known extended functions, which
+//! `valid.rs` checks the names it calls against.
 //! Bindings, push constants and specialization constants are NOT read from the text: they come
-//! from SPIR-V reflection (`reflect.rs`).
+//! from SPIR-V reflection (`reflect/`).
 
 use std::collections::BTreeSet;
 
-/// Identifiers of `text` with the 1-based line each first appears on.
+/// The identifiers of a kernel: of its main text (whose lines are the kernel's own) and of the
+/// main text followed by every include (what the variant axes and the checks look at).
+pub struct Identifiers {
+    /// In the main text, with their lines there.
+    pub main: Vec<(String, u32)>,
+    /// In the main text and every include (lines past the main text count on through them).
+    pub all: Vec<(String, u32)>,
+}
+
+impl Identifiers {
+    /// Scans `main_text` and `all_text` (the main text followed by every include).
+    pub fn of(main_text: &str, all_text: &str) -> Identifiers {
+        Identifiers {
+            main: identifiers(main_text),
+            all: identifiers(all_text),
+        }
+    }
+}
+
+/// Identifiers of `text`, each with the 1-based line it appears on.
 pub fn identifiers(text: &str) -> Vec<(String, u32)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
@@ -73,6 +93,7 @@ pub struct Axes {
 const IMAGE_FN_PREFIXES: [&str; 3] = ["image1d_", "image2d_", "image3d_"];
 
 impl Axes {
+    /// The axes the names in `idents` call for.
     pub fn of(idents: &[(String, u32)]) -> Axes {
         let mut a = Axes::default();
         let mut image_guard = false;
@@ -120,31 +141,86 @@ impl Axes {
     }
 }
 
-/// The extended functions vkprism defines (see `preamble.rs`).
+/// One family of extended functions vkprism defines (see `preamble.rs`): every
+/// `prefix + stem + suffix`, and how messages summarize the family.
+struct Family {
+    prefixes: &'static [&'static str],
+    stems: &'static [&'static str],
+    suffixes: &'static [&'static str],
+    summary: &'static str,
+}
+
+/// The extended functions vkprism defines: the one list the unknown-function check and its
+/// message both read.
+const FAMILIES: &[Family] = &[
+    Family {
+        prefixes: &["buffer_"],
+        stems: &["ld", "st", "cp"],
+        suffixes: &["1", "2", "4", "8"],
+        summary: "buffer_ld/st/cp 1/2/4/8",
+    },
+    Family {
+        prefixes: &["buffer_"],
+        stems: &["cp1to4", "cp1to8", "cp4to8", "cp4to1", "cp8to1", "cp8to4"],
+        suffixes: &[""],
+        summary: "buffer_cp1to4/1to8/4to8/4to1/8to1/8to4",
+    },
+    Family {
+        prefixes: &IMAGE_FN_PREFIXES,
+        stems: &["ld", "st", "cp"],
+        suffixes: &["1", "4", "8"],
+        summary: "image1d/2d/3d_ld/st/cp 1/4/8",
+    },
+    Family {
+        prefixes: &["sfp2lfp"],
+        stems: &[""],
+        suffixes: &["", "vec4"],
+        summary: "sfp2lfp(vec4)",
+    },
+    Family {
+        prefixes: &["lfp2afp"],
+        stems: &[""],
+        suffixes: &["", "vec4"],
+        summary: "lfp2afp(vec4)",
+    },
+    Family {
+        prefixes: &["i8buffer_"],
+        stems: &["ld", "st", "cp"],
+        suffixes: &["1", "4"],
+        summary: "i8buffer_ld/st/cp 1/4",
+    },
+];
+
+/// Prefixes reserved for extended functions: a name with one that is not defined is a mistake.
+const RESERVED_PREFIXES: [&str; 7] = [
+    "buffer_",
+    "i8buffer_",
+    "sfp2",
+    "lfp2",
+    "image1d_",
+    "image2d_",
+    "image3d_",
+];
+
+/// The extended functions vkprism defines.
 pub fn known_functions() -> BTreeSet<String> {
-    let mut s = BTreeSet::new();
-    for w in ["1", "2", "4", "8"] {
-        s.insert(format!("buffer_ld{w}"));
-        s.insert(format!("buffer_st{w}"));
-        s.insert(format!("buffer_cp{w}"));
-    }
-    for f in ["cp1to4", "cp1to8", "cp4to8", "cp4to1", "cp8to1", "cp8to4"] {
-        s.insert(format!("buffer_{f}"));
-    }
-    for d in IMAGE_FN_PREFIXES {
-        for op in ["ld", "st", "cp"] {
-            for w in ["1", "4", "8"] {
-                s.insert(format!("{d}{op}{w}"));
+    let mut names = BTreeSet::new();
+    for family in FAMILIES {
+        for prefix in family.prefixes {
+            for stem in family.stems {
+                for suffix in family.suffixes {
+                    names.insert(format!("{prefix}{stem}{suffix}"));
+                }
             }
         }
     }
-    for f in ["sfp2lfp", "sfp2lfpvec4", "lfp2afp", "lfp2afpvec4"] {
-        s.insert(f.to_string());
-    }
-    for op in ["ld1", "ld4", "st1", "st4", "cp1", "cp4"] {
-        s.insert(format!("i8buffer_{op}"));
-    }
-    s
+    names
+}
+
+/// The known extended functions, summarized for a message.
+pub fn known_functions_summary() -> String {
+    let summaries: Vec<&str> = FAMILIES.iter().map(|f| f.summary).collect();
+    summaries.join(", ")
 }
 
 /// Names that use a reserved extended-function prefix but are not defined: `(name, line)`.
@@ -153,10 +229,7 @@ pub fn unknown_functions(idents: &[(String, u32)]) -> Vec<(String, u32)> {
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for (id, line) in idents {
-        let reserved = ["buffer_", "i8buffer_", "sfp2", "lfp2"]
-            .iter()
-            .any(|p| id.starts_with(p))
-            || IMAGE_FN_PREFIXES.iter().any(|p| id.starts_with(p));
+        let reserved = RESERVED_PREFIXES.iter().any(|p| id.starts_with(p));
         if reserved && !known.contains(id) && seen.insert(id.clone()) {
             out.push((id.clone(), *line));
         }
@@ -164,9 +237,8 @@ pub fn unknown_functions(idents: &[(String, u32)]) -> Vec<(String, u32)> {
     out
 }
 
-/// Whether the text calls `psc(`.
-pub fn uses_psc(text: &str, idents: &[(String, u32)]) -> Option<u32> {
-    let _ = text;
+/// The first line that calls `psc`, if any.
+pub fn psc_line(idents: &[(String, u32)]) -> Option<u32> {
     idents.iter().find(|(id, _)| id == "psc").map(|(_, l)| *l)
 }
 
@@ -201,6 +273,22 @@ mod tests {
         assert!(Axes::of(&ids).coopmat);
         let ids = identifiers("image2d_ld4(s, p)");
         assert!(Axes::of(&ids).image && !Axes::of(&ids).buffer);
+    }
+
+    #[test]
+    fn known_functions_are_the_documented_set() {
+        let known = known_functions();
+        // 12 + 6 buffer, 27 image, 4 conversion, 6 int8 functions.
+        assert_eq!(known.len(), 55);
+        for name in [
+            "buffer_cp8to4",
+            "image3d_st8",
+            "sfp2lfpvec4",
+            "lfp2afp",
+            "i8buffer_cp4",
+        ] {
+            assert!(known.contains(name), "{name}");
+        }
     }
 
     #[test]

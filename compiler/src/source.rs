@@ -1,4 +1,4 @@
-//! Loading the kernel text: inline or from a file, its `#include`s found and read (each one a
+//! Phase 2, load: the kernel text, inline or from a file, its `#include`s found and read (each one a
 //! rebuild dependency), and the map from GLSL lines back to places in the Rust source.
 
 use crate::ast::SourceSpec;
@@ -9,16 +9,19 @@ use std::path::{Path, PathBuf};
 /// The kernel text and where it came from.
 pub struct Source {
     /// The main text, as written.
-    pub text: String,
+    pub(crate) text: String,
     /// What the compile threads need (everything but the span, which is not `Sync`).
-    pub meta: Meta,
+    pub(crate) meta: Meta,
     /// Every file read (the main file, if any, and every include): rebuild dependencies.
-    pub files: Vec<PathBuf>,
+    pub(crate) files: Vec<PathBuf>,
     /// The main text followed by every included file's text (for the lexical scan).
-    pub all_text: String,
-    pub span: Span,
+    pub(crate) all_text: String,
+    /// Where errors about the kernel are reported: the `src:` or `path:` literal.
+    pub(crate) span: Span,
 }
 
+/// Where the kernel text came from: what the compile threads need (everything but the span,
+/// which is not `Sync`).
 pub struct Meta {
     /// Name shaderc uses for the main text in messages.
     pub name: String,
@@ -28,11 +31,20 @@ pub struct Meta {
     pub origin: Origin,
 }
 
+/// The Rust-side origin of the kernel text, for messages.
 pub enum Origin {
     /// Inline literal: GLSL line 1 is on `line` of `file`.
-    Inline { file: String, line: usize },
+    Inline {
+        /// The Rust file holding the literal.
+        file: String,
+        /// The line of the literal's opening quote.
+        line: usize,
+    },
     /// A file named by `path:`.
-    File { path: PathBuf },
+    File {
+        /// The kernel file.
+        path: PathBuf,
+    },
 }
 
 /// The directory of the Rust file holding `span`: `path:` and the `#include`s of inline kernels
@@ -80,7 +92,7 @@ impl Source {
     }
 
     /// Reads the source and its includes; errors are recorded in `cx` and yield `None`.
-    pub fn load(cx: &Ctxt, spec: &SourceSpec) -> Option<Source> {
+    pub(crate) fn load(cx: &Ctxt, spec: &SourceSpec) -> Option<Source> {
         let lit = spec.lit();
         let span = lit.span();
         let mut source = match spec {
@@ -176,7 +188,8 @@ impl Source {
         }
     }
 
-    pub fn locate(&self, glsl_line: u32) -> String {
+    /// `file:line` in the Rust or kernel source for line `glsl_line` of the main text.
+    pub(crate) fn locate(&self, glsl_line: u32) -> String {
         self.meta.locate(glsl_line)
     }
 }

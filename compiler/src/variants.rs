@@ -1,4 +1,4 @@
-//! Phase 4: the variants a kernel gets (only the axes it uses) and the user's narrowing.
+//! Phase 4, variants: the variants a kernel gets (only the axes it uses) and the user's narrowing.
 
 use crate::ctxt::Ctxt;
 use crate::scan::Axes;
@@ -68,7 +68,8 @@ fn coopmat_values(axes: &Axes, float: FloatMode, memory: MemoryKind) -> Vec<Opti
     }
 }
 
-/// The variants to emit: all of them, or the user's list checked against them.
+/// The variants to emit: all of them, or the user's list checked against them. Errors go to
+/// `cx`; `None` when there was one (or the list was empty, which `ast` reports).
 pub fn select(
     cx: &Ctxt,
     axes: &Axes,
@@ -80,32 +81,40 @@ pub fn select(
     };
     let valid = || all.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
     let mut out = Vec::new();
+    let mut ok = true;
     for (name, span) in requested {
         match VariantKey::parse(&name) {
             Ok(k) if all.contains(&k) => {
                 if out.contains(&k) {
                     cx.error(span, format!("variant `{name}` is listed twice"));
+                    ok = false;
                 } else {
                     out.push(k);
                 }
             }
-            Ok(_) => cx.error(
-                span,
-                format!(
-                    "this kernel has no variant `{name}`; its variants are: {}",
-                    valid()
-                ),
-            ),
-            Err(_) => cx.error(
-                span,
-                format!(
-                    "unknown variant `{name}`; this kernel's variants are: {}",
-                    valid()
-                ),
-            ),
+            Ok(_) => {
+                cx.error(
+                    span,
+                    format!(
+                        "this kernel has no variant `{name}`; its variants are: {}",
+                        valid()
+                    ),
+                );
+                ok = false;
+            }
+            Err(_) => {
+                cx.error(
+                    span,
+                    format!(
+                        "unknown variant `{name}`; this kernel's variants are: {}",
+                        valid()
+                    ),
+                );
+                ok = false;
+            }
         }
     }
-    if out.is_empty() {
+    if !ok || out.is_empty() {
         return None;
     }
     out.sort();
@@ -162,7 +171,9 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(v.len(), 4 * 2 + 3);
-        assert!(v.iter().all(|k| k.coopmat != Some(true) || k.float.is_fp16()));
+        assert!(v
+            .iter()
+            .all(|k| k.coopmat != Some(true) || k.float.is_fp16()));
         let mut names: Vec<_> = v.iter().map(|k| k.name()).collect();
         names.dedup();
         assert_eq!(names.len(), v.len());

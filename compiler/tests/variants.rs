@@ -2,19 +2,26 @@
 //! variant's SPIR-V passes `spirv-val`, and reflection reports what the GLSL declares.
 
 use std::path::Path;
-use vkprism_compiler::{compile_kernel, ctxt::Ctxt, model::KernelModel, source::Source};
+use vkprism_compiler::{compile_kernel, optimize, Ctxt, KernelModel, Source};
 use vkprism_core::{Access, BindingKind, FloatMode, MemoryKind, ScalarKind, TensorFormat};
 
 fn compile(text: &str) -> Result<KernelModel, Vec<String>> {
     let cx = Ctxt::new();
-    let src = Source::from_text(
+    let model = Source::from_text(
         &cx,
         text,
         "test.comp",
         Path::new(env!("CARGO_MANIFEST_DIR")),
     )
-    .ok_or_else(|| cx.messages())?;
-    compile_kernel(&cx, &src, None).ok_or_else(|| cx.messages())
+    .and_then(|src| compile_kernel(&cx, &src, None));
+    messages(cx)?;
+    Ok(model.expect("no errors, so a model"))
+}
+
+/// Every error recorded in `cx`, one message each.
+fn messages(cx: Ctxt) -> Result<(), Vec<String>> {
+    cx.check()
+        .map_err(|e| e.into_iter().map(|e| e.to_string()).collect())
 }
 
 /// Runs the Khronos SPIR-V validator on every variant.
@@ -77,7 +84,11 @@ fn seed_example_as_written_fails_only_in_fp16_arithmetic_with_a_hint() {
     let names = ["fp32", "fp16p", "fp16s", "bf16p", "bf16s"]
         .map(|n| (n.to_string(), span))
         .to_vec();
-    let m = compile_kernel(&cx, &src, Some(names)).unwrap_or_else(|| panic!("{:?}", cx.messages()));
+    let m = compile_kernel(&cx, &src, Some(names));
+    if let Err(errors) = messages(cx) {
+        panic!("{errors:?}");
+    }
+    let m = m.unwrap();
     assert_eq!(m.variants.len(), 5);
     validate_all(&m);
 }
@@ -336,4 +347,30 @@ fn lexical_checks() {
     );
     let errs = compile("#version 450\nlayout (constant_id = 0) const int n = 0;\nlayout (push_constant) uniform parameter { int n; } q;\nvoid main() { int x = psc(n); }\n").unwrap_err();
     assert!(errs[0].contains("named `q`"), "{errs:?}");
+}
+
+#[test]
+fn reading_gl_num_workgroups_is_reflected_in_the_shipped_module() {
+    const READS: &str = r#"
+#version 450
+layout (binding = 0) writeonly buffer x_blob { uint x[]; };
+void main() {
+    x[gl_GlobalInvocationID.x] = gl_NumWorkGroups.x;
+}
+"#;
+    let m = compile(READS).unwrap();
+    assert!(m.variants.iter().all(|v| v.reads_num_workgroups));
+    let m = compile(&SEED_ADD.replace("v + 123", "v + afp(123)")).unwrap();
+    assert!(m.variants.iter().all(|v| !v.reads_num_workgroups));
+
+    // Optimized, the question is asked again of the module shipped.
+    let cx = Ctxt::new();
+    let optimized = Source::from_text(&cx, READS, "test.comp", Path::new("."))
+        .and_then(|src| compile_kernel(&cx, &src, None).and_then(|m| optimize(&cx, &src, m)));
+    messages(cx).unwrap();
+    assert!(optimized
+        .unwrap()
+        .variants
+        .iter()
+        .all(|v| v.reads_num_workgroups));
 }

@@ -1,5 +1,6 @@
 //! Static kernel metadata, as `compute_shader!` writes it into the user's crate and the runtime
-//! reads it. Every value here comes from SPIR-V reflection of the compiled variants.
+//! reads it. Every value here comes from SPIR-V reflection of the compiled variants (what a
+//! variant needs from the device is a function of its key: `VariantInfo::requires`).
 
 use crate::{CoopMatShape, FeatureSet, VariantKey};
 
@@ -8,6 +9,7 @@ use crate::{CoopMatShape, FeatureSet, VariantKey};
 pub struct KernelInfo {
     /// The kernel's module name, as written in the macro.
     pub name: &'static str,
+    /// The compiled variants, in a fixed order.
     pub variants: &'static [VariantInfo],
     /// Push-constant block, if the kernel declares one.
     pub push_constants: Option<PushConstantInfo>,
@@ -20,9 +22,11 @@ pub struct KernelInfo {
 /// One compiled variant.
 #[derive(Debug)]
 pub struct VariantInfo {
+    /// Which variant.
     pub key: VariantKey,
-    /// Device features the variant needs.
-    pub requires: FeatureSet,
+    /// The shader reads `gl_NumWorkGroups` (reflected from the SPIR-V), so a dispatch can't be
+    /// split into several with base offsets and still behave as one.
+    pub reads_num_workgroups: bool,
     /// The SPIR-V module (entry point `main`).
     pub spirv: &'static [u32],
     /// Descriptor bindings, sorted by (set, binding).
@@ -32,14 +36,25 @@ pub struct VariantInfo {
     pub cooperative_matrices: &'static [CoopMatShape],
 }
 
+impl VariantInfo {
+    /// Device features the variant needs: a function of its key alone.
+    pub const fn requires(&self) -> FeatureSet {
+        self.key.requires()
+    }
+}
+
 /// One descriptor binding of one variant.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct BindingInfo {
+    /// Descriptor set (vkprism kernels use 0 only).
     pub set: u32,
+    /// Binding number.
     pub binding: u32,
     /// The block or variable name in the GLSL source.
     pub name: &'static str,
+    /// Storage or uniform buffer, sampled or storage image.
     pub kind: BindingKind,
+    /// From the `readonly` / `writeonly` qualifiers.
     pub access: Access,
     /// Element type of the runtime array (buffers) or texel (images).
     pub element: ElementType,
@@ -49,9 +64,12 @@ pub struct BindingInfo {
     pub dims: u8,
 }
 
+/// What a binding holds.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum BindingKind {
+    /// A `buffer` block.
     StorageBuffer,
+    /// A `uniform` block.
     UniformBuffer,
     /// `sampler1D/2D/3D` (combined image sampler).
     SampledImage,
@@ -59,17 +77,19 @@ pub enum BindingKind {
     StorageImage,
 }
 
+/// How the shader accesses a binding.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Access {
+    /// `readonly` (and every sampled image).
     ReadOnly,
+    /// `writeonly`.
     WriteOnly,
+    /// Neither qualifier.
     ReadWrite,
 }
 
 impl Access {
-    pub const fn reads(self) -> bool {
-        !matches!(self, Access::WriteOnly)
-    }
+    /// Whether the shader may write the binding.
     pub const fn writes(self) -> bool {
         !matches!(self, Access::ReadOnly)
     }
@@ -78,21 +98,34 @@ impl Access {
 /// The scalar kind of an element.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum ScalarKind {
+    /// `float`.
     F32,
+    /// `float16_t`.
     F16,
+    /// `int`.
     I32,
+    /// `uint`.
     U32,
+    /// `int16_t`.
     I16,
+    /// `uint16_t`.
     U16,
+    /// `int8_t`.
     I8,
+    /// `uint8_t`.
     U8,
+    /// `int64_t`.
     I64,
+    /// `uint64_t`.
     U64,
+    /// `double`.
     F64,
+    /// `bool` (32 bits in interfaces).
     Bool,
 }
 
 impl ScalarKind {
+    /// Bytes of one value.
     pub const fn size(self) -> u32 {
         match self {
             ScalarKind::F32 | ScalarKind::I32 | ScalarKind::U32 | ScalarKind::Bool => 4,
@@ -106,7 +139,9 @@ impl ScalarKind {
 /// An element type: `components` scalars, `stride` bytes apart in an array.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ElementType {
+    /// The scalar type.
     pub scalar: ScalarKind,
+    /// Scalars per element (vector width); 0 when unknown (sampled images).
     pub components: u32,
     /// Array stride in bytes (0 for images and non-array blocks).
     pub stride: u32,
@@ -115,13 +150,17 @@ pub struct ElementType {
 /// How a tensor's elements are stored in GPU memory.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TensorFormat {
+    /// IEEE single precision.
     F32,
     /// IEEE half, also the layout of packed fp16 (`packHalf2x16` puts element 0 in the low half).
     F16,
     /// bfloat16, the top 16 bits of an f32.
     Bf16,
+    /// Signed 8-bit integers.
     I8,
+    /// Signed 32-bit integers.
     I32,
+    /// Unsigned 32-bit integers.
     U32,
     /// Anything else (a struct, or a type the runtime does not convert): bytes as given.
     Raw,
@@ -141,14 +180,18 @@ impl TensorFormat {
 /// The push-constant block.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct PushConstantInfo {
+    /// The block's size in bytes.
     pub size: u32,
 }
 
 /// One specialization constant.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct SpecConstantInfo {
+    /// Its `constant_id`.
     pub id: u32,
+    /// Its name in GLSL.
     pub name: &'static str,
+    /// Its type (32-bit int, uint, float or bool).
     pub scalar: ScalarKind,
     /// Default value's bits as SPIR-V stores them (32-bit).
     pub default_bits: u32,
@@ -157,6 +200,7 @@ pub struct SpecConstantInfo {
 /// One dimension of the workgroup size.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct LocalSizeDim {
+    /// The default size.
     pub default: u32,
     /// Specialization constant id overriding it (always set by vkprism: 233, 234, 235 unless the
     /// kernel names its own).

@@ -246,36 +246,6 @@ unsafe fn create_layouts(
 }
 
 const SPIRV_MAGIC: u32 = 0x0723_0203;
-const BUILTIN_NUM_WORKGROUPS: u32 = 24;
-
-/// Whether the module decorates anything with `BuiltIn builtin`: a walk over the instruction
-/// stream (each instruction's first word holds its length and opcode). A malformed stream
-/// answers `true`, the cautious answer.
-fn uses_builtin(spirv: &[u32], builtin: u32) -> bool {
-    const OP_DECORATE: u32 = 71;
-    const OP_MEMBER_DECORATE: u32 = 72;
-    const DECORATION_BUILTIN: u32 = 11;
-    let mut i = 5;
-    while i < spirv.len() {
-        let (count, op) = ((spirv[i] >> 16) as usize, spirv[i] & 0xffff);
-        if count == 0 || i + count > spirv.len() {
-            return true;
-        }
-        let w = &spirv[i..i + count];
-        match op {
-            OP_DECORATE if count >= 4 && w[2] == DECORATION_BUILTIN && w[3] == builtin => {
-                return true
-            }
-            OP_MEMBER_DECORATE if count >= 5 && w[3] == DECORATION_BUILTIN && w[4] == builtin => {
-                return true
-            }
-            _ => {}
-        }
-        i += count;
-    }
-    false
-}
-
 impl<K: Kernel> LoadedKernel<K> {
     /// Chooses `K`'s variant as `load` says (else by `context_options`), and makes its module
     /// and layouts.
@@ -307,7 +277,7 @@ impl<K: Kernel> LoadedKernel<K> {
         // validation layer in tests); the objects are owned by the returned kernel.
         let (module, set_layout, layout) = unsafe { create_layouts(shared, variant, push_range)? };
         Ok(Arc::new(LoadedKernel {
-            dispatch_base: !uses_builtin(variant.spirv, BUILTIN_NUM_WORKGROUPS),
+            dispatch_base: !variant.reads_num_workgroups,
             shared: shared.clone(),
             variant,
             selection,
@@ -525,32 +495,5 @@ impl<K: Kernel> Pipeline<K> {
     /// The loaded kernel this pipeline belongs to.
     pub fn kernel(&self) -> &Arc<LoadedKernel<K>> {
         &self.kernel
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn builtin_scan_finds_decorations_and_distrusts_malformed_streams() {
-        let header = [SPIRV_MAGIC, 0x0001_0300, 0, 100, 0];
-        let decorate = |target: u32, builtin: u32| [(4 << 16) | 71, target, 11, builtin];
-        let mut words = header.to_vec();
-        words.extend(decorate(7, 28)); // GlobalInvocationId
-        assert!(!uses_builtin(&words, BUILTIN_NUM_WORKGROUPS));
-        words.extend([(5 << 16) | 72, 9, 0, 11, BUILTIN_NUM_WORKGROUPS]); // on a block member
-        assert!(uses_builtin(&words, BUILTIN_NUM_WORKGROUPS));
-        let mut words = header.to_vec();
-        words.extend(decorate(7, BUILTIN_NUM_WORKGROUPS));
-        assert!(uses_builtin(&words, BUILTIN_NUM_WORKGROUPS));
-        // A zero-length or overrunning instruction: cautious answer.
-        let mut bad = header.to_vec();
-        bad.push(0);
-        assert!(uses_builtin(&bad, BUILTIN_NUM_WORKGROUPS));
-        let mut bad = header.to_vec();
-        bad.push(9 << 16);
-        assert!(uses_builtin(&bad, BUILTIN_NUM_WORKGROUPS));
-        assert!(!uses_builtin(&header, BUILTIN_NUM_WORKGROUPS));
     }
 }

@@ -230,11 +230,11 @@ pub fn select_variant(
     let mut eligible = Vec::new();
     let mut rejected = Vec::new();
     for (i, v) in info.variants.iter().enumerate() {
-        let missing = v.requires.difference(device.features);
+        let missing = v.requires().difference(device.features);
         if !missing.is_empty() {
             rejected.push((
                 v.key,
-                format!("needs {}; device lacks {missing}", v.requires),
+                format!("needs {}; device lacks {missing}", v.requires()),
             ));
         } else if let Some(why) = lacking_coopmat(v, device) {
             rejected.push((v.key, why));
@@ -314,13 +314,14 @@ pub fn force_variant(
         });
     };
     let v = &info.variants[index];
-    let missing = v.requires.difference(device.features);
+    let missing = v.requires().difference(device.features);
     if !missing.is_empty() {
         return Err(SelectError {
             kernel: info.name,
             details: vec![format!(
                 "{}: needs {}; device lacks {missing}",
-                v.key, v.requires
+                v.key,
+                v.requires()
             )],
         });
     }
@@ -349,7 +350,7 @@ mod tests {
             .into_iter()
             .map(|key| VariantInfo {
                 key,
-                requires: key.requires(),
+                reads_num_workgroups: false,
                 spirv: &[],
                 bindings: &[],
                 cooperative_matrices: if key.coopmat == Some(true) {

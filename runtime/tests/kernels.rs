@@ -73,7 +73,7 @@ fn every_variant_the_device_supports_runs_and_agrees_with_the_cpu() {
     let mut ran = Vec::new();
     for v in scale::INFO.variants {
         let name = v.key.name();
-        let missing = v.requires.difference(ctx.features().features);
+        let missing = v.requires().difference(ctx.features().features);
         if missing.is_empty() {
             // An odd number of workgroups and a partial last one.
             check_scale_variant(&ctx, &name, 64 * 5 + 34, ran.len() as u64);
@@ -101,7 +101,7 @@ fn every_variant_the_device_supports_runs_and_agrees_with_the_cpu() {
 
     for v in widen::INFO.variants {
         let name = v.key.name();
-        if !v.requires.difference(ctx.features().features).is_empty() {
+        if !v.requires().difference(ctx.features().features).is_empty() {
             continue;
         }
         let k = ctx

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use vkprism_compiler::{compile_kernel, ctxt::Ctxt, optimize, source::Source};
+use vkprism_compiler::{compile_kernel, optimize, Ctxt, KernelModel, Source};
 
 struct Args {
     file: PathBuf,
@@ -68,6 +68,35 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let model = match compile(&args, &text) {
+        Ok(m) => m,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("error: {e}");
+            }
+            return ExitCode::FAILURE;
+        }
+    };
+    let stem = args
+        .file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "kernel".into());
+    print_variants(&stem, &model);
+    print_bindings(&model);
+    print_constants(&model);
+    if let Some(out) = &args.out {
+        if let Err(e) = write_spirv(out, &stem, &model) {
+            eprintln!("vkprismc: {e}");
+            return ExitCode::FAILURE;
+        }
+        println!("wrote {} files to {}", model.variants.len(), out.display());
+    }
+    ExitCode::SUCCESS
+}
+
+/// The kernel in `text` compiled as `args` say, or every error.
+fn compile(args: &Args, text: &str) -> Result<KernelModel, syn::Error> {
     let cx = Ctxt::new();
     let name = args.file.display().to_string();
     let dir = args
@@ -75,12 +104,12 @@ fn main() -> ExitCode {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_default();
-    let requested = args.variants.map(|v| {
-        v.into_iter()
-            .map(|n| (n, proc_macro2::Span::call_site()))
+    let requested = args.variants.as_ref().map(|v| {
+        v.iter()
+            .map(|n| (n.clone(), proc_macro2::Span::call_site()))
             .collect()
     });
-    let model = Source::from_text(&cx, &text, &name, &dir).and_then(|src| {
+    let model = Source::from_text(&cx, text, &name, &dir).and_then(|src| {
         let m = compile_kernel(&cx, &src, requested)?;
         if args.optimize {
             optimize(&cx, &src, m)
@@ -88,17 +117,11 @@ fn main() -> ExitCode {
             Some(m)
         }
     });
-    let Some(model) = model.filter(|_| !cx.has_errors()) else {
-        for m in cx.messages() {
-            eprintln!("error: {m}");
-        }
-        return ExitCode::FAILURE;
-    };
-    let stem = args
-        .file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "kernel".into());
+    cx.check()?;
+    Ok(model.expect("a phase that fails records an error"))
+}
+
+fn print_variants(stem: &str, model: &KernelModel) {
     println!("kernel {stem}: {} variants", model.variants.len());
     for v in &model.variants {
         println!(
@@ -108,6 +131,10 @@ fn main() -> ExitCode {
             v.key.requires()
         );
     }
+}
+
+/// Each memory kind's bindings, with the element type and tensor format of each variant.
+fn print_bindings(model: &KernelModel) {
     for (memory, bindings) in &model.interfaces {
         println!("{} bindings:", memory.name());
         for b in bindings {
@@ -140,6 +167,10 @@ fn main() -> ExitCode {
             );
         }
     }
+}
+
+/// Push constants, specialization constants and the workgroup size.
+fn print_constants(model: &KernelModel) {
     if let Some(p) = &model.push {
         let m: Vec<String> = p
             .members
@@ -171,20 +202,15 @@ fn main() -> ExitCode {
         })
         .collect();
     println!("workgroup size: {}", ls.join(" × "));
-    if let Some(out) = &args.out {
-        if let Err(e) = std::fs::create_dir_all(out) {
-            eprintln!("vkprismc: {}: {e}", out.display());
-            return ExitCode::FAILURE;
-        }
-        for v in &model.variants {
-            let path = out.join(format!("{stem}.{}.spv", v.key.name()));
-            let bytes: Vec<u8> = v.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
-            if let Err(e) = std::fs::write(&path, bytes) {
-                eprintln!("vkprismc: {}: {e}", path.display());
-                return ExitCode::FAILURE;
-            }
-        }
-        println!("wrote {} files to {}", model.variants.len(), out.display());
+}
+
+/// One `<stem>.<variant>.spv` per variant in `out`.
+fn write_spirv(out: &Path, stem: &str, model: &KernelModel) -> Result<(), String> {
+    std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    for v in &model.variants {
+        let path = out.join(format!("{stem}.{}.spv", v.key.name()));
+        let bytes: Vec<u8> = v.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
     }
-    ExitCode::SUCCESS
+    Ok(())
 }

@@ -253,13 +253,13 @@ impl CommandList {
         let id = |(_, r): (&BindingInfo, Resource<'_>)| ResId::of(r);
         let writes = |(b, _): &(&BindingInfo, Resource<'_>)| b.access.writes();
         // A barrier when this dispatch reads or writes what an earlier one wrote (RAW, WAW), or
-        // writes what an earlier one read (WAR).
+        // writes what an earlier one bound (WAR).
         if plan.bound().map(id).any(|u| self.written.contains(&u))
             || plan
                 .bound()
                 .filter(writes)
                 .map(id)
-                .any(|w| self.read.contains(&w))
+                .any(|w| self.bound.contains(&w))
         {
             // SAFETY: the list is recording (every `CommandList` is until `finish`).
             unsafe { self.record_barrier() };
@@ -267,7 +267,7 @@ impl CommandList {
         // SAFETY: the plan's trust (the caller's contract) plus the set written above.
         unsafe { self.record_dispatch(kernel, pipeline.pipeline, set, &plan) };
         self.written.extend(plan.bound().filter(writes).map(id));
-        self.read.extend(plan.bound().map(id));
+        self.bound.extend(plan.bound().map(id));
         for (_, resource) in plan.bound() {
             self.keep.push(match resource {
                 Resource::Buffer(t) => t.inner.clone(),
@@ -328,7 +328,7 @@ impl CommandList {
             )
         };
         self.written.clear();
-        self.read.clear();
+        self.bound.clear();
         self.barriers += 1;
     }
 

@@ -55,8 +55,11 @@ pub struct CommandList {
     /// Clones of everything bound: keeps it alive while the list exists.
     keep: Vec<Arc<dyn Any + Send + Sync>>,
     names: Vec<&'static str>,
+    /// What dispatches since the last barrier write.
     written: Vec<ResId>,
-    read: Vec<ResId>,
+    /// Everything dispatches since the last barrier bind, read or written (a later write to
+    /// any of it needs a barrier).
+    bound: Vec<ResId>,
     barriers: usize,
     recording: bool,
     runs: u64,
@@ -149,7 +152,7 @@ impl CommandList {
             keep: Vec::new(),
             names: Vec::new(),
             written: Vec::new(),
-            read: Vec::new(),
+            bound: Vec::new(),
             barriers: 0,
             recording: false,
             runs: 0,

@@ -10,6 +10,6 @@ vkprism::compute_shader! {
 fn main() {
     assert_eq!(scale::VARIANT_NAMES, ["fp32", "fp16p", "fp16pa", "fp16s", "fp16sa", "bf16p", "bf16s"]);
     let push = scale::PushConstants { n: 4, s: 0.5 };
-    assert_eq!(vkprism::__private::bytemuck::bytes_of(&push).len(), 8);
+    assert_eq!(bytemuck::bytes_of(&push).len(), 8);
     assert_eq!(scale::SpecConstants::default().n, 0);
 }

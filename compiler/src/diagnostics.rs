@@ -1,0 +1,75 @@
+//! The GLSL compiler's messages, turned into the kernel's errors: one message that several
+//! variants report is one error naming them, follow-on messages are dropped, and the most common
+//! surprise gets a hint.
+
+use crate::compile::Diagnostic;
+use crate::ctxt::Ctxt;
+use proc_macro2::Span;
+use std::collections::BTreeMap;
+use vkprism_core::VariantKey;
+
+/// The messages of the emitted variants, each with the names of the variants that reported it.
+#[derive(Default)]
+pub struct GroupedDiagnostics {
+    variants_of: BTreeMap<Diagnostic, Vec<String>>,
+}
+
+impl GroupedDiagnostics {
+    /// Adds the messages of the variant `key`.
+    pub fn add(&mut self, key: VariantKey, diagnostics: Vec<Diagnostic>) {
+        for d in diagnostics {
+            let names = self.variants_of.entry(d).or_default();
+            if !names.contains(&key.name()) {
+                names.push(key.name());
+            }
+        }
+    }
+
+    /// Records one error per distinct message at `span`; `emitted` is how many variants were
+    /// compiled for the kernel. `false` when there was any message.
+    pub fn report(mut self, cx: &Ctxt, span: Span, emitted: usize) -> bool {
+        self.drop_follow_on_errors(emitted);
+        let none = self.variants_of.is_empty();
+        for (d, names) in self.variants_of {
+            let which = if names.len() == emitted && emitted > 1 {
+                "every variant".to_string()
+            } else {
+                format!("variant {}", names.join(", "))
+            };
+            let at = if d.location.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", d.location)
+            };
+            cx.error(
+                span,
+                format!("GLSL ({which}): {at}{}{}", d.message, hint(&d.message)),
+            );
+        }
+        none
+    }
+
+    /// glslang goes on after an error and often adds follow-on errors in some variants at the
+    /// same line; where one message holds for every variant, it is the cause: keep that one.
+    fn drop_follow_on_errors(&mut self, emitted: usize) {
+        let universal: Vec<String> = self
+            .variants_of
+            .iter()
+            .filter(|(d, names)| names.len() == emitted && !d.location.is_empty())
+            .map(|(d, _)| d.location.clone())
+            .collect();
+        self.variants_of
+            .retain(|d, names| names.len() == emitted || !universal.contains(&d.location));
+    }
+}
+
+/// The most common fp16-arithmetic surprise deserves a hint.
+fn hint(message: &str) -> &'static str {
+    if message.contains("float16_t")
+        && (message.contains("no operation") || message.contains("cannot convert"))
+    {
+        "; hint: GLSL has no implicit conversion from int or float to float16_t, so in fp16-arithmetic variants write `afp(123)` / `afpvec4(...)` around literals and fp32 values"
+    } else {
+        ""
+    }
+}

@@ -1,0 +1,245 @@
+//! Phase 6: SPIR-V reflection. Everything the generated bindings say about descriptors, push
+//! constants, specialization constants and the workgroup size, and what the runtime needs to
+//! know about the shader (whether it reads `gl_NumWorkGroups`, the cooperative-matrix shapes it
+//! multiplies), is read here from the compiled module, never from the GLSL text.
+
+mod coopmat;
+mod index;
+mod interface;
+
+use index::{id, lit, ModuleIndex};
+use rspirv::dr::{Instruction, Module, Operand};
+use rspirv::spirv::{BuiltIn, Decoration, ExecutionMode, Op};
+use vkprism_core::{Access, BindingKind, CoopMatShape, ElementType, LocalSizeDim, ScalarKind};
+
+/// One descriptor binding of one variant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Binding {
+    /// Descriptor set (vkprism kernels use 0 only: the model checks).
+    pub set: u32,
+    /// Binding number.
+    pub binding: u32,
+    /// The block's name, else the variable's (images: the variable's).
+    pub name: String,
+    /// Buffer or image, storage or uniform/sampled.
+    pub kind: BindingKind,
+    /// From the `readonly` / `writeonly` qualifiers.
+    pub access: Access,
+    /// The runtime array's element (buffers) or the texel (images).
+    pub element: ElementType,
+    /// Image dimensionality (1, 2, 3); 0 for buffers.
+    pub dims: u8,
+}
+
+/// The push-constant block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushBlock {
+    /// The block's instance name (`p` for `psc`).
+    pub instance: String,
+    /// Bytes up to the end of the last member.
+    pub size: u32,
+    /// The members, by offset.
+    pub members: Vec<PushMember>,
+}
+
+/// One member of the push-constant block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushMember {
+    /// The member's name in GLSL (`member<i>` without one).
+    pub name: String,
+    /// Byte offset in the block.
+    pub offset: u32,
+    /// The scalar type of each component.
+    pub scalar: ScalarKind,
+    /// Scalars per element (vector width).
+    pub components: u32,
+    /// Array length, `None` for a single value.
+    pub array: Option<u32>,
+    /// Bytes the member takes.
+    pub size: u32,
+}
+
+/// One specialization constant (other than the workgroup size's).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpecConstant {
+    /// Its `constant_id`.
+    pub id: u32,
+    /// Its name in GLSL (`constant_<id>` without one).
+    pub name: String,
+    /// 32-bit int, uint, float or bool.
+    pub scalar: ScalarKind,
+    /// The default's bits as SPIR-V stores them.
+    pub default_bits: u32,
+}
+
+/// What one variant's module declares.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reflection {
+    /// Descriptor bindings, sorted by (set, binding).
+    pub bindings: Vec<Binding>,
+    /// The push-constant block, if any.
+    pub push: Option<PushBlock>,
+    /// Specialization constants other than the workgroup size's, by id.
+    pub spec: Vec<SpecConstant>,
+    /// The workgroup size.
+    pub local_size: [LocalSizeDim; 3],
+    /// The module decorates something with `BuiltIn NumWorkgroups`.
+    pub reads_num_workgroups: bool,
+    /// The cooperative-matrix multiply-adds the module performs.
+    pub cooperative_matrices: Vec<CoopMatShape>,
+}
+
+/// Why a module could not be reflected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReflectError(pub String);
+
+/// Reflects one variant's module.
+pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
+    let module = coopmat::load_module(words)
+        .map_err(|e| ReflectError(format!("SPIR-V parse error: {e}")))?;
+    let c = ModuleIndex::new(&module);
+    let (bindings, push) = interface::interface(&c, &module.types_global_values)?;
+    let (local_size, local_size_ids) = local_size(&c, &module);
+    let spec = spec_constants(&c, &module.types_global_values, &local_size_ids)?;
+    let cooperative_matrices = coopmat::shapes(&module).map_err(ReflectError)?;
+    Ok(Reflection {
+        bindings,
+        push,
+        spec,
+        local_size,
+        reads_num_workgroups: decorates_builtin(&module, BuiltIn::NumWorkgroups),
+        cooperative_matrices,
+    })
+}
+
+/// Whether the module in `words` reads `gl_NumWorkGroups`; a module that does not parse answers
+/// `true`, the cautious answer (a dispatch of such a shader is never split).
+pub fn reads_num_workgroups(words: &[u32]) -> bool {
+    coopmat::load_module(words)
+        .map(|m| decorates_builtin(&m, BuiltIn::NumWorkgroups))
+        .unwrap_or(true)
+}
+
+/// Whether anything, or any block member, is decorated `BuiltIn builtin`.
+fn decorates_builtin(module: &Module, builtin: BuiltIn) -> bool {
+    module.annotations.iter().any(|i| {
+        let operands = match i.class.opcode {
+            Op::Decorate => i.operands.get(1..),
+            Op::MemberDecorate => i.operands.get(2..),
+            _ => None,
+        };
+        matches!(
+            operands,
+            Some([Operand::Decoration(Decoration::BuiltIn), Operand::BuiltIn(b), ..]) if *b == builtin
+        )
+    })
+}
+
+/// The workgroup size: the `LocalSize` execution mode, overridden by a `WorkgroupSize` spec
+/// composite; and the ids of that composite's constants (which are not user constants).
+fn local_size(c: &ModuleIndex, module: &Module) -> ([LocalSizeDim; 3], Vec<u32>) {
+    let mut local_size = [LocalSizeDim {
+        default: 1,
+        spec_id: None,
+    }; 3];
+    for i in &module.execution_modes {
+        if let Some(Operand::ExecutionMode(ExecutionMode::LocalSize)) = i.operands.get(1) {
+            for (d, dim) in local_size.iter_mut().enumerate() {
+                dim.default = i.operands.get(2 + d).map(lit).unwrap_or(1);
+            }
+        }
+    }
+    let mut local_ids = Vec::new();
+    for i in &module.types_global_values {
+        let Some(rid) = i.result_id else { continue };
+        let is_wg = c.decorations.get(&rid).is_some_and(|ds| {
+            ds.iter().any(|d| {
+                matches!(
+                    d.operands.get(2),
+                    Some(Operand::BuiltIn(BuiltIn::WorkgroupSize))
+                )
+            })
+        });
+        if is_wg && i.class.opcode == Op::SpecConstantComposite {
+            for (d, o) in i.operands.iter().take(3).enumerate() {
+                let cid = id(o);
+                local_size[d].default = c.constants.get(&cid).copied().unwrap_or(1);
+                local_size[d].spec_id = c.decoration_value(cid, Decoration::SpecId);
+                local_ids.push(cid);
+            }
+        }
+    }
+    (local_size, local_ids)
+}
+
+/// The specialization constants other than the workgroup size's, sorted by id.
+fn spec_constants(
+    c: &ModuleIndex,
+    globals: &[Instruction],
+    local_size_ids: &[u32],
+) -> Result<Vec<SpecConstant>, ReflectError> {
+    let mut spec = Vec::new();
+    for i in globals {
+        let Some(rid) = i.result_id else { continue };
+        let default_bits = match i.class.opcode {
+            Op::SpecConstant => i.operands.first().map(lit).unwrap_or(0),
+            Op::SpecConstantTrue => 1,
+            Op::SpecConstantFalse => 0,
+            _ => continue,
+        };
+        let Some(sid) = c.decoration_value(rid, Decoration::SpecId) else {
+            continue;
+        };
+        if local_size_ids.contains(&rid) {
+            continue;
+        }
+        let scalar = i.result_type.and_then(|t| c.scalar(t)).ok_or_else(|| {
+            ReflectError(format!("specialization constant {sid}: unsupported type"))
+        })?;
+        if scalar.size() != 4 {
+            return Err(ReflectError(format!("specialization constant {sid}: only 32-bit int, uint, float and bool are supported")));
+        }
+        let name = c
+            .names
+            .get(&rid)
+            .cloned()
+            .unwrap_or_else(|| format!("constant_{sid}"));
+        spec.push(SpecConstant {
+            id: sid,
+            name,
+            scalar,
+            default_bits,
+        });
+    }
+    spec.sort_by_key(|s| s.id);
+    Ok(spec)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reads_num_workgroups;
+
+    /// Moved from the runtime, which walked the words itself before reflection said it.
+    #[test]
+    fn builtin_scan_finds_decorations_and_distrusts_malformed_streams() {
+        const NUM_WORKGROUPS: u32 = 24;
+        let header = [0x0723_0203, 0x0001_0300, 0, 100, 0];
+        let decorate = |target: u32, builtin: u32| [(4 << 16) | 71, target, 11, builtin];
+        let mut words = header.to_vec();
+        words.extend(decorate(7, 28)); // GlobalInvocationId
+        assert!(!reads_num_workgroups(&words));
+        words.extend([(5 << 16) | 72, 9, 0, 11, NUM_WORKGROUPS]); // on a block member
+        assert!(reads_num_workgroups(&words));
+        let mut words = header.to_vec();
+        words.extend(decorate(7, NUM_WORKGROUPS));
+        assert!(reads_num_workgroups(&words));
+        // A zero-length or overrunning instruction: cautious answer.
+        let mut bad = header.to_vec();
+        bad.push(0);
+        assert!(reads_num_workgroups(&bad));
+        let mut bad = header.to_vec();
+        bad.push(9 << 16);
+        assert!(reads_num_workgroups(&bad));
+        assert!(!reads_num_workgroups(&header));
+    }
+}
