@@ -149,7 +149,9 @@ fn check(
             }
         }
         let got = out[i] as f64;
-        if !((got - want).abs() <= tol * scale.max(1.0)) {
+        // Written as "not within": a NaN is not within, so it fails.
+        let within = (got - want).abs() <= tol * scale.max(1.0);
+        if !within {
             return Err(format!("{variant}: out[{i}] = {got}, want {want}"));
         }
     }

@@ -12,12 +12,19 @@ fn quick_run_writes_one_record_per_figure() {
         .output()
         .expect("run vkprism-bench");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let records: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     std::fs::remove_file(&json).ok();
     for case in ["dispatch", "elementwise", "gemm", "conv2d"] {
-        assert!(records.iter().any(|r| r["case"] == case), "no {case} record:\n{stdout}");
+        assert!(
+            records.iter().any(|r| r["case"] == case),
+            "no {case} record:\n{stdout}"
+        );
     }
     for r in &records {
         assert!(r["value"].as_f64().is_some_and(|v| v > 0.0), "{r}");

@@ -24,22 +24,39 @@ const MAIN_NAME: &str = "kernel.comp";
 /// Compiles one variant's full text to SPIR-V with the external glslang.
 pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
     let glslang = locate().map_err(|m| vec![unlocated(m)])?;
-    let dir = ScratchDir::new().map_err(|e| vec![unlocated(format!("cannot make a scratch directory: {e}"))])?;
-    std::fs::write(dir.0.join(MAIN_NAME), with_include_directive(text))
-        .map_err(|e| vec![unlocated(format!("cannot write the kernel for glslang: {e}"))])?;
+    let dir = ScratchDir::new()
+        .map_err(|e| vec![unlocated(format!("cannot make a scratch directory: {e}"))])?;
+    std::fs::write(dir.0.join(MAIN_NAME), with_include_directive(text)).map_err(|e| {
+        vec![unlocated(format!(
+            "cannot write the kernel for glslang: {e}"
+        ))]
+    })?;
     let out = Command::new(&glslang)
         .current_dir(&dir.0)
-        .args(["-V", "--target-env", "vulkan1.1", "-S", "comp", "-o", "out.spv", MAIN_NAME])
+        .args([
+            "-V",
+            "--target-env",
+            "vulkan1.1",
+            "-S",
+            "comp",
+            "-o",
+            "out.spv",
+            MAIN_NAME,
+        ])
         .arg(format!("-I{}", source.dir.display()))
         .output()
         .map_err(|e| vec![unlocated(format!("cannot run {}: {e}", glslang.display()))])?;
     if !out.status.success() {
-        let log = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        let log = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
         return Err(parse_messages(source, &log));
     }
     let bytes = std::fs::read(dir.0.join("out.spv"))
         .map_err(|e| vec![unlocated(format!("glslang wrote no SPIR-V: {e}"))])?;
-    Ok(bytes.chunks_exact(4).map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])).collect())
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect())
 }
 
 /// `#include` needs `GL_GOOGLE_include_directive` outside shaderc; it goes right after
@@ -69,7 +86,10 @@ fn locate() -> Result<PathBuf, String> {
     };
     match version(&candidate) {
         Some(v) if v >= MIN_VERSION => Ok(candidate),
-        Some((major, minor)) => Err(format!("{} is glslang {major}.{minor}; {help}", candidate.display())),
+        Some((major, minor)) => Err(format!(
+            "{} is glslang {major}.{minor}; {help}",
+            candidate.display()
+        )),
         None => Err(format!("no glslang at `{}`; {help}", candidate.display())),
     }
 }
@@ -93,10 +113,15 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
         };
         match crate::compile::split_location(rest) {
             Some((file, lno, message)) => out.push(Diagnostic {
-                location: if file == MAIN_NAME { source.locate(lno) } else { format!("{file}:{lno}") },
+                location: if file == MAIN_NAME {
+                    source.locate(lno)
+                } else {
+                    format!("{file}:{lno}")
+                },
                 message: format!("error: {message}"),
             }),
-            None if rest.contains("compilation errors") || rest.contains("compilation terminated") => {}
+            None if rest.contains("compilation errors")
+                || rest.contains("compilation terminated") => {}
             None => out.push(unlocated(rest.to_string())),
         }
     }
@@ -107,7 +132,10 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
 }
 
 fn unlocated(message: String) -> Diagnostic {
-    Diagnostic { location: String::new(), message }
+    Diagnostic {
+        location: String::new(),
+        message,
+    }
 }
 
 /// A directory of its own for one glslang run, removed when dropped.

@@ -327,7 +327,10 @@ mod tests {
             "axes out of order"
         );
         assert!(VariantKey::parse("fp32_lm_lm").is_err());
-        assert!(VariantKey::parse("fp16s_cm_lm").is_err(), "axes out of order");
+        assert!(
+            VariantKey::parse("fp16s_cm_lm").is_err(),
+            "axes out of order"
+        );
     }
 
     #[test]

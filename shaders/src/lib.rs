@@ -363,8 +363,8 @@ pub mod reference {
         for b in 0..s.batch {
             for y in 0..oh {
                 for x in 0..ow {
-                    for o in 0..s.outc {
-                        let (mut acc, mut mag) = (bias[o] as f64, bias[o].abs() as f64);
+                    for (o, &beta) in bias.iter().enumerate().take(s.outc) {
+                        let (mut acc, mut mag) = (beta as f64, beta.abs() as f64);
                         for ky in 0..s.kh {
                             for kx in 0..s.kw {
                                 let iy = (y * s.stride + ky) as isize - s.pad as isize;

@@ -61,21 +61,36 @@ struct MatrixType {
 pub fn shapes(module: &Module) -> Result<Vec<CoopMatShape>, String> {
     let globals = &module.types_global_values;
     let constant = |id: u32| {
-        globals.iter().find(|i| i.result_id == Some(id)).and_then(|i| match i.operands.first() {
-            Some(Operand::LiteralBit32(v)) => Some(*v),
-            _ => None,
-        })
+        globals
+            .iter()
+            .find(|i| i.result_id == Some(id))
+            .and_then(|i| match i.operands.first() {
+                Some(Operand::LiteralBit32(v)) => Some(*v),
+                _ => None,
+            })
     };
     let scalar = |id: u32| scalar_kind(globals.iter().find(|i| i.result_id == Some(id))?);
     let mut matrices = HashMap::new();
-    for i in globals.iter().filter(|i| i.class.opcode == Op::TypeCooperativeMatrixKHR) {
+    for i in globals
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypeCooperativeMatrixKHR)
+    {
         let ids: Vec<u32> = i.operands.iter().filter_map(|o| o.id_ref_any()).collect();
         if let (Some(rid), [component, _scope, rows, columns, ..]) = (i.result_id, ids.as_slice()) {
             let (rows, columns) = (constant(*rows), constant(*columns));
             let (Some(rows), Some(columns)) = (rows, columns) else {
-                return Err("cooperative matrix with rows or columns that are not constants".into());
+                return Err(
+                    "cooperative matrix with rows or columns that are not constants".into(),
+                );
             };
-            matrices.insert(rid, MatrixType { component: *component, rows, columns });
+            matrices.insert(
+                rid,
+                MatrixType {
+                    component: *component,
+                    rows,
+                    columns,
+                },
+            );
         }
     }
     let value_types = value_types(module);
@@ -117,7 +132,9 @@ pub fn shapes(module: &Module) -> Result<Vec<CoopMatShape>, String> {
 /// The result type of every value a function instruction or global defines.
 fn value_types(module: &Module) -> HashMap<u32, u32> {
     let functions = module.functions.iter().flat_map(|f| {
-        f.parameters.iter().chain(f.blocks.iter().flat_map(|b| &b.instructions))
+        f.parameters
+            .iter()
+            .chain(f.blocks.iter().flat_map(|b| &b.instructions))
     });
     module
         .types_global_values
