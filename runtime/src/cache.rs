@@ -2,7 +2,7 @@
 //! a trailer of vkprism's own (magic, driver version, length, checksum) so a damaged or foreign
 //! file is rejected with a reason instead of being handed to the driver.
 
-use crate::device::{vkerr, Shared};
+use crate::device::{api_lock, vkerr, Shared};
 use crate::pipeline::Error;
 use ash::vk;
 use std::path::Path;
@@ -22,7 +22,9 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<(), Error> {
     let file = std::fs::read(path)?;
     check_header(shared, &file)?;
     let data = check_trailer(shared, &file)?;
+    shared.check_usable()?;
     let d = &shared.device;
+    let _api = api_lock();
     // SAFETY: `data` passed the header and checksum checks (the driver still validates it);
     // the created cache is destroyed below.
     let loaded = unsafe {
@@ -47,10 +49,13 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<(), Error> {
 
 /// Writes the device's cache to `path` (atomically: a temporary file, then a rename).
 pub(crate) fn save(shared: &Shared, path: &Path) -> Result<(), Error> {
+    // The API lock before any other lock (see `api_lock`).
+    let api = api_lock();
     let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: the cache is externally synchronized by CACHE_LOCK while it is read.
     let data = unsafe { shared.device.get_pipeline_cache_data(shared.pipeline_cache) }
         .map_err(vkerr("vkGetPipelineCacheData"))?;
+    drop(api);
     let mut file = data.clone();
     file.extend_from_slice(&trailer(shared, &data));
     let tmp = path.with_extension("tmp");

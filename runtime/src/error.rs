@@ -75,6 +75,7 @@ impl From<crate::tensor::Error> for Error {
         match e {
             T::Context(e) => e.into(),
             T::Allocation(why) => Error::OutOfMemory(why),
+            e @ T::OverBudget { .. } => Error::OutOfMemory(e.to_string()),
             e => Error::Validation(Invalid::Tensor(e)),
         }
     }

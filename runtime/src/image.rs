@@ -3,8 +3,8 @@
 //! image can be sampled by one dispatch and stored by the next.
 
 use crate::convert::{decode_f32, encode_f32};
-use crate::device::{vkerr, Shared};
-use crate::tensor::{create_buffer, free_buffer, Error};
+use crate::device::{api_lock, vkerr, Shared};
+use crate::tensor::{allocate_checked, create_buffer, free_buffer, free_memory, Error};
 use crate::Context;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -27,6 +27,11 @@ pub(crate) struct ImageInner {
 impl Drop for ImageInner {
     fn drop(&mut self) {
         let s = &self.shared;
+        if s.is_poisoned() {
+            // The GPU may still use the image: leak it (see `Drop for Shared`).
+            return;
+        }
+        let api = api_lock();
         // SAFETY: the image's own objects, destroyed once: command lists that used them hold a
         // clone of this inner value and wait for their work, so none is in use now. (A view or
         // sampler left null by a failed `Image::new` is a valid no-op to destroy.)
@@ -40,17 +45,11 @@ impl Drop for ImageInner {
             .unwrap_or_else(|e| e.into_inner())
             .take()
         {
-            if let Some(alloc) = s
-                .allocator
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .as_mut()
-            {
-                let _ = alloc.free(a);
-            }
+            free_memory(s, a);
         }
         // SAFETY: as above; its memory was freed just before.
         unsafe { s.device.destroy_image(self.image, None) };
+        drop(api);
     }
 }
 
@@ -153,7 +152,78 @@ fn check_request(
             limit: max as u64,
         });
     }
+    check_resource_limits(shared, vkf, ty, extent, channels, format)?;
     Ok((vkf, ty, view_ty))
+}
+
+/// The usage of every image.
+const IMAGE_USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
+    vk::ImageUsageFlags::SAMPLED.as_raw()
+        | vk::ImageUsageFlags::STORAGE.as_raw()
+        | vk::ImageUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::ImageUsageFlags::TRANSFER_DST.as_raw(),
+);
+
+/// Checks the image against what the device allows for this format, type and usage
+/// (`vkGetPhysicalDeviceImageFormatProperties`: `maxExtent` and `maxResourceSize`) before
+/// anything is created: the driver (and the validation layer) would otherwise see the request.
+fn check_resource_limits(
+    shared: &Shared,
+    format: vk::Format,
+    ty: vk::ImageType,
+    extent: [u32; 3],
+    channels: u32,
+    tensor_format: TensorFormat,
+) -> Result<(), Error> {
+    let props = {
+        let _api = api_lock();
+        // SAFETY: a query on this instance's physical device with valid enum values.
+        unsafe {
+            shared.instance.get_physical_device_image_format_properties(
+                shared.physical,
+                format,
+                ty,
+                vk::ImageTiling::OPTIMAL,
+                IMAGE_USAGE,
+                vk::ImageCreateFlags::empty(),
+            )
+        }
+    };
+    let props = props.map_err(|_| Error::WrongFormat {
+        have: tensor_format,
+        want: "an image format this device supports for sampling, storage and transfers",
+    })?;
+    let max = [
+        props.max_extent.width,
+        props.max_extent.height,
+        props.max_extent.depth,
+    ];
+    if let Some(i) = (0..3).find(|i| extent[*i] > max[*i]) {
+        return Err(Error::TooLarge {
+            size: extent[i] as u64,
+            limit_name: "maxExtent (vkGetPhysicalDeviceImageFormatProperties)",
+            limit: max[i] as u64,
+        });
+    }
+    let bytes = extent.iter().map(|e| *e as u64).product::<u64>()
+        * channels as u64
+        * tensor_format.size() as u64;
+    if bytes > props.max_resource_size {
+        return Err(Error::TooLarge {
+            size: bytes,
+            limit_name: "maxResourceSize (vkGetPhysicalDeviceImageFormatProperties)",
+            limit: props.max_resource_size,
+        });
+    }
+    let limit = shared.features.limits.max_memory_allocation_size;
+    if bytes > limit {
+        return Err(Error::TooLarge {
+            size: bytes,
+            limit_name: "maxMemoryAllocationSize",
+            limit,
+        });
+    }
+    Ok(())
 }
 
 /// An optimal-tiling image usable for sampling, storage and transfers, and device-local memory
@@ -177,42 +247,32 @@ fn create_image(
         .array_layers(1)
         .samples(vk::SampleCountFlags::TYPE_1)
         .tiling(vk::ImageTiling::OPTIMAL)
-        .usage(
-            vk::ImageUsageFlags::SAMPLED
-                | vk::ImageUsageFlags::STORAGE
-                | vk::ImageUsageFlags::TRANSFER_SRC
-                | vk::ImageUsageFlags::TRANSFER_DST,
-        )
+        .usage(IMAGE_USAGE)
         .initial_layout(vk::ImageLayout::UNDEFINED);
+    shared.check_usable()?;
+    let api = api_lock();
     // SAFETY: `check_request` checked the format's support and the extent's limits.
     let image = unsafe { device.create_image(&info, None) }.map_err(vkerr("vkCreateImage"))?;
     // SAFETY: `image` is live.
     let requirements = unsafe { device.get_image_memory_requirements(image) };
-    let allocation = shared
-        .allocator
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_mut()
-        .map(|a| {
-            a.allocate(&AllocationCreateDesc {
-                name: "vkprism image",
-                requirements,
-                location: MemoryLocation::GpuOnly,
-                linear: false,
-                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
-            })
-        });
+    drop(api);
+    let allocation = allocate_checked(
+        shared,
+        &AllocationCreateDesc {
+            name: "vkprism image",
+            requirements,
+            location: MemoryLocation::GpuOnly,
+            linear: false,
+            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+        },
+    );
     match allocation {
-        Some(Ok(a)) => Ok((image, a)),
-        other => {
+        Ok(a) => Ok((image, a)),
+        Err(e) => {
+            let _api = api_lock();
             // SAFETY: the image was just made and nothing uses it.
             unsafe { device.destroy_image(image, None) };
-            Err(Error::Allocation(
-                other
-                    .and_then(|r| r.err())
-                    .map(|e| e.to_string())
-                    .unwrap_or_default(),
-            ))
+            Err(e)
         }
     }
 }
@@ -270,6 +330,7 @@ impl Image {
             format,
         };
         let device = &shared.device;
+        let api = api_lock();
         // SAFETY: the memory was allocated for this image's requirements and is unbound.
         unsafe { device.bind_image_memory(image, allocation.memory(), allocation.offset()) }
             .map_err(vkerr("vkBindImageMemory"))?;
@@ -288,6 +349,7 @@ impl Image {
         // SAFETY: a plain creation on the live device.
         inner.sampler = unsafe { device.create_sampler(&nearest_clamped(), None) }
             .map_err(vkerr("vkCreateSampler"))?;
+        drop(api);
         to_general_layout(shared, image)?;
         Ok(Image {
             inner: Arc::new(inner),

@@ -4,7 +4,29 @@ use crate::{Image, Tensor};
 use vkprism_core::{KernelInfo, MemoryKind};
 
 /// A kernel compiled by `compute_shader!` (the generated `Kernel` unit struct).
-pub trait Kernel: 'static {
+///
+/// # Safety
+/// The runtime hands [`Kernel::INFO`] to the driver, which trusts it; `compute_shader!` derives
+/// it from SPIR-V reflection. A hand-written impl must make every variant's metadata describe
+/// its SPIR-V exactly:
+/// - `spirv` is a valid SPIR-V compute module (as `spirv-val` accepts it for the Vulkan
+///   version the device offers) with an entry point `main`, using only what its `requires`
+///   lists;
+/// - `bindings` lists every descriptor the module uses (set 0), each with its real kind,
+///   access, element type and stride, and `format` the tensor format the shader reads and
+///   writes there; the shader indexes images and buffers only where the runtime's checks
+///   allow (no larger element than declared);
+/// - `push_constants` is the size of the module's push-constant block (`None` when it has
+///   none), and `PushConstants` is a type of at least that size whose layout matches it;
+/// - `spec_constants` and `local_size` name the module's specialization-constant ids (the
+///   workgroup size's ids really are its `LocalSizeId` / `WorkgroupSize` constants);
+/// - the shader reads `gl_NumWorkGroups` only if its SPIR-V decorates `NumWorkgroups`.
+///
+/// The runtime checks what is cheap (the SPIR-V header, instruction lengths and entry point,
+/// that a push-constant block exists exactly when one is declared, push-constant sizes,
+/// duplicate specialization ids, every binding against its resource); a lie about the rest is
+/// undefined behaviour in the driver.
+pub unsafe trait Kernel: 'static {
     /// Variants, bindings, constants: everything the runtime needs.
     const INFO: &'static KernelInfo;
     /// The push-constant block (`NoPushConstants` when the kernel has none).
@@ -14,6 +36,10 @@ pub trait Kernel: 'static {
 }
 
 /// Specialization-constant values for pipeline creation.
+///
+/// Safe to implement: the runtime refuses an id given twice (also against the workgroup
+/// size's ids) with `pipeline::Error::DuplicateSpecId`; an id the module does not have is
+/// ignored by Vulkan.
 pub trait SpecConstants {
     /// `(constant_id, 32-bit value bits)` for every constant.
     fn entries(&self) -> Vec<(u32, u32)>;
@@ -21,6 +47,10 @@ pub trait SpecConstants {
 
 /// A typed set of descriptors for one memory kind of a kernel (the generated `BufferBindings` /
 /// `ImageBindings`).
+///
+/// Safe to implement: every dispatch checks what the resources claim against the loaded
+/// variant's bindings (memory kind, a resource for every binding, kind, format, size, image
+/// dimensions, same context); resources for binding numbers the variant lacks are ignored.
 pub trait Bindings<'a> {
     /// The kernel these bindings are for.
     type Kernel: Kernel;

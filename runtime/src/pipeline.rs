@@ -3,7 +3,7 @@
 //! The on-disk `VkPipelineCache` is `cache.rs`.
 
 use crate::cache::CACHE_LOCK;
-use crate::device::{vkerr, Shared};
+use crate::device::{api_lock, vkerr, Shared};
 use crate::kernel::{Kernel, SpecConstants};
 use crate::select::{force_variant, select_variant, Options, SelectError, Selection};
 use ash::vk;
@@ -58,6 +58,25 @@ pub enum Error {
         variant: String,
         /// What is wrong.
         why: &'static str,
+    },
+    /// Specialization entries that name one constant id twice (a hand-written
+    /// [`SpecConstants`] impl, or an id that is also the workgroup size's).
+    #[error("kernel `{kernel}`: specialization constant id {id} is given more than once (ids 233/234/235 are the workgroup size's unless the kernel names its own)")]
+    DuplicateSpecId {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The repeated id.
+        id: u32,
+    },
+    /// The kernel's push-constant declaration disagrees with its SPIR-V.
+    #[error("kernel `{kernel}` variant `{variant}`: {why}")]
+    PushConstantsMismatch {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The variant's name.
+        variant: String,
+        /// What disagrees.
+        why: String,
     },
     /// A pipeline cache file from another device or driver, or damaged.
     #[error("pipeline cache rejected: {0}")]
@@ -124,7 +143,12 @@ pub struct LoadedKernel<K: Kernel> {
 
 impl<K: Kernel> Drop for LoadedKernel<K> {
     fn drop(&mut self) {
+        if self.shared.is_poisoned() {
+            // A pipeline may be bound by work the GPU did not finish: leak (see `Shared`).
+            return;
+        }
         let d = &self.shared.device;
+        let _api = api_lock();
         let pipelines = self.pipelines.get_mut().unwrap_or_else(|e| e.into_inner());
         // SAFETY: these objects are this kernel's alone; every command list that bound one of
         // its pipelines holds an Arc of this kernel and waits for its work before dropping it,
@@ -158,20 +182,113 @@ fn push_range(info: &KernelInfo) -> u32 {
         .unwrap_or(0)
 }
 
-/// The driver trusts the words it is given: check the little that makes them SPIR-V.
+/// The driver trusts the words it is given: check what makes them a compute module vkprism can
+/// use, cheaply (one pass over the words): the header (magic, a SPIR-V version up to 1.6, an id
+/// bound), well-formed instructions (no zero length, none running past the end, every id under
+/// the bound where an instruction's result id is), an `OpEntryPoint GLCompute "main"`, and a
+/// push-constant block exactly where the kernel declares push constants (its last member
+/// starting inside the declared range). Not a full `spirv-val`: the [`Kernel`] contract covers
+/// the rest.
 fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
     let bad = |why| Error::BadSpirv {
         kernel: info.name,
         variant: variant.key.name(),
         why,
     };
-    if variant.spirv.len() < 5 {
+    let w = variant.spirv;
+    if w.len() < 5 {
         return Err(bad("shorter than the 5-word header"));
     }
-    if variant.spirv[0] != SPIRV_MAGIC {
+    if w[0] != SPIRV_MAGIC {
         return Err(bad(
             "no SPIR-V magic number (or words of the wrong endianness)",
         ));
+    }
+    let (major, minor) = ((w[1] >> 16) & 0xff, (w[1] >> 8) & 0xff);
+    if major != 1 || minor > 6 || w[1] & 0xff00_00ff != 0 {
+        return Err(bad("not a SPIR-V version from 1.0 to 1.6"));
+    }
+    let bound = w[3];
+    if bound == 0 || bound > 1 << 22 || w[4] != 0 {
+        return Err(bad("an id bound of 0 or over 4194304, or a nonzero schema word"));
+    }
+    const OP_ENTRY_POINT: u32 = 15;
+    const OP_MEMBER_DECORATE: u32 = 72;
+    const OP_VARIABLE: u32 = 59;
+    const OP_TYPE_POINTER: u32 = 32;
+    const EXECUTION_MODEL_GLCOMPUTE: u32 = 5;
+    const STORAGE_CLASS_PUSH_CONSTANT: u32 = 9;
+    const DECORATION_OFFSET: u32 = 35;
+    let (mut entry, mut i) = (false, 5);
+    // (pointer id -> pointee struct) for push-constant pointers, push-constant variables'
+    // pointer types, and member offsets per struct id.
+    let (mut pointers, mut push_vars, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
+    while i < w.len() {
+        let (count, op) = ((w[i] >> 16) as usize, w[i] & 0xffff);
+        if count == 0 || i + count > w.len() {
+            return Err(bad("an instruction of length 0 or running past the end"));
+        }
+        let ins = &w[i..i + count];
+        match op {
+            OP_ENTRY_POINT if count >= 4 => {
+                // "main\0" packed little-endian: 'm' 'a' 'i' 'n', then a NUL word.
+                if ins[1] == EXECUTION_MODEL_GLCOMPUTE && ins[3..].starts_with(&[0x6e69_616d, 0]) {
+                    entry = true;
+                }
+            }
+            OP_TYPE_POINTER if count == 4 && ins[2] == STORAGE_CLASS_PUSH_CONSTANT => {
+                pointers.push((ins[1], ins[3]))
+            }
+            OP_VARIABLE if count >= 4 && ins[3] == STORAGE_CLASS_PUSH_CONSTANT => {
+                push_vars.push(ins[1])
+            }
+            OP_MEMBER_DECORATE if count >= 5 && ins[3] == DECORATION_OFFSET => {
+                offsets.push((ins[1], ins[4]))
+            }
+            _ => {}
+        }
+        i += count;
+    }
+    if !entry {
+        return Err(bad("no OpEntryPoint GLCompute named \"main\""));
+    }
+    let mismatch = |why: String| Error::PushConstantsMismatch {
+        kernel: info.name,
+        variant: variant.key.name(),
+        why,
+    };
+    let range = push_range(info);
+    let blocks: Vec<u32> = pointers
+        .iter()
+        .filter(|(ptr, _)| push_vars.contains(ptr))
+        .map(|(_, pointee)| *pointee)
+        .collect();
+    match (blocks.first(), range) {
+        (None, 0) => {}
+        (Some(_), 0) => {
+            return Err(mismatch(
+                "the SPIR-V has a push-constant block, but the kernel declares no push constants"
+                    .into(),
+            ))
+        }
+        (None, r) => {
+            return Err(mismatch(format!(
+                "the kernel declares {r} bytes of push constants, but the SPIR-V has no push-constant block"
+            )))
+        }
+        (Some(block), r) => {
+            let last = offsets
+                .iter()
+                .filter(|(s, _)| s == block)
+                .map(|(_, o)| *o)
+                .max()
+                .unwrap_or(0);
+            if last >= r {
+                return Err(mismatch(format!(
+                    "the kernel declares {r} bytes of push constants, but the SPIR-V's block has a member at byte {last}"
+                )));
+            }
+        }
     }
     Ok(())
 }
@@ -196,6 +313,7 @@ unsafe fn create_layouts(
     Error,
 > {
     let d = &shared.device;
+    let _api = api_lock();
     let code = vk::ShaderModuleCreateInfo::default().code(variant.spirv);
     // SAFETY: the words start with a SPIR-V header (the caller's contract).
     let module =
@@ -254,6 +372,7 @@ impl<K: Kernel> LoadedKernel<K> {
         context_options: &Options,
         load: &LoadOptions,
     ) -> Result<Arc<Self>, Error> {
+        shared.check_usable()?;
         let features = &shared.features;
         let selection = match (&load.variant, &load.options) {
             (Some(name), _) => force_variant(K::INFO, name, features)?,
@@ -338,12 +457,19 @@ impl<K: Kernel> LoadedKernel<K> {
             }
         }
         entries.sort();
+        if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(Error::DuplicateSpecId {
+                kernel: K::INFO.name,
+                id: w[0].0,
+            });
+        }
         let subgroup = desc.subgroup_size.unwrap_or(0);
         let key = (entries, local, subgroup);
         let mut cache = self.pipelines.lock().unwrap_or_else(|e| e.into_inner());
         let pipeline = match cache.get(&key) {
             Some(p) => *p,
             None => {
+                self.shared.check_usable()?;
                 // SAFETY: the module and layout are this kernel's and alive; the new pipeline
                 // goes into the kernel's cache, which destroys it with the kernel.
                 let p = unsafe { self.create_pipeline(&key.0, desc.subgroup_size)? };
@@ -440,6 +566,8 @@ impl<K: Kernel> LoadedKernel<K> {
             .flags(flags)
             .stage(stage)
             .layout(self.layout);
+        // The API lock before any other lock (see `api_lock`).
+        let _api = api_lock();
         let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: everything `info` points to lives until the call returns; the pipeline cache
         // is externally synchronized by CACHE_LOCK; the subgroup size was checked against the

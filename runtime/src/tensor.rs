@@ -5,7 +5,7 @@
 //! still read cannot be freed (the last clone frees it, after the list's work has finished).
 
 use crate::convert::{decode_f32, encode_f32};
-use crate::device::{vkerr, Shared};
+use crate::device::{api_lock, vkerr, Shared};
 use crate::Context;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -48,6 +48,23 @@ pub enum Error {
     /// Memory could not be allocated.
     #[error("out of device memory or allocation failed: {0}")]
     Allocation(String),
+    /// The allocation would not fit what is left of the memory heap it goes to: refused before
+    /// asking the driver (which may accept more than it can back, as CPU drivers do).
+    #[error("allocating {requested} bytes would exceed memory heap {heap}: {available} bytes are left of a budget of {budget} bytes (heap size {heap_size} bytes; {source_of_budget}); free tensors or images first")]
+    OverBudget {
+        /// Bytes asked for.
+        requested: u64,
+        /// Bytes left in the heap for this process.
+        available: u64,
+        /// The process's budget for the heap.
+        budget: u64,
+        /// The heap's index.
+        heap: usize,
+        /// The heap's size.
+        heap_size: u64,
+        /// Where the budget comes from.
+        source_of_budget: &'static str,
+    },
     /// A device error.
     #[error(transparent)]
     Context(#[from] crate::device::Error),
@@ -74,22 +91,89 @@ impl Drop for TensorInner {
     }
 }
 
-/// Frees a buffer's memory (if any) and destroys the buffer.
+/// Frees a buffer's memory (if any) and destroys the buffer; leaks both when the context is
+/// poisoned (the GPU may still use them).
 pub(crate) fn free_buffer(shared: &Shared, buffer: vk::Buffer, allocation: Option<Allocation>) {
-    if let Some(a) = allocation {
-        if let Some(alloc) = shared
-            .allocator
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_mut()
-        {
-            let _ = alloc.free(a);
-        }
+    if shared.is_poisoned() {
+        return;
     }
+    if let Some(a) = allocation {
+        free_memory(shared, a);
+    }
+    let _api = api_lock();
     // SAFETY: the caller owns `buffer` and no GPU work uses it any more (tensors are freed by
     // their last Arc, which command lists hold until their work is done; staging buffers after
-    // their one-shot copy was waited for).
+    // their one-shot copy was waited for; after a timeout nothing is freed, above).
     unsafe { shared.device.destroy_buffer(buffer, None) };
+}
+
+/// Returns an allocation's memory to the allocator, and its bytes to its heap's count.
+pub(crate) fn free_memory(shared: &Shared, a: Allocation) {
+    let heap = shared.heap_of(u32::MAX, a.memory_properties());
+    let size = a.size();
+    // The API lock before any other lock (see `api_lock`).
+    let _api = api_lock();
+    if let Some(alloc) = shared
+        .allocator
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+    {
+        if alloc.free(a).is_ok() {
+            shared.count_heap(heap, size, false);
+        }
+    }
+}
+
+/// Refuses an allocation of `requirements` at `location` that fits no heap it could go to
+/// (see `Shared::heap_room`).
+pub(crate) fn check_budget(
+    shared: &Shared,
+    requirements: &vk::MemoryRequirements,
+    location: MemoryLocation,
+) -> Result<(), Error> {
+    let flags = match location {
+        MemoryLocation::GpuOnly => vk::MemoryPropertyFlags::DEVICE_LOCAL,
+        MemoryLocation::CpuToGpu | MemoryLocation::GpuToCpu => {
+            vk::MemoryPropertyFlags::HOST_VISIBLE
+        }
+        _ => vk::MemoryPropertyFlags::empty(),
+    };
+    let rooms = shared.heap_room(requirements.memory_type_bits, flags);
+    match rooms.iter().max_by_key(|r| r.available) {
+        Some(best) if best.available < requirements.size => Err(Error::OverBudget {
+            requested: requirements.size,
+            available: best.available,
+            budget: best.budget,
+            heap: best.heap,
+            heap_size: best.size,
+            source_of_budget: if shared.memory_budget {
+                "budget and usage from VK_EXT_memory_budget"
+            } else {
+                "no VK_EXT_memory_budget: the budget is the heap's size, less what vkprism allocated"
+            },
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Allocates `desc` after checking the budget, counting its bytes in its heap.
+pub(crate) fn allocate_checked(
+    shared: &Shared,
+    desc: &AllocationCreateDesc<'_>,
+) -> Result<Allocation, Error> {
+    // The API lock before any other lock (see `api_lock`).
+    let _api = api_lock();
+    check_budget(shared, &desc.requirements, desc.location)?;
+    let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(allocator) = guard.as_mut() else {
+        return Err(Error::Allocation("allocator is gone".into()));
+    };
+    let a = allocator
+        .allocate(desc)
+        .map_err(|e| Error::Allocation(e.to_string()))?;
+    shared.count_heap(shared.heap_of(u32::MAX, a.memory_properties()), a.size(), true);
+    Ok(a)
 }
 
 /// A buffer and its memory, created and bound (used for tensors and staging).
@@ -108,7 +192,9 @@ pub(crate) fn create_buffer(
             limit: limits.max_memory_allocation_size,
         });
     }
+    shared.check_usable()?;
     let device = &shared.device;
+    let api = api_lock();
     // SAFETY: a plain creation on the live device; the size was checked against
     // maxMemoryAllocationSize above.
     let buffer = unsafe {
@@ -121,17 +207,21 @@ pub(crate) fn create_buffer(
         )
     }
     .map_err(vkerr("vkCreateBuffer"))?;
+    drop(api);
     let allocation = match allocate_memory(shared, buffer, size, location, name) {
         Ok(a) => a,
         Err(e) => {
+            let _api = api_lock();
             // SAFETY: the buffer was just made and nothing uses it.
             unsafe { device.destroy_buffer(buffer, None) };
             return Err(e);
         }
     };
+    let api = api_lock();
     // SAFETY: the memory was allocated for this buffer's requirements and is unbound.
     let bound =
         unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) };
+    drop(api);
     if let Err(e) = bound {
         free_buffer(shared, buffer, Some(allocation));
         return Err(vkerr("vkBindBufferMemory")(e).into());
@@ -147,14 +237,14 @@ fn allocate_memory(
     location: MemoryLocation,
     name: &str,
 ) -> Result<Allocation, Error> {
-    // SAFETY: `buffer` is a live buffer of this device (the caller just made it).
-    let requirements = unsafe { shared.device.get_buffer_memory_requirements(buffer) };
-    let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(allocator) = guard.as_mut() else {
-        return Err(Error::Allocation("allocator is gone".into()));
+    let requirements = {
+        let _api = api_lock();
+        // SAFETY: `buffer` is a live buffer of this device (the caller just made it).
+        unsafe { shared.device.get_buffer_memory_requirements(buffer) }
     };
-    allocator
-        .allocate(&AllocationCreateDesc {
+    allocate_checked(
+        shared,
+        &AllocationCreateDesc {
             name,
             requirements,
             location,
@@ -166,8 +256,8 @@ fn allocate_memory(
             } else {
                 AllocationScheme::GpuAllocatorManaged
             },
-        })
-        .map_err(|e| Error::Allocation(e.to_string()))
+        },
+    )
 }
 
 /// Buffers at least this large get a dedicated allocation.
@@ -193,6 +283,10 @@ impl std::fmt::Debug for Tensor {
 
 impl Tensor {
     /// An uninitialized tensor. Contents are unspecified until written.
+    ///
+    /// The memory is checked against what is left of its heap first (the driver's budget with
+    /// `VK_EXT_memory_budget`, else the heap's size less what vkprism allocated):
+    /// [`Error::OverBudget`] with the figures rather than an allocation the driver can't back.
     pub fn new(ctx: &Context, shape: &[usize], format: TensorFormat) -> Result<Tensor, Error> {
         if shape.is_empty() || shape.len() > 4 || shape.contains(&0) {
             return Err(Error::BadShape(shape.to_vec()));
@@ -373,7 +467,7 @@ impl Tensor {
             });
         }
         let inner = &self.inner;
-        if let Some(()) = self.with_mapped(|m| m[..bytes.len()].copy_from_slice(bytes)) {
+        if let Some(()) = self.with_mapped(|m| m[..bytes.len()].copy_from_slice(bytes))? {
             return Ok(());
         }
         let shared = &inner.shared;
@@ -410,7 +504,7 @@ impl Tensor {
     pub fn read_bytes(&self) -> Result<Vec<u8>, Error> {
         let inner = &self.inner;
         let size = inner.size as usize;
-        if let Some(bytes) = self.with_mapped(|m| m[..size].to_vec()) {
+        if let Some(bytes) = self.with_mapped(|m| m[..size].to_vec())? {
             return Ok(bytes);
         }
         let shared = &inner.shared;
@@ -450,22 +544,26 @@ impl Tensor {
 
     /// Runs `f` on the tensor's mapped memory, or answers `None` when it is not mapped (then the
     /// caller stages a copy). Holds `Shared::mapped_access` exclusively meanwhile, so no command
-    /// list runs while the host touches memory a dispatch may use.
-    fn with_mapped<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Option<R> {
+    /// list runs while the host touches memory a dispatch may use; refuses once the context is
+    /// poisoned (checked under that lock: a list whose wait timed out poisons the context before
+    /// releasing it), as the GPU may then still be using the memory.
+    fn with_mapped<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Result<Option<R>, Error> {
         let inner = &self.inner;
         if !inner.mapped {
-            return None;
+            inner.shared.check_usable()?;
+            return Ok(None);
         }
         let _host = inner
             .shared
             .mapped_access
             .write()
             .unwrap_or_else(|e| e.into_inner());
+        inner.shared.check_usable()?;
         let mut allocation = inner.allocation.lock().unwrap_or_else(|e| e.into_inner());
-        allocation
+        Ok(allocation
             .as_mut()
             .and_then(|a| a.mapped_slice_mut())
-            .map(f)
+            .map(f))
     }
 
     fn check_len(&self, got: usize) -> Result<(), Error> {

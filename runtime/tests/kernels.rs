@@ -603,7 +603,10 @@ fn pipeline_cache_round_trips_and_rejects_bad_files() {
 /// A kernel type that lies about its push constants (none, where the block has 12 bytes): the
 /// dispatch refuses rather than letting the shader read bytes nobody pushed.
 struct Liar;
-impl vkprism_runtime::Kernel for Liar {
+// SAFETY: not sound, on purpose, in one checked way only: it under-declares `PushConstants`
+// (0 bytes where the block has 12), which the runtime refuses before anything reaches the
+// driver; everything else is `scale`'s, which is exact.
+unsafe impl vkprism_runtime::Kernel for Liar {
     const INFO: &'static vkprism_runtime::KernelInfo = &scale::INFO;
     type PushConstants = NoPushConstants;
     type SpecConstants = scale::SpecConstants;
@@ -697,7 +700,9 @@ static COOP_INFO: vkprism_runtime::KernelInfo = vkprism_runtime::KernelInfo {
     spec_constants: scale::INFO.spec_constants,
     local_size: scale::INFO.local_size,
 };
-impl vkprism_runtime::Kernel for NeedsCoop {
+// SAFETY: `scale`'s exact metadata and SPIR-V, one variant keyed as needing cooperative
+// matrices (it never loads where they are missing).
+unsafe impl vkprism_runtime::Kernel for NeedsCoop {
     const INFO: &'static vkprism_runtime::KernelInfo = &COOP_INFO;
     type PushConstants = scale::PushConstants;
     type SpecConstants = scale::SpecConstants;

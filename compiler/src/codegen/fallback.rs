@@ -31,7 +31,8 @@ pub fn fallback(spec: &KernelSpec, errors: syn::Error) -> TokenStream {
             #errors
             #[derive(::core::marker::Copy, ::core::clone::Clone, ::core::fmt::Debug, ::core::default::Default)]
             pub struct Kernel;
-            impl #p::Kernel for Kernel {
+            // SAFETY: no variants: nothing can be loaded.
+            unsafe impl #p::Kernel for Kernel {
                 const INFO: &'static #p::KernelInfo = &INFO;
                 type PushConstants = PushConstants;
                 type SpecConstants = SpecConstants;

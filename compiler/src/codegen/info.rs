@@ -34,7 +34,8 @@ pub fn items(p: &TokenStream, name: &str, model: &KernelModel) -> TokenStream {
         #[derive(::core::marker::Copy, ::core::clone::Clone, ::core::fmt::Debug, ::core::default::Default)]
         pub struct Kernel;
 
-        impl #p::Kernel for Kernel {
+        // SAFETY: INFO is derived from the SPIR-V's reflection by the compiler.
+        unsafe impl #p::Kernel for Kernel {
             const INFO: &'static #p::KernelInfo = &INFO;
             type PushConstants = PushConstants;
             type SpecConstants = SpecConstants;

@@ -140,6 +140,21 @@ pub enum Error {
     /// More timed dispatches than the list was made for.
     #[error("the list was made with room for {0} timed dispatches")]
     TimestampsFull(u32),
+    /// A dispatch recorded into a list that was already submitted (lists record until their
+    /// first submit, then replay).
+    #[error("the command list was already submitted with {dispatches} dispatch(es) and is no longer recording: it can only be replayed; record further work into a new CommandList")]
+    NotRecording {
+        /// Dispatches the list holds.
+        dispatches: usize,
+    },
+    /// More timed dispatches asked of [`crate::CommandList::with_timestamps`] than it allows.
+    #[error("a list can time at most {max} dispatches (asked for {asked}); time fewer, or use several lists")]
+    TooManyTimestamps {
+        /// The number asked for.
+        asked: u32,
+        /// [`crate::command::MAX_TIMED_DISPATCHES`].
+        max: u32,
+    },
     /// Timings asked before the list ran.
     #[error("the list has not been run yet")]
     NotRun,

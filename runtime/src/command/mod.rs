@@ -13,7 +13,7 @@ mod error;
 
 pub use error::Error;
 
-use crate::device::{vkerr, Shared};
+use crate::device::{api_lock, vkerr, Shared};
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::Pipeline;
 use crate::{Context, Image, Tensor};
@@ -65,6 +65,11 @@ pub struct CommandList {
     runs: u64,
 }
 
+/// The most dispatches one list can time ([`CommandList::with_timestamps`]): a query pool of
+/// this many timestamps costs 512 KiB and is reset in well under a second on a CPU driver; far
+/// more is almost surely a size bug (`1 << 26` took 29 s and 8.3 GB under the validation layer).
+pub const MAX_TIMED_DISPATCHES: u32 = 1 << 16;
+
 /// Descriptor sets per descriptor pool (a list makes another pool when one runs out).
 const SETS_PER_POOL: u32 = 256;
 
@@ -105,6 +110,8 @@ fn new_descriptor_pool(device: &ash::Device) -> Result<vk::DescriptorPool, Error
 fn create_command_objects(
     shared: &Shared,
 ) -> Result<(vk::CommandPool, vk::CommandBuffer, vk::Fence), Error> {
+    shared.check_usable()?;
+    let _api = api_lock();
     let d = &shared.device;
     let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
     // SAFETY: a plain creation on the live device, for the family its queue has.
@@ -157,32 +164,33 @@ impl CommandList {
             recording: false,
             runs: 0,
         };
-        // SAFETY: `cmd` is fresh from the list's own pool; if beginning fails, Drop cleans up (it
-        // ends the buffer only while `recording`, still false here).
-        // SAFETY: the list is recording (it is until `finish`) and is used only through `&mut
-        // self`; the query pool is the list's, with `max_dispatches + 1` queries.
-        // SAFETY: the fence is the list's and not in use (the last run was waited for, or never
-        // submitted); `cmd` is finished (`finish`) and everything it uses is kept alive by
-        // `self.keep`.
-        // SAFETY: the pool is the list's; WAIT makes the call return results of the finished last
-        // run (`runs > 0`), `n` queries fit in it (`query_capacity + 1`, or 2).
+        let api = api_lock();
         // SAFETY: `cmd` is fresh from the list's own pool; if beginning fails, Drop cleans up
         // (it ends the buffer only while `recording`, still false here).
         unsafe { d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }
             .map_err(vkerr("vkBeginCommandBuffer"))?;
+        drop(api);
         let mut list = list;
         list.recording = true;
         Ok(list)
     }
 
-    /// The same, timing every dispatch with GPU timestamps (up to `max_dispatches` of them).
+    /// The same, timing every dispatch with GPU timestamps (up to `max_dispatches` of them, at
+    /// most [`MAX_TIMED_DISPATCHES`]: more is [`Error::TooManyTimestamps`]).
     pub fn with_timestamps(ctx: &Context, max_dispatches: u32) -> Result<CommandList, Error> {
+        if max_dispatches > MAX_TIMED_DISPATCHES {
+            return Err(Error::TooManyTimestamps {
+                asked: max_dispatches,
+                max: MAX_TIMED_DISPATCHES,
+            });
+        }
         let mut list = CommandList::new(ctx)?;
         if list.shared.timestamp_bits == 0 || list.shared.features.limits.timestamp_period_ns == 0.0
         {
             return Err(Error::NoTimestamps);
         }
         let d = &list.shared.device;
+        let _api = api_lock();
         // SAFETY: a plain creation on the list's live device.
         let qp = unsafe {
             d.create_query_pool(
@@ -214,6 +222,10 @@ impl CommandList {
 
     /// Records one dispatch of `global` invocations (rounded up to whole workgroups), after
     /// checking it against the loaded variant and the device; on an error nothing is recorded.
+    ///
+    /// A list records until it is first submitted ([`CommandList::submit_and_wait`]); after
+    /// that it can only be replayed, and a dispatch is [`Error::NotRecording`] (make a new
+    /// list for more work: recording is cheap, and a replayed list stays what it was).
     pub fn dispatch<'a, B: Bindings<'a>>(
         &mut self,
         pipeline: &Pipeline<B::Kernel>,
@@ -221,8 +233,15 @@ impl CommandList {
         push: &<B::Kernel as Kernel>::PushConstants,
         global: [u32; 3],
     ) -> Result<(), Error> {
+        if !self.recording {
+            return Err(Error::NotRecording {
+                dispatches: self.names.len(),
+            });
+        }
+        self.shared.check_usable()?;
         let plan = self.plan(pipeline, bindings, push, global)?;
-        // SAFETY: the plan was just made for this pipeline on this list.
+        let _api = api_lock();
+        // SAFETY: the plan was just made for this pipeline on this list, which is recording.
         unsafe { self.record(pipeline, plan) }
     }
 
@@ -278,6 +297,7 @@ impl CommandList {
     fn finish(&mut self) -> Result<(), Error> {
         if self.recording {
             let d = &self.shared.device;
+            let _api = api_lock();
             // SAFETY: `self.recording`: the buffer is recording and used only through `&mut self`;
             // the barrier names no handles and the query pool is the list's.
             unsafe {
@@ -311,7 +331,18 @@ impl CommandList {
     }
 
     /// Ends recording (the first time) and runs the list once: one submit, then a fence wait.
+    ///
+    /// If the wait times out ([`crate::ContextOptions::fence_timeout`]), the GPU may still be
+    /// running the list: the context is poisoned before host access to mapped memory is
+    /// released, so no mapped read or write can race with the GPU (see
+    /// [`crate::Context::is_poisoned`]).
     pub fn submit_and_wait(&mut self) -> Result<(), Error> {
+        self.shared.check_usable()?;
+        if self.in_flight {
+            // An earlier wait failed without a timeout (e.g. device loss): the fence may still
+            // be pending, so the list can't be resubmitted.
+            return Err(crate::device::Error::DeviceLost.into());
+        }
         self.finish()?;
         // Mapped tensors are not read or written by the host while this runs.
         let shared = self.shared.clone();
@@ -320,14 +351,19 @@ impl CommandList {
             .read()
             .unwrap_or_else(|e| e.into_inner());
         let d = &self.shared.device;
-        // SAFETY: the fence is the list's and unused (the last run was waited for, or never
-        // submitted); `cmd` is finished and everything it uses is kept alive by `self.keep`.
-        unsafe {
-            d.reset_fences(&[self.fence])
-                .map_err(vkerr("vkResetFences"))?;
-            self.shared.submit(self.cmd, self.fence)?;
+        {
+            let _api = api_lock();
+            // SAFETY: the fence is the list's and unused (the last run was waited for, or never
+            // submitted); `cmd` is finished and everything it uses is kept alive by `self.keep`.
+            unsafe {
+                d.reset_fences(&[self.fence])
+                    .map_err(vkerr("vkResetFences"))?;
+                self.shared.submit(self.cmd, self.fence)?;
+            }
         }
         self.in_flight = true;
+        // On a timeout `wait` poisons the context before returning, that is before `_gpu` is
+        // released: a mapped access waiting for it then finds the context poisoned.
         self.shared.wait(self.fence)?;
         self.in_flight = false;
         self.runs += 1;
@@ -356,6 +392,7 @@ impl CommandList {
             return Err(Error::NotRun);
         }
         let mut ticks = vec![0u64; n];
+        let _api = api_lock();
         // SAFETY: the pool is the list's; WAIT returns the results of the last run, which has
         // finished (`runs > 0`), and `n` queries fit in the pool (`query_capacity + 1`, or 2).
         unsafe {
@@ -391,15 +428,22 @@ impl CommandList {
 
 impl Drop for CommandList {
     fn drop(&mut self) {
+        // A failed or timed-out wait leaves work possibly running: it must finish before its
+        // command buffer, descriptor sets and what it binds go. Wait for it, bounded by the
+        // fence timeout; if it does not finish (or the context is already poisoned), leak the
+        // list's objects, what it keeps alive and the device rather than hang or free memory
+        // the GPU may be using.
+        if self.in_flight && (self.shared.is_poisoned() || self.shared.wait(self.fence).is_err())
+        {
+            std::mem::forget(std::mem::take(&mut self.keep));
+            std::mem::forget(self.shared.clone());
+            return;
+        }
         let d = &self.shared.device;
-        // SAFETY: the list's own objects, destroyed once; its work has finished (waited for, or
-        // `device_wait_idle` after a failed wait), and the buffer is ended before its pool goes.
+        let _api = api_lock();
+        // SAFETY: the list's own objects, destroyed once; its work has finished (waited for
+        // above, or never submitted), and the buffer is ended before its pool goes.
         unsafe {
-            // A failed or timed-out wait leaves work possibly running: it must finish before its
-            // command buffer and descriptor sets go.
-            if self.in_flight {
-                let _ = d.device_wait_idle();
-            }
             if self.recording {
                 let _ = d.end_command_buffer(self.cmd);
             }

@@ -8,13 +8,14 @@ pub use crate::device::{DeviceSelector, Error};
 pub use report::DeviceReport;
 
 use crate::command::{self, CommandList};
-use crate::device::{self, lifecycle_lock, OpenRequest, Shared};
+use crate::device::{self, lifecycle_lock, OpenRequest, Shared, DEFAULT_FENCE_TIMEOUT};
 use crate::kernel::Kernel;
 use crate::pipeline::{self, LoadOptions, LoadedKernel};
 use crate::select::Options;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 use vkprism_core::DeviceFeatures;
 
 /// How to create a [`Context`].
@@ -22,7 +23,8 @@ use vkprism_core::DeviceFeatures;
 pub struct ContextOptions {
     /// Which physical device.
     pub device: DeviceSelector,
-    /// Khronos validation layer: `None` follows `VKPRISM_VALIDATION` (1 = on).
+    /// Khronos validation layer: `None` follows `VKPRISM_VALIDATION` (`1` = on, `0` or unset =
+    /// off; any other value is an error).
     pub validation: Option<bool>,
     /// Stage every upload and download through a copy even where device memory is mappable
     /// (to test the staging path, or to compare).
@@ -30,6 +32,18 @@ pub struct ContextOptions {
     /// Variant options for every kernel loaded through this context (per-kernel overrides go to
     /// [`Context::load_with`]).
     pub options: Options,
+    /// How long a wait for GPU work blocks before giving up; `None`: 120 s. When a wait times
+    /// out, the GPU may still be running work that uses the context's memory, so the context
+    /// becomes unusable ([`Error::Poisoned`]: mapped reads and writes, submissions and new
+    /// objects are refused) and dropping it leaks its GPU objects instead of waiting.
+    pub fence_timeout: Option<Duration>,
+    /// Enable `robustBufferAccess` where the device has it ([`Context::robust_buffer_access`]
+    /// says whether it is on): a kernel's out-of-bounds buffer reads return values from inside
+    /// the buffer or zero, and its out-of-bounds writes are discarded or land inside the buffer
+    /// they index, instead of being undefined behaviour that may corrupt other tensors. Off by
+    /// default: drivers add bounds checks to every buffer access, which can cost a few percent
+    /// to tens of percent in memory-bound kernels (and prevents some vectorized loads).
+    pub robust_buffer_access: bool,
 }
 
 /// A Vulkan device ready for compute, with the variant options in force. Cheap to clone.
@@ -49,12 +63,21 @@ impl Context {
     /// A context as `opts` say (environment variables fill what they leave open: see
     /// [`ContextOptions::validation`] and [`DeviceSelector::Auto`]; `VKPRISM_QUEUE_FAMILY`
     /// forces a queue family, to compare engines).
+    ///
+    /// Environment variables are checked: a value vkprism does not accept is
+    /// [`Error::BadEnvironment`], saying what is accepted (never silently ignored).
     pub fn with_options(opts: ContextOptions) -> Result<Context, Error> {
+        let validation = match opts.validation {
+            Some(v) => v,
+            None => validation_from_env()?,
+        };
         let request = OpenRequest {
-            validation: opts.validation.unwrap_or_else(validation_from_env),
-            device: selector_with_env(&opts.device),
-            queue_family: env_number("VKPRISM_QUEUE_FAMILY"),
+            validation,
+            device: selector_with_env(&opts.device)?,
+            queue_family: queue_family_from_env()?,
             force_staging: opts.force_staging,
+            fence_timeout: opts.fence_timeout.unwrap_or(DEFAULT_FENCE_TIMEOUT),
+            robust_buffer_access: opts.robust_buffer_access,
         };
         let _serial = lifecycle_lock();
         // SAFETY: the lifecycle lock is held.
@@ -83,6 +106,23 @@ impl Context {
             .device_name_as_c_str()
             .map(|c| c.to_string_lossy().into_owned())
             .unwrap_or_default()
+    }
+
+    /// Whether `robustBufferAccess` is on (asked for with
+    /// [`ContextOptions::robust_buffer_access`], and the device has it).
+    pub fn robust_buffer_access(&self) -> bool {
+        self.shared.robust_buffer_access
+    }
+
+    /// The fence timeout in force ([`ContextOptions::fence_timeout`]).
+    pub fn fence_timeout(&self) -> Duration {
+        self.shared.fence_timeout
+    }
+
+    /// Whether a wait for GPU work timed out, making the context unusable: every later
+    /// submission, mapped access and creation returns [`Error::Poisoned`].
+    pub fn is_poisoned(&self) -> bool {
+        self.shared.is_poisoned()
     }
 
     /// Whether tensors are mapped directly (device-local memory the host can see).
@@ -155,6 +195,12 @@ impl Context {
 
     /// Loads a pipeline cache saved by [`Context::save_pipeline_cache`]. A file from another
     /// device or driver, or a damaged one, is rejected with the reason and nothing changes.
+    ///
+    /// **The file must be as trusted as the program's binary.** Its data goes to the driver,
+    /// which parses it; vkprism's checks (the device's header, a trailer with the driver version,
+    /// length and a checksum) catch accidents, not attacks: the checksum is not a signature, and
+    /// a forged file with a valid header and trailer is handed to the driver. Keep the file
+    /// where only the program's owner can write it (not a shared or world-writable directory).
     pub fn load_pipeline_cache(&self, path: &Path) -> Result<(), pipeline::Error> {
         crate::cache::load(&self.shared, path)
     }
@@ -183,26 +229,86 @@ impl fmt::Debug for Context {
     }
 }
 
-/// `VKPRISM_VALIDATION=1` turns validation on when the options leave it open.
-fn validation_from_env() -> bool {
-    std::env::var("VKPRISM_VALIDATION").is_ok_and(|v| v == "1")
-}
+/// What `VKPRISM_VALIDATION` accepts.
+const VALIDATION_ACCEPTS: &str = "1 (validation on) or 0 (off); unset or empty: off";
+/// What `VKPRISM_DEVICE` accepts.
+const DEVICE_ACCEPTS: &str = "a device index (0, 1, ...: the order vulkaninfo lists) or a \
+     substring of a device's name (case-insensitive); unset or empty: the best device";
+/// What `VKPRISM_QUEUE_FAMILY` accepts.
+const QUEUE_FAMILY_ACCEPTS: &str = "a queue family index (0, 1, ...) of a family with compute; \
+     unset or empty: a compute-only family if there is one";
 
-/// `Auto` refined by `VKPRISM_DEVICE` (an index, or a name substring) when that is set.
-fn selector_with_env(selector: &DeviceSelector) -> DeviceSelector {
-    match selector {
-        DeviceSelector::Auto => match std::env::var("VKPRISM_DEVICE") {
-            Ok(v) if !v.is_empty() => match v.parse::<usize>() {
-                Ok(i) => DeviceSelector::Index(i),
-                Err(_) => DeviceSelector::Name(v),
-            },
-            _ => DeviceSelector::Auto,
-        },
-        s => s.clone(),
+/// An environment variable's value: `None` when unset or empty, an error when not Unicode.
+fn env_value(name: &'static str, accepted: &'static str) -> Result<Option<String>, Error> {
+    match std::env::var(name) {
+        Ok(v) if v.is_empty() => Ok(None),
+        Ok(v) => Ok(Some(v)),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(std::env::VarError::NotUnicode(v)) => Err(Error::BadEnvironment {
+            name,
+            value: v.to_string_lossy().into_owned(),
+            accepted,
+        }),
     }
 }
 
-/// A number from the environment, if set and valid.
-fn env_number(name: &str) -> Option<usize> {
-    std::env::var(name).ok().and_then(|v| v.parse().ok())
+/// `VKPRISM_VALIDATION` when the options leave validation open: `1` on, `0` (or unset) off.
+fn validation_from_env() -> Result<bool, Error> {
+    let name = "VKPRISM_VALIDATION";
+    match env_value(name, VALIDATION_ACCEPTS)?.as_deref().map(str::trim) {
+        None | Some("0") => Ok(false),
+        Some("1") => Ok(true),
+        Some(other) => Err(Error::BadEnvironment {
+            name,
+            value: other.to_string(),
+            accepted: VALIDATION_ACCEPTS,
+        }),
+    }
+}
+
+/// `Auto` refined by `VKPRISM_DEVICE` (an index, or a name substring) when that is set. A value
+/// that looks like a number but is no index (`-1`, `1.5`, `+2`, a number that overflows), or
+/// one of only spaces, is an error: it would otherwise be taken as a name.
+fn selector_with_env(selector: &DeviceSelector) -> Result<DeviceSelector, Error> {
+    let name = "VKPRISM_DEVICE";
+    Ok(match selector {
+        DeviceSelector::Auto => match env_value(name, DEVICE_ACCEPTS)? {
+            Some(v) => match v.trim().parse::<usize>() {
+                Ok(i) => DeviceSelector::Index(i),
+                Err(_) => {
+                    let t = v.trim();
+                    let numeric = !t.is_empty()
+                        && t.chars()
+                            .all(|c| c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e'))
+                        && t.chars().any(|c| c.is_ascii_digit());
+                    if t.is_empty() || numeric {
+                        return Err(Error::BadEnvironment {
+                            name,
+                            value: v,
+                            accepted: DEVICE_ACCEPTS,
+                        });
+                    }
+                    DeviceSelector::Name(t.to_string())
+                }
+            },
+            None => DeviceSelector::Auto,
+        },
+        s => s.clone(),
+    })
+}
+
+/// `VKPRISM_QUEUE_FAMILY`: a queue family index, if set.
+fn queue_family_from_env() -> Result<Option<usize>, Error> {
+    let name = "VKPRISM_QUEUE_FAMILY";
+    match env_value(name, QUEUE_FAMILY_ACCEPTS)? {
+        None => Ok(None),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(i) => Ok(Some(i)),
+            Err(_) => Err(Error::BadEnvironment {
+                name,
+                value: v,
+                accepted: QUEUE_FAMILY_ACCEPTS,
+            }),
+        },
+    }
 }

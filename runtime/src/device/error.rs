@@ -30,6 +30,16 @@ pub enum Error {
     /// The chosen device (named) has no queue family with compute.
     #[error("device `{0}` has no compute queue")]
     NoComputeQueue(String),
+    /// `VKPRISM_QUEUE_FAMILY` names a family that does not exist or has no compute.
+    #[error("VKPRISM_QUEUE_FAMILY={index}: device `{device}` has no queue family {index} with compute; families with compute: {compute}")]
+    NoSuchQueueFamily {
+        /// The family asked for.
+        index: usize,
+        /// The device's name.
+        device: String,
+        /// The families with compute, as a list of indices.
+        compute: String,
+    },
     /// Validation was asked for and the Khronos layer is not installed.
     #[error("validation was asked for but the layer VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)")]
     ValidationLayerMissing,
@@ -39,9 +49,24 @@ pub enum Error {
     /// `VK_ERROR_DEVICE_LOST` from any call.
     #[error("the device was lost")]
     DeviceLost,
-    /// A fence wait gave up after this long.
-    #[error("the GPU did not finish within {0:?}; it may be hung")]
+    /// A fence wait gave up after this long; the context is poisoned from then on (see
+    /// [`Error::Poisoned`]).
+    #[error("the GPU did not finish within {0:?} (ContextOptions::fence_timeout); it may be hung, or the work is longer than the timeout: this context is now unusable (see the error its next calls return)")]
     Timeout(std::time::Duration),
+    /// A fence wait timed out earlier: the GPU may still be running work that uses this
+    /// context's memory, so the context refuses mapped access, submissions and new objects.
+    #[error("an earlier submission did not finish within {0:?} (a hung GPU, or work longer than the fence timeout): the GPU may still be using this context's memory, so the context refuses mapped reads and writes, submissions and new tensors; drop it (its GPU objects are leaked, not waited for) and create a new context, with a longer ContextOptions::fence_timeout if the work is just long")]
+    Poisoned(std::time::Duration),
+    /// An environment variable holds a value vkprism does not accept.
+    #[error("environment variable {name}={value:?} is not accepted: {accepted}")]
+    BadEnvironment {
+        /// The variable.
+        name: &'static str,
+        /// Its value (lossy when it is not Unicode).
+        value: String,
+        /// What it accepts.
+        accepted: &'static str,
+    },
     /// gpu-allocator could not be created.
     #[error("memory allocator: {0}")]
     Allocator(String),

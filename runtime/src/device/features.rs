@@ -252,6 +252,17 @@ impl PhysicalDeviceFeatures {
         enabled
     }
 
+    /// Whether the device offers `robustBufferAccess` (a core 1.0 feature).
+    pub fn has_robust_buffer_access(&self) -> bool {
+        self.core.robust_buffer_access == vk::TRUE
+    }
+
+    /// Turns `robustBufferAccess` on in structs made by [`enable`](Self::enable) (only where
+    /// [`has_robust_buffer_access`](Self::has_robust_buffer_access)).
+    pub fn enable_robust_buffer_access(&mut self) {
+        self.core.robust_buffer_access = vk::TRUE;
+    }
+
     /// The device extensions these structs need enabled.
     pub fn extensions(&self) -> Vec<&'static CStr> {
         let mut names = Vec::new();

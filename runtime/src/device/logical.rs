@@ -13,7 +13,8 @@ pub(crate) struct Device {
 impl Device {
     /// A device on `physical` with one queue of `queue_family`, the features in `enabled`
     /// (from [`PhysicalDeviceFeatures::enable`]) and the extensions they need, plus
-    /// `VK_KHR_portability_subset` where the device lists it (the spec requires enabling it).
+    /// `VK_KHR_portability_subset` where the device lists it (the spec requires enabling it),
+    /// and `VK_EXT_memory_budget` with `memory_budget` (the device lists it).
     ///
     /// # Safety
     /// `physical` comes from the live `instance`; `queue_family` and `enabled` were read from
@@ -24,8 +25,12 @@ impl Device {
         queue_family: u32,
         enabled: &mut PhysicalDeviceFeatures,
         available_extensions: &[String],
+        memory_budget: bool,
     ) -> Result<Device, Error> {
         let mut extensions: Vec<&CStr> = enabled.extensions();
+        if memory_budget {
+            extensions.push(ash::ext::memory_budget::NAME);
+        }
         let portability = ash::khr::portability_subset::NAME;
         if available_extensions
             .iter()

@@ -22,7 +22,7 @@ mod shared;
 pub(crate) use error::vkerr;
 pub use error::Error;
 pub use physical::DeviceSelector;
-pub(crate) use shared::{lifecycle_lock, Shared};
+pub(crate) use shared::{api_lock, lifecycle_lock, Shared, DEFAULT_FENCE_TIMEOUT};
 
 use ash::vk;
 use features::PhysicalDeviceFeatures;
@@ -43,6 +43,10 @@ pub(crate) struct OpenRequest {
     pub queue_family: Option<usize>,
     /// Stage every transfer even where memory is unified.
     pub force_staging: bool,
+    /// How long a fence wait blocks before the context gives up on the GPU.
+    pub fence_timeout: std::time::Duration,
+    /// Enable `robustBufferAccess` where the device has it.
+    pub robust_buffer_access: bool,
 }
 
 /// The physical device, read once: what it offers and how to enable it.
@@ -67,6 +71,12 @@ pub(crate) unsafe fn open(request: &OpenRequest) -> Result<Shared, Error> {
     // SAFETY: `instance` is alive for the whole call.
     let chosen = unsafe { choose(&instance, request)? };
     let mut enabled = chosen.structs.enable(chosen.features.features);
+    let robust = request.robust_buffer_access && chosen.structs.has_robust_buffer_access();
+    if robust {
+        enabled.enable_robust_buffer_access();
+    }
+    let budget_ext = ash::ext::memory_budget::NAME.to_string_lossy();
+    let memory_budget = chosen.extensions.iter().any(|e| *e == budget_ext);
     // SAFETY: the handles and structs were read from this instance; `Shared` drops the device
     // before the instance, and an error here drops it before `instance` (declared earlier).
     let device = unsafe {
@@ -76,10 +86,21 @@ pub(crate) unsafe fn open(request: &OpenRequest) -> Result<Shared, Error> {
             chosen.queue_family,
             &mut enabled,
             &chosen.extensions,
+            memory_budget,
         )?
     };
+    let enabled = Enabled {
+        robust_buffer_access: robust,
+        memory_budget,
+    };
     // SAFETY: as above.
-    unsafe { finish(messages, instance, device, chosen, request) }
+    unsafe { finish(messages, instance, device, chosen, request, enabled) }
+}
+
+/// What was enabled beyond the features.
+struct Enabled {
+    robust_buffer_access: bool,
+    memory_budget: bool,
 }
 
 /// Chooses the physical device and reads what it offers.
@@ -135,6 +156,7 @@ unsafe fn finish(
     device: Device,
     chosen: Chosen,
     request: &OpenRequest,
+    enabled: Enabled,
 ) -> Result<Shared, Error> {
     let pd = chosen.physical.handle;
     let allocator = Allocator::new(&AllocatorCreateDesc {
@@ -180,6 +202,12 @@ unsafe fn finish(
         pipeline_cache,
         transfer_pool: Mutex::new(transfer_pool),
         mapped_access: RwLock::new(()),
+        fence_timeout: request.fence_timeout,
+        poisoned: Default::default(),
+        robust_buffer_access: enabled.robust_buffer_access,
+        physical: pd,
+        memory_budget: enabled.memory_budget,
+        heap_used: Default::default(),
     })
 }
 

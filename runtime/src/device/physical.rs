@@ -134,6 +134,19 @@ pub(crate) unsafe fn compute_queue_family(
             f.queue_flags.contains(vk::QueueFlags::COMPUTE) && forced.is_none_or(|x| x == *i)
         })
         .min_by_key(|(_, f)| f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
-        .ok_or_else(|| Error::NoComputeQueue(device.name.clone()))?;
+        .ok_or_else(|| match forced {
+            Some(index) => Error::NoSuchQueueFamily {
+                index,
+                device: device.name.clone(),
+                compute: families
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, f)| f.queue_flags.contains(vk::QueueFlags::COMPUTE))
+                    .map(|(i, _)| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            },
+            None => Error::NoComputeQueue(device.name.clone()),
+        })?;
     Ok((index as u32, family.timestamp_valid_bits))
 }

@@ -8,24 +8,84 @@ use super::logical::Device;
 use super::messenger::MessageLog;
 use ash::vk;
 use gpu_allocator::vulkan::Allocator;
+use std::cell::Cell;
 use std::mem::ManuallyDrop;
-use std::sync::{Mutex, MutexGuard, RwLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
 use vkprism_core::DeviceFeatures;
 
 /// How long a wait spins before it blocks.
 const SPIN: Duration = Duration::from_millis(2);
-/// How long a wait blocks before it reports the GPU as stuck.
-const WAIT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a fence wait blocks before it reports the GPU as stuck, unless the context was made
+/// with another `ContextOptions::fence_timeout`.
+pub(crate) const DEFAULT_FENCE_TIMEOUT: Duration = Duration::from_secs(120);
+/// A blocking fence wait holds the API lock (shared) for at most this long at a time, so a
+/// context being created or dropped on another thread waits at most this long for it.
+const WAIT_SLICE: Duration = Duration::from_millis(10);
 
-/// Serializes creating and destroying instances and devices. Seen on NVIDIA 580 with the
-/// validation layer: contexts created and dropped concurrently on several threads crashed in
-/// the driver about one run in three; serialized, never. Costs nothing in steady state.
-static LIFECYCLE: Mutex<()> = Mutex::new(());
+/// The process-wide Vulkan lifecycle lock. The rule it enforces: **creating or destroying an
+/// instance or a device excludes every other Vulkan call in the process**; other calls run
+/// concurrently with each other (holding it shared).
+///
+/// Why: the Khronos validation layer (and some drivers) keep per-instance and per-device state
+/// in process-wide tables keyed by dispatchable handle (the layer's `layer_data_map`). Creating
+/// or destroying an instance or device inserts into or erases from those tables, and in
+/// VVL 1.3.239 every other call looks its object up in them without a lock: a lookup on one
+/// thread during an insertion on another read a table being rehashed (SIGSEGV inside the layer
+/// under `vkGetFenceStatus`, 2 runs in 10 with 8 threads making contexts). Serializing only
+/// creation and destruction against each other (what an earlier `Mutex` did) is not enough.
+/// Seen on NVIDIA 580 too: contexts created and dropped concurrently crashed in the driver.
+///
+/// Cost: an uncontended shared acquisition per checked operation (tens of nanoseconds; nested
+/// acquisitions on one thread are counted, not re-locked), and calls pause while a context is
+/// being created or dropped elsewhere in the process.
+static LIFECYCLE: RwLock<()> = RwLock::new(());
 
-/// Holds the lifecycle lock: taken around every instance and device creation and destruction.
-pub(crate) fn lifecycle_lock() -> MutexGuard<'static, ()> {
-    LIFECYCLE.lock().unwrap_or_else(|e| e.into_inner())
+thread_local! {
+    /// How many [`ApiGuard`]s this thread holds (only the outermost one holds the lock, so a
+    /// nested acquisition never waits behind a queued writer, which would deadlock).
+    static API_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Holds the lifecycle lock exclusively: taken around every instance and device creation and
+/// destruction.
+pub(crate) fn lifecycle_lock() -> RwLockWriteGuard<'static, ()> {
+    debug_assert_eq!(
+        API_DEPTH.with(|d| d.get()),
+        0,
+        "a context created or destroyed while this thread makes Vulkan calls would deadlock"
+    );
+    LIFECYCLE.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The lifecycle lock held shared (see [`LIFECYCLE`]): taken around every other Vulkan call.
+pub(crate) struct ApiGuard {
+    /// `None` for a nested guard (an outer one on this thread holds the lock).
+    _lock: Option<RwLockReadGuard<'static, ()>>,
+}
+
+/// Takes the lifecycle lock shared for the calling thread (reentrant).
+///
+/// Lock order: take it before any other lock that is held while it is taken (the queue, the
+/// transfer pool, the allocator, the pipeline cache lock), never after one: with a context
+/// being created elsewhere (a queued writer), a thread waiting for it while holding such a lock
+/// would deadlock with one holding it and waiting for that lock.
+pub(crate) fn api_lock() -> ApiGuard {
+    let depth = API_DEPTH.with(|d| {
+        let n = d.get();
+        d.set(n + 1);
+        n
+    });
+    ApiGuard {
+        _lock: (depth == 0).then(|| LIFECYCLE.read().unwrap_or_else(|e| e.into_inner())),
+    }
+}
+
+impl Drop for ApiGuard {
+    fn drop(&mut self) {
+        API_DEPTH.with(|d| d.set(d.get() - 1));
+    }
 }
 
 /// The device and what is made once per device. Dropped last (every object holds an `Arc`).
@@ -59,9 +119,118 @@ pub(crate) struct Shared {
     /// shared, a mapped read or write holds it exclusively, so the host never touches memory a
     /// dispatch may be using (which would be a data race, from safe code).
     pub mapped_access: RwLock<()>,
+    /// How long a fence wait blocks before giving up (`ContextOptions::fence_timeout`).
+    pub fence_timeout: Duration,
+    /// Set when a fence wait timed out: the GPU may still be running work that uses memory the
+    /// host can map, so from then on no mapped access, submission or new object is allowed,
+    /// and nothing the GPU may use is freed (drops leak instead of waiting).
+    pub poisoned: AtomicBool,
+    /// `robustBufferAccess` is enabled on the device.
+    pub robust_buffer_access: bool,
+    /// The physical device (for budget and image-format queries).
+    pub physical: vk::PhysicalDevice,
+    /// `VK_EXT_memory_budget` is enabled: budgets come from the driver.
+    pub memory_budget: bool,
+    /// Bytes vkprism has allocated per memory heap (tensors, images, staging).
+    pub heap_used: [AtomicU64; vk::MAX_MEMORY_HEAPS],
+}
+
+/// How much of a heap is free for one more allocation, and the figures that say why.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct HeapRoom {
+    /// The heap's index.
+    pub heap: usize,
+    /// Bytes still available to this process in the heap.
+    pub available: u64,
+    /// The budget (`VK_EXT_memory_budget`), or the heap's size without it.
+    pub budget: u64,
+    /// The heap's size.
+    pub size: u64,
 }
 
 impl Shared {
+    /// Whether a fence wait timed out (see [`Shared::poisoned`]).
+    pub fn is_poisoned(&self) -> bool {
+        self.poisoned.load(Ordering::Acquire)
+    }
+
+    /// `Err` once the context is poisoned: what every submission, mapped access and creation
+    /// checks first.
+    pub fn check_usable(&self) -> Result<(), Error> {
+        if self.is_poisoned() {
+            Err(Error::Poisoned(self.fence_timeout))
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Room in each heap a memory type in `type_bits` with `flags` lives in: the driver's budget
+    /// minus its usage with `VK_EXT_memory_budget`, else the heap's size minus what vkprism
+    /// allocated there.
+    pub fn heap_room(&self, type_bits: u32, flags: vk::MemoryPropertyFlags) -> Vec<HeapRoom> {
+        let mut heaps: Vec<usize> = self
+            .memory
+            .memory_types_as_slice()
+            .iter()
+            .enumerate()
+            .filter(|(i, t)| type_bits & (1 << i) != 0 && t.property_flags.contains(flags))
+            .map(|(_, t)| t.heap_index as usize)
+            .collect();
+        heaps.sort_unstable();
+        heaps.dedup();
+        let budget = self.memory_budget.then(|| {
+            let mut budget = vk::PhysicalDeviceMemoryBudgetPropertiesEXT::default();
+            let mut props = vk::PhysicalDeviceMemoryProperties2::default().push_next(&mut budget);
+            let _api = api_lock();
+            // SAFETY: a query on this instance's physical device, whose VK_EXT_memory_budget
+            // is enabled; `props` chains only `budget`, which lives until the call returns.
+            unsafe {
+                self.instance
+                    .get_physical_device_memory_properties2(self.physical, &mut props)
+            };
+            (budget.heap_budget, budget.heap_usage)
+        });
+        heaps
+            .into_iter()
+            .filter(|h| *h < self.memory.memory_heap_count as usize)
+            .map(|heap| {
+                let size = self.memory.memory_heaps[heap].size;
+                let ours = self.heap_used[heap].load(Ordering::Relaxed);
+                let (budget, used) = match budget {
+                    Some((b, u)) if b[heap] > 0 => (b[heap].min(size), u[heap].max(ours)),
+                    _ => (size, ours),
+                };
+                HeapRoom {
+                    heap,
+                    available: budget.saturating_sub(used),
+                    budget,
+                    size,
+                }
+            })
+            .collect()
+    }
+
+    /// The heap an allocation of memory with `flags` (allowed by `type_bits`) came from.
+    pub fn heap_of(&self, type_bits: u32, flags: vk::MemoryPropertyFlags) -> Option<usize> {
+        self.memory
+            .memory_types_as_slice()
+            .iter()
+            .enumerate()
+            .find(|(i, t)| type_bits & (1 << i) != 0 && t.property_flags == flags)
+            .map(|(_, t)| t.heap_index as usize)
+    }
+
+    /// Counts `bytes` more (or, with `add` false, fewer) allocated by vkprism in `heap`.
+    pub fn count_heap(&self, heap: Option<usize>, bytes: u64, add: bool) {
+        if let Some(counter) = heap.and_then(|h| self.heap_used.get(h)) {
+            if add {
+                counter.fetch_add(bytes, Ordering::Relaxed);
+            } else {
+                counter.fetch_sub(bytes, Ordering::Relaxed);
+            }
+        }
+    }
+
     /// Validation messages recorded since the last call, removed.
     pub fn take_messages(&self) -> Vec<String> {
         std::mem::take(&mut *self.messages.lock().unwrap_or_else(|e| e.into_inner()))
@@ -79,32 +248,53 @@ impl Shared {
     /// command buffer in the recording state, after a barrier making earlier GPU work visible;
     /// a barrier making its writes visible to the host follows it.
     pub fn one_shot(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<(), Error> {
-        let pool = self.transfer_pool.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: the pool belongs to this device and is locked, so no other thread allocates
-        // from or frees into it meanwhile.
-        let cmd = unsafe {
-            self.device.allocate_command_buffers(
-                &vk::CommandBufferAllocateInfo::default()
-                    .command_pool(*pool)
-                    .command_buffer_count(1),
-            )
+        self.check_usable()?;
+        let cmd = {
+            let _api = api_lock();
+            let pool = self.transfer_pool.lock().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: the pool belongs to this device and is locked, so no other thread
+            // allocates from, records into or frees into it meanwhile.
+            let cmd = unsafe {
+                self.device.allocate_command_buffers(
+                    &vk::CommandBufferAllocateInfo::default()
+                        .command_pool(*pool)
+                        .command_buffer_count(1),
+                )
+            }
+            .map_err(vkerr("vkAllocateCommandBuffers"))?[0];
+            // SAFETY: `cmd` was just allocated from this device's pool, which is locked while
+            // it records (recording needs the pool externally synchronized).
+            if let Err(e) = unsafe { self.record_one_shot(cmd, record) } {
+                // SAFETY: as above; `cmd` was never submitted.
+                unsafe { self.device.free_command_buffers(*pool, &[cmd]) };
+                return Err(e);
+            }
+            cmd
+        };
+        // Submitted and waited for with no lock held (the wait takes the API lock in slices).
+        // SAFETY: `cmd` is finished and records only what `record` recorded, whose resources
+        // the caller keeps alive until this returns.
+        let result = unsafe { self.submit_and_wait(cmd) };
+        if self.is_poisoned() {
+            // The buffer may still be pending on a GPU that did not finish: leak it (the pool
+            // is leaked with the device, see `Drop for Shared`).
+            return result;
         }
-        .map_err(vkerr("vkAllocateCommandBuffers"))?[0];
-        // SAFETY: `cmd` was just allocated from this device's locked pool.
-        let result = unsafe { self.record_and_run(cmd, record) };
-        // SAFETY: the pool is locked and `cmd` came from it. `record_and_run` waited for the
-        // buffer or failed before submitting it, so it is not pending, except after
-        // `Error::Timeout`: the GPU is then presumed hung and the buffer is freed anyway, as
-        // vkprism always did (a known gap, not widened here).
+        let _api = api_lock();
+        let pool = self.transfer_pool.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: the pool is locked and `cmd` came from it. `submit_and_wait` waited for the
+        // buffer or failed before submitting it, so it is not pending (after a timeout the
+        // context is poisoned and the buffer leaked above).
         unsafe { self.device.free_command_buffers(*pool, &[cmd]) };
         result
     }
 
-    /// Records `cmd` (begin, barriers around `record`, end), submits it and waits.
+    /// Records `cmd` (begin, barriers around `record`, end).
     ///
     /// # Safety
-    /// `cmd` is a fresh command buffer of this device, used by no other thread.
-    unsafe fn record_and_run(
+    /// `cmd` is a fresh command buffer of this device whose pool the caller holds locked; the
+    /// caller holds the API lock.
+    unsafe fn record_one_shot(
         &self,
         cmd: vk::CommandBuffer,
         record: impl FnOnce(vk::CommandBuffer),
@@ -144,8 +334,7 @@ impl Shared {
                 &[],
             );
             d.end_command_buffer(cmd)
-                .map_err(vkerr("vkEndCommandBuffer"))?;
-            self.submit_and_wait(cmd)
+                .map_err(vkerr("vkEndCommandBuffer"))
         }
     }
 
@@ -154,17 +343,22 @@ impl Shared {
     /// # Safety
     /// `cmd` must be a finished command buffer of this device whose resources are alive.
     pub unsafe fn submit_and_wait(&self, cmd: vk::CommandBuffer) -> Result<(), Error> {
+        let api = api_lock();
         // SAFETY: a plain fence creation on this live device.
         let fence = unsafe {
             self.device
                 .create_fence(&vk::FenceCreateInfo::default(), None)
         }
         .map_err(vkerr("vkCreateFence"))?;
+        drop(api);
         // SAFETY: the caller's contract for `cmd`; the fence is new and unsignalled.
         let r = unsafe { self.submit(cmd, fence) }.and_then(|_| self.wait(fence));
-        // SAFETY: the wait finished or the submission failed, so the fence is unused, except
-        // after `Error::Timeout` (the GPU presumed hung; see `one_shot`).
-        unsafe { self.device.destroy_fence(fence, None) };
+        if !self.is_poisoned() {
+            let _api = api_lock();
+            // SAFETY: the wait finished or the submission failed, so the fence is unused (after
+            // a timeout the context is poisoned and the fence is leaked instead).
+            unsafe { self.device.destroy_fence(fence, None) };
+        }
         r
     }
 
@@ -173,8 +367,10 @@ impl Shared {
     /// # Safety
     /// As [`Shared::submit_and_wait`]; `fence` belongs to this device and is unsignalled.
     pub unsafe fn submit(&self, cmd: vk::CommandBuffer, fence: vk::Fence) -> Result<(), Error> {
+        self.check_usable()?;
         let cmds = [cmd];
         let submit = vk::SubmitInfo::default().command_buffers(&cmds);
+        let _api = api_lock();
         let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
         // SAFETY: the queue is locked (external synchronization); the caller vouches for `cmd`
         // and `fence`.
@@ -184,10 +380,22 @@ impl Shared {
 
     /// Waits for `fence`: spinning on its status first (a blocking wait can take hundreds of
     /// microseconds to wake up on some drivers), then blocking, and giving up with an error
-    /// after `WAIT_TIMEOUT` rather than hanging on a stuck GPU.
+    /// after [`Shared::fence_timeout`] rather than hanging on a stuck GPU. A timeout poisons
+    /// the context (see [`Shared::poisoned`]) before this returns, so a caller holding
+    /// `mapped_access` releases it only once host access is refused.
     pub fn wait(&self, fence: vk::Fence) -> Result<(), Error> {
+        let r = self.wait_unpoisoned(fence);
+        if let Err(Error::Timeout(_)) = r {
+            self.poisoned.store(true, Ordering::Release);
+        }
+        r
+    }
+
+    fn wait_unpoisoned(&self, fence: vk::Fence) -> Result<(), Error> {
         let start = Instant::now();
-        while start.elapsed() < SPIN {
+        let timeout = self.fence_timeout;
+        while start.elapsed() < SPIN.min(timeout) {
+            let _api = api_lock();
             // SAFETY: querying a fence of this device has no other precondition.
             match unsafe { self.device.get_fence_status(fence) } {
                 Ok(true) => return Ok(()),
@@ -195,31 +403,78 @@ impl Shared {
                 Err(e) => return Err(vkerr("vkGetFenceStatus")(e)),
             }
         }
-        // SAFETY: as above; waiting does not modify the fence.
-        match unsafe {
-            self.device
-                .wait_for_fences(&[fence], true, WAIT_TIMEOUT.as_nanos() as u64)
-        } {
-            Ok(()) => Ok(()),
-            Err(vk::Result::TIMEOUT) => Err(Error::Timeout(WAIT_TIMEOUT)),
-            Err(e) => Err(vkerr("vkWaitForFences")(e)),
+        // Block in slices, so a context made or dropped elsewhere gets the lifecycle lock.
+        loop {
+            let left = timeout.saturating_sub(start.elapsed());
+            let slice = left.min(WAIT_SLICE);
+            let _api = api_lock();
+            // SAFETY: as above; waiting does not modify the fence.
+            match unsafe {
+                self.device
+                    .wait_for_fences(&[fence], true, slice.as_nanos() as u64)
+            } {
+                Ok(()) => return Ok(()),
+                Err(vk::Result::TIMEOUT) if left > slice => continue,
+                Err(vk::Result::TIMEOUT) => return Err(Error::Timeout(timeout)),
+                Err(e) => return Err(vkerr("vkWaitForFences")(e)),
+            }
         }
     }
 
-    /// Waits until the device is idle (the queue locked meanwhile).
+    /// Waits until the device is idle (the queue locked meanwhile): bounded as fence waits
+    /// are (a fence submitted after everything else signals when the queue is idle).
     pub fn wait_idle(&self) -> Result<(), Error> {
-        let _queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: the queue is locked, which is the external synchronization this call needs.
-        unsafe { self.device.device_wait_idle() }.map_err(vkerr("vkDeviceWaitIdle"))
+        self.check_usable()?;
+        let api = api_lock();
+        // SAFETY: a plain fence creation on this live device.
+        let fence = unsafe {
+            self.device
+                .create_fence(&vk::FenceCreateInfo::default(), None)
+        }
+        .map_err(vkerr("vkCreateFence"))?;
+        let r = {
+            let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+            // SAFETY: the queue is locked (external synchronization); an empty submission
+            // signals `fence` once all earlier submissions to the queue have completed.
+            unsafe { self.device.queue_submit(*queue, &[], fence) }
+                .map_err(vkerr("vkQueueSubmit"))
+        };
+        drop(api);
+        let r = r.and_then(|_| self.wait(fence));
+        if !self.is_poisoned() {
+            let _api = api_lock();
+            // SAFETY: the fence signalled, or was never submitted: it is unused.
+            unsafe { self.device.destroy_fence(fence, None) };
+        }
+        r
     }
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        if self.is_poisoned() {
+            // The GPU may still be running work that uses this device's objects and memory,
+            // and waiting for it may never return: leak the device, the instance, the
+            // allocator's memory and the message log the validation callback writes to,
+            // rather than hang or free what the GPU uses.
+            if let Some(allocator) = self
+                .allocator
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .take()
+            {
+                std::mem::forget(allocator);
+            }
+            std::mem::forget(std::mem::take(&mut self.messages));
+            return;
+        }
         let _serial = lifecycle_lock();
         // SAFETY: this is the last reference to the device (every object holds an Arc of
-        // Shared), so after vkDeviceWaitIdle nothing uses it: the per-device objects, then the
-        // device, then the instance are destroyed in reverse order of creation, once.
+        // Shared), and every submission was waited for (a list's work before the list goes, a
+        // one-shot before it returns; a wait that timed out poisoned the context, handled
+        // above), so vkDeviceWaitIdle returns at once and nothing uses the device after it:
+        // the per-device objects, then the device, then the instance are destroyed in reverse
+        // order of creation, once.
         unsafe {
             let _ = self.device.device_wait_idle();
             // The allocator frees its memory blocks against the device: drop it first.
