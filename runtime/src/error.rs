@@ -7,7 +7,7 @@
 use ash::vk;
 
 /// Any vkprism runtime error.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum Error {
     /// vkprism refused the call before the driver saw it (a wrong format, size, variant or
     /// option): the caller's to fix. Holds the module's error.
@@ -29,7 +29,7 @@ pub enum Error {
 }
 
 /// A call vkprism refused, by module.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum Invalid {
     /// No variant fits the device and options.
     #[error(transparent)]
@@ -44,6 +44,8 @@ pub enum Invalid {
     #[error(transparent)]
     Command(crate::command::Error),
 }
+
+debug_as_display!(Error, Invalid);
 
 /// The crate's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

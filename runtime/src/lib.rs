@@ -27,6 +27,29 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+/// `Debug` for an error type that prints what `Display` prints, then its sources: what a user
+/// sees from `fn main() -> Result<(), Box<dyn Error>>` (which prints `Error: {:?}`) or from
+/// `unwrap`, as anyhow-style errors do, instead of the enum's structure. The variants' fields
+/// stay public for code that wants them.
+macro_rules! debug_as_display {
+    ($($ty:ty),*) => {$(
+        impl ::std::fmt::Debug for $ty {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                ::std::fmt::Display::fmt(self, f)?;
+                let mut source = ::std::error::Error::source(self);
+                if source.is_some() {
+                    f.write_str("\n\nCaused by:")?;
+                }
+                while let Some(s) = source {
+                    write!(f, "\n    {s}")?;
+                    source = s.source();
+                }
+                Ok(())
+            }
+        }
+    )*};
+}
+
 mod cache;
 pub mod command;
 pub mod context;

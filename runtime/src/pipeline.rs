@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use vkprism_core::{BindingKind, Feature, KernelInfo, VariantInfo};
 
 /// Errors loading a kernel, making a pipeline, or reading and writing the pipeline cache.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum Error {
     /// No variant fits (or the forced one can't run).
     #[error(transparent)]
@@ -625,3 +625,5 @@ impl<K: Kernel> Pipeline<K> {
         &self.kernel
     }
 }
+
+debug_as_display!(Error);

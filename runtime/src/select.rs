@@ -212,7 +212,7 @@ impl fmt::Display for Selection {
 }
 
 /// No variant fits.
-#[derive(Clone, Debug, thiserror::Error)]
+#[derive(Clone, thiserror::Error)]
 #[error("kernel `{kernel}` has no variant this device can run with these options:{}", .details.iter().map(|d| format!("\n  {d}")).collect::<String>())]
 pub struct SelectError {
     /// The kernel's name.
@@ -220,6 +220,8 @@ pub struct SelectError {
     /// One line per variant: what it needs and what is missing.
     pub details: Vec<String>,
 }
+
+debug_as_display!(SelectError);
 
 /// Picks the best variant of `info` that `options` allow and `device` supports.
 pub fn select_variant(

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use vkprism_core::TensorFormat;
 
 /// Errors making tensors and images, and moving data in and out.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum Error {
     /// A shape (or image extent) that is empty, too long, has a zero, or overflows.
     #[error("tensor shape {0:?}: give 1 to 4 dimensions, none zero")]
@@ -586,3 +586,5 @@ impl Tensor {
         Ok(())
     }
 }
+
+debug_as_display!(Error);

@@ -4,7 +4,7 @@
 use vkprism_core::{BindingKind, MemoryKind, TensorFormat};
 
 /// Errors recording or running a [`crate::CommandList`].
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum Error {
     /// The bindings are for buffer variants and the loaded variant uses images, or the reverse.
     #[error("kernel `{kernel}`: bindings for {given:?} variants, but the loaded variant `{variant}` uses {wanted:?}")]
@@ -162,3 +162,5 @@ pub enum Error {
     #[error(transparent)]
     Context(#[from] crate::device::Error),
 }
+
+debug_as_display!(Error);

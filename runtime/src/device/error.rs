@@ -3,7 +3,7 @@
 use ash::vk;
 
 /// Errors creating or using the context.
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 pub enum Error {
     /// No Vulkan loader library could be loaded.
     #[error(
@@ -90,3 +90,5 @@ pub(crate) fn vkerr(call: &'static str) -> impl Fn(vk::Result) -> Error {
         }
     }
 }
+
+debug_as_display!(Error);

@@ -1,0 +1,134 @@
+//! A fence wait that times out poisons the context: its own test binary, because the GPU work
+//! it abandons keeps running (on lavapipe, CPU threads) for a second or so after the test.
+
+mod fixtures;
+
+use fixtures::spin;
+use std::time::{Duration, Instant};
+use vkprism_runtime::command::Error as CommandError;
+use vkprism_runtime::context::Error as ContextError;
+use vkprism_runtime::pipeline::Error as PipelineError;
+use vkprism_runtime::tensor::Error as TensorError;
+use vkprism_runtime::{CommandList, ContextOptions, LoadOptions, Tensor, TensorFormat};
+use vkprism_testkit::{assert_clean, ctx_with};
+
+/// Steps per invocation (llvmpipe ends a loop after 65535 iterations).
+const ITERATIONS: u32 = 60_000;
+/// Workgroups of 64: about 1.5 ms each on lavapipe, so the dispatch runs for a second or more,
+/// far past the timeout.
+const GROUPS: usize = 1000;
+const TIMEOUT: Duration = Duration::from_millis(20);
+
+fn is_poisoned(e: &TensorError) -> bool {
+    matches!(e, TensorError::Context(ContextError::Poisoned(t)) if *t == TIMEOUT)
+}
+
+#[test]
+fn a_timed_out_wait_poisons_the_context_and_drops_do_not_hang() {
+    let ctx = ctx_with(ContextOptions {
+        fence_timeout: Some(TIMEOUT),
+        ..Default::default()
+    });
+    assert_eq!(ctx.fence_timeout(), TIMEOUT);
+    let k = ctx
+        .load_with::<spin::Kernel>(&LoadOptions::variant("fp32"))
+        .unwrap();
+    let p = k.pipeline(&Default::default(), None).unwrap();
+    let n = 64 * GROUPS;
+    let x = Tensor::new(&ctx, &[n], TensorFormat::U32).unwrap();
+    let y = Tensor::from_f32(&ctx, &[4], TensorFormat::F32, &[1.0, 2.0, 3.0, 4.0]).unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+    let push = spin::PushConstants {
+        iterations: ITERATIONS,
+    };
+    list.dispatch(&p, &spin::BufferBindings { x: &x }, &push, [n as u32, 1, 1])
+        .unwrap();
+    let e = list.submit_and_wait().unwrap_err();
+    assert!(
+        matches!(e, CommandError::Context(ContextError::Timeout(t)) if t == TIMEOUT),
+        "{e}"
+    );
+    assert!(e.to_string().contains("fence_timeout"), "{e}");
+    assert!(ctx.is_poisoned());
+
+    // The GPU may still be writing `x`: no mapped read or write of any tensor, no new work.
+    let e = x.download_u32().unwrap_err();
+    assert!(is_poisoned(&e), "{e}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("create a new context") && msg.contains("fence_timeout"),
+        "{msg}"
+    );
+    assert!(is_poisoned(&x.upload_u32(&vec![0; n]).unwrap_err()));
+    assert!(is_poisoned(&y.download_f32().unwrap_err()));
+    assert!(is_poisoned(&y.upload_f32(&[0.0; 4]).unwrap_err()));
+    assert!(is_poisoned(
+        &Tensor::new(&ctx, &[4], TensorFormat::F32).unwrap_err()
+    ));
+    assert!(matches!(
+        list.submit_and_wait().unwrap_err(),
+        CommandError::Context(ContextError::Poisoned(_))
+    ));
+    assert!(matches!(
+        CommandList::new(&ctx).map(|_| ()).unwrap_err(),
+        CommandError::Context(ContextError::Poisoned(_))
+    ));
+    assert!(matches!(
+        ctx.load::<spin::Kernel>().map(|_| ()).unwrap_err(),
+        PipelineError::Context(ContextError::Poisoned(_))
+    ));
+    assert!(matches!(
+        ctx.wait_idle().unwrap_err(),
+        ContextError::Poisoned(_)
+    ));
+    // The crate-level error says the context is the problem.
+    let top: vkprism_runtime::Error = x.download_u32().unwrap_err().into();
+    assert!(top.to_string().contains("refuses mapped reads"), "{top}");
+
+    // Dropping everything returns at once (the list's work is leaked, not waited for).
+    let start = Instant::now();
+    drop(list);
+    drop((x, y, p, k));
+    drop(ctx);
+    assert!(
+        start.elapsed() < Duration::from_millis(500),
+        "drops took {:?}",
+        start.elapsed()
+    );
+
+    // Other contexts are unaffected.
+    let fresh = vkprism_testkit::ctx();
+    let t = Tensor::from_f32(&fresh, &[3], TensorFormat::F32, &[1.0, 2.0, 3.0]).unwrap();
+    assert_eq!(t.download_f32().unwrap(), [1.0, 2.0, 3.0]);
+    assert!(!fresh.is_poisoned());
+    assert_clean(&fresh);
+}
+
+#[test]
+fn a_wait_within_the_timeout_is_not_poisoned() {
+    let ctx = ctx_with(ContextOptions {
+        fence_timeout: Some(Duration::from_secs(60)),
+        ..Default::default()
+    });
+    let k = ctx
+        .load_with::<spin::Kernel>(&LoadOptions::variant("fp32"))
+        .unwrap();
+    let p = k.pipeline(&Default::default(), None).unwrap();
+    let x = Tensor::new(&ctx, &[64], TensorFormat::U32).unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+    let push = spin::PushConstants { iterations: 3 };
+    list.dispatch(&p, &spin::BufferBindings { x: &x }, &push, [64, 1, 1])
+        .unwrap();
+    list.submit_and_wait().unwrap();
+    let mut acc = 5u32;
+    for k in 0..3u32 {
+        acc ^= acc << 13;
+        acc ^= acc >> 17;
+        acc ^= acc << 5;
+        acc = acc.wrapping_add(k);
+    }
+    assert_eq!(x.download_u32().unwrap()[5], acc);
+    assert!(!ctx.is_poisoned());
+    ctx.wait_idle().unwrap();
+    assert_clean(&ctx);
+}
