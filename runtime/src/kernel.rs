@@ -20,10 +20,12 @@ use vkprism_core::{KernelInfo, MemoryKind};
 ///   none), and `PushConstants` is a type of at least that size whose layout matches it;
 /// - `spec_constants` and `local_size` name the module's specialization-constant ids (the
 ///   workgroup size's ids really are its `LocalSizeId` / `WorkgroupSize` constants);
-/// - the shader reads `gl_NumWorkGroups` only if its SPIR-V decorates `NumWorkgroups`.
+/// - `reads_num_workgroups` is true where the shader reads `gl_NumWorkGroups` (a dispatch is
+///   split into several only where it is false).
 ///
 /// The runtime checks what is cheap (the SPIR-V header, instruction lengths and entry point,
-/// that a push-constant block exists exactly when one is declared, push-constant sizes,
+/// `reads_num_workgroups` against a `NumWorkgroups` decoration, that a push-constant block
+/// exists exactly when one is declared, push-constant sizes,
 /// duplicate specialization ids, every binding against its resource); a lie about the rest is
 /// undefined behaviour in the driver.
 pub unsafe trait Kernel: 'static {

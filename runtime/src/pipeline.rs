@@ -184,10 +184,10 @@ fn push_range(info: &KernelInfo) -> u32 {
 
 /// The driver trusts the words it is given: check what makes them a compute module vkprism can
 /// use, cheaply (one pass over the words): the header (magic, a SPIR-V version up to 1.6, an id
-/// bound), well-formed instructions (no zero length, none running past the end, every id under
-/// the bound where an instruction's result id is), an `OpEntryPoint GLCompute "main"`, and a
-/// push-constant block exactly where the kernel declares push constants (its last member
-/// starting inside the declared range). Not a full `spirv-val`: the [`Kernel`] contract covers
+/// bound), well-formed instructions (no zero length, none running past the end), an
+/// `OpEntryPoint GLCompute "main"`, `reads_num_workgroups` set where the module decorates
+/// `NumWorkgroups`, and a push-constant block exactly where the kernel declares push constants
+/// (its last member starting inside the declared range). Not a full `spirv-val`: the [`Kernel`] contract covers
 /// the rest.
 fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
     let bad = |why| Error::BadSpirv {
@@ -213,13 +213,16 @@ fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
         return Err(bad("an id bound of 0 or over 4194304, or a nonzero schema word"));
     }
     const OP_ENTRY_POINT: u32 = 15;
+    const OP_DECORATE: u32 = 71;
     const OP_MEMBER_DECORATE: u32 = 72;
+    const DECORATION_BUILTIN: u32 = 11;
+    const BUILTIN_NUM_WORKGROUPS: u32 = 24;
     const OP_VARIABLE: u32 = 59;
     const OP_TYPE_POINTER: u32 = 32;
     const EXECUTION_MODEL_GLCOMPUTE: u32 = 5;
     const STORAGE_CLASS_PUSH_CONSTANT: u32 = 9;
     const DECORATION_OFFSET: u32 = 35;
-    let (mut entry, mut i) = (false, 5);
+    let (mut entry, mut num_workgroups, mut i) = (false, false, 5);
     // (pointer id -> pointee struct) for push-constant pointers, push-constant variables'
     // pointer types, and member offsets per struct id.
     let (mut pointers, mut push_vars, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
@@ -230,11 +233,13 @@ fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
         }
         let ins = &w[i..i + count];
         match op {
-            OP_ENTRY_POINT if count >= 4 => {
-                // "main\0" packed little-endian: 'm' 'a' 'i' 'n', then a NUL word.
-                if ins[1] == EXECUTION_MODEL_GLCOMPUTE && ins[3..].starts_with(&[0x6e69_616d, 0]) {
-                    entry = true;
-                }
+            // "main\0" packed little-endian: 'm' 'a' 'i' 'n', then a NUL word.
+            OP_ENTRY_POINT
+                if count >= 4
+                    && ins[1] == EXECUTION_MODEL_GLCOMPUTE
+                    && ins[3..].starts_with(&[0x6e69_616d, 0]) =>
+            {
+                entry = true;
             }
             OP_TYPE_POINTER if count == 4 && ins[2] == STORAGE_CLASS_PUSH_CONSTANT => {
                 pointers.push((ins[1], ins[3]))
@@ -245,12 +250,28 @@ fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
             OP_MEMBER_DECORATE if count >= 5 && ins[3] == DECORATION_OFFSET => {
                 offsets.push((ins[1], ins[4]))
             }
+            OP_DECORATE
+                if count >= 4 && ins[2] == DECORATION_BUILTIN && ins[3] == BUILTIN_NUM_WORKGROUPS =>
+            {
+                num_workgroups = true
+            }
+            OP_MEMBER_DECORATE
+                if count >= 5 && ins[3] == DECORATION_BUILTIN && ins[4] == BUILTIN_NUM_WORKGROUPS =>
+            {
+                num_workgroups = true
+            }
             _ => {}
         }
         i += count;
     }
     if !entry {
         return Err(bad("no OpEntryPoint GLCompute named \"main\""));
+    }
+    if num_workgroups && !variant.reads_num_workgroups {
+        // A split dispatch would show the shader the wrong gl_NumWorkGroups.
+        return Err(bad(
+            "it reads gl_NumWorkGroups (BuiltIn NumWorkgroups) but the variant says it does not",
+        ));
     }
     let mismatch = |why: String| Error::PushConstantsMismatch {
         kernel: info.name,
@@ -623,6 +644,72 @@ impl<K: Kernel> Pipeline<K> {
     /// The loaded kernel this pipeline belongs to.
     pub fn kernel(&self) -> &Arc<LoadedKernel<K>> {
         &self.kernel
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spirv_checks_refuse_what_is_not_a_compute_module() {
+        use vkprism_core::{FloatMode, VariantKey};
+        fn check(words: &'static [u32], push: Option<u32>) -> Result<(), Error> {
+            let variants: &'static [VariantInfo] = Box::leak(Box::new([VariantInfo {
+                key: VariantKey::new(FloatMode::Fp32),
+                spirv: words,
+                bindings: &[],
+                cooperative_matrices: &[],
+                reads_num_workgroups: false,
+            }]));
+            let info = KernelInfo {
+                name: "k",
+                variants,
+                push_constants: push.map(|size| vkprism_core::PushConstantInfo { size }),
+                spec_constants: &[],
+                local_size: [vkprism_core::LocalSizeDim {
+                    default: 1,
+                    spec_id: None,
+                }; 3],
+            };
+            check_spirv(&info, &variants[0])
+        }
+        fn leak(w: Vec<u32>) -> &'static [u32] {
+            Box::leak(w.into_boxed_slice())
+        }
+        let header = vec![SPIRV_MAGIC, 0x0001_0300, 0, 100, 0];
+        // OpEntryPoint GLCompute %1 "main" (count 5: opcode word, model, id, "main", NUL).
+        let entry = [(5 << 16) | 15, 5, 1, 0x6e69_616d, 0];
+        let why = |r: Result<(), Error>| match r {
+            Err(Error::BadSpirv { why, .. }) => why,
+            other => panic!("{other:?}"),
+        };
+        let mut ok = header.clone();
+        ok.extend(entry);
+        assert!(check(leak(ok.clone()), None).is_ok());
+        assert!(why(check(leak(header.clone()), None)).contains("OpEntryPoint"));
+        let mut v = ok.clone();
+        v[1] = 0x0002_0000;
+        assert!(why(check(leak(v), None)).contains("version"));
+        let mut v = ok.clone();
+        v[3] = 0;
+        assert!(why(check(leak(v), None)).contains("bound"));
+        let mut v = ok.clone();
+        v.push(9 << 16);
+        assert!(why(check(leak(v), None)).contains("past the end"));
+        let mut v = ok.clone();
+        v[5] = (5 << 16) | 15;
+        v[8] = 0x6e69_616e; // "nain"
+        assert!(why(check(leak(v), None)).contains("OpEntryPoint"));
+        // Reads gl_NumWorkGroups without saying so.
+        let mut v = ok.clone();
+        v.extend([(4 << 16) | 71, 7, 11, 24]);
+        assert!(why(check(leak(v), None)).contains("gl_NumWorkGroups"));
+        // Push constants declared but no block in the module.
+        assert!(matches!(
+            check(leak(ok), Some(16)),
+            Err(Error::PushConstantsMismatch { .. })
+        ));
     }
 }
 

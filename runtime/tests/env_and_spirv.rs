@@ -1,12 +1,83 @@
-//! The environment variables (`VKPRISM_DEVICE`, `VKPRISM_VALIDATION`), in one test because they
-//! are process-wide; and the committed test SPIR-V checked against its GLSL with the installed
+//! The environment variables (`VKPRISM_DEVICE`, `VKPRISM_VALIDATION`, `VKPRISM_QUEUE_FAMILY`),
+//! in tests serialized by [`ENV`] because they are process-wide (and this binary's other test
+//! reads none); and the committed test SPIR-V checked against its GLSL with the installed
 //! glslangValidator.
 
+use std::sync::Mutex;
 use vkprism_runtime::context::Error as ContextError;
 use vkprism_runtime::{Context, ContextOptions, DeviceSelector};
 
+/// Held by every test that sets environment variables.
+static ENV: Mutex<()> = Mutex::new(());
+
+/// The `BadEnvironment` error `Context::new` returns with `name=value` set (and the other
+/// variables unset), after checking it names the variable and the value.
+fn refused(name: &str, value: &str) -> String {
+    for v in ["VKPRISM_DEVICE", "VKPRISM_VALIDATION", "VKPRISM_QUEUE_FAMILY"] {
+        std::env::remove_var(v);
+    }
+    std::env::set_var(name, value);
+    let e = Context::new().unwrap_err();
+    std::env::remove_var(name);
+    match &e {
+        ContextError::BadEnvironment {
+            name: n, value: v, ..
+        } => assert_eq!((*n, v.as_str()), (name, value)),
+        other => panic!("{name}={value:?}: {other}"),
+    }
+    let msg = e.to_string();
+    assert!(msg.contains(name) && msg.contains("accepted"), "{msg}");
+    msg
+}
+
+#[test]
+fn environment_values_are_validated() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    let msg = refused("VKPRISM_VALIDATION", "yes");
+    assert!(msg.contains("1 (validation on) or 0"), "{msg}");
+    refused("VKPRISM_VALIDATION", "true");
+    refused("VKPRISM_VALIDATION", "2");
+    let msg = refused("VKPRISM_QUEUE_FAMILY", "abc");
+    assert!(msg.contains("queue family index"), "{msg}");
+    refused("VKPRISM_QUEUE_FAMILY", "-1");
+    let msg = refused("VKPRISM_DEVICE", "-1");
+    assert!(msg.contains("device index") && msg.contains("substring"), "{msg}");
+    refused("VKPRISM_DEVICE", "1.5");
+    refused("VKPRISM_DEVICE", "99999999999999999999999");
+    refused("VKPRISM_DEVICE", "   ");
+    // A queue family that is a number but not a compute family names those that are.
+    std::env::set_var("VKPRISM_QUEUE_FAMILY", "99");
+    let e = Context::new().unwrap_err();
+    std::env::remove_var("VKPRISM_QUEUE_FAMILY");
+    assert!(
+        matches!(&e, ContextError::NoSuchQueueFamily { index: 99, compute, .. } if !compute.is_empty()),
+        "{e}"
+    );
+    // Accepted values still work: an explicit option overrides a bad variable only where the
+    // option decides (validation), and `1`/`0` with spaces are accepted.
+    std::env::set_var("VKPRISM_VALIDATION", "yes");
+    let ctx = Context::with_options(ContextOptions {
+        validation: Some(true),
+        ..Default::default()
+    })
+    .unwrap();
+    assert!(ctx.validation_enabled());
+    drop(ctx);
+    std::env::set_var("VKPRISM_VALIDATION", " 1 ");
+    assert!(Context::new().unwrap().validation_enabled());
+    std::env::set_var("VKPRISM_QUEUE_FAMILY", "0");
+    let ctx = Context::new().unwrap();
+    assert!(ctx.validation_enabled());
+    ctx.check_validation().unwrap();
+    drop(ctx);
+    for v in ["VKPRISM_DEVICE", "VKPRISM_VALIDATION", "VKPRISM_QUEUE_FAMILY"] {
+        std::env::remove_var(v);
+    }
+}
+
 #[test]
 fn environment_chooses_device_and_validation() {
+    let _env = ENV.lock().unwrap_or_else(|e| e.into_inner());
     std::env::remove_var("VKPRISM_DEVICE");
     std::env::set_var("VKPRISM_VALIDATION", "1");
     let ctx = Context::new().expect("a Vulkan device (lavapipe in CI) is required");

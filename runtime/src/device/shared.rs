@@ -33,8 +33,11 @@ const WAIT_SLICE: Duration = Duration::from_millis(10);
 /// or destroying an instance or device inserts into or erases from those tables, and in
 /// VVL 1.3.239 every other call looks its object up in them without a lock: a lookup on one
 /// thread during an insertion on another read a table being rehashed (SIGSEGV inside the layer
-/// under `vkGetFenceStatus`, 2 runs in 10 with 8 threads making contexts). Serializing only
-/// creation and destruction against each other (what an earlier `Mutex` did) is not enough.
+/// under `vkGetFenceStatus`, 2 runs in 10 with 8 threads making contexts). This is the data
+/// race in `GetLayerDataPtr` of KhronosGroup/Vulkan-ValidationLayers#4391, whose fix in the layer
+/// is the same scheme: a shared lock for lookups, an exclusive one for insertions and erasures.
+/// Serializing only creation and destruction against each other (what an earlier `Mutex` did)
+/// is not enough.
 /// Seen on NVIDIA 580 too: contexts created and dropped concurrently crashed in the driver.
 ///
 /// Cost: an uncontended shared acquisition per checked operation (tens of nanoseconds; nested
