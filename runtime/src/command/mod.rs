@@ -339,9 +339,10 @@ impl CommandList {
     pub fn submit_and_wait(&mut self) -> Result<(), Error> {
         self.shared.check_usable()?;
         if self.in_flight {
-            // An earlier wait failed without a timeout (e.g. device loss): the fence may still
-            // be pending, so the list can't be resubmitted.
-            return Err(crate::device::Error::DeviceLost.into());
+            // An earlier wait failed without timing out: the last run may still be pending, and
+            // a pending buffer can't be resubmitted. Wait for it first (bounded, as every wait).
+            self.shared.wait(self.fence)?;
+            self.in_flight = false;
         }
         self.finish()?;
         // Mapped tensors are not read or written by the host while this runs.
