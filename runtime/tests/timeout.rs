@@ -132,3 +132,33 @@ fn a_wait_within_the_timeout_is_not_poisoned() {
     ctx.wait_idle().unwrap();
     assert_clean(&ctx);
 }
+
+/// A staged transfer (a one-shot submission) that times out poisons the context too: its
+/// command buffer, fence and staging buffer are leaked, not freed under the GPU.
+#[test]
+fn a_timed_out_transfer_poisons_a_staged_context() {
+    let ctx = ctx_with(ContextOptions {
+        force_staging: true,
+        // Far shorter than a 64 MiB copy: the first status check finds it unfinished.
+        fence_timeout: Some(Duration::from_nanos(1)),
+        ..Default::default()
+    });
+    assert!(!ctx.unified_memory());
+    let n = 16 << 20; // 64 MiB of f32: one full staging chunk
+    let t = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
+    let e = t.upload_f32(&vec![1.0; n]).unwrap_err();
+    assert!(
+        matches!(e, TensorError::Context(ContextError::Timeout(_))),
+        "{e}"
+    );
+    assert!(ctx.is_poisoned());
+    let e = t.download_f32().unwrap_err();
+    assert!(
+        matches!(e, TensorError::Context(ContextError::Poisoned(_))),
+        "{e}"
+    );
+    let start = Instant::now();
+    drop(t);
+    drop(ctx);
+    assert!(start.elapsed() < Duration::from_millis(500));
+}

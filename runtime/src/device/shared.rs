@@ -499,3 +499,32 @@ impl Drop for Shared {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    #[test]
+    fn creation_waits_for_calls_and_nested_calls_never_relock() {
+        let outer = api_lock();
+        let nested = api_lock();
+        let (tx, rx) = mpsc::channel();
+        let creator = std::thread::spawn(move || {
+            let _exclusive = lifecycle_lock();
+            tx.send(()).unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(rx.try_recv().is_err(), "creation ran during a call");
+        // With the creator queued, a nested acquisition must not wait for it (a deadlock).
+        let again = api_lock();
+        drop((again, nested));
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(rx.try_recv().is_err(), "creation ran during the outer call");
+        drop(outer);
+        rx.recv_timeout(Duration::from_secs(5))
+            .expect("creation proceeds once the calls are done");
+        creator.join().unwrap();
+        assert_eq!(API_DEPTH.with(|d| d.get()), 0);
+    }
+}
