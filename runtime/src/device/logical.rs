@@ -66,7 +66,7 @@ impl std::ops::Deref for Device {
 impl Drop for Device {
     fn drop(&mut self) {
         // SAFETY: the device's owner destroys every object made from it first (`Shared::drop`
-        // after `vkDeviceWaitIdle`; creation before any object exists), and the instance is
+        // after a bounded idle wait; creation before any object exists), and the instance is
         // dropped after the device.
         unsafe { self.raw.destroy_device(None) };
     }

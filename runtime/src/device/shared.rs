@@ -455,6 +455,13 @@ impl Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        // Every submission was waited for already (a list's work before the list goes, a
+        // one-shot before it returns), so this returns at once; it is a bounded wait all the
+        // same (no `Drop` waits without a bound), and a timeout poisons the context. Another
+        // error (device loss) still lets the device be destroyed.
+        if !self.is_poisoned() {
+            let _ = self.wait_idle();
+        }
         if self.is_poisoned() {
             // The GPU may still be running work that uses this device's objects and memory,
             // and waiting for it may never return: leak the device, the instance, the
@@ -473,13 +480,11 @@ impl Drop for Shared {
         }
         let _serial = lifecycle_lock();
         // SAFETY: this is the last reference to the device (every object holds an Arc of
-        // Shared), and every submission was waited for (a list's work before the list goes, a
-        // one-shot before it returns; a wait that timed out poisoned the context, handled
-        // above), so vkDeviceWaitIdle returns at once and nothing uses the device after it:
-        // the per-device objects, then the device, then the instance are destroyed in reverse
-        // order of creation, once.
+        // Shared), and all its work has completed (the bounded idle wait above returned, or
+        // the device is lost; a wait that timed out poisoned the context, handled above), so
+        // nothing uses the device: the per-device objects, then the device, then the instance
+        // are destroyed in reverse order of creation, once.
         unsafe {
-            let _ = self.device.device_wait_idle();
             // The allocator frees its memory blocks against the device: drop it first.
             drop(
                 self.allocator
