@@ -169,7 +169,10 @@ impl Context {
     /// The handles stay valid while this context (or anything made from it) lives. The caller
     /// must follow the Vulkan specification: not destroy them, externally synchronize the queue
     /// with vkprism (which locks it while submitting), and keep any object it creates from
-    /// outliving the context.
+    /// outliving the context. Calls made through these handles are outside vkprism's
+    /// process-wide lifecycle lock: with the validation layer on, a call made while another
+    /// thread creates or drops a context can crash inside the layer (its global handle map is
+    /// unsynchronized), so don't make contexts concurrently with such calls.
     pub unsafe fn raw(&self) -> (&ash::Instance, &ash::Device) {
         (&self.shared.instance, &self.shared.device)
     }
