@@ -323,7 +323,7 @@ fn hand_written_kernels_that_lie_are_refused_where_the_lie_is_checkable() {
 #[test]
 fn contexts_made_used_and_dropped_on_many_threads_at_once() {
     const THREADS: usize = 8;
-    const ROUNDS: usize = 3;
+    const ROUNDS: usize = 12;
     let start = std::time::Instant::now();
     for round in 0..ROUNDS {
         std::thread::scope(|s| {
