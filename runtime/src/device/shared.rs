@@ -151,6 +151,24 @@ pub(crate) struct HeapRoom {
     pub size: u64,
 }
 
+/// The room in heap `heap` of `size` bytes, of which vkprism allocated `ours`: with
+/// `VK_EXT_memory_budget`'s `(heapBudget, heapUsage)`, the budget (at most the heap's size) less
+/// the larger of the driver's usage and ours (a driver may not count what it has not touched);
+/// without it (or with a budget of 0, which no driver that tracks it reports), the heap's size
+/// less ours.
+fn room(heap: usize, size: u64, ours: u64, budget: Option<(u64, u64)>) -> HeapRoom {
+    let (budget, used) = match budget {
+        Some((b, u)) if b > 0 => (b.min(size), u.max(ours)),
+        _ => (size, ours),
+    };
+    HeapRoom {
+        heap,
+        available: budget.saturating_sub(used),
+        budget,
+        size,
+    }
+}
+
 impl Shared {
     /// Whether a fence wait timed out (see [`Shared::poisoned`]).
     pub fn is_poisoned(&self) -> bool {
@@ -199,16 +217,7 @@ impl Shared {
             .map(|heap| {
                 let size = self.memory.memory_heaps[heap].size;
                 let ours = self.heap_used[heap].load(Ordering::Relaxed);
-                let (budget, used) = match budget {
-                    Some((b, u)) if b[heap] > 0 => (b[heap].min(size), u[heap].max(ours)),
-                    _ => (size, ours),
-                };
-                HeapRoom {
-                    heap,
-                    available: budget.saturating_sub(used),
-                    budget,
-                    size,
-                }
+                room(heap, size, ours, budget.map(|(b, u)| (b[heap], u[heap])))
             })
             .collect()
     }
@@ -509,6 +518,23 @@ impl Drop for Shared {
 mod tests {
     use super::*;
     use std::sync::mpsc;
+
+    #[test]
+    fn heap_room_uses_the_budget_where_there_is_one() {
+        let gib = 1u64 << 30;
+        // No VK_EXT_memory_budget: the heap's size less what vkprism allocated.
+        let r = room(0, 2 * gib, gib / 2, None);
+        assert_eq!((r.available, r.budget, r.size), (gib + gib / 2, 2 * gib, 2 * gib));
+        // With it: the budget less the driver's usage...
+        let r = room(1, 80 * gib, gib, Some((60 * gib, 10 * gib)));
+        assert_eq!((r.available, r.budget, r.heap), (50 * gib, 60 * gib, 1));
+        // ... or less ours where the driver counts less, never above the heap's size, never
+        // negative; a zero budget means the driver does not track it.
+        assert_eq!(room(0, 8 * gib, 3 * gib, Some((4 * gib, gib))).available, gib);
+        assert_eq!(room(0, 8 * gib, 0, Some((16 * gib, 0))).budget, 8 * gib);
+        assert_eq!(room(0, 8 * gib, 0, Some((gib, 2 * gib))).available, 0);
+        assert_eq!(room(0, 8 * gib, gib, Some((0, 0))).available, 7 * gib);
+    }
 
     #[test]
     fn creation_waits_for_calls_and_nested_calls_never_relock() {
