@@ -210,7 +210,9 @@ fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
     }
     let bound = w[3];
     if bound == 0 || bound > 1 << 22 || w[4] != 0 {
-        return Err(bad("an id bound of 0 or over 4194304, or a nonzero schema word"));
+        return Err(bad(
+            "an id bound of 0 or over 4194304, or a nonzero schema word",
+        ));
     }
     const OP_ENTRY_POINT: u32 = 15;
     const OP_DECORATE: u32 = 71;
@@ -251,12 +253,16 @@ fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
                 offsets.push((ins[1], ins[4]))
             }
             OP_DECORATE
-                if count >= 4 && ins[2] == DECORATION_BUILTIN && ins[3] == BUILTIN_NUM_WORKGROUPS =>
+                if count >= 4
+                    && ins[2] == DECORATION_BUILTIN
+                    && ins[3] == BUILTIN_NUM_WORKGROUPS =>
             {
                 num_workgroups = true
             }
             OP_MEMBER_DECORATE
-                if count >= 5 && ins[3] == DECORATION_BUILTIN && ins[4] == BUILTIN_NUM_WORKGROUPS =>
+                if count >= 5
+                    && ins[3] == DECORATION_BUILTIN
+                    && ins[4] == BUILTIN_NUM_WORKGROUPS =>
             {
                 num_workgroups = true
             }

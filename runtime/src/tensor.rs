@@ -172,7 +172,11 @@ pub(crate) fn allocate_checked(
     let a = allocator
         .allocate(desc)
         .map_err(|e| Error::Allocation(e.to_string()))?;
-    shared.count_heap(shared.heap_of(u32::MAX, a.memory_properties()), a.size(), true);
+    shared.count_heap(
+        shared.heap_of(u32::MAX, a.memory_properties()),
+        a.size(),
+        true,
+    );
     Ok(a)
 }
 

@@ -13,7 +13,11 @@ static ENV: Mutex<()> = Mutex::new(());
 /// The `BadEnvironment` error `Context::new` returns with `name=value` set (and the other
 /// variables unset), after checking it names the variable and the value.
 fn refused(name: &str, value: &str) -> String {
-    for v in ["VKPRISM_DEVICE", "VKPRISM_VALIDATION", "VKPRISM_QUEUE_FAMILY"] {
+    for v in [
+        "VKPRISM_DEVICE",
+        "VKPRISM_VALIDATION",
+        "VKPRISM_QUEUE_FAMILY",
+    ] {
         std::env::remove_var(v);
     }
     std::env::set_var(name, value);
@@ -41,7 +45,10 @@ fn environment_values_are_validated() {
     assert!(msg.contains("queue family index"), "{msg}");
     refused("VKPRISM_QUEUE_FAMILY", "-1");
     let msg = refused("VKPRISM_DEVICE", "-1");
-    assert!(msg.contains("device index") && msg.contains("substring"), "{msg}");
+    assert!(
+        msg.contains("device index") && msg.contains("substring"),
+        "{msg}"
+    );
     refused("VKPRISM_DEVICE", "1.5");
     refused("VKPRISM_DEVICE", "99999999999999999999999");
     refused("VKPRISM_DEVICE", "   ");
@@ -70,7 +77,11 @@ fn environment_values_are_validated() {
     assert!(ctx.validation_enabled());
     ctx.check_validation().unwrap();
     drop(ctx);
-    for v in ["VKPRISM_DEVICE", "VKPRISM_VALIDATION", "VKPRISM_QUEUE_FAMILY"] {
+    for v in [
+        "VKPRISM_DEVICE",
+        "VKPRISM_VALIDATION",
+        "VKPRISM_QUEUE_FAMILY",
+    ] {
         std::env::remove_var(v);
     }
 }

@@ -109,7 +109,11 @@ fn tensors_past_the_heap_are_refused_with_the_figures() {
     };
     assert!(requested >= MIB128 as u64 && available < requested);
     assert!(budget <= heap_size);
-    assert!(held.len() as u64 * MIB128 as u64 <= budget, "{} held", held.len());
+    assert!(
+        held.len() as u64 * MIB128 as u64 <= budget,
+        "{} held",
+        held.len()
+    );
     let msg = refused.to_string();
     assert!(
         msg.contains(&requested.to_string()) && msg.contains(&heap_size.to_string()),
@@ -160,8 +164,14 @@ fn robust_buffer_access_keeps_out_of_bounds_writes_inside_their_tensor() {
         robust_buffer_access: true,
         ..Default::default()
     });
-    assert!(ctx.robust_buffer_access(), "lavapipe has robustBufferAccess");
-    assert!(!vkprism_testkit::ctx().robust_buffer_access(), "off by default");
+    assert!(
+        ctx.robust_buffer_access(),
+        "lavapipe has robustBufferAccess"
+    );
+    assert!(
+        !vkprism_testkit::ctx().robust_buffer_access(),
+        "off by default"
+    );
     let k = ctx
         .load_with::<oob::Kernel>(&LoadOptions::variant("fp32"))
         .unwrap();

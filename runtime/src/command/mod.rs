@@ -434,8 +434,7 @@ impl Drop for CommandList {
         // fence timeout; if it does not finish (or the context is already poisoned), leak the
         // list's objects, what it keeps alive and the device rather than hang or free memory
         // the GPU may be using.
-        if self.in_flight && (self.shared.is_poisoned() || self.shared.wait(self.fence).is_err())
-        {
+        if self.in_flight && (self.shared.is_poisoned() || self.shared.wait(self.fence).is_err()) {
             std::mem::forget(std::mem::take(&mut self.keep));
             std::mem::forget(self.shared.clone());
             return;

@@ -258,7 +258,10 @@ fn env_value(name: &'static str, accepted: &'static str) -> Result<Option<String
 /// `VKPRISM_VALIDATION` when the options leave validation open: `1` on, `0` (or unset) off.
 fn validation_from_env() -> Result<bool, Error> {
     let name = "VKPRISM_VALIDATION";
-    match env_value(name, VALIDATION_ACCEPTS)?.as_deref().map(str::trim) {
+    match env_value(name, VALIDATION_ACCEPTS)?
+        .as_deref()
+        .map(str::trim)
+    {
         None | Some("0") => Ok(false),
         Some("1") => Ok(true),
         Some(other) => Err(Error::BadEnvironment {

@@ -448,8 +448,7 @@ impl Shared {
             let queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
             // SAFETY: the queue is locked (external synchronization); an empty submission
             // signals `fence` once all earlier submissions to the queue have completed.
-            unsafe { self.device.queue_submit(*queue, &[], fence) }
-                .map_err(vkerr("vkQueueSubmit"))
+            unsafe { self.device.queue_submit(*queue, &[], fence) }.map_err(vkerr("vkQueueSubmit"))
         };
         drop(api);
         let r = r.and_then(|_| self.wait(fence));
@@ -524,13 +523,19 @@ mod tests {
         let gib = 1u64 << 30;
         // No VK_EXT_memory_budget: the heap's size less what vkprism allocated.
         let r = room(0, 2 * gib, gib / 2, None);
-        assert_eq!((r.available, r.budget, r.size), (gib + gib / 2, 2 * gib, 2 * gib));
+        assert_eq!(
+            (r.available, r.budget, r.size),
+            (gib + gib / 2, 2 * gib, 2 * gib)
+        );
         // With it: the budget less the driver's usage...
         let r = room(1, 80 * gib, gib, Some((60 * gib, 10 * gib)));
         assert_eq!((r.available, r.budget, r.heap), (50 * gib, 60 * gib, 1));
         // ... or less ours where the driver counts less, never above the heap's size, never
         // negative; a zero budget means the driver does not track it.
-        assert_eq!(room(0, 8 * gib, 3 * gib, Some((4 * gib, gib))).available, gib);
+        assert_eq!(
+            room(0, 8 * gib, 3 * gib, Some((4 * gib, gib))).available,
+            gib
+        );
         assert_eq!(room(0, 8 * gib, 0, Some((16 * gib, 0))).budget, 8 * gib);
         assert_eq!(room(0, 8 * gib, 0, Some((gib, 2 * gib))).available, 0);
         assert_eq!(room(0, 8 * gib, gib, Some((0, 0))).available, 7 * gib);
