@@ -201,7 +201,13 @@ fn worst_difference(got: &[f32], want: &[f32]) -> f32 {
     got.iter()
         .zip(want)
         // NaN (never written) counts as infinitely wrong.
-        .map(|(g, w)| if g.is_finite() { (g - w).abs() } else { f32::INFINITY })
+        .map(|(g, w)| {
+            if g.is_finite() {
+                (g - w).abs()
+            } else {
+                f32::INFINITY
+            }
+        })
         .fold(0.0, f32::max)
 }
 
@@ -301,7 +307,7 @@ pub fn filter(
         worst_difference(&got_blur, &want_blur),
         worst_difference(&got_edges, &want_edges),
     ];
-    if worst.iter().any(|d| !(*d <= tolerance)) {
+    if worst.iter().any(|d| *d > tolerance) {
         return Err(format!(
             "{} / {}: the GPU result differs from the CPU: worst difference {:.2e} (blur), {:.2e} \
              (edges), tolerance {tolerance:.0e}",
@@ -323,7 +329,11 @@ fn main() -> Result<(), Box<dyn Error>> {
     let mut args = std::env::args().skip(1);
     let out_dir = PathBuf::from(args.next().unwrap_or_else(|| "target/image_filter".into()));
     let mut number = |default: usize| -> Result<usize, Box<dyn Error>> {
-        Ok(args.next().map(|a| a.parse()).transpose()?.unwrap_or(default))
+        Ok(args
+            .next()
+            .map(|a| a.parse())
+            .transpose()?
+            .unwrap_or(default))
     };
     let (w, h) = (number(256)?, number(192)?);
 
@@ -334,13 +344,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         blur::VARIANT_NAMES.join(", "),
         edges::VARIANT_NAMES.join(", ")
     );
-    let outcome = filter(
-        &ctx,
-        &LoadOptions::options(image_options()),
-        w,
-        h,
-        &out_dir,
-    )?;
+    let outcome = filter(&ctx, &LoadOptions::options(image_options()), w, h, &out_dir)?;
     // With VKPRISM_VALIDATION=1, anything the validation layer said is an error too.
     ctx.check_validation()?;
     println!(
