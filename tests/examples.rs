@@ -43,7 +43,7 @@ fn image_filter_every_image_variant() {
     // Every image variant this device has the features for.
     let mut ran = 0;
     for v in image_filter::blur::VARIANTS {
-        if !ctx.features().features.contains_all(v.requires) {
+        if !ctx.features().features.contains_all(v.requires()) {
             continue;
         }
         let name = v.key.name();

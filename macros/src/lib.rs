@@ -104,7 +104,7 @@ use proc_macro::TokenStream;
 /// storage precision first (bf16s, bf16p, both off by default, then fp16s, fp16p, fp32), then
 /// cooperative matrices, fp16 arithmetic, int8 (int8a, int8s, int8p), images, local memory.
 /// Image variants are off unless `Options::use_image_storage` is set.
-/// `VARIANT_NAMES` lists what was compiled; a variant's `requires` what it needs of the device.
+/// `VARIANT_NAMES` lists what was compiled; a variant's `requires()` what it needs of the device.
 ///
 /// # Generated items
 ///
@@ -115,16 +115,16 @@ use proc_macro::TokenStream;
 ///   (`LoadOptions::variant("fp16s")` forces one).
 /// - `INFO: KernelInfo`: the kernel's name, variants, push-constant size, specialization
 ///   constants and workgroup size, for the runtime.
-/// - `VARIANTS: &[VariantInfo]`: per variant its `key` (a `VariantKey`), the device features it
-///   `requires`, its SPIR-V words, its `bindings` (each with the `format` a `Tensor` bound there
-///   must have: `F32`, `F16`, `Bf16`, `I8`, `I32`, `U32` or `Raw`) and the cooperative-matrix shapes
-///   it multiplies.
+/// - `VARIANTS: &[VariantInfo]`: per variant its `key` (a `VariantKey`; `requires()` gives the
+///   device features it needs), its SPIR-V words, its `bindings` (each with the `format` a
+///   `Tensor` bound there must have: `F32`, `F16`, `Bf16`, `I8`, `I32`, `U32` or `Raw`), whether
+///   it reads `gl_NumWorkGroups`, and the cooperative-matrix shapes it multiplies.
 /// - `VARIANT_NAMES: &[&str]`: the variants' names, in the same order.
 /// - `PushConstants`: the `layout (push_constant)` block as a `#[repr(C)]`, `bytemuck::Pod`
 ///   struct with one public field per member, named as in GLSL (`int` → `i32`, `uint` and `bool`
-///   → `u32`, `float` → `f32`, `vecN` / `ivecN` → `[f32; N]` / `[i32; N]`, arrays → arrays), hidden `_padN` fields where
-///   the SPIR-V layout has gaps, a `const fn new(...)` taking the members in order, and `const`
-///   assertions that every offset and the size match the SPIR-V. Without a block it is an alias of
+///   → `u32`, `float` → `f32`, `vecN` / `ivecN` → `[f32; N]` / `[i32; N]`, arrays → arrays),
+///   hidden `_padN` fields where the SPIR-V layout has gaps, a `const fn new(...)` taking the
+///   members in order, and `const` assertions that every offset and the size match the SPIR-V. Without a block it is an alias of
 ///   `vkprism::NoPushConstants`.
 /// - `SpecConstants`: one public field per `layout (constant_id = N) const` (same types),
 ///   `Default` giving the GLSL defaults; passed to `LoadedKernel::pipeline`. The workgroup size is
