@@ -1,8 +1,10 @@
-//! vkprism: Vulkan compute kernels written inline in Rust, in ncnn's extended GLSL, compiled to
-//! SPIR-V for every precision variant at build time, and run through a small ash runtime that
-//! picks the best variant the device can run.
+#![doc = include_str!("../README.md")]
 //!
-//! See the README for a tour and ARCHITECTURE.md for the codemap.
+//! ---
+//!
+//! This crate is the facade users depend on: it re-exports [`compute_shader!`] and the runtime
+//! (`vkprism-runtime`). ARCHITECTURE.md in the repository is the codemap.
+#![deny(missing_docs)]
 
 // Lets `compute_shader!` name `::vkprism::…` from this crate's own tests and doctests.
 extern crate self as vkprism;

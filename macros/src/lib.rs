@@ -1,13 +1,190 @@
-//! `compute_shader!`: a thin proc-macro shell over `vkprism-compiler`, which does all the work
-//! as a plain library (so it can be tested without a proc macro). Use it through the `vkprism`
-//! facade, which documents the macro's input.
+//! The `compute_shader!` macro of [vkprism](https://docs.rs/vkprism): a thin proc-macro shell
+//! over `vkprism-compiler`, which does all the work as a plain library (so it can be tested
+//! without a proc macro). Depend on `vkprism`, which re-exports it, rather than on this crate.
 
 #![deny(missing_docs)]
 
 use proc_macro::TokenStream;
 
-/// Compiles an inline or file kernel in extended GLSL to SPIR-V for every variant at build time
-/// and expands to a module with its typed bindings (see the `vkprism` crate's documentation).
+/// Compiles a compute kernel written in ncnn's *extended GLSL* to SPIR-V for every precision
+/// variant, at build time, and generates a module with the variant table and typed bindings.
+///
+/// ```
+/// vkprism::compute_shader! {
+///     /// y = x * scale + bias, four values per invocation.
+///     pub mod axpb,
+///     src: r#"
+/// #version 450
+/// layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
+/// layout (binding = 1) writeonly buffer y_blob { sfpvec4 y_data[]; };
+/// layout (push_constant) uniform parameter { int n; float scale; float bias; } p;
+/// void main() {
+///     const int i = int(gl_GlobalInvocationID.x);
+///     if (i >= p.n) return;
+///     afpvec4 v = buffer_ld4(x_data, i);
+///     buffer_st4(y_data, i, v * afp(p.scale) + afp(p.bias));
+/// }
+/// "#,
+/// }
+///
+/// fn main() -> Result<(), Box<dyn std::error::Error>> {
+///     // Seven variants: the kernel uses the float axis only.
+///     assert_eq!(
+///         axpb::VARIANT_NAMES,
+///         ["fp32", "fp16p", "fp16pa", "fp16s", "fp16sa", "bf16p", "bf16s"]
+///     );
+///     let ctx = vkprism::Context::new()?;
+///     let kernel = ctx.load::<axpb::Kernel>()?; // the best variant this device runs
+///     let format = kernel.variant().bindings[0].format; // F32, F16 or Bf16 storage
+///     let n = 1000; // values; 250 vec4s
+///     let x: Vec<f32> = (0..n).map(|i| i as f32 / 100.0).collect();
+///     let xt = vkprism::Tensor::from_f32(&ctx, &[n], format, &x)?;
+///     let yt = vkprism::Tensor::new(&ctx, &[n], format)?;
+///     let pipeline = kernel.pipeline(&axpb::SpecConstants::default(), None)?; // 64×1×1
+///     ctx.run(|list| {
+///         list.dispatch(
+///             &pipeline,
+///             &axpb::BufferBindings { x_blob: &xt, y_blob: &yt },
+///             &axpb::PushConstants { n: (n / 4) as i32, scale: 2.0, bias: 1.0 },
+///             [(n / 4) as u32, 1, 1], // invocations, not workgroups
+///         )
+///     })?;
+///     let y = yt.download_f32()?;
+///     assert!((y[500] - 11.0).abs() < 0.02);
+///     Ok(())
+/// }
+/// ```
+///
+/// # Keys
+///
+/// The input is `[attributes] [visibility] mod NAME` followed by `key: value` entries, separated
+/// by commas (a trailing comma is fine). Attributes, doc comments included, go on the generated
+/// module.
+///
+/// | key | value | default |
+/// |---|---|---|
+/// | `src` | the kernel as a string literal (raw strings are handiest) | one of `src` and `path` is required |
+/// | `path` | a file holding the kernel, relative to the invoking Rust file (as with `include_str!`) | |
+/// | `variants` | `[name, ...]`: compile only these variants | every variant of the kernel's axes |
+/// | `optimize` | `true` or `false`: ship spirv-opt's performance output | `false` |
+/// | `crate` | the path of the vkprism facade, for crates that rename or re-export it | `::vkprism` |
+///
+/// `src` and `path` exclude each other. With `optimize: true` the shipped words are spirv-opt's
+/// output of the same text; reflection still reads glslang's unoptimized module (spirv-opt
+/// strips the names the bindings are generated from). A `path` file, and every file it or an
+/// inline kernel includes, is a rebuild dependency: editing it rebuilds the crate.
+///
+/// # Variants and their names
+///
+/// A kernel gets only the axes it mentions; the text is scanned (comments skipped) for:
+///
+/// | axis | chosen by the kernel mentioning | values (name part) |
+/// |---|---|---|
+/// | float | `sfp…`, `afp…`, `lfp…`, `buffer_…`, `image1d_…`/`2d`/`3d`, `unfp`, `imfmt…`, `NCNN_fp16_…`, `NCNN_bf16_…` | `fp32`, `fp16p`, `fp16pa`, `fp16s`, `fp16sa`, `bf16p`, `bf16s` (only `fp32` without the axis) |
+/// | int8 | `sint8…`, `aint8…`, `i8buffer_…`, `NCNN_int8_…` | `_int8p`, `_int8s`, `_int8a` |
+/// | memory | image functions or `imfmt…` (image variants only), or `NCNN_image_shader` (buffer and image variants, the kernel choosing with `#if NCNN_image_shader`) | (buffer), `_image` (fp32 and fp16 only: there is no bf16 image format) |
+/// | local memory | `NCNN_shader_local_memory` | `_lm`, `_nolm` |
+/// | cooperative matrix | `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`) | `_cm` (fp16 buffer variants only), `_nocm` |
+///
+/// A name is `float[_int8][_image][_lm|_nolm][_cm|_nocm]`: `fp16sa`, `fp32_int8s`,
+/// `fp16s_image`, `fp16sa_lm_nocm`. A kernel that mentions none of these has the one variant
+/// `fp32`. Each variant is compiled with the matching `NCNN_*` macros defined to 1 or 0
+/// (`NCNN_fp16_packed`, `NCNN_fp16_storage`, `NCNN_fp16_arithmetic`, `NCNN_bf16_packed`,
+/// `NCNN_bf16_storage`, `NCNN_int8_packed`, `NCNN_int8_storage`, `NCNN_int8_arithmetic`,
+/// `NCNN_image_shader`, `NCNN_shader_local_memory`, `NCNN_cooperative_matrix`), the `#extension`
+/// lines it needs, and the type and function definitions of the extended language.
+///
+/// `_cm` variants multiply fp16 cooperative matrices (`VK_KHR_cooperative_matrix`); they need
+/// glslang 13.1 or newer, found at `.tools/glslang/glslangValidator` (installed by
+/// `scripts/setup.sh`) or `VKPRISM_GLSLANG`; without it, leave them out with `variants`. The
+/// runtime picks a `_cm` variant only where the device offers every matrix shape it multiplies
+/// (never on lavapipe), so load such kernels with the normal selection.
+///
+/// At load time the runtime picks the best variant the device and `vkprism::Options` allow:
+/// storage precision first (bf16s, bf16p, both off by default, then fp16s, fp16p, fp32), then
+/// cooperative matrices, fp16 arithmetic, int8 (int8a, int8s, int8p), images, local memory.
+/// Image variants are off unless `Options::use_image_storage` is set.
+/// `VARIANT_NAMES` lists what was compiled; a variant's `requires()` what it needs of the device.
+///
+/// # Generated items
+///
+/// For `pub mod name`, the module `name` holds:
+///
+/// - `Kernel`: a unit struct implementing `vkprism::Kernel`; load it with
+///   `ctx.load::<name::Kernel>()` (best variant) or `ctx.load_with::<name::Kernel>(&options)`
+///   (`LoadOptions::variant("fp16s")` forces one).
+/// - `INFO: KernelInfo`: the kernel's name, variants, push-constant size, specialization
+///   constants and workgroup size, for the runtime.
+/// - `VARIANTS: &[VariantInfo]`: per variant its `key` (a `VariantKey`; `requires()` gives the
+///   device features it needs), its SPIR-V words, its `bindings` (each with the `format` a
+///   `Tensor` bound there must have: `F32`, `F16`, `Bf16`, `I8`, `I32`, `U32` or `Raw`), whether
+///   it reads `gl_NumWorkGroups`, and the cooperative-matrix shapes it multiplies.
+/// - `VARIANT_NAMES: &[&str]`: the variants' names, in the same order.
+/// - `PushConstants`: the `layout (push_constant)` block as a `#[repr(C)]`, `bytemuck::Pod`
+///   struct with one public field per member, named as in GLSL (`int` → `i32`, `uint` and `bool`
+///   → `u32`, `float` → `f32`, `vecN` / `ivecN` → `[f32; N]` / `[i32; N]`, arrays → arrays),
+///   hidden `_padN` fields where the SPIR-V layout has gaps, a `const fn new(...)` taking the
+///   members in order, and `const` assertions that every offset and the size match the SPIR-V. Without a block it is an alias of
+///   `vkprism::NoPushConstants`.
+/// - `SpecConstants`: one public field per `layout (constant_id = N) const` (same types),
+///   `Default` giving the GLSL defaults; passed to `LoadedKernel::pipeline`. The workgroup size is
+///   not in it: it is the pipeline's `local_size` argument.
+/// - `BufferBindings<'a>` (buffer variants) and/or `ImageBindings<'a>` (image variants): one
+///   public field per descriptor, `&'a Tensor` for buffers, `&'a Image` for samplers and storage
+///   images, named after the buffer's block name (`x_blob` above) or the image's variable name
+///   (a Rust keyword becomes a raw identifier, a nameless binding `binding<N>`). Every variant of
+///   one memory kind has the same descriptors (the macro checks), so one struct serves them all.
+///   `CommandList::dispatch` takes the struct of the loaded variant's memory kind (an image
+///   variant with `BufferBindings` is an error at dispatch).
+///
+/// # Workgroup size and dispatch
+///
+/// The workgroup size is always specializable: a kernel that declares no `local_size_x_id` gets
+/// ids 233, 234, 235 (ncnn's) and, if it declares no `local_size_x` either, a default of
+/// **64 × 1 × 1**. `kernel.pipeline(&spec, None)` uses the kernel's default; `Some([x, y, z])`
+/// sets it per pipeline. `CommandList::dispatch` (and `Context::run`) take the grid in
+/// **invocations**, not workgroups: `[n, 1, 1]` runs at least `n` invocations, rounded up to
+/// whole workgroups, so kernels must return early past their bounds.
+///
+/// # `psc`
+///
+/// `psc(x)` is `(x == 0 ? p.x : x)`: a specialization constant `x` that falls back to the push
+/// constant of the same name when left at 0, so one kernel serves both a specialized pipeline
+/// (the value baked in) and a generic one. It needs the push-constant block's instance name to be
+/// `p` (`uniform parameter { int n; } p;`); another name is a compile error saying so.
+///
+/// # Includes
+///
+/// `#include "file"` is resolved relative to the including file: the invoking Rust file's
+/// directory for an inline `src`, the kernel file's directory for `path`. Includes nest (up to 16
+/// deep) and every file read is a rebuild dependency. Errors in an included file name that file
+/// and line.
+///
+/// # Errors
+///
+/// Every error is a Rust compile error at the place it concerns, all reported at once, with stub
+/// items so that code using the kernel does not add a cascade of "not found" errors:
+///
+/// - input: an unknown or duplicate key, a value of the wrong type, `src` and `path` both or
+///   neither, an empty `variants` list;
+/// - source: a `path` or `#include` file that can't be read;
+/// - variants: a name in `variants` that is misspelled, not a variant of this kernel (the message
+///   lists the kernel's variants), or listed twice;
+/// - scan: an unknown extended function (`buffer_ld5`), `psc` without a block named `p`;
+/// - GLSL: glslang's messages, each naming the variants it occurs in and the line in the Rust
+///   file (or kernel file), e.g. `v + 123` in an fp16-arithmetic variant (write `v + afp(123)`:
+///   GLSL has no implicit conversion to `float16_t`);
+/// - model: variants that disagree on descriptors, push constants or specialization constants,
+///   or a descriptor set other than 0.
+///
+/// Code using the generated items wrongly (a missing binding field, a `Tensor` where an `Image`
+/// goes, a push-constant member of the wrong type) fails to type-check as ordinary Rust.
+///
+/// # Seeing the expansion
+///
+/// The compiler also runs as a command, printing each variant's reflection and writing `.spv`
+/// files: `cargo run -p vkprism-compiler --bin vkprismc -- kernel.comp [--variants fp32,fp16s]
+/// [--optimize] [--out DIR]`.
 #[proc_macro]
 pub fn compute_shader(input: TokenStream) -> TokenStream {
     vkprism_compiler::expand(input.into()).into()
