@@ -11,7 +11,8 @@ out=${OUT:-/tmp/out}; mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"
 .devbin/hello 2>&1 | tee "$out/hello.txt"
 if [ "${2:-}" != "skip-tests" ]; then
-  for t in .devbin/kernels .devbin/runtime .devbin/every_variant; do
+  for t in .devbin/*; do
+    case "$t" in */vkprism-bench|*/hello) continue ;; esac
     [ -x "$t" ] && VKPRISM_VALIDATION=1 "$t" 2>&1 | grep -E -A3 "^test |test result|panicked" | tee -a "$out/tests.txt"
   done
 fi

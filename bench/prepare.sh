@@ -12,8 +12,9 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build --release --locked -p vkprism-bench --bins
 cargo build --release --locked -p vkprism --example hello
-tests=$(cargo test --release --locked --no-run -p vkprism --test kernels --test runtime \
-          -p vkprism-shaders --test every_variant --message-format=json 2>/dev/null |
+tests=$(cargo test --release --locked --no-run -p vkprism --test kernels --test runtime --test examples \
+          -p vkprism-shaders --test every_variant -p vkprism-runtime --test hardening \
+          --message-format=json 2>/dev/null |
         python3 -c 'import json,sys
 for l in sys.stdin:
     m = json.loads(l)
