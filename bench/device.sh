@@ -16,7 +16,8 @@ if [ "${2:-}" != "skip-tests" ]; then
     [ -x "$t" ] && VKPRISM_VALIDATION=1 "$t" 2>&1 | grep -E -A3 "^test |test result|panicked" | tee -a "$out/tests.txt"
   done
 fi
-.devbin/vkprism-bench --cases "$cases" --json "$out/vkprism.json" 2>&1 | tee "$out/vkprism.txt"
-python3 bench/torch_ref.py --cases "$cases" --json "$out/torch.json" 2>&1 | tee "$out/torch.txt"
+# (At most 8 files come back from a device call: the two logs share one.)
+.devbin/vkprism-bench --cases "$cases" --json "$out/vkprism.json" 2>&1 | tee "$out/run.txt"
+python3 bench/torch_ref.py --cases "$cases" --json "$out/torch.json" 2>&1 | tee -a "$out/run.txt"
 python3 bench/merge.py "$out/vkprism.json" "$out/torch.json" "$out/results.json" > "$out/table.md"
 cat "$out/table.md"

@@ -1,6 +1,7 @@
 """Puts PyTorch's figures beside vkprism's from the same run.
 
     python3 bench/merge.py VKPRISM.json TORCH.json RESULTS.json [BENCHMARKS.md]
+    python3 bench/merge.py --table RESULTS.json BENCHMARKS.md    (regenerate the table only)
 
 Writes RESULTS.json: a JSON array of {case, shape, variant, coopmat, value, reference, ratio,
 unit, sm_clock_mhz, reference_sm_clock_mhz, reference_name}; `ratio` > 1 means vkprism is ahead
@@ -53,18 +54,25 @@ def table(records):
     return "\n".join(lines)
 
 
+def write_table(records, path):
+    doc = open(path).read()
+    start, end = "<!-- results -->", "<!-- /results -->"
+    head, rest = doc.split(start, 1)
+    _, tail = rest.split(end, 1)
+    open(path, "w").write(f"{head}{start}\n{table(records)}\n{end}{tail}")
+
+
 def main():
+    if sys.argv[1] == "--table":
+        write_table(json.load(open(sys.argv[2])), sys.argv[3])
+        return
     ours, refs = (json.load(open(p)) for p in sys.argv[1:3])
     records = merge(ours, refs)
     with open(sys.argv[3], "w") as f:
         json.dump(records, f, indent=1)
         f.write("\n")
     if len(sys.argv) > 4:
-        doc = open(sys.argv[4]).read()
-        start, end = "<!-- results -->", "<!-- /results -->"
-        head, rest = doc.split(start, 1)
-        _, tail = rest.split(end, 1)
-        open(sys.argv[4], "w").write(f"{head}{start}\n{table(records)}\n{end}{tail}")
+        write_table(records, sys.argv[4])
     print(table(records))
 
 
