@@ -12,8 +12,7 @@ mod gemm;
 mod harness;
 
 use harness::{Config, Record};
-use rand::{Rng, SeedableRng};
-use vkprism::{Context, TensorFormat};
+use vkprism::Context;
 
 const USAGE: &str =
     "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d] [--json FILE]";
@@ -84,27 +83,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
 /// `n` random values with magnitude in [0.1, 1) and random sign: never zero.
 pub fn random(n: usize, seed: u64) -> Vec<f32> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    (0..n)
-        .map(|_| {
-            let m: f32 = rng.gen_range(0.1..1.0);
-            if rng.gen_bool(0.5) {
-                m
-            } else {
-                -m
-            }
-        })
-        .collect()
+    vkprism_testkit::random_in(n, seed, 0.1, 1.0)
 }
 
-/// `x` as the GPU sees it after upload in `format`.
-pub fn quantize(x: &[f32], format: TensorFormat) -> Vec<f32> {
-    match format {
-        TensorFormat::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
-        TensorFormat::Bf16 => x
-            .iter()
-            .map(|v| half::bf16::from_f32(*v).to_f32())
-            .collect(),
-        _ => x.to_vec(),
-    }
-}
+pub use vkprism_testkit::quantize;

@@ -107,6 +107,23 @@ fn binary_ops() {
     assert_clean(&ctx);
 }
 
+/// Loads variant `name`; `None` only for a cooperative-matrix variant on a device without
+/// cooperative matrices (lavapipe), after checking that the error says so. Any other variant must
+/// load.
+fn load_unless_device_lacks_coopmat<K: vkprism::Kernel>(
+    ctx: &vkprism::Context,
+    name: &str,
+) -> Option<std::sync::Arc<vkprism::LoadedKernel<K>>> {
+    match ctx.load_with::<K>(&LoadOptions::variant(name)) {
+        Ok(k) => Some(k),
+        Err(e) if name.ends_with("_cm") && !ctx.features().supports(Feature::CooperativeMatrix) => {
+            assert!(e.to_string().contains("cooperativeMatrix"), "{name}: {e}");
+            None
+        }
+        Err(e) => panic!("{name}: {e}"),
+    }
+}
+
 /// One GEMM problem: shape, options, workgroup and step depth.
 struct GemmCase {
     m: usize,
@@ -130,18 +147,8 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
     let a_shape = if o.transpose_a { [kk, m] } else { [m, kk] };
     let b_shape = if o.transpose_b { [n, kk] } else { [kk, n] };
     for name in gemm::VARIANT_NAMES {
-        let k = match ctx.load_with::<gemm::Kernel>(&LoadOptions::variant(name)) {
-            Ok(k) => k,
-            // Cooperative-matrix variants need a device that has them (not lavapipe); any other
-            // variant must load.
-            Err(e)
-                if name.ends_with("_cm")
-                    && !ctx.features().supports(Feature::CooperativeMatrix) =>
-            {
-                assert!(e.to_string().contains("cooperativeMatrix"), "{name}: {e}");
-                continue;
-            }
-            Err(e) => panic!("{name}: {e}"),
+        let Some(k) = load_unless_device_lacks_coopmat::<gemm::Kernel>(ctx, name) else {
+            continue;
         };
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
@@ -384,18 +391,8 @@ fn run_conv_nhwc_case(ctx: &vkprism::Context, s: Conv2dShape, bias_term: bool, s
     let bias = random(s.outc, seed + 2, 0.1, 1.0);
     let (m, n, _) = s.gemm_mnk();
     for name in conv2d_nhwc::VARIANT_NAMES {
-        let k = match ctx.load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant(name)) {
-            Ok(k) => k,
-            // As for the GEMM: only cooperative-matrix variants may be missing, and only where
-            // the device lacks them.
-            Err(e)
-                if name.ends_with("_cm")
-                    && !ctx.features().supports(Feature::CooperativeMatrix) =>
-            {
-                assert!(e.to_string().contains("cooperativeMatrix"), "{name}: {e}");
-                continue;
-            }
-            Err(e) => panic!("{name}: {e}"),
+        let Some(k) = load_unless_device_lacks_coopmat::<conv2d_nhwc::Kernel>(ctx, name) else {
+            continue;
         };
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
