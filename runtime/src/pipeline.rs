@@ -195,25 +195,60 @@ fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
         variant: variant.key.name(),
         why,
     };
-    let w = variant.spirv;
+    check_header(variant.spirv).map_err(bad)?;
+    let facts = scan_module(variant.spirv).map_err(bad)?;
+    if !facts.entry {
+        return Err(bad("no OpEntryPoint GLCompute named \"main\""));
+    }
+    if facts.num_workgroups && !variant.reads_num_workgroups {
+        // A split dispatch would show the shader the wrong gl_NumWorkGroups.
+        return Err(bad(
+            "it reads gl_NumWorkGroups (BuiltIn NumWorkgroups) but the variant says it does not",
+        ));
+    }
+    check_push_block(&facts, push_range(info)).map_err(|why| Error::PushConstantsMismatch {
+        kernel: info.name,
+        variant: variant.key.name(),
+        why,
+    })
+}
+
+/// The 5-word header: magic, a version from 1.0 to 1.6, a plausible id bound, schema 0.
+fn check_header(w: &[u32]) -> Result<(), &'static str> {
     if w.len() < 5 {
-        return Err(bad("shorter than the 5-word header"));
+        return Err("shorter than the 5-word header");
     }
     if w[0] != SPIRV_MAGIC {
-        return Err(bad(
-            "no SPIR-V magic number (or words of the wrong endianness)",
-        ));
+        return Err("no SPIR-V magic number (or words of the wrong endianness)");
     }
     let (major, minor) = ((w[1] >> 16) & 0xff, (w[1] >> 8) & 0xff);
     if major != 1 || minor > 6 || w[1] & 0xff00_00ff != 0 {
-        return Err(bad("not a SPIR-V version from 1.0 to 1.6"));
+        return Err("not a SPIR-V version from 1.0 to 1.6");
     }
     let bound = w[3];
     if bound == 0 || bound > 1 << 22 || w[4] != 0 {
-        return Err(bad(
-            "an id bound of 0 or over 4194304, or a nonzero schema word",
-        ));
+        return Err("an id bound of 0 or over 4194304, or a nonzero schema word");
     }
+    Ok(())
+}
+
+/// What [`check_spirv`] needs to know of a module, from one pass over its instructions.
+#[derive(Default)]
+struct ModuleFacts {
+    /// An `OpEntryPoint GLCompute "main"`.
+    entry: bool,
+    /// Something is decorated `BuiltIn NumWorkgroups`.
+    num_workgroups: bool,
+    /// (pointer id, pointee) of push-constant pointer types.
+    pointers: Vec<(u32, u32)>,
+    /// Pointer types of push-constant variables.
+    push_vars: Vec<u32>,
+    /// (struct id, member offset) of every member offset decoration.
+    offsets: Vec<(u32, u32)>,
+}
+
+/// Walks the instructions after the header (`w` passed [`check_header`]).
+fn scan_module(w: &[u32]) -> Result<ModuleFacts, &'static str> {
     const OP_ENTRY_POINT: u32 = 15;
     const OP_DECORATE: u32 = 71;
     const OP_MEMBER_DECORATE: u32 = 72;
@@ -224,14 +259,12 @@ fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
     const EXECUTION_MODEL_GLCOMPUTE: u32 = 5;
     const STORAGE_CLASS_PUSH_CONSTANT: u32 = 9;
     const DECORATION_OFFSET: u32 = 35;
-    let (mut entry, mut num_workgroups, mut i) = (false, false, 5);
-    // (pointer id -> pointee struct) for push-constant pointers, push-constant variables'
-    // pointer types, and member offsets per struct id.
-    let (mut pointers, mut push_vars, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
+    let mut facts = ModuleFacts::default();
+    let mut i = 5;
     while i < w.len() {
         let (count, op) = ((w[i] >> 16) as usize, w[i] & 0xffff);
         if count == 0 || i + count > w.len() {
-            return Err(bad("an instruction of length 0 or running past the end"));
+            return Err("an instruction of length 0 or running past the end");
         }
         let ins = &w[i..i + count];
         match op {
@@ -241,83 +274,70 @@ fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
                     && ins[1] == EXECUTION_MODEL_GLCOMPUTE
                     && ins[3..].starts_with(&[0x6e69_616d, 0]) =>
             {
-                entry = true;
+                facts.entry = true;
             }
             OP_TYPE_POINTER if count == 4 && ins[2] == STORAGE_CLASS_PUSH_CONSTANT => {
-                pointers.push((ins[1], ins[3]))
+                facts.pointers.push((ins[1], ins[3]))
             }
             OP_VARIABLE if count >= 4 && ins[3] == STORAGE_CLASS_PUSH_CONSTANT => {
-                push_vars.push(ins[1])
+                facts.push_vars.push(ins[1])
             }
             OP_MEMBER_DECORATE if count >= 5 && ins[3] == DECORATION_OFFSET => {
-                offsets.push((ins[1], ins[4]))
+                facts.offsets.push((ins[1], ins[4]))
             }
             OP_DECORATE
                 if count >= 4
                     && ins[2] == DECORATION_BUILTIN
                     && ins[3] == BUILTIN_NUM_WORKGROUPS =>
             {
-                num_workgroups = true
+                facts.num_workgroups = true
             }
             OP_MEMBER_DECORATE
                 if count >= 5
                     && ins[3] == DECORATION_BUILTIN
                     && ins[4] == BUILTIN_NUM_WORKGROUPS =>
             {
-                num_workgroups = true
+                facts.num_workgroups = true
             }
             _ => {}
         }
         i += count;
     }
-    if !entry {
-        return Err(bad("no OpEntryPoint GLCompute named \"main\""));
-    }
-    if num_workgroups && !variant.reads_num_workgroups {
-        // A split dispatch would show the shader the wrong gl_NumWorkGroups.
-        return Err(bad(
-            "it reads gl_NumWorkGroups (BuiltIn NumWorkgroups) but the variant says it does not",
-        ));
-    }
-    let mismatch = |why: String| Error::PushConstantsMismatch {
-        kernel: info.name,
-        variant: variant.key.name(),
-        why,
-    };
-    let range = push_range(info);
-    let blocks: Vec<u32> = pointers
+    Ok(facts)
+}
+
+/// A push-constant block exactly where the kernel declares `range` bytes of push constants, its
+/// last member starting inside them.
+fn check_push_block(facts: &ModuleFacts, range: u32) -> Result<(), String> {
+    let block = facts
+        .pointers
         .iter()
-        .filter(|(ptr, _)| push_vars.contains(ptr))
-        .map(|(_, pointee)| *pointee)
-        .collect();
-    match (blocks.first(), range) {
-        (None, 0) => {}
-        (Some(_), 0) => {
-            return Err(mismatch(
-                "the SPIR-V has a push-constant block, but the kernel declares no push constants"
-                    .into(),
-            ))
-        }
-        (None, r) => {
-            return Err(mismatch(format!(
-                "the kernel declares {r} bytes of push constants, but the SPIR-V has no push-constant block"
-            )))
-        }
+        .find(|(ptr, _)| facts.push_vars.contains(ptr))
+        .map(|(_, pointee)| *pointee);
+    match (block, range) {
+        (None, 0) => Ok(()),
+        (Some(_), 0) => Err(
+            "the SPIR-V has a push-constant block, but the kernel declares no push constants".into(),
+        ),
+        (None, r) => Err(format!(
+            "the kernel declares {r} bytes of push constants, but the SPIR-V has no push-constant block"
+        )),
         (Some(block), r) => {
-            let last = offsets
+            let last = facts
+                .offsets
                 .iter()
-                .filter(|(s, _)| s == block)
+                .filter(|(s, _)| *s == block)
                 .map(|(_, o)| *o)
                 .max()
                 .unwrap_or(0);
             if last >= r {
-                return Err(mismatch(format!(
+                return Err(format!(
                     "the kernel declares {r} bytes of push constants, but the SPIR-V's block has a member at byte {last}"
-                )));
+                ));
             }
+            Ok(())
         }
     }
-    Ok(())
 }
 
 /// The shader module, descriptor-set layout (set 0, one descriptor per binding) and pipeline
