@@ -3,9 +3,9 @@
 # the device report, the test suites on the real driver with the validation layer on, then
 # vkprism-bench and PyTorch's references in the same call, merged into $OUT/results.json with
 # the generated table in $OUT/table.md.
-#   bash bench/device.sh [cases, default dispatch,elementwise,gemm,conv2d] [skip-tests]
+#   bash bench/device.sh [cases, default dispatch,elementwise,gemm,conv2d,transfer] [skip-tests]
 set -uo pipefail
-cases=${1:-dispatch,elementwise,gemm,conv2d}
+cases=${1:-dispatch,elementwise,gemm,conv2d,transfer}
 . bench/env.sh
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"

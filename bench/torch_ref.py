@@ -112,6 +112,21 @@ def conv2d():
     return out
 
 
+def transfer():
+    n = 1 << 30
+    host = torch.randint(1, 250, (n,), dtype=torch.uint8)
+    dev = torch.empty(n, dtype=torch.uint8, device="cuda")
+    out = []
+    for name, fn in (("upload", lambda: dev.copy_(host)), ("download", lambda: host.copy_(dev))):
+        fn(); torch.cuda.synchronize()
+        times = []
+        for _ in range(5):
+            t = time.perf_counter(); fn(); torch.cuda.synchronize(); times.append(time.perf_counter() - t)
+        out.append(rec("transfer", f"{name} 1024MiB", "fp32", n / statistics.median(times) / 1e9, "GB/s",
+                       sm_clock(), f"Tensor.copy_ {'host to device' if name == 'upload' else 'device to host'}, pageable"))
+    return out
+
+
 def dispatch():
     x = torch.ones(64, device="cuda")
     torch.cuda.synchronize()
@@ -151,12 +166,13 @@ def rec(case, shape, dtype, value, unit, mhz, reference):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--cases", default="dispatch,elementwise,gemm,conv2d")
+    p.add_argument("--cases", default="dispatch,elementwise,gemm,conv2d,transfer")
     p.add_argument("--json", required=True)
     args = p.parse_args()
     records = []
     for case in args.cases.split(","):
-        records += {"gemm": gemm, "elementwise": elementwise, "dispatch": dispatch, "conv2d": conv2d}[case]()
+        records += {"gemm": gemm, "elementwise": elementwise, "dispatch": dispatch, "conv2d": conv2d,
+                    "transfer": transfer}[case]()
     with open(args.json, "w") as f:
         json.dump(records, f, indent=1)
 

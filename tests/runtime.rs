@@ -117,6 +117,7 @@ fn staged_transfers_in_chunks_round_trip() {
     let x: Vec<f32> = (0..n).map(|i| (i % 9973) as f32 + 0.5).collect();
     let t = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &x).unwrap();
     assert!(!t.is_mapped());
+    assert!(!t.writes_in_place(), "force_staging stages writes too");
     assert!(t.download_f32().unwrap() == x);
     // And a kernel on staged memory.
     let k = ctx.load::<twice::Kernel>().unwrap();

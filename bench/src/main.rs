@@ -3,19 +3,20 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer] [--json FILE]
 
 mod conv;
 mod dispatch;
 mod elementwise;
 mod gemm;
 mod harness;
+mod transfer;
 
 use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -32,6 +33,7 @@ fn parse_args() -> Result<Args, String> {
             "elementwise".into(),
             "gemm".into(),
             "conv2d".into(),
+            "transfer".into(),
         ],
         json: None,
     };
@@ -66,6 +68,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         records.extend(match case.as_str() {
             "gemm" => gemm::run(&ctx, args.cfg)?,
             "conv2d" => conv::run(&ctx, args.cfg)?,
+            "transfer" => transfer::run(&ctx, args.cfg)?,
             "elementwise" => elementwise::run(&ctx, args.cfg)?,
             "dispatch" => dispatch::run(&ctx, args.cfg)?,
             other => return Err(format!("unknown case `{other}`\n{USAGE}").into()),

@@ -78,6 +78,8 @@ pub(crate) struct TensorInner {
     pub format: TensorFormat,
     pub size: u64,
     mapped: bool,
+    /// Host writes go straight into the memory (`mapped`, or mapped VRAM on a resizable-BAR GPU).
+    writes_in_place: bool,
 }
 
 impl Drop for TensorInner {
@@ -321,7 +323,7 @@ impl Tensor {
         if size <= shared.features.limits.max_uniform_buffer_range {
             usage |= vk::BufferUsageFlags::UNIFORM_BUFFER;
         }
-        let location = if shared.unified_memory {
+        let location = if shared.unified_memory || shared.host_visible_vram {
             MemoryLocation::CpuToGpu
         } else {
             MemoryLocation::GpuOnly
@@ -330,6 +332,13 @@ impl Tensor {
             create_buffer(shared, alloc_size, usage, location, "vkprism tensor")?;
         // Map only in unified mode: on a discrete GPU, host-visible VRAM is slow to read back.
         let mapped = shared.unified_memory && allocation.mapped_ptr().is_some();
+        // gpu-allocator falls back to host memory when VRAM's host-visible type is full: only
+        // memory that is really device-local is written in place.
+        let in_vram = allocation
+            .memory_properties()
+            .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL);
+        let writes_in_place =
+            mapped || (shared.host_visible_vram && in_vram && allocation.mapped_ptr().is_some());
         Ok(Tensor {
             inner: Arc::new(TensorInner {
                 shared: shared.clone(),
@@ -339,6 +348,7 @@ impl Tensor {
                 format,
                 size,
                 mapped,
+                writes_in_place,
             }),
         })
     }
@@ -385,6 +395,11 @@ impl Tensor {
     /// Whether the memory is mapped directly (no staging copies).
     pub fn is_mapped(&self) -> bool {
         self.inner.mapped
+    }
+    /// Whether host writes go straight into the tensor's memory: mapped tensors, and on a
+    /// resizable-BAR discrete GPU every tensor in VRAM (reads are staged there).
+    pub fn writes_in_place(&self) -> bool {
+        self.inner.writes_in_place
     }
 
     /// The raw buffer handle. Valid while this tensor (or a clone) lives.
@@ -471,7 +486,7 @@ impl Tensor {
             });
         }
         let inner = &self.inner;
-        if let Some(()) = self.with_mapped(|m| m[..bytes.len()].copy_from_slice(bytes))? {
+        if let Some(()) = self.with_mapped(true, |m| m[..bytes.len()].copy_from_slice(bytes))? {
             return Ok(());
         }
         let shared = &inner.shared;
@@ -508,7 +523,7 @@ impl Tensor {
     pub fn read_bytes(&self) -> Result<Vec<u8>, Error> {
         let inner = &self.inner;
         let size = inner.size as usize;
-        if let Some(bytes) = self.with_mapped(|m| m[..size].to_vec())? {
+        if let Some(bytes) = self.with_mapped(false, |m| m[..size].to_vec())? {
             return Ok(bytes);
         }
         let shared = &inner.shared;
@@ -551,9 +566,15 @@ impl Tensor {
     /// list runs while the host touches memory a dispatch may use; refuses once the context is
     /// poisoned (checked under that lock: a list whose wait timed out poisons the context before
     /// releasing it), as the GPU may then still be using the memory.
-    fn with_mapped<R>(&self, f: impl FnOnce(&mut [u8]) -> R) -> Result<Option<R>, Error> {
+    /// `write` says which way: VRAM mapped through a resizable BAR is written in place but read
+    /// through a staging copy.
+    fn with_mapped<R>(
+        &self,
+        write: bool,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> Result<Option<R>, Error> {
         let inner = &self.inner;
-        if !inner.mapped {
+        if !(inner.mapped || write && inner.writes_in_place) {
             inner.shared.check_usable()?;
             return Ok(None);
         }

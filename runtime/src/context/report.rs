@@ -25,6 +25,8 @@ pub struct DeviceReport {
     pub features: DeviceFeatures,
     /// Whether tensors are mapped directly.
     pub unified_memory: bool,
+    /// Discrete VRAM the host maps whole (resizable BAR): uploads in place.
+    pub host_visible_vram: bool,
     /// The variant options in force.
     pub options: Options,
 }
@@ -46,6 +48,7 @@ impl DeviceReport {
             heaps,
             features: s.features,
             unified_memory: s.unified_memory,
+            host_visible_vram: s.host_visible_vram,
             options,
         }
     }
@@ -73,6 +76,8 @@ impl fmt::Display for DeviceReport {
         }
         let memory = if self.unified_memory {
             "unified (tensors mapped directly)"
+        } else if self.host_visible_vram {
+            "discrete, VRAM host-visible (resizable BAR): uploads written in place, downloads staged"
         } else {
             "discrete (staged copies)"
         };

@@ -186,6 +186,7 @@ unsafe fn finish(
     // SAFETY: as above.
     let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
     let unified = properties::is_unified(properties.device_type, &memory);
+    let rebar = properties::is_rebar(properties.device_type, &memory);
     Ok(Shared {
         instance: ManuallyDrop::new(instance),
         device: ManuallyDrop::new(device),
@@ -198,6 +199,7 @@ unsafe fn finish(
         driver,
         memory,
         unified_memory: unified && !request.force_staging,
+        host_visible_vram: rebar && !request.force_staging,
         allocator: Mutex::new(Some(allocator)),
         pipeline_cache,
         transfer_pool: Mutex::new(transfer_pool),

@@ -148,6 +148,33 @@ pub(crate) fn is_unified(
     })
 }
 
+/// Whether a discrete GPU's whole device-local memory is also host-visible (resizable BAR, as on
+/// the H100): then tensors live there mapped, and the host writes them in place; reads still go
+/// through a staging copy (host reads of uncached VRAM are slow). A small BAR window (256 MiB,
+/// the default without resizable BAR) does not count.
+pub(crate) fn is_rebar(
+    device_type: vk::PhysicalDeviceType,
+    memory: &vk::PhysicalDeviceMemoryProperties,
+) -> bool {
+    let heaps = memory.memory_heaps_as_slice();
+    let largest_local = heaps
+        .iter()
+        .filter(|h| h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL))
+        .map(|h| h.size)
+        .max()
+        .unwrap_or(0);
+    let all = vk::MemoryPropertyFlags::DEVICE_LOCAL
+        | vk::MemoryPropertyFlags::HOST_VISIBLE
+        | vk::MemoryPropertyFlags::HOST_COHERENT;
+    device_type == vk::PhysicalDeviceType::DISCRETE_GPU
+        && memory.memory_types_as_slice().iter().any(|t| {
+            t.property_flags.contains(all)
+                && heaps
+                    .get(t.heap_index as usize)
+                    .is_some_and(|h| h.size >= largest_local / 10 * 9)
+        })
+}
+
 /// The subgroup-scope shapes `vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR` reports, those
 /// whose component types vkprism names (bf16 and fp8 ones are left out).
 ///
@@ -195,4 +222,56 @@ fn scalar(t: vk::ComponentTypeKHR) -> Option<ScalarKind> {
         vk::ComponentTypeKHR::UINT64 => ScalarKind::U64,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod rebar_tests {
+    use super::*;
+
+    /// Memory with one device-local heap of `vram` bytes, a host heap, and a host-visible
+    /// device-local type on a heap of `bar` bytes.
+    fn memory(vram: u64, bar: u64) -> vk::PhysicalDeviceMemoryProperties {
+        let mut m = vk::PhysicalDeviceMemoryProperties {
+            memory_heap_count: 3,
+            memory_type_count: 2,
+            ..Default::default()
+        };
+        m.memory_heaps[0] = vk::MemoryHeap {
+            size: vram,
+            flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+        };
+        m.memory_heaps[1] = vk::MemoryHeap {
+            size: 64 << 30,
+            flags: vk::MemoryHeapFlags::empty(),
+        };
+        m.memory_heaps[2] = vk::MemoryHeap {
+            size: bar,
+            flags: vk::MemoryHeapFlags::DEVICE_LOCAL,
+        };
+        m.memory_types[0] = vk::MemoryType {
+            property_flags: vk::MemoryPropertyFlags::DEVICE_LOCAL,
+            heap_index: 0,
+        };
+        m.memory_types[1] = vk::MemoryType {
+            property_flags: vk::MemoryPropertyFlags::DEVICE_LOCAL
+                | vk::MemoryPropertyFlags::HOST_VISIBLE
+                | vk::MemoryPropertyFlags::HOST_COHERENT,
+            heap_index: 2,
+        };
+        m
+    }
+
+    #[test]
+    fn only_whole_host_visible_vram_on_a_discrete_gpu_counts_as_resizable_bar() {
+        let discrete = vk::PhysicalDeviceType::DISCRETE_GPU;
+        assert!(is_rebar(discrete, &memory(80 << 30, 80 << 30)));
+        assert!(
+            !is_rebar(discrete, &memory(80 << 30, 256 << 20)),
+            "a 256 MiB window"
+        );
+        assert!(!is_rebar(
+            vk::PhysicalDeviceType::INTEGRATED_GPU,
+            &memory(8 << 30, 8 << 30)
+        ));
+    }
 }

@@ -113,6 +113,9 @@ pub(crate) struct Shared {
     /// Device-local memory the host can map (integrated GPUs, CPU drivers): tensors live there
     /// and are mapped directly, with no staging copy.
     pub unified_memory: bool,
+    /// A discrete GPU whose whole VRAM the host can map (resizable BAR): tensors live there,
+    /// mapped, and are written in place; reads are staged.
+    pub host_visible_vram: bool,
     /// `None` once `Drop` has freed its memory blocks (before the device goes).
     pub allocator: Mutex<Option<Allocator>>,
     pub pipeline_cache: vk::PipelineCache,

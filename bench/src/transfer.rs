@@ -1,0 +1,65 @@
+//! Host ↔ device copies of 1 GiB (1 MiB in `--quick`): `Tensor::write_bytes`
+//! and `read_bytes`, wall time (median of 5 after one warm-up), GB/s. Run twice: as the context
+//! chooses (in place where VRAM is host-visible, staged otherwise) and with `force_staging`.
+
+use crate::harness::{median, print, sm_clock_mhz, Config, Record};
+use std::time::Instant;
+use vkprism::{Context, ContextOptions, Tensor, TensorFormat};
+
+pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let mib: usize = if cfg.quick { 1 } else { 1024 };
+    let bytes: Vec<u8> = (0..mib << 20).map(|i| (i % 251) as u8 + 1).collect();
+    let staged = Context::with_options(ContextOptions {
+        force_staging: true,
+        ..Default::default()
+    })?;
+    let mut records = Vec::new();
+    for (how, c) in [("", ctx), (" staged", &staged)] {
+        let t = Tensor::new(c, &[bytes.len() / 4], TensorFormat::U32)?;
+        let (up, down) = time_both(&t, &bytes, cfg)?;
+        let in_place = if t.writes_in_place() { " in place" } else { "" };
+        for (dir, secs) in [("upload", up), ("download", down)] {
+            let r = Record {
+                case: "transfer",
+                shape: format!(
+                    "{dir} {mib}MiB{how}{}",
+                    if dir == "upload" { in_place } else { "" }
+                ),
+                variant: "fp32".into(),
+                coopmat: false,
+                value: bytes.len() as f64 / secs / 1e9,
+                unit: "GB/s",
+                sm_clock_mhz: sm_clock_mhz(),
+            };
+            print(&r);
+            records.push(r);
+        }
+    }
+    Ok(records)
+}
+
+/// Median wall seconds of writing `bytes` into `t` and of reading them back (checked).
+fn time_both(
+    t: &Tensor,
+    bytes: &[u8],
+    cfg: Config,
+) -> Result<(f64, f64), Box<dyn std::error::Error>> {
+    let runs = if cfg.quick { 2 } else { 5 };
+    let (mut up, mut down) = (Vec::new(), Vec::new());
+    for i in 0..=runs {
+        let s = Instant::now();
+        t.write_bytes(bytes)?;
+        let u = s.elapsed().as_secs_f64();
+        let s = Instant::now();
+        let back = t.read_bytes()?;
+        let d = s.elapsed().as_secs_f64();
+        if back != bytes {
+            return Err("read_bytes returned other bytes than were written".into());
+        }
+        if i > 0 {
+            up.push(u);
+            down.push(d);
+        }
+    }
+    Ok((median(up), median(down)))
+}
