@@ -14,18 +14,20 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         ..Default::default()
     })?;
     let mut records = Vec::new();
-    for (how, c) in [("", ctx), (" staged", &staged)] {
+    for (c, forced) in [(ctx, false), (&staged, true)] {
         let t = Tensor::new(c, &[bytes.len() / 4], TensorFormat::U32)?;
         let (up, down) = time_both(&t, &bytes, cfg)?;
-        let in_place = if t.writes_in_place() { " in place" } else { "" };
+        // The variant column says how: written in place, or through the staging buffer.
+        let how = match (forced, t.writes_in_place()) {
+            (true, _) => "fp32_forced_staging",
+            (false, true) => "fp32_in_place",
+            (false, false) => "fp32_staged",
+        };
         for (dir, secs) in [("upload", up), ("download", down)] {
             let r = Record {
                 case: "transfer",
-                shape: format!(
-                    "{dir} {mib}MiB{how}{}",
-                    if dir == "upload" { in_place } else { "" }
-                ),
-                variant: "fp32".into(),
+                shape: format!("{dir} {mib}MiB"),
+                variant: how.into(),
                 coopmat: false,
                 value: bytes.len() as f64 / secs / 1e9,
                 unit: "GB/s",

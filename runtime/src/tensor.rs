@@ -235,6 +235,70 @@ pub(crate) fn create_buffer(
     Ok((buffer, allocation))
 }
 
+/// Which way a kept staging buffer carries data.
+#[derive(Copy, Clone)]
+enum Direction {
+    /// Host → device: write-combined memory the GPU reads well (VRAM through a BAR if any).
+    Upload,
+    /// Device → host: cached host memory the CPU reads well.
+    Readback,
+}
+
+/// The kept staging buffer in `slot`, made (`STAGING_CHUNK` bytes, mapped) on first use.
+fn staging_buffer<'a>(
+    shared: &Arc<Shared>,
+    slot: &'a mut Option<(vk::Buffer, Allocation)>,
+    direction: Direction,
+) -> Result<&'a mut (vk::Buffer, Allocation), Error> {
+    let kept = match slot.take() {
+        Some(kept) => kept,
+        None => {
+            let (usage, location, name) = match direction {
+                Direction::Upload => (
+                    vk::BufferUsageFlags::TRANSFER_SRC,
+                    MemoryLocation::CpuToGpu,
+                    "vkprism staging",
+                ),
+                Direction::Readback => (
+                    vk::BufferUsageFlags::TRANSFER_DST,
+                    MemoryLocation::GpuToCpu,
+                    "vkprism readback",
+                ),
+            };
+            create_buffer(shared, STAGING_CHUNK, usage, location, name)?
+        }
+    };
+    Ok(slot.insert(kept))
+}
+
+/// A tensor's buffer: mapped memory where the device is unified; on a resizable-BAR GPU,
+/// host-visible VRAM (written in place) when there is room in VRAM, else plain VRAM; device-local
+/// memory otherwise. Never host memory on a discrete GPU: gpu-allocator's host-visible location
+/// falls back to it when VRAM is full, so such an allocation is returned and VRAM asked for
+/// plainly, which refuses with the figures when it is full.
+fn tensor_buffer(
+    shared: &Arc<Shared>,
+    size: u64,
+    usage: vk::BufferUsageFlags,
+) -> Result<(vk::Buffer, Allocation), Error> {
+    const NAME: &str = "vkprism tensor";
+    if shared.unified_memory {
+        return create_buffer(shared, size, usage, MemoryLocation::CpuToGpu, NAME);
+    }
+    if shared.host_visible_vram {
+        let (buffer, allocation) =
+            create_buffer(shared, size, usage, MemoryLocation::CpuToGpu, NAME)?;
+        let in_vram = allocation
+            .memory_properties()
+            .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL);
+        if in_vram {
+            return Ok((buffer, allocation));
+        }
+        free_buffer(shared, buffer, Some(allocation));
+    }
+    create_buffer(shared, size, usage, MemoryLocation::GpuOnly, NAME)
+}
+
 /// Memory for `buffer` (of `size` bytes) at `location`, not yet bound.
 fn allocate_memory(
     shared: &Shared,
@@ -323,22 +387,11 @@ impl Tensor {
         if size <= shared.features.limits.max_uniform_buffer_range {
             usage |= vk::BufferUsageFlags::UNIFORM_BUFFER;
         }
-        let location = if shared.unified_memory || shared.host_visible_vram {
-            MemoryLocation::CpuToGpu
-        } else {
-            MemoryLocation::GpuOnly
-        };
-        let (buffer, allocation) =
-            create_buffer(shared, alloc_size, usage, location, "vkprism tensor")?;
+        let (buffer, allocation) = tensor_buffer(shared, alloc_size, usage)?;
         // Map only in unified mode: on a discrete GPU, host-visible VRAM is slow to read back.
         let mapped = shared.unified_memory && allocation.mapped_ptr().is_some();
-        // gpu-allocator falls back to host memory when VRAM's host-visible type is full: only
-        // memory that is really device-local is written in place.
-        let in_vram = allocation
-            .memory_properties()
-            .contains(vk::MemoryPropertyFlags::DEVICE_LOCAL);
         let writes_in_place =
-            mapped || (shared.host_visible_vram && in_vram && allocation.mapped_ptr().is_some());
+            mapped || (shared.host_visible_vram && allocation.mapped_ptr().is_some());
         Ok(Tensor {
             inner: Arc::new(TensorInner {
                 shared: shared.clone(),
@@ -490,31 +543,26 @@ impl Tensor {
             return Ok(());
         }
         let shared = &inner.shared;
+        let mut kept = shared.staging.lock().unwrap_or_else(|e| e.into_inner());
+        let (staging, alloc) = staging_buffer(shared, &mut kept.upload, Direction::Upload)?;
         for (i, chunk) in bytes.chunks(STAGING_CHUNK as usize).enumerate() {
-            let (staging, mut alloc) = create_buffer(
-                shared,
-                chunk.len() as u64,
-                vk::BufferUsageFlags::TRANSFER_SRC,
-                MemoryLocation::CpuToGpu,
-                "vkprism staging",
-            )?;
-            if let Some(s) = alloc.mapped_slice_mut() {
-                s[..chunk.len()].copy_from_slice(chunk);
-            }
+            let s = alloc
+                .mapped_slice_mut()
+                .ok_or_else(|| Error::Allocation("staging memory is not mapped".into()))?;
+            s[..chunk.len()].copy_from_slice(chunk);
             let region = vk::BufferCopy {
                 src_offset: 0,
                 dst_offset: i as u64 * STAGING_CHUNK,
                 size: chunk.len() as u64,
             };
             // SAFETY: `cmd` is recording (one_shot's contract); both buffers are live until the
-            // copy was waited for, and the region lies inside both (a chunk of the tensor).
-            let r = shared.one_shot(|cmd| unsafe {
+            // copy was waited for (the staging buffer is kept by `Shared`, locked meanwhile), and
+            // the region lies inside both (a chunk of the tensor, at most a staging buffer).
+            shared.one_shot(|cmd| unsafe {
                 shared
                     .device
-                    .cmd_copy_buffer(cmd, staging, inner.buffer, &[region])
-            });
-            free_buffer(shared, staging, Some(alloc));
-            r?;
+                    .cmd_copy_buffer(cmd, *staging, inner.buffer, &[region])
+            })?;
         }
         Ok(())
     }
@@ -528,34 +576,26 @@ impl Tensor {
         }
         let shared = &inner.shared;
         let mut out = Vec::with_capacity(size);
+        let mut kept = shared.staging.lock().unwrap_or_else(|e| e.into_inner());
+        let (staging, alloc) = staging_buffer(shared, &mut kept.readback, Direction::Readback)?;
         let mut offset = 0u64;
         while (offset as usize) < size {
             let len = STAGING_CHUNK.min(size as u64 - offset);
-            let (staging, alloc) = create_buffer(
-                shared,
-                len,
-                vk::BufferUsageFlags::TRANSFER_DST,
-                MemoryLocation::GpuToCpu,
-                "vkprism readback",
-            )?;
             let region = vk::BufferCopy {
                 src_offset: offset,
                 dst_offset: 0,
                 size: len,
             };
             // SAFETY: as in `write_bytes`, in the other direction.
-            let r = shared.one_shot(|cmd| unsafe {
+            shared.one_shot(|cmd| unsafe {
                 shared
                     .device
-                    .cmd_copy_buffer(cmd, inner.buffer, staging, &[region])
-            });
-            if r.is_ok() {
-                if let Some(s) = alloc.mapped_slice() {
-                    out.extend_from_slice(&s[..len as usize]);
-                }
-            }
-            free_buffer(shared, staging, Some(alloc));
-            r?;
+                    .cmd_copy_buffer(cmd, inner.buffer, *staging, &[region])
+            })?;
+            let s = alloc
+                .mapped_slice()
+                .ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))?;
+            out.extend_from_slice(&s[..len as usize]);
             offset += len;
         }
         Ok(out)

@@ -203,6 +203,7 @@ unsafe fn finish(
         allocator: Mutex::new(Some(allocator)),
         pipeline_cache,
         transfer_pool: Mutex::new(transfer_pool),
+        staging: Mutex::new(Default::default()),
         mapped_access: RwLock::new(()),
         fence_timeout: request.fence_timeout,
         poisoned: Default::default(),

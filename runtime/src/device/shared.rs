@@ -7,7 +7,7 @@ use super::instance::Instance;
 use super::logical::Device;
 use super::messenger::MessageLog;
 use ash::vk;
-use gpu_allocator::vulkan::Allocator;
+use gpu_allocator::vulkan::{Allocation, Allocator};
 use std::cell::Cell;
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -121,6 +121,9 @@ pub(crate) struct Shared {
     pub pipeline_cache: vk::PipelineCache,
     /// One-shot transfer submissions.
     pub transfer_pool: Mutex<vk::CommandPool>,
+    /// The staging buffers of tensor transfers, made on first use and kept: allocating (and
+    /// pinning) host memory for every chunk cost more than copying it.
+    pub staging: Mutex<StagingBuffers>,
     /// Host access to mapped tensor memory against GPU work: a running command list holds it
     /// shared, a mapped read or write holds it exclusively, so the host never touches memory a
     /// dispatch may be using (which would be a data race, from safe code).
@@ -464,6 +467,13 @@ impl Shared {
     }
 }
 
+/// One staging buffer for uploads and one for downloads, `STAGING_CHUNK` bytes each.
+#[derive(Default)]
+pub(crate) struct StagingBuffers {
+    pub upload: Option<(vk::Buffer, Allocation)>,
+    pub readback: Option<(vk::Buffer, Allocation)>,
+}
+
 impl Drop for Shared {
     fn drop(&mut self) {
         // Every submission was waited for already (a list's work before the list goes, a
@@ -472,6 +482,15 @@ impl Drop for Shared {
         // error (device loss) still lets the device be destroyed.
         if !self.is_poisoned() {
             let _ = self.wait_idle();
+        }
+        let staging = std::mem::take(self.staging.get_mut().unwrap_or_else(|e| e.into_inner()));
+        if self.is_poisoned() {
+            // A transfer the GPU may still run could be using them.
+            std::mem::forget(staging);
+        } else {
+            for (buffer, allocation) in [staging.upload, staging.readback].into_iter().flatten() {
+                crate::tensor::free_buffer(self, buffer, Some(allocation));
+            }
         }
         if self.is_poisoned() {
             // The GPU may still be running work that uses this device's objects and memory,
