@@ -21,6 +21,9 @@ pub struct DeviceReport {
     pub api_version: u32,
     /// (bytes, device-local) per memory heap.
     pub heaps: Vec<(u64, bool)>,
+    /// (heap index, property flags as Vulkan names them) per memory type, in the driver's order:
+    /// where tensors, staging and readback memory can go.
+    pub memory_types: Vec<(u32, String)>,
     /// Features and limits.
     pub features: DeviceFeatures,
     /// Whether tensors are mapped directly.
@@ -39,8 +42,15 @@ impl DeviceReport {
             .iter()
             .map(|h| (h.size, h.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL)))
             .collect();
+        let memory_types = s
+            .memory
+            .memory_types_as_slice()
+            .iter()
+            .map(|t| (t.heap_index, format!("{:?}", t.property_flags)))
+            .collect();
         DeviceReport {
             name,
+            memory_types,
             device_type: format!("{:?}", s.properties.device_type),
             driver_name: s.driver.0.clone(),
             driver_info: s.driver.1.clone(),
@@ -73,6 +83,16 @@ impl fmt::Display for DeviceReport {
                 *size as f64 / (1u64 << 30) as f64,
                 if *local { " device-local" } else { "" }
             )?;
+            let types: Vec<String> = self
+                .memory_types
+                .iter()
+                .enumerate()
+                .filter(|(_, (heap, _))| *heap as usize == i)
+                .map(|(t, (_, flags))| format!("type {t}: {flags}"))
+                .collect();
+            if !types.is_empty() {
+                writeln!(f, "          {}", types.join("; "))?;
+            }
         }
         let memory = if self.unified_memory {
             "unified (tensors mapped directly)"
