@@ -306,7 +306,7 @@ void main() { buffer_st4(x_data, 0, buffer_ld4(x_data, 1)); }
 
 #[test]
 fn missing_feature_or_option_is_an_error_naming_what_lacks() {
-    use vkprism::{select_variant, DeviceFeatures, Feature, FeatureSet};
+    use vkprism::{select_variant, DeviceFeatures, Feature, FeatureSet, SelectFailure};
     let info = &fp16_only::INFO;
     // A device without 16-bit storage: no variant fits, and the error says why for each.
     let dev = DeviceFeatures::new(FeatureSet::from_slice(&[Feature::ShaderFloat16]));
@@ -346,6 +346,34 @@ fn missing_feature_or_option_is_an_error_naming_what_lacks() {
         e.to_string().contains("no variant named `no_such_variant`"),
         "{e}"
     );
+    assert!(
+        matches!(&e, PipelineError::Select(s) if s.kind == SelectFailure::NoSuchVariant),
+        "{e}"
+    );
+    let e = select_variant(
+        info,
+        &Options::default(),
+        &DeviceFeatures::new(FeatureSet::EMPTY),
+    )
+    .unwrap_err();
+    assert_eq!(e.kind, SelectFailure::NoneFits);
+    // A variant the device can't run, forced: told apart from an unknown name.
+    let lacking = DeviceFeatures::new(FeatureSet::from_slice(&[Feature::ShaderFloat16]));
+    let e = vkprism::force_variant(info, "fp16s", &lacking).unwrap_err();
+    assert_eq!(e.kind, SelectFailure::DeviceLacks);
+    // What the device can run, for tests of every variant.
+    let runnable: Vec<String> = ctx
+        .runnable_variants::<fp16_only::Kernel>()
+        .iter()
+        .map(|v| v.key.name())
+        .collect();
+    let want: Vec<String> = fp16_only::INFO
+        .variants
+        .iter()
+        .filter(|v| ctx.features().features.contains_all(v.requires()))
+        .map(|v| v.key.name())
+        .collect();
+    assert_eq!(runnable, want);
     let k = ctx
         .load_with::<inc::Kernel>(&LoadOptions::options(Options {
             use_fp16_arithmetic: false,

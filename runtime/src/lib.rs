@@ -68,7 +68,10 @@ pub use error::{Error, Invalid, Result};
 pub use image::Image;
 pub use kernel::{Bindings, Kernel, NoPushConstants, Resource, SpecConstants};
 pub use pipeline::{LoadOptions, LoadedKernel, Pipeline, PipelineDesc};
-pub use select::{select_variant, Options, SelectError, Selection};
+pub use select::{
+    force_variant, select_variant, unrunnable_reason, Options, SelectError, SelectFailure,
+    Selection,
+};
 pub use tensor::Tensor;
 pub use vkprism_core::{
     Access, BindingInfo, BindingKind, DeviceFeatures, DeviceLimits, Feature, FeatureSet, FloatMode,

@@ -217,8 +217,33 @@ impl fmt::Display for Selection {
 pub struct SelectError {
     /// The kernel's name.
     pub kernel: &'static str,
+    /// Which failure: a name the kernel doesn't have, a variant this device can't run, or no
+    /// variant left by the options and the device.
+    pub kind: SelectFailure,
     /// One line per variant: what it needs and what is missing.
     pub details: Vec<String>,
+}
+
+/// What kind of [`SelectError`] it is, for callers that act on it (a test that skips variants
+/// the device lacks must still fail on a misspelled name).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SelectFailure {
+    /// `LoadOptions::variant` named no variant of the kernel.
+    NoSuchVariant,
+    /// The named variant needs what this device lacks (a feature or a cooperative-matrix shape).
+    DeviceLacks,
+    /// No variant is both allowed by the options and runnable on the device.
+    NoneFits,
+}
+
+/// Why `device` can't run `v` (a feature it lacks, a cooperative-matrix shape it doesn't
+/// offer), or `None` when it can. Options are not considered.
+pub fn unrunnable_reason(v: &VariantInfo, device: &DeviceFeatures) -> Option<String> {
+    let missing = v.requires().difference(device.features);
+    if !missing.is_empty() {
+        return Some(format!("needs {}; device lacks {missing}", v.requires()));
+    }
+    lacking_coopmat(v, device)
 }
 
 debug_as_display!(SelectError);
@@ -232,13 +257,7 @@ pub fn select_variant(
     let mut eligible = Vec::new();
     let mut rejected = Vec::new();
     for (i, v) in info.variants.iter().enumerate() {
-        let missing = v.requires().difference(device.features);
-        if !missing.is_empty() {
-            rejected.push((
-                v.key,
-                format!("needs {}; device lacks {missing}", v.requires()),
-            ));
-        } else if let Some(why) = lacking_coopmat(v, device) {
+        if let Some(why) = unrunnable_reason(v, device) {
             rejected.push((v.key, why));
         } else if let Some(why) = options.forbids(&v.key) {
             rejected.push((v.key, why));
@@ -257,6 +276,7 @@ pub fn select_variant(
         }),
         None => Err(SelectError {
             kernel: info.name,
+            kind: SelectFailure::NoneFits,
             details: if rejected.is_empty() {
                 vec!["(the kernel has no variants: it failed to compile)".into()]
             } else {
@@ -305,6 +325,7 @@ pub fn force_variant(
     let Some(index) = info.variants.iter().position(|v| v.key.name() == name) else {
         return Err(SelectError {
             kernel: info.name,
+            kind: SelectFailure::NoSuchVariant,
             details: vec![format!(
                 "no variant named `{name}`; variants: {}",
                 info.variants
@@ -316,20 +337,10 @@ pub fn force_variant(
         });
     };
     let v = &info.variants[index];
-    let missing = v.requires().difference(device.features);
-    if !missing.is_empty() {
+    if let Some(why) = unrunnable_reason(v, device) {
         return Err(SelectError {
             kernel: info.name,
-            details: vec![format!(
-                "{}: needs {}; device lacks {missing}",
-                v.key,
-                v.requires()
-            )],
-        });
-    }
-    if let Some(why) = lacking_coopmat(v, device) {
-        return Err(SelectError {
-            kernel: info.name,
+            kind: SelectFailure::DeviceLacks,
             details: vec![format!("{}: {why}", v.key)],
         });
     }

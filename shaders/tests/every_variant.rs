@@ -1,7 +1,7 @@
 //! Every kernel of the library in every variant, on the real driver (lavapipe in CI) with the
 //! validation layer on, against the CPU reference on random non-zero data, outputs poisoned.
 
-use vkprism::{Feature, LoadOptions, Tensor};
+use vkprism::{Feature, LoadOptions, SelectFailure, Tensor};
 use vkprism_shaders::{
     activation, binary_op, conv2d, conv2d_nhwc, gemm, gemm_invocations, gemm_local_size_for,
     reference, Conv2dShape,
@@ -116,7 +116,11 @@ fn load_unless_device_lacks_coopmat<K: vkprism::Kernel>(
 ) -> Option<std::sync::Arc<vkprism::LoadedKernel<K>>> {
     match ctx.load_with::<K>(&LoadOptions::variant(name)) {
         Ok(k) => Some(k),
-        Err(e) if name.ends_with("_cm") && !ctx.features().supports(Feature::CooperativeMatrix) => {
+        Err(vkprism::pipeline::Error::Select(e))
+            if e.kind == SelectFailure::DeviceLacks
+                && name.ends_with("_cm")
+                && !ctx.features().supports(Feature::CooperativeMatrix) =>
+        {
             assert!(e.to_string().contains("cooperativeMatrix"), "{name}: {e}");
             None
         }

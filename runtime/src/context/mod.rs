@@ -16,7 +16,7 @@ use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use vkprism_core::DeviceFeatures;
+use vkprism_core::{DeviceFeatures, VariantInfo};
 
 /// How to create a [`Context`].
 #[derive(Clone, Debug, Default)]
@@ -187,8 +187,19 @@ impl Context {
         self.load_with::<K>(&LoadOptions::default())
     }
 
+    /// The variants of `K` this device can run (its features and cooperative-matrix shapes;
+    /// options aside), in the kernel's order: what a test of every variant iterates.
+    pub fn runnable_variants<K: Kernel>(&self) -> Vec<&'static VariantInfo> {
+        K::INFO
+            .variants
+            .iter()
+            .filter(|v| crate::select::unrunnable_reason(v, &self.shared.features).is_none())
+            .collect()
+    }
+
     /// Loads `K` as `load` says: a forced variant, per-kernel options (clamped to the device),
-    /// or the context's options.
+    /// or the context's options. A forced variant's [`SelectError`](crate::SelectError) says
+    /// whether the name is unknown or the device can't run it (`SelectFailure`).
     pub fn load_with<K: Kernel>(
         &self,
         load: &LoadOptions,
