@@ -569,22 +569,34 @@ impl Tensor {
 
     /// Reads the raw bytes (`size_bytes()` of them).
     pub fn read_bytes(&self) -> Result<Vec<u8>, Error> {
+        let mut out = vec![0u8; self.inner.size as usize];
+        self.read_bytes_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// Reads the raw bytes into `out` (exactly `size_bytes()` long), reusing the caller's memory:
+    /// for repeated reads of large tensors, where touching fresh pages can cost more than the
+    /// copy.
+    pub fn read_bytes_into(&self, out: &mut [u8]) -> Result<(), Error> {
         let inner = &self.inner;
         let size = inner.size as usize;
-        if let Some(bytes) = self.with_mapped(false, |m| m[..size].to_vec())? {
-            return Ok(bytes);
+        if out.len() != size {
+            return Err(Error::LengthMismatch {
+                got: out.len(),
+                want: size,
+            });
+        }
+        if let Some(()) = self.with_mapped(false, |m| out.copy_from_slice(&m[..size]))? {
+            return Ok(());
         }
         let shared = &inner.shared;
-        let mut out = Vec::with_capacity(size);
         let mut kept = shared.staging.lock().unwrap_or_else(|e| e.into_inner());
         let (staging, alloc) = staging_buffer(shared, &mut kept.readback, Direction::Readback)?;
-        let mut offset = 0u64;
-        while (offset as usize) < size {
-            let len = STAGING_CHUNK.min(size as u64 - offset);
+        for (i, chunk) in out.chunks_mut(STAGING_CHUNK as usize).enumerate() {
             let region = vk::BufferCopy {
-                src_offset: offset,
+                src_offset: i as u64 * STAGING_CHUNK,
                 dst_offset: 0,
-                size: len,
+                size: chunk.len() as u64,
             };
             // SAFETY: as in `write_bytes`, in the other direction.
             shared.one_shot(|cmd| unsafe {
@@ -595,10 +607,9 @@ impl Tensor {
             let s = alloc
                 .mapped_slice()
                 .ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))?;
-            out.extend_from_slice(&s[..len as usize]);
-            offset += len;
+            chunk.copy_from_slice(&s[..chunk.len()]);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// Runs `f` on the tensor's mapped memory, or answers `None` when it is not mapped (then the

@@ -183,6 +183,17 @@ fn large_staged_tensor_is_copied_in_chunks() {
     let t = Tensor::from_i8(&ctx, &[n], &q).unwrap();
     let back = t.download_i8().unwrap();
     assert!(back == q, "chunked round trip differs");
+    // Into the caller's buffer, chunk by chunk too; a buffer of the wrong length is refused.
+    let mut into = vec![0u8; n];
+    t.read_bytes_into(&mut into).unwrap();
+    assert!(
+        into.iter().zip(&q).all(|(a, b)| *a == *b as u8),
+        "read_bytes_into differs"
+    );
+    assert!(matches!(
+        t.read_bytes_into(&mut into[1..]),
+        Err(TensorError::LengthMismatch { .. })
+    ));
     assert_clean(&ctx);
 }
 
