@@ -147,6 +147,13 @@ fn compile_variants(
     (ok && glsl_ok).then_some(compiled)
 }
 
+/// The full GLSL text of variant `key` of `source`: the preamble of extended-GLSL definitions for
+/// that variant spliced after `#version`, then the kernel (what the GLSL compiler sees; for
+/// inspection, `vkprismc --emit glsl`).
+pub fn variant_glsl(source: &Source, key: &VariantKey) -> String {
+    compile::variant_text(source, key, &scan::identifiers(&source.all_text))
+}
+
 /// Replaces each variant's SPIR-V by spirv-opt's performance output (compiled from the same
 /// text; the reflection already made from the unoptimized module stays, since the optimizer
 /// strips the names it reads). Errors go to `cx`; `None` when there was one.

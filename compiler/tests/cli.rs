@@ -67,3 +67,65 @@ fn bad_kernel_fails_with_all_errors() {
     assert_eq!(out.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn emit_glsl_writes_each_variant_with_its_preamble() {
+    let dir = std::env::temp_dir().join(format!("vkprismc-emit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernel = dir.join("copy.comp");
+    std::fs::write(&kernel, "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nvoid main() { buffer_cp4(data, 0, data, 1); }\n").unwrap();
+    let out = vkprismc()
+        .arg(&kernel)
+        .args(["--variants", "fp32,fp16p", "--emit", "spv,glsl", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("wrote 4 files"), "{text}");
+    let glsl = std::fs::read_to_string(dir.join("out/copy.fp16p.comp")).unwrap();
+    assert!(glsl.starts_with("#version 450"), "{glsl}");
+    assert!(
+        glsl.contains("#define NCNN_fp16_packed 1"),
+        "the preamble is in it"
+    );
+    assert!(
+        glsl.contains("buffer_cp4(data, 0, data, 1)"),
+        "the kernel is in it"
+    );
+    assert!(dir.join("out/copy.fp32.spv").exists());
+    let bad = vkprismc()
+        .arg(&kernel)
+        .args(["--emit", "asm"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("unknown kind `asm`"));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_closed_stdout_ends_it_quietly() {
+    use std::process::Stdio;
+    let dir = std::env::temp_dir().join(format!("vkprismc-pipe-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernel = dir.join("k.comp");
+    std::fs::write(&kernel, "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nvoid main() { buffer_cp4(data, 0, data, 1); }\n").unwrap();
+    // `vkprismc … | head -c 0`: the reader is gone before anything is written.
+    let mut child = vkprismc()
+        .arg(&kernel)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    std::fs::remove_dir_all(&dir).ok();
+}

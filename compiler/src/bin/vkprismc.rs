@@ -1,26 +1,48 @@
 //! `vkprismc`: the `compute_shader!` compiler as a command, for build scripts and inspection.
 //!
-//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR]
+//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl]
 //!
 //! Compiles every variant of an extended-GLSL kernel, prints the reflected interface (variants
 //! with their required features, bindings with per-variant element types and tensor formats,
-//! push constants, specialization constants, workgroup size), and with `--out` writes one
-//! `<kernel>.<variant>.spv` per variant. Errors go to stderr, all of them, exit status 1.
+//! push constants, specialization constants, workgroup size), and with `--out` writes, per
+//! variant, `<kernel>.<variant>.spv` and with `--emit glsl` the full GLSL the compiler saw
+//! (`<kernel>.<variant>.comp`: the preamble of extended-GLSL definitions included). Errors go to
+//! stderr, all of them, exit status 1; a closed stdout (`vkprismc … | head`) ends it quietly.
+//! Install it with `cargo install --path compiler` from the repository (after
+//! `scripts/setup.sh`, which installs the libraries it links).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use vkprism_compiler::{compile_kernel, optimize, Ctxt, KernelModel, Source};
+use vkprism_compiler::{compile_kernel, optimize, variant_glsl, Ctxt, KernelModel, Source};
+
+/// `println!` that ends the program quietly when stdout is closed (`vkprismc … | head`), as
+/// command-line tools do, instead of panicking.
+macro_rules! out {
+    ($($t:tt)*) => {{
+        use std::io::Write as _;
+        if let Err(e) = writeln!(std::io::stdout(), $($t)*) {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                std::process::exit(0);
+            }
+            eprintln!("vkprismc: cannot write to stdout: {e}");
+            std::process::exit(1);
+        }
+    }};
+}
 
 struct Args {
     file: PathBuf,
     variants: Option<Vec<String>>,
     optimize: bool,
     out: Option<PathBuf>,
+    /// Also write each variant's full GLSL (`--emit glsl`).
+    emit_glsl: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let (mut file, mut variants, mut opt, mut out) = (None, None, false, None);
+    let mut emit_glsl = false;
     while let Some(a) = it.next() {
         match a.as_str() {
             "--variants" => {
@@ -33,6 +55,15 @@ fn parse_args() -> Result<Args, String> {
                 )
             }
             "--optimize" => opt = true,
+            "--emit" => {
+                for what in it.next().ok_or("--emit needs a list: spv,glsl")?.split(',') {
+                    match what {
+                        "spv" => {}
+                        "glsl" => emit_glsl = true,
+                        w => return Err(format!("--emit: unknown kind `{w}` (spv, glsl)")),
+                    }
+                }
+            }
             "--out" => out = Some(PathBuf::from(it.next().ok_or("--out needs a directory")?)),
             "-h" | "--help" => return Err(String::new()),
             s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
@@ -45,6 +76,7 @@ fn parse_args() -> Result<Args, String> {
         variants,
         optimize: opt,
         out,
+        emit_glsl,
     })
 }
 
@@ -56,7 +88,7 @@ fn main() -> ExitCode {
                 eprintln!("vkprismc: {e}");
             }
             eprintln!(
-                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR]"
+                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl]"
             );
             return ExitCode::from(2);
         }
@@ -68,7 +100,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let model = match compile(&args, &text) {
+    let (model, glsl) = match compile(&args, &text) {
         Ok(m) => m,
         Err(errors) => {
             for e in errors {
@@ -86,17 +118,20 @@ fn main() -> ExitCode {
     print_bindings(&model);
     print_constants(&model);
     if let Some(out) = &args.out {
-        if let Err(e) = write_spirv(out, &stem, &model) {
-            eprintln!("vkprismc: {e}");
-            return ExitCode::FAILURE;
+        let glsl = args.emit_glsl.then_some(&glsl[..]);
+        match write_files(out, &stem, &model, glsl) {
+            Ok(n) => out!("wrote {n} files to {}", out.display()),
+            Err(e) => {
+                eprintln!("vkprismc: {e}");
+                return ExitCode::FAILURE;
+            }
         }
-        println!("wrote {} files to {}", model.variants.len(), out.display());
     }
     ExitCode::SUCCESS
 }
 
-/// The kernel in `text` compiled as `args` say, or every error.
-fn compile(args: &Args, text: &str) -> Result<KernelModel, syn::Error> {
+/// The kernel in `text` compiled as `args` say, with each variant's full GLSL, or every error.
+fn compile(args: &Args, text: &str) -> Result<(KernelModel, Vec<String>), syn::Error> {
     let cx = Ctxt::new();
     let name = args.file.display().to_string();
     let dir = args
@@ -109,22 +144,33 @@ fn compile(args: &Args, text: &str) -> Result<KernelModel, syn::Error> {
             .map(|n| (n.clone(), proc_macro2::Span::call_site()))
             .collect()
     });
-    let model = Source::from_text(&cx, text, &name, &dir).and_then(|src| {
+    let compiled = Source::from_text(&cx, text, &name, &dir).and_then(|src| {
         let m = compile_kernel(&cx, &src, requested)?;
-        if args.optimize {
-            optimize(&cx, &src, m)
+        let glsl = m
+            .variants
+            .iter()
+            .map(|v| variant_glsl(&src, &v.key))
+            .collect();
+        let m = if args.optimize {
+            optimize(&cx, &src, m)?
         } else {
-            Some(m)
-        }
+            m
+        };
+        Some((m, glsl))
     });
     cx.check()?;
-    Ok(model.expect("a phase that fails records an error"))
+    compiled.ok_or_else(|| {
+        syn::Error::new(
+            proc_macro2::Span::call_site(),
+            "internal error: no phase said why the kernel failed",
+        )
+    })
 }
 
 fn print_variants(stem: &str, model: &KernelModel) {
-    println!("kernel {stem}: {} variants", model.variants.len());
+    out!("kernel {stem}: {} variants", model.variants.len());
     for v in &model.variants {
-        println!(
+        out!(
             "  {:<20} {:>6} words  needs {}",
             v.key.name(),
             v.spirv.len(),
@@ -136,7 +182,7 @@ fn print_variants(stem: &str, model: &KernelModel) {
 /// Each memory kind's bindings, with the element type and tensor format of each variant.
 fn print_bindings(model: &KernelModel) {
     for (memory, bindings) in &model.interfaces {
-        println!("{} bindings:", memory.name());
+        out!("{} bindings:", memory.name());
         for b in bindings {
             let per: Vec<String> = model
                 .variants
@@ -157,7 +203,7 @@ fn print_bindings(model: &KernelModel) {
                         })
                 })
                 .collect();
-            println!(
+            out!(
                 "  {} {:<16} {:?} {:?}: {}",
                 b.binding,
                 b.name,
@@ -177,7 +223,7 @@ fn print_constants(model: &KernelModel) {
             .iter()
             .map(|m| format!("{}@{}:{:?}x{}", m.name, m.offset, m.scalar, m.components))
             .collect();
-        println!(
+        out!(
             "push constants `{}` ({} bytes): {}",
             p.instance,
             p.size,
@@ -185,9 +231,12 @@ fn print_constants(model: &KernelModel) {
         );
     }
     for s in &model.spec {
-        println!(
+        out!(
             "specialization constant {} `{}`: {:?} default bits {:#x}",
-            s.id, s.name, s.scalar, s.default_bits
+            s.id,
+            s.name,
+            s.scalar,
+            s.default_bits
         );
     }
     let ls: Vec<String> = model
@@ -201,16 +250,31 @@ fn print_constants(model: &KernelModel) {
             )
         })
         .collect();
-    println!("workgroup size: {}", ls.join(" × "));
+    out!("workgroup size: {}", ls.join(" × "));
 }
 
-/// One `<stem>.<variant>.spv` per variant in `out`.
-fn write_spirv(out: &Path, stem: &str, model: &KernelModel) -> Result<(), String> {
+/// One `<stem>.<variant>.spv` per variant in `out`, and with `glsl` the variant's full GLSL as
+/// `<stem>.<variant>.comp`; returns how many files it wrote.
+fn write_files(
+    out: &Path,
+    stem: &str,
+    model: &KernelModel,
+    glsl: Option<&[String]>,
+) -> Result<usize, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-    for v in &model.variants {
-        let path = out.join(format!("{stem}.{}.spv", v.key.name()));
-        let bytes: Vec<u8> = v.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
-        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    let write = |name: String, bytes: &[u8]| {
+        let path = out.join(name);
+        std::fs::write(&path, bytes).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let mut written = 0;
+    for (i, v) in model.variants.iter().enumerate() {
+        let words: Vec<u8> = v.spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+        write(format!("{stem}.{}.spv", v.key.name()), &words)?;
+        written += 1;
+        if let Some(text) = glsl.and_then(|g| g.get(i)) {
+            write(format!("{stem}.{}.comp", v.key.name()), text.as_bytes())?;
+            written += 1;
+        }
     }
-    Ok(())
+    Ok(written)
 }
