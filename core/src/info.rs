@@ -41,6 +41,12 @@ impl VariantInfo {
     pub const fn requires(&self) -> FeatureSet {
         self.key.requires()
     }
+
+    /// The binding whose block or variable is named `name` in the GLSL (e.g. `"a_blob"`): its
+    /// tensor format in this variant is `.format`. Sturdier than indexing `bindings`.
+    pub fn binding(&self, name: &str) -> Option<&BindingInfo> {
+        self.bindings.iter().find(|b| b.name == name)
+    }
 }
 
 /// One descriptor binding of one variant.
