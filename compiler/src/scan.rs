@@ -27,6 +27,39 @@ impl Identifiers {
 
 /// Identifiers of `text`, each with the 1-based line it appears on.
 pub fn identifiers(text: &str) -> Vec<(String, u32)> {
+    tokens(text).into_iter().map(|(id, line, _)| (id, line)).collect()
+}
+
+/// Identifiers of `text` that are called (followed by `(`, spaces aside): `(name, line)`.
+pub fn calls(text: &str) -> Vec<(String, u32)> {
+    tokens(text)
+        .into_iter()
+        .filter(|(_, _, call)| *call)
+        .map(|(id, line, _)| (id, line))
+        .collect()
+}
+
+/// The names `text` defines with `#define` (object-like or function-like): the kernel's own.
+pub fn defined_names(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix('#')?.trim_start();
+            let rest = rest.strip_prefix("define")?;
+            if !rest.starts_with([' ', '\t']) {
+                return None;
+            }
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+/// Identifiers of `text` (comments skipped): name, 1-based line, followed by `(`.
+fn tokens(text: &str) -> Vec<(String, u32, bool)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -61,7 +94,11 @@ pub fn identifiers(text: &str) -> Vec<(String, u32)> {
             while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
                 i += 1;
             }
-            out.push((text[start..i].to_string(), line));
+            let mut j = i;
+            while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
+                j += 1;
+            }
+            out.push((text[start..i].to_string(), line, bytes.get(j) == Some(&b'(')));
         } else if c.is_ascii_digit() {
             while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.') {
                 i += 1;
@@ -172,6 +209,12 @@ const FAMILIES: &[Family] = &[
         summary: "image1d/2d/3d_ld/st/cp 1/4/8",
     },
     Family {
+        prefixes: &["buffer_"],
+        stems: &["sm"],
+        suffixes: &["1", "4"],
+        summary: "buffer_sm1/4",
+    },
+    Family {
         prefixes: &["sfp2lfp"],
         stems: &[""],
         suffixes: &["", "vec4"],
@@ -184,18 +227,37 @@ const FAMILIES: &[Family] = &[
         summary: "lfp2afp(vec4)",
     },
     Family {
+        prefixes: &["afp2lfp"],
+        stems: &[""],
+        suffixes: &["", "vec4"],
+        summary: "afp2lfp(vec4)",
+    },
+    Family {
+        prefixes: &["sfp2afp", "afp2sfp"],
+        stems: &["mat4"],
+        suffixes: &[""],
+        summary: "sfp2afpmat4, afp2sfpmat4",
+    },
+    Family {
         prefixes: &["i8buffer_"],
         stems: &["ld", "st", "cp"],
         suffixes: &["1", "4"],
         summary: "i8buffer_ld/st/cp 1/4",
     },
+    Family {
+        prefixes: &["i8buffer_"],
+        stems: &["sm4", "cp1to4", "cp4to1"],
+        suffixes: &[""],
+        summary: "i8buffer_sm4/cp1to4/cp4to1",
+    },
 ];
 
 /// Prefixes reserved for extended functions: a name with one that is not defined is a mistake.
-const RESERVED_PREFIXES: [&str; 7] = [
+const RESERVED_PREFIXES: [&str; 8] = [
     "buffer_",
     "i8buffer_",
     "sfp2",
+    "afp2",
     "lfp2",
     "image1d_",
     "image2d_",
@@ -223,18 +285,87 @@ pub fn known_functions_summary() -> String {
     summaries.join(", ")
 }
 
-/// Names that use a reserved extended-function prefix but are not defined: `(name, line)`.
-pub fn unknown_functions(idents: &[(String, u32)]) -> Vec<(String, u32)> {
+/// Names that use a reserved extended-function prefix but are neither defined by vkprism nor by
+/// the kernel itself (`own`: its `#define`s): `(name, line)`.
+pub fn unknown_functions(idents: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
     let known = known_functions();
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for (id, line) in idents {
         let reserved = RESERVED_PREFIXES.iter().any(|p| id.starts_with(p));
-        if reserved && !known.contains(id) && seen.insert(id.clone()) {
+        if reserved && !known.contains(id) && !own.contains(id) && seen.insert(id.clone()) {
             out.push((id.clone(), *line));
         }
     }
     out
+}
+
+/// The known extended function closest to `name`, if it is a near miss (at most two edits).
+pub fn near_miss(name: &str) -> Option<String> {
+    known_functions()
+        .into_iter()
+        .map(|k| (edit_distance(name, &k), k))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance over bytes.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The `ncnn_*` device facts vkprism defines, per variant (`preamble.rs`): the rest of ncnn's
+/// `ncnn_*` names describe the device a pipeline is created on, unknown at build time.
+pub const KNOWN_DEVICE_FACTS: [&str; 2] = ["ncnn_VK_KHR_cooperative_matrix", "ncnn_glsl_version"];
+
+/// `ncnn_*` names that vkprism doesn't define and the kernel doesn't `#define`: `(name, line)`.
+pub fn unknown_device_facts(
+    idents: &[(String, u32)],
+    own: &BTreeSet<String>,
+) -> Vec<(String, u32)> {
+    let mut seen = BTreeSet::new();
+    idents
+        .iter()
+        .filter(|(id, _)| {
+            id.starts_with("ncnn_")
+                && !KNOWN_DEVICE_FACTS.contains(&id.as_str())
+                && !own.contains(id)
+                && seen.insert(id.clone())
+        })
+        .cloned()
+        .collect()
+}
+
+/// Storage and shared types whose constructor converts values where a mode packs them (an
+/// `lfpvec4` is a `uvec2` of four halves in fp16p/fp16pa/fp16s/bf16p; an `sfpvec4` is one in
+/// the packed modes; `sfp` is bf16 bits in bf16s), with the function to use instead.
+pub const PACKED_TYPES: [(&str, &str); 6] = [
+    ("lfpvec4", "`afp2lfpvec4(v)` (from an arithmetic value) or `sfp2lfpvec4(v)` / `buffer_sm4(buf, i)` (from storage)"),
+    ("sfp", "`buffer_st1(buf, i, v)`"),
+    ("sfpvec2", "`buffer_st2(buf, i, v)`"),
+    ("sfpvec4", "`buffer_st4(buf, i, v)`"),
+    ("sfpvec8", "`buffer_st8(buf, i, v)`"),
+    ("sfpmat4", "`afp2sfpmat4(v)`"),
+];
+
+/// Constructor calls on [`PACKED_TYPES`] the kernel doesn't define itself: `(type, line)`.
+pub fn packed_constructors(calls: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+    calls
+        .iter()
+        .filter(|(id, _)| PACKED_TYPES.iter().any(|(t, _)| t == id) && !own.contains(id))
+        .cloned()
+        .collect()
 }
 
 /// The first line that calls `psc`, if any.
@@ -278,8 +409,8 @@ mod tests {
     #[test]
     fn known_functions_are_the_documented_set() {
         let known = known_functions();
-        // 12 + 6 buffer, 27 image, 4 conversion, 6 int8 functions.
-        assert_eq!(known.len(), 55);
+        // 12 + 6 + 2 buffer, 27 image, 8 conversion, 6 + 3 int8 functions.
+        assert_eq!(known.len(), 64);
         for name in [
             "buffer_cp8to4",
             "image3d_st8",
@@ -296,8 +427,36 @@ mod tests {
         let ids =
             identifiers("buffer_ld4(a,i);\nbuffer_ld3(a,i); buffer_ld3(a,i); image2d_ld2(s,p);");
         assert_eq!(
-            unknown_functions(&ids),
+            unknown_functions(&ids, &BTreeSet::new()),
             vec![("buffer_ld3".into(), 2), ("image2d_ld2".into(), 2)]
+        );
+        // A kernel's own #define is its own; afp2* is reserved like sfp2*.
+        let text = "#define sfp2float(v) float(v)\n  #  define buffer_mine 1\nsfp2float(x); buffer_mine; afp2float(y);";
+        assert_eq!(
+            unknown_functions(&identifiers(text), &defined_names(text)),
+            vec![("afp2float".into(), 3)]
+        );
+    }
+
+    #[test]
+    fn near_misses() {
+        assert_eq!(near_miss("buffer_ld3").as_deref(), Some("buffer_ld1"));
+        assert_eq!(near_miss("buffer_load4").as_deref(), Some("buffer_ld4"));
+        assert_eq!(near_miss("afp2lfpvec"), Some("afp2lfpvec4".to_string()));
+        assert_eq!(near_miss("sfp2everything"), None);
+    }
+
+    #[test]
+    fn device_facts_and_constructors() {
+        let text = "#define ncnn_mine 1\n#if ncnn_subgroupSize > 32 || ncnn_mine || ncnn_VK_KHR_cooperative_matrix\n#endif\ntmp[i] = lfpvec4 (v); afpvec4 a = afpvec4(v); sfp2lfpvec4(w);";
+        let own = defined_names(text);
+        assert_eq!(
+            unknown_device_facts(&identifiers(text), &own),
+            vec![("ncnn_subgroupSize".into(), 2)]
+        );
+        assert_eq!(
+            packed_constructors(&calls(text), &own),
+            vec![("lfpvec4".into(), 4)]
         );
     }
 }

@@ -5,33 +5,105 @@
 use crate::ctxt::Ctxt;
 use crate::scan::{self, Identifiers};
 use crate::source::Source;
+use std::collections::BTreeSet;
 
 /// Records every lexical mistake in `source`; `false` when there was one.
 pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
-    let functions_ok = check_extended_functions(cx, source, idents);
+    // Names the kernel (or an include) defines itself are its own, whatever their prefix.
+    let own = scan::defined_names(&source.all_text);
+    let functions_ok = check_extended_functions(cx, source, idents, &own);
+    let facts_ok = check_device_facts(cx, source, idents, &own);
+    let constructors_ok = check_packed_constructors(cx, source, idents, &own);
     let psc_ok = check_psc(cx, source, &idents.all);
-    functions_ok && psc_ok
+    functions_ok && facts_ok && constructors_ok && psc_ok
+}
+
+/// Where `name` is first used: its line in the main text, else "an included file" (lines of the
+/// concatenated text mean nothing past the main text).
+fn first_use(source: &Source, main: &[(String, u32)], name: &str) -> String {
+    match main.iter().find(|(n, _)| n == name) {
+        Some((_, main_line)) => source.locate(*main_line),
+        None => "an included file".to_string(),
+    }
 }
 
 /// Every name with an extended-function prefix must be a function vkprism defines.
-fn check_extended_functions(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
-    let unknown = scan::unknown_functions(&idents.all);
+fn check_extended_functions(
+    cx: &Ctxt,
+    source: &Source,
+    idents: &Identifiers,
+    own: &BTreeSet<String>,
+) -> bool {
+    let unknown = scan::unknown_functions(&idents.all, own);
     for (name, _) in &unknown {
-        // Lines of the concatenated text mean nothing past the main text: a name the main text
-        // never uses is reported as coming from an include.
-        let at = match idents.main.iter().find(|(n, _)| n == name) {
-            Some((_, main_line)) => source.locate(*main_line),
-            None => "an included file".to_string(),
+        let at = first_use(source, &idents.main, name);
+        let hint = match scan::near_miss(name) {
+            Some(k) => format!("did you mean `{k}`? "),
+            None => String::new(),
         };
         cx.error(
             source.span,
             format!(
-                "{at}: unknown extended GLSL function `{name}`; known: {}",
+                "{at}: unknown extended GLSL function `{name}`; {hint}known: {}",
                 scan::known_functions_summary()
             ),
         );
     }
     unknown.is_empty()
+}
+
+/// ncnn's `ncnn_*` macros describe the device; the ones vkprism can't know per variant would
+/// silently be 0 in `#if`.
+fn check_device_facts(
+    cx: &Ctxt,
+    source: &Source,
+    idents: &Identifiers,
+    own: &BTreeSet<String>,
+) -> bool {
+    let unknown = scan::unknown_device_facts(&idents.all, own);
+    for (name, _) in &unknown {
+        let at = first_use(source, &idents.main, name);
+        cx.error(
+            source.span,
+            format!(
+                "{at}: `{name}` is a fact about the device the pipeline runs on, which vkprism can't know when it compiles the kernel (it would silently be 0 in `#if`); vkprism defines {} per variant. Test the variant's own switches (`NCNN_fp16_storage`, `NCNN_cooperative_matrix`, ...), or read the value at run time (`gl_SubgroupSize`, a specialization constant)",
+                scan::KNOWN_DEVICE_FACTS.map(|n| format!("`{n}`")).join(" and ")
+            ),
+        );
+    }
+    unknown.is_empty()
+}
+
+/// `lfpvec4(v)` converts where a mode packs: in fp16p, fp16pa, fp16s and bf16p it turns four
+/// values into a `uvec2` of their integer parts, silently. The same holds for the storage types.
+fn check_packed_constructors(
+    cx: &Ctxt,
+    source: &Source,
+    idents: &Identifiers,
+    own: &BTreeSet<String>,
+) -> bool {
+    let calls = scan::calls(&source.all_text);
+    let found = scan::packed_constructors(&calls, own);
+    let mut seen = BTreeSet::new();
+    for (ty, _) in &found {
+        if !seen.insert(ty.clone()) {
+            continue;
+        }
+        let main_calls = scan::calls(&source.text);
+        let at = first_use(source, &main_calls, ty);
+        let instead = scan::PACKED_TYPES
+            .iter()
+            .find(|(t, _)| t == ty)
+            .map_or("", |(_, i)| i);
+        let _ = idents;
+        cx.error(
+            source.span,
+            format!(
+                "{at}: `{ty}(...)` converts values, but `{ty}` holds packed 16-bit values in some variants (fp16p, fp16pa, fp16s, bf16p, bf16s), where the constructor would store the wrong bits; use {instead}"
+            ),
+        );
+    }
+    found.is_empty()
 }
 
 /// `psc(x)` expands to `p.x`: the push-constant block must be named `p`.
