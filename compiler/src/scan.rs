@@ -300,14 +300,22 @@ pub fn unknown_functions(idents: &[(String, u32)], own: &BTreeSet<String>) -> Ve
     out
 }
 
-/// The known extended function closest to `name`, if it is a near miss (at most two edits).
-pub fn near_miss(name: &str) -> Option<String> {
-    known_functions()
+/// The known extended functions closest to `name` (at most two edits away; all of them when
+/// several are equally close), empty when there is no near miss.
+pub fn near_misses(name: &str) -> Vec<String> {
+    let scored: Vec<(usize, String)> = known_functions()
         .into_iter()
         .map(|k| (edit_distance(name, &k), k))
         .filter(|(d, _)| *d <= 2)
-        .min()
+        .collect();
+    let Some(best) = scored.iter().map(|(d, _)| *d).min() else {
+        return Vec::new();
+    };
+    scored
+        .into_iter()
+        .filter(|(d, _)| *d == best)
         .map(|(_, k)| k)
+        .collect()
 }
 
 /// Levenshtein distance over bytes.
@@ -347,23 +355,43 @@ pub fn unknown_device_facts(
         .collect()
 }
 
-/// Storage and shared types whose constructor converts values where a mode packs them (an
-/// `lfpvec4` is a `uvec2` of four halves in fp16p/fp16pa/fp16s/bf16p; an `sfpvec4` is one in
-/// the packed modes; `sfp` is bf16 bits in bf16s), with the function to use instead.
-pub const PACKED_TYPES: [(&str, &str); 6] = [
-    ("lfpvec4", "`afp2lfpvec4(v)` (from an arithmetic value) or `sfp2lfpvec4(v)` / `buffer_sm4(buf, i)` (from storage)"),
-    ("sfp", "`buffer_st1(buf, i, v)`"),
-    ("sfpvec2", "`buffer_st2(buf, i, v)`"),
-    ("sfpvec4", "`buffer_st4(buf, i, v)`"),
-    ("sfpvec8", "`buffer_st8(buf, i, v)`"),
-    ("sfpmat4", "`afp2sfpmat4(v)`"),
+/// Storage and shared types whose constructor converts values where a mode packs them or
+/// stores bits: the type, the variants where its constructor stores the wrong bits, and the
+/// function to use instead.
+pub const PACKED_TYPES: [(&str, &str, &str); 6] = [
+    (
+        "lfpvec4",
+        "fp16p, fp16pa, fp16s and bf16p (four halves or bf16 values packed in a `uvec2`)",
+        "`afp2lfpvec4(v)` (from an arithmetic value) or `sfp2lfpvec4(v)` / `buffer_sm4(buf, i)` (from storage)",
+    ),
+    ("sfp", "bf16s (bf16 bits in a `uint16_t`)", "`buffer_st1(buf, i, v)`"),
+    (
+        "sfpvec2",
+        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        "`buffer_st2(buf, i, v)`",
+    ),
+    (
+        "sfpvec4",
+        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        "`buffer_st4(buf, i, v)`",
+    ),
+    (
+        "sfpvec8",
+        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        "`buffer_st8(buf, i, v)`",
+    ),
+    (
+        "sfpmat4",
+        "fp16p, fp16pa, fp16s, bf16p and bf16s (packed halves or bf16 bits)",
+        "`afp2sfpmat4(v)`",
+    ),
 ];
 
 /// Constructor calls on [`PACKED_TYPES`] the kernel doesn't define itself: `(type, line)`.
 pub fn packed_constructors(calls: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
     calls
         .iter()
-        .filter(|(id, _)| PACKED_TYPES.iter().any(|(t, _)| t == id) && !own.contains(id))
+        .filter(|(id, _)| PACKED_TYPES.iter().any(|(t, _, _)| t == id) && !own.contains(id))
         .cloned()
         .collect()
 }
@@ -440,10 +468,13 @@ mod tests {
 
     #[test]
     fn near_misses() {
-        assert_eq!(near_miss("buffer_ld3").as_deref(), Some("buffer_ld1"));
-        assert_eq!(near_miss("buffer_load4").as_deref(), Some("buffer_ld4"));
-        assert_eq!(near_miss("afp2lfpvec"), Some("afp2lfpvec4".to_string()));
-        assert_eq!(near_miss("sfp2everything"), None);
+        assert_eq!(
+            near_misses("buffer_ld3"),
+            ["buffer_ld1", "buffer_ld2", "buffer_ld4", "buffer_ld8"]
+        );
+        assert_eq!(near_misses("buffer_load4"), ["buffer_ld4"]);
+        assert_eq!(near_misses("afp2lfpvec"), ["afp2lfpvec4"]);
+        assert!(near_misses("sfp2everything").is_empty());
     }
 
     #[test]

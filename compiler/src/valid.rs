@@ -13,7 +13,7 @@ pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
     let own = scan::defined_names(&source.all_text);
     let functions_ok = check_extended_functions(cx, source, idents, &own);
     let facts_ok = check_device_facts(cx, source, idents, &own);
-    let constructors_ok = check_packed_constructors(cx, source, idents, &own);
+    let constructors_ok = check_packed_constructors(cx, source, &own);
     let psc_ok = check_psc(cx, source, &idents.all);
     functions_ok && facts_ok && constructors_ok && psc_ok
 }
@@ -37,9 +37,14 @@ fn check_extended_functions(
     let unknown = scan::unknown_functions(&idents.all, own);
     for (name, _) in &unknown {
         let at = first_use(source, &idents.main, name);
-        let hint = match scan::near_miss(name) {
-            Some(k) => format!("did you mean `{k}`? "),
-            None => String::new(),
+        let near: Vec<String> = scan::near_misses(name)
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect();
+        let hint = match near.len() {
+            0 => String::new(),
+            1 => format!("did you mean {}? ", near[0]),
+            _ => format!("did you mean one of {}? ", near.join(", ")),
         };
         cx.error(
             source.span,
@@ -76,12 +81,7 @@ fn check_device_facts(
 
 /// `lfpvec4(v)` converts where a mode packs: in fp16p, fp16pa, fp16s and bf16p it turns four
 /// values into a `uvec2` of their integer parts, silently. The same holds for the storage types.
-fn check_packed_constructors(
-    cx: &Ctxt,
-    source: &Source,
-    idents: &Identifiers,
-    own: &BTreeSet<String>,
-) -> bool {
+fn check_packed_constructors(cx: &Ctxt, source: &Source, own: &BTreeSet<String>) -> bool {
     let calls = scan::calls(&source.all_text);
     let found = scan::packed_constructors(&calls, own);
     let mut seen = BTreeSet::new();
@@ -91,15 +91,13 @@ fn check_packed_constructors(
         }
         let main_calls = scan::calls(&source.text);
         let at = first_use(source, &main_calls, ty);
-        let instead = scan::PACKED_TYPES
-            .iter()
-            .find(|(t, _)| t == ty)
-            .map_or("", |(_, i)| i);
-        let _ = idents;
+        let Some((_, modes, instead)) = scan::PACKED_TYPES.iter().find(|(t, _, _)| t == ty) else {
+            continue;
+        };
         cx.error(
             source.span,
             format!(
-                "{at}: `{ty}(...)` converts values, but `{ty}` holds packed 16-bit values in some variants (fp16p, fp16pa, fp16s, bf16p, bf16s), where the constructor would store the wrong bits; use {instead}"
+                "{at}: `{ty}(...)` converts values, so it stores the wrong bits in the variants where `{ty}` holds packed or raw 16-bit values: {modes}; use {instead}"
             ),
         );
     }
