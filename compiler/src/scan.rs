@@ -467,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    fn near_misses() {
+    fn near_misses_are_suggested() {
         assert_eq!(
             near_misses("buffer_ld3"),
             ["buffer_ld1", "buffer_ld2", "buffer_ld4", "buffer_ld8"]
