@@ -170,7 +170,10 @@ use proc_macro::TokenStream;
 /// - source: a `path` or `#include` file that can't be read;
 /// - variants: a name in `variants` that is misspelled, not a variant of this kernel (the message
 ///   lists the kernel's variants), or listed twice;
-/// - scan: an unknown extended function (`buffer_ld5`), `psc` without a block named `p`;
+/// - scan: an unknown extended function (`buffer_ld5`, with the nearest known names), a
+///   constructor on a type that packs in some variant (`lfpvec4(v)`: use `afp2lfpvec4(v)`), an
+///   `ncnn_*` device fact vkprism can't know at build time (`ncnn_subgroupSize`), `psc` without
+///   a block named `p`;
 /// - GLSL: glslang's messages, each naming the variants it occurs in and the line in the Rust
 ///   file (or kernel file), e.g. `v + 123` in an fp16-arithmetic variant (write `v + afp(123)`:
 ///   GLSL has no implicit conversion to `float16_t`);
