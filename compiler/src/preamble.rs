@@ -5,7 +5,8 @@
 //!
 //! Deviations from the contract's tables, each on purpose:
 //! - `sfp` is `float` in the packed modes (fp16p, fp16pa, bf16p): a single half can't be stored
-//!   into a shared `uint` without racing the neighbour's write.
+//!   into a shared `uint` without racing the neighbour's write. A kernel whose storage is only
+//!   scalar therefore gets no packed variants (`variants.rs`): they would store fp32.
 //! - `lfpvec4` is `f16vec4` in fp16sa (the contract says `uint64_t`, which would also demand
 //!   `shaderInt64`); `f16vec4` in shared memory needs only `shaderFloat16`, which fp16sa needs
 //!   anyway.

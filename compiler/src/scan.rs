@@ -125,7 +125,22 @@ pub struct Axes {
     pub local_memory: bool,
     /// Tests `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`).
     pub coopmat: bool,
+    /// Uses the float axis but nothing that packs storage (`sfpvec2/4/8`, `sfpmat4`, or its own
+    /// `NCNN_fp16_packed` / `NCNN_bf16_packed` code): its buffers are scalar `sfp` (a `float` in
+    /// the packed modes) or plain types, so its fp16p, fp16pa and bf16p buffer variants would
+    /// store fp32 under a 16-bit name, and it has none.
+    pub no_packed_storage: bool,
 }
+
+/// Names through which a kernel's storage is packed in fp16p, fp16pa and bf16p.
+const PACKING_NAMES: [&str; 6] = [
+    "sfpvec2",
+    "sfpvec4",
+    "sfpvec8",
+    "sfpmat4",
+    "NCNN_fp16_packed",
+    "NCNN_bf16_packed",
+];
 
 const IMAGE_FN_PREFIXES: [&str; 3] = ["image1d_", "image2d_", "image3d_"];
 
@@ -135,6 +150,7 @@ impl Axes {
         let mut a = Axes::default();
         let mut image_guard = false;
         let mut image_use = false;
+        let mut packs = false;
         for (id, _) in idents {
             let id = id.as_str();
             if [
@@ -156,6 +172,9 @@ impl Axes {
             if id == "NCNN_image_shader" {
                 image_guard = true;
             }
+            if PACKING_NAMES.contains(&id) {
+                packs = true;
+            }
             if IMAGE_FN_PREFIXES.iter().any(|p| id.starts_with(p)) || id.starts_with("imfmt") {
                 image_use = true;
             }
@@ -174,6 +193,7 @@ impl Axes {
         }
         a.image = image_guard || image_use;
         a.buffer = image_guard || !image_use;
+        a.no_packed_storage = a.float && !packs;
         a
     }
 }
@@ -426,8 +446,14 @@ mod tests {
                 int8: true,
                 local_memory: true,
                 coopmat: false,
+                // buffer_ld4 without an sfpvec4 buffer anywhere: nothing packs.
+                no_packed_storage: true,
             }
         );
+        let ids = identifiers("layout (binding = 0) buffer b { sfp d[]; };");
+        assert!(Axes::of(&ids).no_packed_storage);
+        let ids = identifiers("#if NCNN_fp16_packed\n#endif\nsfp x;");
+        assert!(!Axes::of(&ids).no_packed_storage);
         let ids = identifiers("#if NCNN_cooperative_matrix\n#endif\nsfp x;");
         assert!(Axes::of(&ids).coopmat);
         let ids = identifiers("image2d_ld4(s, p)");

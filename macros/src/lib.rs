@@ -80,7 +80,7 @@ use proc_macro::TokenStream;
 ///
 /// | axis | chosen by the kernel mentioning | values (name part) |
 /// |---|---|---|
-/// | float | `sfp…`, `afp…`, `lfp…`, `buffer_…`, `image1d_…`/`2d`/`3d`, `unfp`, `imfmt…`, `NCNN_fp16_…`, `NCNN_bf16_…` | `fp32`, `fp16p`, `fp16pa`, `fp16s`, `fp16sa`, `bf16p`, `bf16s` (only `fp32` without the axis) |
+/// | float | `sfp…`, `afp…`, `lfp…`, `buffer_…`, `image1d_…`/`2d`/`3d`, `unfp`, `imfmt…`, `NCNN_fp16_…`, `NCNN_bf16_…` | `fp32`, `fp16p`, `fp16pa`, `fp16s`, `fp16sa`, `bf16p`, `bf16s` (only `fp32` without the axis; no `fp16p`, `fp16pa`, `bf16p` buffer variants where nothing packs storage: no `sfpvec2/4/8`, `sfpmat4`, `NCNN_fp16_packed`, `NCNN_bf16_packed`) |
 /// | int8 | `sint8…`, `aint8…`, `i8buffer_…`, `NCNN_int8_…` | `_int8p`, `_int8s`, `_int8a` |
 /// | memory | image functions or `imfmt…` (image variants only), or `NCNN_image_shader` (buffer and image variants, the kernel choosing with `#if NCNN_image_shader`) | (buffer), `_image` (fp32 and fp16 only: there is no bf16 image format) |
 /// | local memory | `NCNN_shader_local_memory` | `_lm`, `_nolm` |
