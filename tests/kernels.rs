@@ -826,19 +826,13 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
                     e_blob: &et,
                     g_blob: &gt,
                 },
-                &int8_current::PushConstants {
-                    n: n as i32,
-                    scale,
-                },
+                &int8_current::PushConstants { n: n as i32, scale },
                 [n as u32, 1, 1],
             )
         })
         .unwrap();
-        let reversed = |q: &[i8]| -> Vec<i8> {
-            q.chunks(4)
-                .flat_map(|c| [c[3], c[2], c[1], c[0]])
-                .collect()
-        };
+        let reversed =
+            |q: &[i8]| -> Vec<i8> { q.chunks(4).flat_map(|c| [c[3], c[2], c[1], c[0]]).collect() };
         assert_eq!(int8_values(&at), reversed(&q1), "{name} cp1to4");
         assert_eq!(int8_values(&bt), reversed(&q4), "{name} cp4to1");
         let v: Vec<f32> = quantize(&x, fx).iter().map(|v| v * scale).collect();
@@ -848,7 +842,11 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
             .map(|v| (v + 0.5f32.copysign(*v)).clamp(-127.0, 127.0) as i8)
             .collect();
         assert_eq!(int8_values(&ct), want_c, "{name} float2int8vec4");
-        assert_eq!(et.download_i32().unwrap(), vec![0; n * 4], "{name} float2int8");
+        assert_eq!(
+            et.download_i32().unwrap(),
+            vec![0; n * 4],
+            "{name} float2int8"
+        );
         let want_d: Vec<i32> = reversed(&q4)
             .chunks(4)
             .map(|c| i32::from_le_bytes([c[0] as u8, c[1] as u8, c[2] as u8, c[3] as u8]))

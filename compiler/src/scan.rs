@@ -27,7 +27,10 @@ impl Identifiers {
 
 /// Identifiers of `text`, each with the 1-based line it appears on.
 pub fn identifiers(text: &str) -> Vec<(String, u32)> {
-    tokens(text).into_iter().map(|(id, line, _)| (id, line)).collect()
+    tokens(text)
+        .into_iter()
+        .map(|(id, line, _)| (id, line))
+        .collect()
 }
 
 /// Identifiers of `text` that are called (followed by `(`, spaces aside): `(name, line)`.
@@ -98,7 +101,11 @@ fn tokens(text: &str) -> Vec<(String, u32, bool)> {
             while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
                 j += 1;
             }
-            out.push((text[start..i].to_string(), line, bytes.get(j) == Some(&b'(')));
+            out.push((
+                text[start..i].to_string(),
+                line,
+                bytes.get(j) == Some(&b'('),
+            ));
         } else if c.is_ascii_digit() {
             while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.') {
                 i += 1;
