@@ -46,6 +46,28 @@ fn ncnn_flags(key: &VariantKey) -> [(&'static str, bool); 12] {
     ]
 }
 
+/// ncnn's switches for options vkprism has no variants for (fp16 / int8 uniform buffers, int16
+/// storage): 0 in every variant, so a kernel takes its path without them.
+const UNUSED_SWITCHES: [&str; 4] = [
+    "NCNN_fp16_uniform",
+    "NCNN_int8_uniform",
+    "NCNN_int16_storage",
+    "NCNN_int16_packed",
+];
+
+/// Every `NCNN_*` switch the preamble defines (to 1 or 0) in every variant: any other `NCNN_*`
+/// name would silently be 0 in `#if`.
+pub fn switch_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = ncnn_flags(&VariantKey::parse("fp32").expect("fp32 is a variant"))
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| n.starts_with("NCNN_"))
+        .collect();
+    names.push("NCNN_moltenvk");
+    names.extend(UNUSED_SWITCHES);
+    names
+}
+
 /// The `#extension` lines, macros and helper declarations for `key`.
 pub fn preamble(key: &VariantKey) -> String {
     let mut s = String::with_capacity(8192);
@@ -79,6 +101,9 @@ pub fn preamble(key: &VariantKey) -> String {
         let _ = writeln!(s, "#define {name} {}", u8::from(on));
     }
     s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
+    for name in UNUSED_SWITCHES {
+        let _ = writeln!(s, "#define {name} 0");
+    }
     s.push_str("#define psc(x) (x == 0 ? p.x : x)\n");
     // Defined for every kernel: harmless where unused, and a kernel without a float axis
     // (fp32 only) can still use the vocabulary.
@@ -538,4 +563,29 @@ fn int8_defs(i: Int8Mode) -> String {
 "#,
     ]
     .concat()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_switch_is_defined_in_every_variant() {
+        for name in [
+            "fp32",
+            "fp16pa_int8s_image",
+            "bf16s_int8a_lm_nocm",
+            "fp16sa_cm",
+        ] {
+            let text = preamble(&VariantKey::parse(name).unwrap());
+            for switch in switch_names() {
+                assert!(
+                    text.contains(&format!("#define {switch} ")),
+                    "{name}: {switch}"
+                );
+            }
+        }
+        assert!(switch_names().contains(&"NCNN_fp16_storage"));
+        assert!(switch_names().contains(&"NCNN_int16_storage"));
+    }
 }

@@ -3,6 +3,7 @@
 //! also fail in glslang, but with a message about the preamble's macros rather than the kernel.
 
 use crate::ctxt::Ctxt;
+use crate::preamble;
 use crate::scan::{self, Identifiers};
 use crate::source::Source;
 use std::collections::BTreeSet;
@@ -13,9 +14,42 @@ pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
     let own = scan::defined_names(&source.all_text);
     let functions_ok = check_extended_functions(cx, source, idents, &own);
     let facts_ok = check_device_facts(cx, source, idents, &own);
+    let switches_ok = check_switches(cx, source, idents, &own);
     let constructors_ok = check_packed_constructors(cx, source, &own);
     let psc_ok = check_psc(cx, source, &idents.all);
-    functions_ok && facts_ok && constructors_ok && psc_ok
+    functions_ok && facts_ok && switches_ok && constructors_ok && psc_ok
+}
+
+/// An `NCNN_*` name the preamble doesn't define (a misspelt switch, or one of an ncnn option
+/// vkprism has no variants for) would silently be 0 in `#if`.
+fn check_switches(
+    cx: &Ctxt,
+    source: &Source,
+    idents: &Identifiers,
+    own: &BTreeSet<String>,
+) -> bool {
+    let known = preamble::switch_names();
+    let mut seen = BTreeSet::new();
+    let mut ok = true;
+    for (name, _) in &idents.all {
+        if !name.starts_with("NCNN_")
+            || known.contains(&name.as_str())
+            || own.contains(name)
+            || !seen.insert(name.clone())
+        {
+            continue;
+        }
+        ok = false;
+        let at = first_use(source, &idents.main, name);
+        cx.error(
+            source.span,
+            format!(
+                "{at}: vkprism defines no switch `{name}` (it would silently be 0 in `#if`); the switches, 1 or 0 in each variant: {}",
+                known.join(", ")
+            ),
+        );
+    }
+    ok
 }
 
 /// Where `name` is first used: its line in the main text, else "an included file" (lines of the
