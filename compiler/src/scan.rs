@@ -423,6 +423,17 @@ pub fn packed_constructors(calls: &[(String, u32)], own: &BTreeSet<String>) -> V
         .collect()
 }
 
+/// The arguments of `psc(NAME)` calls in `text` (an argument that isn't a plain name is
+/// skipped), with their lines.
+pub fn psc_arguments(text: &str) -> Vec<(String, u32)> {
+    let t = tokens(text);
+    t.iter()
+        .zip(t.iter().skip(1))
+        .filter(|((id, _, call), _)| id == "psc" && *call)
+        .map(|(_, (arg, line, _))| (arg.clone(), *line))
+        .collect()
+}
+
 /// The first line that calls `psc`, if any.
 pub fn psc_line(idents: &[(String, u32)]) -> Option<u32> {
     idents.iter().find(|(id, _)| id == "psc").map(|(_, l)| *l)

@@ -16,7 +16,7 @@ pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
     let facts_ok = check_device_facts(cx, source, idents, &own);
     let switches_ok = check_switches(cx, source, idents, &own);
     let constructors_ok = check_packed_constructors(cx, source, &own);
-    let psc_ok = check_psc(cx, source, &idents.all);
+    let psc_ok = check_psc(cx, source, idents);
     functions_ok && facts_ok && switches_ok && constructors_ok && psc_ok
 }
 
@@ -138,24 +138,98 @@ fn check_packed_constructors(cx: &Ctxt, source: &Source, own: &BTreeSet<String>)
     found.is_empty()
 }
 
-/// `psc(x)` expands to `p.x`: the push-constant block must be named `p`.
-fn check_psc(cx: &Ctxt, source: &Source, idents: &[(String, u32)]) -> bool {
-    let Some(line) = scan::psc_line(idents) else {
+/// `psc(x)` expands to `(x == 0 ? p.x : x)`: the push-constant block must be named `p` and
+/// hold a member `x`, and `x` must be a specialization constant. Without them glslang reports
+/// the expansion (`cannot convert from ' temp float' ...`), not what is missing.
+fn check_psc(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
+    let Some(line) = scan::psc_line(&idents.all) else {
         return true;
     };
     let problem = match push_instance_name(&source.all_text) {
-        Some(name) if name == "p" => return true,
-        Some(name) => format!("the push-constant block is named `{name}`"),
-        None => "the kernel declares no push-constant block".to_string(),
+        Some(name) if name == "p" => None,
+        Some(name) => Some(format!("the push-constant block is named `{name}`")),
+        None => Some("the kernel declares no push-constant block".to_string()),
     };
-    cx.error(
-        source.span,
-        format!(
-            "{}: psc() reads the push constant of the same name from a block named `p`, but {problem}; declare `layout (push_constant) uniform parameter {{ ... }} p;`",
-            source.locate(line),
-        ),
-    );
-    false
+    if let Some(problem) = problem {
+        cx.error(
+            source.span,
+            format!(
+                "{}: psc() reads the push constant of the same name from a block named `p`, but {problem}; declare `layout (push_constant) uniform parameter {{ ... }} p;`",
+                source.locate(line),
+            ),
+        );
+        return false;
+    }
+    let members = push_member_names(&source.all_text);
+    let specs = spec_constant_names(&source.all_text);
+    let mut ok = true;
+    let mut seen = BTreeSet::new();
+    for (name, line) in scan::psc_arguments(&source.all_text) {
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        let mut missing = Vec::new();
+        if !specs.contains(&name) {
+            missing.push(format!(
+                "the specialization constant `layout (constant_id = K) const int {name} = 0;`"
+            ));
+        }
+        if !members.contains(&name) {
+            missing.push(format!("a member `{name}` in the push-constant block `p`"));
+        }
+        if missing.is_empty() {
+            continue;
+        }
+        ok = false;
+        let at = match idents.main.iter().find(|(n, l)| *n == name && *l == line) {
+            Some(_) => source.locate(line),
+            None => first_use(source, &idents.main, &name),
+        };
+        cx.error(
+            source.span,
+            format!(
+                "{at}: `psc({name})` is the specialization constant `{name}` when it is set non-zero, else the push constant `p.{name}`; declare {}",
+                missing.join(" and ")
+            ),
+        );
+    }
+    ok
+}
+
+/// The identifiers inside the `push_constant` block's braces (its members, and their types).
+fn push_member_names(text: &str) -> BTreeSet<String> {
+    let Some(at) = text.find("push_constant") else {
+        return BTreeSet::new();
+    };
+    let rest = &text[at..];
+    let (Some(open), Some(close)) = (rest.find('{'), rest.find('}')) else {
+        return BTreeSet::new();
+    };
+    if close < open {
+        return BTreeSet::new();
+    }
+    scan::identifiers(&rest[open + 1..close])
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// The names declared `layout (constant_id = K) const TYPE NAME`.
+fn spec_constant_names(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("constant_id") {
+        let stmt = &rest[at..];
+        let end = stmt.find(';').unwrap_or(stmt.len());
+        let ids = scan::identifiers(&stmt[..end]);
+        if let Some(k) = ids.iter().position(|(n, _)| n == "const") {
+            if let Some((name, _)) = ids.get(k + 2) {
+                out.insert(name.clone());
+            }
+        }
+        rest = &stmt[end..];
+    }
+    out
 }
 
 /// The instance name of the `push_constant` block, read lexically (reflection can't help: without
