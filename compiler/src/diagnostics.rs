@@ -63,13 +63,31 @@ impl GroupedDiagnostics {
     }
 }
 
-/// The most common fp16-arithmetic surprise deserves a hint.
+/// The most common fp16-arithmetic surprise deserves a hint, also where it surfaces inside a
+/// buffer function of fp16pa (whose stores pack with `packFloat2x16`, which takes `f16vec2`
+/// only).
 fn hint(message: &str) -> &'static str {
+    let in_fp16_pack = (message.contains("packFloat2x16") || message.contains("unpackFloat2x16"))
+        && message.contains("no matching overloaded function");
     if message.contains("float16_t")
         && (message.contains("no operation") || message.contains("cannot convert"))
     {
         "; hint: GLSL has no implicit conversion from int or float to float16_t, so in fp16-arithmetic variants write `afp(123)` / `afpvec4(...)` around literals and fp32 values"
+    } else if in_fp16_pack {
+        "; hint: in fp16pa, buffer_st/cp functions pack `afp` values (float16_t), and an fp32 value or literal makes the stored expression float (`v * 2.0`, `v + 123`); write `afp(2)` / `afpvec4(...)` around literals and fp32 values"
     } else {
         ""
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn fp16pa_pack_errors_get_the_hint() {
+        assert!(
+            super::hint("'packFloat2x16' : no matching overloaded function found")
+                .contains("afp(2)")
+        );
+        assert!(super::hint("'foo' : no matching overloaded function found").is_empty());
     }
 }
