@@ -173,8 +173,8 @@ use proc_macro::TokenStream;
 /// - scan: an unknown extended function (`buffer_ld5`, with the nearest known names), a
 ///   constructor on a type that packs in some variant (`lfpvec4(v)`: use `afp2lfpvec4(v)`), an
 ///   `ncnn_*` device fact vkprism can't know at build time (`ncnn_subgroupSize`), an `NCNN_*`
-///   switch it doesn't define (`NCNN_fp16_storge`), `psc` without
-///   a block named `p`;
+///   switch it doesn't define (`NCNN_fp16_storge`), `psc(x)` without a block named `p`, a
+///   member `p.x` or a specialization constant `x`;
 /// - GLSL: glslang's messages, each naming the variants it occurs in and the line in the Rust
 ///   file (or kernel file), e.g. `v + 123` in an fp16-arithmetic variant (write `v + afp(123)`:
 ///   GLSL has no implicit conversion to `float16_t`);
