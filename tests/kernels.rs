@@ -865,3 +865,97 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
     }
     assert_clean(&ctx);
 }
+
+vkprism::compute_shader! {
+    /// ncnn's int16 vocabulary (every int16 value in an `int`: vkprism has no int16 axis):
+    /// `i16buffer_ld1/ld2/ld4/st1/st2/st4/sm4`, `lint16vec4` shared memory with
+    /// `lint162aint16vec4`, `packInt2x16` / `unpackInt2x16`.
+    pub mod int16_vocabulary,
+    src: r#"
+#version 450
+layout (local_size_x = 64) in;
+layout (binding = 0) readonly buffer a_blob { sint16 a_data[]; };
+layout (binding = 1) readonly buffer b_blob { sint16vec4 b_data[]; };
+layout (binding = 2) writeonly buffer c_blob { sint16vec4 c_data[]; };
+layout (binding = 3) writeonly buffer d_blob { sint16 d_data[]; };
+layout (binding = 4) writeonly buffer e_blob { int e_data[]; };
+layout (push_constant) uniform parameter { int n; } p;
+shared lint16vec4 tmp[64];
+void main() {
+    const int i = int(gl_GlobalInvocationID.x);
+    const int l = int(gl_LocalInvocationID.x);
+    if (i >= p.n) return;
+    // Each invocation reads back only its own slot: no barrier needed.
+    tmp[l] = i16buffer_sm4(b_data, i);
+    aint16vec4 v = lint162aint16vec4(tmp[l]);
+    ivec2 lo = i16buffer_ld2(a_data, 4 * i);
+    ivec2 hi = i16buffer_ld2(a_data, 4 * i + 2);
+    i16buffer_st4(c_data, i, v + ivec4(lo, hi) + i16buffer_ld4(b_data, i));
+    aint16 s = lint162aint16(lint16(i16buffer_ld1(a_data, 4 * i)));
+    i16buffer_st2(d_data, 2 * i, ivec2(s, -s));
+    int packed = packInt2x16(ivec2(s, v.w));
+    e_data[i] = packed + unpackInt2x16(packed).y;
+}
+"#,
+}
+
+#[test]
+fn int16_vocabulary_matches_cpu() {
+    use rand::{Rng, SeedableRng};
+    let ctx = ctx();
+    let n = 200;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(27);
+    let a: Vec<i32> = (0..n * 4)
+        .map(|_| i32::from(rng.gen::<i16>() / 4))
+        .collect();
+    let b: Vec<i32> = (0..n * 4)
+        .map(|_| i32::from(rng.gen::<i16>() / 4))
+        .collect();
+    assert_eq!(int16_vocabulary::VARIANT_NAMES, ["fp32"]);
+    let k = ctx.load::<int16_vocabulary::Kernel>().unwrap();
+    assert!(k
+        .variant()
+        .bindings
+        .iter()
+        .all(|b| b.format == TensorFormat::I32));
+    let tensor = |data: &[i32]| {
+        let t = Tensor::new(&ctx, &[data.len()], TensorFormat::I32).unwrap();
+        t.upload_i32(data).unwrap();
+        t
+    };
+    let (at, bt) = (tensor(&a), tensor(&b));
+    let (ct, dt, et) = (
+        tensor(&vec![0x5555; n * 4]),
+        tensor(&vec![0x5555; n * 2]),
+        tensor(&vec![0x5555; n]),
+    );
+    let pipe = k.pipeline(&Default::default(), None).unwrap();
+    ctx.run(|l| {
+        l.dispatch(
+            &pipe,
+            &int16_vocabulary::BufferBindings {
+                a_blob: &at,
+                b_blob: &bt,
+                c_blob: &ct,
+                d_blob: &dt,
+                e_blob: &et,
+            },
+            &int16_vocabulary::PushConstants { n: n as i32 },
+            [n as u32, 1, 1],
+        )
+    })
+    .unwrap();
+    let want_c: Vec<i32> = (0..n * 4).map(|j| 2 * b[j] + a[j]).collect();
+    assert_eq!(ct.download_i32().unwrap(), want_c, "i16buffer_st4");
+    let want_d: Vec<i32> = (0..n).flat_map(|i| [a[4 * i], -a[4 * i]]).collect();
+    assert_eq!(dt.download_i32().unwrap(), want_d, "i16buffer_st2");
+    let want_e: Vec<i32> = (0..n)
+        .map(|i| {
+            let (s, w) = (a[4 * i], b[4 * i + 3]);
+            let packed = ((s as u32 & 0xffff) | ((w as u32 & 0xffff) << 16)) as i32;
+            packed.wrapping_add(w)
+        })
+        .collect();
+    assert_eq!(et.download_i32().unwrap(), want_e, "packInt2x16");
+    assert_clean(&ctx);
+}

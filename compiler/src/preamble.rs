@@ -108,6 +108,7 @@ pub fn preamble(key: &VariantKey) -> String {
     // Defined for every kernel: harmless where unused, and a kernel without a float axis
     // (fp32 only) can still use the vocabulary.
     s.push_str(COMMON_HELPERS);
+    s.push_str(INT16_DEFS);
     s.push_str(float_types(f));
     s.push_str(&local_and_matrix_defs(f));
     s.push_str(BUFFER_FUNCTIONS);
@@ -360,6 +361,33 @@ ivec4 vkprism_float2int8vec4(vec4 v) { return ivec4(clamp(v + mix(vec4(-0.5), ve
 #define unpackInt4x8(v) vkprism_unpack_i4x8(int(v))
 #define float2int8(v) vkprism_float2int8(float(v))
 #define float2int8vec4(v) vkprism_float2int8vec4(vec4(v))
+"#;
+
+/// ncnn's int16 vocabulary in every variant, as ncnn defines it where a device has neither int16
+/// storage nor int16 packing: every int16 value takes an `int` (`sint16`, `lint16`, `aint16`
+/// and their `vec4`s are `int` / `ivec4`, tensors `I32`). vkprism has no int16 variant axis, so
+/// no variant claims 16-bit integer storage. `packInt2x16` / `unpackInt2x16`: two int16 in an
+/// `int`, element 0 in the low half.
+const INT16_DEFS: &str = r#"
+#define sint16 int
+#define sint16vec4 ivec4
+#define lint16 int
+#define lint16vec4 ivec4
+#define aint16 int
+#define aint16vec4 ivec4
+#define lint162aint16(v) int(v)
+#define lint162aint16vec4(v) ivec4(v)
+#define i16buffer_ld1(buf,i) int(buf[i])
+#define i16buffer_st1(buf,i,v) {buf[i] = int(v);}
+#define i16buffer_ld2(buf,i) ivec2(int(buf[i]), int(buf[(i)+1]))
+#define i16buffer_st2(buf,i,v) {ivec2 _vkp_s2 = ivec2(v); buf[i] = _vkp_s2.x; buf[(i)+1] = _vkp_s2.y;}
+#define i16buffer_ld4(buf,i) ivec4(buf[i])
+#define i16buffer_st4(buf,i,v) {buf[i] = ivec4(v);}
+#define i16buffer_sm4(buf,i) (buf[i])
+int vkprism_pack_i2x16(ivec2 v) { uvec2 u = uvec2(v) & 0xffffu; return int(u.x | (u.y << 16)); }
+ivec2 vkprism_unpack_i2x16(int v) { return ivec2(bitfieldExtract(v, 0, 16), bitfieldExtract(v, 16, 16)); }
+#define packInt2x16(v) vkprism_pack_i2x16(ivec2(v))
+#define unpackInt2x16(v) vkprism_unpack_i2x16(int(v))
 "#;
 
 /// Arithmetic -> shared memory (`afp2lfp`, `afp2lfpvec4`), and the 4x4 matrices: `sfpmat4`

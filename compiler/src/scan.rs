@@ -277,12 +277,32 @@ const FAMILIES: &[Family] = &[
         suffixes: &[""],
         summary: "i8buffer_sm4/cp1to4/cp4to1",
     },
+    Family {
+        prefixes: &["i16buffer_"],
+        stems: &["ld", "st"],
+        suffixes: &["1", "2", "4"],
+        summary: "i16buffer_ld/st 1/2/4",
+    },
+    Family {
+        prefixes: &["i16buffer_"],
+        stems: &["sm4"],
+        suffixes: &[""],
+        summary: "i16buffer_sm4",
+    },
+    Family {
+        prefixes: &["lint162aint16"],
+        stems: &[""],
+        suffixes: &["", "vec4"],
+        summary: "lint162aint16(vec4)",
+    },
 ];
 
 /// Prefixes reserved for extended functions: a name with one that is not defined is a mistake.
-const RESERVED_PREFIXES: [&str; 8] = [
+const RESERVED_PREFIXES: [&str; 10] = [
     "buffer_",
     "i8buffer_",
+    "i16buffer_",
+    "lint162",
     "sfp2",
     "afp2",
     "lfp2",
@@ -481,8 +501,8 @@ mod tests {
     #[test]
     fn known_functions_are_the_documented_set() {
         let known = known_functions();
-        // 12 + 6 + 2 buffer, 27 image, 8 conversion, 6 + 3 int8 functions.
-        assert_eq!(known.len(), 64);
+        // 12 + 6 + 2 buffer, 27 image, 8 conversion, 6 + 3 int8, 6 + 1 + 2 int16 functions.
+        assert_eq!(known.len(), 73);
         for name in [
             "buffer_cp8to4",
             "image3d_st8",
