@@ -380,6 +380,86 @@ fn edit_distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// The extended types vkprism defines (`preamble.rs`).
+pub const EXTENDED_TYPES: [&str; 22] = [
+    "sfp",
+    "sfpvec2",
+    "sfpvec4",
+    "sfpvec8",
+    "sfpmat4",
+    "afp",
+    "afpvec2",
+    "afpvec4",
+    "afpvec8",
+    "afpmat4",
+    "lfp",
+    "lfpvec4",
+    "sint8",
+    "sint8vec4",
+    "aint8",
+    "aint8vec4",
+    "sint16",
+    "sint16vec4",
+    "lint16",
+    "lint16vec4",
+    "aint16",
+    "aint16vec4",
+];
+
+/// Whether `id` is shaped like an extended type: `[sal]fp` or `[sal]int8` / `[sal]int16`, then
+/// optionally `vec` or `mat` and digits (with an `x` and digits after a `mat`).
+fn looks_like_extended_type(id: &str) -> bool {
+    let Some(rest) = ["sfp", "afp", "lfp"]
+        .iter()
+        .chain(&["sint8", "aint8", "lint8", "sint16", "aint16", "lint16"])
+        .filter_map(|p| id.strip_prefix(p))
+        .next()
+    else {
+        return false;
+    };
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(dims) = rest
+        .strip_prefix("vec")
+        .or_else(|| rest.strip_prefix("mat"))
+    else {
+        return false;
+    };
+    let mut parts = dims.splitn(2, 'x');
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    parts.next().is_some_and(digits) && parts.next().is_none_or(digits)
+}
+
+/// Names shaped like an extended type that vkprism doesn't define and the kernel doesn't
+/// `#define` (`sfpvec3`, `afpmat2`): glslang would only say `syntax error`.
+pub fn unknown_types(idents: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+    let mut seen = BTreeSet::new();
+    idents
+        .iter()
+        .filter(|(id, _)| {
+            looks_like_extended_type(id)
+                && !EXTENDED_TYPES.contains(&id.as_str())
+                && !own.contains(id)
+                && seen.insert(id.clone())
+        })
+        .cloned()
+        .collect()
+}
+
+/// The extended types closest to `name` (at most two edits away).
+pub fn near_types(name: &str) -> Vec<&'static str> {
+    let best = EXTENDED_TYPES.iter().map(|t| edit_distance(name, t)).min();
+    match best {
+        Some(d) if d <= 2 => EXTENDED_TYPES
+            .iter()
+            .copied()
+            .filter(|t| edit_distance(name, t) == d)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The `ncnn_*` device facts vkprism defines, per variant (`preamble.rs`): the rest of ncnn's
 /// `ncnn_*` names describe the device a pipeline is created on, unknown at build time.
 pub const KNOWN_DEVICE_FACTS: [&str; 2] = ["ncnn_VK_KHR_cooperative_matrix", "ncnn_glsl_version"];
@@ -539,6 +619,15 @@ mod tests {
         assert_eq!(near_misses("buffer_load4"), ["buffer_ld4"]);
         assert_eq!(near_misses("afp2lfpvec"), ["afp2lfpvec4"]);
         assert!(near_misses("sfp2everything").is_empty());
+    }
+
+    #[test]
+    fn unknown_extended_types() {
+        let text = "#define afpvec3 vec3\nsfpvec3 a; afpvec3 b; sfpmat2x3 c; sfpx d; lfpos e; aint8vec2 f; sfpvec4 g;";
+        let unknown = unknown_types(&identifiers(text), &defined_names(text));
+        let names: Vec<&str> = unknown.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["sfpvec3", "sfpmat2x3", "aint8vec2"]);
+        assert_eq!(near_types("sfpvec3"), ["sfpvec2", "sfpvec4", "sfpvec8"]);
     }
 
     #[test]

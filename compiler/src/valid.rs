@@ -15,9 +15,36 @@ pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
     let functions_ok = check_extended_functions(cx, source, idents, &own);
     let facts_ok = check_device_facts(cx, source, idents, &own);
     let switches_ok = check_switches(cx, source, idents, &own);
+    let types_ok = check_types(cx, source, idents, &own);
     let constructors_ok = check_packed_constructors(cx, source, &own);
     let psc_ok = check_psc(cx, source, idents);
-    functions_ok && facts_ok && switches_ok && constructors_ok && psc_ok
+    functions_ok && facts_ok && switches_ok && types_ok && constructors_ok && psc_ok
+}
+
+/// A name shaped like an extended type that doesn't exist (`sfpvec3`): glslang would report a
+/// syntax error without naming it.
+fn check_types(cx: &Ctxt, source: &Source, idents: &Identifiers, own: &BTreeSet<String>) -> bool {
+    let unknown = scan::unknown_types(&idents.all, own);
+    for (name, _) in &unknown {
+        let at = first_use(source, &idents.main, name);
+        let near: Vec<String> = scan::near_types(name)
+            .iter()
+            .map(|t| format!("`{t}`"))
+            .collect();
+        let hint = match near.len() {
+            0 => String::new(),
+            1 => format!("did you mean {}? ", near[0]),
+            _ => format!("did you mean one of {}? ", near.join(", ")),
+        };
+        cx.error(
+            source.span,
+            format!(
+                "{at}: unknown extended GLSL type `{name}`; {hint}the types: {}",
+                scan::EXTENDED_TYPES.join(", ")
+            ),
+        );
+    }
+    unknown.is_empty()
 }
 
 /// An `NCNN_*` name the preamble doesn't define (a misspelt switch, or one of an ncnn option
