@@ -541,3 +541,421 @@ fn optimized_spirv_matches_cpu_in_every_variant() {
     }
     assert_clean(&ctx);
 }
+
+vkprism::compute_shader! {
+    /// A workgroup sum in shared memory, written from computed values: `afp2lfpvec4` /
+    /// `afp2lfp` (packed halves or bf16 in the packed modes), loaded with `buffer_sm4` /
+    /// `buffer_sm1`, read back with `lfp2afpvec4` / `lfp2afp`.
+    pub mod reduce,
+    src: r#"
+#version 450
+layout (local_size_x = 64) in;
+layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
+layout (binding = 1) readonly buffer s_blob { sfp s_data[]; };
+layout (binding = 2) writeonly buffer y_blob { sfpvec4 y_data[]; };
+layout (binding = 3) writeonly buffer z_blob { sfp z_data[]; };
+layout (push_constant) uniform parameter { int n; } p;
+shared lfpvec4 tmp[64];
+shared lfp tmp1[64];
+void main() {
+    const int i = int(gl_GlobalInvocationID.x);
+    const int l = int(gl_LocalInvocationID.x);
+    if (i < p.n) {
+        tmp[l] = buffer_sm4(x_data, i);
+        tmp1[l] = buffer_sm1(s_data, i);
+    } else {
+        tmp[l] = afp2lfpvec4(afpvec4(0));
+        tmp1[l] = afp2lfp(afp(0));
+    }
+    barrier();
+    for (int s = 32; s > 0; s >>= 1) {
+        if (l < s) {
+            afpvec4 a = lfp2afpvec4(tmp[l]) + lfp2afpvec4(tmp[l + s]);
+            tmp[l] = afp2lfpvec4(a);
+            tmp1[l] = afp2lfp(lfp2afp(tmp1[l]) + lfp2afp(tmp1[l + s]));
+        }
+        barrier();
+    }
+    if (l == 0) {
+        buffer_st4(y_data, int(gl_WorkGroupID.x), lfp2afpvec4(tmp[0]));
+        buffer_st1(z_data, int(gl_WorkGroupID.x), lfp2afp(tmp1[0]));
+    }
+}
+"#,
+}
+
+#[test]
+fn shared_memory_reduction_every_variant_matches_cpu() {
+    let ctx = ctx();
+    let n: usize = 64 * 5 + 17; // vec4s; the last group is partial
+    let groups = n.div_ceil(64);
+    let x = random_in(n * 4, 21, 0.1, 1.0);
+    let s = random_in(n, 22, 0.1, 1.0);
+    assert_eq!(reduce::VARIANTS.len(), 7);
+    for name in reduce::VARIANT_NAMES {
+        let k = ctx
+            .load_with::<reduce::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
+        let key = k.variant().key;
+        let f = |i: usize| k.variant().bindings[i].format;
+        let xt = Tensor::from_f32(&ctx, &[n * 4], f(0), &x).unwrap();
+        let st = Tensor::from_f32(&ctx, &[n], f(1), &s).unwrap();
+        let yt = Tensor::from_f32(&ctx, &[groups * 4], f(2), &vec![f32::NAN; groups * 4]).unwrap();
+        let zt = Tensor::from_f32(&ctx, &[groups], f(3), &vec![f32::NAN; groups]).unwrap();
+        let pipe = k.pipeline(&Default::default(), None).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &reduce::BufferBindings {
+                    x_blob: &xt,
+                    s_blob: &st,
+                    y_blob: &yt,
+                    z_blob: &zt,
+                },
+                &reduce::PushConstants { n: n as i32 },
+                [n as u32, 1, 1],
+            )
+        })
+        .unwrap();
+        let (xq, sq) = (quantize(&x, f(0)), quantize(&s, f(1)));
+        let (mut want_y, mut scale_y) = (vec![0f32; groups * 4], vec![0f32; groups * 4]);
+        for (i, v) in xq.iter().enumerate() {
+            want_y[(i / 4 / 64) * 4 + i % 4] += v;
+            scale_y[(i / 4 / 64) * 4 + i % 4] += v.abs();
+        }
+        let (mut want_z, mut scale_z) = (vec![0f32; groups], vec![0f32; groups]);
+        for (i, v) in sq.iter().enumerate() {
+            want_z[i / 64] += v;
+            scale_z[i / 64] += v.abs();
+        }
+        // Six levels of partial sums, each rounded to the shared type (fp16 / bf16 halves in the
+        // packed modes), then the stored result: the error grows with the sum of magnitudes.
+        let tol = tolerance(&key) * 2.0;
+        let got = yt.download_f32().unwrap();
+        assert_close_scaled(&got, &want_y, &scale_y, tol, &format!("{name} vec4"));
+        let got = zt.download_f32().unwrap();
+        assert_close_scaled(&got, &want_z, &scale_z, tol, &format!("{name} scalar"));
+    }
+    assert_clean(&ctx);
+}
+
+vkprism::compute_shader! {
+    /// 4x4 matrices as ncnn's inner-product kernels use them: y = W x with W stored as
+    /// `sfpmat4`, and 2 Wᵀ stored back through `afp2sfpmat4`.
+    pub mod matvec,
+    src: r#"
+#version 450
+layout (binding = 0) readonly buffer w_blob { sfpmat4 w_data[]; };
+layout (binding = 1) readonly buffer x_blob { sfpvec4 x_data[]; };
+layout (binding = 2) writeonly buffer y_blob { sfpvec4 y_data[]; };
+layout (binding = 3) writeonly buffer t_blob { sfpmat4 t_data[]; };
+layout (push_constant) uniform parameter { int n; } p;
+void main() {
+    const int i = int(gl_GlobalInvocationID.x);
+    if (i >= p.n) return;
+    afpmat4 k = sfp2afpmat4(w_data[i]);
+    buffer_st4(y_data, i, k * buffer_ld4(x_data, i));
+    t_data[i] = afp2sfpmat4(transpose(k) * afp(2));
+}
+"#,
+}
+
+#[test]
+fn matrices_every_variant_match_cpu() {
+    let ctx = ctx();
+    let n = 300;
+    let w = random(n * 16, 23);
+    let x = random(n * 4, 24);
+    assert_eq!(matvec::VARIANTS.len(), 7);
+    for name in matvec::VARIANT_NAMES {
+        let k = ctx
+            .load_with::<matvec::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
+        let key = k.variant().key;
+        let f = |i: usize| k.variant().bindings[i].format;
+        // Every binding follows the precision: a matrix is 16 values of the storage format.
+        assert_eq!(f(0), key.float.storage_format(), "{name}");
+        assert_eq!(f(3), key.float.storage_format(), "{name}");
+        let wt = Tensor::from_f32(&ctx, &[n * 16], f(0), &w).unwrap();
+        let xt = Tensor::from_f32(&ctx, &[n * 4], f(1), &x).unwrap();
+        let yt = Tensor::from_f32(&ctx, &[n * 4], f(2), &vec![f32::NAN; n * 4]).unwrap();
+        let tt = Tensor::from_f32(&ctx, &[n * 16], f(3), &vec![f32::NAN; n * 16]).unwrap();
+        let pipe = k.pipeline(&Default::default(), None).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &matvec::BufferBindings {
+                    w_blob: &wt,
+                    x_blob: &xt,
+                    y_blob: &yt,
+                    t_blob: &tt,
+                },
+                &matvec::PushConstants { n: n as i32 },
+                [n as u32, 1, 1],
+            )
+        })
+        .unwrap();
+        let (wq, xq) = (quantize(&w, f(0)), quantize(&x, f(1)));
+        // Column-major: element (row r, column c) of matrix i is wq[i*16 + c*4 + r].
+        let (mut want_y, mut scale_y) = (vec![0f32; n * 4], vec![0f32; n * 4]);
+        let mut want_t = vec![0f32; n * 16];
+        for i in 0..n {
+            for r in 0..4 {
+                for c in 0..4 {
+                    let m = wq[i * 16 + c * 4 + r];
+                    want_y[i * 4 + r] += m * xq[i * 4 + c];
+                    scale_y[i * 4 + r] += (m * xq[i * 4 + c]).abs();
+                    want_t[i * 16 + r * 4 + c] = m * 2.0;
+                }
+            }
+        }
+        let tol = tolerance(&key);
+        let got = yt.download_f32().unwrap();
+        assert_close_scaled(&got, &want_y, &scale_y, tol, &format!("{name} W x"));
+        let got = tt.download_f32().unwrap();
+        assert_close(&got, &want_t, tol, &format!("{name} 2 Wt"));
+    }
+    assert_clean(&ctx);
+}
+
+vkprism::compute_shader! {
+    /// ncnn's current int8 and bf16 helpers: `float2int8vec4` / `float2int8`,
+    /// `i8buffer_cp1to4` / `i8buffer_cp4to1` (reversing the four lanes), `i8buffer_sm4` (the
+    /// raw packed `int`), `packInt4x8` / `unpackInt4x8`, `packBFloat2x16` / `unpackBFloat2x16`.
+    pub mod int8_current,
+    src: r#"
+#version 450
+layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
+layout (binding = 1) readonly buffer q1_blob { sint8 q1_data[]; };
+layout (binding = 2) readonly buffer q4_blob { sint8vec4 q4_data[]; };
+layout (binding = 3) writeonly buffer a_blob { sint8vec4 a_data[]; };
+layout (binding = 4) writeonly buffer b_blob { sint8 b_data[]; };
+layout (binding = 5) writeonly buffer c_blob { sint8vec4 c_data[]; };
+layout (binding = 6) writeonly buffer d_blob { int d_data[]; };
+layout (binding = 7) writeonly buffer e_blob { ivec4 e_data[]; };
+layout (binding = 8) writeonly buffer g_blob { uvec2 g_data[]; };
+layout (push_constant) uniform parameter { int n; float scale; } p;
+void main() {
+    const int i = int(gl_GlobalInvocationID.x);
+    if (i >= p.n) return;
+    const ivec4 rev = ivec4(4 * i + 3, 4 * i + 2, 4 * i + 1, 4 * i);
+    i8buffer_cp1to4(a_data, i, q1_data, rev);
+    i8buffer_cp4to1(b_data, rev, q4_data, i);
+    vec4 v = vec4(buffer_ld4(x_data, i)) * p.scale;
+    ivec4 q = float2int8vec4(v);
+    i8buffer_st4(c_data, i, q);
+    int raw = i8buffer_sm4(q4_data, i);
+    d_data[i] = packInt4x8(unpackInt4x8(raw).wzyx);
+    e_data[i] = ivec4(float2int8(v.x), float2int8(v.y), float2int8(v.z), float2int8(v.w)) - q;
+    uvec2 bf = uvec2(packBFloat2x16(v.xy), packBFloat2x16(v.zw));
+    g_data[i] = bf ^ uvec2(floatBitsToUint(unpackBFloat2x16(bf.x)).y, floatBitsToUint(unpackBFloat2x16(bf.y)).y) >> 16;
+}
+"#,
+}
+
+/// An int8 tensor in the binding's format: bytes, or (a scalar `sint8` in int8p) one `int` each.
+fn int8_tensor(ctx: &Context, format: TensorFormat, data: &[i8]) -> Tensor {
+    if format == TensorFormat::I8 {
+        return Tensor::from_i8(ctx, &[data.len()], data).unwrap();
+    }
+    assert_eq!(format, TensorFormat::I32);
+    let t = Tensor::new(ctx, &[data.len()], format).unwrap();
+    t.upload_i32(&data.iter().map(|v| i32::from(*v)).collect::<Vec<_>>())
+        .unwrap();
+    t
+}
+
+fn int8_values(t: &Tensor) -> Vec<i8> {
+    if t.format() == TensorFormat::I8 {
+        return t.download_i8().unwrap();
+    }
+    let v = t.download_i32().unwrap();
+    v.iter().map(|v| i8::try_from(*v).unwrap()).collect()
+}
+
+fn bf16_bits(v: f32) -> u32 {
+    u32::from(half::bf16::from_f32(v).to_bits())
+}
+
+#[test]
+fn int8_and_bf16_helpers_every_variant_match_cpu() {
+    use rand::{Rng, SeedableRng};
+    let ctx = ctx();
+    let n = 250;
+    let scale = 60.0f32; // x in ±[0.1, 4): products beyond ±127 saturate
+    let x = random(n * 4, 25);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(26);
+    let q1: Vec<i8> = (0..n * 4).map(|_| rng.gen()).collect();
+    let q4: Vec<i8> = (0..n * 4).map(|_| rng.gen()).collect();
+    assert_eq!(int8_current::VARIANTS.len(), 21);
+    for name in int8_current::VARIANT_NAMES {
+        let k = ctx
+            .load_with::<int8_current::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
+        let f = |i: usize| k.variant().bindings[i].format;
+        let fx = f(0);
+        let xt = Tensor::from_f32(&ctx, &[n * 4], fx, &x).unwrap();
+        let q1t = int8_tensor(&ctx, f(1), &q1);
+        let q4t = int8_tensor(&ctx, f(2), &q4);
+        let poison = vec![0x55u8 as i8; n * 4];
+        let (at, bt, ct) = (
+            int8_tensor(&ctx, f(3), &poison),
+            int8_tensor(&ctx, f(4), &poison),
+            int8_tensor(&ctx, f(5), &poison),
+        );
+        let int_tensor = |len: usize| {
+            let t = Tensor::new(&ctx, &[len], TensorFormat::I32).unwrap();
+            t.upload_i32(&vec![0x5555_5555; len]).unwrap();
+            t
+        };
+        let (dt, et) = (int_tensor(n), int_tensor(n * 4));
+        let gt = Tensor::new(&ctx, &[n * 2], TensorFormat::U32).unwrap();
+        gt.upload_u32(&vec![0x5555_5555; n * 2]).unwrap();
+        let pipe = k.pipeline(&Default::default(), None).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &int8_current::BufferBindings {
+                    x_blob: &xt,
+                    q1_blob: &q1t,
+                    q4_blob: &q4t,
+                    a_blob: &at,
+                    b_blob: &bt,
+                    c_blob: &ct,
+                    d_blob: &dt,
+                    e_blob: &et,
+                    g_blob: &gt,
+                },
+                &int8_current::PushConstants { n: n as i32, scale },
+                [n as u32, 1, 1],
+            )
+        })
+        .unwrap();
+        let reversed =
+            |q: &[i8]| -> Vec<i8> { q.chunks(4).flat_map(|c| [c[3], c[2], c[1], c[0]]).collect() };
+        assert_eq!(int8_values(&at), reversed(&q1), "{name} cp1to4");
+        assert_eq!(int8_values(&bt), reversed(&q4), "{name} cp4to1");
+        let v: Vec<f32> = quantize(&x, fx).iter().map(|v| v * scale).collect();
+        // Half away from zero, saturated to [-127, 127].
+        let want_c: Vec<i8> = v
+            .iter()
+            .map(|v| (v + 0.5f32.copysign(*v)).clamp(-127.0, 127.0) as i8)
+            .collect();
+        assert_eq!(int8_values(&ct), want_c, "{name} float2int8vec4");
+        assert_eq!(
+            et.download_i32().unwrap(),
+            vec![0; n * 4],
+            "{name} float2int8"
+        );
+        let want_d: Vec<i32> = reversed(&q4)
+            .chunks(4)
+            .map(|c| i32::from_le_bytes([c[0] as u8, c[1] as u8, c[2] as u8, c[3] as u8]))
+            .collect();
+        assert_eq!(dt.download_i32().unwrap(), want_d, "{name} i8buffer_sm4");
+        // Each packed word XOR (its upper half unpacked and shifted down): the low half becomes
+        // lo ^ hi, which the CPU computes from bf16 bits rounded to nearest even.
+        let want_g: Vec<u32> = v
+            .chunks(2)
+            .map(|c| {
+                let (lo, hi) = (bf16_bits(c[0]), bf16_bits(c[1]));
+                (lo | (hi << 16)) ^ hi
+            })
+            .collect();
+        assert_eq!(gt.download_u32().unwrap(), want_g, "{name} packBFloat2x16");
+    }
+    assert_clean(&ctx);
+}
+
+vkprism::compute_shader! {
+    /// ncnn's int16 vocabulary (every int16 value in an `int`: vkprism has no int16 axis):
+    /// `i16buffer_ld1/ld2/ld4/st1/st2/st4/sm4`, `lint16vec4` shared memory with
+    /// `lint162aint16vec4`, `packInt2x16` / `unpackInt2x16`.
+    pub mod int16_vocabulary,
+    src: r#"
+#version 450
+layout (local_size_x = 64) in;
+layout (binding = 0) readonly buffer a_blob { sint16 a_data[]; };
+layout (binding = 1) readonly buffer b_blob { sint16vec4 b_data[]; };
+layout (binding = 2) writeonly buffer c_blob { sint16vec4 c_data[]; };
+layout (binding = 3) writeonly buffer d_blob { sint16 d_data[]; };
+layout (binding = 4) writeonly buffer e_blob { int e_data[]; };
+layout (push_constant) uniform parameter { int n; } p;
+shared lint16vec4 tmp[64];
+void main() {
+    const int i = int(gl_GlobalInvocationID.x);
+    const int l = int(gl_LocalInvocationID.x);
+    if (i >= p.n) return;
+    // Each invocation reads back only its own slot: no barrier needed.
+    tmp[l] = i16buffer_sm4(b_data, i);
+    aint16vec4 v = lint162aint16vec4(tmp[l]);
+    ivec2 lo = i16buffer_ld2(a_data, 4 * i);
+    ivec2 hi = i16buffer_ld2(a_data, 4 * i + 2);
+    i16buffer_st4(c_data, i, v + ivec4(lo, hi) + i16buffer_ld4(b_data, i));
+    aint16 s = lint162aint16(lint16(i16buffer_ld1(a_data, 4 * i)));
+    i16buffer_st2(d_data, 2 * i, ivec2(s, -s));
+    int packed = packInt2x16(ivec2(s, v.w));
+    e_data[i] = packed + unpackInt2x16(packed).y;
+}
+"#,
+}
+
+#[test]
+fn int16_vocabulary_matches_cpu() {
+    use rand::{Rng, SeedableRng};
+    let ctx = ctx();
+    let n = 200;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(27);
+    let a: Vec<i32> = (0..n * 4)
+        .map(|_| i32::from(rng.gen::<i16>() / 4))
+        .collect();
+    let b: Vec<i32> = (0..n * 4)
+        .map(|_| i32::from(rng.gen::<i16>() / 4))
+        .collect();
+    assert_eq!(int16_vocabulary::VARIANT_NAMES, ["fp32"]);
+    let k = ctx.load::<int16_vocabulary::Kernel>().unwrap();
+    assert!(k
+        .variant()
+        .bindings
+        .iter()
+        .all(|b| b.format == TensorFormat::I32));
+    let tensor = |data: &[i32]| {
+        let t = Tensor::new(&ctx, &[data.len()], TensorFormat::I32).unwrap();
+        t.upload_i32(data).unwrap();
+        t
+    };
+    let (at, bt) = (tensor(&a), tensor(&b));
+    let (ct, dt, et) = (
+        tensor(&vec![0x5555; n * 4]),
+        tensor(&vec![0x5555; n * 2]),
+        tensor(&vec![0x5555; n]),
+    );
+    let pipe = k.pipeline(&Default::default(), None).unwrap();
+    ctx.run(|l| {
+        l.dispatch(
+            &pipe,
+            &int16_vocabulary::BufferBindings {
+                a_blob: &at,
+                b_blob: &bt,
+                c_blob: &ct,
+                d_blob: &dt,
+                e_blob: &et,
+            },
+            &int16_vocabulary::PushConstants { n: n as i32 },
+            [n as u32, 1, 1],
+        )
+    })
+    .unwrap();
+    let want_c: Vec<i32> = (0..n * 4).map(|j| 2 * b[j] + a[j]).collect();
+    assert_eq!(ct.download_i32().unwrap(), want_c, "i16buffer_st4");
+    let want_d: Vec<i32> = (0..n).flat_map(|i| [a[4 * i], -a[4 * i]]).collect();
+    assert_eq!(dt.download_i32().unwrap(), want_d, "i16buffer_st2");
+    let want_e: Vec<i32> = (0..n)
+        .map(|i| {
+            let (s, w) = (a[4 * i], b[4 * i + 3]);
+            let packed = ((s as u32 & 0xffff) | ((w as u32 & 0xffff) << 16)) as i32;
+            packed.wrapping_add(w)
+        })
+        .collect();
+    assert_eq!(et.download_i32().unwrap(), want_e, "packInt2x16");
+    assert_clean(&ctx);
+}

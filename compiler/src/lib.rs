@@ -127,7 +127,8 @@ fn compile_variants(
         .iter()
         .map(|k| (*k, compile::variant_text(source, k, &idents.all)))
         .collect();
-    let mut ok = true;
+    // One error per distinct reflection failure, naming every variant that hit it.
+    let mut reflect_errors: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut glsl_errors = GroupedDiagnostics::default();
     let mut compiled = BTreeMap::new();
     for (key, result) in compile::compile_all(&source.meta, jobs, Optimization::None) {
@@ -135,13 +136,19 @@ fn compile_variants(
             Ok((Ok(reflection), words)) => {
                 compiled.insert(key, (words, reflection));
             }
-            Ok((Err(e), _)) => {
-                cx.error(source.span, format!("variant `{key}`: {}", e.0));
-                ok = false;
-            }
+            Ok((Err(e), _)) => reflect_errors.entry(e.0).or_default().push(key.name()),
             Err(diagnostics) if emit.contains(&key) => glsl_errors.add(key, diagnostics),
             Err(_) => {}
         }
+    }
+    let ok = reflect_errors.is_empty();
+    for (message, keys) in reflect_errors {
+        let which = if keys.len() == 1 {
+            format!("variant `{}`", keys[0])
+        } else {
+            format!("variants {}", keys.join(", "))
+        };
+        cx.error(source.span, format!("{which}: {message}"));
     }
     let glsl_ok = glsl_errors.report(cx, source.span, emit.len());
     (ok && glsl_ok).then_some(compiled)

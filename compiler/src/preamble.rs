@@ -5,7 +5,8 @@
 //!
 //! Deviations from the contract's tables, each on purpose:
 //! - `sfp` is `float` in the packed modes (fp16p, fp16pa, bf16p): a single half can't be stored
-//!   into a shared `uint` without racing the neighbour's write.
+//!   into a shared `uint` without racing the neighbour's write. A kernel whose storage is only
+//!   scalar therefore gets no packed variants (`variants.rs`): they would store fp32.
 //! - `lfpvec4` is `f16vec4` in fp16sa (the contract says `uint64_t`, which would also demand
 //!   `shaderInt64`); `f16vec4` in shared memory needs only `shaderFloat16`, which fp16sa needs
 //!   anyway.
@@ -45,6 +46,28 @@ fn ncnn_flags(key: &VariantKey) -> [(&'static str, bool); 12] {
     ]
 }
 
+/// ncnn's switches for options vkprism has no variants for (fp16 / int8 uniform buffers, int16
+/// storage): 0 in every variant, so a kernel takes its path without them.
+const UNUSED_SWITCHES: [&str; 4] = [
+    "NCNN_fp16_uniform",
+    "NCNN_int8_uniform",
+    "NCNN_int16_storage",
+    "NCNN_int16_packed",
+];
+
+/// Every `NCNN_*` switch the preamble defines (to 1 or 0) in every variant: any other `NCNN_*`
+/// name would silently be 0 in `#if`.
+pub fn switch_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = ncnn_flags(&VariantKey::parse("fp32").expect("fp32 is a variant"))
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| n.starts_with("NCNN_"))
+        .collect();
+    names.push("NCNN_moltenvk");
+    names.extend(UNUSED_SWITCHES);
+    names
+}
+
 /// The `#extension` lines, macros and helper declarations for `key`.
 pub fn preamble(key: &VariantKey) -> String {
     let mut s = String::with_capacity(8192);
@@ -78,16 +101,22 @@ pub fn preamble(key: &VariantKey) -> String {
         let _ = writeln!(s, "#define {name} {}", u8::from(on));
     }
     s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
+    for name in UNUSED_SWITCHES {
+        let _ = writeln!(s, "#define {name} 0");
+    }
     s.push_str("#define psc(x) (x == 0 ? p.x : x)\n");
     // Defined for every kernel: harmless where unused, and a kernel without a float axis
     // (fp32 only) can still use the vocabulary.
+    s.push_str(COMMON_HELPERS);
+    s.push_str(INT16_DEFS);
     s.push_str(float_types(f));
+    s.push_str(&local_and_matrix_defs(f));
     s.push_str(BUFFER_FUNCTIONS);
     if key.memory == MemoryKind::Image {
         s.push_str(image_defs(f));
     }
     if let Some(i) = key.int8 {
-        s.push_str(int8_defs(i));
+        s.push_str(&int8_defs(i));
     }
     s
 }
@@ -246,9 +275,6 @@ struct vkprism_sfpvec8 { f16vec4 abcd; f16vec4 efgh; };
         }
         FloatMode::Bf16p => {
             r#"
-uint vkprism_bf16_bits(float v) { uint u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
-uint vkprism_bf16_pack2(vec2 v) { return vkprism_bf16_bits(v.x) | (vkprism_bf16_bits(v.y) << 16); }
-vec2 vkprism_bf16_unpack2(uint u) { return vec2(uintBitsToFloat(u << 16), uintBitsToFloat(u & 0xffff0000u)); }
 #define sfp float
 #define sfpvec2 uint
 #define sfpvec4 uvec2
@@ -278,8 +304,6 @@ vec2 vkprism_bf16_unpack2(uint u) { return vec2(uintBitsToFloat(u << 16), uintBi
         }
         FloatMode::Bf16s => {
             r#"
-uint vkprism_bf16_bits(float v) { uint u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
-uvec4 vkprism_bf16_bits4(vec4 v) { uvec4 u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
 struct vkprism_sfpvec8 { u16vec4 abcd; u16vec4 efgh; };
 #define sfp uint16_t
 #define sfpvec2 u16vec2
@@ -313,6 +337,117 @@ struct vkprism_sfpvec8 { u16vec4 abcd; u16vec4 efgh; };
     }
 }
 
+/// Helpers every variant gets (plain functions: glslang drops the ones a kernel doesn't call),
+/// and ncnn's mode-independent names over them: `packBFloat2x16` / `unpackBFloat2x16` (bf16 bits
+/// rounded to nearest even, where ncnn truncates), `packInt4x8` / `unpackInt4x8` (four int8 in an
+/// `int`, element 0 in the low byte), `float2int8` / `float2int8vec4` (half away from zero,
+/// saturated to [-127, 127]).
+const COMMON_HELPERS: &str = r#"
+uint vkprism_bf16_bits(float v) { uint u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
+uvec4 vkprism_bf16_bits4(vec4 v) { uvec4 u = floatBitsToUint(v); return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16; }
+uint vkprism_bf16_pack2(vec2 v) { return vkprism_bf16_bits(v.x) | (vkprism_bf16_bits(v.y) << 16); }
+vec2 vkprism_bf16_unpack2(uint u) { return vec2(uintBitsToFloat(u << 16), uintBitsToFloat(u & 0xffff0000u)); }
+uvec2 vkprism_bf16_pack4(vec4 v) { return uvec2(vkprism_bf16_pack2(v.xy), vkprism_bf16_pack2(v.zw)); }
+vec4 vkprism_bf16_unpack4(uvec2 u) { return vec4(vkprism_bf16_unpack2(u.x), vkprism_bf16_unpack2(u.y)); }
+uvec2 vkprism_half_pack4(vec4 v) { return uvec2(packHalf2x16(v.xy), packHalf2x16(v.zw)); }
+vec4 vkprism_half_unpack4(uvec2 u) { return vec4(unpackHalf2x16(u.x), unpackHalf2x16(u.y)); }
+int vkprism_pack_i4x8(ivec4 v) { uvec4 u = uvec4(v) & 255u; return int(u.x | (u.y << 8) | (u.z << 16) | (u.w << 24)); }
+ivec4 vkprism_unpack_i4x8(int v) { return ivec4(bitfieldExtract(v, 0, 8), bitfieldExtract(v, 8, 8), bitfieldExtract(v, 16, 8), bitfieldExtract(v, 24, 8)); }
+int vkprism_float2int8(float v) { return int(clamp(v + (v >= 0.0 ? 0.5 : -0.5), -127.0, 127.0)); }
+ivec4 vkprism_float2int8vec4(vec4 v) { return ivec4(clamp(v + mix(vec4(-0.5), vec4(0.5), greaterThanEqual(v, vec4(0.0))), vec4(-127.0), vec4(127.0))); }
+#define packBFloat2x16(v) vkprism_bf16_pack2(vec2(v))
+#define unpackBFloat2x16(v) vkprism_bf16_unpack2(uint(v))
+#define packInt4x8(v) vkprism_pack_i4x8(ivec4(v))
+#define unpackInt4x8(v) vkprism_unpack_i4x8(int(v))
+#define float2int8(v) vkprism_float2int8(float(v))
+#define float2int8vec4(v) vkprism_float2int8vec4(vec4(v))
+"#;
+
+/// ncnn's int16 vocabulary in every variant, as ncnn defines it where a device has neither int16
+/// storage nor int16 packing: every int16 value takes an `int` (`sint16`, `lint16`, `aint16`
+/// and their `vec4`s are `int` / `ivec4`, tensors `I32`). vkprism has no int16 variant axis, so
+/// no variant claims 16-bit integer storage. `packInt2x16` / `unpackInt2x16`: two int16 in an
+/// `int`, element 0 in the low half.
+const INT16_DEFS: &str = r#"
+#define sint16 int
+#define sint16vec4 ivec4
+#define lint16 int
+#define lint16vec4 ivec4
+#define aint16 int
+#define aint16vec4 ivec4
+#define lint162aint16(v) int(v)
+#define lint162aint16vec4(v) ivec4(v)
+#define i16buffer_ld1(buf,i) int(buf[i])
+#define i16buffer_st1(buf,i,v) {buf[i] = int(v);}
+#define i16buffer_ld2(buf,i) ivec2(int(buf[i]), int(buf[(i)+1]))
+#define i16buffer_st2(buf,i,v) {ivec2 _vkp_s2 = ivec2(v); buf[i] = _vkp_s2.x; buf[(i)+1] = _vkp_s2.y;}
+#define i16buffer_ld4(buf,i) ivec4(buf[i])
+#define i16buffer_st4(buf,i,v) {buf[i] = ivec4(v);}
+#define i16buffer_sm4(buf,i) (buf[i])
+int vkprism_pack_i2x16(ivec2 v) { uvec2 u = uvec2(v) & 0xffffu; return int(u.x | (u.y << 16)); }
+ivec2 vkprism_unpack_i2x16(int v) { return ivec2(bitfieldExtract(v, 0, 16), bitfieldExtract(v, 16, 16)); }
+#define packInt2x16(v) vkprism_pack_i2x16(ivec2(v))
+#define unpackInt2x16(v) vkprism_unpack_i2x16(int(v))
+"#;
+
+/// Arithmetic -> shared memory (`afp2lfp`, `afp2lfpvec4`), and the 4x4 matrices: `sfpmat4`
+/// (storage: 16 values in column order, the same bytes as 16 `sfp` values of the mode in every
+/// mode, bf16 included), `afpmat4`
+/// (arithmetic) and their conversions `sfp2afpmat4`, `afp2sfpmat4`.
+fn local_and_matrix_defs(f: FloatMode) -> String {
+    // A struct holding 16-bit members can't be constructed, passed or returned without 16-bit
+    // arithmetic, so every 16-bit mode but fp16sa stores the matrix as eight packed `uint`s: the
+    // same bytes as 16 halves (or bf16 values) in column order.
+    const HALF_PACKED: &str = r#"
+struct vkprism_sfpmat4 { uvec4 c01; uvec4 c23; };
+#define sfpmat4 vkprism_sfpmat4
+mat4 vkprism_s2a_mat4(vkprism_sfpmat4 m) { return mat4(vkprism_half_unpack4(m.c01.xy), vkprism_half_unpack4(m.c01.zw), vkprism_half_unpack4(m.c23.xy), vkprism_half_unpack4(m.c23.zw)); }
+vkprism_sfpmat4 vkprism_a2s_mat4(mat4 m) { return vkprism_sfpmat4(uvec4(vkprism_half_pack4(m[0]), vkprism_half_pack4(m[1])), uvec4(vkprism_half_pack4(m[2]), vkprism_half_pack4(m[3]))); }
+#define afp2sfpmat4(v) vkprism_a2s_mat4(mat4(v))
+"#;
+    const BF16_PACKED: &str = r#"
+struct vkprism_sfpmat4 { uvec4 c01; uvec4 c23; };
+#define sfpmat4 vkprism_sfpmat4
+#define afpmat4 mat4
+mat4 vkprism_s2a_mat4(vkprism_sfpmat4 m) { return mat4(vkprism_bf16_unpack4(m.c01.xy), vkprism_bf16_unpack4(m.c01.zw), vkprism_bf16_unpack4(m.c23.xy), vkprism_bf16_unpack4(m.c23.zw)); }
+vkprism_sfpmat4 vkprism_a2s_mat4(mat4 m) { return vkprism_sfpmat4(uvec4(vkprism_bf16_pack4(m[0]), vkprism_bf16_pack4(m[1])), uvec4(vkprism_bf16_pack4(m[2]), vkprism_bf16_pack4(m[3]))); }
+#define sfp2afpmat4(v) vkprism_s2a_mat4(v)
+#define afp2sfpmat4(v) vkprism_a2s_mat4(mat4(v))
+"#;
+    let (local, matrix) = match f {
+        FloatMode::Fp32 => (
+            "#define afp2lfp(v) (v)\n#define afp2lfpvec4(v) (v)\n",
+            "#define sfpmat4 mat4\n#define afpmat4 mat4\n#define sfp2afpmat4(v) (v)\n#define afp2sfpmat4(v) (v)\n",
+        ),
+        FloatMode::Fp16p | FloatMode::Fp16s => (
+            "#define afp2lfp(v) float(v)\n#define afp2lfpvec4(v) vkprism_half_pack4(vec4(v))\n",
+            "#define afpmat4 mat4\n#define sfp2afpmat4(v) vkprism_s2a_mat4(v)\n",
+        ),
+        FloatMode::Fp16pa => (
+            "#define afp2lfp(v) float(v)\n#define afp2lfpvec4(v) vkprism_half_pack4(vec4(v))\n",
+            "#define afpmat4 f16mat4\n#define sfp2afpmat4(v) f16mat4(vkprism_s2a_mat4(v))\n",
+        ),
+        FloatMode::Fp16sa => (
+            "#define afp2lfp(v) float(v)\n#define afp2lfpvec4(v) f16vec4(v)\n",
+            "#define sfpmat4 f16mat4\n#define afpmat4 f16mat4\n#define sfp2afpmat4(v) (v)\n#define afp2sfpmat4(v) f16mat4(v)\n",
+        ),
+        FloatMode::Bf16p => (
+            "#define afp2lfp(v) float(v)\n#define afp2lfpvec4(v) vkprism_bf16_pack4(vec4(v))\n",
+            "",
+        ),
+        FloatMode::Bf16s => (
+            "#define afp2lfp(v) float(v)\n#define afp2lfpvec4(v) vec4(v)\n",
+            "",
+        ),
+    };
+    let packed = match f {
+        FloatMode::Fp16p | FloatMode::Fp16pa | FloatMode::Fp16s => HALF_PACKED,
+        FloatMode::Bf16p | FloatMode::Bf16s => BF16_PACKED,
+        FloatMode::Fp32 | FloatMode::Fp16sa => "",
+    };
+    [local, matrix, packed].concat()
+}
+
 /// Buffer functions, written once over the per-mode conversions.
 const BUFFER_FUNCTIONS: &str = r#"
 #ifndef SV1_ST
@@ -322,6 +457,8 @@ const BUFFER_FUNCTIONS: &str = r#"
 #define VKP_ST8(buf,i,v) {buf[i] = A2S8(v);}
 #define VKP_CP8(buf,i,sbuf,si) {buf[i] = sbuf[si];}
 #endif
+#define buffer_sm1(buf,i) sfp2lfp(buf[i])
+#define buffer_sm4(buf,i) sfp2lfpvec4(buf[i])
 #define buffer_ld1(buf,i) S2A1(buf[i])
 #define buffer_ld2(buf,i) S2A2(buf[i])
 #define buffer_ld4(buf,i) S2A4(buf[i])
@@ -398,8 +535,8 @@ fn image_defs(f: FloatMode) -> &'static str {
 /// int8 types and functions: `sint8` / `sint8vec4` storage, `aint8` / `aint8vec4` arithmetic,
 /// `i8buffer_ld1/ld4/st1/st4/cp1/cp4`. Packed mode keeps four int8 in a `uint` (element 0 in the
 /// low byte, the same bytes as an `int8_t` array); its scalar `sint8` is an `int`.
-fn int8_defs(i: Int8Mode) -> &'static str {
-    match i {
+fn int8_defs(i: Int8Mode) -> String {
+    let body = match i {
         Int8Mode::Int8p => {
             r#"
 #define sint8 int
@@ -412,6 +549,7 @@ fn int8_defs(i: Int8Mode) -> &'static str {
 #define i8buffer_st4(buf,i,v) {ivec4 _vkp_q = ivec4(v) & 255; buf[i] = uint(_vkp_q.x | (_vkp_q.y << 8) | (_vkp_q.z << 16) | (_vkp_q.w << 24));}
 #define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
 #define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define i8buffer_sm4(buf,i) int(buf[i])
 "#
         }
         Int8Mode::Int8s => {
@@ -426,6 +564,7 @@ fn int8_defs(i: Int8Mode) -> &'static str {
 #define i8buffer_st4(buf,i,v) {buf[i] = i8vec4(v);}
 #define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
 #define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define i8buffer_sm4(buf,i) vkprism_pack_i4x8(ivec4(buf[i]))
 "#
         }
         Int8Mode::Int8a => {
@@ -440,7 +579,41 @@ fn int8_defs(i: Int8Mode) -> &'static str {
 #define i8buffer_st4(buf,i,v) {buf[i] = i8vec4(v);}
 #define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
 #define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define i8buffer_sm4(buf,i) vkprism_pack_i4x8(ivec4(buf[i]))
 "#
         }
+    };
+    [
+        body,
+        r#"
+#define i8buffer_cp1to4(buf,i,sbuf,si4) {i8buffer_st4(buf, i, ivec4(i8buffer_ld1(sbuf,(si4).r), i8buffer_ld1(sbuf,(si4).g), i8buffer_ld1(sbuf,(si4).b), i8buffer_ld1(sbuf,(si4).a)));}
+#define i8buffer_cp4to1(buf,i4,sbuf,si) {ivec4 _vkp_q4 = ivec4(i8buffer_ld4(sbuf,si)); i8buffer_st1(buf,(i4).r,_vkp_q4.r); i8buffer_st1(buf,(i4).g,_vkp_q4.g); i8buffer_st1(buf,(i4).b,_vkp_q4.b); i8buffer_st1(buf,(i4).a,_vkp_q4.a);}
+"#,
+    ]
+    .concat()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_switch_is_defined_in_every_variant() {
+        for name in [
+            "fp32",
+            "fp16pa_int8s_image",
+            "bf16s_int8a_lm_nocm",
+            "fp16sa_cm",
+        ] {
+            let text = preamble(&VariantKey::parse(name).unwrap());
+            for switch in switch_names() {
+                assert!(
+                    text.contains(&format!("#define {switch} ")),
+                    "{name}: {switch}"
+                );
+            }
+        }
+        assert!(switch_names().contains(&"NCNN_fp16_storage"));
+        assert!(switch_names().contains(&"NCNN_int16_storage"));
     }
 }

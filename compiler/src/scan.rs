@@ -27,6 +27,42 @@ impl Identifiers {
 
 /// Identifiers of `text`, each with the 1-based line it appears on.
 pub fn identifiers(text: &str) -> Vec<(String, u32)> {
+    tokens(text)
+        .into_iter()
+        .map(|(id, line, _)| (id, line))
+        .collect()
+}
+
+/// Identifiers of `text` that are called (followed by `(`, spaces aside): `(name, line)`.
+pub fn calls(text: &str) -> Vec<(String, u32)> {
+    tokens(text)
+        .into_iter()
+        .filter(|(_, _, call)| *call)
+        .map(|(id, line, _)| (id, line))
+        .collect()
+}
+
+/// The names `text` defines with `#define` (object-like or function-like): the kernel's own.
+pub fn defined_names(text: &str) -> BTreeSet<String> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.trim_start().strip_prefix('#')?.trim_start();
+            let rest = rest.strip_prefix("define")?;
+            if !rest.starts_with([' ', '\t']) {
+                return None;
+            }
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            (!name.is_empty()).then_some(name)
+        })
+        .collect()
+}
+
+/// Identifiers of `text` (comments skipped): name, 1-based line, followed by `(`.
+fn tokens(text: &str) -> Vec<(String, u32, bool)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -61,7 +97,15 @@ pub fn identifiers(text: &str) -> Vec<(String, u32)> {
             while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'_') {
                 i += 1;
             }
-            out.push((text[start..i].to_string(), line));
+            let mut j = i;
+            while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
+                j += 1;
+            }
+            out.push((
+                text[start..i].to_string(),
+                line,
+                bytes.get(j) == Some(&b'('),
+            ));
         } else if c.is_ascii_digit() {
             while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.') {
                 i += 1;
@@ -88,7 +132,22 @@ pub struct Axes {
     pub local_memory: bool,
     /// Tests `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`).
     pub coopmat: bool,
+    /// Uses the float axis but nothing that packs storage (`sfpvec2/4/8`, `sfpmat4`, or its own
+    /// `NCNN_fp16_packed` / `NCNN_bf16_packed` code): its buffers are scalar `sfp` (a `float` in
+    /// the packed modes) or plain types, so its fp16p, fp16pa and bf16p buffer variants would
+    /// store fp32 under a 16-bit name, and it has none.
+    pub no_packed_storage: bool,
 }
+
+/// Names through which a kernel's storage is packed in fp16p, fp16pa and bf16p.
+const PACKING_NAMES: [&str; 6] = [
+    "sfpvec2",
+    "sfpvec4",
+    "sfpvec8",
+    "sfpmat4",
+    "NCNN_fp16_packed",
+    "NCNN_bf16_packed",
+];
 
 const IMAGE_FN_PREFIXES: [&str; 3] = ["image1d_", "image2d_", "image3d_"];
 
@@ -98,6 +157,7 @@ impl Axes {
         let mut a = Axes::default();
         let mut image_guard = false;
         let mut image_use = false;
+        let mut packs = false;
         for (id, _) in idents {
             let id = id.as_str();
             if [
@@ -119,6 +179,9 @@ impl Axes {
             if id == "NCNN_image_shader" {
                 image_guard = true;
             }
+            if PACKING_NAMES.contains(&id) {
+                packs = true;
+            }
             if IMAGE_FN_PREFIXES.iter().any(|p| id.starts_with(p)) || id.starts_with("imfmt") {
                 image_use = true;
             }
@@ -137,6 +200,7 @@ impl Axes {
         }
         a.image = image_guard || image_use;
         a.buffer = image_guard || !image_use;
+        a.no_packed_storage = a.float && !packs;
         a
     }
 }
@@ -172,6 +236,12 @@ const FAMILIES: &[Family] = &[
         summary: "image1d/2d/3d_ld/st/cp 1/4/8",
     },
     Family {
+        prefixes: &["buffer_"],
+        stems: &["sm"],
+        suffixes: &["1", "4"],
+        summary: "buffer_sm1/4",
+    },
+    Family {
         prefixes: &["sfp2lfp"],
         stems: &[""],
         suffixes: &["", "vec4"],
@@ -184,18 +254,57 @@ const FAMILIES: &[Family] = &[
         summary: "lfp2afp(vec4)",
     },
     Family {
+        prefixes: &["afp2lfp"],
+        stems: &[""],
+        suffixes: &["", "vec4"],
+        summary: "afp2lfp(vec4)",
+    },
+    Family {
+        prefixes: &["sfp2afp", "afp2sfp"],
+        stems: &["mat4"],
+        suffixes: &[""],
+        summary: "sfp2afpmat4, afp2sfpmat4",
+    },
+    Family {
         prefixes: &["i8buffer_"],
         stems: &["ld", "st", "cp"],
         suffixes: &["1", "4"],
         summary: "i8buffer_ld/st/cp 1/4",
     },
+    Family {
+        prefixes: &["i8buffer_"],
+        stems: &["sm4", "cp1to4", "cp4to1"],
+        suffixes: &[""],
+        summary: "i8buffer_sm4/cp1to4/cp4to1",
+    },
+    Family {
+        prefixes: &["i16buffer_"],
+        stems: &["ld", "st"],
+        suffixes: &["1", "2", "4"],
+        summary: "i16buffer_ld/st 1/2/4",
+    },
+    Family {
+        prefixes: &["i16buffer_"],
+        stems: &["sm4"],
+        suffixes: &[""],
+        summary: "i16buffer_sm4",
+    },
+    Family {
+        prefixes: &["lint162aint16"],
+        stems: &[""],
+        suffixes: &["", "vec4"],
+        summary: "lint162aint16(vec4)",
+    },
 ];
 
 /// Prefixes reserved for extended functions: a name with one that is not defined is a mistake.
-const RESERVED_PREFIXES: [&str; 7] = [
+const RESERVED_PREFIXES: [&str; 10] = [
     "buffer_",
     "i8buffer_",
+    "i16buffer_",
+    "lint162",
     "sfp2",
+    "afp2",
     "lfp2",
     "image1d_",
     "image2d_",
@@ -223,18 +332,206 @@ pub fn known_functions_summary() -> String {
     summaries.join(", ")
 }
 
-/// Names that use a reserved extended-function prefix but are not defined: `(name, line)`.
-pub fn unknown_functions(idents: &[(String, u32)]) -> Vec<(String, u32)> {
+/// Names that use a reserved extended-function prefix but are neither defined by vkprism nor by
+/// the kernel itself (`own`: its `#define`s): `(name, line)`.
+pub fn unknown_functions(idents: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
     let known = known_functions();
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for (id, line) in idents {
         let reserved = RESERVED_PREFIXES.iter().any(|p| id.starts_with(p));
-        if reserved && !known.contains(id) && seen.insert(id.clone()) {
+        if reserved && !known.contains(id) && !own.contains(id) && seen.insert(id.clone()) {
             out.push((id.clone(), *line));
         }
     }
     out
+}
+
+/// The known extended functions closest to `name` (at most two edits away; all of them when
+/// several are equally close), empty when there is no near miss.
+pub fn near_misses(name: &str) -> Vec<String> {
+    let scored: Vec<(usize, String)> = known_functions()
+        .into_iter()
+        .map(|k| (edit_distance(name, &k), k))
+        .filter(|(d, _)| *d <= 2)
+        .collect();
+    let Some(best) = scored.iter().map(|(d, _)| *d).min() else {
+        return Vec::new();
+    };
+    scored
+        .into_iter()
+        .filter(|(d, _)| *d == best)
+        .map(|(_, k)| k)
+        .collect()
+}
+
+/// Levenshtein distance over bytes.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The extended types vkprism defines (`preamble.rs`).
+pub const EXTENDED_TYPES: [&str; 22] = [
+    "sfp",
+    "sfpvec2",
+    "sfpvec4",
+    "sfpvec8",
+    "sfpmat4",
+    "afp",
+    "afpvec2",
+    "afpvec4",
+    "afpvec8",
+    "afpmat4",
+    "lfp",
+    "lfpvec4",
+    "sint8",
+    "sint8vec4",
+    "aint8",
+    "aint8vec4",
+    "sint16",
+    "sint16vec4",
+    "lint16",
+    "lint16vec4",
+    "aint16",
+    "aint16vec4",
+];
+
+/// Whether `id` is shaped like an extended type: `[sal]fp` or `[sal]int8` / `[sal]int16`, then
+/// optionally `vec` or `mat` and digits (with an `x` and digits after a `mat`).
+fn looks_like_extended_type(id: &str) -> bool {
+    let Some(rest) = ["sfp", "afp", "lfp"]
+        .iter()
+        .chain(&["sint8", "aint8", "lint8", "sint16", "aint16", "lint16"])
+        .filter_map(|p| id.strip_prefix(p))
+        .next()
+    else {
+        return false;
+    };
+    if rest.is_empty() {
+        return true;
+    }
+    let Some(dims) = rest
+        .strip_prefix("vec")
+        .or_else(|| rest.strip_prefix("mat"))
+    else {
+        return false;
+    };
+    let mut parts = dims.splitn(2, 'x');
+    let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    parts.next().is_some_and(digits) && parts.next().is_none_or(digits)
+}
+
+/// Names shaped like an extended type that vkprism doesn't define and the kernel doesn't
+/// `#define` (`sfpvec3`, `afpmat2`): glslang would only say `syntax error`.
+pub fn unknown_types(idents: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+    let mut seen = BTreeSet::new();
+    idents
+        .iter()
+        .filter(|(id, _)| {
+            looks_like_extended_type(id)
+                && !EXTENDED_TYPES.contains(&id.as_str())
+                && !own.contains(id)
+                && seen.insert(id.clone())
+        })
+        .cloned()
+        .collect()
+}
+
+/// The extended types closest to `name` (at most two edits away).
+pub fn near_types(name: &str) -> Vec<&'static str> {
+    let best = EXTENDED_TYPES.iter().map(|t| edit_distance(name, t)).min();
+    match best {
+        Some(d) if d <= 2 => EXTENDED_TYPES
+            .iter()
+            .copied()
+            .filter(|t| edit_distance(name, t) == d)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The `ncnn_*` device facts vkprism defines, per variant (`preamble.rs`): the rest of ncnn's
+/// `ncnn_*` names describe the device a pipeline is created on, unknown at build time.
+pub const KNOWN_DEVICE_FACTS: [&str; 2] = ["ncnn_VK_KHR_cooperative_matrix", "ncnn_glsl_version"];
+
+/// `ncnn_*` names that vkprism doesn't define and the kernel doesn't `#define`: `(name, line)`.
+pub fn unknown_device_facts(
+    idents: &[(String, u32)],
+    own: &BTreeSet<String>,
+) -> Vec<(String, u32)> {
+    let mut seen = BTreeSet::new();
+    idents
+        .iter()
+        .filter(|(id, _)| {
+            id.starts_with("ncnn_")
+                && !KNOWN_DEVICE_FACTS.contains(&id.as_str())
+                && !own.contains(id)
+                && seen.insert(id.clone())
+        })
+        .cloned()
+        .collect()
+}
+
+/// Storage and shared types whose constructor converts values where a mode packs them or
+/// stores bits: the type, the variants where its constructor stores the wrong bits, and the
+/// function to use instead.
+pub const PACKED_TYPES: [(&str, &str, &str); 6] = [
+    (
+        "lfpvec4",
+        "fp16p, fp16pa, fp16s and bf16p (four halves or bf16 values packed in a `uvec2`)",
+        "`afp2lfpvec4(v)` (from an arithmetic value) or `sfp2lfpvec4(v)` / `buffer_sm4(buf, i)` (from storage)",
+    ),
+    ("sfp", "bf16s (bf16 bits in a `uint16_t`)", "`buffer_st1(buf, i, v)`"),
+    (
+        "sfpvec2",
+        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        "`buffer_st2(buf, i, v)`",
+    ),
+    (
+        "sfpvec4",
+        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        "`buffer_st4(buf, i, v)`",
+    ),
+    (
+        "sfpvec8",
+        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        "`buffer_st8(buf, i, v)`",
+    ),
+    (
+        "sfpmat4",
+        "fp16p, fp16pa, fp16s, bf16p and bf16s (packed halves or bf16 bits)",
+        "`afp2sfpmat4(v)`",
+    ),
+];
+
+/// Constructor calls on [`PACKED_TYPES`] the kernel doesn't define itself: `(type, line)`.
+pub fn packed_constructors(calls: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+    calls
+        .iter()
+        .filter(|(id, _)| PACKED_TYPES.iter().any(|(t, _, _)| t == id) && !own.contains(id))
+        .cloned()
+        .collect()
+}
+
+/// The arguments of `psc(NAME)` calls in `text` (an argument that isn't a plain name is
+/// skipped), with their lines.
+pub fn psc_arguments(text: &str) -> Vec<(String, u32)> {
+    let t = tokens(text);
+    t.iter()
+        .zip(t.iter().skip(1))
+        .filter(|((id, _, call), _)| id == "psc" && *call)
+        .map(|(_, (arg, line, _))| (arg.clone(), *line))
+        .collect()
 }
 
 /// The first line that calls `psc`, if any.
@@ -267,8 +564,14 @@ mod tests {
                 int8: true,
                 local_memory: true,
                 coopmat: false,
+                // buffer_ld4 without an sfpvec4 buffer anywhere: nothing packs.
+                no_packed_storage: true,
             }
         );
+        let ids = identifiers("layout (binding = 0) buffer b { sfp d[]; };");
+        assert!(Axes::of(&ids).no_packed_storage);
+        let ids = identifiers("#if NCNN_fp16_packed\n#endif\nsfp x;");
+        assert!(!Axes::of(&ids).no_packed_storage);
         let ids = identifiers("#if NCNN_cooperative_matrix\n#endif\nsfp x;");
         assert!(Axes::of(&ids).coopmat);
         let ids = identifiers("image2d_ld4(s, p)");
@@ -278,8 +581,8 @@ mod tests {
     #[test]
     fn known_functions_are_the_documented_set() {
         let known = known_functions();
-        // 12 + 6 buffer, 27 image, 4 conversion, 6 int8 functions.
-        assert_eq!(known.len(), 55);
+        // 12 + 6 + 2 buffer, 27 image, 8 conversion, 6 + 3 int8, 6 + 1 + 2 int16 functions.
+        assert_eq!(known.len(), 73);
         for name in [
             "buffer_cp8to4",
             "image3d_st8",
@@ -296,8 +599,48 @@ mod tests {
         let ids =
             identifiers("buffer_ld4(a,i);\nbuffer_ld3(a,i); buffer_ld3(a,i); image2d_ld2(s,p);");
         assert_eq!(
-            unknown_functions(&ids),
+            unknown_functions(&ids, &BTreeSet::new()),
             vec![("buffer_ld3".into(), 2), ("image2d_ld2".into(), 2)]
+        );
+        // A kernel's own #define is its own; afp2* is reserved like sfp2*.
+        let text = "#define sfp2float(v) float(v)\n  #  define buffer_mine 1\nsfp2float(x); buffer_mine; afp2float(y);";
+        assert_eq!(
+            unknown_functions(&identifiers(text), &defined_names(text)),
+            vec![("afp2float".into(), 3)]
+        );
+    }
+
+    #[test]
+    fn near_misses_are_suggested() {
+        assert_eq!(
+            near_misses("buffer_ld3"),
+            ["buffer_ld1", "buffer_ld2", "buffer_ld4", "buffer_ld8"]
+        );
+        assert_eq!(near_misses("buffer_load4"), ["buffer_ld4"]);
+        assert_eq!(near_misses("afp2lfpvec"), ["afp2lfpvec4"]);
+        assert!(near_misses("sfp2everything").is_empty());
+    }
+
+    #[test]
+    fn unknown_extended_types() {
+        let text = "#define afpvec3 vec3\nsfpvec3 a; afpvec3 b; sfpmat2x3 c; sfpx d; lfpos e; aint8vec2 f; sfpvec4 g;";
+        let unknown = unknown_types(&identifiers(text), &defined_names(text));
+        let names: Vec<&str> = unknown.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["sfpvec3", "sfpmat2x3", "aint8vec2"]);
+        assert_eq!(near_types("sfpvec3"), ["sfpvec2", "sfpvec4", "sfpvec8"]);
+    }
+
+    #[test]
+    fn device_facts_and_constructors() {
+        let text = "#define ncnn_mine 1\n#if ncnn_subgroupSize > 32 || ncnn_mine || ncnn_VK_KHR_cooperative_matrix\n#endif\ntmp[i] = lfpvec4 (v); afpvec4 a = afpvec4(v); sfp2lfpvec4(w);";
+        let own = defined_names(text);
+        assert_eq!(
+            unknown_device_facts(&identifiers(text), &own),
+            vec![("ncnn_subgroupSize".into(), 2)]
+        );
+        assert_eq!(
+            packed_constructors(&calls(text), &own),
+            vec![("lfpvec4".into(), 4)]
         );
     }
 }

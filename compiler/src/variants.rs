@@ -36,6 +36,11 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
             if memory == MemoryKind::Image && float.is_bf16() {
                 continue;
             }
+            // A packed variant of a kernel whose storage can't pack would be its fp32 variant
+            // under a 16-bit name.
+            if memory == MemoryKind::Buffer && axes.no_packed_storage && float.is_packed() {
+                continue;
+            }
             for &int8 in &int8s {
                 for &local_memory in lms {
                     for coopmat in coopmat_values(axes, float, memory) {
@@ -92,11 +97,19 @@ pub fn select(
                     out.push(k);
                 }
             }
-            Ok(_) => {
+            Ok(k) => {
+                let why = if k.memory == MemoryKind::Buffer
+                    && axes.no_packed_storage
+                    && k.float.is_packed()
+                {
+                    " (fp16p, fp16pa and bf16p pack storage through `sfpvec2`/`sfpvec4`/`sfpvec8`/`sfpmat4` buffers; a scalar `sfp` is a `float` there, so for this kernel those variants would store fp32)"
+                } else {
+                    ""
+                };
                 cx.error(
                     span,
                     format!(
-                        "this kernel has no variant `{name}`; its variants are: {}",
+                        "this kernel has no variant `{name}`{why}; its variants are: {}",
                         valid()
                     ),
                 );
@@ -174,6 +187,17 @@ mod tests {
         assert!(v
             .iter()
             .all(|k| k.coopmat != Some(true) || k.float.is_fp16()));
+        // Scalar-only storage: no packed buffer variants, which would store fp32.
+        let v = enumerate(&Axes {
+            buffer: true,
+            float: true,
+            no_packed_storage: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            v.iter().map(|k| k.name()).collect::<Vec<_>>(),
+            ["fp32", "fp16s", "fp16sa", "bf16s"]
+        );
         let mut names: Vec<_> = v.iter().map(|k| k.name()).collect();
         names.dedup();
         assert_eq!(names.len(), v.len());

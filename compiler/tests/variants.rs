@@ -191,7 +191,8 @@ void main() {
     );
     assert_eq!(m.local_size[0].default, 128);
     assert_eq!(m.local_size[0].spec_id, Some(233));
-    // `sfp` is float in packed modes, float16_t / uint16_t in storage modes.
+    // `sfp` is float16_t / uint16_t in storage modes; in packed modes it would be float, so a
+    // kernel whose storage is scalar only has no packed variants.
     let fmt = |f: FloatMode| {
         m.variants
             .iter()
@@ -200,7 +201,7 @@ void main() {
             .bindings[0]
             .1
     };
-    assert_eq!(fmt(FloatMode::Fp16p), TensorFormat::F32);
+    assert!(m.variants.iter().all(|v| !v.key.float.is_packed()));
     assert_eq!(fmt(FloatMode::Fp16s), TensorFormat::F16);
     assert_eq!(fmt(FloatMode::Bf16s), TensorFormat::Bf16);
 }
@@ -333,6 +334,17 @@ fn glsl_errors_are_located_and_grouped() {
         errs[0].contains("every variant")
             && errs[0].contains("test.comp:4")
             && errs[0].contains("undefined_thing"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn a_reflection_failure_is_one_error_naming_its_variants() {
+    let errs = compile("#version 450\nlayout (binding = 0) buffer a_blob { sfpvec4 a[]; };\nlayout (push_constant, std140) uniform parameter { float w[4]; } p;\nvoid main() { buffer_st4(a, 0, afpvec4(p.w[1])); }\n").unwrap_err();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("variants fp32, fp16p, fp16pa, fp16s, fp16sa, bf16p, bf16s: ")
+            && errs[0].contains("array stride 16"),
         "{errs:?}"
     );
 }

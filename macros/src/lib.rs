@@ -80,7 +80,7 @@ use proc_macro::TokenStream;
 ///
 /// | axis | chosen by the kernel mentioning | values (name part) |
 /// |---|---|---|
-/// | float | `sfp…`, `afp…`, `lfp…`, `buffer_…`, `image1d_…`/`2d`/`3d`, `unfp`, `imfmt…`, `NCNN_fp16_…`, `NCNN_bf16_…` | `fp32`, `fp16p`, `fp16pa`, `fp16s`, `fp16sa`, `bf16p`, `bf16s` (only `fp32` without the axis) |
+/// | float | `sfp…`, `afp…`, `lfp…`, `buffer_…`, `image1d_…`/`2d`/`3d`, `unfp`, `imfmt…`, `NCNN_fp16_…`, `NCNN_bf16_…` | `fp32`, `fp16p`, `fp16pa`, `fp16s`, `fp16sa`, `bf16p`, `bf16s` (only `fp32` without the axis; no `fp16p`, `fp16pa`, `bf16p` buffer variants where nothing packs storage: no `sfpvec2/4/8`, `sfpmat4`, `NCNN_fp16_packed`, `NCNN_bf16_packed`) |
 /// | int8 | `sint8…`, `aint8…`, `i8buffer_…`, `NCNN_int8_…` | `_int8p`, `_int8s`, `_int8a` |
 /// | memory | image functions or `imfmt…` (image variants only), or `NCNN_image_shader` (buffer and image variants, the kernel choosing with `#if NCNN_image_shader`) | (buffer), `_image` (fp32 and fp16 only: there is no bf16 image format) |
 /// | local memory | `NCNN_shader_local_memory` | `_lm`, `_nolm` |
@@ -170,7 +170,11 @@ use proc_macro::TokenStream;
 /// - source: a `path` or `#include` file that can't be read;
 /// - variants: a name in `variants` that is misspelled, not a variant of this kernel (the message
 ///   lists the kernel's variants), or listed twice;
-/// - scan: an unknown extended function (`buffer_ld5`), `psc` without a block named `p`;
+/// - scan: an unknown extended function (`buffer_ld5`, with the nearest known names), a
+///   constructor on a type that packs in some variant (`lfpvec4(v)`: use `afp2lfpvec4(v)`), an
+///   `ncnn_*` device fact vkprism can't know at build time (`ncnn_subgroupSize`), an `NCNN_*`
+///   switch it doesn't define (`NCNN_fp16_storge`), `psc(x)` without a block named `p`, a
+///   member `p.x` or a specialization constant `x`;
 /// - GLSL: glslang's messages, each naming the variants it occurs in and the line in the Rust
 ///   file (or kernel file), e.g. `v + 123` in an fp16-arithmetic variant (write `v + afp(123)`:
 ///   GLSL has no implicit conversion to `float16_t`);
