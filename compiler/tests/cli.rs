@@ -7,12 +7,18 @@ fn vkprismc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_vkprismc"))
 }
 
+/// A fresh directory `<tag><pid>` under the temp dir with the kernel file `name` in it.
+fn kernel_file(tag: &str, name: &str, text: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = std::env::temp_dir().join(format!("{tag}{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernel = dir.join(name);
+    std::fs::write(&kernel, text).unwrap();
+    (dir, kernel)
+}
+
 #[test]
 fn compiles_reports_and_writes_every_variant() {
-    let dir = std::env::temp_dir().join(format!("vkprismc-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kernel = dir.join("scale.comp");
-    std::fs::write(&kernel, "#version 450\nlayout (constant_id = 0) const int n = 0;\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nlayout (push_constant) uniform parameter { int n; float s; } p;\nvoid main() {\n    int i = int(gl_GlobalInvocationID.x);\n    if (i >= psc(n)) return;\n    buffer_st4(data, i, buffer_ld4(data, i) * afp(p.s));\n}\n").unwrap();
+    let (dir, kernel) = kernel_file("vkprismc-", "scale.comp", "#version 450\nlayout (constant_id = 0) const int n = 0;\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nlayout (push_constant) uniform parameter { int n; float s; } p;\nvoid main() {\n    int i = int(gl_GlobalInvocationID.x);\n    if (i >= psc(n)) return;\n    buffer_st4(data, i, buffer_ld4(data, i) * afp(p.s));\n}\n");
     let out = vkprismc()
         .arg(&kernel)
         .args(["--variants", "fp32,fp16s,bf16p", "--out"])
@@ -52,10 +58,7 @@ fn compiles_reports_and_writes_every_variant() {
 
 #[test]
 fn bad_kernel_fails_with_all_errors() {
-    let dir = std::env::temp_dir().join(format!("vkprismc-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kernel = dir.join("bad.comp");
-    std::fs::write(&kernel, "#version 450\nlayout (binding = 0) buffer blob { sfp d[]; };\nvoid main() { afp x = buffer_ld3(d, 0); afp y = buffer_ld5(d, 0); }\n").unwrap();
+    let (dir, kernel) = kernel_file("vkprismc-bad-", "bad.comp", "#version 450\nlayout (binding = 0) buffer blob { sfp d[]; };\nvoid main() { afp x = buffer_ld3(d, 0); afp y = buffer_ld5(d, 0); }\n");
     let out = vkprismc().arg(&kernel).output().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1));
@@ -70,10 +73,7 @@ fn bad_kernel_fails_with_all_errors() {
 
 #[test]
 fn emit_glsl_writes_each_variant_with_its_preamble() {
-    let dir = std::env::temp_dir().join(format!("vkprismc-emit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kernel = dir.join("copy.comp");
-    std::fs::write(&kernel, "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nvoid main() { buffer_cp4(data, 0, data, 1); }\n").unwrap();
+    let (dir, kernel) = kernel_file("vkprismc-emit-", "copy.comp", "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nvoid main() { buffer_cp4(data, 0, data, 1); }\n");
     let out = vkprismc()
         .arg(&kernel)
         .args(["--variants", "fp32,fp16p", "--emit", "spv,glsl", "--out"])
@@ -111,10 +111,7 @@ fn emit_glsl_writes_each_variant_with_its_preamble() {
 #[test]
 fn a_closed_stdout_ends_it_quietly() {
     use std::process::Stdio;
-    let dir = std::env::temp_dir().join(format!("vkprismc-pipe-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let kernel = dir.join("k.comp");
-    std::fs::write(&kernel, "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nvoid main() { buffer_cp4(data, 0, data, 1); }\n").unwrap();
+    let (dir, kernel) = kernel_file("vkprismc-pipe-", "k.comp", "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nvoid main() { buffer_cp4(data, 0, data, 1); }\n");
     // `vkprismc … | head -c 0`: the reader is gone before anything is written.
     let mut child = vkprismc()
         .arg(&kernel)
