@@ -3,7 +3,7 @@
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
-use vkprism_shaders::{gemm, gemm_invocations, gemm_local_size_for};
+use vkprism_shaders::{gemm, gemm_grid, gemm_local_size_for};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
 const SHAPES: [(usize, usize, usize); 4] = [
@@ -65,8 +65,10 @@ fn one(
     let bias = Tensor::new(ctx, &[n], f)?;
     let ct = Tensor::new(ctx, &[m, n], f)?;
     let coopmat = kernel.variant().key.coopmat == Some(true);
+    let rows = cm_rows(coopmat);
     let spec = gemm::SpecConstants {
         BK: step_depth(),
+        cm_rows: rows as i32,
         subgroup_size: ctx.features().limits.subgroup_size as i32,
         ..Default::default()
     };
@@ -86,7 +88,7 @@ fn one(
         bias_blob: &bias,
         c_blob: &ct,
     };
-    list.dispatch(&pipe, &bindings, &push, gemm_invocations(m, n, local))?;
+    list.dispatch(&pipe, &bindings, &push, gemm_grid(m, n, local, rows))?;
     list.submit_and_wait()?;
     check(
         &ct.download_f32()?,
@@ -120,6 +122,17 @@ fn workgroup(key: &vkprism::VariantKey, m: usize, n: usize) -> [u32; 2] {
         Some([x.parse().ok()?, y.parse().ok()?])
     });
     forced.unwrap_or_else(|| gemm_local_size_for(key, m, n))
+}
+
+/// Rows of C per workgroup row: 8, or `VKPRISM_BENCH_CM_ROWS` for cooperative-matrix variants.
+fn cm_rows(coopmat: bool) -> u32 {
+    let forced = std::env::var("VKPRISM_BENCH_CM_ROWS")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    match forced {
+        Some(rows) if coopmat => rows,
+        _ => 8,
+    }
 }
 
 /// The step depth: the kernel's default (16; 32 measured slower with cooperative matrices on the

@@ -14,6 +14,8 @@ layout (constant_id = 2) const int bias_term = 0;
 layout (constant_id = 3) const int activation = 0;
 layout (constant_id = 4) const int BK = 16;
 layout (constant_id = 5) const int subgroup_size = 32;
+// Cooperative-matrix path only: rows of C per workgroup row (BM = cm_rows × local_size_y).
+layout (constant_id = 6) const int cm_rows = 8;
 const int transpose_a = 0;
 const int transpose_b = 0;
 

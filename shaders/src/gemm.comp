@@ -32,6 +32,8 @@ layout (constant_id = 3) const int activation = 0;
 layout (constant_id = 4) const int BK = 16;
 // Cooperative-matrix path only: invocations per subgroup.
 layout (constant_id = 5) const int subgroup_size = 32;
+// Cooperative-matrix path only: rows of C per workgroup row (BM = cm_rows × local_size_y).
+layout (constant_id = 6) const int cm_rows = 8;
 
 layout (local_size_x = 16, local_size_y = 16) in;
 

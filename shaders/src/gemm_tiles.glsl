@@ -8,7 +8,11 @@
 // as gemm.comp documents them.
 const int LX = int(gl_WorkGroupSize.x);
 const int LY = int(gl_WorkGroupSize.y);
+#if NCNN_cooperative_matrix
+const int BM = cm_rows * LY;
+#else
 const int BM = 8 * LY;
+#endif
 const int BN = 8 * LX;
 const int THREADS = LX * LY;
 #if NCNN_cooperative_matrix

@@ -196,6 +196,17 @@ pub fn gemm_local_size_for(key: &vkprism::VariantKey, m: usize, n: usize) -> [u3
     }
 }
 
+/// The invocation grid when each workgroup row covers `rows` rows of C (`cm_rows` of the
+/// cooperative-matrix path; 8 otherwise).
+pub fn gemm_grid(m: usize, n: usize, local: [u32; 2], rows: u32) -> [u32; 3] {
+    let (bm, bn) = ((rows * local[1]) as usize, 8 * local[0] as usize);
+    [
+        (n.div_ceil(bn) as u32) * local[0],
+        (m.div_ceil(bm) as u32) * local[1],
+        1,
+    ]
+}
+
 /// The invocation grid for [`gemm`] with workgroup `local` (default `[16, 16]`): one workgroup
 /// per `8·local[1]` × `8·local[0]` tile of C.
 pub fn gemm_invocations(m: usize, n: usize, local: [u32; 2]) -> [u32; 3] {

@@ -3,8 +3,8 @@
 
 use vkprism::{Feature, LoadOptions, SelectFailure, Tensor};
 use vkprism_shaders::{
-    activation, binary_op, conv2d, conv2d_nhwc, gemm, gemm_invocations, gemm_local_size_for,
-    reference, Conv2dShape,
+    activation, binary_op, conv2d, conv2d_nhwc, gemm, gemm_grid, gemm_invocations,
+    gemm_local_size_for, reference, Conv2dShape,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
@@ -141,6 +141,8 @@ struct GemmCase {
     bk: i32,
     /// The step depth for cooperative-matrix variants (rounded up to 16 by the kernel).
     cm_bk: i32,
+    /// Rows of C per workgroup row for cooperative-matrix variants (8 elsewhere).
+    cm_rows: u32,
 }
 
 fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
@@ -160,6 +162,11 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
         let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
         let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
         let ct = Tensor::from_f32(ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
+        let rows = if key.coopmat == Some(true) {
+            case.cm_rows
+        } else {
+            8
+        };
         let spec = gemm::SpecConstants {
             transpose_a: o.transpose_a as i32,
             transpose_b: o.transpose_b as i32,
@@ -170,7 +177,13 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
             } else {
                 case.bk
             },
+            cm_rows: rows as i32,
             subgroup_size: ctx.features().limits.subgroup_size as i32,
+        };
+        let rows = if key.coopmat == Some(true) {
+            case.cm_rows
+        } else {
+            8
         };
         let local = if key.coopmat == Some(true) {
             case.cm_local
@@ -194,7 +207,7 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
                     alpha: o.alpha,
                     slope: o.slope,
                 },
-                gemm_invocations(m, n, local),
+                gemm_grid(m, n, local, rows),
             )
         })
         .unwrap();
@@ -249,6 +262,7 @@ fn gemm_every_variant() {
             cm_local: [32, 8],
             bk: 16,
             cm_bk: 16,
+            cm_rows: 8,
         },
         // Two tiles across N, both operands transposed, bias, relu and alpha.
         GemmCase {
@@ -268,6 +282,8 @@ fn gemm_every_variant() {
             cm_local: [32, 8],
             bk: 16,
             cm_bk: 32,
+            // 128-row tiles: 64×64 warp tiles.
+            cm_rows: 16,
         },
         // A smaller workgroup (64×32 tiles), an 8-deep step, one transpose, leaky relu.
         GemmCase {
@@ -286,6 +302,7 @@ fn gemm_every_variant() {
             cm_local: [32, 4],
             bk: 8,
             cm_bk: 8,
+            cm_rows: 8,
         },
     ];
     for (i, case) in cases.iter().enumerate() {
