@@ -3,7 +3,7 @@
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
-use vkprism_shaders::{gemm, gemm_grid, gemm_local_size_for};
+use vkprism_shaders::{gemm, gemm_config_for, GemmConfig};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
 const SHAPES: [(usize, usize, usize); 4] = [
@@ -64,15 +64,16 @@ fn one(
     let bt = Tensor::from_f32(ctx, &[k, n], f, b)?;
     let bias = Tensor::new(ctx, &[n], f)?;
     let ct = Tensor::new(ctx, &[m, n], f)?;
-    let coopmat = kernel.variant().key.coopmat == Some(true);
-    let rows = cm_rows(coopmat);
+    let key = kernel.variant().key;
+    let coopmat = key.coopmat == Some(true);
+    let gemm_cfg = config(&key, m, n, k);
     let spec = gemm::SpecConstants {
-        BK: step_depth(),
-        cm_rows: rows as i32,
+        BK: gemm_cfg.bk,
+        cm_rows: gemm_cfg.rows as i32,
         subgroup_size: ctx.features().limits.subgroup_size as i32,
         ..Default::default()
     };
-    let local = workgroup(&kernel.variant().key, m, n);
+    let local = gemm_cfg.local;
     let pipe = kernel.pipeline(&spec, Some([local[0], local[1], 1]))?;
     let mut list = CommandList::with_total_timing(ctx)?;
     let push = gemm::PushConstants {
@@ -88,7 +89,7 @@ fn one(
         bias_blob: &bias,
         c_blob: &ct,
     };
-    list.dispatch(&pipe, &bindings, &push, gemm_grid(m, n, local, rows))?;
+    list.dispatch(&pipe, &bindings, &push, gemm_cfg.grid(m, n))?;
     list.submit_and_wait()?;
     check(
         &ct.download_f32()?,
@@ -115,33 +116,28 @@ fn selected(variant: &str) -> bool {
         .map_or(true, |list| list.split(',').any(|v| v == variant))
 }
 
-/// The workgroup: `gemm_local_size_for`, or `VKPRISM_BENCH_LOCAL=XxY`, to compare tile shapes.
-fn workgroup(key: &vkprism::VariantKey, m: usize, n: usize) -> [u32; 2] {
-    let forced = std::env::var("VKPRISM_BENCH_LOCAL").ok().and_then(|v| {
-        let (x, y) = v.split_once('x')?;
-        Some([x.parse().ok()?, y.parse().ok()?])
-    });
-    forced.unwrap_or_else(|| gemm_local_size_for(key, m, n))
-}
-
-/// Rows of C per workgroup row: 8, or `VKPRISM_BENCH_CM_ROWS` for cooperative-matrix variants.
-fn cm_rows(coopmat: bool) -> u32 {
-    let forced = std::env::var("VKPRISM_BENCH_CM_ROWS")
-        .ok()
-        .and_then(|v| v.parse().ok());
-    match forced {
-        Some(rows) if coopmat => rows,
-        _ => 8,
+/// `gemm_config_for`, with overrides to compare configurations: `VKPRISM_BENCH_LOCAL=XxY`,
+/// `VKPRISM_BENCH_BK`, and `VKPRISM_BENCH_CM_ROWS` (cooperative-matrix variants).
+fn config(key: &vkprism::VariantKey, m: usize, n: usize, k: usize) -> GemmConfig {
+    let mut cfg = gemm_config_for(key, m, n, k);
+    let var = |name| std::env::var(name).ok();
+    if let Some((x, y)) = var("VKPRISM_BENCH_LOCAL")
+        .as_deref()
+        .and_then(|v| v.split_once('x'))
+    {
+        if let (Ok(x), Ok(y)) = (x.parse(), y.parse()) {
+            cfg.local = [x, y];
+        }
     }
-}
-
-/// The step depth: the kernel's default (16; 32 measured slower with cooperative matrices on the
-/// H100), or `VKPRISM_BENCH_BK`, to compare.
-fn step_depth() -> i32 {
-    std::env::var("VKPRISM_BENCH_BK")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(16)
+    if let Some(bk) = var("VKPRISM_BENCH_BK").and_then(|v| v.parse().ok()) {
+        cfg.bk = bk;
+    }
+    if let Some(rows) = var("VKPRISM_BENCH_CM_ROWS").and_then(|v| v.parse().ok()) {
+        if key.coopmat == Some(true) {
+            cfg.rows = rows;
+        }
+    }
+    cfg
 }
 
 /// Checks 97 sampled elements against an f64 dot product of the inputs the GPU saw, with an

@@ -196,6 +196,47 @@ pub fn gemm_local_size_for(key: &vkprism::VariantKey, m: usize, n: usize) -> [u3
     }
 }
 
+/// A GEMM configuration: workgroup, rows of C per workgroup row (`cm_rows`) and step depth
+/// (`BK`), with the grid it needs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct GemmConfig {
+    /// The workgroup (x, y).
+    pub local: [u32; 2],
+    /// `cm_rows` (cooperative-matrix path; 8 elsewhere).
+    pub rows: u32,
+    /// `BK`, the step depth.
+    pub bk: i32,
+}
+
+impl GemmConfig {
+    /// The invocation grid for an M×N result.
+    pub fn grid(&self, m: usize, n: usize) -> [u32; 3] {
+        gemm_grid(m, n, self.local, self.rows)
+    }
+}
+
+/// The configuration measured best on the H100 for an M×N×K product in variant `key`
+/// (BENCHMARKS.md): [`gemm_local_size_for`]'s workgroup with 8 rows and a 16-deep step; for
+/// cooperative matrices with a long K (≥ 4096), 128-row tiles (64×64 per subgroup) and a 32-deep
+/// step, which took 4096³ fp16p from 176 to 200 TFLOP/s and 4096×512×14336 from 91 to 104, and
+/// lost at 2048³ (177 → 170) and 1024³ (51 → 38).
+pub fn gemm_config_for(key: &vkprism::VariantKey, m: usize, n: usize, k: usize) -> GemmConfig {
+    let local = gemm_local_size_for(key, m, n);
+    if key.coopmat == Some(true) && k >= 4096 {
+        GemmConfig {
+            local,
+            rows: 16,
+            bk: 32,
+        }
+    } else {
+        GemmConfig {
+            local,
+            rows: 8,
+            bk: 16,
+        }
+    }
+}
+
 /// The invocation grid when each workgroup row covers `rows` rows of C (`cm_rows` of the
 /// cooperative-matrix path; 8 otherwise).
 pub fn gemm_grid(m: usize, n: usize, local: [u32; 2], rows: u32) -> [u32; 3] {
