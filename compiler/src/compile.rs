@@ -27,10 +27,7 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
     pre.push_str(&local_size_layout(idents));
     let text = &source.text;
     let mut out = String::with_capacity(text.len() + pre.len() + 256);
-    let version_line = text
-        .lines()
-        .position(|l| l.trim_start().starts_with("#version"));
-    match version_line {
+    match version_line(text) {
         Some(k) => {
             for l in text.lines().take(k + 1) {
                 out.push_str(l);
@@ -52,6 +49,77 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
         }
     }
     out
+}
+
+/// The 0-based line of the `#version` directive: the first line that starts (after blanks) with
+/// `#` and `version` outside a `/* */` comment.
+pub(crate) fn version_line(text: &str) -> Option<usize> {
+    let mut in_comment = false;
+    for (k, line) in text.lines().enumerate() {
+        let mut rest = line;
+        if !in_comment {
+            let t = rest.trim_start();
+            if let Some(after) = t.strip_prefix('#') {
+                if after.trim_start().starts_with("version") {
+                    return Some(k);
+                }
+            }
+        }
+        // Track whether the line ends inside a block comment.
+        loop {
+            if in_comment {
+                match rest.find("*/") {
+                    Some(e) => {
+                        rest = &rest[e + 2..];
+                        in_comment = false;
+                    }
+                    None => break,
+                }
+            } else {
+                let block = rest.find("/*");
+                let line_comment = rest.find("//");
+                match (block, line_comment) {
+                    (Some(b), Some(l)) if l < b => break,
+                    (Some(b), _) => {
+                        rest = &rest[b + 2..];
+                        in_comment = true;
+                    }
+                    _ => break,
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The version glslang compiles `text` (a variant's full text) as: its `#version` line when that
+/// is one the source phase accepts, else 450.
+fn forced_version(text: &str) -> (u32, shaderc::GlslProfile) {
+    let words: Vec<&str> = version_line(text)
+        .and_then(|k| text.lines().nth(k))
+        .and_then(|l| l.trim_start().strip_prefix('#'))
+        .and_then(|l| l.trim_start().strip_prefix("version"))
+        .map(|r| {
+            r.split("//")
+                .next()
+                .unwrap_or("")
+                .split_whitespace()
+                .collect()
+        })
+        .unwrap_or_default();
+    match words.as_slice() {
+        [v, "es"] if matches!(*v, "310" | "320") => {
+            (v.parse().unwrap_or(310), shaderc::GlslProfile::Es)
+        }
+        // The profile as written: a different one is a warning in glslang's messages.
+        [v, "core"] if matches!(*v, "430" | "440" | "450" | "460") => {
+            (v.parse().unwrap_or(450), shaderc::GlslProfile::Core)
+        }
+        [v] if matches!(*v, "430" | "440" | "450" | "460") => {
+            (v.parse().unwrap_or(450), shaderc::GlslProfile::None)
+        }
+        _ => (450, shaderc::GlslProfile::None),
+    }
 }
 
 /// Keeps the workgroup size specializable: constant ids for it unless the kernel names its own.
@@ -114,30 +182,59 @@ pub fn compile_all(
                     chunk
                         .into_iter()
                         .map(|(key, text)| {
-                            let r = match &compiler {
-                                // glslang 12 (shaderc's) rejects GL_KHR_cooperative_matrix.
-                                _ if key.coopmat == Some(true) => {
-                                    crate::glslang::compile(source, &text)
+                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                match &compiler {
+                                    // glslang 12 (shaderc's) rejects GL_KHR_cooperative_matrix.
+                                    _ if key.coopmat == Some(true) => {
+                                        crate::glslang::compile(source, &text)
+                                    }
+                                    Ok(c) => compile_one(c, source, &text, optimization),
+                                    Err(e) => Err(vec![Diagnostic {
+                                        location: source.locate(1),
+                                        message: format!("cannot start shaderc: {e}"),
+                                    }]),
                                 }
-                                Ok(c) => compile_one(c, source, &text, optimization),
-                                Err(e) => Err(vec![Diagnostic {
-                                    location: String::new(),
-                                    message: format!("cannot start shaderc: {e}"),
-                                }]),
-                            };
-                            (key, r)
+                            }))
+                            .unwrap_or_else(|panic| Err(vec![panicked(source, &*panic)]));
+                            (key, r.map_err(|d| locate_all(source, d)))
                         })
                         .collect::<Vec<_>>()
                 })
             })
             .collect();
+        // Each job catches its own panic, so a join error is a panic outside any job: it has no
+        // key to report at, so it is re-raised rather than swallowed.
         handles
             .into_iter()
-            .flat_map(|h| h.join().unwrap_or_default())
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
     results.sort_by_key(|(k, _)| *k);
     results
+}
+
+/// A panic in the GLSL compiler as an error (the kernel reached a bug in shaderc or vkprism).
+fn panicked(source: &Meta, panic: &(dyn std::any::Any + Send)) -> Diagnostic {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".into());
+    Diagnostic {
+        location: source.locate(1),
+        message: format!("internal error: the GLSL compiler panicked on this kernel: {what}"),
+    }
+}
+
+/// Messages without a line (glslang's "Missing entry point", `#version` errors) are placed at the
+/// kernel's first line: every error names a place.
+fn locate_all(source: &Meta, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic> {
+    for d in &mut diagnostics {
+        if d.location.is_empty() {
+            d.location = source.locate(1);
+        }
+    }
+    diagnostics
 }
 
 fn compile_one(
@@ -157,6 +254,12 @@ fn compile_one(
         shaderc::EnvVersion::Vulkan1_1 as u32,
     );
     options.set_source_language(shaderc::SourceLanguage::GLSL);
+    // glslang takes the version from the text as its preprocessor sees it, which can differ from
+    // the line found here (a `//` comment continued by a backslash hides `#version`); a version
+    // without compute built-ins makes it print its whole built-in table to the build's stdout.
+    // The version is forced to the checked one, so it never sees another.
+    let (version, profile) = forced_version(text);
+    options.set_forced_version_profile(version, profile);
     // By default no spirv-opt pass: it strips the names reflection reads, and drivers optimize
     // at pipeline creation anyway (ncnn ships glslang's output unoptimized too).
     options.set_optimization_level(match optimization {
@@ -164,8 +267,25 @@ fn compile_one(
         Optimization::Performance => shaderc::OptimizationLevel::Performance,
     });
     let main_dir = source.dir.clone();
-    options.set_include_callback(move |name, _ty, from, _depth| {
-        let base = if from == crate::source::INLINE_NAME {
+    let main_name = source.name.clone();
+    // The source phase refused cycles and angle includes it could see; an include it could not
+    // (spelled across a line continuation) still meets these bounds.
+    let inclusions = std::sync::atomic::AtomicU64::new(0);
+    options.set_include_callback(move |name, ty, from, depth| {
+        if ty == shaderc::IncludeType::Standard {
+            return Err(format!(
+                "#include <{name}> is not supported: write #include \"{name}\""
+            ));
+        }
+        let n = inclusions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if depth > crate::source::MAX_INCLUDE_DEPTH || n >= crate::source::MAX_INCLUDE_EXPANSIONS {
+            return Err(format!(
+                "#include \"{name}\": more than {} levels or {} inclusions",
+                crate::source::MAX_INCLUDE_DEPTH,
+                crate::source::MAX_INCLUDE_EXPANSIONS
+            ));
+        }
+        let base = if from == crate::source::INLINE_NAME || from == main_name {
             main_dir.clone()
         } else {
             PathBuf::from(from)
@@ -174,13 +294,26 @@ fn compile_one(
                 .unwrap_or_else(|| main_dir.clone())
         };
         let path = base.join(name);
-        std::fs::read_to_string(&path)
-            .map(|content| shaderc::ResolvedInclude {
+        // The source phase read and checked every include it found; this one reads only what it
+        // would have accepted (no device, no NUL byte: shaderc panics on one).
+        match crate::source::read_text(&path, crate::source::MAX_FILE_BYTES) {
+            Ok(content) if content.contains('\0') => Err(format!(
+                "#include \"{name}\": a NUL byte in {}",
+                path.display()
+            )),
+            Ok(content) => Ok(shaderc::ResolvedInclude {
                 resolved_name: path.display().to_string(),
                 content,
-            })
-            .map_err(|e| format!("#include \"{name}\" not found: {} ({e})", path.display()))
+            }),
+            Err(e) => Err(format!("#include \"{name}\" {}", e.describe(&path))),
+        }
     });
+    if text.contains('\0') {
+        return Err(vec![Diagnostic {
+            location: String::new(),
+            message: "a NUL byte in the kernel text".into(),
+        }]);
+    }
     match compiler.compile_into_spirv(
         text,
         shaderc::ShaderKind::Compute,
@@ -203,6 +336,26 @@ fn parse_messages(source: &Meta, msg: &str) -> Vec<Diagnostic> {
     for line in msg.lines() {
         let line = line.trim();
         if line.is_empty() || line.ends_with("generated.") {
+            continue;
+        }
+        // `name: error: text`: glslang's messages without a line (`#version`, the entry point,
+        // some past `#line 4294967295`) are placed at the kernel's first line.
+        let unlined = line
+            .strip_prefix(source.name.as_str())
+            .and_then(|r| r.strip_prefix(": "))
+            .filter(|r| split_location(r).is_none_or(|(f, _, _)| f.contains(' ')));
+        if let Some(rest) = unlined {
+            // `name: error: name:-1: text` (a line past `#line 4294967295`): the inner location,
+            // clamped.
+            let inner = rest.split_once(": ").and_then(|(severity, r)| {
+                let (file, lno, text) = split_location(r)?;
+                (file == source.name).then(|| (lno, format!("{severity}: {text}")))
+            });
+            let (lno, message) = inner.unwrap_or((1, rest.to_string()));
+            out.push(Diagnostic {
+                location: source.locate(lno),
+                message,
+            });
             continue;
         }
         match split_location(line) {
@@ -247,12 +400,16 @@ pub(crate) fn split_location(line: &str) -> Option<(&str, u32, &str)> {
     let mut i = 0;
     while let Some(off) = line[i..].find(':') {
         let c = i + off;
-        let digits_end = bytes[c + 1..]
+        // `#line 4294967295` makes glslang count on to -1: a sign is allowed, and a line outside
+        // 1..=u32::MAX is clamped into it.
+        let start = c + 1 + usize::from(bytes.get(c + 1) == Some(&b'-'));
+        let digits_end = bytes[start..]
             .iter()
             .position(|b| !b.is_ascii_digit())
-            .map(|p| c + 1 + p)?;
-        if digits_end > c + 1 && bytes.get(digits_end) == Some(&b':') {
-            let n = line[c + 1..digits_end].parse().ok()?;
+            .map(|p| start + p)?;
+        if digits_end > start && bytes.get(digits_end) == Some(&b':') {
+            let n: i128 = line[c + 1..digits_end].parse().unwrap_or(i128::MAX);
+            let n = n.clamp(1, u32::MAX as i128) as u32;
             return Some((&line[..c], n, line[digits_end + 1..].trim()));
         }
         i = c + 1;
@@ -275,5 +432,25 @@ mod tests {
             Some(("/a/b.glsl", 3, "error: y"))
         );
         assert_eq!(split_location("error: no line"), None);
+        assert_eq!(
+            split_location("<inline>:-1: error: past the end"),
+            Some(("<inline>", 1, "error: past the end"))
+        );
+        assert_eq!(
+            split_location("<inline>:99999999999999999999: error: far"),
+            Some(("<inline>", u32::MAX, "error: far"))
+        );
+    }
+
+    #[test]
+    fn version_in_a_comment_is_not_the_version() {
+        use super::version_line;
+        assert_eq!(
+            version_line("/*\n#version 450\n*/\n#version 460\n"),
+            Some(3)
+        );
+        assert_eq!(version_line("/* a */ int x;\n#version 450"), Some(1));
+        assert_eq!(version_line("// /*\n#version 450"), Some(1));
+        assert_eq!(version_line("/* #version 450 */\nvoid main() {}"), None);
     }
 }

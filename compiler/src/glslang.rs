@@ -63,11 +63,12 @@ pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
 /// `#version`, before the preamble's extensions.
 fn with_include_directive(text: &str) -> String {
     let directive = "#extension GL_GOOGLE_include_directive : require\n";
-    match text.find('\n') {
-        Some(end) if text.starts_with("#version") => {
-            format!("{}{directive}{}", &text[..=end], &text[end + 1..])
-        }
-        _ => format!("{directive}{text}"),
+    // After the `#version` line, wherever it is (comments may come first).
+    let end_of_version = crate::compile::version_line(text)
+        .and_then(|k| text.match_indices('\n').nth(k).map(|(i, _)| i));
+    match end_of_version {
+        Some(end) => format!("{}{directive}{}", &text[..=end], &text[end + 1..]),
+        None => format!("{directive}{text}"),
     }
 }
 
@@ -166,6 +167,10 @@ mod tests {
         assert_eq!(
             with_include_directive("#version 450\nvoid main() {}"),
             "#version 450\n#extension GL_GOOGLE_include_directive : require\nvoid main() {}"
+        );
+        assert_eq!(
+            with_include_directive("/* c */\n#version 450\nvoid main() {}"),
+            "/* c */\n#version 450\n#extension GL_GOOGLE_include_directive : require\nvoid main() {}"
         );
     }
 

@@ -96,15 +96,40 @@ pub fn compile_kernel(
     let emit = variants::select(cx, &scan::Axes::of(&idents.all), requested);
     let emit = emit.filter(|_| text_ok)?;
     let compiled = compile_variants(cx, source, &idents, &emit)?;
+    let idents = &idents;
     match model::build(&compiled, &emit) {
         Ok(m) => Some(m),
         Err(errors) => {
             for e in errors {
-                cx.error(source.span, e);
+                cx.error(source.span, format!("{}: {e}", anchor(source, idents, &e)));
             }
             None
         }
     }
+}
+
+/// Where in the kernel an error found after compiling (reflection, the model) is reported: the
+/// first line of the main text that uses a name the message quotes in backticks, else the line
+/// declaring the push-constant block for a message about it, else the kernel's first line.
+fn anchor(source: &Source, idents: &Identifiers, message: &str) -> String {
+    let first_lines: std::collections::HashMap<&str, u32> = idents
+        .main
+        .iter()
+        .rev()
+        .map(|(n, l)| (n.as_str(), *l))
+        .collect();
+    let quoted = message.split('`').skip(1).step_by(2);
+    let line = quoted
+        .filter_map(|q| first_lines.get(q).copied())
+        .next()
+        .or_else(|| {
+            message
+                .contains("push")
+                .then(|| first_lines.get("push_constant").copied())
+                .flatten()
+        })
+        .unwrap_or(1);
+    source.locate(line)
 }
 
 /// Compiles and reflects the variants in `emit` and the reference variant of each (which
@@ -132,7 +157,16 @@ fn compile_variants(
     let mut glsl_errors = GroupedDiagnostics::default();
     let mut compiled = BTreeMap::new();
     for (key, result) in compile::compile_all(&source.meta, jobs, Optimization::None) {
-        match result.map(|words| (reflect::reflect(&words), words)) {
+        // Reflection reads glslang's output; a module it can't handle is an error, not a panic.
+        let reflected = result.map(|words| {
+            let r = std::panic::catch_unwind(|| reflect::reflect(&words)).unwrap_or_else(|_| {
+                Err(reflect::ReflectError(
+                    "internal error: reflecting the SPIR-V panicked".into(),
+                ))
+            });
+            (r, words)
+        });
+        match reflected {
             Ok((Ok(reflection), words)) => {
                 compiled.insert(key, (words, reflection));
             }
@@ -148,7 +182,8 @@ fn compile_variants(
         } else {
             format!("variants {}", keys.join(", "))
         };
-        cx.error(source.span, format!("{which}: {message}"));
+        let at = anchor(source, idents, &message);
+        cx.error(source.span, format!("{at}: {which}: {message}"));
     }
     let glsl_ok = glsl_errors.report(cx, source.span, emit.len());
     (ok && glsl_ok).then_some(compiled)
@@ -181,11 +216,16 @@ pub fn optimize(cx: &Ctxt, source: &Source, mut model: KernelModel) -> Option<Ke
                     v.spirv = words;
                 }
             }
-            Err(d) => {
-                cx.error(
-                    source.span,
-                    format!("variant `{key}`: optimizing failed: {:?}", d),
-                );
+            Err(diagnostics) => {
+                for d in diagnostics {
+                    cx.error(
+                        source.span,
+                        format!(
+                            "{}: variant `{key}`: optimizing failed: {}",
+                            d.location, d.message
+                        ),
+                    );
+                }
                 ok = false;
             }
         }

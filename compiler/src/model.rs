@@ -86,12 +86,24 @@ pub fn build(
     emit: &[VariantKey],
 ) -> Result<KernelModel, Vec<String>> {
     let mut errors = Vec::new();
-    let first_key = emit[0];
-    let first = &compiled[&first_key].1;
+    let Some(&first_key) = emit.first() else {
+        return Err(vec![
+            "internal error: no variant to build the kernel from".into()
+        ]);
+    };
+    let missing = |key: &VariantKey| {
+        vec![format!(
+            "internal error: variant `{key}` has no reflection although it compiled"
+        )]
+    };
+    let first = &compiled
+        .get(&first_key)
+        .ok_or_else(|| missing(&first_key))?
+        .1;
     let mut signatures = Signatures::new();
     let mut variants = Vec::new();
     for key in emit {
-        let (spirv, r) = &compiled[key];
+        let (spirv, r) = compiled.get(key).ok_or_else(|| missing(key))?;
         errors.extend(disagreements(&first_key, first, key, r));
         let groups = signatures.entry(key.memory).or_default();
         let sig = descriptor_signature(r);
@@ -102,6 +114,7 @@ pub fn build(
         variants.push(variant_model(compiled, key, spirv, r));
     }
     errors.extend(signature_disagreements(&signatures));
+    errors.extend(field_clashes(&signatures));
     if let Some(b) = first.bindings.iter().find(|b| b.set != 0) {
         errors.push(format!(
             "binding `{}` is in descriptor set {}; vkprism kernels use set 0 only",
@@ -211,6 +224,31 @@ fn signature_disagreements(signatures: &Signatures) -> Vec<String> {
                 memory.name(),
                 described.join("; ")
             ));
+        }
+    }
+    errors
+}
+
+/// One error per two bindings that would give their bindings struct the same field: the
+/// generated struct would not compile.
+fn field_clashes(signatures: &Signatures) -> Vec<String> {
+    let mut errors = Vec::new();
+    for groups in signatures.values() {
+        let Some((bindings, _)) = groups.first() else {
+            continue;
+        };
+        let mut seen: BTreeMap<String, &Binding> = BTreeMap::new();
+        for b in bindings {
+            let field = crate::codegen::binding_field_name(b);
+            match seen.get(&field) {
+                Some(prev) => errors.push(format!(
+                    "binding {} (`{}`, {:?}) and binding {} (`{}`, {:?}) both become the field `{field}` of the bindings struct; rename one of the blocks",
+                    prev.binding, prev.name, prev.kind, b.binding, b.name, b.kind
+                )),
+                None => {
+                    seen.insert(field, b);
+                }
+            }
         }
     }
     errors

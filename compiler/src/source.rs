@@ -73,7 +73,7 @@ impl Source {
     /// A source from plain text (for `build.rs`, a CLI, or tests): includes resolve against `dir`,
     /// messages name `name`.
     pub fn from_text(cx: &Ctxt, text: &str, name: &str, dir: &Path) -> Option<Source> {
-        let mut source = Source {
+        let source = Source {
             text: text.to_string(),
             all_text: text.to_string(),
             meta: Meta {
@@ -86,16 +86,15 @@ impl Source {
             files: Vec::new(),
             span: Span::call_site(),
         };
-        let mut ok = true;
-        source.scan_includes(cx, text, dir, None, &mut ok, 0);
-        ok.then_some(source)
+        source.finish_load(cx, None)
     }
 
     /// Reads the source and its includes; errors are recorded in `cx` and yield `None`.
     pub(crate) fn load(cx: &Ctxt, spec: &SourceSpec) -> Option<Source> {
         let lit = spec.lit();
         let span = lit.span();
-        let mut source = match spec {
+        let mut main = None;
+        let source = match spec {
             SourceSpec::Inline(lit) => {
                 let dir = invoking_dir(span);
                 let text = lit.value();
@@ -116,13 +115,18 @@ impl Source {
             }
             SourceSpec::File(lit) => {
                 let path = invoking_dir(span).join(lit.value());
-                let text = match std::fs::read_to_string(&path) {
+                let text = match read_text(&path, MAX_KERNEL_BYTES) {
                     Ok(t) => t,
-                    Err(e) => {
+                    Err(ReadError::Io(e)) => {
                         cx.error(span, format!("cannot read kernel file `{}`: {e} (paths are relative to the invoking Rust file, as with include_str!)", path.display()));
                         return None;
                     }
+                    Err(e) => {
+                        cx.error(span, format!("kernel file {}", e.describe(&path)));
+                        return None;
+                    }
                 };
+                main = Some(std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone()));
                 Source {
                     all_text: text.clone(),
                     text,
@@ -139,53 +143,190 @@ impl Source {
                 }
             }
         };
-        let main_text = source.text.clone();
-        let dir = source.meta.dir.clone();
-        let mut ok = true;
-        source.scan_includes(cx, &main_text, &dir, None, &mut ok, 0);
-        ok.then_some(source)
+        source.finish_load(cx, main)
     }
 
-    /// Finds `#include "x"` lines, reads the files (recursively), records them.
+    /// Finds `#include "x"` lines, reads the files (depth first, each distinct file once),
+    /// records them. `stack` holds the canonical paths of the files being scanned (the main
+    /// file first, if any): an include of one of them is a cycle, reported once with its chain.
     fn scan_includes(
         &mut self,
         cx: &Ctxt,
         text: &str,
         dir: &Path,
         from: Option<&Path>,
-        ok: &mut bool,
-        depth: usize,
+        walk: &mut Walk,
     ) {
-        if depth > 16 {
-            cx.error(self.span, "#include nested more than 16 deep (a cycle?)");
-            *ok = false;
-            return;
-        }
         for (i, line) in text.lines().enumerate() {
-            let Some(name) = include_target(line) else {
+            let Some(target) = include_target(line) else {
                 continue;
             };
+            let at = match from {
+                Some(f) => format!("{}:{}", f.display(), i + 1),
+                None => self.locate(i as u32 + 1),
+            };
+            let name = match target {
+                Include::Quoted(name) => name,
+                Include::Angle(name) => {
+                    cx.error(self.span, format!("{}: #include <{name}> is not supported: vkprism has no include directories; write #include \"{name}\" (resolved relative to the including file)", at));
+                    walk.ok = false;
+                    continue;
+                }
+            };
             let path = dir.join(name);
-            match std::fs::read_to_string(&path) {
-                Ok(t) => {
-                    if !self.files.contains(&path) {
-                        self.files.push(path.clone());
-                        self.all_text.push('\n');
-                        self.all_text.push_str(&t);
-                    }
-                    let sub = path.parent().map(Path::to_path_buf).unwrap_or_default();
-                    self.scan_includes(cx, &t, &sub, Some(&path), ok, depth + 1);
+            let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            if let Some(k) = walk.stack.iter().position(|p| *p == canonical) {
+                let mut chain: Vec<String> = walk.stack[k..]
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect();
+                chain.push(canonical.display().to_string());
+                if walk.cycles.insert(walk.stack[k..].to_vec()) {
+                    cx.error(self.span, format!("{}: #include \"{name}\" makes a cycle: {}; guard the file with #ifndef/#define or remove the include", at, chain.join(" includes ")));
+                }
+                walk.ok = false;
+                continue;
+            }
+            if walk.stack.len() > MAX_INCLUDE_DEPTH {
+                cx.error(
+                    self.span,
+                    format!(
+                        "{}: #include \"{name}\" nests includes more than {MAX_INCLUDE_DEPTH} deep",
+                        at
+                    ),
+                );
+                walk.ok = false;
+                continue;
+            }
+            let parent = walk.stack.last().cloned().unwrap_or_default();
+            walk.edges
+                .entry(parent)
+                .or_default()
+                .push(canonical.clone());
+            if !walk.scanned.insert(canonical.clone()) {
+                // Read and scanned already (a diamond): its includes are recorded.
+                continue;
+            }
+            if walk.scanned.len() > MAX_INCLUDE_FILES {
+                if !walk.too_many {
+                    cx.error(self.span, format!("{}: #include \"{name}\": more than {MAX_INCLUDE_FILES} distinct included files", at));
+                }
+                walk.too_many = true;
+                walk.ok = false;
+                return;
+            }
+            let budget = MAX_TOTAL_BYTES.saturating_sub(self.all_text.len());
+            let t = match read_text(&path, MAX_FILE_BYTES.min(budget)) {
+                Ok(t) => t,
+                Err(ReadError::TooLarge { limit }) if limit < MAX_FILE_BYTES => {
+                    cx.error(self.span, format!("{}: #include \"{name}\": {} brings the kernel text and its includes over {MAX_TOTAL_BYTES} bytes in total", at, path.display()));
+                    walk.ok = false;
+                    return;
                 }
                 Err(e) => {
-                    let at = match from {
-                        Some(f) => format!("{}:{}", f.display(), i + 1),
-                        None => self.locate(i as u32 + 1),
-                    };
-                    cx.error(self.span, format!("{at}: #include \"{name}\" not found: {} ({e}); includes resolve relative to the including file", path.display()));
-                    *ok = false;
+                    cx.error(self.span, format!("{}: #include \"{name}\" {}; includes resolve relative to the including file", at, e.describe(&path)));
+                    walk.ok = false;
+                    continue;
                 }
+            };
+            if let Some(l) = nul_line(&t) {
+                cx.error(
+                    self.span,
+                    format!(
+                        "{}:{l}: a NUL byte in included file (included at {})",
+                        path.display(),
+                        at
+                    ),
+                );
+                walk.ok = false;
+                continue;
+            }
+            walk.sizes.insert(canonical.clone(), t.len());
+            self.files.push(path.clone());
+            self.all_text.push('\n');
+            self.all_text.push_str(&t);
+            let sub = path.parent().map(Path::to_path_buf).unwrap_or_default();
+            walk.stack.push(canonical);
+            self.scan_includes(cx, &t, &sub, Some(&path), walk);
+            walk.stack.pop();
+            if walk.too_many {
+                return;
             }
         }
+    }
+
+    /// Checks the main text (size, NUL bytes) and reads its includes; `main` is the canonical
+    /// path of the main file, if any.
+    fn finish_load(mut self, cx: &Ctxt, main: Option<PathBuf>) -> Option<Source> {
+        if self.text.len() > MAX_KERNEL_BYTES {
+            cx.error(self.span, format!("{}: the kernel text is {} bytes; vkprism accepts at most {MAX_KERNEL_BYTES} bytes (split it, or move shared code into an #include)", self.locate(1), self.text.len()));
+            return None;
+        }
+        if let Some(l) = nul_line(&self.text) {
+            cx.error(
+                self.span,
+                format!("{}: a NUL byte in the kernel text", self.locate(l)),
+            );
+            return None;
+        }
+        if let Some(e) = self.version_error() {
+            cx.error(self.span, e);
+            return None;
+        }
+        let main_text = self.text.clone();
+        let dir = self.meta.dir.clone();
+        let mut walk = Walk {
+            ok: true,
+            stack: main.iter().cloned().collect(),
+            scanned: main.into_iter().collect(),
+            ..Walk::default()
+        };
+        let root = walk.stack.first().cloned().unwrap_or_default();
+        self.scan_includes(cx, &main_text, &dir, None, &mut walk);
+        if walk.ok {
+            // glslang follows every include each time: a file included twice at each of 20
+            // levels is read once here but 2^20 times there.
+            let (count, bytes) = walk.expanded(&root, &mut Default::default());
+            if count > MAX_INCLUDE_EXPANSIONS || bytes > MAX_EXPANDED_BYTES {
+                cx.error(self.span, format!("{}: the includes expand to {count} inclusions and {bytes} bytes (a file included twice counts twice); vkprism accepts at most {MAX_INCLUDE_EXPANSIONS} inclusions and {MAX_EXPANDED_BYTES} bytes", self.locate(1)));
+                return None;
+            }
+        }
+        walk.ok.then_some(self)
+    }
+
+    /// Why the kernel's `#version` is not one a Vulkan compute shader compiles with, if it isn't.
+    /// Checked before glslang sees it: for versions without compute built-ins (110 to 140, or a
+    /// number glslang can't read) glslang prints its whole built-in table to the build's stdout.
+    fn version_error(&self) -> Option<String> {
+        let k = crate::compile::version_line(&self.text)?;
+        let line = self.text.lines().nth(k)?;
+        let rest = line
+            .trim_start()
+            .strip_prefix('#')?
+            .trim_start()
+            .strip_prefix("version")?;
+        // A comment may follow.
+        let rest = rest
+            .split("//")
+            .next()
+            .unwrap_or("")
+            .split("/*")
+            .next()
+            .unwrap_or("");
+        let words: Vec<&str> = rest.split_whitespace().collect();
+        let ok = match words.as_slice() {
+            [v] | [v, "core"] => matches!(*v, "430" | "440" | "450" | "460"),
+            [v, "es"] => matches!(*v, "310" | "320"),
+            _ => false,
+        };
+        (!ok).then(|| {
+            format!(
+                "{}: `#version{}` is not a version for Vulkan compute shaders; use `#version 450` (or 430, 440, 460, `310 es`, `320 es`), or leave it out (vkprism adds `#version 450`)",
+                self.locate(k as u32 + 1),
+                rest.trim_end()
+            )
+        })
     }
 
     /// `file:line` in the Rust or kernel source for line `glsl_line` of the main text.
@@ -204,13 +345,137 @@ impl Meta {
     }
 }
 
-/// The file named by an `#include "…"` line.
-pub fn include_target(line: &str) -> Option<&str> {
+/// The file an `#include` line names.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Include<'a> {
+    /// `#include "name"`.
+    Quoted(&'a str),
+    /// `#include <name>`.
+    Angle(&'a str),
+}
+
+/// The file named by an `#include "…"` or `#include <…>` line.
+pub fn include_target(line: &str) -> Option<Include<'_>> {
     let rest = line
         .trim_start()
         .strip_prefix('#')?
         .trim_start()
-        .strip_prefix("include")?;
-    let rest = rest.trim_start().strip_prefix('"')?;
-    rest.split('"').next()
+        .strip_prefix("include")?
+        .trim_start();
+    if let Some(rest) = rest.strip_prefix('"') {
+        return rest.split('"').next().map(Include::Quoted);
+    }
+    let rest = rest.strip_prefix('<')?;
+    rest.split('>').next().map(Include::Angle)
+}
+
+/// The most bytes of kernel text (inline or `path:`) accepted.
+pub const MAX_KERNEL_BYTES: usize = 1 << 20;
+/// The most bytes of one included file.
+pub const MAX_FILE_BYTES: usize = 1 << 20;
+/// The most bytes of the kernel text and all its includes together.
+pub const MAX_TOTAL_BYTES: usize = 4 << 20;
+/// The most distinct included files.
+pub const MAX_INCLUDE_FILES: usize = 256;
+/// The most inclusions once every `#include` is expanded as often as it appears.
+pub const MAX_INCLUDE_EXPANSIONS: u64 = 4096;
+/// The most bytes of text once every `#include` is expanded as often as it appears.
+pub const MAX_EXPANDED_BYTES: u64 = 16 << 20;
+/// The deepest nesting of includes.
+pub const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// The state of one walk over the includes.
+#[derive(Default)]
+struct Walk {
+    ok: bool,
+    /// Canonical paths of the files being scanned, outermost first.
+    stack: Vec<PathBuf>,
+    /// Canonical paths of every file read (each is scanned once).
+    scanned: std::collections::BTreeSet<PathBuf>,
+    /// Cycles reported (their files from the first one included).
+    cycles: std::collections::BTreeSet<Vec<PathBuf>>,
+    /// The file-count error was reported.
+    too_many: bool,
+    /// Per file (the inline text: an empty path), the files its `#include`s name, in order.
+    edges: std::collections::BTreeMap<PathBuf, Vec<PathBuf>>,
+    /// Per file read, its length in bytes.
+    sizes: std::collections::BTreeMap<PathBuf, usize>,
+}
+
+impl Walk {
+    /// `(inclusions, bytes)` of `file` with every include expanded each time it appears.
+    fn expanded(
+        &self,
+        file: &PathBuf,
+        memo: &mut std::collections::BTreeMap<PathBuf, (u64, u64)>,
+    ) -> (u64, u64) {
+        if let Some(&r) = memo.get(file) {
+            return r;
+        }
+        let mut r = (0u64, 0u64);
+        for child in self.edges.get(file).into_iter().flatten() {
+            let (n, b) = self.expanded(child, memo);
+            let own = self.sizes.get(child).copied().unwrap_or(0) as u64;
+            r = (
+                r.0.saturating_add(n).saturating_add(1),
+                r.1.saturating_add(b).saturating_add(own),
+            );
+        }
+        memo.insert(file.clone(), r);
+        r
+    }
+}
+
+/// Why a kernel or include file could not be read.
+#[derive(Debug)]
+pub(crate) enum ReadError {
+    Io(std::io::Error),
+    NotAFile,
+    TooLarge { limit: usize },
+    NotUtf8,
+}
+
+impl ReadError {
+    pub(crate) fn describe(&self, path: &Path) -> String {
+        let p = path.display();
+        match self {
+            ReadError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                format!("not found: {p} ({e})")
+            }
+            ReadError::Io(e) => format!("cannot be read: {p} ({e})"),
+            ReadError::NotAFile => format!("is not a regular file: {p}"),
+            ReadError::TooLarge { limit } => {
+                format!("is too large: {p} is over {limit} bytes, the most vkprism reads")
+            }
+            ReadError::NotUtf8 => format!("is not UTF-8 text: {p}"),
+        }
+    }
+}
+
+/// Reads a regular file of at most `limit` bytes as UTF-8 (never a device, a FIFO or a
+/// directory, and never more than `limit + 1` bytes of anything).
+pub(crate) fn read_text(path: &Path, limit: usize) -> Result<String, ReadError> {
+    use std::io::Read;
+    let meta = std::fs::metadata(path).map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotAFile);
+    }
+    if meta.len() > limit as u64 {
+        return Err(ReadError::TooLarge { limit });
+    }
+    let file = std::fs::File::open(path).map_err(ReadError::Io)?;
+    let mut bytes = Vec::new();
+    file.take(limit as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() > limit {
+        return Err(ReadError::TooLarge { limit });
+    }
+    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
+}
+
+/// The 1-based line of the first NUL byte in `text`, if any.
+pub(crate) fn nul_line(text: &str) -> Option<u32> {
+    let at = text.find('\0')?;
+    Some(text[..at].bytes().filter(|&b| b == b'\n').count() as u32 + 1)
 }

@@ -25,7 +25,7 @@ pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
 /// syntax error without naming it.
 fn check_types(cx: &Ctxt, source: &Source, idents: &Identifiers, own: &BTreeSet<String>) -> bool {
     let unknown = scan::unknown_types(&idents.all, own);
-    for (name, _) in &unknown {
+    for (name, _) in shown(cx, source, &unknown, "unknown extended types") {
         let at = first_use(source, &idents.main, name);
         let near: Vec<String> = scan::near_types(name)
             .iter()
@@ -81,6 +81,31 @@ fn check_switches(
 
 /// Where `name` is first used: its line in the main text, else "an included file" (lines of the
 /// concatenated text mean nothing past the main text).
+/// The first [`SHOWN`] of `names`, with one error saying how many more there are: past a
+/// screenful more names say nothing new, and a generated kernel may have thousands (each looked
+/// up in the main text by [`first_use`]).
+fn shown<'a>(
+    cx: &Ctxt,
+    source: &Source,
+    names: &'a [(String, u32)],
+    what: &str,
+) -> &'a [(String, u32)] {
+    if names.len() > SHOWN {
+        cx.error(
+            source.span,
+            format!(
+                "{}: {} more {what} not listed",
+                source.locate(1),
+                names.len() - SHOWN
+            ),
+        );
+    }
+    &names[..names.len().min(SHOWN)]
+}
+
+/// How many names of one kind are reported.
+const SHOWN: usize = 20;
+
 fn first_use(source: &Source, main: &[(String, u32)], name: &str) -> String {
     match main.iter().find(|(n, _)| n == name) {
         Some((_, main_line)) => source.locate(*main_line),
@@ -96,7 +121,7 @@ fn check_extended_functions(
     own: &BTreeSet<String>,
 ) -> bool {
     let unknown = scan::unknown_functions(&idents.all, own);
-    for (name, _) in &unknown {
+    for (name, _) in shown(cx, source, &unknown, "unknown extended GLSL functions") {
         let at = first_use(source, &idents.main, name);
         let near: Vec<String> = scan::near_misses(name)
             .iter()
@@ -127,7 +152,7 @@ fn check_device_facts(
     own: &BTreeSet<String>,
 ) -> bool {
     let unknown = scan::unknown_device_facts(&idents.all, own);
-    for (name, _) in &unknown {
+    for (name, _) in shown(cx, source, &unknown, "device facts") {
         let at = first_use(source, &idents.main, name);
         cx.error(
             source.span,

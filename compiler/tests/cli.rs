@@ -126,3 +126,48 @@ fn a_closed_stdout_ends_it_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn glslang_never_writes_to_stdout() {
+    // glslang prints its 4,550-line built-in table to stdout for versions without compute
+    // built-ins; vkprism refuses those versions before glslang sees them.
+    let dir = std::env::temp_dir().join(format!("vkprismc-version-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for version in ["110", "140", "0", "-1", "abc", "999", "450 compatibility"] {
+        let kernel = dir.join("old.comp");
+        std::fs::write(&kernel, format!("#version {version}\nlayout (binding = 0) buffer b {{ float d[]; }};\nvoid main() {{ d[0] = 1.0; }}\n")).unwrap();
+        let out = vkprismc().arg(&kernel).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        assert!(
+            out.stdout.is_empty(),
+            "#version {version}: {} bytes on stdout",
+            out.stdout.len()
+        );
+        assert!(
+            err.contains("old.comp:1: `#version") && err.contains("is not a version"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn version_hidden_by_a_continued_comment_prints_no_builtin_table() {
+    // `// …\` continues the comment onto the `#version` line: glslang sees no version, and
+    // without the forced one it used a version with no compute built-ins and printed them all.
+    let dir = std::env::temp_dir().join(format!("vkprismc-continued-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernel = dir.join("k.comp");
+    std::fs::write(&kernel, "// a comment \\\n#version 450\nlayout (binding = 0) buffer b { float d[]; };\nvoid main() { d[0] = 1.0; }\n").unwrap();
+    let out = vkprismc()
+        .arg(&kernel)
+        .args(["--variants", "fp32"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("imageAtomic") && text.lines().count() < 50,
+        "{} lines on stdout",
+        text.lines().count()
+    );
+}

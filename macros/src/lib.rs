@@ -156,9 +156,11 @@ use proc_macro::TokenStream;
 /// # Includes
 ///
 /// `#include "file"` is resolved relative to the including file: the invoking Rust file's
-/// directory for an inline `src`, the kernel file's directory for `path`. Includes nest (up to 16
+/// directory for an inline `src`, the kernel file's directory for `path`. Includes nest (up to 32
 /// deep) and every file read is a rebuild dependency. Errors in an included file name that file
-/// and line.
+/// and line. `#include <file>` is refused (there are no include directories), a cycle is one
+/// error naming its chain, and input is bounded: regular files only, 1 MiB of kernel text,
+/// 1 MiB per included file, 4 MiB in all, 256 files, 4096 inclusions with repeats counted.
 ///
 /// # Errors
 ///
@@ -167,7 +169,9 @@ use proc_macro::TokenStream;
 ///
 /// - input: an unknown or duplicate key, a value of the wrong type, `src` and `path` both or
 ///   neither, an empty `variants` list;
-/// - source: a `path` or `#include` file that can't be read;
+/// - source: a `path` or `#include` file that can't be read or is over the bounds above, an
+///   include cycle, a NUL byte, a `#version` that is not one for compute shaders (430 to 460,
+///   `310 es`, `320 es`);
 /// - variants: a name in `variants` that is misspelled, not a variant of this kernel (the message
 ///   lists the kernel's variants), or listed twice;
 /// - scan: an unknown extended function (`buffer_ld5`, with the nearest known names), a

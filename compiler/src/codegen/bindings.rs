@@ -32,7 +32,7 @@ fn bindings_struct(
     let mut fields = Vec::new();
     let mut resources = Vec::new();
     for b in bindings {
-        let f = field_ident(&b.name, &format!("binding{}", b.binding));
+        let f = binding_field(b);
         let (ty, resource) = match b.kind {
             BindingKind::StorageBuffer | BindingKind::UniformBuffer => (
                 quote!(&'a #p::Tensor),
@@ -72,6 +72,11 @@ fn bindings_struct(
             }
         }
     }
+}
+
+/// The field a binding gets in its bindings struct.
+pub fn binding_field(b: &Binding) -> proc_macro2::Ident {
+    field_ident(&b.name, &format!("binding{}", b.binding))
 }
 
 /// A binding's doc: what it is, and its element type and tensor format in each variant.

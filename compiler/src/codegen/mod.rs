@@ -75,6 +75,12 @@ fn private(spec: &KernelSpec) -> TokenStream {
     }
 }
 
+/// The name of the field a binding gets in its bindings struct (the model checks two bindings
+/// don't share one).
+pub(crate) fn binding_field_name(b: &crate::reflect::Binding) -> String {
+    bindings::binding_field(b).to_string()
+}
+
 /// An identifier spelled like the value's `Debug` (enum variant names).
 fn dbg_ident(x: &impl std::fmt::Debug) -> Ident {
     Ident::new(&format!("{x:?}"), Span::call_site())

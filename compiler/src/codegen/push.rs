@@ -21,6 +21,7 @@ pub fn items(p: &TokenStream, block: Option<&PushBlock>) -> TokenStream {
         offset_asserts,
         ctor_args,
         ctor_fields,
+        ..
     } = &layout;
     let rounded = block.size.div_ceil(4) as usize * 4;
     let doc = format!(
@@ -57,11 +58,30 @@ struct Layout {
     ctor_args: Vec<TokenStream>,
     /// Field initializers of `new`: the members, and zeros for the padding.
     ctor_fields: Vec<TokenStream>,
+    /// What padding fields' names start with.
+    pad_prefix: String,
 }
 
 impl Layout {
     fn of(block: &PushBlock) -> Layout {
-        let mut layout = Layout::default();
+        // Padding fields are named `_pad<n>`, with as many more leading underscores as it takes
+        // for no member to start that way (a member may be called `_pad0`).
+        let members: Vec<String> = block
+            .members
+            .iter()
+            .map(|m| member_field(m).to_string())
+            .collect();
+        let mut pad_prefix = "_pad".to_string();
+        while members
+            .iter()
+            .any(|m| m.trim_start_matches("r#").starts_with(&pad_prefix))
+        {
+            pad_prefix.insert(0, '_');
+        }
+        let mut layout = Layout {
+            pad_prefix,
+            ..Layout::default()
+        };
         let mut at = 0usize;
         let mut pads = 0usize;
         for m in &block.members {
@@ -74,19 +94,19 @@ impl Layout {
         layout
     }
 
-    /// `n` bytes of padding (none for 0), named `_pad<pads>`.
+    /// `n` bytes of padding (none for 0), named `<pad_prefix><pads>`.
     fn pad(&mut self, n: usize, pads: &mut usize) {
         if n == 0 {
             return;
         }
-        let name = format_ident!("_pad{}", *pads);
+        let name = format_ident!("{}{}", self.pad_prefix, *pads);
         *pads += 1;
         self.fields.push(quote!(#[doc(hidden)] pub #name: [u8; #n]));
         self.ctor_fields.push(quote!(#name: [0; #n]));
     }
 
     fn member(&mut self, m: &PushMember) {
-        let f = field_ident(&m.name, &format!("member_{}", m.offset));
+        let f = member_field(m);
         let ty = member_type(m);
         let offset = m.offset as usize;
         let doc = format!("`{}` at byte offset {} (from SPIR-V).", m.name, m.offset);
@@ -96,6 +116,11 @@ impl Layout {
         self.ctor_args.push(quote!(#f: #ty));
         self.ctor_fields.push(quote!(#f));
     }
+}
+
+/// The field of one push-constant member.
+fn member_field(m: &PushMember) -> proc_macro2::Ident {
+    field_ident(&m.name, &format!("member_{}", m.offset))
 }
 
 /// The Rust type of one push-constant member.

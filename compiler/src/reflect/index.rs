@@ -225,7 +225,7 @@ impl<'m> ModuleIndex<'m> {
             Ty::Vector { elem, count } => Some((self.scalar(*elem)?, *count)),
             Ty::Matrix { column, count } => {
                 let (s, n) = self.flat(*column)?;
-                Some((s, n * count))
+                Some((s, n.checked_mul(*count)?))
             }
             Ty::Struct { members } => {
                 let mut kind = None;
@@ -236,7 +236,7 @@ impl<'m> ModuleIndex<'m> {
                         return None;
                     }
                     kind = Some(s);
-                    n += c;
+                    n = u32::checked_add(n, c)?;
                 }
                 Some((kind?, n))
             }

@@ -238,6 +238,10 @@ fn block_element(c: &ModuleIndex, members: &[u32]) -> ElementType {
     }
 }
 
+/// The largest push-constant block accepted (no device offers more than a few KiB; the check
+/// keeps the sizes far from `u32` overflow and the generated struct small).
+const MAX_PUSH_BYTES: u32 = 1 << 16;
+
 fn push_block(c: &ModuleIndex, ty: u32, instance: String) -> Result<PushBlock, ReflectError> {
     let Some(Ty::Struct { members }) = c.types.get(&ty) else {
         return Err(ReflectError("push constant is not a block".into()));
@@ -246,7 +250,17 @@ fn push_block(c: &ModuleIndex, ty: u32, instance: String) -> Result<PushBlock, R
     for (idx, &m) in members.iter().enumerate() {
         out.push(push_member(c, ty, idx as u32, m)?);
     }
-    let size = out.iter().map(|m| m.offset + m.size).max().unwrap_or(0);
+    let mut size = 0u32;
+    for m in &out {
+        let end = m
+            .offset
+            .checked_add(m.size)
+            .filter(|&e| e <= MAX_PUSH_BYTES);
+        let Some(end) = end else {
+            return Err(ReflectError(format!("push constant member `{}` ends past byte {MAX_PUSH_BYTES} of the block; Vulkan devices offer 128 to 4096 bytes of push constants", m.name)));
+        };
+        size = size.max(end);
+    }
     out.sort_by_key(|m| m.offset);
     Ok(PushBlock {
         instance,
@@ -291,7 +305,10 @@ fn push_member(c: &ModuleIndex, ty: u32, idx: u32, m: u32) -> Result<PushMember,
         Some((_, stride)) if stride != elem_size => {
             return Err(ReflectError(format!("push constant member `{name}`: array stride {stride} differs from element size {elem_size}; use a vec4 array")));
         }
-        Some((len, stride)) => (Some(len), stride * len),
+        Some((len, stride)) => match stride.checked_mul(len).filter(|&s| s <= MAX_PUSH_BYTES) {
+            Some(size) => (Some(len), size),
+            None => return Err(ReflectError(format!("push constant member `{name}`: {len} elements of {stride} bytes are more than {MAX_PUSH_BYTES} bytes; Vulkan devices offer 128 to 4096 bytes of push constants"))),
+        },
         None => (None, elem_size),
     };
     Ok(PushMember {

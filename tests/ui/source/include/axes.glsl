@@ -1,0 +1,1 @@
+layout (binding = 0) buffer b { sfpvec4 d[]; };

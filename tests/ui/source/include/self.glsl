@@ -1,0 +1,3 @@
+#include "self.glsl"
+#include "self.glsl"
+#include "self.glsl"

@@ -1,0 +1,6 @@
+vkprism::compute_shader! {
+    pub mod k,
+    path: "/dev/zero",
+}
+
+fn main() {}
