@@ -343,8 +343,9 @@ fn a_reflection_failure_is_one_error_naming_its_variants() {
     let errs = compile("#version 450\nlayout (binding = 0) buffer a_blob { sfpvec4 a[]; };\nlayout (push_constant, std140) uniform parameter { float w[4]; } p;\nvoid main() { buffer_st4(a, 0, afpvec4(p.w[1])); }\n").unwrap_err();
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(
-        errs[0].starts_with("variants fp32, fp16p, fp16pa, fp16s, fp16sa, bf16p, bf16s: ")
-            && errs[0].contains("array stride 16"),
+        errs[0].starts_with(
+            "test.comp:3: variants fp32, fp16p, fp16pa, fp16s, fp16sa, bf16p, bf16s: "
+        ) && errs[0].contains("array stride 16"),
         "{errs:?}"
     );
 }
