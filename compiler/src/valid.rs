@@ -21,21 +21,23 @@ pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
     functions_ok && facts_ok && switches_ok && types_ok && constructors_ok && psc_ok
 }
 
+/// "did you mean `x`? " for the near misses of a name (empty when there are none).
+fn did_you_mean<S: std::fmt::Display>(near: &[S]) -> String {
+    let quoted: Vec<String> = near.iter().map(|n| format!("`{n}`")).collect();
+    match quoted.len() {
+        0 => String::new(),
+        1 => format!("did you mean {}? ", quoted[0]),
+        _ => format!("did you mean one of {}? ", quoted.join(", ")),
+    }
+}
+
 /// A name shaped like an extended type that doesn't exist (`sfpvec3`): glslang would report a
 /// syntax error without naming it.
 fn check_types(cx: &Ctxt, source: &Source, idents: &Identifiers, own: &BTreeSet<String>) -> bool {
     let unknown = scan::unknown_types(&idents.all, own);
     for (name, _) in shown(cx, source, &unknown, "unknown extended types") {
         let at = first_use(source, &idents.main, name);
-        let near: Vec<String> = scan::near_types(name)
-            .iter()
-            .map(|t| format!("`{t}`"))
-            .collect();
-        let hint = match near.len() {
-            0 => String::new(),
-            1 => format!("did you mean {}? ", near[0]),
-            _ => format!("did you mean one of {}? ", near.join(", ")),
-        };
+        let hint = did_you_mean(&scan::near_types(name));
         cx.error(
             source.span,
             format!(
@@ -123,15 +125,7 @@ fn check_extended_functions(
     let unknown = scan::unknown_functions(&idents.all, own);
     for (name, _) in shown(cx, source, &unknown, "unknown extended GLSL functions") {
         let at = first_use(source, &idents.main, name);
-        let near: Vec<String> = scan::near_misses(name)
-            .iter()
-            .map(|k| format!("`{k}`"))
-            .collect();
-        let hint = match near.len() {
-            0 => String::new(),
-            1 => format!("did you mean {}? ", near[0]),
-            _ => format!("did you mean one of {}? ", near.join(", ")),
-        };
+        let hint = did_you_mean(&scan::near_misses(name));
         cx.error(
             source.span,
             format!(
