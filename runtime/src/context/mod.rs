@@ -125,6 +125,17 @@ impl Context {
         self.shared.is_poisoned()
     }
 
+    /// Bytes of device memory vkprism holds now, over all heaps: tensors, images and staging
+    /// buffers (what the budget checks count). Back to where it was once what was made is
+    /// dropped, which a leak test can check.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.shared
+            .heap_used
+            .iter()
+            .map(|h| h.load(std::sync::atomic::Ordering::Relaxed))
+            .sum()
+    }
+
     /// Whether tensors are mapped directly (device-local memory the host can see).
     pub fn unified_memory(&self) -> bool {
         self.shared.unified_memory
