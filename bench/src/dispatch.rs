@@ -9,14 +9,7 @@ use vkprism::{CommandList, Context, Tensor, TensorFormat};
 vkprism::compute_shader! {
     /// x = x + 1 on 64 floats: a dispatch that costs almost nothing itself.
     pub mod tiny,
-    src: r#"
-#version 450
-layout (binding = 0) buffer x_blob { float x[]; };
-void main() {
-    uint i = gl_GlobalInvocationID.x;
-    if (i < 64u) x[i] = x[i] + 1.0;
-}
-"#,
+    path: "../kernels/tick.comp",
 }
 
 const LIST_LEN: usize = 1000;
