@@ -33,7 +33,7 @@ use std::error::Error;
 use std::time::{Duration, Instant};
 use vkprism::{CommandList, Context, FloatMode, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::reference::{self, Conv2d, Gemm};
-use vkprism_shaders::{activation, binary_op, conv2d, gemm, gemm_invocations, gemm_local_size};
+use vkprism_shaders::{activation, binary_op, conv2d, gemm, GemmConfig};
 
 /// A value flowing between layers: the network's input, an intermediate, or the output.
 type Value = usize;
@@ -314,16 +314,19 @@ impl Session {
         let relu_p = relu_k.pipeline(&activation::SpecConstants { op: 0, n: 0 }, None)?;
         let add_p = add_k.pipeline(&binary_op::SpecConstants { op: 0 }, None)?;
         let gemm_key = gemm_k.variant().key;
-        // The workgroup the GEMM is tuned for (16×16, or 32×8 with cooperative matrices).
-        let local = gemm_local_size(&gemm_key);
-        let gemm_spec = |relu: bool| gemm::SpecConstants {
-            bias_term: 1,
-            activation: relu as i32,
-            subgroup_size: ctx.features().limits.subgroup_size as i32,
-            ..gemm::SpecConstants::default()
+        // Every dense layer is one row (M = 1) over a short K, so one configuration of the GEMM
+        // (workgroup, tiles, 8-byte loads) serves them all.
+        let gemm_cfg =
+            GemmConfig::for_gemm(&gemm_key, ctx.features().limits.subgroup_size, 1, 4, 4);
+        let gemm_spec = |relu: bool| {
+            gemm_cfg.gemm_spec(gemm::SpecConstants {
+                bias_term: 1,
+                activation: relu as i32,
+                ..gemm::SpecConstants::default()
+            })
         };
-        let gemm_relu = gemm_k.pipeline(&gemm_spec(true), Some([local[0], local[1], 1]))?;
-        let gemm_none = gemm_k.pipeline(&gemm_spec(false), Some([local[0], local[1], 1]))?;
+        let gemm_relu = gemm_k.pipeline(&gemm_spec(true), Some(gemm_cfg.local_size()))?;
+        let gemm_none = gemm_k.pipeline(&gemm_spec(false), Some(gemm_cfg.local_size()))?;
 
         // Memory: the input, the output and the planned buffers, each as large as the largest
         // value it will hold.
@@ -409,8 +412,13 @@ impl Session {
                     relu,
                     input,
                 } => {
-                    // The GEMM reads rows as vec4s: K and N must be multiples of 4.
+                    // The GEMM reads rows as vec4s: K and N must be multiples of 4 (and K short,
+                    // for the one configuration above).
                     assert!(k % 4 == 0 && n % 4 == 0, "dense layers need multiples of 4");
+                    assert!(
+                        *k < 2048,
+                        "dense layers use one GEMM configuration, for short K"
+                    );
                     let w = Tensor::from_f32(ctx, &[*k, *n], format, weight)?;
                     let b = Tensor::from_f32(ctx, &[*n], format, bias)?;
                     list.dispatch(
@@ -428,7 +436,7 @@ impl Session {
                             alpha: 1.0,
                             slope: 0.0,
                         },
-                        gemm_invocations(1, *n, local),
+                        gemm_cfg.grid(1, *n),
                     )?;
                     variants.push(gemm_key);
                 }

@@ -627,3 +627,32 @@ fn subgroup_size_is_chosen_at_pipeline_creation_or_refused() {
     );
     assert_clean(&ctx);
 }
+
+#[test]
+fn pipeline_statistics_come_from_the_driver_when_asked_for() {
+    let ctx = ctx_with(ContextOptions {
+        pipeline_statistics: true,
+        ..Default::default()
+    });
+    let kernel = ctx.load::<inc::Kernel>().unwrap();
+    let pipe = kernel.pipeline(&Default::default(), None).unwrap();
+    let stats = pipe.statistics().unwrap();
+    // Where the device has the extension, the driver reports at least one named statistic of
+    // the one compute executable; elsewhere the list is empty and the context says why.
+    assert_eq!(ctx.pipeline_statistics(), !stats.is_empty(), "{stats:?}");
+    assert!(stats.iter().all(|s| !s.name.is_empty()), "{stats:?}");
+    for s in &stats {
+        println!(
+            "{}: {} = {} ({})",
+            s.executable, s.name, s.value, s.description
+        );
+    }
+    // Without the option nothing is captured.
+    let plain = vkprism_testkit::ctx();
+    let kernel = plain.load::<inc::Kernel>().unwrap();
+    let pipe = kernel.pipeline(&Default::default(), None).unwrap();
+    assert!(!plain.pipeline_statistics());
+    assert!(pipe.statistics().unwrap().is_empty());
+    assert_clean(&ctx);
+    assert_clean(&plain);
+}

@@ -5,7 +5,7 @@
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
-use vkprism_shaders::{conv2d_nhwc, gemm_invocations, gemm_local_size_for, Conv2dShape};
+use vkprism_shaders::{conv2d_nhwc, Conv2dShape, GemmConfig};
 
 /// (spatial size, channels in = out).
 const SHAPES: [(usize, usize); 4] = [(56, 64), (14, 64), (56, 256), (14, 256)];
@@ -74,12 +74,10 @@ fn one(
     let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, weight)?;
     let bias = Tensor::new(ctx, &[s.outc], f)?;
     let ot = Tensor::new(ctx, &[s.batch, s.outh(), s.outw(), s.outc], f)?;
-    let spec = conv2d_nhwc::SpecConstants {
-        subgroup_size: ctx.features().limits.subgroup_size as i32,
-        ..Default::default()
-    };
-    let local = gemm_local_size_for(&key, m, n);
-    let pipe = kernel.pipeline(&spec, Some([local[0], local[1], 1]))?;
+    let conv_cfg = GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s);
+    let spec = conv_cfg.conv_spec(Default::default());
+    let pipe = kernel.pipeline(&spec, Some(conv_cfg.local_size()))?;
+    crate::print_statistics(&format!("conv2d {variant} {conv_cfg:?}"), &pipe);
     let mut list = CommandList::with_total_timing(ctx)?;
     let b = conv2d_nhwc::BufferBindings {
         in_blob: &it,
@@ -87,7 +85,7 @@ fn one(
         bias_blob: &bias,
         out_blob: &ot,
     };
-    list.dispatch(&pipe, &b, &s.push(1.0, 0.0), gemm_invocations(m, n, local))?;
+    list.dispatch(&pipe, &b, &s.push(1.0, 0.0), conv_cfg.grid(m, n))?;
     list.submit_and_wait()?;
     check(
         &ot.download_f32()?,

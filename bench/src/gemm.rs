@@ -3,7 +3,7 @@
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
-use vkprism_shaders::{gemm, gemm_config_for, GemmConfig};
+use vkprism_shaders::{gemm, GemmConfig};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
 const SHAPES: [(usize, usize, usize); 4] = [
@@ -66,15 +66,10 @@ fn one(
     let ct = Tensor::new(ctx, &[m, n], f)?;
     let key = kernel.variant().key;
     let coopmat = key.coopmat == Some(true);
-    let gemm_cfg = config(&key, m, n, k);
-    let spec = gemm::SpecConstants {
-        BK: gemm_cfg.bk,
-        cm_rows: gemm_cfg.rows as i32,
-        subgroup_size: ctx.features().limits.subgroup_size as i32,
-        ..Default::default()
-    };
-    let local = gemm_cfg.local;
-    let pipe = kernel.pipeline(&spec, Some([local[0], local[1], 1]))?;
+    let gemm_cfg = config(&key, ctx.features().limits.subgroup_size, m, n, k);
+    let spec = gemm_cfg.gemm_spec(Default::default());
+    let pipe = kernel.pipeline(&spec, Some(gemm_cfg.local_size()))?;
+    crate::print_statistics(&format!("gemm {variant} {gemm_cfg:?}"), &pipe);
     let mut list = CommandList::with_total_timing(ctx)?;
     let push = gemm::PushConstants {
         M: m as i32,
@@ -116,25 +111,28 @@ fn selected(variant: &str) -> bool {
         .map_or(true, |list| list.split(',').any(|v| v == variant))
 }
 
-/// `gemm_config_for`, with overrides to compare configurations: `VKPRISM_BENCH_LOCAL=XxY`,
-/// `VKPRISM_BENCH_BK`, and `VKPRISM_BENCH_CM_ROWS` (cooperative-matrix variants).
-fn config(key: &vkprism::VariantKey, m: usize, n: usize, k: usize) -> GemmConfig {
-    let mut cfg = gemm_config_for(key, m, n, k);
+/// `GemmConfig::for_gemm`, with overrides to compare configurations: `VKPRISM_BENCH_LOCAL=XxY`,
+/// `VKPRISM_BENCH_BK`, and for cooperative-matrix variants `VKPRISM_BENCH_CM=subgroups,wfm,wfn,warps_n`.
+fn config(key: &vkprism::VariantKey, subgroup: u32, m: usize, n: usize, k: usize) -> GemmConfig {
+    let mut cfg = GemmConfig::for_gemm(key, subgroup, m, n, k);
     let var = |name| std::env::var(name).ok();
-    if let Some((x, y)) = var("VKPRISM_BENCH_LOCAL")
+    let numbers =
+        |v: String, sep| -> Vec<u32> { v.split(sep).filter_map(|x| x.parse().ok()).collect() };
+    if let Some([x, y]) = var("VKPRISM_BENCH_LOCAL")
+        .map(|v| numbers(v, 'x'))
         .as_deref()
-        .and_then(|v| v.split_once('x'))
     {
-        if let (Ok(x), Ok(y)) = (x.parse(), y.parse()) {
-            cfg.local = [x, y];
-        }
+        cfg.local = [*x, *y];
     }
     if let Some(bk) = var("VKPRISM_BENCH_BK").and_then(|v| v.parse().ok()) {
         cfg.bk = bk;
     }
-    if let Some(rows) = var("VKPRISM_BENCH_CM_ROWS").and_then(|v| v.parse().ok()) {
-        if key.coopmat == Some(true) {
-            cfg.rows = rows;
+    if let Some([warps, wfm, wfn, warps_n]) =
+        var("VKPRISM_BENCH_CM").map(|v| numbers(v, ',')).as_deref()
+    {
+        if cfg.coopmat {
+            cfg.local = [subgroup, *warps];
+            cfg.cm_tiles = [*wfm, *wfn, *warps_n];
         }
     }
     cfg

@@ -61,7 +61,12 @@ fn main() {
 
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
-    let ctx = Context::new()?;
+    // VKPRISM_BENCH_STATS=1: print the driver's statistics of each GEMM pipeline (registers,
+    // shared memory, spills) beside its figure.
+    let ctx = Context::with_options(vkprism::ContextOptions {
+        pipeline_statistics: std::env::var_os("VKPRISM_BENCH_STATS").is_some(),
+        ..Default::default()
+    })?;
     println!("# device: {}", ctx.device_name());
     let mut records: Vec<Record> = Vec::new();
     for case in &args.cases {
@@ -82,6 +87,19 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("validation layer messages:\n{}", m.join("\n")).into());
     }
     Ok(())
+}
+
+/// Prints the driver's statistics of a pipeline on one line (nothing where none were captured).
+pub fn print_statistics<K: vkprism::Kernel>(label: &str, pipe: &vkprism::Pipeline<K>) {
+    if let Ok(stats) = pipe.statistics() {
+        if !stats.is_empty() {
+            let list: Vec<String> = stats
+                .iter()
+                .map(|s| format!("{}={}", s.name, s.value))
+                .collect();
+            println!("# statistics {label}: {}", list.join(", "));
+        }
+    }
 }
 
 /// `n` random values with magnitude in [0.1, 1) and random sign: never zero.

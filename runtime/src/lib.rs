@@ -60,6 +60,7 @@ mod image;
 mod kernel;
 pub mod pipeline;
 pub mod select;
+mod statistics;
 pub mod tensor;
 
 pub use command::CommandList;
@@ -72,6 +73,7 @@ pub use select::{
     force_variant, select_variant, unrunnable_reason, Options, SelectError, SelectFailure,
     Selection,
 };
+pub use statistics::{PipelineStatistic, StatisticValue};
 pub use tensor::Tensor;
 pub use vkprism_core::{
     Access, BindingInfo, BindingKind, DeviceFeatures, DeviceLimits, Feature, FeatureSet, FloatMode,

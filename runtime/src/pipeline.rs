@@ -604,11 +604,14 @@ impl<K: Kernel> LoadedKernel<K> {
         if subgroup_size.is_some() {
             stage = stage.push_next(&mut required);
         }
-        let flags = if self.dispatch_base {
+        let mut flags = if self.dispatch_base {
             vk::PipelineCreateFlags::DISPATCH_BASE
         } else {
             vk::PipelineCreateFlags::empty()
         };
+        if self.shared.pipeline_statistics {
+            flags |= vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR;
+        }
         let info = vk::ComputePipelineCreateInfo::default()
             .flags(flags)
             .stage(stage)

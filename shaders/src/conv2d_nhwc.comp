@@ -14,15 +14,24 @@ layout (constant_id = 2) const int bias_term = 0;
 layout (constant_id = 3) const int activation = 0;
 layout (constant_id = 4) const int BK = 16;
 layout (constant_id = 5) const int subgroup_size = 32;
-// Cooperative-matrix path only: rows of C per workgroup row (BM = cm_rows × local_size_y).
-layout (constant_id = 6) const int cm_rows = 8;
+// Cooperative-matrix path only, as in the GEMM: fragments per subgroup along M and N,
+// subgroups along N, and 1 when c and outc are multiples of 8 (16-byte loads).
+layout (constant_id = 6) const int cm_wfm = 4;
+layout (constant_id = 7) const int cm_wfn = 4;
+layout (constant_id = 8) const int cm_warps_n = 2;
+layout (constant_id = 9) const int vec8 = 0;
 const int transpose_a = 0;
 const int transpose_b = 0;
 
 layout (local_size_x = 16, local_size_y = 16) in;
 
+#if NCNN_cooperative_matrix
+layout (binding = 0) readonly buffer in_blob { uvec4 a_data[]; };
+layout (binding = 1) readonly buffer w_blob { uvec4 b_data[]; };
+#else
 layout (binding = 0) readonly buffer in_blob { sfpvec4 a_data[]; };
 layout (binding = 1) readonly buffer w_blob { sfpvec4 b_data[]; };
+#endif
 layout (binding = 2) readonly buffer bias_blob { sfpvec4 bias_data[]; };
 layout (binding = 3) writeonly buffer out_blob { sfpvec4 c_data[]; };
 
@@ -51,6 +60,33 @@ int a_index(int m, int k)
 // The weight quad w[k][n .. n+3], or -1 outside.
 int b_index(int k, int n) { return k < p.K && n < p.N ? k * (p.N / 4) + n / 4 : -1; }
 
+#if NCNN_cooperative_matrix
+// Quad q of the input (4 halves), from the octets it is stored in; zero for q < 0.
+uvec2 a_quad(int q)
+{
+    if (q < 0) return uvec2(0);
+    const uvec4 o = a_data[q >> 1];
+    return (q & 1) == 0 ? o.xy : o.zw;
+}
+
+// gemm_core.glsl's octet loads: 8 channels of one tap (with vec8, c is a multiple of 8, so they
+// are one aligned octet of one pixel), or two quads that may belong to different taps.
+uvec4 cm_a8(int m, int k)
+{
+    if (vec8 == 1) {
+        const int q = a_index(m, k);
+        return q < 0 ? uvec4(0) : a_data[q >> 1];
+    }
+    return uvec4(a_quad(a_index(m, k)), a_quad(a_index(m, k + 4)));
+}
+
+uvec4 cm_b8(int k, int n)
+{
+    uvec4 v;
+    LOAD_OCTET(b_data, k, n, p.K, p.N, v)
+    return v;
+}
+#else
 // gemm_core.glsl's load functions; nothing is transposed here.
 vec4 a_row4(int m, int k)
 {
@@ -65,7 +101,7 @@ vec4 b_row4(int k, int n)
 }
 vec4 bt_col4(int n, int k) { return vec4(0.0); }
 
-#if NCNN_shader_local_memory || NCNN_cooperative_matrix
+#if NCNN_shader_local_memory
 rawvec4 raw_a(int l, int m0, int k0)
 {
     const int i = a_index(m0 + l / (STEP / 4), k0 + (l % (STEP / 4)) * 4);
@@ -76,6 +112,7 @@ rawvec4 raw_b(int l, int n0, int k0)
     const int i = b_index(k0 + l / (BN / 4), n0 + (l % (BN / 4)) * 4);
     return i < 0 ? rawvec4(0) : load_raw(b_data, i);
 }
+#endif
 #endif
 
 #include "gemm_core.glsl"

@@ -15,14 +15,16 @@
 // transposed, so both are read as vec4s along M and N); the next step's global loads are issued
 // before the current step's arithmetic. Accumulation is always fp32.
 //
-// With cooperative matrices (`_cm` variants, fp16 only): the same macro-tile and the same
-// prefetching loads, staged as fp16 in shared memory; subgroup w of the workgroup owns a
-// (BM / WARPS_M) × (BN / WARPS_N) warp tile of 16×16×16 fp16 × fp16 + fp32 multiply-adds, and the
-// fp32 accumulators go out through a per-subgroup 16×16 scratch so bias, activation and the
-// storage conversion are applied as in the other path. `subgroup_size` must be the device's
-// subgroup size (32 on NVIDIA; require it at pipeline creation where it varies), and the
-// workgroup's x size a multiple of it (Vulkan requires that of subgroup-scope matrices): use
-// `gemm_local_size`.
+// With cooperative matrices (`_cm` variants, fp16 only): A and B are read as octets of halves
+// (16-byte loads where every stored row is a multiple of 8: `vec8`), staged as stored in shared
+// memory (a transposed operand is read by column-major fragment loads), and multiplied as
+// 16×16×16 fp16 × fp16 + fp32 fragments: the workgroup's subgroups form a
+// (THREADS / subgroup_size / cm_warps_n) × cm_warps_n grid, each owning cm_wfm × cm_wfn
+// fragments; the fp32 accumulators go out through a per-subgroup 16×16 scratch so bias,
+// activation and the storage conversion are applied as in the other paths. `subgroup_size` must
+// be the device's subgroup size (32 on NVIDIA; require it at pipeline creation where it varies),
+// and the workgroup's x size a multiple of it (Vulkan requires that of subgroup-scope
+// matrices): use `GemmConfig`, which chooses all of these per problem.
 layout (constant_id = 0) const int transpose_a = 0;
 layout (constant_id = 1) const int transpose_b = 0;
 layout (constant_id = 2) const int bias_term = 0;
@@ -32,13 +34,22 @@ layout (constant_id = 3) const int activation = 0;
 layout (constant_id = 4) const int BK = 16;
 // Cooperative-matrix path only: invocations per subgroup.
 layout (constant_id = 5) const int subgroup_size = 32;
-// Cooperative-matrix path only: rows of C per workgroup row (BM = cm_rows × local_size_y).
-layout (constant_id = 6) const int cm_rows = 8;
+// Cooperative-matrix path only: 16×16 fragments per subgroup along M and along N, subgroups
+// along N, and 1 when every stored row is a multiple of 8 elements (16-byte loads).
+layout (constant_id = 6) const int cm_wfm = 4;
+layout (constant_id = 7) const int cm_wfn = 4;
+layout (constant_id = 8) const int cm_warps_n = 2;
+layout (constant_id = 9) const int vec8 = 0;
 
 layout (local_size_x = 16, local_size_y = 16) in;
 
+#if NCNN_cooperative_matrix
+layout (binding = 0) readonly buffer a_blob { uvec4 a_data[]; };
+layout (binding = 1) readonly buffer b_blob { uvec4 b_data[]; };
+#else
 layout (binding = 0) readonly buffer a_blob { sfpvec4 a_data[]; };
 layout (binding = 1) readonly buffer b_blob { sfpvec4 b_data[]; };
+#endif
 // N values, read only when bias_term is 1 (bind any tensor otherwise).
 layout (binding = 2) readonly buffer bias_blob { sfpvec4 bias_data[]; };
 layout (binding = 3) writeonly buffer c_blob { sfpvec4 c_data[]; };
@@ -47,6 +58,25 @@ layout (push_constant) uniform parameter { int M; int N; int K; float alpha; flo
 
 #include "gemm_tiles.glsl"
 
+#if NCNN_cooperative_matrix
+// The octet at (row, col) of A and of B as stored: A is M×K (K×M when transposed), B is K×N
+// (N×K when transposed).
+uvec4 cm_a8(int row, int col)
+{
+    uvec4 v;
+    if (transpose_a == 1) LOAD_OCTET(a_data, row, col, p.K, p.M, v)
+    else LOAD_OCTET(a_data, row, col, p.M, p.K, v)
+    return v;
+}
+
+uvec4 cm_b8(int row, int col)
+{
+    uvec4 v;
+    if (transpose_b == 1) LOAD_OCTET(b_data, row, col, p.N, p.K, v)
+    else LOAD_OCTET(b_data, row, col, p.K, p.N, v)
+    return v;
+}
+#else
 // op(A)[m][k .. k+3] as stored (row-major A), or zero outside.
 vec4 a_row4(int m, int k)
 {
@@ -75,7 +105,7 @@ vec4 bt_col4(int n, int k)
     return vec4(buffer_ld4(b_data, n * (p.K / 4) + k / 4));
 }
 
-#if NCNN_shader_local_memory || NCNN_cooperative_matrix
+#if NCNN_shader_local_memory
 // Load l of a step at depth k0, as stored (converted only when staged, so the load's latency
 // overlaps this step's arithmetic), zero outside: 4 consecutive k of one row of A, or 4
 // consecutive m of one k when A is transposed.
@@ -101,6 +131,7 @@ rawvec4 raw_b(int l, int n0, int k0)
     return n < p.N && k < p.K ? load_raw(b_data, k * (p.N / 4) + n / 4) : rawvec4(0);
 }
 
+#endif
 #endif
 
 #include "gemm_core.glsl"

@@ -1,7 +1,7 @@
 // The body of the library's GEMM-shaped kernels (gemm.comp, conv2d_nhwc.comp), after
-// gemm_tiles.glsl and the kernel's load functions: staging, the three paths (shared-memory
-// tiles, cooperative matrices, direct loads) and the store with bias and activation.
-#if NCNN_shader_local_memory || NCNN_cooperative_matrix
+// gemm_tiles.glsl and the kernel's load functions: staging, the three paths (cooperative
+// matrices, shared-memory tiles, direct loads) and the store with bias and activation.
+#if NCNN_shader_local_memory && !NCNN_cooperative_matrix
 // A loaded quad as fp32 (packed halves and bf16 keep element 0 in the low 16 bits).
 vec4 to_f32(rawvec4 v)
 {
@@ -24,39 +24,51 @@ vec4 activate(vec4 v)
 }
 
 #if NCNN_cooperative_matrix
-#if NCNN_fp16_packed
-// Packed storage holds the bytes of an f16vec4 (element 0 in the low half).
-f16vec4 raw4(uvec2 v) { return f16vec4(unpackFloat2x16(v.x), unpackFloat2x16(v.y)); }
-#else
-f16vec4 raw4(f16vec4 v) { return v; }
-#endif
-
-// Moves this invocation's prefetched quads of one step into the tiles.
-void stage_fp16(int tid, rawvec4 next_a_raw[A_LOADS], rawvec4 next_b_raw[B_LOADS])
+// This invocation's octets of the step at depth k0, as stored (zero outside); they are loaded
+// one step ahead and land while the current step multiplies.
+void load_step(int tid, int m0, int n0, int k0, out uvec4 ra[A_LOADS], out uvec4 rb[B_LOADS])
 {
-    f16vec4 next_a[A_LOADS];
-    f16vec4 next_b[B_LOADS];
-    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw4(next_a_raw[i]);
-    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw4(next_b_raw[i]);
     [[unroll]] for (int i = 0; i < A_LOADS; i++) {
         const int l = tid + i * THREADS;
-        if (l >= BM * STEP / 4) break;
-        if (transpose_a == 1) {
-            const int k = l / (BM / 4), m = (l % (BM / 4)) * 4;
-            [[unroll]] for (int j = 0; j < 4; j++) cm_a[(m + j) * A_STRIDE4 + k / 4][k % 4] = next_a[i][j];
-        } else {
-            cm_a[(l / (STEP / 4)) * A_STRIDE4 + l % (STEP / 4)] = next_a[i];
+        const int r = l / A_OCTETS, c = (l % A_OCTETS) * 8;
+        ra[i] = uvec4(0);
+        if (l < A_ROWS * A_OCTETS) {
+            ra[i] = transpose_a == 1 ? cm_a8(k0 + r, m0 + c) : cm_a8(m0 + r, k0 + c);
         }
     }
     [[unroll]] for (int i = 0; i < B_LOADS; i++) {
         const int l = tid + i * THREADS;
-        if (l >= BN * STEP / 4) break;
-        if (transpose_b == 1) {
-            const int n = l / (STEP / 4), k = (l % (STEP / 4)) * 4;
-            [[unroll]] for (int j = 0; j < 4; j++) cm_b[(k + j) * B_STRIDE4 + n / 4][n % 4] = next_b[i][j];
-        } else {
-            cm_b[(l / (BN / 4)) * B_STRIDE4 + l % (BN / 4)] = next_b[i];
+        const int r = l / B_OCTETS, c = (l % B_OCTETS) * 8;
+        rb[i] = uvec4(0);
+        if (l < B_ROWS * B_OCTETS) {
+            rb[i] = transpose_b == 1 ? cm_b8(n0 + r, k0 + c) : cm_b8(k0 + r, n0 + c);
         }
+    }
+}
+
+// Stores octet `o` of a tile (two f16vec4 halves).
+void put_octet(bool to_a, int o, uvec4 v)
+{
+    const f16vec4 lo = f16vec4(unpackFloat2x16(v.x), unpackFloat2x16(v.y));
+    const f16vec4 hi = f16vec4(unpackFloat2x16(v.z), unpackFloat2x16(v.w));
+    if (to_a) {
+        cm_a[2 * o] = lo;
+        cm_a[2 * o + 1] = hi;
+    } else {
+        cm_b[2 * o] = lo;
+        cm_b[2 * o + 1] = hi;
+    }
+}
+
+void stage(int tid, uvec4 ra[A_LOADS], uvec4 rb[B_LOADS])
+{
+    [[unroll]] for (int i = 0; i < A_LOADS; i++) {
+        const int l = tid + i * THREADS;
+        if (l < A_ROWS * A_OCTETS) put_octet(true, (l / A_OCTETS) * A_STRIDE + l % A_OCTETS, ra[i]);
+    }
+    [[unroll]] for (int i = 0; i < B_LOADS; i++) {
+        const int l = tid + i * THREADS;
+        if (l < B_ROWS * B_OCTETS) put_octet(false, (l / B_OCTETS) * B_STRIDE + l % B_OCTETS, rb[i]);
     }
 }
 
@@ -67,52 +79,56 @@ void main()
     const int lane = int(gl_SubgroupInvocationID);
     const int m0 = int(gl_WorkGroupID.y) * BM;
     const int n0 = int(gl_WorkGroupID.x) * BN;
-    // This subgroup's warp tile inside the macro-tile.
-    const int wm = (warp / WARPS_N) * FM * 16;
-    const int wn = (warp % WARPS_N) * FN * 16;
+    // This subgroup's warp tile inside the workgroup's.
+    const int wm = (warp / WARPS_N) * cm_wfm * 16;
+    const int wn = (warp % WARPS_N) * cm_wfn * 16;
 
-    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[FM * FN];
-    [[unroll]] for (int i = 0; i < FM * FN; i++) {
+    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> acc[cm_wfm * cm_wfn];
+    [[unroll]] for (int i = 0; i < cm_wfm * cm_wfn; i++) {
         acc[i] = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
     }
-    rawvec4 next_a[A_LOADS];
-    rawvec4 next_b[B_LOADS];
-    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, 0);
-    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, 0);
-
+    uvec4 ra[A_LOADS];
+    uvec4 rb[B_LOADS];
+    load_step(tid, m0, n0, 0, ra, rb);
+    // One stage: a second (double-buffered tiles, one barrier a step) measured slower.
     for (int k0 = 0; k0 < p.K; k0 += STEP) {
         barrier();
-        stage_fp16(tid, next_a, next_b);
+        stage(tid, ra, rb);
         barrier();
-        const int k1 = k0 + STEP;
-        if (k1 < p.K) {
-            [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, k1);
-            [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, k1);
-        }
+        if (k0 + STEP < p.K) load_step(tid, m0, n0, k0 + STEP, ra, rb);
         [[unroll]] for (int k = 0; k < STEP; k += 16) {
-            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[FM];
-            [[unroll]] for (int i = 0; i < FM; i++) {
-                coopMatLoad(fa[i], cm_a, (wm + i * 16) * A_STRIDE4 + k / 4, A_STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
+            // Offsets and strides in f16vec4s: two per octet.
+            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[cm_wfm];
+            [[unroll]] for (int i = 0; i < cm_wfm; i++) {
+                if (transpose_a == 1) {
+                    coopMatLoad(fa[i], cm_a, 2 * (k * A_STRIDE + (wm + i * 16) / 8), 2 * A_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+                } else {
+                    coopMatLoad(fa[i], cm_a, 2 * ((wm + i * 16) * A_STRIDE + k / 8), 2 * A_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                }
             }
-            [[unroll]] for (int j = 0; j < FN; j++) {
+            [[unroll]] for (int j = 0; j < cm_wfn; j++) {
                 coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb;
-                coopMatLoad(fb, cm_b, k * B_STRIDE4 + (wn + j * 16) / 4, B_STRIDE4, gl_CooperativeMatrixLayoutRowMajor);
-                [[unroll]] for (int i = 0; i < FM; i++) {
-                    acc[i * FN + j] = coopMatMulAdd(fa[i], fb, acc[i * FN + j]);
+                if (transpose_b == 1) {
+                    coopMatLoad(fb, cm_b, 2 * ((wn + j * 16) * B_STRIDE + k / 8), 2 * B_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+                } else {
+                    coopMatLoad(fb, cm_b, 2 * (k * B_STRIDE + (wn + j * 16) / 8), 2 * B_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                }
+                [[unroll]] for (int i = 0; i < cm_wfm; i++) {
+                    acc[i * cm_wfn + j] = coopMatMulAdd(fa[i], fb, acc[i * cm_wfn + j]);
                 }
             }
         }
     }
 
     // Each 16×16 accumulator through this subgroup's scratch: 64 vec4s, spread over its lanes.
-    [[unroll]] for (int f = 0; f < FM * FN; f++) {
+    [[unroll]] for (int f = 0; f < cm_wfm * cm_wfn; f++) {
         coopMatStore(acc[f], cm_c, warp * 256, 16, gl_CooperativeMatrixLayoutRowMajor);
         subgroupMemoryBarrierShared();
         subgroupBarrier();
         for (int q = lane; q < 64; q += subgroup_size) {
             const int row = q / 4, col = (q % 4) * 4;
-            const int m = m0 + wm + (f / FN) * 16 + row;
-            const int n = n0 + wn + (f % FN) * 16 + col;
+            const int m = m0 + wm + (f / cm_wfn) * 16 + row;
+            const int n = n0 + wn + (f % cm_wfn) * 16 + col;
             if (m >= p.M || n >= p.N) continue;
             const int s = warp * 256 + row * 16 + col;
             const vec4 v = vec4(cm_c[s], cm_c[s + 1], cm_c[s + 2], cm_c[s + 3]);

@@ -1,24 +1,70 @@
 // The tile shapes, shared memory and load counts of the library's GEMM-shaped kernels
 // (gemm.comp, conv2d_nhwc.comp), included after the kernel's declarations: the specialization
-// constants transpose_a, transpose_b, bias_term, activation, BK and subgroup_size; the buffers
-// a_data, b_data, bias_data, c_data (`sfpvec4`); the push constants `p` with M, N, K, alpha and
-// slope. Then the kernel defines where A and B live, and includes gemm_core.glsl:
-//   rawvec4 raw_a(int l, int m0, int k0), raw_b(int l, int n0, int k0)   (the staged paths)
+// constants transpose_a, transpose_b, bias_term, activation, BK, subgroup_size, cm_wfm, cm_wfn,
+// cm_warps_n and vec8; the buffers a_data, b_data (`sfpvec4`, or `uvec4` octets of halves in
+// cooperative-matrix variants), bias_data, c_data (`sfpvec4`); the push constants `p` with M,
+// N, K, alpha and slope. Then the kernel defines where A and B live, and includes
+// gemm_core.glsl:
+//   uvec4 cm_a8(row, col), cm_b8(row, col)  (cooperative matrices: octets of A and B as stored)
+//   rawvec4 raw_a(int l, int m0, int k0), raw_b(int l, int n0, int k0)   (the staged path)
 //   vec4 a_row4(m, k), at_col4(k, m), b_row4(k, n), bt_col4(n, k)        (the direct path)
 // as gemm.comp documents them.
 const int LX = int(gl_WorkGroupSize.x);
 const int LY = int(gl_WorkGroupSize.y);
-#if NCNN_cooperative_matrix
-const int BM = cm_rows * LY;
-#else
-const int BM = 8 * LY;
-#endif
-const int BN = 8 * LX;
 const int THREADS = LX * LY;
 #if NCNN_cooperative_matrix
+#extension GL_KHR_shader_subgroup_basic : require
+// Subgroups of the workgroup, cm_warps_n of them along N; each owns cm_wfm × cm_wfn 16×16
+// accumulators (a (16·cm_wfm) × (16·cm_wfn) warp tile).
+const int WARPS = THREADS / subgroup_size;
+#define WARPS_N cm_warps_n
+const int WARPS_M = WARPS / WARPS_N;
+const int BM = WARPS_M * cm_wfm * 16;
+const int BN = WARPS_N * cm_wfn * 16;
 // Fragments are 16 deep: the step is BK rounded up to a multiple of 16.
 const int STEP = (BK + 15) / 16 * 16;
+// The tiles of one step as stored (A: BM rows of STEP, or STEP rows of BM when transposed; B:
+// STEP rows of BN, or BN rows of STEP), in octets of halves (one uvec4 each), rows padded by one
+// octet against bank conflicts of the fragment loads; a transposed operand is read by
+// column-major fragment loads, never transposed element by element.
+const int A_ROWS = transpose_a * STEP + (1 - transpose_a) * BM;
+const int A_OCTETS = transpose_a * (BM / 8) + (1 - transpose_a) * (STEP / 8);
+const int B_ROWS = transpose_b * BN + (1 - transpose_b) * STEP;
+const int B_OCTETS = transpose_b * (STEP / 8) + (1 - transpose_b) * (BN / 8);
+const int A_STRIDE = A_OCTETS + 1;
+const int B_STRIDE = B_OCTETS + 1;
+// (f16vec4 halves of octets: the driver's fragment loads from a uvec4 array are no faster.)
+shared f16vec4 cm_a[2 * A_ROWS * A_STRIDE];
+shared f16vec4 cm_b[2 * B_ROWS * B_STRIDE];
+shared float cm_c[WARPS * 256];
+// Octets of A and of B one invocation moves into shared memory per step.
+const int A_LOADS = (A_ROWS * A_OCTETS + THREADS - 1) / THREADS;
+const int B_LOADS = (B_ROWS * B_OCTETS + THREADS - 1) / THREADS;
+
+// The octet of halves at (row, col) of a rows × cols row-major fp16 matrix held in the uvec4
+// array `data` (col a multiple of 8), zero outside. With vec8 every row is a multiple of 8
+// halves, so an octet is one aligned 16-byte load; otherwise rows are multiples of 4 and an
+// octet may straddle two uvec4s (read as two 8-byte halves). vec8 is a specialization constant,
+// not a test of the sizes at run time: a branch between the two paths made the loop 1.7× slower
+// on the H100.
+#define LOAD_OCTET(data, row, col, rows, cols, out) { \
+    out = uvec4(0); \
+    if ((row) < (rows) && (col) < (cols)) { \
+        const int h_ = (row) * (cols) + (col); \
+        if (vec8 == 1) { \
+            out = data[h_ >> 3]; \
+        } else if ((h_ & 7) == 0) { \
+            out = data[h_ >> 3]; \
+            if ((col) + 8 > (cols)) out.zw = uvec2(0); \
+        } else { \
+            out.xy = data[h_ >> 3].zw; \
+            if ((col) + 8 <= (cols)) out.zw = data[(h_ >> 3) + 1].xy; \
+        } \
+    } \
+}
 #else
+const int BM = 8 * LY;
+const int BN = 8 * LX;
 // (A macro, not a const alias: glslang would give the constant the alias's name.)
 #define STEP BK
 #endif
@@ -27,31 +73,10 @@ const int STEP = (BK + 15) / 16 * 16;
 // One padding vec4 per row keeps the transposing stores of A (and B when transposed) off one bank.
 shared vec4 tile_a[STEP][BM / 4 + 1];
 shared vec4 tile_b[STEP][BN / 4 + 1];
-#endif
-#if NCNN_cooperative_matrix
-#extension GL_KHR_shader_subgroup_basic : require
-const int WARPS = THREADS / subgroup_size;
-const int WARPS_N = WARPS < 4 ? WARPS : 4;
-const int WARPS_M = WARPS / WARPS_N;
-// 16×16 fragments per subgroup along M and N.
-const int FM = BM / WARPS_M / 16;
-const int FN = BN / WARPS_N / 16;
-// Tiles of fp16 quads (the stored bytes, never converted): A row-major BM×STEP, B row-major
-// STEP×BN, rows padded by 16 bytes against bank conflicts of the fragment loads.
-const int A_STRIDE4 = STEP / 4 + 2;
-const int B_STRIDE4 = BN / 4 + 2;
-shared f16vec4 cm_a[BM * A_STRIDE4];
-shared f16vec4 cm_b[STEP * B_STRIDE4];
-shared float cm_c[WARPS * 256];
-#endif
-#if NCNN_shader_local_memory || NCNN_cooperative_matrix
 // vec4s of A and of B one invocation moves into shared memory per step.
 const int A_LOADS = (BM * STEP / 4 + THREADS - 1) / THREADS;
 const int B_LOADS = (BN * STEP / 4 + THREADS - 1) / THREADS;
-#endif
-
-#if NCNN_shader_local_memory || NCNN_cooperative_matrix
-#if (NCNN_fp16_storage && !NCNN_fp16_arithmetic && !NCNN_cooperative_matrix) || NCNN_bf16_storage
+#if (NCNN_fp16_storage && !NCNN_fp16_arithmetic) || NCNN_bf16_storage
 // 16-bit storage without 16-bit arithmetic types: a 16-bit value can't live in a register, so a
 // quad is converted as it is loaded.
 #define rawvec4 vec4
@@ -60,5 +85,4 @@ const int B_LOADS = (BN * STEP / 4 + THREADS - 1) / THREADS;
 #define rawvec4 sfpvec4
 #define load_raw(buf, i) buf[i]
 #endif
-
 #endif

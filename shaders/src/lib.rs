@@ -77,11 +77,14 @@ vkprism::compute_shader! {
     /// `activation` (0 none, 1 relu, 2 leaky relu with `slope`, 3 sigmoid), `BK` (step depth, a
     /// multiple of 4). The stored rows must be multiples of 4 elements long; M, N and K need not be
     /// multiples of the tile. Dispatch `[ceil(N / BN) · local_x, ceil(M / BM) · local_y, 1]`
-    /// invocations ([`gemm_invocations`]).
+    /// invocations ([`GemmConfig::grid`]; [`GemmConfig::for_gemm`] chooses the workgroup and tiles).
     ///
     /// `_cm` variants (fp16 storage or packing) multiply 16×16×16 fp16 cooperative matrices into
     /// fp32 accumulators (tensor cores on NVIDIA); they always stage through shared memory, so
-    /// only `_lm_cm` variants are built. `subgroup_size` (constant 5) must be the device's.
+    /// only `_lm_cm` variants are built. Their tiles (`cm_wfm`, `cm_wfn`, `cm_warps_n`), load
+    /// width (`vec8`) and `subgroup_size` (the device's) come from [`GemmConfig`]. They read A
+    /// and B as 16-byte octets of halves, so each must hold a multiple of 8 elements (a
+    /// dispatch with another size is refused with `PartialElement`).
     pub mod gemm,
     path: "gemm.comp",
     variants: [
@@ -97,7 +100,8 @@ vkprism::compute_shader! {
     /// activation: `out = act(alpha · conv(in, w) + bias)`. `c` and `outc` must be multiples of
     /// 4. Push constants: the GEMM's `M = batch·outh·outw`, `N = outc`, `K = kh·kw·c`, `alpha`,
     /// `slope`, then `h, w, c, outh, outw, kh, kw, stride, pad` ([`Conv2dShape::push`] fills
-    /// them). Dispatch and workgroups as for [`gemm`].
+    /// them). Dispatch and workgroups as for [`gemm`] ([`GemmConfig::for_conv`]); in `_cm`
+    /// variants the input and the weights must each hold a multiple of 8 elements.
     pub mod conv2d_nhwc,
     path: "conv2d_nhwc.comp",
     variants: [
@@ -163,100 +167,170 @@ impl Conv2dShape {
     }
 }
 
-/// The workgroup [`gemm`] is tuned for: 16×16 (128×128 tiles) without cooperative matrices,
-/// 32×8 (64×256 tiles) with them, since a subgroup-scope matrix needs the workgroup's x size to
-/// be a multiple of the subgroup size.
-pub fn gemm_local_size(key: &vkprism::VariantKey) -> [u32; 2] {
-    if key.coopmat == Some(true) {
-        [32, 8]
-    } else {
-        [16, 16]
-    }
-}
-
-/// The workgroup for a problem of M×N: [`gemm_local_size`], except that grids of few workgroups
-/// get 64×64 tiles (8×8 workgroups) so every SM has work. Measured on the H100 (132 SMs,
-/// BENCHMARKS.md): at 1024³ fp32 17.0 → 25.7 TFLOP/s; at 4096×512×14336 the 16-bit storage
-/// variants 24 → 34 TFLOP/s while fp32 lost 6% (hence its lower threshold).
-pub fn gemm_local_size_for(key: &vkprism::VariantKey, m: usize, n: usize) -> [u32; 2] {
-    let local = gemm_local_size(key);
-    if key.coopmat == Some(true) {
-        return local;
-    }
-    let tiles = m.div_ceil(128) * n.div_ceil(128);
-    let enough = if key.float == vkprism::FloatMode::Fp32 {
-        128
-    } else {
-        256
-    };
-    if tiles < enough {
-        [8, 8]
-    } else {
-        local
-    }
-}
-
-/// A GEMM configuration: workgroup, rows of C per workgroup row (`cm_rows`) and step depth
-/// (`BK`), with the grid it needs.
+/// How [`gemm`] and [`conv2d_nhwc`] run one problem: the workgroup, the step depth and, in
+/// cooperative-matrix variants, the subgroups' tiles and the load width. [`GemmConfig::for_gemm`]
+/// and [`GemmConfig::for_conv`] choose them (measured on the H100: BENCHMARKS.md); the fields
+/// are public to compare others.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct GemmConfig {
-    /// The workgroup (x, y).
+    /// The workgroup (x, y). With cooperative matrices x is the subgroup size and y the number
+    /// of subgroups (Vulkan wants a subgroup-scope matrix's workgroup x to be a multiple of the
+    /// subgroup size).
     pub local: [u32; 2],
-    /// `cm_rows` (cooperative-matrix path; 8 elsewhere).
-    pub rows: u32,
-    /// `BK`, the step depth.
+    /// `BK`, the step depth (a multiple of 4; rounded up to 16 with cooperative matrices).
     pub bk: i32,
+    /// The variant multiplies cooperative matrices (`_cm`).
+    pub coopmat: bool,
+    /// The device's subgroup size (`subgroup_size`).
+    pub subgroup_size: u32,
+    /// Cooperative matrices: 16×16 fragments per subgroup along M (`cm_wfm`) and along N
+    /// (`cm_wfn`), and subgroups along N (`cm_warps_n`).
+    pub cm_tiles: [u32; 3],
+    /// Every stored row is a multiple of 8 elements (`vec8`): 16-byte loads with cooperative
+    /// matrices. Must be false otherwise (the loads would straddle rows).
+    pub vec8: bool,
 }
 
 impl GemmConfig {
-    /// The invocation grid for an M×N result.
-    pub fn grid(&self, m: usize, n: usize) -> [u32; 3] {
-        gemm_grid(m, n, self.local, self.rows)
+    /// The configuration for an M×N×K [`gemm`] in `variant` on a device with subgroups of
+    /// `subgroup_size` (`ctx.features().limits.subgroup_size`).
+    ///
+    /// Without cooperative matrices: 8×8 micro-tiles on a 16×16 workgroup (128×128 tiles), or
+    /// 8×8 workgroups (64×64 tiles) when there are too few tiles to fill a large GPU, a 16-deep
+    /// step. With them, 8 subgroups per workgroup: 128×256 tiles (64×64 per subgroup) and a
+    /// 32-deep step; 64×128 tiles for small problems; 128×128 tiles (64×32 per subgroup) and a
+    /// 64-deep step when few tiles share a long K. Measured on the H100, fp16p (TFLOP/s, this
+    /// choice against the runner-up): 4096³ 230 / 225, 2048³ 227 / 213, 1024³ 81 / 61,
+    /// 4096×512×14336 178 / 132.
+    pub fn for_gemm(
+        variant: &vkprism::VariantKey,
+        subgroup_size: u32,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> GemmConfig {
+        let vec8 = m.is_multiple_of(8) && n.is_multiple_of(8) && k.is_multiple_of(8);
+        GemmConfig::choose(variant, subgroup_size, (m, n, k), vec8)
     }
-}
 
-/// The configuration measured best on the H100 for an M×N×K product in variant `key`
-/// (BENCHMARKS.md): [`gemm_local_size_for`]'s workgroup with 8 rows and a 16-deep step; for
-/// cooperative matrices with a long K (≥ 4096), 128-row tiles (64×64 per subgroup) and a 32-deep
-/// step, which took 4096³ fp16p from 176 to 200 TFLOP/s and 4096×512×14336 from 91 to 104, and
-/// lost at 2048³ (177 → 170) and 1024³ (51 → 38).
-pub fn gemm_config_for(key: &vkprism::VariantKey, m: usize, n: usize, k: usize) -> GemmConfig {
-    let local = gemm_local_size_for(key, m, n);
-    if key.coopmat == Some(true) && k >= 4096 {
-        GemmConfig {
-            local,
-            rows: 16,
-            bk: 32,
-        }
-    } else {
-        GemmConfig {
-            local,
-            rows: 8,
+    /// The configuration for a [`conv2d_nhwc`] of `shape`, as [`GemmConfig::for_gemm`] for its
+    /// implicit GEMM (16-byte loads where the channel counts are multiples of 8).
+    pub fn for_conv(
+        variant: &vkprism::VariantKey,
+        subgroup_size: u32,
+        shape: &Conv2dShape,
+    ) -> GemmConfig {
+        let vec8 = shape.c.is_multiple_of(8) && shape.outc.is_multiple_of(8);
+        GemmConfig::choose(variant, subgroup_size, shape.gemm_mnk(), vec8)
+    }
+
+    fn choose(
+        variant: &vkprism::VariantKey,
+        subgroup_size: u32,
+        (m, n, k): (usize, usize, usize),
+        vec8: bool,
+    ) -> GemmConfig {
+        let tiles = m.div_ceil(128) * n.div_ceil(128);
+        let coopmat = variant.coopmat == Some(true);
+        let base = GemmConfig {
+            local: [16, 16],
             bk: 16,
+            coopmat,
+            subgroup_size,
+            cm_tiles: [4, 4, 2],
+            vec8: coopmat && vec8,
+        };
+        if coopmat {
+            // 8 subgroups per workgroup. Few tiles over a long K: 128×128 tiles, each subgroup
+            // with fewer accumulators (64×32) and a deeper step (fewer barriers per multiply-add).
+            // Few tiles otherwise: 64×128 tiles so every SM has work. Else 128×256 tiles of
+            // 64×64 per subgroup.
+            let (cm_tiles, bk) = if tiles < 256 && k >= 2048 {
+                ([4, 2, 4], 64)
+            } else if tiles < 128 {
+                ([2, 2, 4], 32)
+            } else {
+                ([4, 4, 4], 32)
+            };
+            return GemmConfig {
+                local: [subgroup_size, 8],
+                bk,
+                cm_tiles,
+                ..base
+            };
+        }
+        // Grids of few 128×128 tiles get 64×64 ones so every SM has work: at 1024³ fp32
+        // 17.0 → 25.7 TFLOP/s; at 4096×512×14336 the 16-bit storage variants 24 → 34 while
+        // fp32 lost 6% (hence its lower threshold).
+        let enough = if variant.float == vkprism::FloatMode::Fp32 {
+            128
+        } else {
+            256
+        };
+        if tiles < enough {
+            GemmConfig {
+                local: [8, 8],
+                ..base
+            }
+        } else {
+            base
         }
     }
-}
 
-/// The invocation grid when each workgroup row covers `rows` rows of C (`cm_rows` of the
-/// cooperative-matrix path; 8 otherwise).
-pub fn gemm_grid(m: usize, n: usize, local: [u32; 2], rows: u32) -> [u32; 3] {
-    let (bm, bn) = ((rows * local[1]) as usize, 8 * local[0] as usize);
-    [
-        (n.div_ceil(bn) as u32) * local[0],
-        (m.div_ceil(bm) as u32) * local[1],
-        1,
-    ]
-}
+    /// The rows and columns of C one workgroup computes.
+    pub fn tile(&self) -> (usize, usize) {
+        if self.coopmat {
+            let [wfm, wfn, warps_n] = self.cm_tiles;
+            let warps = self.local[0] * self.local[1] / self.subgroup_size;
+            let warps_m = warps / warps_n;
+            ((warps_m * wfm * 16) as usize, (warps_n * wfn * 16) as usize)
+        } else {
+            (8 * self.local[1] as usize, 8 * self.local[0] as usize)
+        }
+    }
 
-/// The invocation grid for [`gemm`] with workgroup `local` (default `[16, 16]`): one workgroup
-/// per `8·local[1]` × `8·local[0]` tile of C.
-pub fn gemm_invocations(m: usize, n: usize, local: [u32; 2]) -> [u32; 3] {
-    let (bm, bn) = (8 * local[1] as usize, 8 * local[0] as usize);
-    [
-        (n.div_ceil(bn) as u32) * local[0],
-        (m.div_ceil(bm) as u32) * local[1],
-        1,
-    ]
+    /// The workgroup as `pipeline` takes it.
+    pub fn local_size(&self) -> [u32; 3] {
+        [self.local[0], self.local[1], 1]
+    }
+
+    /// The invocation grid for an M×N result: one workgroup per tile.
+    pub fn grid(&self, m: usize, n: usize) -> [u32; 3] {
+        let (bm, bn) = self.tile();
+        [
+            (n.div_ceil(bn) as u32) * self.local[0],
+            (m.div_ceil(bm) as u32) * self.local[1],
+            1,
+        ]
+    }
+
+    /// `spec` with this configuration's constants (`BK`, `subgroup_size`, `cm_*`, `vec8`).
+    pub fn gemm_spec(&self, spec: gemm::SpecConstants) -> gemm::SpecConstants {
+        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
+        gemm::SpecConstants {
+            BK: self.bk,
+            subgroup_size: self.subgroup_size as i32,
+            cm_wfm: wfm,
+            cm_wfn: wfn,
+            cm_warps_n: warps_n,
+            vec8: self.vec8 as i32,
+            ..spec
+        }
+    }
+
+    /// As [`GemmConfig::gemm_spec`], for [`conv2d_nhwc`].
+    pub fn conv_spec(&self, spec: conv2d_nhwc::SpecConstants) -> conv2d_nhwc::SpecConstants {
+        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
+        conv2d_nhwc::SpecConstants {
+            BK: self.bk,
+            subgroup_size: self.subgroup_size as i32,
+            cm_wfm: wfm,
+            cm_wfn: wfn,
+            cm_warps_n: warps_n,
+            vec8: self.vec8 as i32,
+            ..spec
+        }
+    }
 }
 
 vkprism::compute_shader! {

@@ -3,8 +3,7 @@
 
 use vkprism::{Feature, LoadOptions, SelectFailure, Tensor};
 use vkprism_shaders::{
-    activation, binary_op, conv2d, conv2d_nhwc, gemm, gemm_grid, gemm_invocations,
-    gemm_local_size_for, reference, Conv2dShape,
+    activation, binary_op, conv2d, conv2d_nhwc, gemm, reference, Conv2dShape, GemmConfig,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
@@ -136,13 +135,29 @@ struct GemmCase {
     o: reference::Gemm,
     bias: bool,
     local: [u32; 2],
-    /// The workgroup for cooperative-matrix variants (x a multiple of the subgroup size).
-    cm_local: [u32; 2],
     bk: i32,
-    /// The step depth for cooperative-matrix variants (rounded up to 16 by the kernel).
-    cm_bk: i32,
-    /// Rows of C per workgroup row for cooperative-matrix variants (8 elsewhere).
-    cm_rows: u32,
+    /// Cooperative-matrix variants: subgroups per workgroup, step depth (rounded up to 16 by the
+    /// kernel) and `cm_tiles`; `vec8` follows from the shape.
+    cm: (u32, i32, [u32; 3]),
+}
+
+impl GemmCase {
+    fn config(&self, ctx: &vkprism::Context, coopmat: bool) -> GemmConfig {
+        let subgroup_size = ctx.features().limits.subgroup_size;
+        let (warps, cm_bk, cm_tiles) = self.cm;
+        GemmConfig {
+            local: if coopmat {
+                [subgroup_size, warps]
+            } else {
+                self.local
+            },
+            bk: if coopmat { cm_bk } else { self.bk },
+            coopmat,
+            subgroup_size,
+            cm_tiles,
+            vec8: coopmat && [self.m, self.n, self.k].iter().all(|d| d.is_multiple_of(8)),
+        }
+    }
 }
 
 fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
@@ -162,35 +177,15 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
         let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
         let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
         let ct = Tensor::from_f32(ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
-        let rows = if key.coopmat == Some(true) {
-            case.cm_rows
-        } else {
-            8
-        };
-        let spec = gemm::SpecConstants {
+        let cfg = case.config(ctx, key.coopmat == Some(true));
+        let spec = cfg.gemm_spec(gemm::SpecConstants {
             transpose_a: o.transpose_a as i32,
             transpose_b: o.transpose_b as i32,
             bias_term: case.bias as i32,
             activation: o.activation,
-            BK: if key.coopmat == Some(true) {
-                case.cm_bk
-            } else {
-                case.bk
-            },
-            cm_rows: rows as i32,
-            subgroup_size: ctx.features().limits.subgroup_size as i32,
-        };
-        let rows = if key.coopmat == Some(true) {
-            case.cm_rows
-        } else {
-            8
-        };
-        let local = if key.coopmat == Some(true) {
-            case.cm_local
-        } else {
-            case.local
-        };
-        let pipe = k.pipeline(&spec, Some([local[0], local[1], 1])).unwrap();
+            ..Default::default()
+        });
+        let pipe = k.pipeline(&spec, Some(cfg.local_size())).unwrap();
         ctx.run(|l| {
             l.dispatch(
                 &pipe,
@@ -207,7 +202,7 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
                     alpha: o.alpha,
                     slope: o.slope,
                 },
-                gemm_grid(m, n, local, rows),
+                cfg.grid(m, n),
             )
         })
         .unwrap();
@@ -251,24 +246,25 @@ fn gemm_every_variant() {
         ..Default::default()
     };
     let cases = [
-        // Not multiples of the 128×128 tile nor of the 16-deep step: every edge.
+        // Not multiples of the 128×128 tile nor of the 16-deep step: every edge. (With
+        // cooperative matrices A and B are read as 16-byte octets, so each holds a multiple of
+        // 8 elements; rows of 4 are read as straddling octets.)
         GemmCase {
-            m: 67,
+            m: 66,
             n: 36,
             k: 44,
             o: plain,
             bias: false,
             local: [16, 16],
-            cm_local: [32, 8],
             bk: 16,
-            cm_bk: 16,
-            cm_rows: 8,
+            cm: (4, 16, [4, 4, 2]),
         },
-        // Two tiles across N, both operands transposed, bias, relu and alpha.
+        // Two tiles across N, both operands transposed, bias, relu and alpha; with cooperative
+        // matrices 16-byte loads (every size a multiple of 8), 8 subgroups of 64×32.
         GemmCase {
-            m: 36,
-            n: 140,
-            k: 40,
+            m: 40,
+            n: 136,
+            k: 48,
             o: reference::Gemm {
                 transpose_a: true,
                 transpose_b: true,
@@ -277,13 +273,10 @@ fn gemm_every_variant() {
                 slope: 0.0,
             },
             bias: true,
-            // The small-grid workgroup of gemm_local_size_for.
+            // The small-grid workgroup of GemmConfig::for_gemm.
             local: [8, 8],
-            cm_local: [32, 8],
             bk: 16,
-            cm_bk: 32,
-            // 128-row tiles: 64×64 warp tiles.
-            cm_rows: 16,
+            cm: (8, 64, [4, 2, 4]),
         },
         // A smaller workgroup (64×32 tiles), an 8-deep step, one transpose, leaky relu.
         GemmCase {
@@ -299,10 +292,19 @@ fn gemm_every_variant() {
             },
             bias: true,
             local: [4, 8],
-            cm_local: [32, 4],
             bk: 8,
-            cm_bk: 8,
-            cm_rows: 8,
+            cm: (4, 8, [2, 4, 2]),
+        },
+        // Multiples of 8 but not of the tile, no transposes: the 16-byte loads' edges.
+        GemmCase {
+            m: 72,
+            n: 136,
+            k: 56,
+            o: plain,
+            bias: false,
+            local: [16, 16],
+            bk: 16,
+            cm: (4, 32, [4, 4, 2]),
         },
     ];
     for (i, case) in cases.iter().enumerate() {
@@ -423,28 +425,20 @@ fn run_conv_nhwc_case(ctx: &vkprism::Context, s: Conv2dShape, bias_term: bool, s
         let len = s.batch * oh * ow * s.outc;
         let ot =
             Tensor::from_f32(ctx, &[s.batch, oh, ow, s.outc], f, &vec![f32::NAN; len]).unwrap();
-        let spec = conv2d_nhwc::SpecConstants {
+        let cfg = GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s);
+        let spec = cfg.conv_spec(conv2d_nhwc::SpecConstants {
             bias_term: bias_term as i32,
-            subgroup_size: ctx.features().limits.subgroup_size as i32,
             ..Default::default()
-        };
-        let local = gemm_local_size_for(&key, m, n);
-        let pipe = k.pipeline(&spec, Some([local[0], local[1], 1])).unwrap();
+        });
+        let pipe = k.pipeline(&spec, Some(cfg.local_size())).unwrap();
         let bindings = conv2d_nhwc::BufferBindings {
             in_blob: &it,
             w_blob: &wt,
             bias_blob: &bt,
             out_blob: &ot,
         };
-        ctx.run(|l| {
-            l.dispatch(
-                &pipe,
-                &bindings,
-                &s.push(1.0, 0.0),
-                gemm_invocations(m, n, local),
-            )
-        })
-        .unwrap();
+        ctx.run(|l| l.dispatch(&pipe, &bindings, &s.push(1.0, 0.0), cfg.grid(m, n)))
+            .unwrap();
         let q = |x: &[f32]| quantize(x, f);
         let zero = vec![0.0; s.outc];
         let used_bias = if bias_term { q(&bias) } else { zero };
@@ -482,6 +476,8 @@ fn conv2d_nhwc_every_variant() {
     // 3×3 same padding over two images; 5×5 strided; 1×1 (a plain GEMM of the pixels).
     run_conv_nhwc_case(&ctx, shape(2, 7, 6, 8, 12, 3, 1, 1), true, 31);
     run_conv_nhwc_case(&ctx, shape(1, 9, 10, 4, 8, 5, 2, 2), true, 41);
-    run_conv_nhwc_case(&ctx, shape(1, 5, 5, 12, 4, 1, 1, 0), false, 51);
+    run_conv_nhwc_case(&ctx, shape(1, 6, 5, 12, 4, 1, 1, 0), false, 51);
+    // Channels in multiples of 8: whole octets per tap (`vec8`) with cooperative matrices.
+    run_conv_nhwc_case(&ctx, shape(1, 6, 7, 16, 8, 3, 1, 1), true, 61);
     assert_clean(&ctx);
 }

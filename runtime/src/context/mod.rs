@@ -44,6 +44,11 @@ pub struct ContextOptions {
     /// default: drivers add bounds checks to every buffer access, which can cost a few percent
     /// to tens of percent in memory-bound kernels (and prevents some vectorized loads).
     pub robust_buffer_access: bool,
+    /// Make every pipeline with the driver's statistics captured, where the device offers
+    /// `VK_KHR_pipeline_executable_properties` ([`crate::Pipeline::statistics`] reads them:
+    /// registers per invocation, shared memory, spills, as the driver names them). Off by
+    /// default: capturing can slow pipeline creation. For tuning kernels.
+    pub pipeline_statistics: bool,
 }
 
 /// A Vulkan device ready for compute, with the variant options in force. Cheap to clone.
@@ -78,6 +83,7 @@ impl Context {
             force_staging: opts.force_staging,
             fence_timeout: opts.fence_timeout.unwrap_or(DEFAULT_FENCE_TIMEOUT),
             robust_buffer_access: opts.robust_buffer_access,
+            pipeline_statistics: opts.pipeline_statistics,
         };
         let _serial = lifecycle_lock();
         // SAFETY: the lifecycle lock is held.
@@ -112,6 +118,12 @@ impl Context {
     /// [`ContextOptions::robust_buffer_access`], and the device has it).
     pub fn robust_buffer_access(&self) -> bool {
         self.shared.robust_buffer_access
+    }
+
+    /// Whether pipelines capture the driver's statistics (asked for with
+    /// [`ContextOptions::pipeline_statistics`], and the device has it).
+    pub fn pipeline_statistics(&self) -> bool {
+        self.shared.pipeline_statistics
     }
 
     /// The fence timeout in force ([`ContextOptions::fence_timeout`]).

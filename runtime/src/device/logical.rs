@@ -14,7 +14,9 @@ impl Device {
     /// A device on `physical` with one queue of `queue_family`, the features in `enabled`
     /// (from [`PhysicalDeviceFeatures::enable`]) and the extensions they need, plus
     /// `VK_KHR_portability_subset` where the device lists it (the spec requires enabling it),
-    /// and `VK_EXT_memory_budget` with `memory_budget` (the device lists it).
+    /// `VK_EXT_memory_budget` with `memory_budget` (the device lists it), and
+    /// `VK_KHR_pipeline_executable_properties` with its feature on with `pipeline_statistics`
+    /// (the device has both).
     ///
     /// # Safety
     /// `physical` comes from the live `instance`; `queue_family` and `enabled` were read from
@@ -26,11 +28,18 @@ impl Device {
         enabled: &mut PhysicalDeviceFeatures,
         available_extensions: &[String],
         memory_budget: bool,
+        pipeline_statistics: bool,
     ) -> Result<Device, Error> {
         let mut extensions: Vec<&CStr> = enabled.extensions();
         if memory_budget {
             extensions.push(ash::ext::memory_budget::NAME);
         }
+        if pipeline_statistics {
+            extensions.push(ash::khr::pipeline_executable_properties::NAME);
+        }
+        let mut executable_info =
+            vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
+                .pipeline_executable_info(true);
         let portability = ash::khr::portability_subset::NAME;
         if available_extensions
             .iter()
@@ -47,7 +56,10 @@ impl Device {
         let info = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&extension_ptrs);
-        let info = enabled.add_to_device_create(info);
+        let mut info = enabled.add_to_device_create(info);
+        if pipeline_statistics {
+            info = info.push_next(&mut executable_info);
+        }
         // SAFETY: everything `info` points to (queues, priorities, extension names, the
         // feature chain) lives until the call returns; the caller vouches for the handles.
         let raw = unsafe { instance.create_device(physical, &info, None) }

@@ -47,6 +47,8 @@ pub(crate) struct OpenRequest {
     pub fence_timeout: std::time::Duration,
     /// Enable `robustBufferAccess` where the device has it.
     pub robust_buffer_access: bool,
+    /// Enable `VK_KHR_pipeline_executable_properties` where the device has it.
+    pub pipeline_statistics: bool,
 }
 
 /// The physical device, read once: what it offers and how to enable it.
@@ -75,6 +77,15 @@ pub(crate) unsafe fn open(request: &OpenRequest) -> Result<Shared, Error> {
     if robust {
         enabled.enable_robust_buffer_access();
     }
+    // SAFETY: the handles come from this instance.
+    let statistics = request.pipeline_statistics
+        && unsafe {
+            properties::pipeline_executable_info(
+                &instance,
+                chosen.physical.handle,
+                &chosen.extensions,
+            )
+        };
     let budget_ext = ash::ext::memory_budget::NAME.to_string_lossy();
     let memory_budget = chosen.extensions.iter().any(|e| *e == budget_ext);
     // SAFETY: the handles and structs were read from this instance; `Shared` drops the device
@@ -87,11 +98,13 @@ pub(crate) unsafe fn open(request: &OpenRequest) -> Result<Shared, Error> {
             &mut enabled,
             &chosen.extensions,
             memory_budget,
+            statistics,
         )?
     };
     let enabled = Enabled {
         robust_buffer_access: robust,
         memory_budget,
+        pipeline_statistics: statistics,
     };
     // SAFETY: as above.
     unsafe { finish(messages, instance, device, chosen, request, enabled) }
@@ -101,6 +114,7 @@ pub(crate) unsafe fn open(request: &OpenRequest) -> Result<Shared, Error> {
 struct Enabled {
     robust_buffer_access: bool,
     memory_budget: bool,
+    pipeline_statistics: bool,
 }
 
 /// Chooses the physical device and reads what it offers.
@@ -210,6 +224,7 @@ unsafe fn finish(
         robust_buffer_access: enabled.robust_buffer_access,
         physical: pd,
         memory_budget: enabled.memory_budget,
+        pipeline_statistics: enabled.pipeline_statistics,
         heap_used: Default::default(),
     })
 }

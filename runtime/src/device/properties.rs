@@ -66,6 +66,28 @@ pub(crate) unsafe fn other_features(
     set
 }
 
+/// Whether the device lists `VK_KHR_pipeline_executable_properties` and has its
+/// `pipelineExecutableInfo` feature (driver statistics of a pipeline: registers, spills, ...).
+///
+/// # Safety
+/// `device` comes from the live `instance`, which is Vulkan 1.1+.
+pub(crate) unsafe fn pipeline_executable_info(
+    instance: &ash::Instance,
+    device: vk::PhysicalDevice,
+    extensions: &[String],
+) -> bool {
+    let name = ash::khr::pipeline_executable_properties::NAME.to_string_lossy();
+    if !extensions.iter().any(|e| *e == name) {
+        return false;
+    }
+    let mut feature = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
+    let mut features = vk::PhysicalDeviceFeatures2::default().push_next(&mut feature);
+    // SAFETY: the caller vouches for both handles; the extension is listed, so its struct may
+    // be chained.
+    unsafe { instance.get_physical_device_features2(device, &mut features) };
+    feature.pipeline_executable_info == vk::TRUE
+}
+
 /// The limits kernels and tensors are checked against.
 ///
 /// # Safety

@@ -140,6 +140,9 @@ pub(crate) struct Shared {
     pub physical: vk::PhysicalDevice,
     /// `VK_EXT_memory_budget` is enabled: budgets come from the driver.
     pub memory_budget: bool,
+    /// `VK_KHR_pipeline_executable_properties` is enabled: pipelines are made with
+    /// `CAPTURE_STATISTICS` and their driver statistics can be read.
+    pub pipeline_statistics: bool,
     /// Bytes vkprism has allocated per memory heap (tensors, images, staging).
     pub heap_used: [AtomicU64; vk::MAX_MEMORY_HEAPS],
 }
