@@ -15,6 +15,8 @@ TIME_UNITS = {"us"}
 
 
 def dtype_of(variant):
+    if "_int8" in variant:
+        return "int8"
     for d in ("fp32", "fp16", "bf16", "int8"):
         if variant.startswith(d):
             return d

@@ -69,6 +69,15 @@ def gemm():
             t, mhz = timed(lambda: torch.matmul(a, b, out=c))
             out.append(rec("gemm", f"{m}x{n}x{k}", dname, 2 * m * n * k / t / 1e12, "TFLOP/s", mhz,
                            f"torch.matmul {dname} (cuBLAS{', TF32 off' if dname == 'fp32' else ''})"))
+        # int8 x int8 -> int32, as vkprism's gemm_int8.
+        g = torch.Generator(device="cuda").manual_seed(3)
+        a = torch.randint(-127, 128, (m, k), device="cuda", dtype=torch.int8, generator=g)
+        b = torch.randint(-127, 128, (k, n), device="cuda", dtype=torch.int8, generator=g)
+        c = torch._int_mm(a, b)
+        assert torch.equal(c[:8].double(), a[:8].double() @ b.double()), "gemm int8"  # exact below 2^53
+        t, mhz = timed(lambda: torch._int_mm(a, b))
+        out.append(rec("gemm", f"{m}x{n}x{k}", "int8", 2 * m * n * k / t / 1e12, "TOP/s", mhz,
+                       "torch._int_mm (int8 -> int32)"))
     return out
 
 

@@ -37,7 +37,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         };
         let input = random(batch * hw * hw * c, 5);
         let weight = random(9 * c * c, 6);
-        for variant in VARIANTS {
+        for variant in VARIANTS.into_iter().filter(|v| crate::gemm::selected(v)) {
             match one(ctx, cfg, s, variant, &input, &weight) {
                 Ok(r) => {
                     print(&r);
@@ -74,7 +74,11 @@ fn one(
     let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, weight)?;
     let bias = Tensor::new(ctx, &[s.outc], f)?;
     let ot = Tensor::new(ctx, &[s.batch, s.outh(), s.outw(), s.outc], f)?;
-    let conv_cfg = GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s);
+    let conv_cfg = crate::gemm::overridden(GemmConfig::for_conv(
+        &key,
+        ctx.features().limits.subgroup_size,
+        &s,
+    ));
     let spec = conv_cfg.conv_spec(Default::default());
     let pipe = kernel.pipeline(&spec, Some(conv_cfg.local_size()))?;
     crate::print_statistics(&format!("conv2d {variant} {conv_cfg:?}"), &pipe);

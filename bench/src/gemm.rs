@@ -1,4 +1,5 @@
-//! GEMM throughput of `vkprism_shaders::gemm` in every local-memory variant, 2·M·N·K FLOPs per run.
+//! GEMM throughput of `vkprism_shaders::gemm` in every local-memory variant, 2·M·N·K FLOPs per run,
+//! then the int8 GEMM (`gemm_int8.rs`) on the same shapes.
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
@@ -47,6 +48,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             }
         }
     }
+    records.extend(crate::gemm_int8::run(ctx, cfg, shapes)?);
     Ok(records)
 }
 
@@ -106,15 +108,19 @@ fn one(
 }
 
 /// `VKPRISM_BENCH_VARIANTS=a,b` limits the run to those variants (to compare configurations).
-fn selected(variant: &str) -> bool {
+pub fn selected(variant: &str) -> bool {
     std::env::var("VKPRISM_BENCH_VARIANTS")
         .map_or(true, |list| list.split(',').any(|v| v == variant))
 }
 
-/// `GemmConfig::for_gemm`, with overrides to compare configurations: `VKPRISM_BENCH_LOCAL=XxY`,
-/// `VKPRISM_BENCH_BK`, and for cooperative-matrix variants `VKPRISM_BENCH_CM=subgroups,wfm,wfn,warps_n`.
+/// `GemmConfig::for_gemm` with the environment's overrides ([`overridden`]).
 fn config(key: &vkprism::VariantKey, subgroup: u32, m: usize, n: usize, k: usize) -> GemmConfig {
-    let mut cfg = GemmConfig::for_gemm(key, subgroup, m, n, k);
+    overridden(GemmConfig::for_gemm(key, subgroup, m, n, k))
+}
+
+/// `cfg` with overrides to compare configurations: `VKPRISM_BENCH_LOCAL=XxY`, `VKPRISM_BENCH_BK`,
+/// and for cooperative-matrix variants `VKPRISM_BENCH_CM=subgroups,wfm,wfn,warps_n`.
+pub fn overridden(mut cfg: GemmConfig) -> GemmConfig {
     let var = |name| std::env::var(name).ok();
     let numbers =
         |v: String, sep| -> Vec<u32> { v.split(sep).filter_map(|x| x.parse().ok()).collect() };
@@ -131,7 +137,7 @@ fn config(key: &vkprism::VariantKey, subgroup: u32, m: usize, n: usize, k: usize
         var("VKPRISM_BENCH_CM").map(|v| numbers(v, ',')).as_deref()
     {
         if cfg.coopmat {
-            cfg.local = [subgroup, *warps];
+            cfg.local = [cfg.subgroup_size, *warps];
             cfg.cm_tiles = [*wfm, *wfn, *warps_n];
         }
     }

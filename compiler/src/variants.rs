@@ -43,7 +43,7 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
             }
             for &int8 in &int8s {
                 for &local_memory in lms {
-                    for coopmat in coopmat_values(axes, float, memory) {
+                    for coopmat in coopmat_values(axes, float, int8, memory) {
                         out.push(VariantKey {
                             float,
                             memory,
@@ -59,14 +59,21 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
     out
 }
 
-/// The cooperative-matrix axis for one precision: on and off for fp16 buffer variants; off only
-/// for fp32 and bf16 (no device multiplies fp32 matrices, and glslang 13 has no `bfloat16_t`:
-/// converting either to fp16 would silently lower the precision the variant is named for) and for
-/// images.
-fn coopmat_values(axes: &Axes, float: FloatMode, memory: MemoryKind) -> Vec<Option<bool>> {
+/// The cooperative-matrix axis for one precision: on and off for fp16 buffer variants and for
+/// fp32 buffer variants with int8 arithmetic (int8 matrices, `int8_t` in registers); off only for
+/// the other fp32 and bf16 variants (no device multiplies fp32 matrices, and glslang 13 has no
+/// `bfloat16_t`: converting either to fp16 would silently lower the precision the variant is named
+/// for) and for images.
+fn coopmat_values(
+    axes: &Axes,
+    float: FloatMode,
+    int8: Option<Int8Mode>,
+    memory: MemoryKind,
+) -> Vec<Option<bool>> {
+    let int8_matrices = float == FloatMode::Fp32 && int8 == Some(Int8Mode::Int8a);
     if !axes.coopmat {
         vec![None]
-    } else if float.is_fp16() && memory == MemoryKind::Buffer {
+    } else if (float.is_fp16() || int8_matrices) && memory == MemoryKind::Buffer {
         vec![Some(true), Some(false)]
     } else {
         vec![Some(false)]
@@ -187,6 +194,23 @@ mod tests {
         assert!(v
             .iter()
             .all(|k| k.coopmat != Some(true) || k.float.is_fp16()));
+        // int8 arithmetic in fp32 variants gets the axis too (int8 matrices).
+        let v = enumerate(&Axes {
+            buffer: true,
+            int8: true,
+            coopmat: true,
+            ..Default::default()
+        });
+        let names: Vec<String> = v.iter().map(|k| k.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "fp32_int8p_nocm",
+                "fp32_int8s_nocm",
+                "fp32_int8a_cm",
+                "fp32_int8a_nocm"
+            ],
+        );
         // Scalar-only storage: no packed buffer variants, which would store fp32.
         let v = enumerate(&Axes {
             buffer: true,

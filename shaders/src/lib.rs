@@ -95,6 +95,17 @@ vkprism::compute_shader! {
 }
 
 vkprism::compute_shader! {
+    /// `C = A · B` over int8 with exact int32 results (as `torch._int_mm`): A (M×K) and B (K×N)
+    /// row-major int8 tensors, C an M×N I32 tensor; K and N multiples of 4. Each invocation owns
+    /// 8×8 of C; `_cm` variants (int8 arithmetic) multiply 16×16×32 int8 cooperative matrices
+    /// into int32 accumulators (tensor cores on NVIDIA), with the GEMM's structure and
+    /// [`GemmConfig::for_gemm_int8`]'s tiles, and read A and B as lines of 16 int8, so each must
+    /// hold a multiple of 16 elements there (another size is refused with `PartialElement`).
+    pub mod gemm_int8,
+    path: "gemm_int8.comp",
+}
+
+vkprism::compute_shader! {
     /// 2D convolution as an implicit GEMM, channels-last (NHWC input and output, weights
     /// `[kh][kw][c][outc]`, bias per output channel), with the GEMM's tiles, variants, bias and
     /// activation: `out = act(alpha · conv(in, w) + bias)`. `c` and `outc` must be multiples of
@@ -186,9 +197,10 @@ pub struct GemmConfig {
     /// Cooperative matrices: 16×16 fragments per subgroup along M (`cm_wfm`) and along N
     /// (`cm_wfn`), and subgroups along N (`cm_warps_n`).
     pub cm_tiles: [u32; 3],
-    /// Every stored row is a multiple of 8 elements (`vec8`): 16-byte loads with cooperative
-    /// matrices. Must be false otherwise (the loads would straddle rows).
-    pub vec8: bool,
+    /// Every stored row is a multiple of one 16-byte load (8 halves, or 16 int8 for
+    /// [`gemm_int8`]): the `vec8` / `vec16` constant, aligned loads with cooperative matrices.
+    /// Must be false otherwise (the loads would straddle rows).
+    pub wide_loads: bool,
 }
 
 impl GemmConfig {
@@ -197,11 +209,9 @@ impl GemmConfig {
     ///
     /// Without cooperative matrices: 8×8 micro-tiles on a 16×16 workgroup (128×128 tiles), or
     /// 8×8 workgroups (64×64 tiles) when there are too few tiles to fill a large GPU, a 16-deep
-    /// step. With them, 8 subgroups per workgroup: 128×256 tiles (64×64 per subgroup) and a
-    /// 32-deep step; 64×128 tiles for small problems; 128×128 tiles (64×32 per subgroup) and a
-    /// 64-deep step when few tiles share a long K. Measured on the H100, fp16p (TFLOP/s, this
-    /// choice against the runner-up): 4096³ 230 / 225, 2048³ 227 / 213, 1024³ 81 / 61,
-    /// 4096×512×14336 178 / 132.
+    /// step. With them, tiles by the problem's shape (`coopmat_tiles` in the source says which
+    /// and what each was measured at): 128×256 tiles of 8 subgroups and a 32-deep step for large
+    /// problems, smaller tiles for small grids or N ≤ 64, a 64-deep step for long K.
     pub fn for_gemm(
         variant: &vkprism::VariantKey,
         subgroup_size: u32,
@@ -211,6 +221,24 @@ impl GemmConfig {
     ) -> GemmConfig {
         let vec8 = m.is_multiple_of(8) && n.is_multiple_of(8) && k.is_multiple_of(8);
         GemmConfig::choose(variant, subgroup_size, (m, n, k), vec8)
+    }
+
+    /// The configuration for an M×N×K [`gemm_int8`]: as [`GemmConfig::for_gemm`], with steps
+    /// twice as deep in elements (the same bytes) and 16-byte loads where K and N are multiples
+    /// of 16.
+    pub fn for_gemm_int8(
+        variant: &vkprism::VariantKey,
+        subgroup_size: u32,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> GemmConfig {
+        let wide = k.is_multiple_of(16) && n.is_multiple_of(16);
+        let mut cfg = GemmConfig::choose(variant, subgroup_size, (m, n, k), wide);
+        if cfg.coopmat {
+            cfg.bk *= 2;
+        }
+        cfg
     }
 
     /// The configuration for a [`conv2d_nhwc`] of `shape`, as [`GemmConfig::for_gemm`] for its
@@ -238,22 +266,12 @@ impl GemmConfig {
             coopmat,
             subgroup_size,
             cm_tiles: [4, 4, 2],
-            vec8: coopmat && vec8,
+            wide_loads: coopmat && vec8,
         };
         if coopmat {
-            // 8 subgroups per workgroup. Few tiles over a long K: 128×128 tiles, each subgroup
-            // with fewer accumulators (64×32) and a deeper step (fewer barriers per multiply-add).
-            // Few tiles otherwise: 64×128 tiles so every SM has work. Else 128×256 tiles of
-            // 64×64 per subgroup.
-            let (cm_tiles, bk) = if tiles < 256 && k >= 2048 {
-                ([4, 2, 4], 64)
-            } else if tiles < 128 {
-                ([2, 2, 4], 32)
-            } else {
-                ([4, 4, 4], 32)
-            };
+            let (subgroups, cm_tiles, bk) = coopmat_tiles((m, n, k), tiles);
             return GemmConfig {
-                local: [subgroup_size, 8],
+                local: [subgroup_size, subgroups],
                 bk,
                 cm_tiles,
                 ..base
@@ -313,8 +331,21 @@ impl GemmConfig {
             cm_wfm: wfm,
             cm_wfn: wfn,
             cm_warps_n: warps_n,
-            vec8: self.vec8 as i32,
+            vec8: self.wide_loads as i32,
             ..spec
+        }
+    }
+
+    /// The specialization constants of [`gemm_int8`] for this configuration.
+    pub fn int8_spec(&self) -> gemm_int8::SpecConstants {
+        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
+        gemm_int8::SpecConstants {
+            BK: self.bk,
+            subgroup_size: self.subgroup_size as i32,
+            cm_wfm: wfm,
+            cm_wfn: wfn,
+            cm_warps_n: warps_n,
+            vec16: self.wide_loads as i32,
         }
     }
 
@@ -327,9 +358,33 @@ impl GemmConfig {
             cm_wfm: wfm,
             cm_wfn: wfn,
             cm_warps_n: warps_n,
-            vec8: self.vec8 as i32,
+            vec8: self.wide_loads as i32,
             ..spec
         }
+    }
+}
+
+/// Cooperative-matrix tiles for an M×N×K problem with `tiles` 128×128 tiles: (subgroups per
+/// workgroup, `cm_tiles`, `BK`). Measured on the H100, fp16p (TFLOP/s, this choice against the
+/// runner-up, BENCHMARKS.md):
+/// - N ≤ 64 with many tiles (convolutions with 64 channels): 64×64 tiles of 4 subgroups
+///   (56² × 64 ch 3×3: 50 against 29);
+/// - a tiny grid over a long K: the same 64×64 tiles (14² × 256 ch: 20 against 17);
+/// - few tiles over a long K: 128×128 tiles, 8 subgroups of 64×32 and a 64-deep step, fewer
+///   barriers per multiply-add (4096×512×14336: 178 against 132);
+/// - few tiles otherwise: 64×128 tiles so every SM has work (1024³: 81 against 61);
+/// - else 128×256 tiles, 8 subgroups of 64×64, a 32-deep step (4096³: 230 against 225; 2048³:
+///   227 against 213).
+fn coopmat_tiles((m, n, k): (usize, usize, usize), tiles: usize) -> (u32, [u32; 3], i32) {
+    let tiles64 = m.div_ceil(64) * n.div_ceil(64);
+    if (n <= 64 && tiles64 >= 256) || (tiles < 64 && k >= 2048) {
+        (4, [2, 2, 2], 32)
+    } else if tiles < 256 && k >= 2048 {
+        (8, [4, 2, 4], 64)
+    } else if tiles < 128 {
+        (8, [2, 2, 4], 32)
+    } else {
+        (8, [4, 4, 4], 32)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use vkprism::{Feature, LoadOptions, SelectFailure, Tensor};
 use vkprism_shaders::{
-    activation, binary_op, conv2d, conv2d_nhwc, gemm, reference, Conv2dShape, GemmConfig,
+    activation, binary_op, conv2d, conv2d_nhwc, gemm, gemm_int8, reference, Conv2dShape, GemmConfig,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
@@ -155,7 +155,7 @@ impl GemmCase {
             coopmat,
             subgroup_size,
             cm_tiles,
-            vec8: coopmat && [self.m, self.n, self.k].iter().all(|d| d.is_multiple_of(8)),
+            wide_loads: coopmat && [self.m, self.n, self.k].iter().all(|d| d.is_multiple_of(8)),
         }
     }
 }
@@ -309,6 +309,80 @@ fn gemm_every_variant() {
     ];
     for (i, case) in cases.iter().enumerate() {
         run_gemm_case(&ctx, case, 4 + 10 * i as u64);
+    }
+    assert_clean(&ctx);
+}
+
+/// `n` int8 values in [-127, 127], none zero.
+fn random_i8(n: usize, seed: u64) -> Vec<i8> {
+    random(n, seed, 1.0, 127.99)
+        .iter()
+        .map(|v| v.trunc() as i8)
+        .collect()
+}
+
+#[test]
+fn gemm_int8_every_variant() {
+    let ctx = ctx();
+    assert_eq!(
+        gemm_int8::VARIANT_NAMES,
+        [
+            "fp32_int8p_nocm",
+            "fp32_int8s_nocm",
+            "fp32_int8a_cm",
+            "fp32_int8a_nocm"
+        ]
+    );
+    let subgroup = ctx.features().limits.subgroup_size;
+    // Edges of every tile; K not a multiple of the step; N not a multiple of 16 (lines read a
+    // word at a time with cooperative matrices), then every row a multiple of 16 (one aligned
+    // load per line). A and B hold multiples of 16 elements, as `_cm` variants need.
+    for (i, (m, n, k)) in [(37, 36, 48), (40, 144, 96), (130, 20, 176)]
+        .into_iter()
+        .enumerate()
+    {
+        let a = random_i8(m * k, 70 + i as u64);
+        let b = random_i8(k * n, 80 + i as u64);
+        let mut want = vec![0i32; m * n];
+        for (r, row) in want.chunks_mut(n).enumerate() {
+            for (l, &x) in a[r * k..(r + 1) * k].iter().enumerate() {
+                for (c, out) in row.iter_mut().enumerate() {
+                    *out += x as i32 * b[l * n + c] as i32;
+                }
+            }
+        }
+        for name in gemm_int8::VARIANT_NAMES {
+            let Some(kernel) = load_unless_device_lacks_coopmat::<gemm_int8::Kernel>(&ctx, name)
+            else {
+                continue;
+            };
+            let key = kernel.variant().key;
+            let cfg = GemmConfig::for_gemm_int8(&key, subgroup, m, n, k);
+            let at = Tensor::from_i8(&ctx, &[m, k], &a).unwrap();
+            let bt = Tensor::from_i8(&ctx, &[k, n], &b).unwrap();
+            let ct = Tensor::new(&ctx, &[m, n], vkprism::TensorFormat::I32).unwrap();
+            ct.upload_i32(&vec![i32::MIN; m * n]).unwrap();
+            let pipe = kernel
+                .pipeline(&cfg.int8_spec(), Some(cfg.local_size()))
+                .unwrap();
+            let push = gemm_int8::PushConstants {
+                M: m as i32,
+                N: n as i32,
+                K: k as i32,
+            };
+            let bindings = gemm_int8::BufferBindings {
+                a_blob: &at,
+                b_blob: &bt,
+                c_blob: &ct,
+            };
+            ctx.run(|l| l.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
+                .unwrap();
+            assert_eq!(
+                ct.download_i32().unwrap(),
+                want,
+                "{name} {m}x{n}x{k} {cfg:?}"
+            );
+        }
     }
     assert_clean(&ctx);
 }
