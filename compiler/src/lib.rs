@@ -259,6 +259,33 @@ pub fn variant_glsl(source: &Source, key: &VariantKey) -> String {
     compile::variant_text(source, key, &scan::identifiers(&source.all_text))
 }
 
+/// The Rust module `compute_shader!` generates for `model` as `pub mod <name>` (`name` made an
+/// identifier), pretty-printed: what `dump` writes, for `vkprismc --emit rust`.
+pub fn generated_rust(name: &str, model: &KernelModel) -> String {
+    let mut ident: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if !ident.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        ident.insert(0, '_');
+    }
+    let ident = syn::parse_str::<syn::Ident>(&ident)
+        .unwrap_or_else(|_| proc_macro2::Ident::new(&format!("{ident}_"), Span::call_site()));
+    let spec = ast::KernelSpec {
+        attrs: Vec::new(),
+        vis: syn::parse_quote!(pub),
+        name: ident,
+        source: None,
+        variants: None,
+        krate: syn::parse_quote!(::vkprism),
+        optimize: false,
+        options: KernelOptions::default(),
+        dump: None,
+        nesting: 0,
+    };
+    dump::pretty(&codegen::kernel(&spec, model, &[]))
+}
+
 /// Replaces each variant's SPIR-V by spirv-opt's performance output (compiled from the same
 /// text; the reflection already made from the unoptimized module stays, since the optimizer
 /// strips the names it reads). Errors go to `cx`; `None` when there was one.

@@ -109,6 +109,40 @@ fn emit_glsl_writes_each_variant_with_its_preamble() {
 }
 
 #[test]
+fn emit_rust_writes_the_generated_module() {
+    let (dir, kernel) = kernel_file("vkprismc-rust-", "2-scale.comp", "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nlayout (push_constant) uniform parameter { int n; float s; } p;\nvoid main() { buffer_st4(data, 0, buffer_ld4(data, 1) * afp(p.s)); }\n");
+    let out = vkprismc()
+        .arg(&kernel)
+        .args(["--variants", "fp32,fp16s", "--emit", "rust", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Two .spv and the module.
+    assert!(text.contains("wrote 3 files"), "{text}");
+    let rust = std::fs::read_to_string(dir.join("out/2-scale.rs")).unwrap();
+    // The stem is made an identifier; the module is what the macro generates, pretty-printed.
+    assert!(rust.starts_with("pub mod _2_scale {"), "{rust}");
+    for item in [
+        "pub struct Kernel;",
+        "pub struct PushConstants {",
+        "pub n: i32,",
+        "pub s: f32,",
+        "pub struct BufferBindings<'a> {",
+        "pub static VARIANTS:",
+        "pub const VARIANT_NAMES: &[&str] = &[\"fp32\", \"fp16s\"];",
+    ] {
+        assert!(rust.contains(item), "{item}: {rust}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
 fn a_closed_stdout_ends_it_quietly() {
     use std::process::Stdio;
     let (dir, kernel) = kernel_file("vkprismc-pipe-", "k.comp", "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nvoid main() { buffer_cp4(data, 0, data, 1); }\n");

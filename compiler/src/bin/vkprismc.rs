@@ -1,19 +1,22 @@
 //! `vkprismc`: the `compute_shader!` compiler as a command, for build scripts and inspection.
 //!
-//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl]
+//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl,rust]
 //!
 //! Compiles every variant of an extended-GLSL kernel, prints the reflected interface (variants
 //! with their required features, bindings with per-variant element types and tensor formats,
 //! push constants, specialization constants, workgroup size), and with `--out` writes, per
 //! variant, `<kernel>.<variant>.spv` and with `--emit glsl` the full GLSL the compiler saw
-//! (`<kernel>.<variant>.comp`: the preamble of extended-GLSL definitions included). Errors go to
+//! (`<kernel>.<variant>.comp`: the preamble of extended-GLSL definitions included), with
+//! `--emit rust` the module `compute_shader!` generates for it (`<kernel>.rs`). Errors go to
 //! stderr, all of them, exit status 1; a closed stdout (`vkprismc … | head`) ends it quietly.
 //! Install it with `cargo install --path compiler` from the repository (after
 //! `scripts/setup.sh`, which installs the libraries it links).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use vkprism_compiler::{compile_kernel, optimize, variant_glsl, Ctxt, KernelModel, Source};
+use vkprism_compiler::{
+    compile_kernel, generated_rust, optimize, variant_glsl, Ctxt, KernelModel, Source,
+};
 
 /// `println!` that ends the program quietly when stdout is closed (`vkprismc … | head`), as
 /// command-line tools do, instead of panicking.
@@ -37,12 +40,14 @@ struct Args {
     out: Option<PathBuf>,
     /// Also write each variant's full GLSL (`--emit glsl`).
     emit_glsl: bool,
+    /// Also write the generated Rust module (`--emit rust`).
+    emit_rust: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let (mut file, mut variants, mut opt, mut out) = (None, None, false, None);
-    let mut emit_glsl = false;
+    let (mut emit_glsl, mut emit_rust) = (false, false);
     while let Some(a) = it.next() {
         match a.as_str() {
             "--variants" => {
@@ -56,11 +61,12 @@ fn parse_args() -> Result<Args, String> {
             }
             "--optimize" => opt = true,
             "--emit" => {
-                for what in it.next().ok_or("--emit needs a list: spv,glsl")?.split(',') {
+                for what in it.next().ok_or("--emit needs a list: spv,glsl,rust")?.split(',') {
                     match what {
                         "spv" => {}
                         "glsl" => emit_glsl = true,
-                        w => return Err(format!("--emit: unknown kind `{w}` (spv, glsl)")),
+                        "rust" => emit_rust = true,
+                        w => return Err(format!("--emit: unknown kind `{w}` (spv, glsl, rust)")),
                     }
                 }
             }
@@ -77,6 +83,7 @@ fn parse_args() -> Result<Args, String> {
         optimize: opt,
         out,
         emit_glsl,
+        emit_rust,
     })
 }
 
@@ -88,7 +95,7 @@ fn main() -> ExitCode {
                 eprintln!("vkprismc: {e}");
             }
             eprintln!(
-                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl]"
+                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl,rust]"
             );
             return ExitCode::from(2);
         }
@@ -119,7 +126,8 @@ fn main() -> ExitCode {
     print_constants(&model);
     if let Some(out) = &args.out {
         let glsl = args.emit_glsl.then_some(&glsl[..]);
-        match write_files(out, &stem, &model, glsl) {
+        let rust = args.emit_rust.then(|| generated_rust(&stem, &model));
+        match write_files(out, &stem, &model, glsl, rust.as_deref()) {
             Ok(n) => out!("wrote {n} files to {}", out.display()),
             Err(e) => {
                 eprintln!("vkprismc: {e}");
@@ -254,12 +262,13 @@ fn print_constants(model: &KernelModel) {
 }
 
 /// One `<stem>.<variant>.spv` per variant in `out`, and with `glsl` the variant's full GLSL as
-/// `<stem>.<variant>.comp`; returns how many files it wrote.
+/// `<stem>.<variant>.comp`, and `rust` as `<stem>.rs`; returns how many files it wrote.
 fn write_files(
     out: &Path,
     stem: &str,
     model: &KernelModel,
     glsl: Option<&[String]>,
+    rust: Option<&str>,
 ) -> Result<usize, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let write = |name: String, bytes: &[u8]| {
@@ -275,6 +284,10 @@ fn write_files(
             write(format!("{stem}.{}.comp", v.key.name()), text.as_bytes())?;
             written += 1;
         }
+    }
+    if let Some(rust) = rust {
+        write(format!("{stem}.rs"), rust.as_bytes())?;
+        written += 1;
     }
     Ok(written)
 }
