@@ -74,7 +74,8 @@ pub use select::{
 };
 pub use tensor::Tensor;
 pub use vkprism_core::{
-    Access, BindingInfo, BindingKind, DeviceFeatures, DeviceLimits, Feature, FeatureSet, FloatMode,
+    api_version, api_version_name, Access, BindingInfo, BindingKind, DeviceFeatures, DeviceLimits,
+    Feature, FeatureSet, FloatMode,
     Int8Mode, KernelInfo, MemoryKind, TensorFormat, VariantInfo, VariantKey,
 };
 

@@ -166,6 +166,20 @@ fn local_size(c: &ModuleIndex, module: &Module) -> ([LocalSizeDim; 3], Vec<u32>)
             _ => {}
         }
     }
+    // Under `LocalSizeId`, glslang declares `gl_WorkGroupSize` again as a composite of other
+    // constants with the same spec ids: those are the workgroup size too.
+    let size_spec_ids: Vec<u32> = local_size.iter().filter_map(|d| d.spec_id).collect();
+    if !local_ids.is_empty() {
+        for i in &module.types_global_values {
+            let Some(rid) = i.result_id else { continue };
+            let same = c
+                .decoration_value(rid, Decoration::SpecId)
+                .is_some_and(|s| size_spec_ids.contains(&s));
+            if same && !local_ids.contains(&rid) {
+                local_ids.push(rid);
+            }
+        }
+    }
     for i in &module.types_global_values {
         let Some(rid) = i.result_id else { continue };
         let is_wg = c.decorations.get(&rid).is_some_and(|ds| {
