@@ -143,12 +143,14 @@ fn emit_rust_writes_the_generated_module() {
 }
 
 #[test]
-fn a_closed_stdout_ends_it_quietly() {
+fn a_closed_stdout_ends_the_report_quietly_and_the_files_are_still_written() {
     use std::process::Stdio;
     let (dir, kernel) = kernel_file("vkprismc-pipe-", "k.comp", "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nvoid main() { buffer_cp4(data, 0, data, 1); }\n");
     // `vkprismc … | head -c 0`: the reader is gone before anything is written.
     let mut child = vkprismc()
         .arg(&kernel)
+        .args(["--variants", "fp32", "--emit", "spv,rust", "--out"])
+        .arg(dir.join("out"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -158,6 +160,7 @@ fn a_closed_stdout_ends_it_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(dir.join("out/k.fp32.spv").exists() && dir.join("out/k.rs").exists());
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -8,7 +8,8 @@
 //! variant, `<kernel>.<variant>.spv` and with `--emit glsl` the full GLSL the compiler saw
 //! (`<kernel>.<variant>.comp`: the preamble of extended-GLSL definitions included), with
 //! `--emit rust` the module `compute_shader!` generates for it (`<kernel>.rs`). Errors go to
-//! stderr, all of them, exit status 1; a closed stdout (`vkprismc … | head`) ends it quietly.
+//! stderr, all of them, exit status 1; a closed stdout (`vkprismc … | head`) silences the report
+//! quietly and the files are still written.
 //! Install it with `cargo install --path compiler` from the repository (after
 //! `scripts/setup.sh`, which installs the libraries it links).
 
@@ -18,17 +19,23 @@ use vkprism_compiler::{
     compile_kernel, generated_rust, optimize, variant_glsl, Ctxt, KernelModel, Source,
 };
 
-/// `println!` that ends the program quietly when stdout is closed (`vkprismc … | head`), as
-/// command-line tools do, instead of panicking.
+/// Set once stdout is found closed: the report stops, the files are still written.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `println!` that goes quiet when stdout is closed (`vkprismc … | head`), as command-line
+/// tools do, instead of panicking; `--out` files are still written.
 macro_rules! out {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        if let Err(e) = writeln!(std::io::stdout(), $($t)*) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
+        use std::sync::atomic::Ordering;
+        if !STDOUT_CLOSED.load(Ordering::Relaxed) {
+            if let Err(e) = writeln!(std::io::stdout(), $($t)*) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    eprintln!("vkprismc: cannot write to stdout: {e}");
+                    std::process::exit(1);
+                }
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
             }
-            eprintln!("vkprismc: cannot write to stdout: {e}");
-            std::process::exit(1);
         }
     }};
 }
