@@ -85,7 +85,9 @@ macro_rules! check_every_variant {
         let x = random(n, 8);
         for v in runnable {
             let name = v.key.name();
-            let kernel = ctx.load_with::<k::Kernel>(&LoadOptions::variant(&name)).unwrap();
+            let kernel = ctx
+                .load_with::<k::Kernel>(&LoadOptions::variant(&name))
+                .unwrap();
             let fmt = kernel.variant().binding("x_blob").unwrap().format;
             let xt = Tensor::from_f32(ctx, &[n], fmt, &x).unwrap();
             let yt = Tensor::from_f32(ctx, &[n], fmt, &vec![f32::NAN; n]).unwrap();
@@ -93,15 +95,26 @@ macro_rules! check_every_variant {
             ctx.run(|list| {
                 list.dispatch(
                     &pipeline,
-                    &k::BufferBindings { x_blob: &xt, y_blob: &yt },
+                    &k::BufferBindings {
+                        x_blob: &xt,
+                        y_blob: &yt,
+                    },
                     &k::PushConstants { n: n as i32 },
                     [n as u32, 1, 1],
                 )
             })
             .unwrap();
-            let want: Vec<f32> = quantize(&x, fmt).iter().map(|v| v * $factor + 1.0).collect();
+            let want: Vec<f32> = quantize(&x, fmt)
+                .iter()
+                .map(|v| v * $factor + 1.0)
+                .collect();
             let got = yt.download_f32().unwrap();
-            assert_close(&got, &want, tolerance(&v.key), &format!("{} {name}", stringify!($k)));
+            assert_close(
+                &got,
+                &want,
+                tolerance(&v.key),
+                &format!("{} {name}", stringify!($k)),
+            );
         }
         assert_clean(ctx);
     }};
@@ -163,8 +176,14 @@ fn a_precompiled_module_has_typed_bindings_push_and_spec_constants() {
     let mut list = CommandList::new(&ctx).unwrap();
     list.dispatch(
         &pipeline,
-        &saxpy::BufferBindings { x_blob: &xt, y_blob: &yt },
-        &saxpy::PushConstants { n: n as i32, b: 0.25 },
+        &saxpy::BufferBindings {
+            x_blob: &xt,
+            y_blob: &yt,
+        },
+        &saxpy::PushConstants {
+            n: n as i32,
+            b: 0.25,
+        },
         [n as u32, 1, 1],
     )
     .unwrap();

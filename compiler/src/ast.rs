@@ -348,7 +348,10 @@ impl Invocation {
             });
         };
         if kernels.is_empty() {
-            cx.error(input.name.span(), "`shaders` is empty: give at least one kernel, `name: { src: \"...\" }`");
+            cx.error(
+                input.name.span(),
+                "`shaders` is empty: give at least one kernel, `name: { src: \"...\" }`",
+            );
         }
         let mut names: Vec<Ident> = Vec::new();
         let mut specs = Vec::new();
@@ -481,16 +484,26 @@ impl Keys {
             ("optimize", Value::Bool(b)) => self.optimize = Some(b.value),
             ("define", Value::List(items, _)) => self.defines = Some(define_list(cx, items)),
             ("include", Value::List(items, _)) => self.include_dirs = Some(include_list(cx, items)),
-            ("vulkan_version", Value::Str(s)) => match crate::options::VulkanVersion::parse(&s.value()) {
-                Some(v) => self.vulkan_version = Some(v),
-                None => cx.error(
-                    s.span(),
-                    format!("`vulkan_version` is \"1.1\", \"1.2\" or \"1.3\", not \"{}\"", s.value()),
-                ),
-            },
+            ("vulkan_version", Value::Str(s)) => {
+                match crate::options::VulkanVersion::parse(&s.value()) {
+                    Some(v) => self.vulkan_version = Some(v),
+                    None => cx.error(
+                        s.span(),
+                        format!(
+                            "`vulkan_version` is \"1.1\", \"1.2\" or \"1.3\", not \"{}\"",
+                            s.value()
+                        ),
+                    ),
+                }
+            }
             ("dump", Value::Str(s)) => match s.value() {
-                d if d.is_empty() => cx.error(s.span(), "`dump` is empty: name a directory, e.g. `dump: \"target/vkprism-dump\"`"),
-                d if d.contains('\0') => cx.error(s.span(), "`dump`: a directory name can't hold a NUL byte"),
+                d if d.is_empty() => cx.error(
+                    s.span(),
+                    "`dump` is empty: name a directory, e.g. `dump: \"target/vkprism-dump\"`",
+                ),
+                d if d.contains('\0') => {
+                    cx.error(s.span(), "`dump`: a directory name can't hold a NUL byte")
+                }
                 d => self.dump = Some((manifest_dir().join(d), s.span())),
             },
             ("shaders", Value::Map(kernels)) => self.shaders = Some(kernels),
@@ -524,7 +537,9 @@ fn key_shape(key: &str) -> &'static str {
         "include" => "a list of directories, e.g. `[\"shaders/common\"]`",
         "vulkan_version" => "\"1.1\", \"1.2\" or \"1.3\"",
         "dump" => "a directory as a string literal, e.g. `\"target/vkprism-dump\"`",
-        "shaders" => "kernels in braces, e.g. `{ add: { src: \"...\" }, mul: { path: \"mul.comp\" } }`",
+        "shaders" => {
+            "kernels in braces, e.g. `{ add: { src: \"...\" }, mul: { path: \"mul.comp\" } }`"
+        }
         _ => "a value",
     }
 }
@@ -533,7 +548,10 @@ fn key_shape(key: &str) -> &'static str {
 fn misplaced_key(key: &str, allowed: &[&str], place: Place) -> String {
     match place {
         _ if !KEYS.contains(&key) => {
-            format!("unknown key `{key}`; expected one of: {}", allowed.join(", "))
+            format!(
+                "unknown key `{key}`; expected one of: {}",
+                allowed.join(", ")
+            )
         }
         Place::Kernel => format!(
             "`{key}` is set once for the whole invocation, beside `shaders`, not inside one kernel"
@@ -542,7 +560,10 @@ fn misplaced_key(key: &str, allowed: &[&str], place: Place) -> String {
             "`{key}` belongs to one kernel: put it inside that kernel's braces in `shaders`"
         ),
         Place::Top { has_shaders: false } => {
-            format!("unknown key `{key}`; expected one of: {}", allowed.join(", "))
+            format!(
+                "unknown key `{key}`; expected one of: {}",
+                allowed.join(", ")
+            )
         }
     }
 }
@@ -558,7 +579,10 @@ fn variant_list(cx: &Ctxt, items: Vec<Item>, span: Span) -> Option<Vec<Ident>> {
     for item in items {
         match item {
             Item::Ident(i) => names.push(i),
-            Item::Str(s) => cx.error(s.span(), "`variants` lists names without quotes, e.g. `[fp32, fp16sa]`"),
+            Item::Str(s) => cx.error(
+                s.span(),
+                "`variants` lists names without quotes, e.g. `[fp32, fp16sa]`",
+            ),
             Item::Pair(n, _) => cx.error(n.span(), "`variants` lists names, e.g. `[fp32, fp16sa]`"),
         }
     }
@@ -569,9 +593,28 @@ fn variant_list(cx: &Ctxt, items: Vec<Item>, span: Span) -> Option<Vec<Ident>> {
 /// functions) and of names GLSL reserves: a `define` starting with one would change or break
 /// the preamble's meaning.
 const RESERVED_DEFINE_PREFIXES: &[&str] = &[
-    "NCNN_", "ncnn_", "GL_", "__", "sfp", "afp", "lfp", "sint8", "aint8", "lint8", "sint16",
-    "aint16", "lint16", "buffer_", "i8buffer_", "i16buffer_", "image1d_", "image2d_", "image3d_",
-    "imfmt", "unfp", "psc",
+    "NCNN_",
+    "ncnn_",
+    "GL_",
+    "__",
+    "sfp",
+    "afp",
+    "lfp",
+    "sint8",
+    "aint8",
+    "lint8",
+    "sint16",
+    "aint16",
+    "lint16",
+    "buffer_",
+    "i8buffer_",
+    "i16buffer_",
+    "image1d_",
+    "image2d_",
+    "image3d_",
+    "imfmt",
+    "unfp",
+    "psc",
 ];
 
 /// `define: [("NAME", "VALUE"), ...]` checked: identifiers, not reserved, each once, values on
@@ -587,7 +630,10 @@ fn define_list(cx: &Ctxt, items: Vec<Item>) -> Vec<(String, String)> {
                     Item::Str(s) => s.span(),
                     Item::Pair(n, _) => n.span(),
                 };
-                cx.error(span, "a define is a pair of strings: `(\"NAME\", \"VALUE\")` (`\"\"` for no value)");
+                cx.error(
+                    span,
+                    "a define is a pair of strings: `(\"NAME\", \"VALUE\")` (`\"\"` for no value)",
+                );
                 continue;
             }
         };
@@ -596,12 +642,18 @@ fn define_list(cx: &Ctxt, items: Vec<Item>) -> Vec<(String, String)> {
             && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !is_ident {
             cx.error(name.span(), format!("define `{n}`: a macro name is an identifier (letters, digits, `_`, not starting with a digit)"));
-        } else if let Some(p) = RESERVED_DEFINE_PREFIXES.iter().find(|p| n.starts_with(**p) || (**p == "__" && n.contains("__"))) {
+        } else if let Some(p) = RESERVED_DEFINE_PREFIXES
+            .iter()
+            .find(|p| n.starts_with(**p) || (**p == "__" && n.contains("__")))
+        {
             cx.error(name.span(), format!("define `{n}`: names starting with `{p}` are reserved (vkprism's switches, extended types and functions, or GLSL's own); pick another name"));
         } else if defines.iter().any(|(d, _)| *d == n) {
             cx.error(name.span(), format!("define `{n}` is given twice"));
         } else if value.value().contains(['\n', '\r', '\0']) {
-            cx.error(value.span(), format!("define `{n}`: the value must be one line (no newline or NUL)"));
+            cx.error(
+                value.span(),
+                format!("define `{n}`: the value must be one line (no newline or NUL)"),
+            );
         } else {
             defines.push((n, value.value()));
         }
@@ -619,7 +671,10 @@ fn include_list(cx: &Ctxt, items: Vec<Item>) -> Vec<std::path::PathBuf> {
                 Item::Pair(n, _) => n.span().join(n.span()).unwrap_or_else(|| n.span()),
                 Item::Str(s) => s.span(),
             };
-            cx.error(span, "`include` lists directories as strings, e.g. `[\"shaders/common\"]`");
+            cx.error(
+                span,
+                "`include` lists directories as strings, e.g. `[\"shaders/common\"]`",
+            );
             continue;
         };
         let dir = manifest_dir().join(s.value());

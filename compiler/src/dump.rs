@@ -39,17 +39,11 @@ impl Kernel {
                 None => would_compile(spec, src),
             };
             for key in keys {
-                files.push((
-                    format!("{name}.{key}.comp"),
-                    crate::variant_glsl(src, &key),
-                ));
+                files.push((format!("{name}.{key}.comp"), crate::variant_glsl(src, &key)));
             }
         }
         for v in model.iter().flat_map(|m| &m.variants) {
-            files.push((
-                format!("{name}.{}.spvasm", v.key),
-                disassemble(&v.spirv),
-            ));
+            files.push((format!("{name}.{}.spvasm", v.key), disassemble(&v.spirv)));
         }
         Kernel { files }
     }

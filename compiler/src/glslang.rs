@@ -107,7 +107,10 @@ fn inline_into(
             message: format!("error: {m}"),
         };
         if depth >= source::MAX_INCLUDE_DEPTH {
-            return Err(at(format!("#include nests more than {} deep", source::MAX_INCLUDE_DEPTH)));
+            return Err(at(format!(
+                "#include nests more than {} deep",
+                source::MAX_INCLUDE_DEPTH
+            )));
         }
         let search = &source.options.include_dirs;
         let path = source::resolve_include(file, angle, dir, search).ok_or_else(|| {
@@ -127,7 +130,11 @@ fn inline_into(
 
 /// `N` of a `#line N` directive.
 fn line_directive(line: &str) -> Option<u64> {
-    let rest = line.trim_start().strip_prefix('#')?.trim_start().strip_prefix("line")?;
+    let rest = line
+        .trim_start()
+        .strip_prefix('#')?
+        .trim_start()
+        .strip_prefix("line")?;
     rest.split_whitespace().next()?.parse().ok()
 }
 
@@ -263,7 +270,8 @@ mod tests {
                 ..Default::default()
             },
         };
-        let text = "#version 450\n#line 7\n#include \"near.glsl\"\n#include <far.glsl>\nvoid main() {}\n";
+        let text =
+            "#version 450\n#line 7\n#include \"near.glsl\"\n#include <far.glsl>\nvoid main() {}\n";
         let out = inline_includes(&meta, text).unwrap();
         let near = dir.join("near.glsl").display().to_string();
         let far = search.join("far.glsl").display().to_string();

@@ -27,8 +27,8 @@ mod dump;
 mod glslang;
 mod model;
 mod options;
-mod precompiled;
 mod preamble;
+mod precompiled;
 mod reflect;
 mod scan;
 mod source;
@@ -61,7 +61,13 @@ pub fn expand(input: TokenStream) -> TokenStream {
         ast::Invocation::One(spec) => {
             let expanded = expand_kernel(cx, &spec);
             let prefix = spec.name.to_string();
-            dump::finish(spec.dump.as_ref(), &prefix, false, expanded.tokens, &[expanded.dump])
+            dump::finish(
+                spec.dump.as_ref(),
+                &prefix,
+                false,
+                expanded.tokens,
+                &[expanded.dump],
+            )
         }
         ast::Invocation::Many {
             attrs,
@@ -100,7 +106,10 @@ struct Expanded {
 fn expand_kernel(cx: Ctxt, spec: &ast::KernelSpec) -> Expanded {
     let name = spec.name.to_string();
     let (source, model) = match &spec.source {
-        Some(ast::SourceSpec::Bytes(lit)) => (None, precompiled::load(&cx, lit, &spec.options, spec.variants.as_deref())),
+        Some(ast::SourceSpec::Bytes(lit)) => (
+            None,
+            precompiled::load(&cx, lit, &spec.options, spec.variants.as_deref()),
+        ),
         Some(s) => {
             let source = Source::load(&cx, s, &spec.options);
             let model = source.as_ref().and_then(|src| build(&cx, spec, src));

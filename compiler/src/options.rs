@@ -19,7 +19,11 @@ pub enum VulkanVersion {
 
 impl VulkanVersion {
     /// Every version, in order.
-    pub const ALL: [VulkanVersion; 3] = [VulkanVersion::V1_1, VulkanVersion::V1_2, VulkanVersion::V1_3];
+    pub const ALL: [VulkanVersion; 3] = [
+        VulkanVersion::V1_1,
+        VulkanVersion::V1_2,
+        VulkanVersion::V1_3,
+    ];
 
     /// The version written `"1.1"`, `"1.2"` or `"1.3"`.
     pub fn parse(text: &str) -> Option<VulkanVersion> {

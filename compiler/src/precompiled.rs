@@ -104,8 +104,8 @@ fn read_words(path: &Path) -> Result<Vec<u32>, String> {
 fn check_entry_point(words: &[u32]) -> Result<(), String> {
     use rspirv::dr::Operand;
     use rspirv::spirv::ExecutionModel;
-    let module = rspirv::dr::load_words(words)
-        .map_err(|e| format!("not a valid SPIR-V module: {e}"))?;
+    let module =
+        rspirv::dr::load_words(words).map_err(|e| format!("not a valid SPIR-V module: {e}"))?;
     let compute_main = module.entry_points.iter().any(|e| {
         matches!(
             e.operands.first(),
@@ -131,7 +131,8 @@ fn variant_key(
             let images = reflection.bindings.iter().any(|b| {
                 matches!(
                     b.kind,
-                    vkprism_core::BindingKind::SampledImage | vkprism_core::BindingKind::StorageImage
+                    vkprism_core::BindingKind::SampledImage
+                        | vkprism_core::BindingKind::StorageImage
                 )
             });
             let memory = if images {
@@ -152,8 +153,14 @@ fn variant_key(
             }
         },
         Some(many) => {
-            let span = many.get(1).map(|i| i.span()).unwrap_or_else(proc_macro2::Span::call_site);
-            cx.error(span, "a precompiled module (`bytes`) is one variant: name at most one in `variants`");
+            let span = many
+                .get(1)
+                .map(|i| i.span())
+                .unwrap_or_else(proc_macro2::Span::call_site);
+            cx.error(
+                span,
+                "a precompiled module (`bytes`) is one variant: name at most one in `variants`",
+            );
             None
         }
     }

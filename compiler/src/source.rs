@@ -130,7 +130,10 @@ impl Source {
                 }
             }
             SourceSpec::Bytes(_) => {
-                cx.error(span, "internal error: precompiled SPIR-V is not a text source");
+                cx.error(
+                    span,
+                    "internal error: precompiled SPIR-V is not a text source",
+                );
                 return None;
             }
             SourceSpec::File(lit) => {
@@ -194,7 +197,10 @@ impl Source {
             let path = match resolve_include(name, angle, dir, search) {
                 Some(p) => p,
                 None if angle => {
-                    cx.error(self.span, format!("{at}: #include <{name}>: {}", not_in_search_dirs(search)));
+                    cx.error(
+                        self.span,
+                        format!("{at}: #include <{name}>: {}", not_in_search_dirs(search)),
+                    );
                     walk.ok = false;
                     continue;
                 }
@@ -422,7 +428,10 @@ pub(crate) fn not_in_search_dirs(search: &[PathBuf]) -> String {
         "`#include <…>` searches the `include` directories, and the macro has none: add `include: [\"dir\"]` (relative to the crate's root), or write `#include \"…\"` (relative to the including file)".to_string()
     } else {
         let dirs: Vec<String> = search.iter().map(|d| d.display().to_string()).collect();
-        format!("not found in the `include` directories ({})", dirs.join(", "))
+        format!(
+            "not found in the `include` directories ({})",
+            dirs.join(", ")
+        )
     }
 }
 

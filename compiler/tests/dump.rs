@@ -42,7 +42,10 @@ fn dump_writes_glsl_spirv_text_and_rust_per_variant() {
         let glsl = read(&dir, &format!("scale.{v}.comp"));
         // The preamble (the variant's switches and types), the define after it, the kernel.
         let storage = if v == "fp16s" { 1 } else { 0 };
-        assert!(glsl.contains(&format!("#define NCNN_fp16_storage {storage}")), "{glsl}");
+        assert!(
+            glsl.contains(&format!("#define NCNN_fp16_storage {storage}")),
+            "{glsl}"
+        );
         let preamble_end = glsl.find("#define NCNN_fp16_storage").unwrap();
         let define = glsl.find("#define FACTOR 3.0").expect("the define");
         let kernel = glsl.find("void main()").unwrap();
@@ -96,7 +99,10 @@ fn a_dump_that_cannot_be_written_is_a_compile_error_naming_the_path() {
         out.contains("compile_error") && out.contains("dump: cannot create the directory"),
         "{out}"
     );
-    assert!(out.contains("pub mod scale"), "the module is still there: {out}");
+    assert!(
+        out.contains("pub mod scale"),
+        "the module is still there: {out}"
+    );
     let _ = std::fs::remove_file(&dir);
 }
 
@@ -120,7 +126,9 @@ fn vkprism_dump_in_the_environment_dumps_every_kernel() {
     assert!(read(&dir, "kernels.second.fp32.spvasm").contains("OpEntryPoint GLCompute"));
     let rust = read(&dir, "kernels.rs");
     assert!(
-        rust.contains("pub mod kernels {") && rust.contains("pub mod first {") && rust.contains("pub mod second {"),
+        rust.contains("pub mod kernels {")
+            && rust.contains("pub mod first {")
+            && rust.contains("pub mod second {"),
         "{rust}"
     );
     let _ = std::fs::remove_dir_all(&dir);

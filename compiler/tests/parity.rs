@@ -32,7 +32,11 @@ fn compile(
     );
     let built = Source::from_text_with(&cx, text, "k.comp", dir, options).and_then(|s| {
         let m = compile_kernel(&cx, &s, requested)?;
-        let glsl = m.variants.iter().map(|v| variant_glsl(&s, &v.key)).collect();
+        let glsl = m
+            .variants
+            .iter()
+            .map(|v| variant_glsl(&s, &v.key))
+            .collect();
         Some((m, glsl))
     });
     match cx.check() {
@@ -54,7 +58,11 @@ fn angle_includes_search_the_include_dirs_and_quoted_ones_fall_back_to_them() {
     // `<value.glsl>` is in both: the first directory wins. `"other.glsl"` is not beside the
     // kernel: the search dirs have it.
     std::fs::write(first.join("value.glsl"), "#include \"other.glsl\"\n").unwrap();
-    std::fs::write(second.join("value.glsl"), "#error the second directory was searched first\n").unwrap();
+    std::fs::write(
+        second.join("value.glsl"),
+        "#error the second directory was searched first\n",
+    )
+    .unwrap();
     std::fs::write(second.join("other.glsl"), "#define VALUE 7.0\n").unwrap();
     let options = KernelOptions {
         include_dirs: vec![first, second],
@@ -79,7 +87,8 @@ fn an_angle_include_found_nowhere_names_the_dirs_searched() {
     let errs = compile(&dir, &text, options, &["fp32"]).expect_err("must fail");
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(
-        errs[0].contains("k.comp:2: #include <missing.glsl>: not found in the `include` directories")
+        errs[0]
+            .contains("k.comp:2: #include <missing.glsl>: not found in the `include` directories")
             && errs[0].contains(&dir.display().to_string()),
         "{errs:?}"
     );
@@ -103,7 +112,10 @@ fn an_angle_include_cycle_is_found_through_the_search_dirs() {
 fn defines_follow_the_preamble_and_reach_every_variant() {
     let dir = scratch("define");
     let options = KernelOptions {
-        defines: vec![("VALUE".into(), "3.0".into()), ("FLAG".into(), String::new())],
+        defines: vec![
+            ("VALUE".into(), "3.0".into()),
+            ("FLAG".into(), String::new()),
+        ],
         ..KernelOptions::default()
     };
     let text = format!("#version 450\n#ifndef FLAG\n#error FLAG is not defined\n#endif\n{BODY}");
@@ -111,7 +123,8 @@ fn defines_follow_the_preamble_and_reach_every_variant() {
     let g = &glsl[0];
     let (switches, value, kernel) = (
         g.find("#define NCNN_fp16_storage").unwrap(),
-        g.find("#define VALUE 3.0\n#define FLAG \n").expect("the defines, in order"),
+        g.find("#define VALUE 3.0\n#define FLAG \n")
+            .expect("the defines, in order"),
         g.find("#ifndef FLAG").unwrap(),
     );
     assert!(switches < value && value < kernel, "{g}");
@@ -178,15 +191,27 @@ fn bad_keys_of_the_parity_family_are_errors() {
         include: ["no/such/dir"],
         vulkan_version: "1.4",
     });
-    assert!(out.contains("include directory") && out.contains("is not a directory"), "{out}");
-    assert!(out.contains("`vulkan_version` is \\\"1.1\\\", \\\"1.2\\\" or \\\"1.3\\\", not \\\"1.4\\\""), "{out}");
+    assert!(
+        out.contains("include directory") && out.contains("is not a directory"),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "`vulkan_version` is \\\"1.1\\\", \\\"1.2\\\" or \\\"1.3\\\", not \\\"1.4\\\""
+        ),
+        "{out}"
+    );
 }
 
 #[test]
 fn malformed_precompiled_modules_are_errors_naming_the_file() {
     let dir = scratch("bytes");
     let cases: [(&str, Vec<u8>, &str); 4] = [
-        ("odd.spv", vec![1, 2, 3], "not a whole number of 32-bit words"),
+        (
+            "odd.spv",
+            vec![1, 2, 3],
+            "not a whole number of 32-bit words",
+        ),
         ("magic.spv", vec![0; 40], "not the magic number"),
         (
             "version.spv",
@@ -210,7 +235,10 @@ fn malformed_precompiled_modules_are_errors_naming_the_file() {
         std::fs::write(&path, bytes).unwrap();
         let p = path.display().to_string();
         let out = expand_errors(quote!(pub mod k, bytes: #p));
-        assert!(out.contains(needle) && out.contains(name), "{needle}: {out}");
+        assert!(
+            out.contains(needle) && out.contains(name),
+            "{needle}: {out}"
+        );
     }
     let p = dir.join("absent.spv").display().to_string();
     assert!(expand_errors(quote!(pub mod k, bytes: #p)).contains("cannot read it"));
@@ -219,7 +247,8 @@ fn malformed_precompiled_modules_are_errors_naming_the_file() {
 #[test]
 fn a_precompiled_module_is_reflected_like_a_compiled_one() {
     let dir = scratch("bytes-ok");
-    let text = format!("#version 450\nlayout (push_constant) uniform parameter {{ int n; }} p;\n{BODY}");
+    let text =
+        format!("#version 450\nlayout (push_constant) uniform parameter {{ int n; }} p;\n{BODY}");
     let options = KernelOptions {
         defines: vec![("VALUE".into(), "1.0".into())],
         vulkan_version: VulkanVersion::V1_2,
@@ -227,7 +256,11 @@ fn a_precompiled_module_is_reflected_like_a_compiled_one() {
     };
     let (model, _) = compile(&dir, &text, options, &["fp32"]).expect("compiles");
     let path = dir.join("k.spv");
-    let bytes: Vec<u8> = model.variants[0].spirv.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let bytes: Vec<u8> = model.variants[0]
+        .spirv
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
     std::fs::write(&path, bytes).unwrap();
     let p = path.display().to_string();
     let out = expand(quote!(pub mod k, bytes: #p)).to_string();
@@ -235,7 +268,13 @@ fn a_precompiled_module_is_reflected_like_a_compiled_one() {
     // The reflected interface, the version the SPIR-V needs (1.5: Vulkan 1.2), the dependency.
     assert!(out.contains("pub struct PushConstants"), "{out}");
     assert!(out.contains("pub b : & 'a"), "{out}");
-    assert!(out.contains(&format!("vulkan_version : {}u32", vkprism_core::api_version(1, 2))), "{out}");
+    assert!(
+        out.contains(&format!(
+            "vulkan_version : {}u32",
+            vkprism_core::api_version(1, 2)
+        )),
+        "{out}"
+    );
     assert!(out.contains("include_bytes"), "{out}");
     let key = VariantKey::parse("fp16s").unwrap();
     let out = expand(quote!(pub mod k, bytes: #p, variants: [fp16s])).to_string();
@@ -260,12 +299,25 @@ fn kernels_under_shaders_are_modules_sharing_nothing() {
     })
     .to_string();
     assert!(!out.contains("compile_error"), "{out}");
-    assert!(out.contains("pub mod kernels") && out.contains("pub mod first") && out.contains("pub mod second"));
+    assert!(
+        out.contains("pub mod kernels")
+            && out.contains("pub mod first")
+            && out.contains("pub mod second")
+    );
     // Each module has its own items: `b` in one, `c` and push constants in the other.
     let (first, second) = out.split_at(out.find("pub mod second").unwrap());
-    assert!(first.contains("pub b :") && !first.contains("pub c :"), "{first}");
-    assert!(second.contains("pub c :") && second.contains("pub n : i32"), "{second}");
-    assert!(first.contains("super :: super :: vkprism") || first.contains(":: vkprism :: __private"), "{first}");
+    assert!(
+        first.contains("pub b :") && !first.contains("pub c :"),
+        "{first}"
+    );
+    assert!(
+        second.contains("pub c :") && second.contains("pub n : i32"),
+        "{second}"
+    );
+    assert!(
+        first.contains("super :: super :: vkprism") || first.contains(":: vkprism :: __private"),
+        "{first}"
+    );
 }
 
 #[test]
@@ -290,5 +342,8 @@ fn keys_in_the_wrong_place_under_shaders_say_where_they_go() {
         },
     });
     assert!(out.contains("`src` belongs to one kernel"), "{out}");
-    assert!(out.contains("`crate` is set once for the whole invocation"), "{out}");
+    assert!(
+        out.contains("`crate` is set once for the whole invocation"),
+        "{out}"
+    );
 }

@@ -68,7 +68,11 @@ fn parse_args() -> Result<Args, String> {
             }
             "--optimize" => opt = true,
             "--emit" => {
-                for what in it.next().ok_or("--emit needs a list: spv,glsl,rust")?.split(',') {
+                for what in it
+                    .next()
+                    .ok_or("--emit needs a list: spv,glsl,rust")?
+                    .split(',')
+                {
                     match what {
                         "spv" => {}
                         "glsl" => emit_glsl = true,
