@@ -72,6 +72,14 @@ pub fn finish(
     tokens: TokenStream,
     kernels: &[Kernel],
 ) -> TokenStream {
+    // rustc records the variables `option_env!` reads as the crate's dependencies, so cargo
+    // expands the macro again when `VKPRISM_DUMP` changes (a proc macro's own reads are not
+    // tracked on stable Rust).
+    let env = crate::ast::DUMP_ENV;
+    let tokens = quote::quote! {
+        #tokens
+        const _: ::core::option::Option<&str> = ::core::option_env!(#env);
+    };
     let Some((dir, span)) = dump else {
         return tokens;
     };

@@ -269,9 +269,9 @@ use proc_macro::TokenStream;
 ///
 /// Under `shaders` the names start with the invocation's module: `<mod>.<kernel>.<variant>.comp`
 /// and `<mod>.rs`. A kernel that fails still writes its GLSL and its module of errors. A failure to
-/// write is a compile error at the `dump` literal (at the module name for `VKPRISM_DUMP`). Cargo
-/// does not rerun the macro when only `VKPRISM_DUMP` changes: touch the file (or `cargo clean -p
-/// <crate>`) to dump a crate that is already built.
+/// write is a compile error at the `dump` literal (at the module name for `VKPRISM_DUMP`). The
+/// expansion reads `VKPRISM_DUMP` with `option_env!`, so cargo rebuilds the crate when the
+/// variable changes: setting it dumps a crate that is already built.
 ///
 /// The compiler also runs as a command, printing each variant's reflection and writing the same
 /// files: `vkprismc kernel.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit

@@ -17,7 +17,7 @@ pub fn items(p: &TokenStream, name: &str, model: &KernelModel) -> TokenStream {
         .map(|v| variant_info(p, v, vulkan_version));
     let variant_names: Vec<String> = model.variants.iter().map(|v| v.key.name()).collect();
     let kernel_doc = format!(
-        "The kernel `{name}`. Variants: {}.",
+        " The kernel `{name}`. Variants: {}.",
         variant_names.join(", ")
     );
     let push_info = match &model.push {
