@@ -589,34 +589,6 @@ fn variant_list(cx: &Ctxt, items: Vec<Item>, span: Span) -> Option<Vec<Ident>> {
     Some(names)
 }
 
-/// Prefixes of the names vkprism defines in every variant (its switches, extended types and
-/// functions) and of names GLSL reserves: a `define` starting with one would change or break
-/// the preamble's meaning.
-const RESERVED_DEFINE_PREFIXES: &[&str] = &[
-    "NCNN_",
-    "ncnn_",
-    "GL_",
-    "__",
-    "sfp",
-    "afp",
-    "lfp",
-    "sint8",
-    "aint8",
-    "lint8",
-    "sint16",
-    "aint16",
-    "lint16",
-    "buffer_",
-    "i8buffer_",
-    "i16buffer_",
-    "image1d_",
-    "image2d_",
-    "image3d_",
-    "imfmt",
-    "unfp",
-    "psc",
-];
-
 /// `define: [("NAME", "VALUE"), ...]` checked: identifiers, not reserved, each once, values on
 /// one line.
 fn define_list(cx: &Ctxt, items: Vec<Item>) -> Vec<(String, String)> {
@@ -638,22 +610,12 @@ fn define_list(cx: &Ctxt, items: Vec<Item>) -> Vec<(String, String)> {
             }
         };
         let n = name.value();
-        let is_ident = n.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !is_ident {
-            cx.error(name.span(), format!("define `{n}`: a macro name is an identifier (letters, digits, `_`, not starting with a digit)"));
-        } else if let Some(p) = RESERVED_DEFINE_PREFIXES
-            .iter()
-            .find(|p| n.starts_with(**p) || (**p == "__" && n.contains("__")))
-        {
-            cx.error(name.span(), format!("define `{n}`: names starting with `{p}` are reserved (vkprism's switches, extended types and functions, or GLSL's own); pick another name"));
+        if let Some(e) = crate::options::define_name_error(&n) {
+            cx.error(name.span(), e);
         } else if defines.iter().any(|(d, _)| *d == n) {
             cx.error(name.span(), format!("define `{n}` is given twice"));
-        } else if value.value().contains(['\n', '\r', '\0']) {
-            cx.error(
-                value.span(),
-                format!("define `{n}`: the value must be one line (no newline or NUL)"),
-            );
+        } else if let Some(e) = crate::options::define_value_error(&n, &value.value()) {
+            cx.error(value.span(), e);
         } else {
             defines.push((n, value.value()));
         }

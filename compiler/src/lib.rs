@@ -37,7 +37,7 @@ mod variants;
 
 pub use ctxt::Ctxt;
 pub use model::{KernelModel, VariantModel};
-pub use options::{KernelOptions, VulkanVersion};
+pub use options::{define_name_error, define_value_error, KernelOptions, VulkanVersion};
 pub use reflect::{Binding, PushBlock, PushMember, SpecConstant};
 pub use source::Source;
 

@@ -102,3 +102,51 @@ impl KernelOptions {
             .collect()
     }
 }
+
+/// Prefixes of the names vkprism defines in every variant (its switches, extended types and
+/// functions) and of names GLSL reserves: a `define` starting with one would change or break
+/// the preamble's meaning.
+pub const RESERVED_DEFINE_PREFIXES: &[&str] = &[
+    "NCNN_",
+    "ncnn_",
+    "GL_",
+    "__",
+    "sfp",
+    "afp",
+    "lfp",
+    "sint8",
+    "aint8",
+    "lint8",
+    "sint16",
+    "aint16",
+    "lint16",
+    "buffer_",
+    "i8buffer_",
+    "i16buffer_",
+    "image1d_",
+    "image2d_",
+    "image3d_",
+    "imfmt",
+    "unfp",
+    "psc",
+];
+
+/// Why `name` can't be a `define` name (not an identifier, or a reserved prefix), if it can't.
+pub fn define_name_error(name: &str) -> Option<String> {
+    let is_ident = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !is_ident {
+        return Some(format!("define `{name}`: a macro name is an identifier (letters, digits, `_`, not starting with a digit)"));
+    }
+    RESERVED_DEFINE_PREFIXES
+        .iter()
+        .find(|p| name.starts_with(**p) || (**p == "__" && name.contains("__")))
+        .map(|p| format!("define `{name}`: names starting with `{p}` are reserved (vkprism's switches, extended types and functions, or GLSL's own); pick another name"))
+}
+
+/// Why `value` can't be the value of define `name` (more than one line), if it can't.
+pub fn define_value_error(name: &str, value: &str) -> Option<String> {
+    value
+        .contains(['\n', '\r', '\0'])
+        .then(|| format!("define `{name}`: the value must be one line (no newline or NUL)"))
+}

@@ -274,8 +274,9 @@ use proc_macro::TokenStream;
 /// variable changes: setting it dumps a crate that is already built.
 ///
 /// The compiler also runs as a command, printing each variant's reflection and writing the same
-/// files: `vkprismc kernel.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit
-/// spv,glsl,rust]` (`.spv`, the full GLSL, the generated module). Install it with `cargo install
+/// files: `vkprismc kernel.comp [--variants fp32,fp16s] [--optimize] [--define NAME=VALUE]
+/// [--include DIR] [--vulkan-version 1.2] [--out DIR] [--emit spv,glsl,rust]` (`.spv`, the full
+/// GLSL, the generated module). Install it with `cargo install
 /// --path compiler` from the repository, or run it in place with `cargo run -p vkprism-compiler
 /// --bin vkprismc -- ...`.
 #[proc_macro]

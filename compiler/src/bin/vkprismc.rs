@@ -1,6 +1,10 @@
 //! `vkprismc`: the `compute_shader!` compiler as a command, for build scripts and inspection.
 //!
-//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl,rust]
+//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--define NAME=VALUE]...
+//!              [--include DIR]... [--vulkan-version 1.1|1.2|1.3] [--out DIR] [--emit spv,glsl,rust]
+//!
+//! `--define`, `--include` and `--vulkan-version` are the macro's `define`, `include` and
+//! `vulkan_version` keys (include directories relative to the working directory).
 //!
 //! Compiles every variant of an extended-GLSL kernel, prints the reflected interface (variants
 //! with their required features, bindings with per-variant element types and tensor formats,
@@ -16,7 +20,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use vkprism_compiler::{
-    compile_kernel, generated_rust, optimize, variant_glsl, Ctxt, KernelModel, Source,
+    compile_kernel, define_name_error, define_value_error, generated_rust, optimize, variant_glsl,
+    Ctxt, KernelModel, KernelOptions, Source, VulkanVersion,
 };
 
 /// Set once stdout is found closed: the report stops, the files are still written.
@@ -49,14 +54,43 @@ struct Args {
     emit_glsl: bool,
     /// Also write the generated Rust module (`--emit rust`).
     emit_rust: bool,
+    /// `--define`, `--include`, `--vulkan-version`: the macro's `define`, `include`,
+    /// `vulkan_version`.
+    options: KernelOptions,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let (mut file, mut variants, mut opt, mut out) = (None, None, false, None);
     let (mut emit_glsl, mut emit_rust) = (false, false);
+    let mut options = KernelOptions::default();
     while let Some(a) = it.next() {
         match a.as_str() {
+            "--define" => {
+                let d = it.next().ok_or("--define needs NAME=VALUE or NAME")?;
+                let (name, value) = d.split_once('=').unwrap_or((&d, ""));
+                if let Some(e) = define_name_error(name).or_else(|| define_value_error(name, value))
+                {
+                    return Err(e);
+                }
+                if options.defines.iter().any(|(n, _)| n == name) {
+                    return Err(format!("define `{name}` is given twice"));
+                }
+                options.defines.push((name.to_string(), value.to_string()));
+            }
+            "--include" => {
+                let dir = PathBuf::from(it.next().ok_or("--include needs a directory")?);
+                if !dir.is_dir() {
+                    return Err(format!("--include: `{}` is not a directory", dir.display()));
+                }
+                let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+                options.include_dirs.push(dir);
+            }
+            "--vulkan-version" => {
+                let v = it.next().ok_or("--vulkan-version needs 1.1, 1.2 or 1.3")?;
+                options.vulkan_version = VulkanVersion::parse(&v)
+                    .ok_or(format!("--vulkan-version is 1.1, 1.2 or 1.3, not `{v}`"))?;
+            }
             "--variants" => {
                 variants = Some(
                     it.next()
@@ -95,6 +129,7 @@ fn parse_args() -> Result<Args, String> {
         out,
         emit_glsl,
         emit_rust,
+        options,
     })
 }
 
@@ -106,7 +141,7 @@ fn main() -> ExitCode {
                 eprintln!("vkprismc: {e}");
             }
             eprintln!(
-                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl,rust]"
+                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--define NAME=VALUE]... [--include DIR]... [--vulkan-version 1.1|1.2|1.3] [--out DIR] [--emit spv,glsl,rust]"
             );
             return ExitCode::from(2);
         }
@@ -163,20 +198,21 @@ fn compile(args: &Args, text: &str) -> Result<(KernelModel, Vec<String>), syn::E
             .map(|n| (n.clone(), proc_macro2::Span::call_site()))
             .collect()
     });
-    let compiled = Source::from_text(&cx, text, &name, &dir).and_then(|src| {
-        let m = compile_kernel(&cx, &src, requested)?;
-        let glsl = m
-            .variants
-            .iter()
-            .map(|v| variant_glsl(&src, &v.key))
-            .collect();
-        let m = if args.optimize {
-            optimize(&cx, &src, m)?
-        } else {
-            m
-        };
-        Some((m, glsl))
-    });
+    let compiled =
+        Source::from_text_with(&cx, text, &name, &dir, args.options.clone()).and_then(|src| {
+            let m = compile_kernel(&cx, &src, requested)?;
+            let glsl = m
+                .variants
+                .iter()
+                .map(|v| variant_glsl(&src, &v.key))
+                .collect();
+            let m = if args.optimize {
+                optimize(&cx, &src, m)?
+            } else {
+                m
+            };
+            Some((m, glsl))
+        });
     cx.check()?;
     compiled.ok_or_else(|| {
         syn::Error::new(
@@ -187,7 +223,11 @@ fn compile(args: &Args, text: &str) -> Result<(KernelModel, Vec<String>), syn::E
 }
 
 fn print_variants(stem: &str, model: &KernelModel) {
-    out!("kernel {stem}: {} variants", model.variants.len());
+    out!(
+        "kernel {stem}: {} variants for Vulkan {}",
+        model.variants.len(),
+        model.vulkan_version.name()
+    );
     for v in &model.variants {
         out!(
             "  {:<20} {:>6} words  needs {}",
