@@ -324,6 +324,7 @@ impl Invocation {
             .take()
             .unwrap_or_else(|| syn::parse_quote!(::vkprism));
         let Some(kernels) = keys.shaders.take() else {
+            keys.check_bytes(cx);
             if !keys.source_given {
                 cx.error(
                     input.name.span(),
@@ -371,6 +372,7 @@ impl Invocation {
             names.push(kernel.name.clone());
             let kcx = Ctxt::new();
             let own = Keys::parse(&kcx, kernel.entries, KERNEL_KEYS, Place::Kernel);
+            own.check_bytes(&kcx);
             if !own.source_given {
                 kcx.error(
                     kernel.name.span(),
@@ -511,6 +513,26 @@ impl Keys {
         }
         if matches!(k.as_str(), "src" | "path" | "bytes") {
             self.source_given = true;
+        }
+    }
+
+    /// A precompiled module is not compiled: keys that change compilation are errors beside it.
+    fn check_bytes(&self, cx: &Ctxt) {
+        let Some(SourceSpec::Bytes(lit)) = &self.source else {
+            return;
+        };
+        let given = [
+            ("define", self.defines.is_some()),
+            ("include", self.include_dirs.is_some()),
+            ("optimize", self.optimize.is_some()),
+        ];
+        for (key, _) in given.iter().filter(|(_, g)| *g) {
+            cx.error(
+                lit.span(),
+                format!(
+                    "`{key}` does not apply to a precompiled module (`bytes`): it is not compiled"
+                ),
+            );
         }
     }
 

@@ -216,7 +216,8 @@ use proc_macro::TokenStream;
 /// `local_size_x_id`). Its Vulkan version is the one its SPIR-V version needs (1.3 or lower:
 /// 1.1; 1.4, 1.5: 1.2; 1.6: 1.3), or `vulkan_version` if that is higher. A file that is not
 /// SPIR-V (length, magic number, version), has no compute `main`, or fails reflection is an error
-/// at the literal naming the file. `define`, `include` and `optimize` do not apply to it.
+/// at the literal naming the file. `define`, `include` and `optimize` do not apply to it (given
+/// in its own keys, they are errors; given beside `shaders`, they apply to the other kernels).
 ///
 /// # Vulkan version
 ///
