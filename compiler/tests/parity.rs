@@ -353,3 +353,16 @@ fn keys_in_the_wrong_place_under_shaders_say_where_they_go() {
         "{out}"
     );
 }
+
+#[test]
+fn a_relative_crate_path_reaches_out_of_the_nested_modules() {
+    let out = expand(quote! {
+        pub mod kernels,
+        crate: vkp,
+        shaders: { k: { src: "#version 450\nvoid main() {}\n" } },
+    })
+    .to_string();
+    assert!(!out.contains("compile_error"), "{out}");
+    // `vkp` is named where the macro is invoked: two modules up from inside `kernels::k`.
+    assert!(out.contains("super :: super :: vkp :: __private_"), "{out}");
+}
