@@ -24,6 +24,9 @@ pub struct Diagnostic {
 /// The full GLSL text of one variant.
 pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)]) -> String {
     let mut pre = preamble(key);
+    // The `define` key's macros: after the preamble (which they can't change: their names are
+    // checked), before the kernel, which sees them.
+    pre.push_str(&source.meta.options.define_lines());
     pre.push_str(&local_size_layout(idents));
     let text = &source.text;
     let mut out = String::with_capacity(text.len() + pre.len() + 256);
@@ -249,10 +252,9 @@ fn compile_one(
             message: "cannot create shaderc options".into(),
         }]);
     };
-    options.set_target_env(
-        shaderc::TargetEnv::Vulkan,
-        shaderc::EnvVersion::Vulkan1_1 as u32,
-    );
+    let vulkan = source.options.vulkan_version;
+    options.set_target_env(shaderc::TargetEnv::Vulkan, vulkan.shaderc_env() as u32);
+    options.set_target_spirv(vulkan.spirv_version());
     options.set_source_language(shaderc::SourceLanguage::GLSL);
     // glslang takes the version from the text as its preprocessor sees it, which can differ from
     // the line found here (a `//` comment continued by a backslash hides `#version`); a version
@@ -268,15 +270,12 @@ fn compile_one(
     });
     let main_dir = source.dir.clone();
     let main_name = source.name.clone();
-    // The source phase refused cycles and angle includes it could see; an include it could not
-    // (spelled across a line continuation) still meets these bounds.
+    let search = source.options.include_dirs.clone();
+    // The source phase refused cycles it could see; an include it could not (spelled across a
+    // line continuation) still meets these bounds.
     let inclusions = std::sync::atomic::AtomicU64::new(0);
     options.set_include_callback(move |name, ty, from, depth| {
-        if ty == shaderc::IncludeType::Standard {
-            return Err(format!(
-                "#include <{name}> is not supported: write #include \"{name}\""
-            ));
-        }
+        let angle = ty == shaderc::IncludeType::Standard;
         let n = inclusions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if depth > crate::source::MAX_INCLUDE_DEPTH || n >= crate::source::MAX_INCLUDE_EXPANSIONS {
             return Err(format!(
@@ -293,7 +292,16 @@ fn compile_one(
                 .map(|p| p.to_path_buf())
                 .unwrap_or_else(|| main_dir.clone())
         };
-        let path = base.join(name);
+        let path = match crate::source::resolve_include(name, angle, &base, &search) {
+            Some(p) => p,
+            None if angle => {
+                return Err(format!(
+                    "#include <{name}>: {}",
+                    crate::source::not_in_search_dirs(&search)
+                ))
+            }
+            None => base.join(name),
+        };
         // The source phase read and checked every include it found; this one reads only what it
         // would have accepted (no device, no NUL byte: shaderc panics on one).
         match crate::source::read_text(&path, crate::source::MAX_FILE_BYTES) {

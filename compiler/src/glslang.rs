@@ -26,7 +26,8 @@ pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
     let glslang = locate().map_err(|m| vec![unlocated(m)])?;
     let dir = ScratchDir::new()
         .map_err(|e| vec![unlocated(format!("cannot make a scratch directory: {e}"))])?;
-    std::fs::write(dir.0.join(MAIN_NAME), with_include_directive(text)).map_err(|e| {
+    let text = inline_includes(source, text).map_err(|d| vec![d])?;
+    std::fs::write(dir.0.join(MAIN_NAME), with_line_directive(&text)).map_err(|e| {
         vec![unlocated(format!(
             "cannot write the kernel for glslang: {e}"
         ))]
@@ -36,14 +37,13 @@ pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
         .args([
             "-V",
             "--target-env",
-            "vulkan1.1",
+            source.options.vulkan_version.glslang_target_env(),
             "-S",
             "comp",
             "-o",
             "out.spv",
             MAIN_NAME,
         ])
-        .arg(format!("-I{}", source.dir.display()))
         .output()
         .map_err(|e| vec![unlocated(format!("cannot run {}: {e}", glslang.display()))])?;
     if !out.status.success() {
@@ -59,10 +59,89 @@ pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
         .collect())
 }
 
-/// `#include` needs `GL_GOOGLE_include_directive` outside shaderc; it goes right after
-/// `#version`, before the preamble's extensions.
-fn with_include_directive(text: &str) -> String {
-    let directive = "#extension GL_GOOGLE_include_directive : require\n";
+/// The variant's text with each `#include` replaced by the file it names, between `#line`
+/// directives naming that file: the files are found by `source::resolve_include`, as shaderc's
+/// include callback finds them (glslangValidator's own search, through every includer's
+/// directory and `-I` in reverse, would differ), and messages still name file and line.
+fn inline_includes(source: &Meta, text: &str) -> Result<String, Diagnostic> {
+    let mut out = String::with_capacity(text.len());
+    inline_into(&mut out, source, text, &source.dir, MAIN_NAME, 0)?;
+    Ok(out)
+}
+
+/// Appends `text` (the file `name`, in `dir`) to `out` with its includes inlined.
+fn inline_into(
+    out: &mut String,
+    source: &Meta,
+    text: &str,
+    dir: &Path,
+    name: &str,
+    depth: usize,
+) -> Result<(), Diagnostic> {
+    use crate::source::{self, Include};
+    // The number glslang gives the next line (a `#line N` sets it).
+    let mut next_line: u64 = 1;
+    for line in text.lines() {
+        if let Some(n) = line_directive(line) {
+            out.push_str(line);
+            out.push('\n');
+            next_line = n;
+            continue;
+        }
+        let Some(target) = source::include_target(line) else {
+            out.push_str(line);
+            out.push('\n');
+            next_line += 1;
+            continue;
+        };
+        let (file, angle) = match target {
+            Include::Quoted(f) => (f, false),
+            Include::Angle(f) => (f, true),
+        };
+        let at = |m: String| Diagnostic {
+            location: if name == MAIN_NAME {
+                source.locate(next_line.min(u32::MAX as u64) as u32)
+            } else {
+                format!("{name}:{next_line}")
+            },
+            message: format!("error: {m}"),
+        };
+        if depth >= source::MAX_INCLUDE_DEPTH {
+            return Err(at(format!(
+                "#include nests more than {} deep",
+                source::MAX_INCLUDE_DEPTH
+            )));
+        }
+        let search = &source.options.include_dirs;
+        let path = source::resolve_include(file, angle, dir, search).ok_or_else(|| {
+            at(format!("#include of `{file}`: not found beside the including file or in the `include` directories"))
+        })?;
+        let content = source::read_text(&path, source::MAX_FILE_BYTES)
+            .map_err(|e| at(format!("#include of `{file}` {}", e.describe(&path))))?;
+        let shown = path.display().to_string();
+        out.push_str(&format!("#line 1 \"{shown}\"\n"));
+        let sub = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        inline_into(out, source, &content, &sub, &shown, depth + 1)?;
+        out.push_str(&format!("#line {} \"{name}\"\n", next_line + 1));
+        next_line += 1;
+    }
+    Ok(())
+}
+
+/// `N` of a `#line N` directive.
+fn line_directive(line: &str) -> Option<u64> {
+    let rest = line
+        .trim_start()
+        .strip_prefix('#')?
+        .trim_start()
+        .strip_prefix("line")?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// `#line N "file"` needs `GL_GOOGLE_cpp_style_line_directive` outside shaderc; it goes right
+/// after `#version`, before the preamble's extensions.
+fn with_line_directive(text: &str) -> String {
+    let directive = "#extension GL_GOOGLE_cpp_style_line_directive : require\n";
     // After the `#version` line, wherever it is (comments may come first).
     let end_of_version = crate::compile::version_line(text)
         .and_then(|k| text.match_indices('\n').nth(k).map(|(i, _)| i));
@@ -163,15 +242,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn include_directive_follows_version() {
+    fn line_directive_extension_follows_version() {
         assert_eq!(
-            with_include_directive("#version 450\nvoid main() {}"),
-            "#version 450\n#extension GL_GOOGLE_include_directive : require\nvoid main() {}"
+            with_line_directive("#version 450\nvoid main() {}"),
+            "#version 450\n#extension GL_GOOGLE_cpp_style_line_directive : require\nvoid main() {}"
         );
         assert_eq!(
-            with_include_directive("/* c */\n#version 450\nvoid main() {}"),
-            "/* c */\n#version 450\n#extension GL_GOOGLE_include_directive : require\nvoid main() {}"
+            with_line_directive("/* c */\n#version 450\nvoid main() {}"),
+            "/* c */\n#version 450\n#extension GL_GOOGLE_cpp_style_line_directive : require\nvoid main() {}"
         );
+    }
+
+    #[test]
+    fn includes_are_inlined_between_line_directives() {
+        let dir = std::env::temp_dir().join(format!("vkprism-inline-{}", std::process::id()));
+        let search = dir.join("search");
+        std::fs::create_dir_all(&search).unwrap();
+        std::fs::write(dir.join("near.glsl"), "float near_v;\n").unwrap();
+        std::fs::write(search.join("far.glsl"), "#include \"near2.glsl\"\n").unwrap();
+        std::fs::write(search.join("near2.glsl"), "float far_v;\n").unwrap();
+        let meta = Meta {
+            name: "k".into(),
+            dir: dir.clone(),
+            origin: crate::source::Origin::File { path: "k".into() },
+            options: crate::options::KernelOptions {
+                include_dirs: vec![search.clone()],
+                ..Default::default()
+            },
+        };
+        let text =
+            "#version 450\n#line 7\n#include \"near.glsl\"\n#include <far.glsl>\nvoid main() {}\n";
+        let out = inline_includes(&meta, text).unwrap();
+        let near = dir.join("near.glsl").display().to_string();
+        let far = search.join("far.glsl").display().to_string();
+        let near2 = search.join("near2.glsl").display().to_string();
+        assert_eq!(
+            out,
+            format!("#version 450\n#line 7\n#line 1 \"{near}\"\nfloat near_v;\n#line 8 \"{MAIN_NAME}\"\n#line 1 \"{far}\"\n#line 1 \"{near2}\"\nfloat far_v;\n#line 2 \"{far}\"\n#line 9 \"{MAIN_NAME}\"\nvoid main() {{}}\n")
+        );
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

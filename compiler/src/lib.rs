@@ -23,9 +23,12 @@ mod codegen;
 mod compile;
 mod ctxt;
 mod diagnostics;
+mod dump;
 mod glslang;
 mod model;
+mod options;
 mod preamble;
+mod precompiled;
 mod reflect;
 mod scan;
 mod source;
@@ -34,6 +37,7 @@ mod variants;
 
 pub use ctxt::Ctxt;
 pub use model::{KernelModel, VariantModel};
+pub use options::{define_name_error, define_value_error, KernelOptions, VulkanVersion};
 pub use reflect::{Binding, PushBlock, PushMember, SpecConstant};
 pub use source::Source;
 
@@ -45,43 +49,108 @@ use scan::Identifiers;
 use std::collections::BTreeMap;
 use vkprism_core::VariantKey;
 
-/// The entry point of `compute_shader!`: the macro's input in, the kernel's module out, or the
-/// module's stubs beside every error found.
+/// The entry point of `compute_shader!`: the macro's input in, the kernel's module out (one
+/// module per kernel under `shaders`), or the module's stubs beside every error found.
 pub fn expand(input: TokenStream) -> TokenStream {
     let input: ast::Input = match syn::parse2(input) {
         Ok(i) => i,
         Err(e) => return e.to_compile_error(),
     };
     let cx = Ctxt::new();
-    let spec = ast::KernelSpec::from_input(&cx, input);
-    let built = build(&cx, &spec);
-    match (cx.check(), built) {
-        (Ok(()), Some((model, source))) => codegen::kernel(&spec, &model, &source.files),
-        (Err(errors), _) => codegen::fallback(&spec, errors),
+    match ast::Invocation::from_input(&cx, input) {
+        ast::Invocation::One(spec) => {
+            let expanded = expand_kernel(cx, &spec);
+            let prefix = spec.name.to_string();
+            dump::finish(
+                spec.dump.as_ref(),
+                &prefix,
+                false,
+                expanded.tokens,
+                &[expanded.dump],
+            )
+        }
+        ast::Invocation::Many {
+            attrs,
+            vis,
+            name,
+            kernels,
+        } => {
+            let errors = cx.check().err().map(|e| e.to_compile_error());
+            let dump_dir = kernels.first().and_then(|(_, s)| s.dump.clone());
+            let (modules, dumps): (Vec<_>, Vec<_>) = kernels
+                .into_iter()
+                .map(|(kcx, spec)| {
+                    let e = expand_kernel(kcx, &spec);
+                    (e.tokens, e.dump)
+                })
+                .unzip();
+            let tokens = quote::quote! {
+                #(#attrs)*
+                #vis mod #name {
+                    #errors
+                    #(#modules)*
+                }
+            };
+            dump::finish(dump_dir.as_ref(), &name.to_string(), true, tokens, &dumps)
+        }
+    }
+}
+
+/// One kernel's module and what `dump` writes of it.
+struct Expanded {
+    tokens: TokenStream,
+    dump: dump::Kernel,
+}
+
+/// Phases 2 to 8 for one kernel of the macro, with its key errors already in `cx`.
+fn expand_kernel(cx: Ctxt, spec: &ast::KernelSpec) -> Expanded {
+    let name = spec.name.to_string();
+    let (source, model) = match &spec.source {
+        Some(ast::SourceSpec::Bytes(lit)) => (
+            None,
+            precompiled::load(&cx, lit, &spec.options, spec.variants.as_deref()),
+        ),
+        Some(s) => {
+            let source = Source::load(&cx, s, &spec.options);
+            let model = source.as_ref().and_then(|src| build(&cx, spec, src));
+            (source, model)
+        }
+        None => (None, None),
+    };
+    let dump = dump::Kernel::of(&name, spec, source.as_ref(), model.as_ref());
+    let tokens = match (cx.check(), model) {
+        (Ok(()), Some(model)) => {
+            let files = match (&source, &model.precompiled) {
+                (Some(s), _) => s.files.clone(),
+                (None, Some(path)) => vec![path.clone()],
+                (None, None) => Vec::new(),
+            };
+            codegen::kernel(spec, &model, &files)
+        }
+        (Err(errors), _) => codegen::fallback(spec, errors),
         (Ok(()), None) => codegen::fallback(
-            &spec,
+            spec,
             syn::Error::new(
                 spec.name.span(),
                 "internal error: the kernel failed to compile but no phase said why",
             ),
         ),
-    }
+    };
+    Expanded { tokens, dump }
 }
 
-/// Phases 2 to 7 for the macro: the model and the source it came from.
-fn build(cx: &Ctxt, spec: &ast::KernelSpec) -> Option<(KernelModel, Source)> {
-    let source = Source::load(cx, spec.source.as_ref()?)?;
+/// Phases 3 to 7 for the macro on a loaded source: the model.
+fn build(cx: &Ctxt, spec: &ast::KernelSpec, source: &Source) -> Option<KernelModel> {
     let requested = spec
         .variants
         .as_ref()
         .map(|v| v.iter().map(|i| (i.to_string(), i.span())).collect());
-    let model = compile_kernel(cx, &source, requested)?;
-    let model = if spec.optimize {
-        optimize(cx, &source, model)?
+    let model = compile_kernel(cx, source, requested)?;
+    if spec.optimize {
+        optimize(cx, source, model)
     } else {
-        model
-    };
-    Some((model, source))
+        Some(model)
+    }
 }
 
 /// Phases 3 to 7 on a loaded source: `requested` narrows the variants (names with the span to
@@ -98,7 +167,10 @@ pub fn compile_kernel(
     let compiled = compile_variants(cx, source, &idents, &emit)?;
     let idents = &idents;
     match model::build(&compiled, &emit) {
-        Ok(m) => Some(m),
+        Ok(m) => Some(KernelModel {
+            vulkan_version: source.meta.options.vulkan_version,
+            ..m
+        }),
         Err(errors) => {
             for e in errors {
                 cx.error(source.span, format!("{}: {e}", anchor(source, idents, &e)));
@@ -194,6 +266,33 @@ fn compile_variants(
 /// inspection, `vkprismc --emit glsl`).
 pub fn variant_glsl(source: &Source, key: &VariantKey) -> String {
     compile::variant_text(source, key, &scan::identifiers(&source.all_text))
+}
+
+/// The Rust module `compute_shader!` generates for `model` as `pub mod <name>` (`name` made an
+/// identifier), pretty-printed: what `dump` writes, for `vkprismc --emit rust`.
+pub fn generated_rust(name: &str, model: &KernelModel) -> String {
+    let mut ident: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    if !ident.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        ident.insert(0, '_');
+    }
+    let ident = syn::parse_str::<syn::Ident>(&ident)
+        .unwrap_or_else(|_| proc_macro2::Ident::new(&format!("{ident}_"), Span::call_site()));
+    let spec = ast::KernelSpec {
+        attrs: Vec::new(),
+        vis: syn::parse_quote!(pub),
+        name: ident,
+        source: None,
+        variants: None,
+        krate: syn::parse_quote!(::vkprism),
+        optimize: false,
+        options: KernelOptions::default(),
+        dump: None,
+        nesting: 0,
+    };
+    dump::pretty(&codegen::kernel(&spec, model, &[]))
 }
 
 /// Replaces each variant's SPIR-V by spirv-opt's performance output (compiled from the same

@@ -35,6 +35,10 @@ pub struct KernelModel {
     pub local_size: [LocalSizeDim; 3],
     /// The descriptor interface of each memory kind present.
     pub interfaces: BTreeMap<MemoryKind, Vec<Binding>>,
+    /// The Vulkan version the variants are compiled for (the device must offer it).
+    pub vulkan_version: crate::options::VulkanVersion,
+    /// The SPIR-V file of a precompiled (`bytes:`) kernel: its rebuild dependency.
+    pub precompiled: Option<std::path::PathBuf>,
 }
 
 /// The variant a binding's element type is compared with to tell a precision-following buffer
@@ -133,6 +137,8 @@ pub fn build(
             .into_iter()
             .map(|(m, mut g)| (m, g.swap_remove(0).0))
             .collect(),
+        vulkan_version: Default::default(),
+        precompiled: None,
     })
 }
 

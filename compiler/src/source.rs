@@ -3,6 +3,7 @@
 
 use crate::ast::SourceSpec;
 use crate::ctxt::Ctxt;
+use crate::options::KernelOptions;
 use proc_macro2::Span;
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,8 @@ pub struct Meta {
     pub dir: PathBuf,
     /// Rust location of the kernel text, for messages.
     pub origin: Origin,
+    /// `define`, `include` and `vulkan_version`: what every variant is compiled with.
+    pub options: KernelOptions,
 }
 
 /// The Rust-side origin of the kernel text, for messages.
@@ -51,7 +54,7 @@ pub enum Origin {
 /// resolve against it, as `include_str!` does. rustc reports the file relative to its working
 /// directory (the workspace root under cargo), so it is joined to that. Without a file (the
 /// compiler used outside a macro) it is `CARGO_MANIFEST_DIR`.
-fn invoking_dir(span: Span) -> PathBuf {
+pub(crate) fn invoking_dir(span: Span) -> PathBuf {
     span.local_file()
         .and_then(|f| {
             let f = std::env::current_dir().map(|cwd| cwd.join(&f)).unwrap_or(f);
@@ -73,6 +76,17 @@ impl Source {
     /// A source from plain text (for `build.rs`, a CLI, or tests): includes resolve against `dir`,
     /// messages name `name`.
     pub fn from_text(cx: &Ctxt, text: &str, name: &str, dir: &Path) -> Option<Source> {
+        Self::from_text_with(cx, text, name, dir, KernelOptions::default())
+    }
+
+    /// [`Source::from_text`] with the macro's `define`, `include` and `vulkan_version` settings.
+    pub fn from_text_with(
+        cx: &Ctxt,
+        text: &str,
+        name: &str,
+        dir: &Path,
+        options: KernelOptions,
+    ) -> Option<Source> {
         let source = Source {
             text: text.to_string(),
             all_text: text.to_string(),
@@ -82,6 +96,7 @@ impl Source {
                 origin: Origin::File {
                     path: PathBuf::from(name),
                 },
+                options,
             },
             files: Vec::new(),
             span: Span::call_site(),
@@ -90,7 +105,7 @@ impl Source {
     }
 
     /// Reads the source and its includes; errors are recorded in `cx` and yield `None`.
-    pub(crate) fn load(cx: &Ctxt, spec: &SourceSpec) -> Option<Source> {
+    pub(crate) fn load(cx: &Ctxt, spec: &SourceSpec, options: &KernelOptions) -> Option<Source> {
         let lit = spec.lit();
         let span = lit.span();
         let mut main = None;
@@ -108,10 +123,18 @@ impl Source {
                             file: span.file(),
                             line: span.start().line,
                         },
+                        options: options.clone(),
                     },
                     files: Vec::new(),
                     span,
                 }
+            }
+            SourceSpec::Bytes(_) => {
+                cx.error(
+                    span,
+                    "internal error: precompiled SPIR-V is not a text source",
+                );
+                return None;
             }
             SourceSpec::File(lit) => {
                 let path = invoking_dir(span).join(lit.value());
@@ -137,6 +160,7 @@ impl Source {
                             .map(Path::to_path_buf)
                             .unwrap_or_else(manifest_dir),
                         origin: Origin::File { path: path.clone() },
+                        options: options.clone(),
                     },
                     files: vec![path],
                     span,
@@ -165,15 +189,24 @@ impl Source {
                 Some(f) => format!("{}:{}", f.display(), i + 1),
                 None => self.locate(i as u32 + 1),
             };
-            let name = match target {
-                Include::Quoted(name) => name,
-                Include::Angle(name) => {
-                    cx.error(self.span, format!("{}: #include <{name}> is not supported: vkprism has no include directories; write #include \"{name}\" (resolved relative to the including file)", at));
+            let (name, angle, shown) = match target {
+                Include::Quoted(name) => (name, false, format!("\"{name}\"")),
+                Include::Angle(name) => (name, true, format!("<{name}>")),
+            };
+            let search = &self.meta.options.include_dirs;
+            let path = match resolve_include(name, angle, dir, search) {
+                Some(p) => p,
+                None if angle => {
+                    cx.error(
+                        self.span,
+                        format!("{at}: #include <{name}>: {}", not_in_search_dirs(search)),
+                    );
                     walk.ok = false;
                     continue;
                 }
+                // Not found: reading it says so, naming the path tried first.
+                None => dir.join(name),
             };
-            let path = dir.join(name);
             let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
             if let Some(k) = walk.stack.iter().position(|p| *p == canonical) {
                 let mut chain: Vec<String> = walk.stack[k..]
@@ -182,7 +215,7 @@ impl Source {
                     .collect();
                 chain.push(canonical.display().to_string());
                 if walk.cycles.insert(walk.stack[k..].to_vec()) {
-                    cx.error(self.span, format!("{}: #include \"{name}\" makes a cycle: {}; guard the file with #ifndef/#define or remove the include", at, chain.join(" includes ")));
+                    cx.error(self.span, format!("{}: #include {shown} makes a cycle: {}; guard the file with #ifndef/#define or remove the include", at, chain.join(" includes ")));
                 }
                 walk.ok = false;
                 continue;
@@ -191,7 +224,7 @@ impl Source {
                 cx.error(
                     self.span,
                     format!(
-                        "{}: #include \"{name}\" nests includes more than {MAX_INCLUDE_DEPTH} deep",
+                        "{}: #include {shown} nests includes more than {MAX_INCLUDE_DEPTH} deep",
                         at
                     ),
                 );
@@ -209,7 +242,7 @@ impl Source {
             }
             if walk.scanned.len() > MAX_INCLUDE_FILES {
                 if !walk.too_many {
-                    cx.error(self.span, format!("{}: #include \"{name}\": more than {MAX_INCLUDE_FILES} distinct included files", at));
+                    cx.error(self.span, format!("{}: #include {shown}: more than {MAX_INCLUDE_FILES} distinct included files", at));
                 }
                 walk.too_many = true;
                 walk.ok = false;
@@ -219,12 +252,12 @@ impl Source {
             let t = match read_text(&path, MAX_FILE_BYTES.min(budget)) {
                 Ok(t) => t,
                 Err(ReadError::TooLarge { limit }) if limit < MAX_FILE_BYTES => {
-                    cx.error(self.span, format!("{}: #include \"{name}\": {} brings the kernel text and its includes over {MAX_TOTAL_BYTES} bytes in total", at, path.display()));
+                    cx.error(self.span, format!("{}: #include {shown}: {} brings the kernel text and its includes over {MAX_TOTAL_BYTES} bytes in total", at, path.display()));
                     walk.ok = false;
                     return;
                 }
                 Err(e) => {
-                    cx.error(self.span, format!("{}: #include \"{name}\" {}; includes resolve relative to the including file", at, e.describe(&path)));
+                    cx.error(self.span, format!("{}: #include {shown} {}; `#include \"…\"` resolves relative to the including file, then in the `include` directories", at, e.describe(&path)));
                     walk.ok = false;
                     continue;
                 }
@@ -292,6 +325,9 @@ impl Source {
                 return None;
             }
         }
+        // The `define` key's macros are the kernel's own names, and may use extended types.
+        self.all_text.push('\n');
+        self.all_text.push_str(&self.meta.options.define_lines());
         walk.ok.then_some(self)
     }
 
@@ -367,6 +403,36 @@ pub fn include_target(line: &str) -> Option<Include<'_>> {
     }
     let rest = rest.strip_prefix('<')?;
     rest.split('>').next().map(Include::Angle)
+}
+
+/// The file `#include` of `name` in a file of `dir` reads: `#include "…"` (`angle` false) the
+/// file in `dir` if there is one, else the first of the `search` directories holding it;
+/// `#include <…>` the first of the `search` directories holding it. The source phase, shaderc's
+/// include callback and the external glslang path all resolve through this.
+pub(crate) fn resolve_include(
+    name: &str,
+    angle: bool,
+    dir: &Path,
+    search: &[PathBuf],
+) -> Option<PathBuf> {
+    let beside = (!angle).then(|| dir.join(name));
+    beside
+        .into_iter()
+        .chain(search.iter().map(|d| d.join(name)))
+        .find(|p| p.exists())
+}
+
+/// Why an `#include <…>` found nothing.
+pub(crate) fn not_in_search_dirs(search: &[PathBuf]) -> String {
+    if search.is_empty() {
+        "`#include <…>` searches the `include` directories, and the macro has none: add `include: [\"dir\"]` (relative to the crate's root), or write `#include \"…\"` (relative to the including file)".to_string()
+    } else {
+        let dirs: Vec<String> = search.iter().map(|d| d.display().to_string()).collect();
+        format!(
+            "not found in the `include` directories ({})",
+            dirs.join(", ")
+        )
+    }
 }
 
 /// The most bytes of kernel text (inline or `path:`) accepted.
@@ -455,6 +521,12 @@ impl ReadError {
 /// Reads a regular file of at most `limit` bytes as UTF-8 (never a device, a FIFO or a
 /// directory, and never more than `limit + 1` bytes of anything).
 pub(crate) fn read_text(path: &Path, limit: usize) -> Result<String, ReadError> {
+    String::from_utf8(read_bytes(path, limit)?).map_err(|_| ReadError::NotUtf8)
+}
+
+/// Reads a regular file of at most `limit` bytes (never a device, a FIFO or a directory, and
+/// never more than `limit + 1` bytes of anything).
+pub(crate) fn read_bytes(path: &Path, limit: usize) -> Result<Vec<u8>, ReadError> {
     use std::io::Read;
     let meta = std::fs::metadata(path).map_err(ReadError::Io)?;
     if !meta.is_file() {
@@ -471,7 +543,7 @@ pub(crate) fn read_text(path: &Path, limit: usize) -> Result<String, ReadError> 
     if bytes.len() > limit {
         return Err(ReadError::TooLarge { limit });
     }
-    String::from_utf8(bytes).map_err(|_| ReadError::NotUtf8)
+    Ok(bytes)
 }
 
 /// The 1-based line of the first NUL byte in `text`, if any.

@@ -31,7 +31,10 @@ fn compiles_reports_and_writes_every_variant() {
         "{text}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(text.contains("kernel scale: 3 variants"), "{text}");
+    assert!(
+        text.contains("kernel scale: 3 variants for Vulkan 1.1"),
+        "{text}"
+    );
     assert!(
         text.contains("fp16s") && text.contains("needs storageBuffer16BitAccess"),
         "{text}"
@@ -109,12 +112,91 @@ fn emit_glsl_writes_each_variant_with_its_preamble() {
 }
 
 #[test]
-fn a_closed_stdout_ends_it_quietly() {
+fn emit_rust_writes_the_generated_module() {
+    let (dir, kernel) = kernel_file("vkprismc-rust-", "2-scale.comp", "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nlayout (push_constant) uniform parameter { int n; float s; } p;\nvoid main() { buffer_st4(data, 0, buffer_ld4(data, 1) * afp(p.s)); }\n");
+    let out = vkprismc()
+        .arg(&kernel)
+        .args(["--variants", "fp32,fp16s", "--emit", "rust", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Two .spv and the module.
+    assert!(text.contains("wrote 3 files"), "{text}");
+    let rust = std::fs::read_to_string(dir.join("out/2-scale.rs")).unwrap();
+    // The stem is made an identifier; the module is what the macro generates, pretty-printed.
+    assert!(rust.starts_with("pub mod _2_scale {"), "{rust}");
+    for item in [
+        "pub struct Kernel;",
+        "pub struct PushConstants {",
+        "pub n: i32,",
+        "pub s: f32,",
+        "pub struct BufferBindings<'a> {",
+        "pub static VARIANTS:",
+        "pub const VARIANT_NAMES: &[&str] = &[\"fp32\", \"fp16s\"];",
+    ] {
+        assert!(rust.contains(item), "{item}: {rust}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn defines_include_dirs_and_the_vulkan_version_are_the_macros_keys() {
+    let (dir, kernel) = kernel_file("vkprismc-keys-", "k.comp", "#version 450\n#include <value.glsl>\nlayout (binding = 0) buffer b { float d[]; };\nvoid main() { d[0] = VALUE + OTHER; }\n");
+    std::fs::create_dir_all(dir.join("inc")).unwrap();
+    std::fs::write(dir.join("inc/value.glsl"), "#define OTHER 2.0\n").unwrap();
+    let out = vkprismc()
+        .arg(&kernel)
+        .args(["--define", "VALUE=1.0", "--include"])
+        .arg(dir.join("inc"))
+        .args(["--vulkan-version", "1.3", "--emit", "spv,glsl", "--out"])
+        .arg(dir.join("out"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("1 variants for Vulkan 1.3"), "{text}");
+    let glsl = std::fs::read_to_string(dir.join("out/k.fp32.comp")).unwrap();
+    assert!(glsl.contains("#define VALUE 1.0\n"), "{glsl}");
+    let spv = std::fs::read(dir.join("out/k.fp32.spv")).unwrap();
+    assert_eq!(spv[4..8], 0x0001_0600u32.to_le_bytes(), "SPIR-V 1.6");
+    for (args, message) in [
+        (
+            ["--define", "NCNN_x=1"],
+            "names starting with `NCNN_` are reserved",
+        ),
+        (
+            ["--vulkan-version", "2.0"],
+            "--vulkan-version is 1.1, 1.2 or 1.3",
+        ),
+        (["--include", "/no/such/dir"], "is not a directory"),
+    ] {
+        let bad = vkprismc().arg(&kernel).args(args).output().unwrap();
+        assert_eq!(bad.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(err.contains(message), "{message}: {err}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_closed_stdout_ends_the_report_quietly_and_the_files_are_still_written() {
     use std::process::Stdio;
     let (dir, kernel) = kernel_file("vkprismc-pipe-", "k.comp", "#version 450\nlayout (binding = 0) buffer blob { sfpvec4 data[]; };\nvoid main() { buffer_cp4(data, 0, data, 1); }\n");
     // `vkprismc … | head -c 0`: the reader is gone before anything is written.
     let mut child = vkprismc()
         .arg(&kernel)
+        .args(["--variants", "fp32", "--emit", "spv,rust", "--out"])
+        .arg(dir.join("out"))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -124,6 +206,7 @@ fn a_closed_stdout_ends_it_quietly() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(dir.join("out/k.fp32.spv").exists() && dir.join("out/k.rs").exists());
     std::fs::remove_dir_all(&dir).ok();
 }
 

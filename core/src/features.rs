@@ -248,15 +248,21 @@ pub struct DeviceFeatures {
     /// Subgroup-scope shapes of `vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR` whose
     /// component types vkprism knows; empty without `cooperativeMatrix`.
     pub cooperative_matrices: CoopMatShapes,
+    /// The Vulkan API version the device is used at (the lower of the instance's and the
+    /// device's, as [`crate::api_version`] encodes it): variants compiled for a higher one
+    /// can't run.
+    pub api_version: u32,
 }
 
 impl DeviceFeatures {
-    /// These features with the limits the specification guarantees.
+    /// These features with the limits the specification guarantees, at Vulkan 1.1 (the lowest
+    /// vkprism runs on).
     pub fn new(features: FeatureSet) -> Self {
         DeviceFeatures {
             features,
             limits: DeviceLimits::default(),
             cooperative_matrices: CoopMatShapes::default(),
+            api_version: crate::api_version(1, 1),
         }
     }
 

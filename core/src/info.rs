@@ -34,6 +34,19 @@ pub struct VariantInfo {
     /// The cooperative-matrix multiply-adds the SPIR-V performs (empty unless a `_cm` variant):
     /// the device must offer each.
     pub cooperative_matrices: &'static [CoopMatShape],
+    /// The Vulkan API version the SPIR-V was compiled for (the macro's `vulkan_version`, as
+    /// [`api_version`] encodes it): a device with a lower one can't load the variant.
+    pub vulkan_version: u32,
+}
+
+/// A Vulkan API version number, as `VK_MAKE_API_VERSION(0, major, minor, 0)` encodes it.
+pub const fn api_version(major: u32, minor: u32) -> u32 {
+    (major << 22) | (minor << 12)
+}
+
+/// `"1.2"` for an API version number (patch and variant left out).
+pub fn api_version_name(version: u32) -> String {
+    format!("{}.{}", (version >> 22) & 0x7f, (version >> 12) & 0x3ff)
 }
 
 impl VariantInfo {

@@ -16,8 +16,8 @@ mod variant;
 pub use coopmat::{CoopMatShape, CoopMatShapes};
 pub use features::{DeviceFeatures, DeviceLimits, Feature, FeatureSet};
 pub use info::{
-    Access, BindingInfo, BindingKind, ElementType, KernelInfo, LocalSizeDim, PushConstantInfo,
-    ScalarKind, SpecConstantInfo, TensorFormat, VariantInfo,
+    api_version, api_version_name, Access, BindingInfo, BindingKind, ElementType, KernelInfo,
+    LocalSizeDim, PushConstantInfo, ScalarKind, SpecConstantInfo, TensorFormat, VariantInfo,
 };
 pub use variant::{FloatMode, Int8Mode, MemoryKind, ParseVariantError, VariantKey};
 

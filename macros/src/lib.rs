@@ -63,13 +63,22 @@ use proc_macro::TokenStream;
 ///
 /// | key | value | default |
 /// |---|---|---|
-/// | `src` | the kernel as a string literal (raw strings are handiest) | one of `src` and `path` is required |
+/// | `src` | the kernel as a string literal (raw strings are handiest) | one of `src`, `path` and `bytes` is required |
 /// | `path` | a file holding the kernel, relative to the invoking Rust file (as with `include_str!`) | |
+/// | `bytes` | a precompiled SPIR-V file, relative to the invoking Rust file (see below) | |
 /// | `variants` | `[name, ...]`: compile only these variants | every variant of the kernel's axes |
 /// | `optimize` | `true` or `false`: ship spirv-opt's performance output | `false` |
+/// | `define` | `[("NAME", "VALUE"), ("FLAG", "")]`: `#define NAME VALUE` in every variant, after the preamble, before the kernel | none |
+/// | `include` | `["dir", ...]`: directories `#include <…>` searches, relative to the crate's root (`CARGO_MANIFEST_DIR`) | none |
+/// | `vulkan_version` | `"1.1"`, `"1.2"` or `"1.3"`: glslang's target environment and SPIR-V version (1.3, 1.5, 1.6); the runtime refuses the kernel on a device with a lower Vulkan version | `"1.1"` |
+/// | `dump` | a directory (relative to the crate's root) to write what the macro made: see [Seeing the expansion](#seeing-the-expansion) | `VKPRISM_DUMP`, else none |
+/// | `shaders` | `{ name: { key: value, ... }, ... }`: several kernels in one invocation (see below) | |
 /// | `crate` | the path of the vkprism facade, for crates that rename or re-export it | `::vkprism` |
 ///
-/// `src` and `path` exclude each other. With `optimize: true` the shipped words are spirv-opt's
+/// `src`, `path` and `bytes` exclude each other. A `define` name must be an identifier, given
+/// once, and may not start with a prefix vkprism or GLSL reserves (`NCNN_`, `ncnn_`, `GL_`,
+/// `sfp`, `afp`, `lfp`, `sint8`, `aint8`, `buffer_`, `image2d_`, `psc`, ..., or contain `__`);
+/// its value is one line. With `optimize: true` the shipped words are spirv-opt's
 /// output of the same text; reflection still reads glslang's unoptimized module (spirv-opt
 /// strips the names the bindings are generated from). A `path` file, and every file it or an
 /// inline kernel includes, is a rebuild dependency: editing it rebuilds the crate.
@@ -118,7 +127,8 @@ use proc_macro::TokenStream;
 /// - `VARIANTS: &[VariantInfo]`: per variant its `key` (a `VariantKey`; `requires()` gives the
 ///   device features it needs), its SPIR-V words, its `bindings` (each with the `format` a
 ///   `Tensor` bound there must have: `F32`, `F16`, `Bf16`, `I8`, `I32`, `U32` or `Raw`), whether
-///   it reads `gl_NumWorkGroups`, and the cooperative-matrix shapes it multiplies.
+///   it reads `gl_NumWorkGroups`, the cooperative-matrix shapes it multiplies, and the Vulkan
+///   version it was compiled for (`vulkan_version`).
 /// - `VARIANT_NAMES: &[&str]`: the variants' names, in the same order.
 /// - `PushConstants`: the `layout (push_constant)` block as a `#[repr(C)]`, `bytemuck::Pod`
 ///   struct with one public field per member, named as in GLSL (`int` → `i32`, `uint` and `bool`
@@ -155,23 +165,82 @@ use proc_macro::TokenStream;
 ///
 /// # Includes
 ///
-/// `#include "file"` is resolved relative to the including file: the invoking Rust file's
-/// directory for an inline `src`, the kernel file's directory for `path`. Includes nest (up to 32
-/// deep) and every file read is a rebuild dependency. Errors in an included file name that file
-/// and line. `#include <file>` is refused (there are no include directories), a cycle is one
-/// error naming its chain, and input is bounded: regular files only, 1 MiB of kernel text,
-/// 1 MiB per included file, 4 MiB in all, 256 files, 4096 inclusions with repeats counted.
+/// `#include "file"` is resolved relative to the including file (the invoking Rust file's
+/// directory for an inline `src`, the kernel file's directory for `path`), then in the `include`
+/// directories in order; `#include <file>` searches the `include` directories only (without any,
+/// it is an error saying so). Every variant, `_cm` ones included, resolves the same way. Includes
+/// nest (up to 32 deep) and every file read is a rebuild dependency. Errors in an included file
+/// name that file and line. A cycle is one error naming its chain, and input is bounded: regular
+/// files only, 1 MiB of kernel text, 1 MiB per included file, 4 MiB in all, 256 files, 4096
+/// inclusions with repeats counted.
+///
+/// # Several kernels in one invocation
+///
+/// As with vulkano-shaders' `shaders: { ... }`, one invocation can hold several kernels; `mod
+/// NAME` then holds one module per kernel, each exactly what a single invocation makes:
+///
+/// ```
+/// vkprism::compute_shader! {
+///     pub mod ops,
+///     define: [("SCALE", "2.0")],          // global: every kernel
+///     shaders: {
+///         /// y = x * SCALE
+///         scale: { src: "#version 450\nlayout (binding = 0) buffer b { float d[]; };\nvoid main() { d[0] *= SCALE; }" },
+///         /// y = x * 3: its own SCALE wins
+///         triple: {
+///             src: "#version 450\nlayout (binding = 0) buffer b { float d[]; };\nvoid main() { d[0] *= SCALE; }",
+///             define: [("SCALE", "3.0")],
+///         },
+///     },
+/// }
+///
+/// assert_eq!(ops::scale::INFO.name, "scale");
+/// assert_eq!(ops::triple::VARIANT_NAMES, ["fp32"]);
+/// ```
+///
+/// Beside `shaders` go the keys that apply to every kernel: `define` (a kernel's own define of the
+/// same name replaces the global one), `include` (a kernel's own directories are searched first),
+/// `vulkan_version` and `optimize` (a kernel's own value wins), `dump` and `crate`. Inside a
+/// kernel go `src` / `path` / `bytes`, `variants`, `optimize`, `define`, `include`,
+/// `vulkan_version`. Kernels share nothing but those keys: each is compiled, reflected and checked
+/// on its own, a failed one doesn't stop the others, and two kernels of one name are an error
+/// naming both lines.
+///
+/// # Precompiled SPIR-V
+///
+/// `bytes: "kernel.spv"` takes a compute module compiled elsewhere (entry point `main`) as one
+/// variant, `fp32` unless `variants: [name]` names another (`fp32_image` by default when it binds
+/// images). It goes through the same reflection and checks as compiled kernels, so it gets the same
+/// `Kernel`, `INFO`, typed `BufferBindings` / `ImageBindings`, `PushConstants` and
+/// `SpecConstants`; the workgroup size is specializable only where the module says so (e.g.
+/// `local_size_x_id`). Its Vulkan version is the one its SPIR-V version needs (1.3 or lower:
+/// 1.1; 1.4, 1.5: 1.2; 1.6: 1.3), or `vulkan_version` if that is higher. A file that is not
+/// SPIR-V (length, magic number, version), has no compute `main`, or fails reflection is an error
+/// at the literal naming the file. `define`, `include` and `optimize` do not apply to it (given
+/// in its own keys, they are errors; given beside `shaders`, they apply to the other kernels).
+///
+/// # Vulkan version
+///
+/// `vulkan_version: "1.2"` compiles for Vulkan 1.2 (SPIR-V 1.5), `"1.3"` for Vulkan 1.3 (SPIR-V
+/// 1.6). Each variant's `VariantInfo::vulkan_version` records it; selection passes over a variant
+/// the device's Vulkan version is too low for, and forcing one fails with `SelectFailure::DeviceLacks`
+/// and a message naming both versions ("compiled for Vulkan 1.3 (`vulkan_version`); the device
+/// offers Vulkan 1.2"). SPIR-V 1.6 declares the specializable workgroup size with `LocalSizeId`;
+/// the runtime enables `maintenance4`, which that needs, on every Vulkan 1.3 device.
 ///
 /// # Errors
 ///
 /// Every error is a Rust compile error at the place it concerns, all reported at once, with stub
 /// items so that code using the kernel does not add a cascade of "not found" errors:
 ///
-/// - input: an unknown or duplicate key, a value of the wrong type, `src` and `path` both or
-///   neither, an empty `variants` list;
+/// - input: an unknown or duplicate key, a value of the wrong type, none or several of `src`,
+///   `path` and `bytes`, an empty `variants` list, a bad `define` (see above), an `include`
+///   that is not a directory, a `vulkan_version` other than 1.1 to 1.3, an empty `dump`, a key in
+///   the wrong place around `shaders`, two kernels of one name;
 /// - source: a `path` or `#include` file that can't be read or is over the bounds above, an
-///   include cycle, a NUL byte, a `#version` that is not one for compute shaders (430 to 460,
-///   `310 es`, `320 es`);
+///   `#include <…>` found in no `include` directory, an include cycle, a NUL byte, a `#version`
+///   that is not one for compute shaders (430 to 460, `310 es`, `320 es`), a `bytes` file that
+///   is not a SPIR-V compute module;
 /// - variants: a name in `variants` that is misspelled, not a variant of this kernel (the message
 ///   lists the kernel's variants), or listed twice;
 /// - scan: an unknown extended function (`buffer_ld5`, with the nearest known names), a
@@ -190,9 +259,27 @@ use proc_macro::TokenStream;
 ///
 /// # Seeing the expansion
 ///
-/// The compiler also runs as a command, printing each variant's reflection and writing `.spv`
-/// files: `cargo run -p vkprism-compiler --bin vkprismc -- kernel.comp [--variants fp32,fp16s]
-/// [--optimize] [--out DIR]`.
+/// `dump: "target/vkprism-dump"` (or `VKPRISM_DUMP=target/vkprism-dump` in the environment of
+/// the build, for every kernel; the key wins) writes, relative to the crate's root:
+///
+/// - `<kernel>.<variant>.comp`: the full GLSL of each variant, as glslang saw it (the preamble of
+///   extended-GLSL definitions, the `define`s, the workgroup-size layout, then the kernel);
+/// - `<kernel>.<variant>.spvasm`: its SPIR-V disassembly (by `spirv-dis` where one runs, beside
+///   `VKPRISM_GLSLANG` or on `PATH`, else rspirv's disassembler);
+/// - `<kernel>.rs`: the Rust the invocation generated, pretty-printed.
+///
+/// Under `shaders` the names start with the invocation's module: `<mod>.<kernel>.<variant>.comp`
+/// and `<mod>.rs`. A kernel that fails still writes its GLSL and its module of errors. A failure to
+/// write is a compile error at the `dump` literal (at the module name for `VKPRISM_DUMP`). The
+/// expansion reads `VKPRISM_DUMP` with `option_env!`, so cargo rebuilds the crate when the
+/// variable changes: setting it dumps a crate that is already built.
+///
+/// The compiler also runs as a command, printing each variant's reflection and writing the same
+/// files: `vkprismc kernel.comp [--variants fp32,fp16s] [--optimize] [--define NAME=VALUE]
+/// [--include DIR] [--vulkan-version 1.2] [--out DIR] [--emit spv,glsl,rust]` (`.spv`, the full
+/// GLSL, the generated module). Install it with `cargo install
+/// --path compiler` from the repository, or run it in place with `cargo run -p vkprism-compiler
+/// --bin vkprismc -- ...`.
 #[proc_macro]
 pub fn compute_shader(input: TokenStream) -> TokenStream {
     vkprism_compiler::expand(input.into()).into()

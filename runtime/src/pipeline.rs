@@ -690,6 +690,7 @@ mod tests {
                 bindings: &[],
                 cooperative_matrices: &[],
                 reads_num_workgroups: false,
+                vulkan_version: vkprism_core::api_version(1, 1),
             }]));
             let info = KernelInfo {
                 name: "k",

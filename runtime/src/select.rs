@@ -239,6 +239,15 @@ pub enum SelectFailure {
 /// Why `device` can't run `v` (a feature it lacks, a cooperative-matrix shape it doesn't
 /// offer), or `None` when it can. Options are not considered.
 pub fn unrunnable_reason(v: &VariantInfo, device: &DeviceFeatures) -> Option<String> {
+    // Patch numbers aside: a 1.3.250 device runs what was compiled for 1.3.
+    let minor_of = |v: u32| v >> 12;
+    if minor_of(v.vulkan_version) > minor_of(device.api_version) {
+        return Some(format!(
+            "compiled for Vulkan {} (`vulkan_version`); the device offers Vulkan {}",
+            vkprism_core::api_version_name(v.vulkan_version),
+            vkprism_core::api_version_name(device.api_version)
+        ));
+    }
     let missing = v.requires().difference(device.features);
     if !missing.is_empty() {
         return Some(format!("needs {}; device lacks {missing}", v.requires()));
@@ -371,6 +380,7 @@ mod tests {
                 } else {
                     &[]
                 },
+                vulkan_version: vkprism_core::api_version(1, 1),
             })
             .collect();
         Box::leak(Box::new(KernelInfo {
@@ -473,6 +483,23 @@ mod tests {
         };
         assert_eq!(pick(k, &Options::default(), &d), "fp16sa_nocm");
         assert!(force_variant(k, "fp16s_cm", &d).is_err());
+    }
+
+    #[test]
+    fn a_variant_compiled_for_a_newer_vulkan_is_unrunnable_naming_both_versions() {
+        let v = VariantInfo {
+            vulkan_version: vkprism_core::api_version(1, 3),
+            ..info(vec![VariantKey::new(FloatMode::Fp32)]).variants[0]
+        };
+        let mut d = DeviceFeatures::new(FeatureSet::all());
+        d.api_version = vkprism_core::api_version(1, 2) | 250; // patch numbers don't count
+        let why = unrunnable_reason(&v, &d).expect("a 1.2 device can't run a 1.3 variant");
+        assert!(
+            why.contains("compiled for Vulkan 1.3") && why.contains("the device offers Vulkan 1.2"),
+            "{why}"
+        );
+        d.api_version = vkprism_core::api_version(1, 3) | 250;
+        assert_eq!(unrunnable_reason(&v, &d), None);
     }
 
     fn pick(info: &KernelInfo, o: &Options, d: &DeviceFeatures) -> String {

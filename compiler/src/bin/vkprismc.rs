@@ -1,31 +1,46 @@
 //! `vkprismc`: the `compute_shader!` compiler as a command, for build scripts and inspection.
 //!
-//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl]
+//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--define NAME=VALUE]...
+//!              [--include DIR]... [--vulkan-version 1.1|1.2|1.3] [--out DIR] [--emit spv,glsl,rust]
+//!
+//! `--define`, `--include` and `--vulkan-version` are the macro's `define`, `include` and
+//! `vulkan_version` keys (include directories relative to the working directory).
 //!
 //! Compiles every variant of an extended-GLSL kernel, prints the reflected interface (variants
 //! with their required features, bindings with per-variant element types and tensor formats,
 //! push constants, specialization constants, workgroup size), and with `--out` writes, per
 //! variant, `<kernel>.<variant>.spv` and with `--emit glsl` the full GLSL the compiler saw
-//! (`<kernel>.<variant>.comp`: the preamble of extended-GLSL definitions included). Errors go to
-//! stderr, all of them, exit status 1; a closed stdout (`vkprismc … | head`) ends it quietly.
+//! (`<kernel>.<variant>.comp`: the preamble of extended-GLSL definitions included), with
+//! `--emit rust` the module `compute_shader!` generates for it (`<kernel>.rs`). Errors go to
+//! stderr, all of them, exit status 1; a closed stdout (`vkprismc … | head`) silences the report
+//! quietly and the files are still written.
 //! Install it with `cargo install --path compiler` from the repository (after
 //! `scripts/setup.sh`, which installs the libraries it links).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use vkprism_compiler::{compile_kernel, optimize, variant_glsl, Ctxt, KernelModel, Source};
+use vkprism_compiler::{
+    compile_kernel, define_name_error, define_value_error, generated_rust, optimize, variant_glsl,
+    Ctxt, KernelModel, KernelOptions, Source, VulkanVersion,
+};
 
-/// `println!` that ends the program quietly when stdout is closed (`vkprismc … | head`), as
-/// command-line tools do, instead of panicking.
+/// Set once stdout is found closed: the report stops, the files are still written.
+static STDOUT_CLOSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// `println!` that goes quiet when stdout is closed (`vkprismc … | head`), as command-line
+/// tools do, instead of panicking; `--out` files are still written.
 macro_rules! out {
     ($($t:tt)*) => {{
         use std::io::Write as _;
-        if let Err(e) = writeln!(std::io::stdout(), $($t)*) {
-            if e.kind() == std::io::ErrorKind::BrokenPipe {
-                std::process::exit(0);
+        use std::sync::atomic::Ordering;
+        if !STDOUT_CLOSED.load(Ordering::Relaxed) {
+            if let Err(e) = writeln!(std::io::stdout(), $($t)*) {
+                if e.kind() != std::io::ErrorKind::BrokenPipe {
+                    eprintln!("vkprismc: cannot write to stdout: {e}");
+                    std::process::exit(1);
+                }
+                STDOUT_CLOSED.store(true, Ordering::Relaxed);
             }
-            eprintln!("vkprismc: cannot write to stdout: {e}");
-            std::process::exit(1);
         }
     }};
 }
@@ -37,14 +52,45 @@ struct Args {
     out: Option<PathBuf>,
     /// Also write each variant's full GLSL (`--emit glsl`).
     emit_glsl: bool,
+    /// Also write the generated Rust module (`--emit rust`).
+    emit_rust: bool,
+    /// `--define`, `--include`, `--vulkan-version`: the macro's `define`, `include`,
+    /// `vulkan_version`.
+    options: KernelOptions,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
     let (mut file, mut variants, mut opt, mut out) = (None, None, false, None);
-    let mut emit_glsl = false;
+    let (mut emit_glsl, mut emit_rust) = (false, false);
+    let mut options = KernelOptions::default();
     while let Some(a) = it.next() {
         match a.as_str() {
+            "--define" => {
+                let d = it.next().ok_or("--define needs NAME=VALUE or NAME")?;
+                let (name, value) = d.split_once('=').unwrap_or((&d, ""));
+                if let Some(e) = define_name_error(name).or_else(|| define_value_error(name, value))
+                {
+                    return Err(e);
+                }
+                if options.defines.iter().any(|(n, _)| n == name) {
+                    return Err(format!("define `{name}` is given twice"));
+                }
+                options.defines.push((name.to_string(), value.to_string()));
+            }
+            "--include" => {
+                let dir = PathBuf::from(it.next().ok_or("--include needs a directory")?);
+                if !dir.is_dir() {
+                    return Err(format!("--include: `{}` is not a directory", dir.display()));
+                }
+                let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+                options.include_dirs.push(dir);
+            }
+            "--vulkan-version" => {
+                let v = it.next().ok_or("--vulkan-version needs 1.1, 1.2 or 1.3")?;
+                options.vulkan_version = VulkanVersion::parse(&v)
+                    .ok_or(format!("--vulkan-version is 1.1, 1.2 or 1.3, not `{v}`"))?;
+            }
             "--variants" => {
                 variants = Some(
                     it.next()
@@ -56,11 +102,16 @@ fn parse_args() -> Result<Args, String> {
             }
             "--optimize" => opt = true,
             "--emit" => {
-                for what in it.next().ok_or("--emit needs a list: spv,glsl")?.split(',') {
+                for what in it
+                    .next()
+                    .ok_or("--emit needs a list: spv,glsl,rust")?
+                    .split(',')
+                {
                     match what {
                         "spv" => {}
                         "glsl" => emit_glsl = true,
-                        w => return Err(format!("--emit: unknown kind `{w}` (spv, glsl)")),
+                        "rust" => emit_rust = true,
+                        w => return Err(format!("--emit: unknown kind `{w}` (spv, glsl, rust)")),
                     }
                 }
             }
@@ -77,6 +128,8 @@ fn parse_args() -> Result<Args, String> {
         optimize: opt,
         out,
         emit_glsl,
+        emit_rust,
+        options,
     })
 }
 
@@ -88,7 +141,7 @@ fn main() -> ExitCode {
                 eprintln!("vkprismc: {e}");
             }
             eprintln!(
-                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--out DIR] [--emit spv,glsl]"
+                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--define NAME=VALUE]... [--include DIR]... [--vulkan-version 1.1|1.2|1.3] [--out DIR] [--emit spv,glsl,rust]"
             );
             return ExitCode::from(2);
         }
@@ -119,7 +172,8 @@ fn main() -> ExitCode {
     print_constants(&model);
     if let Some(out) = &args.out {
         let glsl = args.emit_glsl.then_some(&glsl[..]);
-        match write_files(out, &stem, &model, glsl) {
+        let rust = args.emit_rust.then(|| generated_rust(&stem, &model));
+        match write_files(out, &stem, &model, glsl, rust.as_deref()) {
             Ok(n) => out!("wrote {n} files to {}", out.display()),
             Err(e) => {
                 eprintln!("vkprismc: {e}");
@@ -144,20 +198,21 @@ fn compile(args: &Args, text: &str) -> Result<(KernelModel, Vec<String>), syn::E
             .map(|n| (n.clone(), proc_macro2::Span::call_site()))
             .collect()
     });
-    let compiled = Source::from_text(&cx, text, &name, &dir).and_then(|src| {
-        let m = compile_kernel(&cx, &src, requested)?;
-        let glsl = m
-            .variants
-            .iter()
-            .map(|v| variant_glsl(&src, &v.key))
-            .collect();
-        let m = if args.optimize {
-            optimize(&cx, &src, m)?
-        } else {
-            m
-        };
-        Some((m, glsl))
-    });
+    let compiled =
+        Source::from_text_with(&cx, text, &name, &dir, args.options.clone()).and_then(|src| {
+            let m = compile_kernel(&cx, &src, requested)?;
+            let glsl = m
+                .variants
+                .iter()
+                .map(|v| variant_glsl(&src, &v.key))
+                .collect();
+            let m = if args.optimize {
+                optimize(&cx, &src, m)?
+            } else {
+                m
+            };
+            Some((m, glsl))
+        });
     cx.check()?;
     compiled.ok_or_else(|| {
         syn::Error::new(
@@ -168,7 +223,11 @@ fn compile(args: &Args, text: &str) -> Result<(KernelModel, Vec<String>), syn::E
 }
 
 fn print_variants(stem: &str, model: &KernelModel) {
-    out!("kernel {stem}: {} variants", model.variants.len());
+    out!(
+        "kernel {stem}: {} variants for Vulkan {}",
+        model.variants.len(),
+        model.vulkan_version.name()
+    );
     for v in &model.variants {
         out!(
             "  {:<20} {:>6} words  needs {}",
@@ -254,12 +313,13 @@ fn print_constants(model: &KernelModel) {
 }
 
 /// One `<stem>.<variant>.spv` per variant in `out`, and with `glsl` the variant's full GLSL as
-/// `<stem>.<variant>.comp`; returns how many files it wrote.
+/// `<stem>.<variant>.comp`, and `rust` as `<stem>.rs`; returns how many files it wrote.
 fn write_files(
     out: &Path,
     stem: &str,
     model: &KernelModel,
     glsl: Option<&[String]>,
+    rust: Option<&str>,
 ) -> Result<usize, String> {
     std::fs::create_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
     let write = |name: String, bytes: &[u8]| {
@@ -275,6 +335,10 @@ fn write_files(
             write(format!("{stem}.{}.comp", v.key.name()), text.as_bytes())?;
             written += 1;
         }
+    }
+    if let Some(rust) = rust {
+        write(format!("{stem}.rs"), rust.as_bytes())?;
+        written += 1;
     }
     Ok(written)
 }

@@ -55,7 +55,7 @@ fn bindings_struct(
     };
     let count = resources.len();
     let doc = format!(
-        "The descriptors of `{kernel}`'s {} variants, one field per binding.",
+        " The descriptors of `{kernel}`'s {} variants, one field per binding.",
         memory.name()
     );
     quote! {

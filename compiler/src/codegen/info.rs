@@ -10,10 +10,14 @@ use vkprism_core::{CoopMatShape, LocalSizeDim, ScalarKind, TensorFormat, Variant
 
 /// `Kernel`, its `Kernel` impl and the static tables behind it.
 pub fn items(p: &TokenStream, name: &str, model: &KernelModel) -> TokenStream {
-    let variants = model.variants.iter().map(|v| variant_info(p, v));
+    let vulkan_version = model.vulkan_version.api_version();
+    let variants = model
+        .variants
+        .iter()
+        .map(|v| variant_info(p, v, vulkan_version));
     let variant_names: Vec<String> = model.variants.iter().map(|v| v.key.name()).collect();
     let kernel_doc = format!(
-        "The kernel `{name}`. Variants: {}.",
+        " The kernel `{name}`. Variants: {}.",
         variant_names.join(", ")
     );
     let push_info = match &model.push {
@@ -59,7 +63,7 @@ pub fn items(p: &TokenStream, name: &str, model: &KernelModel) -> TokenStream {
 }
 
 /// One `VariantInfo`: its key, what reflection found, its SPIR-V.
-fn variant_info(p: &TokenStream, v: &VariantModel) -> TokenStream {
+fn variant_info(p: &TokenStream, v: &VariantModel, vulkan_version: u32) -> TokenStream {
     let key = key_tokens(p, &v.key);
     let words = v.spirv.iter().map(|w| Literal::u32_unsuffixed(*w));
     let bindings = v.bindings.iter().map(|(b, f)| binding_tokens(p, b, *f));
@@ -71,6 +75,7 @@ fn variant_info(p: &TokenStream, v: &VariantModel) -> TokenStream {
         spirv: &[#(#words),*],
         bindings: &[#(#bindings),*],
         cooperative_matrices: &[#(#coopmats),*],
+        vulkan_version: #vulkan_version,
     })
 }
 

@@ -56,7 +56,7 @@ fn private_module() -> Ident {
 }
 
 /// `<crate>::__private_<version>` as seen from inside the generated module: a path relative to
-/// the invocation (`vkp`, `self::vkp`) is one level up from there.
+/// the invocation (`vkp`, `self::vkp`) is one level up from there (two under `shaders`).
 fn private(spec: &KernelSpec) -> TokenStream {
     let krate = &spec.krate;
     let module = private_module();
@@ -65,13 +65,15 @@ fn private(spec: &KernelSpec) -> TokenStream {
         .first()
         .map(|s| s.ident.to_string())
         .unwrap_or_default();
+    // One `super` out of the kernel's module, one more per module it is nested in.
+    let supers = std::iter::repeat_n(quote!(super::), spec.nesting);
     if krate.leading_colon.is_some() || first == "crate" {
         quote!(#krate::#module)
     } else if first == "self" {
         let rest = krate.segments.iter().skip(1);
-        quote!(super #(::#rest)* ::#module)
+        quote!(#(#supers)* super #(::#rest)* ::#module)
     } else {
-        quote!(super::#krate::#module)
+        quote!(#(#supers)* super::#krate::#module)
     }
 }
 

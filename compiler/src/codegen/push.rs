@@ -25,7 +25,7 @@ pub fn items(p: &TokenStream, block: Option<&PushBlock>) -> TokenStream {
     } = &layout;
     let rounded = block.size.div_ceil(4) as usize * 4;
     let doc = format!(
-        "The push-constant block `{}` ({} bytes), laid out as the SPIR-V says.",
+        " The push-constant block `{}` ({} bytes), laid out as the SPIR-V says.",
         block.instance, block.size
     );
     quote! {
@@ -109,7 +109,7 @@ impl Layout {
         let f = member_field(m);
         let ty = member_type(m);
         let offset = m.offset as usize;
-        let doc = format!("`{}` at byte offset {} (from SPIR-V).", m.name, m.offset);
+        let doc = format!(" `{}` at byte offset {} (from SPIR-V).", m.name, m.offset);
         self.fields.push(quote!(#[doc = #doc] pub #f: #ty));
         self.offset_asserts
             .push(quote!(::core::assert!(::core::mem::offset_of!(PushConstants, #f) == #offset);));

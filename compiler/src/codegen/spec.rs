@@ -30,7 +30,7 @@ pub fn items(p: &TokenStream, model: &KernelModel) -> TokenStream {
         } else {
             ""
         };
-        let doc = format!("`constant_id = {}`, default {shown}.{psc}", s.id);
+        let doc = format!(" `constant_id = {}`, default {shown}.{psc}", s.id);
         let id = s.id;
         fields.push(quote!(#[doc = #doc] pub #f: #ty));
         defaults.push(quote!(#f: #default));

@@ -9,22 +9,26 @@ use std::collections::HashMap;
 use vkprism_core::{CoopMatShape, ScalarKind};
 
 /// Loads `words` like `rspirv::dr::load_words`, placing cooperative-matrix type declarations
-/// among the module's types instead of failing on them.
+/// among the module's types and `OpExecutionModeId` (SPIR-V 1.6's `LocalSizeId`, from
+/// `vulkan_version: "1.3"`) among its execution modes, where rspirv 0.12's loader fails on both.
 pub fn load_module(words: &[u32]) -> Result<Module, String> {
     let mut loader = CoopMatLoader {
         inner: Loader::new(),
         types: Vec::new(),
+        execution_mode_ids: Vec::new(),
     };
     rspirv::binary::parse_words(words, &mut loader).map_err(|e| e.to_string())?;
     let mut module = loader.inner.module();
     module.types_global_values.extend(loader.types);
+    module.execution_modes.extend(loader.execution_mode_ids);
     Ok(module)
 }
 
-/// `rspirv`'s loader, with the cooperative-matrix type declarations held aside.
+/// `rspirv`'s loader, with what it can't place held aside.
 struct CoopMatLoader {
     inner: Loader,
     types: Vec<Instruction>,
+    execution_mode_ids: Vec<Instruction>,
 }
 
 impl Consumer for CoopMatLoader {
@@ -43,6 +47,10 @@ impl Consumer for CoopMatLoader {
             Op::TypeCooperativeMatrixKHR | Op::TypeCooperativeMatrixNV
         ) {
             self.types.push(inst);
+            return ParseAction::Continue;
+        }
+        if inst.class.opcode == Op::ExecutionModeId {
+            self.execution_mode_ids.push(inst);
             return ParseAction::Continue;
         }
         self.inner.consume_instruction(inst)

@@ -136,20 +136,50 @@ fn decorates_builtin(module: &Module, builtin: BuiltIn) -> bool {
 }
 
 /// The workgroup size: the `LocalSize` execution mode, overridden by a `WorkgroupSize` spec
-/// composite; and the ids of that composite's constants (which are not user constants).
+/// composite, or SPIR-V 1.6's `LocalSizeId` of (spec) constants; and the ids of those constants
+/// (which are not user constants).
 fn local_size(c: &ModuleIndex, module: &Module) -> ([LocalSizeDim; 3], Vec<u32>) {
     let mut local_size = [LocalSizeDim {
         default: 1,
         spec_id: None,
     }; 3];
+    let mut local_ids = Vec::new();
     for i in &module.execution_modes {
-        if let Some(Operand::ExecutionMode(ExecutionMode::LocalSize)) = i.operands.get(1) {
-            for (d, dim) in local_size.iter_mut().enumerate() {
-                dim.default = i.operands.get(2 + d).map(lit).unwrap_or(1);
+        match i.operands.get(1) {
+            Some(Operand::ExecutionMode(ExecutionMode::LocalSize)) => {
+                for (d, dim) in local_size.iter_mut().enumerate() {
+                    dim.default = i.operands.get(2 + d).map(lit).unwrap_or(1);
+                }
+            }
+            Some(Operand::ExecutionMode(ExecutionMode::LocalSizeId)) => {
+                for (d, dim) in local_size.iter_mut().enumerate() {
+                    let Some(cid) = i.operands.get(2 + d).map(id) else {
+                        continue;
+                    };
+                    dim.default = c.constants.get(&cid).copied().unwrap_or(1);
+                    dim.spec_id = c.decoration_value(cid, Decoration::SpecId);
+                    if dim.spec_id.is_some() {
+                        local_ids.push(cid);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    // Under `LocalSizeId`, glslang declares `gl_WorkGroupSize` again as a composite of other
+    // constants with the same spec ids: those are the workgroup size too.
+    let size_spec_ids: Vec<u32> = local_size.iter().filter_map(|d| d.spec_id).collect();
+    if !local_ids.is_empty() {
+        for i in &module.types_global_values {
+            let Some(rid) = i.result_id else { continue };
+            let same = c
+                .decoration_value(rid, Decoration::SpecId)
+                .is_some_and(|s| size_spec_ids.contains(&s));
+            if same && !local_ids.contains(&rid) {
+                local_ids.push(rid);
             }
         }
     }
-    let mut local_ids = Vec::new();
     for i in &module.types_global_values {
         let Some(rid) = i.result_id else { continue };
         let is_wg = c.decorations.get(&rid).is_some_and(|ds| {

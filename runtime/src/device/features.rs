@@ -236,7 +236,7 @@ impl PhysicalDeviceFeatures {
             vulkan12_features: Default::default(),
             vulkan13: self
                 .vulkan13
-                .filter(|_| on.contains(&Feature::SubgroupSizeControl))
+                .filter(|v| on.contains(&Feature::SubgroupSizeControl) || has_maintenance4(v))
                 .map(|_| Default::default()),
             storage16: Default::default(),
             float16_int8: self.float16_int8.map(|_| Default::default()),
@@ -248,6 +248,14 @@ impl PhysicalDeviceFeatures {
         };
         for feature in on {
             enabled.slots(feature, |b| *b = vk::TRUE);
+        }
+        // Kernels compiled for Vulkan 1.3 (`vulkan_version: "1.3"`, SPIR-V 1.6) declare their
+        // specializable workgroup size with `LocalSizeId`, which needs `maintenance4` (core in
+        // 1.3 and supported by every 1.3 device).
+        if let (Some(e), Some(s)) = (&mut enabled.vulkan13, &self.vulkan13) {
+            if has_maintenance4(s) {
+                e.maintenance4 = vk::TRUE;
+            }
         }
         enabled
     }
@@ -288,4 +296,9 @@ impl PhysicalDeviceFeatures {
         chain_all!(self, info);
         info
     }
+}
+
+/// Whether the Vulkan 1.3 features offer `maintenance4`.
+fn has_maintenance4(v: &vk::PhysicalDeviceVulkan13Features<'_>) -> bool {
+    v.maintenance4 == vk::TRUE
 }

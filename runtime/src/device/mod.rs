@@ -143,6 +143,8 @@ unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, E
             features: set,
             limits: properties::limits(instance, &physical),
             cooperative_matrices,
+            // The device is used at the instance's version when that is the lower one.
+            api_version: api.min(instance.api_version),
         };
         let (queue_family, timestamp_bits) =
             physical::compute_queue_family(instance, &physical, request.queue_family)?;

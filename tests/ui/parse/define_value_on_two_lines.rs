@@ -1,0 +1,7 @@
+vkprism::compute_shader! {
+    pub mod k,
+    src: "#version 450\nvoid main() {}",
+    define: [("N", "1\n2")],
+}
+
+fn main() {}
