@@ -25,6 +25,19 @@ pub struct Diagnostic {
 pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)]) -> String {
     let mut pre = preamble(key);
     pre.push_str(&local_size_layout(idents));
+    splice(source, &pre)
+}
+
+/// What the per-variant checks preprocess: the kernel with only the variant's switches defined
+/// (`NCNN_fp16_storage`, ...), none of the extended vocabulary, so the extended names a variant
+/// compiles survive the preprocessor and the branches it doesn't compile are gone.
+pub fn switches_text(source: &Source, key: &VariantKey) -> String {
+    splice(source, &crate::preamble::switches(key))
+}
+
+/// `pre` spliced after the kernel's `#version` line (or after `#version 450`), then a `#line`
+/// directive so messages keep the kernel's own line numbers.
+fn splice(source: &Source, pre: &str) -> String {
     let text = &source.text;
     let mut out = String::with_capacity(text.len() + pre.len() + 256);
     match version_line(text) {
@@ -33,7 +46,7 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
                 out.push_str(l);
                 out.push('\n');
             }
-            out.push_str(&pre);
+            out.push_str(pre);
             out.push_str(&format!("#line {}\n", k + 2));
             for l in text.lines().skip(k + 1) {
                 out.push_str(l);
@@ -42,7 +55,7 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
         }
         None => {
             out.push_str("#version 450\n");
-            out.push_str(&pre);
+            out.push_str(pre);
             out.push_str("#line 1\n");
             out.push_str(text);
             out.push('\n');
@@ -237,18 +250,14 @@ fn locate_all(source: &Meta, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic
     diagnostics
 }
 
-fn compile_one(
-    compiler: &shaderc::Compiler,
+/// shaderc's options for one variant's text: Vulkan 1.1, the checked `#version`, the include
+/// callback bounded as the source phase bounds includes.
+fn options(
     source: &Meta,
     text: &str,
     optimization: Optimization,
-) -> Compiled {
-    let Some(mut options) = shaderc::CompileOptions::new().ok() else {
-        return Err(vec![Diagnostic {
-            location: String::new(),
-            message: "cannot create shaderc options".into(),
-        }]);
-    };
+) -> Option<shaderc::CompileOptions<'static>> {
+    let mut options = shaderc::CompileOptions::new().ok()?;
     options.set_target_env(
         shaderc::TargetEnv::Vulkan,
         shaderc::EnvVersion::Vulkan1_1 as u32,
@@ -308,6 +317,21 @@ fn compile_one(
             Err(e) => Err(format!("#include \"{name}\" {}", e.describe(&path))),
         }
     });
+    Some(options)
+}
+
+fn compile_one(
+    compiler: &shaderc::Compiler,
+    source: &Meta,
+    text: &str,
+    optimization: Optimization,
+) -> Compiled {
+    let Some(options) = options(source, text, optimization) else {
+        return Err(vec![Diagnostic {
+            location: String::new(),
+            message: "cannot create shaderc options".into(),
+        }]);
+    };
     if text.contains('\0') {
         return Err(vec![Diagnostic {
             location: String::new(),
@@ -328,6 +352,33 @@ fn compile_one(
             message: e.to_string(),
         }]),
     }
+}
+
+/// glslang's preprocessor output for each `(key, text)`, or `None` for a text it rejects (its
+/// compile reports why). A panic in shaderc is a `None` too.
+pub fn preprocess_all(
+    source: &Meta,
+    jobs: Vec<(VariantKey, String)>,
+) -> Vec<(VariantKey, Option<String>)> {
+    let compiler = shaderc::Compiler::new().ok();
+    jobs.into_iter()
+        .map(|(key, text)| {
+            let out = compiler.as_ref().and_then(|c| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let options = options(source, &text, Optimization::None)?;
+                    if text.contains('\0') {
+                        return None;
+                    }
+                    c.preprocess(&text, &source.name, "main", Some(&options))
+                        .ok()
+                        .map(|a| a.as_text())
+                }))
+                .ok()
+                .flatten()
+            });
+            (key, out)
+        })
+        .collect()
 }
 
 /// Turns glslang's `name:line: error: text` lines into located diagnostics.

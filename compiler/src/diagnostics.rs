@@ -17,7 +17,7 @@ pub struct GroupedDiagnostics {
 /// The order messages are reported in: by file, then by line as a number (`:68` before
 /// `:1016`); messages without a line last. A stable sort keeps glslang's order within a line,
 /// where the cause comes before what follows from it.
-fn position(d: &Diagnostic) -> (bool, &str, u64) {
+pub(crate) fn position(d: &Diagnostic) -> (bool, &str, u64) {
     match d.location.rsplit_once(':') {
         Some((file, line)) if line.parse::<u64>().is_ok() => {
             (false, file, line.parse().unwrap_or(0))

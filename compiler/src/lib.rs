@@ -23,6 +23,7 @@ mod codegen;
 mod compile;
 mod ctxt;
 mod diagnostics;
+mod expanded;
 mod glslang;
 mod model;
 mod preamble;
@@ -93,8 +94,12 @@ pub fn compile_kernel(
 ) -> Option<KernelModel> {
     let idents = Identifiers::of(&source.text, &source.all_text);
     let text_ok = valid::check(cx, source, &idents);
-    let emit = variants::select(cx, &scan::Axes::of(&idents.all), requested);
-    let emit = emit.filter(|_| text_ok)?;
+    let emit = variants::select(cx, &scan::Axes::of(&idents.all), requested)?;
+    let uses = expanded::variant_uses(source, &emit);
+    let variants_ok = valid::check_variants(cx, source, &uses, emit.len());
+    if !(text_ok && variants_ok) {
+        return None;
+    }
     let compiled = compile_variants(cx, source, &idents, &emit)?;
     let idents = &idents;
     match model::build(&compiled, &emit) {

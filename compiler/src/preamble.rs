@@ -68,6 +68,20 @@ pub fn switch_names() -> Vec<&'static str> {
     names
 }
 
+/// The `#define`s of every switch (`NCNN_*`, and the `ncnn_*` facts known per variant) for
+/// `key`: all the preprocessor needs to pick the branches a variant compiles.
+pub fn switches(key: &VariantKey) -> String {
+    let mut s = String::with_capacity(512);
+    for (name, on) in ncnn_flags(key) {
+        let _ = writeln!(s, "#define {name} {}", u8::from(on));
+    }
+    s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
+    for name in UNUSED_SWITCHES {
+        let _ = writeln!(s, "#define {name} 0");
+    }
+    s
+}
+
 /// The `#extension` lines, macros and helper declarations for `key`.
 pub fn preamble(key: &VariantKey) -> String {
     let mut s = String::with_capacity(8192);
@@ -97,13 +111,7 @@ pub fn preamble(key: &VariantKey) -> String {
             s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n");
         }
     }
-    for (name, on) in ncnn_flags(key) {
-        let _ = writeln!(s, "#define {name} {}", u8::from(on));
-    }
-    s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
-    for name in UNUSED_SWITCHES {
-        let _ = writeln!(s, "#define {name} 0");
-    }
+    s.push_str(&switches(key));
     s.push_str("#define psc(x) (x == 0 ? p.x : x)\n");
     // Defined for every kernel: harmless where unused, and a kernel without a float axis
     // (fp32 only) can still use the vocabulary.

@@ -5,6 +5,7 @@
 //! from SPIR-V reflection (`reflect/`).
 
 use std::collections::BTreeSet;
+use vkprism_core::FloatMode;
 
 /// The identifiers of a kernel: of its main text (whose lines are the kernel's own) and of the
 /// main text followed by every include (what the variant axes and the checks look at).
@@ -34,6 +35,7 @@ pub fn identifiers(text: &str) -> Vec<(String, u32)> {
 }
 
 /// Identifiers of `text` that are called (followed by `(`, spaces aside): `(name, line)`.
+#[cfg(test)]
 pub fn calls(text: &str) -> Vec<(String, u32)> {
     tokens(text)
         .into_iter()
@@ -62,7 +64,7 @@ pub fn defined_names(text: &str) -> BTreeSet<String> {
 }
 
 /// Identifiers of `text` (comments skipped): name, 1-based line, followed by `(`.
-fn tokens(text: &str) -> Vec<(String, u32, bool)> {
+pub fn tokens(text: &str) -> Vec<(String, u32, bool)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -334,14 +336,17 @@ pub fn known_functions_summary() -> String {
 
 /// Names that use a reserved extended-function prefix but are neither defined by vkprism nor by
 /// the kernel itself (`own`: its `#define`s): `(name, line)`.
-pub fn unknown_functions(idents: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+pub fn unknown_functions<L: Clone>(
+    idents: &[(String, L)],
+    own: &BTreeSet<String>,
+) -> Vec<(String, L)> {
     let known = known_functions();
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for (id, line) in idents {
         let reserved = RESERVED_PREFIXES.iter().any(|p| id.starts_with(p));
         if reserved && !known.contains(id) && !own.contains(id) && seen.insert(id.clone()) {
-            out.push((id.clone(), *line));
+            out.push((id.clone(), line.clone()));
         }
     }
     out
@@ -433,7 +438,7 @@ fn looks_like_extended_type(id: &str) -> bool {
 
 /// Names shaped like an extended type that vkprism doesn't define and the kernel doesn't
 /// `#define` (`sfpvec3`, `afpmat2`): glslang would only say `syntax error`.
-pub fn unknown_types(idents: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+pub fn unknown_types<L: Clone>(idents: &[(String, L)], own: &BTreeSet<String>) -> Vec<(String, L)> {
     let mut seen = BTreeSet::new();
     idents
         .iter()
@@ -483,42 +488,68 @@ pub fn unknown_device_facts(
 }
 
 /// Storage and shared types whose constructor converts values where a mode packs them or
-/// stores bits: the type, the variants where its constructor stores the wrong bits, and the
-/// function to use instead.
-pub const PACKED_TYPES: [(&str, &str, &str); 6] = [
+/// stores bits: the type, the float modes where its constructor stores the wrong bits, how they
+/// hold the type, and the function to use instead.
+pub const PACKED_TYPES: [(&str, &[FloatMode], &str, &str); 6] = [
     (
         "lfpvec4",
-        "fp16p, fp16pa, fp16s and bf16p (four halves or bf16 values packed in a `uvec2`)",
+        &[FloatMode::Fp16p, FloatMode::Fp16pa, FloatMode::Fp16s, FloatMode::Bf16p],
+        "four halves or bf16 values packed in a `uvec2`",
         "`afp2lfpvec4(v)` (from an arithmetic value) or `sfp2lfpvec4(v)` / `buffer_sm4(buf, i)` (from storage)",
     ),
-    ("sfp", "bf16s (bf16 bits in a `uint16_t`)", "`buffer_st1(buf, i, v)`"),
+    (
+        "sfp",
+        &[FloatMode::Bf16s],
+        "bf16 bits in a `uint16_t`",
+        "`buffer_st1(buf, i, v)`",
+    ),
     (
         "sfpvec2",
-        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        &[FloatMode::Fp16p, FloatMode::Fp16pa, FloatMode::Bf16p, FloatMode::Bf16s],
+        "packed halves or bf16 bits",
         "`buffer_st2(buf, i, v)`",
     ),
     (
         "sfpvec4",
-        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        &[FloatMode::Fp16p, FloatMode::Fp16pa, FloatMode::Bf16p, FloatMode::Bf16s],
+        "packed halves or bf16 bits",
         "`buffer_st4(buf, i, v)`",
     ),
     (
         "sfpvec8",
-        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        &[FloatMode::Fp16p, FloatMode::Fp16pa, FloatMode::Bf16p, FloatMode::Bf16s],
+        "packed halves or bf16 bits",
         "`buffer_st8(buf, i, v)`",
     ),
     (
         "sfpmat4",
-        "fp16p, fp16pa, fp16s, bf16p and bf16s (packed halves or bf16 bits)",
+        &[
+            FloatMode::Fp16p,
+            FloatMode::Fp16pa,
+            FloatMode::Fp16s,
+            FloatMode::Bf16p,
+            FloatMode::Bf16s,
+        ],
+        "packed halves or bf16 bits",
         "`afp2sfpmat4(v)`",
     ),
 ];
 
-/// Constructor calls on [`PACKED_TYPES`] the kernel doesn't define itself: `(type, line)`.
-pub fn packed_constructors(calls: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+/// Constructor calls on [`PACKED_TYPES`] that store the wrong bits in float mode `mode`, the
+/// kernel doesn't define itself: `(type, line)`.
+pub fn packed_constructors<L: Clone>(
+    calls: &[(String, L)],
+    own: &BTreeSet<String>,
+    mode: FloatMode,
+) -> Vec<(String, L)> {
     calls
         .iter()
-        .filter(|(id, _)| PACKED_TYPES.iter().any(|(t, _, _)| t == id) && !own.contains(id))
+        .filter(|(id, _)| {
+            PACKED_TYPES
+                .iter()
+                .any(|(t, modes, _, _)| t == id && modes.contains(&mode))
+                && !own.contains(id)
+        })
         .cloned()
         .collect()
 }
@@ -639,8 +670,9 @@ mod tests {
             vec![("ncnn_subgroupSize".into(), 2)]
         );
         assert_eq!(
-            packed_constructors(&calls(text), &own),
+            packed_constructors(&calls(text), &own, FloatMode::Fp16s),
             vec![("lfpvec4".into(), 4)]
         );
+        assert!(packed_constructors(&calls(text), &own, FloatMode::Fp16sa).is_empty());
     }
 }
