@@ -959,3 +959,126 @@ fn int16_vocabulary_matches_cpu() {
     assert_eq!(et.download_i32().unwrap(), want_e, "packInt2x16");
     assert_clean(&ctx);
 }
+
+vkprism::compute_shader! {
+    /// Writes the device facts it reads (specialization constants the runtime fills), one only
+    /// in the fp16-storage variants, and doubles `a[0]` in a branch on the subgroup size.
+    pub mod device_facts,
+    src: r#"
+#version 450
+layout (local_size_x = 1) in;
+layout (binding = 0) writeonly buffer o_blob { int o[]; };
+layout (binding = 1) buffer a_blob { sfp a[]; };
+void main() {
+    o[0] = ncnn_subgroupSize;
+#if NCNN_fp16_storage
+    o[1] = ncnn_vendorID;
+#else
+    o[1] = -1;
+#endif
+    o[2] = ncnn_deviceID;
+    o[3] = ncnn_driverID;
+    o[4] = ncnn_storageBuffer16BitAccess;
+    o[5] = ncnn_uniformAndStorageBuffer16BitAccess;
+    o[6] = ncnn_shaderFloat16;
+    o[7] = ncnn_storageBuffer8BitAccess;
+    o[8] = ncnn_shaderInt8;
+    o[9] = ncnn_shaderInt16;
+    o[10] = ncnn_shaderInt64;
+    o[11] = ncnn_shaderBFloat16Type;
+    o[12] = ncnn_cooperativeMatrix;
+    o[13] = ncnn_subgroupSizeControl;
+    o[14] = ncnn_shaderIntegerDotProduct;
+    if (ncnn_subgroupSize > 0 && ncnn_subgroupSize <= 128) {
+        buffer_st1(a, 0, buffer_ld1(a, 0) * afp(2));
+    }
+}
+"#,
+}
+
+#[test]
+fn device_facts_are_the_devices_in_every_variant() {
+    use vkprism::{DeviceFact, Feature, PipelineDesc};
+    let ctx = ctx();
+    let report = ctx.report();
+    let features = report.features;
+    let mut sizes = vec![None];
+    if features.supports(Feature::SubgroupSizeControl) {
+        sizes.push(Some(features.limits.min_subgroup_size));
+        sizes.push(Some(features.limits.max_subgroup_size));
+    }
+    assert_eq!(
+        device_facts::VARIANT_NAMES,
+        ["fp32", "fp16s", "fp16sa", "bf16s"]
+    );
+    for name in device_facts::VARIANT_NAMES {
+        let k = match ctx.load_with::<device_facts::Kernel>(&LoadOptions::variant(name)) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("{name}: not on this device ({e})");
+                continue;
+            }
+        };
+        let variant = k.variant();
+        let fp16_storage = variant.key.float.is_storage16() && variant.key.float.is_fp16();
+        // Reflected per variant: the vendor is read only where the branch is compiled.
+        assert_eq!(
+            variant.device_facts.contains(&DeviceFact::VendorId),
+            fp16_storage,
+            "{name}"
+        );
+        assert_eq!(variant.device_facts.len(), 14 + usize::from(fp16_storage));
+        for size in &sizes {
+            let fmt = variant.bindings[1].format;
+            let o = Tensor::new(&ctx, &[15], TensorFormat::I32).unwrap();
+            o.upload_i32(&[0x5555; 15]).unwrap();
+            let a = Tensor::from_f32(&ctx, &[1], fmt, &[1.5]).unwrap();
+            let desc = PipelineDesc {
+                local_size: None,
+                subgroup_size: *size,
+            };
+            let pipe = k.pipeline_with(&Default::default(), &desc).unwrap();
+            ctx.run(|l| {
+                l.dispatch(
+                    &pipe,
+                    &device_facts::BufferBindings {
+                        o_blob: &o,
+                        a_blob: &a,
+                    },
+                    &Default::default(),
+                    [1, 1, 1],
+                )
+            })
+            .unwrap();
+            let feature = |f: Feature| i32::from(features.supports(f));
+            let want = [
+                size.unwrap_or(features.limits.subgroup_size) as i32,
+                if fp16_storage {
+                    report.vendor_id as i32
+                } else {
+                    -1
+                },
+                report.device_id as i32,
+                report.driver_id as i32,
+                feature(Feature::StorageBuffer16BitAccess),
+                feature(Feature::UniformAndStorageBuffer16BitAccess),
+                feature(Feature::ShaderFloat16),
+                feature(Feature::StorageBuffer8BitAccess),
+                feature(Feature::ShaderInt8),
+                feature(Feature::ShaderInt16),
+                feature(Feature::ShaderInt64),
+                feature(Feature::ShaderBFloat16Type),
+                feature(Feature::CooperativeMatrix),
+                feature(Feature::SubgroupSizeControl),
+                feature(Feature::IntegerDotProduct),
+            ];
+            assert_eq!(o.download_i32().unwrap(), want, "{name} subgroup {size:?}");
+            assert_eq!(
+                a.download_f32().unwrap(),
+                [3.0],
+                "{name}: the expression use"
+            );
+        }
+    }
+    assert_clean(&ctx);
+}

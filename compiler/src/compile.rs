@@ -25,6 +25,8 @@ pub struct Diagnostic {
 pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)]) -> String {
     let mut pre = preamble(key);
     pre.push_str(&local_size_layout(idents));
+    let own = crate::scan::defined_names(&source.all_text);
+    pre.push_str(&crate::preamble::device_fact_constants(idents, &own));
     splice(source, &pre)
 }
 

@@ -20,6 +20,8 @@ pub struct VariantModel {
     pub reads_num_workgroups: bool,
     /// The cooperative-matrix shapes the variant multiplies (reflected).
     pub cooperative_matrices: Vec<vkprism_core::CoopMatShape>,
+    /// The device facts the variant reads (reflected).
+    pub device_facts: Vec<vkprism_core::DeviceFact>,
 }
 
 /// The whole kernel: its variants and the interface they share.
@@ -201,6 +203,7 @@ fn variant_model(
         bindings,
         reads_num_workgroups: r.reads_num_workgroups,
         cooperative_matrices: r.cooperative_matrices.clone(),
+        device_facts: r.device_facts.clone(),
     }
 }
 

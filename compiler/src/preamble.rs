@@ -14,8 +14,9 @@
 //!   glslang has no `GL_EXT_bfloat16`, and arithmetic is fp32 in both cases, so the bytes in
 //!   memory and the results are the same. Conversions round to nearest even.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
-use vkprism_core::{FloatMode, Int8Mode, MemoryKind, VariantKey};
+use vkprism_core::{DeviceFact, FloatMode, Int8Mode, MemoryKind, VariantKey};
 
 /// ncnn's `NCNN_…` switches for `key`, in the order they are defined.
 fn ncnn_flags(key: &VariantKey) -> [(&'static str, bool); 12] {
@@ -78,6 +79,31 @@ pub fn switches(key: &VariantKey) -> String {
     s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
     for name in UNUSED_SWITCHES {
         let _ = writeln!(s, "#define {name} 0");
+    }
+    s
+}
+
+/// The device facts (`ncnn_subgroupSize`, ...) among `idents` that the kernel doesn't `#define`
+/// itself (`own`), declared as `int` specialization constants with their reserved ids: the
+/// runtime sets each from the device when it creates a pipeline. The defaults are never used.
+pub fn device_fact_constants(idents: &[(String, u32)], own: &BTreeSet<String>) -> String {
+    let mut s = String::new();
+    for fact in DeviceFact::ALL {
+        let name = fact.glsl_name();
+        if own.contains(name) || !idents.iter().any(|(id, _)| id == name) {
+            continue;
+        }
+        // A subgroup size of 0 would divide by zero where a constant expression divides by it.
+        let default = if fact == DeviceFact::SubgroupSize {
+            32
+        } else {
+            0
+        };
+        let id = fact.spec_id();
+        let _ = writeln!(
+            s,
+            "layout (constant_id = {id}) const int {name} = {default};"
+        );
     }
     s
 }

@@ -5,7 +5,7 @@
 //! from SPIR-V reflection (`reflect/`).
 
 use std::collections::BTreeSet;
-use vkprism_core::FloatMode;
+use vkprism_core::{DeviceFact, FloatMode};
 
 /// The identifiers of a kernel: of its main text (whose lines are the kernel's own) and of the
 /// main text followed by every include (what the variant axes and the checks look at).
@@ -465,11 +465,13 @@ pub fn near_types(name: &str) -> Vec<&'static str> {
     }
 }
 
-/// The `ncnn_*` device facts vkprism defines, per variant (`preamble.rs`): the rest of ncnn's
+/// The `ncnn_*` facts vkprism defines as macros, per variant (`preamble.rs`). The numeric device
+/// facts (`vkprism_core::DeviceFact`) are specialization constants instead; the rest of ncnn's
 /// `ncnn_*` names describe the device a pipeline is created on, unknown at build time.
 pub const KNOWN_DEVICE_FACTS: [&str; 2] = ["ncnn_VK_KHR_cooperative_matrix", "ncnn_glsl_version"];
 
-/// `ncnn_*` names that vkprism doesn't define and the kernel doesn't `#define`: `(name, line)`.
+/// `ncnn_*` names that vkprism doesn't define (as a macro or a device fact) and the kernel doesn't
+/// `#define`: `(name, line)`.
 pub fn unknown_device_facts(
     idents: &[(String, u32)],
     own: &BTreeSet<String>,
@@ -480,11 +482,46 @@ pub fn unknown_device_facts(
         .filter(|(id, _)| {
             id.starts_with("ncnn_")
                 && !KNOWN_DEVICE_FACTS.contains(&id.as_str())
+                && DeviceFact::from_glsl_name(id).is_none()
                 && !own.contains(id)
                 && seen.insert(id.clone())
         })
         .cloned()
         .collect()
+}
+
+/// The identifiers on the preprocessor's conditional lines of `text` (`#if`, `#elif`, `#ifdef`,
+/// `#ifndef`, backslash continuations joined): `(name, line)`.
+pub fn conditional_identifiers(text: &str) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    let mut continued: Option<u32> = None;
+    for (k, line) in text.lines().enumerate() {
+        let number = k as u32 + 1;
+        let start = match continued {
+            Some(first) => Some(first),
+            None => {
+                let directive = line.trim_start().strip_prefix('#').map(str::trim_start);
+                directive
+                    .filter(|d| {
+                        ["if", "elif", "ifdef", "ifndef"].iter().any(|w| {
+                            d.strip_prefix(w).is_some_and(|r| {
+                                r.is_empty()
+                                    || !r.starts_with(|c: char| {
+                                        c.is_ascii_alphanumeric() || c == '_'
+                                    })
+                            })
+                        })
+                    })
+                    .map(|_| number)
+            }
+        };
+        let Some(first) = start else { continue };
+        // The line's own identifiers, reported at the directive's first line.
+        let code = line.split("//").next().unwrap_or("");
+        out.extend(identifiers(code).into_iter().map(|(id, _)| (id, first)));
+        continued = line.trim_end().ends_with('\\').then_some(first);
+    }
+    out
 }
 
 /// Storage and shared types whose constructor converts values where a mode packs them or
@@ -662,12 +699,30 @@ mod tests {
     }
 
     #[test]
+    fn conditional_lines() {
+        let text =
+            "#if A \\\n  || B // C\nD\n  #  ifdef E\n#ifx F\n#elif G\n#include \"H\"\n#define I J";
+        assert_eq!(
+            conditional_identifiers(text),
+            [
+                ("if".to_string(), 1),
+                ("A".into(), 1),
+                ("B".into(), 1),
+                ("ifdef".into(), 4),
+                ("E".into(), 4),
+                ("elif".into(), 6),
+                ("G".into(), 6)
+            ]
+        );
+    }
+
+    #[test]
     fn device_facts_and_constructors() {
-        let text = "#define ncnn_mine 1\n#if ncnn_subgroupSize > 32 || ncnn_mine || ncnn_VK_KHR_cooperative_matrix\n#endif\ntmp[i] = lfpvec4 (v); afpvec4 a = afpvec4(v); sfp2lfpvec4(w);";
+        let text = "#define ncnn_mine 1\n#if ncnn_robustBufferAccess > 32 || ncnn_mine || ncnn_VK_KHR_cooperative_matrix\n#endif\ntmp[i] = lfpvec4 (v); afpvec4 a = afpvec4(v); sfp2lfpvec4(w);\nint s = ncnn_subgroupSize;";
         let own = defined_names(text);
         assert_eq!(
             unknown_device_facts(&identifiers(text), &own),
-            vec![("ncnn_subgroupSize".into(), 2)]
+            vec![("ncnn_robustBufferAccess".into(), 2)]
         );
         assert_eq!(
             packed_constructors(&calls(text), &own, FloatMode::Fp16s),

@@ -13,7 +13,7 @@ use crate::preamble;
 use crate::scan::{self, Identifiers};
 use crate::source::Source;
 use std::collections::BTreeSet;
-use vkprism_core::VariantKey;
+use vkprism_core::{DeviceFact, VariantKey};
 
 /// Records every lexical mistake in `source` that doesn't depend on the variant (the names
 /// tested in `#if`, `psc`); `false` when there was one.
@@ -21,9 +21,10 @@ pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
     // Names the kernel (or an include) defines itself are its own, whatever their prefix.
     let own = scan::defined_names(&source.all_text);
     let facts_ok = check_device_facts(cx, source, idents, &own);
+    let conditionals_ok = check_facts_in_conditionals(cx, source, &own);
     let switches_ok = check_switches(cx, source, idents, &own);
     let psc_ok = check_psc(cx, source, idents);
-    facts_ok && switches_ok && psc_ok
+    facts_ok && conditionals_ok && switches_ok && psc_ok
 }
 
 /// The checks on the names each variant compiles (after the preprocessor: a name inside a branch
@@ -221,12 +222,48 @@ fn check_device_facts(
         cx.error(
             source.span,
             format!(
-                "{at}: `{name}` is a fact about the device the pipeline runs on, which vkprism can't know when it compiles the kernel (it would silently be 0 in `#if`); vkprism defines {} per variant. Test the variant's own switches (`NCNN_fp16_storage`, `NCNN_cooperative_matrix`, ...), or read the value at run time (`gl_SubgroupSize`, a specialization constant)",
-                scan::KNOWN_DEVICE_FACTS.map(|n| format!("`{n}`")).join(" and ")
+                "{at}: `{name}` is a fact about the device the pipeline runs on, which vkprism can't know when it compiles the kernel (it would silently be 0 in `#if`); vkprism defines {} per variant, and as specialization constants the runtime sets from the device: {}. Test the variant's own switches (`NCNN_fp16_storage`, `NCNN_cooperative_matrix`, ...), or read the value at run time (`gl_SubgroupSize`, a specialization constant)",
+                scan::KNOWN_DEVICE_FACTS.map(|n| format!("`{n}`")).join(" and "),
+                fact_names()
             ),
         );
     }
     unknown.is_empty()
+}
+
+/// The device facts vkprism declares as specialization constants, for a message.
+fn fact_names() -> String {
+    let names: Vec<&str> = DeviceFact::ALL.iter().map(|f| f.glsl_name()).collect();
+    names.join(", ")
+}
+
+/// A device fact (`ncnn_subgroupSize`) is a specialization constant: the preprocessor, which
+/// runs at build time, can't see its value, and would silently take it as 0 in `#if`.
+fn check_facts_in_conditionals(cx: &Ctxt, source: &Source, own: &BTreeSet<String>) -> bool {
+    let main_lines = source.text.lines().count() as u32;
+    let mut seen = BTreeSet::new();
+    let mut ok = true;
+    for (name, line) in scan::conditional_identifiers(&source.all_text) {
+        if DeviceFact::from_glsl_name(&name).is_none() || own.contains(&name) {
+            continue;
+        }
+        if !seen.insert(name.clone()) {
+            continue;
+        }
+        ok = false;
+        let at = if line <= main_lines {
+            source.locate(line)
+        } else {
+            "an included file".to_string()
+        };
+        cx.error(
+            source.span,
+            format!(
+                "{at}: `{name}` is a specialization constant the runtime sets from the device when it creates the pipeline, so the preprocessor can't see it (in `#if` it would silently be 0); test it in an expression instead: `if ({name} == 32) {{ ... }}` (the driver folds the branch away)"
+            ),
+        );
+    }
+    ok
 }
 
 /// `psc(x)` expands to `(x == 0 ? p.x : x)`: the push-constant block must be named `p` and

@@ -2,7 +2,7 @@
 //! reads it. Every value here comes from SPIR-V reflection of the compiled variants (what a
 //! variant needs from the device is a function of its key: `VariantInfo::requires`).
 
-use crate::{CoopMatShape, FeatureSet, VariantKey};
+use crate::{CoopMatShape, DeviceFact, FeatureSet, VariantKey};
 
 /// Everything the runtime needs to know about one kernel.
 #[derive(Debug)]
@@ -34,6 +34,9 @@ pub struct VariantInfo {
     /// The cooperative-matrix multiply-adds the SPIR-V performs (empty unless a `_cm` variant):
     /// the device must offer each.
     pub cooperative_matrices: &'static [CoopMatShape],
+    /// The device facts the SPIR-V reads (`ncnn_subgroupSize`, ...): specialization constants
+    /// with reserved ids (`DeviceFact::spec_id`) that the runtime fills from the device.
+    pub device_facts: &'static [DeviceFact],
 }
 
 impl VariantInfo {

@@ -9,11 +9,13 @@
 #![deny(missing_docs)]
 
 mod coopmat;
+mod facts;
 mod features;
 mod info;
 mod variant;
 
 pub use coopmat::{CoopMatShape, CoopMatShapes};
+pub use facts::{DeviceFact, FIRST_DEVICE_FACT_ID};
 pub use features::{DeviceFeatures, DeviceLimits, Feature, FeatureSet};
 pub use info::{
     Access, BindingInfo, BindingKind, ElementType, KernelInfo, LocalSizeDim, PushConstantInfo,

@@ -74,8 +74,8 @@ pub use select::{
 };
 pub use tensor::Tensor;
 pub use vkprism_core::{
-    Access, BindingInfo, BindingKind, DeviceFeatures, DeviceLimits, Feature, FeatureSet, FloatMode,
-    Int8Mode, KernelInfo, MemoryKind, TensorFormat, VariantInfo, VariantKey,
+    Access, BindingInfo, BindingKind, DeviceFact, DeviceFeatures, DeviceLimits, Feature,
+    FeatureSet, FloatMode, Int8Mode, KernelInfo, MemoryKind, TensorFormat, VariantInfo, VariantKey,
 };
 
 /// Includes a SPIR-V file (as `include_bytes!` finds it) as `&'static [u32]`, usable in `const`

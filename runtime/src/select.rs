@@ -371,6 +371,7 @@ mod tests {
                 } else {
                     &[]
                 },
+                device_facts: &[],
             })
             .collect();
         Box::leak(Box::new(KernelInfo {

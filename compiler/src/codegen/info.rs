@@ -6,7 +6,7 @@ use crate::model::{KernelModel, VariantModel};
 use crate::reflect::Binding;
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
-use vkprism_core::{CoopMatShape, LocalSizeDim, ScalarKind, TensorFormat, VariantKey};
+use vkprism_core::{CoopMatShape, DeviceFact, LocalSizeDim, ScalarKind, TensorFormat, VariantKey};
 
 /// `Kernel`, its `Kernel` impl and the static tables behind it.
 pub fn items(p: &TokenStream, name: &str, model: &KernelModel) -> TokenStream {
@@ -65,12 +65,18 @@ fn variant_info(p: &TokenStream, v: &VariantModel) -> TokenStream {
     let bindings = v.bindings.iter().map(|(b, f)| binding_tokens(p, b, *f));
     let reads_num_workgroups = v.reads_num_workgroups;
     let coopmats = v.cooperative_matrices.iter().map(|s| coopmat_tokens(p, s));
+    // By index into `DeviceFact::ALL`: one path for a fact that wraps a feature too.
+    let facts = v.device_facts.iter().filter_map(|f| {
+        let index = DeviceFact::ALL.iter().position(|x| x == f)?;
+        Some(quote!(#p::DeviceFact::ALL[#index]))
+    });
     quote!(#p::VariantInfo {
         key: #key,
         reads_num_workgroups: #reads_num_workgroups,
         spirv: &[#(#words),*],
         bindings: &[#(#bindings),*],
         cooperative_matrices: &[#(#coopmats),*],
+        device_facts: &[#(#facts),*],
     })
 }
 
