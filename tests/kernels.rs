@@ -867,9 +867,10 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
 }
 
 vkprism::compute_shader! {
-    /// ncnn's int16 vocabulary (every int16 value in an `int`: vkprism has no int16 axis):
-    /// `i16buffer_ld1/ld2/ld4/st1/st2/st4/sm4`, `lint16vec4` shared memory with
-    /// `lint162aint16vec4`, `packInt2x16` / `unpackInt2x16`.
+    /// ncnn's int16 vocabulary in each int16 mode (int16p: two per `int`; int16s: `int16_t`
+    /// storage; int16a: `int16_t` arithmetic too): `i16buffer_ld1/ld2/ld4/st1/st2/st4/sm4`,
+    /// `lint16vec4` shared memory with `lint162aint16vec4`, `packInt2x16` / `unpackInt2x16`.
+    /// `f` takes one scalar store per invocation: neighbours share an `int` in int16p.
     pub mod int16_vocabulary,
     src: r#"
 #version 450
@@ -879,6 +880,7 @@ layout (binding = 1) readonly buffer b_blob { sint16vec4 b_data[]; };
 layout (binding = 2) writeonly buffer c_blob { sint16vec4 c_data[]; };
 layout (binding = 3) writeonly buffer d_blob { sint16 d_data[]; };
 layout (binding = 4) writeonly buffer e_blob { int e_data[]; };
+layout (binding = 5) buffer f_blob { sint16 f_data[]; };
 layout (push_constant) uniform parameter { int n; } p;
 shared lint16vec4 tmp[64];
 void main() {
@@ -895,68 +897,86 @@ void main() {
     i16buffer_st2(d_data, 2 * i, ivec2(s, -s));
     int packed = packInt2x16(ivec2(s, v.w));
     e_data[i] = packed + unpackInt2x16(packed).y;
+    i16buffer_st1(f_data, i, s * 3);
 }
 "#,
 }
 
 #[test]
-fn int16_vocabulary_matches_cpu() {
+fn int16_vocabulary_every_variant_matches_cpu() {
     use rand::{Rng, SeedableRng};
     let ctx = ctx();
     let n = 200;
     let mut rng = rand::rngs::StdRng::seed_from_u64(27);
-    let a: Vec<i32> = (0..n * 4)
-        .map(|_| i32::from(rng.gen::<i16>() / 4))
-        .collect();
-    let b: Vec<i32> = (0..n * 4)
-        .map(|_| i32::from(rng.gen::<i16>() / 4))
-        .collect();
-    assert_eq!(int16_vocabulary::VARIANT_NAMES, ["fp32"]);
-    let k = ctx.load::<int16_vocabulary::Kernel>().unwrap();
-    assert!(k
-        .variant()
-        .bindings
-        .iter()
-        .all(|b| b.format == TensorFormat::I32));
-    let tensor = |data: &[i32]| {
-        let t = Tensor::new(&ctx, &[data.len()], TensorFormat::I32).unwrap();
-        t.upload_i32(data).unwrap();
-        t
-    };
-    let (at, bt) = (tensor(&a), tensor(&b));
-    let (ct, dt, et) = (
-        tensor(&vec![0x5555; n * 4]),
-        tensor(&vec![0x5555; n * 2]),
-        tensor(&vec![0x5555; n]),
+    let mut values =
+        |count: usize| -> Vec<i16> { (0..count).map(|_| (rng.gen::<i16>() / 4) | 1).collect() };
+    let (a, b) = (values(n * 4), values(n * 4));
+    assert_eq!(
+        int16_vocabulary::VARIANT_NAMES,
+        ["fp32_int16p", "fp32_int16s", "fp32_int16a"]
     );
-    let pipe = k.pipeline(&Default::default(), None).unwrap();
-    ctx.run(|l| {
-        l.dispatch(
-            &pipe,
-            &int16_vocabulary::BufferBindings {
-                a_blob: &at,
-                b_blob: &bt,
-                c_blob: &ct,
-                d_blob: &dt,
-                e_blob: &et,
-            },
-            &int16_vocabulary::PushConstants { n: n as i32 },
-            [n as u32, 1, 1],
-        )
-    })
-    .unwrap();
-    let want_c: Vec<i32> = (0..n * 4).map(|j| 2 * b[j] + a[j]).collect();
-    assert_eq!(ct.download_i32().unwrap(), want_c, "i16buffer_st4");
-    let want_d: Vec<i32> = (0..n).flat_map(|i| [a[4 * i], -a[4 * i]]).collect();
-    assert_eq!(dt.download_i32().unwrap(), want_d, "i16buffer_st2");
-    let want_e: Vec<i32> = (0..n)
-        .map(|i| {
-            let (s, w) = (a[4 * i], b[4 * i + 3]);
-            let packed = ((s as u32 & 0xffff) | ((w as u32 & 0xffff) << 16)) as i32;
-            packed.wrapping_add(w)
+    for name in int16_vocabulary::VARIANT_NAMES {
+        let k = match ctx.load_with::<int16_vocabulary::Kernel>(&LoadOptions::variant(name)) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("{name}: not on this device ({e})");
+                continue;
+            }
+        };
+        let formats: Vec<TensorFormat> = k.variant().bindings.iter().map(|b| b.format).collect();
+        use TensorFormat::{I16, I32};
+        assert_eq!(formats, [I16, I16, I16, I16, I32, I16], "{name}");
+        let int16 = |data: &[i16]| {
+            let t = Tensor::new(&ctx, &[data.len()], I16).unwrap();
+            t.upload_i16(data).unwrap();
+            t
+        };
+        let (at, bt) = (int16(&a), int16(&b));
+        let (ct, dt, ft) = (
+            int16(&vec![0x5555; n * 4]),
+            int16(&vec![0x5555; n * 2]),
+            int16(&vec![0x5555; n]),
+        );
+        let et = Tensor::new(&ctx, &[n], I32).unwrap();
+        et.upload_i32(&vec![0x5555; n]).unwrap();
+        let pipe = k.pipeline(&Default::default(), None).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &int16_vocabulary::BufferBindings {
+                    a_blob: &at,
+                    b_blob: &bt,
+                    c_blob: &ct,
+                    d_blob: &dt,
+                    e_blob: &et,
+                    f_blob: &ft,
+                },
+                &int16_vocabulary::PushConstants { n: n as i32 },
+                [n as u32, 1, 1],
+            )
         })
-        .collect();
-    assert_eq!(et.download_i32().unwrap(), want_e, "packInt2x16");
+        .unwrap();
+        let (a, b): (Vec<i32>, Vec<i32>) = (
+            a.iter().map(|v| i32::from(*v)).collect(),
+            b.iter().map(|v| i32::from(*v)).collect(),
+        );
+        let want_c: Vec<i16> = (0..n * 4).map(|j| (2 * b[j] + a[j]) as i16).collect();
+        assert_eq!(ct.download_i16().unwrap(), want_c, "{name}: i16buffer_st4");
+        let want_d: Vec<i16> = (0..n)
+            .flat_map(|i| [a[4 * i] as i16, -a[4 * i] as i16])
+            .collect();
+        assert_eq!(dt.download_i16().unwrap(), want_d, "{name}: i16buffer_st2");
+        let want_e: Vec<i32> = (0..n)
+            .map(|i| {
+                let (s, w) = (a[4 * i], b[4 * i + 3]);
+                let packed = ((s as u32 & 0xffff) | ((w as u32 & 0xffff) << 16)) as i32;
+                packed.wrapping_add(w)
+            })
+            .collect();
+        assert_eq!(et.download_i32().unwrap(), want_e, "{name}: packInt2x16");
+        let want_f: Vec<i16> = (0..n).map(|i| (3 * a[4 * i]) as i16).collect();
+        assert_eq!(ft.download_i16().unwrap(), want_f, "{name}: i16buffer_st1");
+    }
     assert_clean(&ctx);
 }
 

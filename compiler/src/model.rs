@@ -45,6 +45,7 @@ pub fn reference_key(key: &VariantKey) -> VariantKey {
     VariantKey {
         float: vkprism_core::FloatMode::Fp32,
         int8: key.int8.map(|_| vkprism_core::Int8Mode::Int8s),
+        int16: key.int16.map(|_| vkprism_core::Int16Mode::Int16s),
         // fp32 has no cooperative-matrix variants (variants::coopmat_values).
         coopmat: key.coopmat.map(|_| false),
         ..*key
@@ -72,6 +73,9 @@ pub fn binding_format(key: &VariantKey, b: &Binding, reference: Option<&Binding>
         (ScalarKind::U32, Some(ScalarKind::F32)) => key.float.storage_format(),
         (ScalarKind::U32, Some(ScalarKind::I8)) => TensorFormat::I8,
         (ScalarKind::I8, _) => TensorFormat::I8,
+        // int16p packs two int16 per `int` where int16s stores `int16_t`: the same bytes.
+        (ScalarKind::I32, Some(ScalarKind::I16)) => TensorFormat::I16,
+        (ScalarKind::I16, _) => TensorFormat::I16,
         (ScalarKind::I32, _) => TensorFormat::I32,
         (ScalarKind::U32, _) => TensorFormat::U32,
         _ => TensorFormat::Raw,

@@ -130,6 +130,9 @@ pub struct Axes {
     pub image: bool,
     /// Uses int8 types or `NCNN_int8_…`.
     pub int8: bool,
+    /// Uses int16 types or functions (`sint16…`, `i16buffer_…`, `lint162aint16…`) or
+    /// `NCNN_int16_…`.
+    pub int16: bool,
     /// Tests `NCNN_shader_local_memory`.
     pub local_memory: bool,
     /// Tests `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`).
@@ -192,6 +195,12 @@ impl Axes {
                 .any(|p| id.starts_with(p))
             {
                 a.int8 = true;
+            }
+            if ["sint16", "aint16", "lint16", "i16buffer_", "NCNN_int16_"]
+                .iter()
+                .any(|p| id.starts_with(p))
+            {
+                a.int16 = true;
             }
             if id == "NCNN_shader_local_memory" {
                 a.local_memory = true;
@@ -630,6 +639,7 @@ mod tests {
                 buffer: true,
                 image: true,
                 int8: true,
+                int16: false,
                 local_memory: true,
                 coopmat: false,
                 // buffer_ld4 without an sfpvec4 buffer anywhere: nothing packs.
@@ -642,6 +652,10 @@ mod tests {
         assert!(!Axes::of(&ids).no_packed_storage);
         let ids = identifiers("#if NCNN_cooperative_matrix\n#endif\nsfp x;");
         assert!(Axes::of(&ids).coopmat);
+        let ids = identifiers("aint16vec4 v = lint162aint16vec4(t);");
+        assert!(Axes::of(&ids).int16 && !Axes::of(&ids).int8);
+        let ids = identifiers("int x = packInt2x16(v);");
+        assert!(!Axes::of(&ids).int16);
         let ids = identifiers("image2d_ld4(s, p)");
         assert!(Axes::of(&ids).image && !Axes::of(&ids).buffer);
     }

@@ -167,6 +167,8 @@ pub enum TensorFormat {
     Bf16,
     /// Signed 8-bit integers.
     I8,
+    /// Signed 16-bit integers (also the layout of packed int16: element 0 in the low half).
+    I16,
     /// Signed 32-bit integers.
     I32,
     /// Unsigned 32-bit integers.
@@ -180,7 +182,7 @@ impl TensorFormat {
     pub const fn size(self) -> usize {
         match self {
             TensorFormat::F32 | TensorFormat::I32 | TensorFormat::U32 => 4,
-            TensorFormat::F16 | TensorFormat::Bf16 => 2,
+            TensorFormat::F16 | TensorFormat::Bf16 | TensorFormat::I16 => 2,
             TensorFormat::I8 | TensorFormat::Raw => 1,
         }
     }

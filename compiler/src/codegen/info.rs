@@ -90,12 +90,19 @@ fn key_tokens(p: &TokenStream, k: &VariantKey) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let int16 = match k.int16 {
+        Some(i) => {
+            let i = dbg_ident(&i);
+            quote!(::core::option::Option::Some(#p::Int16Mode::#i))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     let flag = |v: Option<bool>| match v {
         Some(b) => quote!(::core::option::Option::Some(#b)),
         None => quote!(::core::option::Option::None),
     };
     let (lm, cm) = (flag(k.local_memory), flag(k.coopmat));
-    quote!(#p::VariantKey { float: #p::FloatMode::#float, memory: #p::MemoryKind::#memory, int8: #int8, local_memory: #lm, coopmat: #cm })
+    quote!(#p::VariantKey { float: #p::FloatMode::#float, memory: #p::MemoryKind::#memory, int8: #int8, int16: #int16, local_memory: #lm, coopmat: #cm })
 }
 
 fn coopmat_tokens(p: &TokenStream, s: &CoopMatShape) -> TokenStream {

@@ -149,13 +149,16 @@ fn referenced_ids(module: &Module) -> std::collections::HashSet<u32> {
         .collect()
 }
 
+/// Device facts, each with the result id of its specialization constant.
+type FactIds = Vec<(DeviceFact, u32)>;
+
 /// Splits the device facts (`ncnn_subgroupSize`, ...: the preamble declares them with their
 /// reserved ids), each with its result id, from the kernel's own constants; a constant of the
 /// kernel's own with a reserved id is an error (the runtime would overwrite it with a device
 /// fact).
 fn device_facts(
     spec: Vec<(SpecConstant, u32)>,
-) -> Result<(Vec<(DeviceFact, u32)>, Vec<SpecConstant>), ReflectError> {
+) -> Result<(FactIds, Vec<SpecConstant>), ReflectError> {
     let mut facts = Vec::new();
     let mut own = Vec::new();
     for (s, rid) in spec {
