@@ -176,7 +176,14 @@ fn compile_variants(
                 compiled.insert(key, (words, reflection));
             }
             Ok((Err(e), _)) => reflect_errors.entry(e.0).or_default().push(key.name()),
-            Err(diagnostics) if emit.contains(&key) => glsl_errors.add(key, diagnostics),
+            Err(mut diagnostics) if emit.contains(&key) => {
+                for d in &mut diagnostics {
+                    if let Some(line) = kernel_line(source, &d.location) {
+                        diagnostics::name_unknown_type(d, line);
+                    }
+                }
+                glsl_errors.add(key, diagnostics)
+            }
             Err(_) => {}
         }
     }
@@ -192,6 +199,22 @@ fn compile_variants(
     }
     let glsl_ok = glsl_errors.report(cx, source.span, emit.len());
     (ok && glsl_ok).then_some(compiled)
+}
+
+/// The main text's line that a message located at `location` (`file:line`, as
+/// `Source::locate` writes it) is about; `None` for a place in an include.
+fn kernel_line<'a>(source: &'a Source, location: &str) -> Option<&'a str> {
+    let (file, line) = location.rsplit_once(':')?;
+    let first = source.locate(1);
+    let (first_file, first_line) = first.rsplit_once(':')?;
+    if file != first_file {
+        return None;
+    }
+    let k = line
+        .parse::<usize>()
+        .ok()?
+        .checked_sub(first_line.parse().ok()?)?;
+    source.text.lines().nth(k)
 }
 
 /// The full GLSL text of variant `key` of `source`: the preamble of extended-GLSL definitions for

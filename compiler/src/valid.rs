@@ -47,7 +47,7 @@ pub fn check_variants(
             }
         }
     }
-    grouped.sort_by(|(a, _), (b, _)| diagnostics::position(a).cmp(&diagnostics::position(b)));
+    diagnostics::order(&mut grouped);
     for (d, names) in &grouped {
         let which = match names.len() {
             n if n == emitted => String::new(),
