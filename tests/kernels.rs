@@ -721,7 +721,9 @@ fn matrices_every_variant_match_cpu() {
 vkprism::compute_shader! {
     /// ncnn's current int8 and bf16 helpers: `float2int8vec4` / `float2int8`,
     /// `i8buffer_cp1to4` / `i8buffer_cp4to1` (reversing the four lanes), `i8buffer_sm4` (the
-    /// raw packed `int`), `packInt4x8` / `unpackInt4x8`, `packBFloat2x16` / `unpackBFloat2x16`.
+    /// raw packed `int`), `packInt4x8` / `unpackInt4x8`, `packBFloat2x16` / `unpackBFloat2x16`,
+    /// and scalar `i8buffer_cp1`: each invocation copies one byte, so in int8p four invocations
+    /// store into one word at once.
     pub mod int8_current,
     src: r#"
 #version 450
@@ -729,11 +731,12 @@ layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
 layout (binding = 1) readonly buffer q1_blob { sint8 q1_data[]; };
 layout (binding = 2) readonly buffer q4_blob { sint8vec4 q4_data[]; };
 layout (binding = 3) writeonly buffer a_blob { sint8vec4 a_data[]; };
-layout (binding = 4) writeonly buffer b_blob { sint8 b_data[]; };
+layout (binding = 4) buffer b_blob { sint8 b_data[]; };
 layout (binding = 5) writeonly buffer c_blob { sint8vec4 c_data[]; };
 layout (binding = 6) writeonly buffer d_blob { int d_data[]; };
 layout (binding = 7) writeonly buffer e_blob { ivec4 e_data[]; };
 layout (binding = 8) writeonly buffer g_blob { uvec2 g_data[]; };
+layout (binding = 9) buffer h_blob { sint8 h_data[]; };
 layout (push_constant) uniform parameter { int n; float scale; } p;
 void main() {
     const int i = int(gl_GlobalInvocationID.x);
@@ -749,28 +752,24 @@ void main() {
     e_data[i] = ivec4(float2int8(v.x), float2int8(v.y), float2int8(v.z), float2int8(v.w)) - q;
     uvec2 bf = uvec2(packBFloat2x16(v.xy), packBFloat2x16(v.zw));
     g_data[i] = bf ^ uvec2(floatBitsToUint(unpackBFloat2x16(bf.x)).y, floatBitsToUint(unpackBFloat2x16(bf.y)).y) >> 16;
+    for (int k = 0; k < 4; k++) {
+        // Invocation i copies byte 4k + i % 4 of block i / 4: four invocations share each word.
+        const int j = (i / 4) * 16 + 4 * k + i % 4;
+        i8buffer_cp1(h_data, j, q1_data, j);
+    }
 }
 "#,
 }
 
-/// An int8 tensor in the binding's format: bytes, or (a scalar `sint8` in int8p) one `int` each.
+/// An int8 tensor: every int8 binding takes bytes (int8p packs four per word, scalar `sint8`
+/// included).
 fn int8_tensor(ctx: &Context, format: TensorFormat, data: &[i8]) -> Tensor {
-    if format == TensorFormat::I8 {
-        return Tensor::from_i8(ctx, &[data.len()], data).unwrap();
-    }
-    assert_eq!(format, TensorFormat::I32);
-    let t = Tensor::new(ctx, &[data.len()], format).unwrap();
-    t.upload_i32(&data.iter().map(|v| i32::from(*v)).collect::<Vec<_>>())
-        .unwrap();
-    t
+    assert_eq!(format, TensorFormat::I8);
+    Tensor::from_i8(ctx, &[data.len()], data).unwrap()
 }
 
 fn int8_values(t: &Tensor) -> Vec<i8> {
-    if t.format() == TensorFormat::I8 {
-        return t.download_i8().unwrap();
-    }
-    let v = t.download_i32().unwrap();
-    v.iter().map(|v| i8::try_from(*v).unwrap()).collect()
+    t.download_i8().unwrap()
 }
 
 fn bf16_bits(v: f32) -> u32 {
@@ -781,7 +780,7 @@ fn bf16_bits(v: f32) -> u32 {
 fn int8_and_bf16_helpers_every_variant_match_cpu() {
     use rand::{Rng, SeedableRng};
     let ctx = ctx();
-    let n = 250;
+    let n = 256; // a multiple of 4: whole words of `h`
     let scale = 60.0f32; // x in ±[0.1, 4): products beyond ±127 saturate
     let x = random(n * 4, 25);
     let mut rng = rand::rngs::StdRng::seed_from_u64(26);
@@ -811,6 +810,7 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
         let (dt, et) = (int_tensor(n), int_tensor(n * 4));
         let gt = Tensor::new(&ctx, &[n * 2], TensorFormat::U32).unwrap();
         gt.upload_u32(&vec![0x5555_5555; n * 2]).unwrap();
+        let ht = int8_tensor(&ctx, f(9), &poison);
         let pipe = k.pipeline(&Default::default(), None).unwrap();
         ctx.run(|l| {
             l.dispatch(
@@ -825,6 +825,7 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
                     d_blob: &dt,
                     e_blob: &et,
                     g_blob: &gt,
+                    h_blob: &ht,
                 },
                 &int8_current::PushConstants { n: n as i32, scale },
                 [n as u32, 1, 1],
@@ -862,6 +863,7 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
             })
             .collect();
         assert_eq!(gt.download_u32().unwrap(), want_g, "{name} packBFloat2x16");
+        assert_eq!(int8_values(&ht), q1, "{name} i8buffer_cp1");
     }
     assert_clean(&ctx);
 }

@@ -72,6 +72,8 @@ pub fn binding_format(key: &VariantKey, b: &Binding, reference: Option<&Binding>
         (ScalarKind::U16, Some(ScalarKind::F32)) => TensorFormat::Bf16,
         (ScalarKind::U32, Some(ScalarKind::F32)) => key.float.storage_format(),
         (ScalarKind::U32, Some(ScalarKind::I8)) => TensorFormat::I8,
+        // int8p packs a scalar `sint8` buffer four per `int`: the bytes of `int8_t`s.
+        (ScalarKind::I32, Some(ScalarKind::I8)) => TensorFormat::I8,
         (ScalarKind::I8, _) => TensorFormat::I8,
         // int16p packs two int16 per `int` where int16s stores `int16_t`: the same bytes.
         (ScalarKind::I32, Some(ScalarKind::I16)) => TensorFormat::I16,

@@ -637,7 +637,10 @@ fn image_defs(f: FloatMode) -> &'static str {
 
 /// int8 types and functions: `sint8` / `sint8vec4` storage, `aint8` / `aint8vec4` arithmetic,
 /// `i8buffer_ld1/ld4/st1/st4/cp1/cp4`. Packed mode keeps four int8 in a `uint` (element 0 in the
-/// low byte, the same bytes as an `int8_t` array); its scalar `sint8` is an `int`.
+/// low byte, the same bytes as an `int8_t` array), and so does its scalar `sint8` buffer (an
+/// `int` array, ncnn's current layout): `i8buffer_st1` stores one byte by an atomic
+/// compare-and-swap loop (the other three may be stored by other invocations at the same time),
+/// so it reads the word, and such a buffer must not be declared `writeonly`.
 fn int8_defs(i: Int8Mode) -> String {
     let body = match i {
         Int8Mode::Int8p => {
@@ -646,11 +649,11 @@ fn int8_defs(i: Int8Mode) -> String {
 #define sint8vec4 uint
 #define aint8 int
 #define aint8vec4 ivec4
-#define i8buffer_ld1(buf,i) int(buf[i])
+#define i8buffer_ld1(buf,i) bitfieldExtract(buf[(i) / 4], ((i) % 4) * 8, 8)
 #define i8buffer_ld4(buf,i) ivec4(bitfieldExtract(int(buf[i]),0,8), bitfieldExtract(int(buf[i]),8,8), bitfieldExtract(int(buf[i]),16,8), bitfieldExtract(int(buf[i]),24,8))
-#define i8buffer_st1(buf,i,v) {buf[i] = int(v);}
+#define i8buffer_st1(buf,i,v) {uint _vkp_i = uint(i); uint _vkp_w = _vkp_i / 4u; int _vkp_old; int _vkp_new; do { _vkp_old = atomicOr(buf[_vkp_w], 0); _vkp_new = bitfieldInsert(_vkp_old, int(v), int(_vkp_i % 4u) * 8, 8); } while (atomicCompSwap(buf[_vkp_w], _vkp_old, _vkp_new) != _vkp_old);}
 #define i8buffer_st4(buf,i,v) {ivec4 _vkp_q = ivec4(v) & 255; buf[i] = uint(_vkp_q.x | (_vkp_q.y << 8) | (_vkp_q.z << 16) | (_vkp_q.w << 24));}
-#define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define i8buffer_cp1(buf,i,sbuf,si) {int _vkp_c = i8buffer_ld1(sbuf,si); i8buffer_st1(buf,i,_vkp_c);}
 #define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
 #define i8buffer_sm4(buf,i) int(buf[i])
 "#
