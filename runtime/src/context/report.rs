@@ -80,6 +80,11 @@ impl fmt::Display for DeviceReport {
         writeln!(f, "driver:   {} {}", self.driver_name, self.driver_info)?;
         writeln!(
             f,
+            "ids:      vendor {:#06x}, device {:#06x}, driver {}",
+            self.vendor_id, self.device_id, self.driver_id
+        )?;
+        writeln!(
+            f,
             "vulkan:   {}.{}.{}",
             vk::api_version_major(v),
             vk::api_version_minor(v),
