@@ -6,7 +6,9 @@
 //! 2. `source`: read the kernel text and its `#include`s.
 //! 3. `scan` + `valid`: the identifiers the text uses, which decide the variant axes; lexical
 //!    checks (unknown extended functions, `psc` without a block named `p`).
-//! 4. `variants`: enumerate the variants, apply the user's list.
+//! 4. `variants`: enumerate the variants, apply the user's list; `expanded`: each variant's
+//!    text after the preprocessor, for the per-variant checks of `valid` (unknown extended
+//!    names, constructors that store the wrong bits).
 //! 5. `preamble` + `compile`: per-variant GLSL, compiled by shaderc in parallel (`glslang`:
 //!    `_cm` variants by an external glslang 13.1); `diagnostics` groups the compiler's
 //!    messages across variants.
