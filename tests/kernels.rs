@@ -721,7 +721,9 @@ fn matrices_every_variant_match_cpu() {
 vkprism::compute_shader! {
     /// ncnn's current int8 and bf16 helpers: `float2int8vec4` / `float2int8`,
     /// `i8buffer_cp1to4` / `i8buffer_cp4to1` (reversing the four lanes), `i8buffer_sm4` (the
-    /// raw packed `int`), `packInt4x8` / `unpackInt4x8`, `packBFloat2x16` / `unpackBFloat2x16`.
+    /// raw packed `int`), `packInt4x8` / `unpackInt4x8`, `packBFloat2x16` / `unpackBFloat2x16`,
+    /// and scalar `i8buffer_cp1`: each invocation copies one byte, so in int8p four invocations
+    /// store into one word at once.
     pub mod int8_current,
     src: r#"
 #version 450
@@ -729,11 +731,12 @@ layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
 layout (binding = 1) readonly buffer q1_blob { sint8 q1_data[]; };
 layout (binding = 2) readonly buffer q4_blob { sint8vec4 q4_data[]; };
 layout (binding = 3) writeonly buffer a_blob { sint8vec4 a_data[]; };
-layout (binding = 4) writeonly buffer b_blob { sint8 b_data[]; };
+layout (binding = 4) buffer b_blob { sint8 b_data[]; };
 layout (binding = 5) writeonly buffer c_blob { sint8vec4 c_data[]; };
 layout (binding = 6) writeonly buffer d_blob { int d_data[]; };
 layout (binding = 7) writeonly buffer e_blob { ivec4 e_data[]; };
 layout (binding = 8) writeonly buffer g_blob { uvec2 g_data[]; };
+layout (binding = 9) buffer h_blob { sint8 h_data[]; };
 layout (push_constant) uniform parameter { int n; float scale; } p;
 void main() {
     const int i = int(gl_GlobalInvocationID.x);
@@ -749,28 +752,24 @@ void main() {
     e_data[i] = ivec4(float2int8(v.x), float2int8(v.y), float2int8(v.z), float2int8(v.w)) - q;
     uvec2 bf = uvec2(packBFloat2x16(v.xy), packBFloat2x16(v.zw));
     g_data[i] = bf ^ uvec2(floatBitsToUint(unpackBFloat2x16(bf.x)).y, floatBitsToUint(unpackBFloat2x16(bf.y)).y) >> 16;
+    for (int k = 0; k < 4; k++) {
+        // Invocation i copies byte 4k + i % 4 of block i / 4: four invocations share each word.
+        const int j = (i / 4) * 16 + 4 * k + i % 4;
+        i8buffer_cp1(h_data, j, q1_data, j);
+    }
 }
 "#,
 }
 
-/// An int8 tensor in the binding's format: bytes, or (a scalar `sint8` in int8p) one `int` each.
+/// An int8 tensor: every int8 binding takes bytes (int8p packs four per word, scalar `sint8`
+/// included).
 fn int8_tensor(ctx: &Context, format: TensorFormat, data: &[i8]) -> Tensor {
-    if format == TensorFormat::I8 {
-        return Tensor::from_i8(ctx, &[data.len()], data).unwrap();
-    }
-    assert_eq!(format, TensorFormat::I32);
-    let t = Tensor::new(ctx, &[data.len()], format).unwrap();
-    t.upload_i32(&data.iter().map(|v| i32::from(*v)).collect::<Vec<_>>())
-        .unwrap();
-    t
+    assert_eq!(format, TensorFormat::I8);
+    Tensor::from_i8(ctx, &[data.len()], data).unwrap()
 }
 
 fn int8_values(t: &Tensor) -> Vec<i8> {
-    if t.format() == TensorFormat::I8 {
-        return t.download_i8().unwrap();
-    }
-    let v = t.download_i32().unwrap();
-    v.iter().map(|v| i8::try_from(*v).unwrap()).collect()
+    t.download_i8().unwrap()
 }
 
 fn bf16_bits(v: f32) -> u32 {
@@ -781,7 +780,7 @@ fn bf16_bits(v: f32) -> u32 {
 fn int8_and_bf16_helpers_every_variant_match_cpu() {
     use rand::{Rng, SeedableRng};
     let ctx = ctx();
-    let n = 250;
+    let n = 256; // a multiple of 4: whole words of `h`
     let scale = 60.0f32; // x in ±[0.1, 4): products beyond ±127 saturate
     let x = random(n * 4, 25);
     let mut rng = rand::rngs::StdRng::seed_from_u64(26);
@@ -811,6 +810,7 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
         let (dt, et) = (int_tensor(n), int_tensor(n * 4));
         let gt = Tensor::new(&ctx, &[n * 2], TensorFormat::U32).unwrap();
         gt.upload_u32(&vec![0x5555_5555; n * 2]).unwrap();
+        let ht = int8_tensor(&ctx, f(9), &poison);
         let pipe = k.pipeline(&Default::default(), None).unwrap();
         ctx.run(|l| {
             l.dispatch(
@@ -825,6 +825,7 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
                     d_blob: &dt,
                     e_blob: &et,
                     g_blob: &gt,
+                    h_blob: &ht,
                 },
                 &int8_current::PushConstants { n: n as i32, scale },
                 [n as u32, 1, 1],
@@ -862,14 +863,16 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
             })
             .collect();
         assert_eq!(gt.download_u32().unwrap(), want_g, "{name} packBFloat2x16");
+        assert_eq!(int8_values(&ht), q1, "{name} i8buffer_cp1");
     }
     assert_clean(&ctx);
 }
 
 vkprism::compute_shader! {
-    /// ncnn's int16 vocabulary (every int16 value in an `int`: vkprism has no int16 axis):
-    /// `i16buffer_ld1/ld2/ld4/st1/st2/st4/sm4`, `lint16vec4` shared memory with
-    /// `lint162aint16vec4`, `packInt2x16` / `unpackInt2x16`.
+    /// ncnn's int16 vocabulary in each int16 mode (int16p: two per `int`; int16s: `int16_t`
+    /// storage; int16a: `int16_t` arithmetic too): `i16buffer_ld1/ld2/ld4/st1/st2/st4/sm4`,
+    /// `lint16vec4` shared memory with `lint162aint16vec4`, `packInt2x16` / `unpackInt2x16`.
+    /// `f` takes one scalar store per invocation: neighbours share an `int` in int16p.
     pub mod int16_vocabulary,
     src: r#"
 #version 450
@@ -879,6 +882,7 @@ layout (binding = 1) readonly buffer b_blob { sint16vec4 b_data[]; };
 layout (binding = 2) writeonly buffer c_blob { sint16vec4 c_data[]; };
 layout (binding = 3) writeonly buffer d_blob { sint16 d_data[]; };
 layout (binding = 4) writeonly buffer e_blob { int e_data[]; };
+layout (binding = 5) buffer f_blob { sint16 f_data[]; };
 layout (push_constant) uniform parameter { int n; } p;
 shared lint16vec4 tmp[64];
 void main() {
@@ -895,67 +899,208 @@ void main() {
     i16buffer_st2(d_data, 2 * i, ivec2(s, -s));
     int packed = packInt2x16(ivec2(s, v.w));
     e_data[i] = packed + unpackInt2x16(packed).y;
+    i16buffer_st1(f_data, i, s * 3);
 }
 "#,
 }
 
 #[test]
-fn int16_vocabulary_matches_cpu() {
+fn int16_vocabulary_every_variant_matches_cpu() {
     use rand::{Rng, SeedableRng};
     let ctx = ctx();
     let n = 200;
     let mut rng = rand::rngs::StdRng::seed_from_u64(27);
-    let a: Vec<i32> = (0..n * 4)
-        .map(|_| i32::from(rng.gen::<i16>() / 4))
-        .collect();
-    let b: Vec<i32> = (0..n * 4)
-        .map(|_| i32::from(rng.gen::<i16>() / 4))
-        .collect();
-    assert_eq!(int16_vocabulary::VARIANT_NAMES, ["fp32"]);
-    let k = ctx.load::<int16_vocabulary::Kernel>().unwrap();
-    assert!(k
-        .variant()
-        .bindings
-        .iter()
-        .all(|b| b.format == TensorFormat::I32));
-    let tensor = |data: &[i32]| {
-        let t = Tensor::new(&ctx, &[data.len()], TensorFormat::I32).unwrap();
-        t.upload_i32(data).unwrap();
-        t
-    };
-    let (at, bt) = (tensor(&a), tensor(&b));
-    let (ct, dt, et) = (
-        tensor(&vec![0x5555; n * 4]),
-        tensor(&vec![0x5555; n * 2]),
-        tensor(&vec![0x5555; n]),
+    let mut values =
+        |count: usize| -> Vec<i16> { (0..count).map(|_| (rng.gen::<i16>() / 4) | 1).collect() };
+    let (a, b) = (values(n * 4), values(n * 4));
+    assert_eq!(
+        int16_vocabulary::VARIANT_NAMES,
+        ["fp32_int16p", "fp32_int16s", "fp32_int16a"]
     );
-    let pipe = k.pipeline(&Default::default(), None).unwrap();
-    ctx.run(|l| {
-        l.dispatch(
-            &pipe,
-            &int16_vocabulary::BufferBindings {
-                a_blob: &at,
-                b_blob: &bt,
-                c_blob: &ct,
-                d_blob: &dt,
-                e_blob: &et,
-            },
-            &int16_vocabulary::PushConstants { n: n as i32 },
-            [n as u32, 1, 1],
-        )
-    })
-    .unwrap();
-    let want_c: Vec<i32> = (0..n * 4).map(|j| 2 * b[j] + a[j]).collect();
-    assert_eq!(ct.download_i32().unwrap(), want_c, "i16buffer_st4");
-    let want_d: Vec<i32> = (0..n).flat_map(|i| [a[4 * i], -a[4 * i]]).collect();
-    assert_eq!(dt.download_i32().unwrap(), want_d, "i16buffer_st2");
-    let want_e: Vec<i32> = (0..n)
-        .map(|i| {
-            let (s, w) = (a[4 * i], b[4 * i + 3]);
-            let packed = ((s as u32 & 0xffff) | ((w as u32 & 0xffff) << 16)) as i32;
-            packed.wrapping_add(w)
+    for name in int16_vocabulary::VARIANT_NAMES {
+        let k = match ctx.load_with::<int16_vocabulary::Kernel>(&LoadOptions::variant(name)) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("{name}: not on this device ({e})");
+                continue;
+            }
+        };
+        let formats: Vec<TensorFormat> = k.variant().bindings.iter().map(|b| b.format).collect();
+        use TensorFormat::{I16, I32};
+        assert_eq!(formats, [I16, I16, I16, I16, I32, I16], "{name}");
+        let int16 = |data: &[i16]| {
+            let t = Tensor::new(&ctx, &[data.len()], I16).unwrap();
+            t.upload_i16(data).unwrap();
+            t
+        };
+        let (at, bt) = (int16(&a), int16(&b));
+        let (ct, dt, ft) = (
+            int16(&vec![0x5555; n * 4]),
+            int16(&vec![0x5555; n * 2]),
+            int16(&vec![0x5555; n]),
+        );
+        let et = Tensor::new(&ctx, &[n], I32).unwrap();
+        et.upload_i32(&vec![0x5555; n]).unwrap();
+        let pipe = k.pipeline(&Default::default(), None).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &int16_vocabulary::BufferBindings {
+                    a_blob: &at,
+                    b_blob: &bt,
+                    c_blob: &ct,
+                    d_blob: &dt,
+                    e_blob: &et,
+                    f_blob: &ft,
+                },
+                &int16_vocabulary::PushConstants { n: n as i32 },
+                [n as u32, 1, 1],
+            )
         })
-        .collect();
-    assert_eq!(et.download_i32().unwrap(), want_e, "packInt2x16");
+        .unwrap();
+        let (a, b): (Vec<i32>, Vec<i32>) = (
+            a.iter().map(|v| i32::from(*v)).collect(),
+            b.iter().map(|v| i32::from(*v)).collect(),
+        );
+        let want_c: Vec<i16> = (0..n * 4).map(|j| (2 * b[j] + a[j]) as i16).collect();
+        assert_eq!(ct.download_i16().unwrap(), want_c, "{name}: i16buffer_st4");
+        let want_d: Vec<i16> = (0..n)
+            .flat_map(|i| [a[4 * i] as i16, -a[4 * i] as i16])
+            .collect();
+        assert_eq!(dt.download_i16().unwrap(), want_d, "{name}: i16buffer_st2");
+        let want_e: Vec<i32> = (0..n)
+            .map(|i| {
+                let (s, w) = (a[4 * i], b[4 * i + 3]);
+                let packed = ((s as u32 & 0xffff) | ((w as u32 & 0xffff) << 16)) as i32;
+                packed.wrapping_add(w)
+            })
+            .collect();
+        assert_eq!(et.download_i32().unwrap(), want_e, "{name}: packInt2x16");
+        let want_f: Vec<i16> = (0..n).map(|i| (3 * a[4 * i]) as i16).collect();
+        assert_eq!(ft.download_i16().unwrap(), want_f, "{name}: i16buffer_st1");
+    }
+    assert_clean(&ctx);
+}
+
+vkprism::compute_shader! {
+    /// Writes the device facts it reads (specialization constants the runtime fills), one only
+    /// in the fp16-storage variants, and doubles `a[0]` in a branch on the subgroup size.
+    pub mod device_facts,
+    src: r#"
+#version 450
+layout (local_size_x = 1) in;
+layout (binding = 0) writeonly buffer o_blob { int o[]; };
+layout (binding = 1) buffer a_blob { sfp a[]; };
+void main() {
+    o[0] = ncnn_subgroupSize;
+#if NCNN_fp16_storage
+    o[1] = ncnn_vendorID;
+#else
+    o[1] = -1;
+#endif
+    o[2] = ncnn_deviceID;
+    o[3] = ncnn_driverID;
+    o[4] = ncnn_storageBuffer16BitAccess;
+    o[5] = ncnn_uniformAndStorageBuffer16BitAccess;
+    o[6] = ncnn_shaderFloat16;
+    o[7] = ncnn_storageBuffer8BitAccess;
+    o[8] = ncnn_shaderInt8;
+    o[9] = ncnn_shaderInt16;
+    o[10] = ncnn_shaderInt64;
+    o[11] = ncnn_shaderBFloat16Type;
+    o[12] = ncnn_cooperativeMatrix;
+    o[13] = ncnn_subgroupSizeControl;
+    o[14] = ncnn_shaderIntegerDotProduct;
+    if (ncnn_subgroupSize > 0 && ncnn_subgroupSize <= 128) {
+        buffer_st1(a, 0, buffer_ld1(a, 0) * afp(2));
+    }
+}
+"#,
+}
+
+#[test]
+fn device_facts_are_the_devices_in_every_variant() {
+    use vkprism::{DeviceFact, Feature, PipelineDesc};
+    let ctx = ctx();
+    let report = ctx.report();
+    let features = report.features;
+    let mut sizes = vec![None];
+    if features.supports(Feature::SubgroupSizeControl) {
+        sizes.push(Some(features.limits.min_subgroup_size));
+        sizes.push(Some(features.limits.max_subgroup_size));
+    }
+    assert_eq!(
+        device_facts::VARIANT_NAMES,
+        ["fp32", "fp16s", "fp16sa", "bf16s"]
+    );
+    for name in device_facts::VARIANT_NAMES {
+        let k = match ctx.load_with::<device_facts::Kernel>(&LoadOptions::variant(name)) {
+            Ok(k) => k,
+            Err(e) => {
+                eprintln!("{name}: not on this device ({e})");
+                continue;
+            }
+        };
+        let variant = k.variant();
+        let fp16_storage = variant.key.float.is_storage16() && variant.key.float.is_fp16();
+        // Reflected per variant: the vendor is read only where the branch is compiled.
+        assert_eq!(
+            variant.device_facts.contains(&DeviceFact::VendorId),
+            fp16_storage,
+            "{name}"
+        );
+        assert_eq!(variant.device_facts.len(), 14 + usize::from(fp16_storage));
+        for size in &sizes {
+            let fmt = variant.bindings[1].format;
+            let o = Tensor::new(&ctx, &[15], TensorFormat::I32).unwrap();
+            o.upload_i32(&[0x5555; 15]).unwrap();
+            let a = Tensor::from_f32(&ctx, &[1], fmt, &[1.5]).unwrap();
+            let desc = PipelineDesc {
+                local_size: None,
+                subgroup_size: *size,
+            };
+            let pipe = k.pipeline_with(&Default::default(), &desc).unwrap();
+            ctx.run(|l| {
+                l.dispatch(
+                    &pipe,
+                    &device_facts::BufferBindings {
+                        o_blob: &o,
+                        a_blob: &a,
+                    },
+                    &Default::default(),
+                    [1, 1, 1],
+                )
+            })
+            .unwrap();
+            let feature = |f: Feature| i32::from(features.supports(f));
+            let want = [
+                size.unwrap_or(features.limits.subgroup_size) as i32,
+                if fp16_storage {
+                    report.vendor_id as i32
+                } else {
+                    -1
+                },
+                report.device_id as i32,
+                report.driver_id as i32,
+                feature(Feature::StorageBuffer16BitAccess),
+                feature(Feature::UniformAndStorageBuffer16BitAccess),
+                feature(Feature::ShaderFloat16),
+                feature(Feature::StorageBuffer8BitAccess),
+                feature(Feature::ShaderInt8),
+                feature(Feature::ShaderInt16),
+                feature(Feature::ShaderInt64),
+                feature(Feature::ShaderBFloat16Type),
+                feature(Feature::CooperativeMatrix),
+                feature(Feature::SubgroupSizeControl),
+                feature(Feature::IntegerDotProduct),
+            ];
+            assert_eq!(o.download_i32().unwrap(), want, "{name} subgroup {size:?}");
+            assert_eq!(
+                a.download_f32().unwrap(),
+                [3.0],
+                "{name}: the expression use"
+            );
+        }
+    }
     assert_clean(&ctx);
 }

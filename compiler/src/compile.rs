@@ -28,6 +28,24 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
     // checked), before the kernel, which sees them.
     pre.push_str(&source.meta.options.define_lines());
     pre.push_str(&local_size_layout(idents));
+    let own = crate::scan::defined_names(&source.all_text);
+    pre.push_str(&crate::preamble::device_fact_constants(idents, &own));
+    splice(source, &pre)
+}
+
+/// What the per-variant checks preprocess: the kernel with only the variant's switches defined
+/// (`NCNN_fp16_storage`, ...) and the `define` key's macros, none of the extended vocabulary, so
+/// the extended names a variant compiles survive the preprocessor and the branches it doesn't
+/// compile are gone.
+pub fn switches_text(source: &Source, key: &VariantKey) -> String {
+    let mut pre = crate::preamble::switches(key);
+    pre.push_str(&source.meta.options.define_lines());
+    splice(source, &pre)
+}
+
+/// `pre` spliced after the kernel's `#version` line (or after `#version 450`), then a `#line`
+/// directive so messages keep the kernel's own line numbers.
+fn splice(source: &Source, pre: &str) -> String {
     let text = &source.text;
     let mut out = String::with_capacity(text.len() + pre.len() + 256);
     match version_line(text) {
@@ -36,7 +54,7 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
                 out.push_str(l);
                 out.push('\n');
             }
-            out.push_str(&pre);
+            out.push_str(pre);
             out.push_str(&format!("#line {}\n", k + 2));
             for l in text.lines().skip(k + 1) {
                 out.push_str(l);
@@ -45,7 +63,7 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
         }
         None => {
             out.push_str("#version 450\n");
-            out.push_str(&pre);
+            out.push_str(pre);
             out.push_str("#line 1\n");
             out.push_str(text);
             out.push('\n');
@@ -240,18 +258,15 @@ fn locate_all(source: &Meta, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic
     diagnostics
 }
 
-fn compile_one(
-    compiler: &shaderc::Compiler,
+/// shaderc's options for one variant's text: the kernel's Vulkan version, the checked
+/// `#version`, the include callback (search dirs included) bounded as the source phase bounds
+/// includes.
+fn options(
     source: &Meta,
     text: &str,
     optimization: Optimization,
-) -> Compiled {
-    let Some(mut options) = shaderc::CompileOptions::new().ok() else {
-        return Err(vec![Diagnostic {
-            location: String::new(),
-            message: "cannot create shaderc options".into(),
-        }]);
-    };
+) -> Option<shaderc::CompileOptions<'static>> {
+    let mut options = shaderc::CompileOptions::new().ok()?;
     let vulkan = source.options.vulkan_version;
     options.set_target_env(shaderc::TargetEnv::Vulkan, vulkan.shaderc_env() as u32);
     options.set_target_spirv(vulkan.spirv_version());
@@ -316,6 +331,21 @@ fn compile_one(
             Err(e) => Err(format!("#include \"{name}\" {}", e.describe(&path))),
         }
     });
+    Some(options)
+}
+
+fn compile_one(
+    compiler: &shaderc::Compiler,
+    source: &Meta,
+    text: &str,
+    optimization: Optimization,
+) -> Compiled {
+    let Some(options) = options(source, text, optimization) else {
+        return Err(vec![Diagnostic {
+            location: String::new(),
+            message: "cannot create shaderc options".into(),
+        }]);
+    };
     if text.contains('\0') {
         return Err(vec![Diagnostic {
             location: String::new(),
@@ -336,6 +366,33 @@ fn compile_one(
             message: e.to_string(),
         }]),
     }
+}
+
+/// glslang's preprocessor output for each `(key, text)`, or `None` for a text it rejects (its
+/// compile reports why). A panic in shaderc is a `None` too.
+pub fn preprocess_all(
+    source: &Meta,
+    jobs: Vec<(VariantKey, String)>,
+) -> Vec<(VariantKey, Option<String>)> {
+    let compiler = shaderc::Compiler::new().ok();
+    jobs.into_iter()
+        .map(|(key, text)| {
+            let out = compiler.as_ref().and_then(|c| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let options = options(source, &text, Optimization::None)?;
+                    if text.contains('\0') {
+                        return None;
+                    }
+                    c.preprocess(&text, &source.name, "main", Some(&options))
+                        .ok()
+                        .map(|a| a.as_text())
+                }))
+                .ok()
+                .flatten()
+            });
+            (key, out)
+        })
+        .collect()
 }
 
 /// Turns glslang's `name:line: error: text` lines into located diagnostics.

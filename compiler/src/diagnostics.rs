@@ -48,14 +48,13 @@ impl GroupedDiagnostics {
     /// compiled for the kernel. `false` when there was any message.
     pub fn report(mut self, cx: &Ctxt, span: Span, emitted: usize) -> bool {
         self.drop_follow_on_errors(emitted);
-        self.variants_of
-            .sort_by(|(a, _), (b, _)| position(a).cmp(&position(b)));
+        order(&mut self.variants_of);
         let none = self.variants_of.is_empty();
         for (d, names) in self.variants_of {
-            let which = if names.len() == emitted && emitted > 1 {
-                "every variant".to_string()
-            } else {
-                format!("variant {}", names.join(", "))
+            let which = match names.len() {
+                n if n == emitted && emitted > 1 => "every variant".to_string(),
+                1 => format!("variant {}", names[0]),
+                _ => format!("variants {}", names.join(", ")),
             };
             let at = if d.location.is_empty() {
                 String::new()
@@ -82,6 +81,169 @@ impl GroupedDiagnostics {
         self.variants_of
             .retain(|(d, names)| names.len() == emitted || !universal.contains(&d.location));
     }
+}
+
+/// Orders messages for reading: the first message of each variant (its likeliest cause) first,
+/// then the rest; each part by file and numeric line ([`position`]), glslang's order kept within
+/// a line.
+pub(crate) fn order(messages: &mut Vec<(Diagnostic, Vec<String>)>) {
+    messages.sort_by(|(a, _), (b, _)| position(a).cmp(&position(b)));
+    let mut seen: Vec<&str> = Vec::new();
+    let firsts: Vec<bool> = messages
+        .iter()
+        .map(|(_, names)| {
+            let first = names.iter().any(|n| !seen.contains(&n.as_str()));
+            seen.extend(names.iter().map(String::as_str));
+            first
+        })
+        .collect();
+    let mut flagged: Vec<(bool, (Diagnostic, Vec<String>))> =
+        firsts.into_iter().zip(messages.drain(..)).collect();
+    // Stable: within each part the positional order stays.
+    flagged.sort_by_key(|(first, _)| !*first);
+    messages.extend(flagged.into_iter().map(|(_, m)| m));
+}
+
+/// glslang reports an unknown type in a declaration (`mytype x;`) as `'' : syntax error,
+/// unexpected IDENTIFIER`, without the name. `line` is the kernel's text at the message's line:
+/// the first identifier that is followed by another and is neither a GLSL type nor a keyword is
+/// the unknown type, and the message names it.
+pub fn name_unknown_type(d: &mut Diagnostic, line: &str) {
+    if !d.message.contains("syntax error, unexpected IDENTIFIER") {
+        return;
+    }
+    let Some(name) = unknown_type_in(line) else {
+        return;
+    };
+    let (severity, glslang) = d.message.split_once(": ").unwrap_or(("error", &d.message));
+    let near = crate::scan::near_types(&name);
+    let hint = match near.as_slice() {
+        [] => String::new(),
+        [one] => format!(" (did you mean `{one}`?)"),
+        many => format!(" (did you mean one of {}?)", many.join(", ")),
+    };
+    d.message = format!(
+        "{severity}: `{name}` is not a type: neither GLSL, vkprism nor the kernel declares it{hint}; glslang says: {}",
+        glslang.trim()
+    );
+}
+
+/// The unknown type of a declaration on `line`, if it has one: see [`name_unknown_type`].
+fn unknown_type_in(line: &str) -> Option<String> {
+    let code = line.split("//").next().unwrap_or("");
+    let words: Vec<(usize, usize)> = word_spans(code);
+    words.windows(2).find_map(|w| {
+        let ((s0, e0), (s1, _)) = (w[0], w[1]);
+        let between = &code[e0..s1];
+        let name = &code[s0..e0];
+        let declares = between.chars().all(char::is_whitespace) && !between.is_empty();
+        (declares && !is_glsl_word(name)).then(|| name.to_string())
+    })
+}
+
+/// Byte spans of the identifiers in `code` (numbers skipped).
+fn word_spans(code: &str) -> Vec<(usize, usize)> {
+    let bytes = code.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if word(bytes[i]) {
+            let start = i;
+            while i < bytes.len() && word(bytes[i]) {
+                i += 1;
+            }
+            if !bytes[start].is_ascii_digit() {
+                out.push((start, i));
+            }
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// GLSL's qualifiers, keywords that precede a name, and built-in types (by their shapes).
+fn is_glsl_word(w: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "const",
+        "in",
+        "out",
+        "inout",
+        "uniform",
+        "buffer",
+        "shared",
+        "layout",
+        "highp",
+        "mediump",
+        "lowp",
+        "readonly",
+        "writeonly",
+        "coherent",
+        "volatile",
+        "restrict",
+        "flat",
+        "smooth",
+        "noperspective",
+        "precise",
+        "invariant",
+        "struct",
+        "return",
+        "else",
+        "case",
+        "void",
+        "bool",
+        "int",
+        "uint",
+        "float",
+        "double",
+        "atomic_uint",
+        "precision",
+    ];
+    const TYPE_PREFIXES: &[&str] = &[
+        "vec",
+        "ivec",
+        "uvec",
+        "bvec",
+        "dvec",
+        "mat",
+        "dmat",
+        "f16",
+        "f32",
+        "f64",
+        "i8",
+        "i16",
+        "i32",
+        "i64",
+        "u8",
+        "u16",
+        "u32",
+        "u64",
+        "int8_t",
+        "int16_t",
+        "int32_t",
+        "int64_t",
+        "uint8_t",
+        "uint16_t",
+        "uint32_t",
+        "uint64_t",
+        "float16_t",
+        "float32_t",
+        "float64_t",
+        "sampler",
+        "isampler",
+        "usampler",
+        "image",
+        "iimage",
+        "uimage",
+        "texture",
+        "itexture",
+        "utexture",
+        "subpass",
+        "coopmat",
+        "bfloat16_t",
+    ];
+    WORDS.contains(&w) || TYPE_PREFIXES.iter().any(|p| w.starts_with(p))
 }
 
 /// The most common fp16-arithmetic surprise deserves a hint, also where it surfaces inside a
@@ -125,8 +287,7 @@ mod tests {
                 diag("", "no line"),
             ],
         );
-        g.variants_of
-            .sort_by(|(a, _), (b, _)| position(a).cmp(&position(b)));
+        order(&mut g.variants_of);
         let order: Vec<&str> = g
             .variants_of
             .iter()
@@ -140,6 +301,45 @@ mod tests {
                 "late",
                 "no line"
             ]
+        );
+    }
+
+    #[test]
+    fn each_variants_first_message_comes_first() {
+        let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let mut m = vec![
+            (diag("k.rs:30", "fp16 late"), names(&["fp16s"])),
+            (diag("k.rs:10", "fp32 first"), names(&["fp32"])),
+            (diag("k.rs:20", "fp32 second"), names(&["fp32"])),
+            (diag("k.rs:25", "fp16 first"), names(&["fp16s", "fp16sa"])),
+        ];
+        order(&mut m);
+        let order: Vec<&str> = m.iter().map(|(d, _)| d.message.as_str()).collect();
+        assert_eq!(
+            order,
+            ["fp32 first", "fp16 first", "fp32 second", "fp16 late"]
+        );
+    }
+
+    #[test]
+    fn unknown_types_in_declarations_are_named() {
+        for (line, name) in [
+            ("mytype g;", Some("mytype")),
+            (
+                "layout (binding = 0) buffer b { sfpvex4 d[]; };",
+                Some("sfpvex4"),
+            ),
+            ("    const mytype2 d = 1; // float x", Some("mytype2")),
+            ("    float x = y z;", Some("y")),
+            ("    vec4 v; int k;", None),
+        ] {
+            assert_eq!(unknown_type_in(line).as_deref(), name, "{line}");
+        }
+        let mut d = diag("k.rs:3", "error: '' :  syntax error, unexpected IDENTIFIER");
+        name_unknown_type(&mut d, "layout (binding = 0) buffer b { sfpvex4 d[]; };");
+        assert_eq!(
+            d.message,
+            "error: `sfpvex4` is not a type: neither GLSL, vkprism nor the kernel declares it (did you mean `sfpvec4`?); glslang says: '' :  syntax error, unexpected IDENTIFIER"
         );
     }
 

@@ -6,7 +6,9 @@
 //! 2. `source`: read the kernel text and its `#include`s.
 //! 3. `scan` + `valid`: the identifiers the text uses, which decide the variant axes; lexical
 //!    checks (unknown extended functions, `psc` without a block named `p`).
-//! 4. `variants`: enumerate the variants, apply the user's list.
+//! 4. `variants`: enumerate the variants, apply the user's list; `expanded`: each variant's
+//!    text after the preprocessor, for the per-variant checks of `valid` (unknown extended
+//!    names, constructors that store the wrong bits).
 //! 5. `preamble` + `compile`: per-variant GLSL, compiled by shaderc in parallel (`glslang`:
 //!    `_cm` variants by an external glslang 13.1); `diagnostics` groups the compiler's
 //!    messages across variants.
@@ -24,6 +26,7 @@ mod compile;
 mod ctxt;
 mod diagnostics;
 mod dump;
+mod expanded;
 mod glslang;
 mod model;
 mod options;
@@ -162,8 +165,12 @@ pub fn compile_kernel(
 ) -> Option<KernelModel> {
     let idents = Identifiers::of(&source.text, &source.all_text);
     let text_ok = valid::check(cx, source, &idents);
-    let emit = variants::select(cx, &scan::Axes::of(&idents.all), requested);
-    let emit = emit.filter(|_| text_ok)?;
+    let emit = variants::select(cx, &scan::Axes::of(&idents.all), requested)?;
+    let uses = expanded::variant_uses(source, &emit);
+    let variants_ok = valid::check_variants(cx, source, &uses, emit.len());
+    if !(text_ok && variants_ok) {
+        return None;
+    }
     let compiled = compile_variants(cx, source, &idents, &emit)?;
     let idents = &idents;
     match model::build(&compiled, &emit) {
@@ -243,7 +250,14 @@ fn compile_variants(
                 compiled.insert(key, (words, reflection));
             }
             Ok((Err(e), _)) => reflect_errors.entry(e.0).or_default().push(key.name()),
-            Err(diagnostics) if emit.contains(&key) => glsl_errors.add(key, diagnostics),
+            Err(mut diagnostics) if emit.contains(&key) => {
+                for d in &mut diagnostics {
+                    if let Some(line) = kernel_line(source, &d.location) {
+                        diagnostics::name_unknown_type(d, line);
+                    }
+                }
+                glsl_errors.add(key, diagnostics)
+            }
             Err(_) => {}
         }
     }
@@ -259,6 +273,22 @@ fn compile_variants(
     }
     let glsl_ok = glsl_errors.report(cx, source.span, emit.len());
     (ok && glsl_ok).then_some(compiled)
+}
+
+/// The main text's line that a message located at `location` (`file:line`, as
+/// `Source::locate` writes it) is about; `None` for a place in an include.
+fn kernel_line<'a>(source: &'a Source, location: &str) -> Option<&'a str> {
+    let (file, line) = location.rsplit_once(':')?;
+    let first = source.locate(1);
+    let (first_file, first_line) = first.rsplit_once(':')?;
+    if file != first_file {
+        return None;
+    }
+    let k = line
+        .parse::<usize>()
+        .ok()?
+        .checked_sub(first_line.parse().ok()?)?;
+    source.text.lines().nth(k)
 }
 
 /// The full GLSL text of variant `key` of `source`: the preamble of extended-GLSL definitions for

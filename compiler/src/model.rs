@@ -20,6 +20,8 @@ pub struct VariantModel {
     pub reads_num_workgroups: bool,
     /// The cooperative-matrix shapes the variant multiplies (reflected).
     pub cooperative_matrices: Vec<vkprism_core::CoopMatShape>,
+    /// The device facts the variant reads (reflected).
+    pub device_facts: Vec<vkprism_core::DeviceFact>,
 }
 
 /// The whole kernel: its variants and the interface they share.
@@ -47,6 +49,7 @@ pub fn reference_key(key: &VariantKey) -> VariantKey {
     VariantKey {
         float: vkprism_core::FloatMode::Fp32,
         int8: key.int8.map(|_| vkprism_core::Int8Mode::Int8s),
+        int16: key.int16.map(|_| vkprism_core::Int16Mode::Int16s),
         // fp32 has no cooperative-matrix variants (variants::coopmat_values).
         coopmat: key.coopmat.map(|_| false),
         ..*key
@@ -73,7 +76,12 @@ pub fn binding_format(key: &VariantKey, b: &Binding, reference: Option<&Binding>
         (ScalarKind::U16, Some(ScalarKind::F32)) => TensorFormat::Bf16,
         (ScalarKind::U32, Some(ScalarKind::F32)) => key.float.storage_format(),
         (ScalarKind::U32, Some(ScalarKind::I8)) => TensorFormat::I8,
+        // int8p packs a scalar `sint8` buffer four per `int`: the bytes of `int8_t`s.
+        (ScalarKind::I32, Some(ScalarKind::I8)) => TensorFormat::I8,
         (ScalarKind::I8, _) => TensorFormat::I8,
+        // int16p packs two int16 per `int` where int16s stores `int16_t`: the same bytes.
+        (ScalarKind::I32, Some(ScalarKind::I16)) => TensorFormat::I16,
+        (ScalarKind::I16, _) => TensorFormat::I16,
         (ScalarKind::I32, _) => TensorFormat::I32,
         (ScalarKind::U32, _) => TensorFormat::U32,
         _ => TensorFormat::Raw,
@@ -207,6 +215,7 @@ fn variant_model(
         bindings,
         reads_num_workgroups: r.reads_num_workgroups,
         cooperative_matrices: r.cooperative_matrices.clone(),
+        device_facts: r.device_facts.clone(),
     }
 }
 

@@ -14,11 +14,12 @@
 //!   glslang has no `GL_EXT_bfloat16`, and arithmetic is fp32 in both cases, so the bytes in
 //!   memory and the results are the same. Conversions round to nearest even.
 
+use std::collections::BTreeSet;
 use std::fmt::Write;
-use vkprism_core::{FloatMode, Int8Mode, MemoryKind, VariantKey};
+use vkprism_core::{DeviceFact, FloatMode, Int16Mode, Int8Mode, MemoryKind, VariantKey};
 
 /// ncnn's `NCNN_…` switches for `key`, in the order they are defined.
-fn ncnn_flags(key: &VariantKey) -> [(&'static str, bool); 12] {
+fn ncnn_flags(key: &VariantKey) -> [(&'static str, bool); 14] {
     let f = key.float;
     let coopmat = key.coopmat == Some(true);
     [
@@ -41,19 +42,19 @@ fn ncnn_flags(key: &VariantKey) -> [(&'static str, bool); 12] {
             matches!(key.int8, Some(Int8Mode::Int8s | Int8Mode::Int8a)),
         ),
         ("NCNN_int8_arithmetic", key.int8 == Some(Int8Mode::Int8a)),
+        ("NCNN_int16_packed", key.int16 == Some(Int16Mode::Int16p)),
+        (
+            "NCNN_int16_storage",
+            matches!(key.int16, Some(Int16Mode::Int16s | Int16Mode::Int16a)),
+        ),
         ("NCNN_image_shader", key.memory == MemoryKind::Image),
         ("NCNN_shader_local_memory", key.local_memory == Some(true)),
     ]
 }
 
-/// ncnn's switches for options vkprism has no variants for (fp16 / int8 uniform buffers, int16
-/// storage): 0 in every variant, so a kernel takes its path without them.
-const UNUSED_SWITCHES: [&str; 4] = [
-    "NCNN_fp16_uniform",
-    "NCNN_int8_uniform",
-    "NCNN_int16_storage",
-    "NCNN_int16_packed",
-];
+/// ncnn's switches for options vkprism has no variants for (fp16 / int8 uniform buffers): 0 in
+/// every variant, so a kernel takes its path without them.
+const UNUSED_SWITCHES: [&str; 2] = ["NCNN_fp16_uniform", "NCNN_int8_uniform"];
 
 /// Every `NCNN_*` switch the preamble defines (to 1 or 0) in every variant: any other `NCNN_*`
 /// name would silently be 0 in `#if`.
@@ -66,6 +67,45 @@ pub fn switch_names() -> Vec<&'static str> {
     names.push("NCNN_moltenvk");
     names.extend(UNUSED_SWITCHES);
     names
+}
+
+/// The `#define`s of every switch (`NCNN_*`, and the `ncnn_*` facts known per variant) for
+/// `key`: all the preprocessor needs to pick the branches a variant compiles.
+pub fn switches(key: &VariantKey) -> String {
+    let mut s = String::with_capacity(512);
+    for (name, on) in ncnn_flags(key) {
+        let _ = writeln!(s, "#define {name} {}", u8::from(on));
+    }
+    s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
+    for name in UNUSED_SWITCHES {
+        let _ = writeln!(s, "#define {name} 0");
+    }
+    s
+}
+
+/// The device facts (`ncnn_subgroupSize`, ...) among `idents` that the kernel doesn't `#define`
+/// itself (`own`), declared as `int` specialization constants with their reserved ids: the
+/// runtime sets each from the device when it creates a pipeline. The defaults are never used.
+pub fn device_fact_constants(idents: &[(String, u32)], own: &BTreeSet<String>) -> String {
+    let mut s = String::new();
+    for fact in DeviceFact::ALL {
+        let name = fact.glsl_name();
+        if own.contains(name) || !idents.iter().any(|(id, _)| id == name) {
+            continue;
+        }
+        // A subgroup size of 0 would divide by zero where a constant expression divides by it.
+        let default = if fact == DeviceFact::SubgroupSize {
+            32
+        } else {
+            0
+        };
+        let id = fact.spec_id();
+        let _ = writeln!(
+            s,
+            "layout (constant_id = {id}) const int {name} = {default};"
+        );
+    }
+    s
 }
 
 /// The `#extension` lines, macros and helper declarations for `key`.
@@ -87,6 +127,18 @@ pub fn preamble(key: &VariantKey) -> String {
         ),
         _ => {}
     }
+    match key.int16 {
+        Some(Int16Mode::Int16s) if !f.is_storage16() => {
+            s.push_str("#extension GL_EXT_shader_16bit_storage : require\n")
+        }
+        Some(Int16Mode::Int16a) => {
+            if !f.is_storage16() {
+                s.push_str("#extension GL_EXT_shader_16bit_storage : require\n");
+            }
+            s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n");
+        }
+        _ => {}
+    }
     if key.coopmat == Some(true) {
         s.push_str(
             "#extension GL_KHR_cooperative_matrix : require\n\
@@ -97,18 +149,12 @@ pub fn preamble(key: &VariantKey) -> String {
             s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n");
         }
     }
-    for (name, on) in ncnn_flags(key) {
-        let _ = writeln!(s, "#define {name} {}", u8::from(on));
-    }
-    s.push_str("#define NCNN_moltenvk 0\n#define ncnn_glsl_version 1\n");
-    for name in UNUSED_SWITCHES {
-        let _ = writeln!(s, "#define {name} 0");
-    }
+    s.push_str(&switches(key));
     s.push_str("#define psc(x) (x == 0 ? p.x : x)\n");
     // Defined for every kernel: harmless where unused, and a kernel without a float axis
     // (fp32 only) can still use the vocabulary.
     s.push_str(COMMON_HELPERS);
-    s.push_str(INT16_DEFS);
+    s.push_str(INT16_HELPERS);
     s.push_str(float_types(f));
     s.push_str(&local_and_matrix_defs(f));
     s.push_str(BUFFER_FUNCTIONS);
@@ -117,6 +163,9 @@ pub fn preamble(key: &VariantKey) -> String {
     }
     if let Some(i) = key.int8 {
         s.push_str(&int8_defs(i));
+    }
+    if let Some(i) = key.int16 {
+        s.push_str(int16_defs(i));
     }
     s
 }
@@ -363,32 +412,86 @@ ivec4 vkprism_float2int8vec4(vec4 v) { return ivec4(clamp(v + mix(vec4(-0.5), ve
 #define float2int8vec4(v) vkprism_float2int8vec4(vec4(v))
 "#;
 
-/// ncnn's int16 vocabulary in every variant, as ncnn defines it where a device has neither int16
-/// storage nor int16 packing: every int16 value takes an `int` (`sint16`, `lint16`, `aint16`
-/// and their `vec4`s are `int` / `ivec4`, tensors `I32`). vkprism has no int16 variant axis, so
-/// no variant claims 16-bit integer storage. `packInt2x16` / `unpackInt2x16`: two int16 in an
-/// `int`, element 0 in the low half.
-const INT16_DEFS: &str = r#"
-#define sint16 int
-#define sint16vec4 ivec4
-#define lint16 int
-#define lint16vec4 ivec4
-#define aint16 int
-#define aint16vec4 ivec4
-#define lint162aint16(v) int(v)
-#define lint162aint16vec4(v) ivec4(v)
-#define i16buffer_ld1(buf,i) int(buf[i])
-#define i16buffer_st1(buf,i,v) {buf[i] = int(v);}
-#define i16buffer_ld2(buf,i) ivec2(int(buf[i]), int(buf[(i)+1]))
-#define i16buffer_st2(buf,i,v) {ivec2 _vkp_s2 = ivec2(v); buf[i] = _vkp_s2.x; buf[(i)+1] = _vkp_s2.y;}
-#define i16buffer_ld4(buf,i) ivec4(buf[i])
-#define i16buffer_st4(buf,i,v) {buf[i] = ivec4(v);}
-#define i16buffer_sm4(buf,i) (buf[i])
+/// Two int16 in an `int`, element 0 in the low half (`packInt2x16` / `unpackInt2x16`), in
+/// every variant: plain functions, which glslang drops where unused.
+const INT16_HELPERS: &str = r#"
 int vkprism_pack_i2x16(ivec2 v) { uvec2 u = uvec2(v) & 0xffffu; return int(u.x | (u.y << 16)); }
 ivec2 vkprism_unpack_i2x16(int v) { return ivec2(bitfieldExtract(v, 0, 16), bitfieldExtract(v, 16, 16)); }
 #define packInt2x16(v) vkprism_pack_i2x16(ivec2(v))
 #define unpackInt2x16(v) vkprism_unpack_i2x16(int(v))
 "#;
+
+/// ncnn's int16 vocabulary for int16 mode `i`, as ncnn's current compiler defines it, with one
+/// deviation: int16s keeps shared memory (`lint16`, `lint16vec4`) packed as int16p does, since
+/// `int16_t` in shared memory needs `shaderInt16`, which only int16a requires.
+/// - int16p: two values per `int` (`sint16vec4` is an `ivec2`); a scalar `sint16` buffer holds
+///   two values per `int` too, and `i16buffer_st1` stores one half by an atomic compare-and-swap
+///   loop (its neighbour may be stored by another invocation at the same time): the store reads
+///   the word, so such a buffer must not be declared `writeonly`.
+/// - int16s: `int16_t` / `i16vec4` storage, `int` arithmetic.
+/// - int16a: `int16_t` storage, shared memory and arithmetic.
+fn int16_defs(i: Int16Mode) -> &'static str {
+    match i {
+        Int16Mode::Int16p => {
+            r#"
+#define sint16 int
+#define sint16vec4 ivec2
+#define lint16 int
+#define lint16vec4 ivec2
+#define aint16 int
+#define aint16vec4 ivec4
+#define lint162aint16(v) int(v)
+#define lint162aint16vec4(v) ivec4(unpackInt2x16((v).x), unpackInt2x16((v).y))
+#define i16buffer_ld1(buf,i) (unpackInt2x16(buf[(i) / 2])[(i) % 2])
+#define i16buffer_st1(buf,i,v) {uint _vkp_i = uint(i); uint _vkp_w = _vkp_i / 2u; int _vkp_s = int(v); int _vkp_old; int _vkp_new; do { _vkp_old = atomicOr(buf[_vkp_w], 0); ivec2 _vkp_h = unpackInt2x16(_vkp_old); _vkp_h[_vkp_i % 2u] = _vkp_s; _vkp_new = packInt2x16(_vkp_h); } while (atomicCompSwap(buf[_vkp_w], _vkp_old, _vkp_new) != _vkp_old);}
+#define i16buffer_ld2(buf,i) ivec2(i16buffer_ld1(buf,i), i16buffer_ld1(buf,(i)+1))
+#define i16buffer_st2(buf,i,v) {uint _vkp_i2 = uint(i); ivec2 _vkp_v2 = ivec2(v); if ((_vkp_i2 & 1u) == 0u) { buf[_vkp_i2 / 2u] = packInt2x16(_vkp_v2); } else { i16buffer_st1(buf, int(_vkp_i2), _vkp_v2.x); i16buffer_st1(buf, int(_vkp_i2) + 1, _vkp_v2.y); }}
+#define i16buffer_ld4(buf,i) ivec4(unpackInt2x16(buf[i].x), unpackInt2x16(buf[i].y))
+#define i16buffer_st4(buf,i,v) {ivec4 _vkp_v4 = ivec4(v); buf[i] = ivec2(packInt2x16(_vkp_v4.xy), packInt2x16(_vkp_v4.zw));}
+#define i16buffer_sm4(buf,i) (buf[i])
+"#
+        }
+        Int16Mode::Int16s => {
+            r#"
+#define sint16 int16_t
+#define sint16vec4 i16vec4
+#define lint16 int
+#define lint16vec4 ivec2
+#define aint16 int
+#define aint16vec4 ivec4
+#define lint162aint16(v) int(v)
+#define lint162aint16vec4(v) ivec4(unpackInt2x16((v).x), unpackInt2x16((v).y))
+#define i16buffer_ld1(buf,i) int(buf[i])
+#define i16buffer_st1(buf,i,v) {buf[i] = int16_t(v);}
+#define i16buffer_ld2(buf,i) ivec2(int(buf[i]), int(buf[(i)+1]))
+#define i16buffer_st2(buf,i,v) {ivec2 _vkp_v2 = ivec2(v); buf[i] = int16_t(_vkp_v2.x); buf[(i)+1] = int16_t(_vkp_v2.y);}
+#define i16buffer_ld4(buf,i) ivec4(buf[i])
+#define i16buffer_st4(buf,i,v) {buf[i] = i16vec4(v);}
+#define i16buffer_sm4(buf,i) vkprism_i16_sm4(ivec4(buf[i]))
+ivec2 vkprism_i16_sm4(ivec4 v) { return ivec2(packInt2x16(v.xy), packInt2x16(v.zw)); }
+"#
+        }
+        Int16Mode::Int16a => {
+            r#"
+#define sint16 int16_t
+#define sint16vec4 i16vec4
+#define lint16 int16_t
+#define lint16vec4 i16vec4
+#define aint16 int16_t
+#define aint16vec4 i16vec4
+#define lint162aint16(v) (v)
+#define lint162aint16vec4(v) (v)
+#define i16buffer_ld1(buf,i) int(buf[i])
+#define i16buffer_st1(buf,i,v) {buf[i] = int16_t(v);}
+#define i16buffer_ld2(buf,i) ivec2(int(buf[i]), int(buf[(i)+1]))
+#define i16buffer_st2(buf,i,v) {ivec2 _vkp_v2 = ivec2(v); buf[i] = int16_t(_vkp_v2.x); buf[(i)+1] = int16_t(_vkp_v2.y);}
+#define i16buffer_ld4(buf,i) (buf[i])
+#define i16buffer_st4(buf,i,v) {buf[i] = i16vec4(v);}
+#define i16buffer_sm4(buf,i) (buf[i])
+"#
+        }
+    }
+}
 
 /// Arithmetic -> shared memory (`afp2lfp`, `afp2lfpvec4`), and the 4x4 matrices: `sfpmat4`
 /// (storage: 16 values in column order, the same bytes as 16 `sfp` values of the mode in every
@@ -534,7 +637,10 @@ fn image_defs(f: FloatMode) -> &'static str {
 
 /// int8 types and functions: `sint8` / `sint8vec4` storage, `aint8` / `aint8vec4` arithmetic,
 /// `i8buffer_ld1/ld4/st1/st4/cp1/cp4`. Packed mode keeps four int8 in a `uint` (element 0 in the
-/// low byte, the same bytes as an `int8_t` array); its scalar `sint8` is an `int`.
+/// low byte, the same bytes as an `int8_t` array), and so does its scalar `sint8` buffer (an
+/// `int` array, ncnn's current layout): `i8buffer_st1` stores one byte by an atomic
+/// compare-and-swap loop (the other three may be stored by other invocations at the same time),
+/// so it reads the word, and such a buffer must not be declared `writeonly`.
 fn int8_defs(i: Int8Mode) -> String {
     let body = match i {
         Int8Mode::Int8p => {
@@ -543,11 +649,11 @@ fn int8_defs(i: Int8Mode) -> String {
 #define sint8vec4 uint
 #define aint8 int
 #define aint8vec4 ivec4
-#define i8buffer_ld1(buf,i) int(buf[i])
+#define i8buffer_ld1(buf,i) bitfieldExtract(buf[(i) / 4], ((i) % 4) * 8, 8)
 #define i8buffer_ld4(buf,i) ivec4(bitfieldExtract(int(buf[i]),0,8), bitfieldExtract(int(buf[i]),8,8), bitfieldExtract(int(buf[i]),16,8), bitfieldExtract(int(buf[i]),24,8))
-#define i8buffer_st1(buf,i,v) {buf[i] = int(v);}
+#define i8buffer_st1(buf,i,v) {uint _vkp_i = uint(i); uint _vkp_w = _vkp_i / 4u; int _vkp_old; int _vkp_new; do { _vkp_old = atomicOr(buf[_vkp_w], 0); _vkp_new = bitfieldInsert(_vkp_old, int(v), int(_vkp_i % 4u) * 8, 8); } while (atomicCompSwap(buf[_vkp_w], _vkp_old, _vkp_new) != _vkp_old);}
 #define i8buffer_st4(buf,i,v) {ivec4 _vkp_q = ivec4(v) & 255; buf[i] = uint(_vkp_q.x | (_vkp_q.y << 8) | (_vkp_q.z << 16) | (_vkp_q.w << 24));}
-#define i8buffer_cp1(buf,i,sbuf,si) {buf[i] = sbuf[si];}
+#define i8buffer_cp1(buf,i,sbuf,si) {int _vkp_c = i8buffer_ld1(sbuf,si); i8buffer_st1(buf,i,_vkp_c);}
 #define i8buffer_cp4(buf,i,sbuf,si) {buf[i] = sbuf[si];}
 #define i8buffer_sm4(buf,i) int(buf[i])
 "#

@@ -5,6 +5,7 @@
 //! from SPIR-V reflection (`reflect/`).
 
 use std::collections::BTreeSet;
+use vkprism_core::{DeviceFact, FloatMode};
 
 /// The identifiers of a kernel: of its main text (whose lines are the kernel's own) and of the
 /// main text followed by every include (what the variant axes and the checks look at).
@@ -34,6 +35,7 @@ pub fn identifiers(text: &str) -> Vec<(String, u32)> {
 }
 
 /// Identifiers of `text` that are called (followed by `(`, spaces aside): `(name, line)`.
+#[cfg(test)]
 pub fn calls(text: &str) -> Vec<(String, u32)> {
     tokens(text)
         .into_iter()
@@ -62,7 +64,7 @@ pub fn defined_names(text: &str) -> BTreeSet<String> {
 }
 
 /// Identifiers of `text` (comments skipped): name, 1-based line, followed by `(`.
-fn tokens(text: &str) -> Vec<(String, u32, bool)> {
+pub fn tokens(text: &str) -> Vec<(String, u32, bool)> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;
@@ -128,6 +130,9 @@ pub struct Axes {
     pub image: bool,
     /// Uses int8 types or `NCNN_int8_…`.
     pub int8: bool,
+    /// Uses int16 types or functions (`sint16…`, `i16buffer_…`, `lint162aint16…`) or
+    /// `NCNN_int16_…`.
+    pub int16: bool,
     /// Tests `NCNN_shader_local_memory`.
     pub local_memory: bool,
     /// Tests `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`).
@@ -190,6 +195,12 @@ impl Axes {
                 .any(|p| id.starts_with(p))
             {
                 a.int8 = true;
+            }
+            if ["sint16", "aint16", "lint16", "i16buffer_", "NCNN_int16_"]
+                .iter()
+                .any(|p| id.starts_with(p))
+            {
+                a.int16 = true;
             }
             if id == "NCNN_shader_local_memory" {
                 a.local_memory = true;
@@ -334,14 +345,17 @@ pub fn known_functions_summary() -> String {
 
 /// Names that use a reserved extended-function prefix but are neither defined by vkprism nor by
 /// the kernel itself (`own`: its `#define`s): `(name, line)`.
-pub fn unknown_functions(idents: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+pub fn unknown_functions<L: Clone>(
+    idents: &[(String, L)],
+    own: &BTreeSet<String>,
+) -> Vec<(String, L)> {
     let known = known_functions();
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for (id, line) in idents {
         let reserved = RESERVED_PREFIXES.iter().any(|p| id.starts_with(p));
         if reserved && !known.contains(id) && !own.contains(id) && seen.insert(id.clone()) {
-            out.push((id.clone(), *line));
+            out.push((id.clone(), line.clone()));
         }
     }
     out
@@ -433,7 +447,7 @@ fn looks_like_extended_type(id: &str) -> bool {
 
 /// Names shaped like an extended type that vkprism doesn't define and the kernel doesn't
 /// `#define` (`sfpvec3`, `afpmat2`): glslang would only say `syntax error`.
-pub fn unknown_types(idents: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+pub fn unknown_types<L: Clone>(idents: &[(String, L)], own: &BTreeSet<String>) -> Vec<(String, L)> {
     let mut seen = BTreeSet::new();
     idents
         .iter()
@@ -460,11 +474,13 @@ pub fn near_types(name: &str) -> Vec<&'static str> {
     }
 }
 
-/// The `ncnn_*` device facts vkprism defines, per variant (`preamble.rs`): the rest of ncnn's
+/// The `ncnn_*` facts vkprism defines as macros, per variant (`preamble.rs`). The numeric device
+/// facts (`vkprism_core::DeviceFact`) are specialization constants instead; the rest of ncnn's
 /// `ncnn_*` names describe the device a pipeline is created on, unknown at build time.
 pub const KNOWN_DEVICE_FACTS: [&str; 2] = ["ncnn_VK_KHR_cooperative_matrix", "ncnn_glsl_version"];
 
-/// `ncnn_*` names that vkprism doesn't define and the kernel doesn't `#define`: `(name, line)`.
+/// `ncnn_*` names that vkprism doesn't define (as a macro or a device fact) and the kernel doesn't
+/// `#define`: `(name, line)`.
 pub fn unknown_device_facts(
     idents: &[(String, u32)],
     own: &BTreeSet<String>,
@@ -475,6 +491,7 @@ pub fn unknown_device_facts(
         .filter(|(id, _)| {
             id.starts_with("ncnn_")
                 && !KNOWN_DEVICE_FACTS.contains(&id.as_str())
+                && DeviceFact::from_glsl_name(id).is_none()
                 && !own.contains(id)
                 && seen.insert(id.clone())
         })
@@ -482,43 +499,103 @@ pub fn unknown_device_facts(
         .collect()
 }
 
+/// The identifiers on the preprocessor's conditional lines of `text` (`#if`, `#elif`, `#ifdef`,
+/// `#ifndef`, backslash continuations joined): `(name, line)`.
+pub fn conditional_identifiers(text: &str) -> Vec<(String, u32)> {
+    let mut out = Vec::new();
+    let mut continued: Option<u32> = None;
+    for (k, line) in text.lines().enumerate() {
+        let number = k as u32 + 1;
+        let start = match continued {
+            Some(first) => Some(first),
+            None => {
+                let directive = line.trim_start().strip_prefix('#').map(str::trim_start);
+                directive
+                    .filter(|d| {
+                        ["if", "elif", "ifdef", "ifndef"].iter().any(|w| {
+                            d.strip_prefix(w).is_some_and(|r| {
+                                r.is_empty()
+                                    || !r.starts_with(|c: char| {
+                                        c.is_ascii_alphanumeric() || c == '_'
+                                    })
+                            })
+                        })
+                    })
+                    .map(|_| number)
+            }
+        };
+        let Some(first) = start else { continue };
+        // The line's own identifiers, reported at the directive's first line.
+        let code = line.split("//").next().unwrap_or("");
+        out.extend(identifiers(code).into_iter().map(|(id, _)| (id, first)));
+        continued = line.trim_end().ends_with('\\').then_some(first);
+    }
+    out
+}
+
 /// Storage and shared types whose constructor converts values where a mode packs them or
-/// stores bits: the type, the variants where its constructor stores the wrong bits, and the
-/// function to use instead.
-pub const PACKED_TYPES: [(&str, &str, &str); 6] = [
+/// stores bits: the type, the float modes where its constructor stores the wrong bits, how they
+/// hold the type, and the function to use instead.
+pub const PACKED_TYPES: [(&str, &[FloatMode], &str, &str); 6] = [
     (
         "lfpvec4",
-        "fp16p, fp16pa, fp16s and bf16p (four halves or bf16 values packed in a `uvec2`)",
+        &[FloatMode::Fp16p, FloatMode::Fp16pa, FloatMode::Fp16s, FloatMode::Bf16p],
+        "four halves or bf16 values packed in a `uvec2`",
         "`afp2lfpvec4(v)` (from an arithmetic value) or `sfp2lfpvec4(v)` / `buffer_sm4(buf, i)` (from storage)",
     ),
-    ("sfp", "bf16s (bf16 bits in a `uint16_t`)", "`buffer_st1(buf, i, v)`"),
+    (
+        "sfp",
+        &[FloatMode::Bf16s],
+        "bf16 bits in a `uint16_t`",
+        "`buffer_st1(buf, i, v)`",
+    ),
     (
         "sfpvec2",
-        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        &[FloatMode::Fp16p, FloatMode::Fp16pa, FloatMode::Bf16p, FloatMode::Bf16s],
+        "packed halves or bf16 bits",
         "`buffer_st2(buf, i, v)`",
     ),
     (
         "sfpvec4",
-        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        &[FloatMode::Fp16p, FloatMode::Fp16pa, FloatMode::Bf16p, FloatMode::Bf16s],
+        "packed halves or bf16 bits",
         "`buffer_st4(buf, i, v)`",
     ),
     (
         "sfpvec8",
-        "fp16p, fp16pa, bf16p and bf16s (packed halves or bf16 bits)",
+        &[FloatMode::Fp16p, FloatMode::Fp16pa, FloatMode::Bf16p, FloatMode::Bf16s],
+        "packed halves or bf16 bits",
         "`buffer_st8(buf, i, v)`",
     ),
     (
         "sfpmat4",
-        "fp16p, fp16pa, fp16s, bf16p and bf16s (packed halves or bf16 bits)",
+        &[
+            FloatMode::Fp16p,
+            FloatMode::Fp16pa,
+            FloatMode::Fp16s,
+            FloatMode::Bf16p,
+            FloatMode::Bf16s,
+        ],
+        "packed halves or bf16 bits",
         "`afp2sfpmat4(v)`",
     ),
 ];
 
-/// Constructor calls on [`PACKED_TYPES`] the kernel doesn't define itself: `(type, line)`.
-pub fn packed_constructors(calls: &[(String, u32)], own: &BTreeSet<String>) -> Vec<(String, u32)> {
+/// Constructor calls on [`PACKED_TYPES`] that store the wrong bits in float mode `mode`, the
+/// kernel doesn't define itself: `(type, line)`.
+pub fn packed_constructors<L: Clone>(
+    calls: &[(String, L)],
+    own: &BTreeSet<String>,
+    mode: FloatMode,
+) -> Vec<(String, L)> {
     calls
         .iter()
-        .filter(|(id, _)| PACKED_TYPES.iter().any(|(t, _, _)| t == id) && !own.contains(id))
+        .filter(|(id, _)| {
+            PACKED_TYPES
+                .iter()
+                .any(|(t, modes, _, _)| t == id && modes.contains(&mode))
+                && !own.contains(id)
+        })
         .cloned()
         .collect()
 }
@@ -562,6 +639,7 @@ mod tests {
                 buffer: true,
                 image: true,
                 int8: true,
+                int16: false,
                 local_memory: true,
                 coopmat: false,
                 // buffer_ld4 without an sfpvec4 buffer anywhere: nothing packs.
@@ -574,6 +652,10 @@ mod tests {
         assert!(!Axes::of(&ids).no_packed_storage);
         let ids = identifiers("#if NCNN_cooperative_matrix\n#endif\nsfp x;");
         assert!(Axes::of(&ids).coopmat);
+        let ids = identifiers("aint16vec4 v = lint162aint16vec4(t);");
+        assert!(Axes::of(&ids).int16 && !Axes::of(&ids).int8);
+        let ids = identifiers("int x = packInt2x16(v);");
+        assert!(!Axes::of(&ids).int16);
         let ids = identifiers("image2d_ld4(s, p)");
         assert!(Axes::of(&ids).image && !Axes::of(&ids).buffer);
     }
@@ -631,16 +713,35 @@ mod tests {
     }
 
     #[test]
+    fn conditional_lines() {
+        let text =
+            "#if A \\\n  || B // C\nD\n  #  ifdef E\n#ifx F\n#elif G\n#include \"H\"\n#define I J";
+        assert_eq!(
+            conditional_identifiers(text),
+            [
+                ("if".to_string(), 1),
+                ("A".into(), 1),
+                ("B".into(), 1),
+                ("ifdef".into(), 4),
+                ("E".into(), 4),
+                ("elif".into(), 6),
+                ("G".into(), 6)
+            ]
+        );
+    }
+
+    #[test]
     fn device_facts_and_constructors() {
-        let text = "#define ncnn_mine 1\n#if ncnn_subgroupSize > 32 || ncnn_mine || ncnn_VK_KHR_cooperative_matrix\n#endif\ntmp[i] = lfpvec4 (v); afpvec4 a = afpvec4(v); sfp2lfpvec4(w);";
+        let text = "#define ncnn_mine 1\n#if ncnn_robustBufferAccess > 32 || ncnn_mine || ncnn_VK_KHR_cooperative_matrix\n#endif\ntmp[i] = lfpvec4 (v); afpvec4 a = afpvec4(v); sfp2lfpvec4(w);\nint s = ncnn_subgroupSize;";
         let own = defined_names(text);
         assert_eq!(
             unknown_device_facts(&identifiers(text), &own),
-            vec![("ncnn_subgroupSize".into(), 2)]
+            vec![("ncnn_robustBufferAccess".into(), 2)]
         );
         assert_eq!(
-            packed_constructors(&calls(text), &own),
+            packed_constructors(&calls(text), &own, FloatMode::Fp16s),
             vec![("lfpvec4".into(), 4)]
         );
+        assert!(packed_constructors(&calls(text), &own, FloatMode::Fp16sa).is_empty());
     }
 }

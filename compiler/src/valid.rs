@@ -1,24 +1,135 @@
-//! Phase 3, validate: checks of the kernel text that need no compiler (after thiserror's `valid.rs`): extended
-//! functions that don't exist, and `psc` without the push-constant block it reads. Both would
-//! also fail in glslang, but with a message about the preamble's macros rather than the kernel.
+//! Phase 3, validate: checks of the kernel text that need no compiler (after thiserror's
+//! `valid.rs`). On the raw text: `ncnn_*` device facts and `NCNN_*` switches vkprism doesn't
+//! define, `psc` without the declarations it reads. Per variant, on the names it compiles
+//! (`expanded.rs`, phase 4b): extended functions and types that don't exist, constructors that
+//! store the wrong bits in the variant's mode. Each would also fail in glslang (or silently be 0
+//! in `#if`), but with a message about the preamble's macros rather than the kernel.
 
+use crate::compile::Diagnostic;
 use crate::ctxt::Ctxt;
+use crate::diagnostics;
+use crate::expanded::Use;
 use crate::preamble;
 use crate::scan::{self, Identifiers};
 use crate::source::Source;
 use std::collections::BTreeSet;
+use vkprism_core::{DeviceFact, VariantKey};
 
-/// Records every lexical mistake in `source`; `false` when there was one.
+/// Records every lexical mistake in `source` that doesn't depend on the variant (the names
+/// tested in `#if`, `psc`); `false` when there was one.
 pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
     // Names the kernel (or an include) defines itself are its own, whatever their prefix.
     let own = scan::defined_names(&source.all_text);
-    let functions_ok = check_extended_functions(cx, source, idents, &own);
     let facts_ok = check_device_facts(cx, source, idents, &own);
+    let conditionals_ok = check_facts_in_conditionals(cx, source, &own);
     let switches_ok = check_switches(cx, source, idents, &own);
-    let types_ok = check_types(cx, source, idents, &own);
-    let constructors_ok = check_packed_constructors(cx, source, &own);
     let psc_ok = check_psc(cx, source, idents);
-    functions_ok && facts_ok && switches_ok && types_ok && constructors_ok && psc_ok
+    facts_ok && conditionals_ok && switches_ok && psc_ok
+}
+
+/// The checks on the names each variant compiles (after the preprocessor: a name inside a branch
+/// a variant doesn't compile is not that variant's): unknown extended functions and types, and
+/// constructors that store the wrong bits in the variant's mode. One error per distinct message,
+/// naming the variants that hit it unless it is all `emitted` of them. `false` when there was one.
+pub fn check_variants(
+    cx: &Ctxt,
+    source: &Source,
+    uses: &[(VariantKey, Vec<Use>)],
+    emitted: usize,
+) -> bool {
+    let own = scan::defined_names(&source.all_text);
+    let mut grouped: Vec<(Diagnostic, Vec<String>)> = Vec::new();
+    for (key, uses) in uses {
+        for d in variant_messages(key, uses, &own) {
+            match grouped.iter_mut().find(|(x, _)| *x == d) {
+                Some((_, names)) => names.push(key.name()),
+                None => grouped.push((d, vec![key.name()])),
+            }
+        }
+    }
+    diagnostics::order(&mut grouped);
+    for (d, names) in &grouped {
+        let which = match names.len() {
+            n if n == emitted => String::new(),
+            1 => format!("in variant {}: ", names[0]),
+            _ => format!("in variants {}: ", names.join(", ")),
+        };
+        cx.error(source.span, format!("{}: {which}{}", d.location, d.message));
+    }
+    grouped.is_empty()
+}
+
+/// The mistakes among the names one variant compiles, each at its first use.
+fn variant_messages(key: &VariantKey, uses: &[Use], own: &BTreeSet<String>) -> Vec<Diagnostic> {
+    let idents: Vec<(String, &str)> = uses
+        .iter()
+        .map(|u| (u.name.clone(), u.at.as_str()))
+        .collect();
+    let calls: Vec<(String, &str)> = uses
+        .iter()
+        .filter(|u| u.call)
+        .map(|u| (u.name.clone(), u.at.as_str()))
+        .collect();
+    let mut out = Vec::new();
+    let mut say = |at: &str, message: String| {
+        out.push(Diagnostic {
+            location: at.to_string(),
+            message,
+        })
+    };
+    let functions = scan::unknown_functions(&idents, own);
+    for (name, at) in capped(&functions, "unknown extended GLSL functions", &mut say) {
+        let hint = did_you_mean(&scan::near_misses(name));
+        say(
+            at,
+            format!(
+                "unknown extended GLSL function `{name}`; {hint}known: {}",
+                scan::known_functions_summary()
+            ),
+        );
+    }
+    let types = scan::unknown_types(&idents, own);
+    for (name, at) in capped(&types, "unknown extended types", &mut say) {
+        let hint = did_you_mean(&scan::near_types(name));
+        say(
+            at,
+            format!(
+                "unknown extended GLSL type `{name}`; {hint}the types: {}",
+                scan::EXTENDED_TYPES.join(", ")
+            ),
+        );
+    }
+    let mut seen = BTreeSet::new();
+    for (ty, at) in scan::packed_constructors(&calls, own, key.float) {
+        let Some((_, _, held, instead)) = scan::PACKED_TYPES.iter().find(|(t, ..)| *t == ty) else {
+            continue;
+        };
+        if seen.insert(ty.clone()) {
+            say(
+                at,
+                format!(
+                    "`{ty}(...)` converts values, so it stores the wrong bits where `{ty}` holds {held}; use {instead}"
+                ),
+            );
+        }
+    }
+    out
+}
+
+/// The first [`SHOWN`] of `names`, with one message saying how many more there are: past a
+/// screenful more names say nothing new, and a generated kernel may have thousands.
+fn capped<'a, 'b>(
+    names: &'a [(String, &'b str)],
+    what: &str,
+    say: &mut impl FnMut(&str, String),
+) -> &'a [(String, &'b str)] {
+    if names.len() > SHOWN {
+        say(
+            names[0].1,
+            format!("{} more {what} not listed", names.len() - SHOWN),
+        );
+    }
+    &names[..names.len().min(SHOWN)]
 }
 
 /// "did you mean `x`? " for the near misses of a name (empty when there are none).
@@ -29,24 +140,6 @@ fn did_you_mean<S: std::fmt::Display>(near: &[S]) -> String {
         1 => format!("did you mean {}? ", quoted[0]),
         _ => format!("did you mean one of {}? ", quoted.join(", ")),
     }
-}
-
-/// A name shaped like an extended type that doesn't exist (`sfpvec3`): glslang would report a
-/// syntax error without naming it.
-fn check_types(cx: &Ctxt, source: &Source, idents: &Identifiers, own: &BTreeSet<String>) -> bool {
-    let unknown = scan::unknown_types(&idents.all, own);
-    for (name, _) in shown(cx, source, &unknown, "unknown extended types") {
-        let at = first_use(source, &idents.main, name);
-        let hint = did_you_mean(&scan::near_types(name));
-        cx.error(
-            source.span,
-            format!(
-                "{at}: unknown extended GLSL type `{name}`; {hint}the types: {}",
-                scan::EXTENDED_TYPES.join(", ")
-            ),
-        );
-    }
-    unknown.is_empty()
 }
 
 /// An `NCNN_*` name the preamble doesn't define (a misspelt switch, or one of an ncnn option
@@ -115,28 +208,6 @@ fn first_use(source: &Source, main: &[(String, u32)], name: &str) -> String {
     }
 }
 
-/// Every name with an extended-function prefix must be a function vkprism defines.
-fn check_extended_functions(
-    cx: &Ctxt,
-    source: &Source,
-    idents: &Identifiers,
-    own: &BTreeSet<String>,
-) -> bool {
-    let unknown = scan::unknown_functions(&idents.all, own);
-    for (name, _) in shown(cx, source, &unknown, "unknown extended GLSL functions") {
-        let at = first_use(source, &idents.main, name);
-        let hint = did_you_mean(&scan::near_misses(name));
-        cx.error(
-            source.span,
-            format!(
-                "{at}: unknown extended GLSL function `{name}`; {hint}known: {}",
-                scan::known_functions_summary()
-            ),
-        );
-    }
-    unknown.is_empty()
-}
-
 /// ncnn's `ncnn_*` macros describe the device; the ones vkprism can't know per variant would
 /// silently be 0 in `#if`.
 fn check_device_facts(
@@ -151,37 +222,48 @@ fn check_device_facts(
         cx.error(
             source.span,
             format!(
-                "{at}: `{name}` is a fact about the device the pipeline runs on, which vkprism can't know when it compiles the kernel (it would silently be 0 in `#if`); vkprism defines {} per variant. Test the variant's own switches (`NCNN_fp16_storage`, `NCNN_cooperative_matrix`, ...), or read the value at run time (`gl_SubgroupSize`, a specialization constant)",
-                scan::KNOWN_DEVICE_FACTS.map(|n| format!("`{n}`")).join(" and ")
+                "{at}: `{name}` is a fact about the device the pipeline runs on, which vkprism can't know when it compiles the kernel (it would silently be 0 in `#if`); vkprism defines {} per variant, and as specialization constants the runtime sets from the device: {}. Test the variant's own switches (`NCNN_fp16_storage`, `NCNN_cooperative_matrix`, ...), or read the value at run time (`gl_SubgroupSize`, a specialization constant)",
+                scan::KNOWN_DEVICE_FACTS.map(|n| format!("`{n}`")).join(" and "),
+                fact_names()
             ),
         );
     }
     unknown.is_empty()
 }
 
-/// `lfpvec4(v)` converts where a mode packs: in fp16p, fp16pa, fp16s and bf16p it turns four
-/// values into a `uvec2` of their integer parts, silently. The same holds for the storage types.
-fn check_packed_constructors(cx: &Ctxt, source: &Source, own: &BTreeSet<String>) -> bool {
-    let calls = scan::calls(&source.all_text);
-    let found = scan::packed_constructors(&calls, own);
+/// The device facts vkprism declares as specialization constants, for a message.
+fn fact_names() -> String {
+    let names: Vec<&str> = DeviceFact::ALL.iter().map(|f| f.glsl_name()).collect();
+    names.join(", ")
+}
+
+/// A device fact (`ncnn_subgroupSize`) is a specialization constant: the preprocessor, which
+/// runs at build time, can't see its value, and would silently take it as 0 in `#if`.
+fn check_facts_in_conditionals(cx: &Ctxt, source: &Source, own: &BTreeSet<String>) -> bool {
+    let main_lines = source.text.lines().count() as u32;
     let mut seen = BTreeSet::new();
-    for (ty, _) in &found {
-        if !seen.insert(ty.clone()) {
+    let mut ok = true;
+    for (name, line) in scan::conditional_identifiers(&source.all_text) {
+        if DeviceFact::from_glsl_name(&name).is_none() || own.contains(&name) {
             continue;
         }
-        let main_calls = scan::calls(&source.text);
-        let at = first_use(source, &main_calls, ty);
-        let Some((_, modes, instead)) = scan::PACKED_TYPES.iter().find(|(t, _, _)| t == ty) else {
+        if !seen.insert(name.clone()) {
             continue;
+        }
+        ok = false;
+        let at = if line <= main_lines {
+            source.locate(line)
+        } else {
+            "an included file".to_string()
         };
         cx.error(
             source.span,
             format!(
-                "{at}: `{ty}(...)` converts values, so it stores the wrong bits in the variants where `{ty}` holds packed or raw 16-bit values: {modes}; use {instead}"
+                "{at}: `{name}` is a specialization constant the runtime sets from the device when it creates the pipeline, so the preprocessor can't see it (in `#if` it would silently be 0); test it in an expression instead: `if ({name} == 32) {{ ... }}` (the driver folds the branch away)"
             ),
         );
     }
-    found.is_empty()
+    ok
 }
 
 /// `psc(x)` expands to `(x == 0 ? p.x : x)`: the push-constant block must be named `p` and

@@ -3,7 +3,7 @@
 use crate::ctxt::Ctxt;
 use crate::scan::Axes;
 use proc_macro2::Span;
-use vkprism_core::{FloatMode, Int8Mode, MemoryKind, VariantKey};
+use vkprism_core::{FloatMode, Int16Mode, Int8Mode, MemoryKind, VariantKey};
 
 /// Every variant of a kernel with these axes, in a fixed order.
 pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
@@ -14,6 +14,11 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
     };
     let int8s: Vec<Option<Int8Mode>> = if axes.int8 {
         Int8Mode::ALL.iter().copied().map(Some).collect()
+    } else {
+        vec![None]
+    };
+    let int16s: Vec<Option<Int16Mode>> = if axes.int16 {
+        Int16Mode::ALL.iter().copied().map(Some).collect()
     } else {
         vec![None]
     };
@@ -42,15 +47,18 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
                 continue;
             }
             for &int8 in &int8s {
-                for &local_memory in lms {
-                    for coopmat in coopmat_values(axes, float, int8, memory) {
-                        out.push(VariantKey {
-                            float,
-                            memory,
-                            int8,
-                            local_memory,
-                            coopmat,
-                        });
+                for &int16 in &int16s {
+                    for &local_memory in lms {
+                        for coopmat in coopmat_values(axes, float, int8, memory) {
+                            out.push(VariantKey {
+                                float,
+                                memory,
+                                int8,
+                                int16,
+                                local_memory,
+                                coopmat,
+                            });
+                        }
                     }
                 }
             }
@@ -183,6 +191,15 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(v.len(), 7 * 3 * 2);
+        let v = enumerate(&Axes {
+            buffer: true,
+            int16: true,
+            ..Default::default()
+        });
+        assert_eq!(
+            v.iter().map(|k| k.name()).collect::<Vec<_>>(),
+            ["fp32_int16p", "fp32_int16s", "fp32_int16a"]
+        );
         // fp16 buffer variants with and without cooperative matrices, the rest without.
         let v = enumerate(&Axes {
             buffer: true,

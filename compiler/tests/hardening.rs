@@ -350,3 +350,30 @@ fn include_hidden_by_a_line_continuation_is_still_bounded() {
     assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     assert!(errs.iter().all(|e| e.contains("#include")), "{errs:?}");
 }
+
+#[test]
+fn per_variant_errors_are_located_through_includes() {
+    let dir = scratch("per-variant-include");
+    std::fs::write(
+        dir.join("inc.glsl"),
+        "// helpers\n#if NCNN_fp16_storage\n#define LOAD(i) buffer_ld5(a_data, i)\n#else\n#define LOAD(i) buffer_ld4(a_data, i)\n#endif\nafpvec4 twice(afpvec4 v) { return v + v; }\nsfpvec3 unused;\n",
+    )
+    .unwrap();
+    let text = "#version 450\nlayout (binding = 0) buffer a_blob { sfpvec4 a_data[]; };\n#include \"inc.glsl\"\nvoid main() {\n    const int i = int(gl_GlobalInvocationID.x);\n    buffer_st4(a_data, i, twice(LOAD(i)));\n}\n";
+    let errs = errors(&dir, text);
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    // Where the macro is used, in the variants whose branch names it.
+    assert!(
+        errs.iter().any(|e| e.starts_with(
+            "test.comp:6: in variants fp16s, fp16sa: unknown extended GLSL function `buffer_ld5`"
+        )),
+        "{errs:?}"
+    );
+    // In the include, in every variant.
+    let inc = dir.join("inc.glsl").display().to_string();
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with(&format!("{inc}:8: unknown extended GLSL type `sfpvec3`"))),
+        "{errs:?}"
+    );
+}

@@ -73,7 +73,7 @@ fn seed_example_as_written_fails_only_in_fp16_arithmetic_with_a_hint() {
     let errs = compile(SEED_ADD).unwrap_err();
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(
-        errs[0].contains("variant fp16pa, fp16sa")
+        errs[0].contains("variants fp16pa, fp16sa")
             && errs[0].contains("test.comp:9")
             && errs[0].contains("hint: GLSL has no implicit conversion"),
         "{errs:?}"

@@ -2,7 +2,7 @@
 //! reads it. Every value here comes from SPIR-V reflection of the compiled variants (what a
 //! variant needs from the device is a function of its key: `VariantInfo::requires`).
 
-use crate::{CoopMatShape, FeatureSet, VariantKey};
+use crate::{CoopMatShape, DeviceFact, FeatureSet, VariantKey};
 
 /// Everything the runtime needs to know about one kernel.
 #[derive(Debug)]
@@ -34,6 +34,9 @@ pub struct VariantInfo {
     /// The cooperative-matrix multiply-adds the SPIR-V performs (empty unless a `_cm` variant):
     /// the device must offer each.
     pub cooperative_matrices: &'static [CoopMatShape],
+    /// The device facts the SPIR-V reads (`ncnn_subgroupSize`, ...): specialization constants
+    /// with reserved ids (`DeviceFact::spec_id`) that the runtime fills from the device.
+    pub device_facts: &'static [DeviceFact],
     /// The Vulkan API version the SPIR-V was compiled for (the macro's `vulkan_version`, as
     /// [`api_version`] encodes it): a device with a lower one can't load the variant.
     pub vulkan_version: u32,
@@ -177,6 +180,8 @@ pub enum TensorFormat {
     Bf16,
     /// Signed 8-bit integers.
     I8,
+    /// Signed 16-bit integers (also the layout of packed int16: element 0 in the low half).
+    I16,
     /// Signed 32-bit integers.
     I32,
     /// Unsigned 32-bit integers.
@@ -190,7 +195,7 @@ impl TensorFormat {
     pub const fn size(self) -> usize {
         match self {
             TensorFormat::F32 | TensorFormat::I32 | TensorFormat::U32 => 4,
-            TensorFormat::F16 | TensorFormat::Bf16 => 2,
+            TensorFormat::F16 | TensorFormat::Bf16 | TensorFormat::I16 => 2,
             TensorFormat::I8 | TensorFormat::Raw => 1,
         }
     }

@@ -1,5 +1,5 @@
 //! Variant keys: one point on each axis a kernel uses (float precision, memory kind, int8 mode,
-//! local memory, cooperative matrix), their names, and the device features each one needs.
+//! int16 mode, local memory, cooperative matrix), their names, and the device features each one needs.
 
 use crate::{Feature, FeatureSet, TensorFormat};
 use std::fmt;
@@ -158,6 +158,43 @@ impl Int8Mode {
     }
 }
 
+/// The int16 axis, present only for kernels that use int16 types (`sint16`, `i16buffer_*`, ...).
+/// Every mode stores int16 values in the same bytes (tensors are `I16`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Int16Mode {
+    /// two int16 packed per `int` (element 0 in the low half), 32-bit arithmetic.
+    Int16p,
+    /// native `int16_t` storage, 32-bit arithmetic.
+    Int16s,
+    /// native `int16_t` storage and 16-bit arithmetic (`aint16` is `int16_t`).
+    Int16a,
+}
+
+impl Int16Mode {
+    /// Every int16 mode, in declaration order.
+    pub const ALL: [Int16Mode; 3] = [Int16Mode::Int16p, Int16Mode::Int16s, Int16Mode::Int16a];
+
+    /// The name used in variant names (`int16a`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Int16Mode::Int16p => "int16p",
+            Int16Mode::Int16s => "int16s",
+            Int16Mode::Int16a => "int16a",
+        }
+    }
+
+    /// Features this int16 mode needs from the device.
+    pub const fn requires(self) -> FeatureSet {
+        match self {
+            Int16Mode::Int16p => FeatureSet::EMPTY,
+            Int16Mode::Int16s => FeatureSet::from_slice(&[Feature::StorageBuffer16BitAccess]),
+            Int16Mode::Int16a => {
+                FeatureSet::from_slice(&[Feature::StorageBuffer16BitAccess, Feature::ShaderInt16])
+            }
+        }
+    }
+}
+
 /// One variant of a kernel. Axes a kernel does not use are `None` (int8, local memory) or take
 /// their neutral value (`Fp32`, `Buffer`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -168,6 +205,8 @@ pub struct VariantKey {
     pub memory: MemoryKind,
     /// The int8 axis, for kernels that use int8 types.
     pub int8: Option<Int8Mode>,
+    /// The int16 axis, for kernels that use int16 types.
+    pub int16: Option<Int16Mode>,
     /// Whether shared memory is used, for kernels with both versions.
     pub local_memory: Option<bool>,
     /// Cooperative matrices on (`_cm`) or off (`_nocm`); `None` for kernels that never test
@@ -183,6 +222,7 @@ impl VariantKey {
             float,
             memory: MemoryKind::Buffer,
             int8: None,
+            int16: None,
             local_memory: None,
             coopmat: None,
         }
@@ -192,6 +232,9 @@ impl VariantKey {
     pub const fn requires(&self) -> FeatureSet {
         let mut set = self.float.requires();
         if let Some(i) = self.int8 {
+            set = set.union(i.requires());
+        }
+        if let Some(i) = self.int16 {
             set = set.union(i.requires());
         }
         if let MemoryKind::Image = self.memory {
@@ -211,11 +254,15 @@ impl VariantKey {
         set
     }
 
-    /// The variant's name: `float[_int8][_image][_lm|_nolm][_cm|_nocm]`, e.g. `fp16sa`,
-    /// `fp32_int8s_image`, `fp16s_lm_cm`.
+    /// The variant's name: `float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm]`, e.g. `fp16sa`,
+    /// `fp32_int8s_image`, `fp32_int16p`, `fp16s_lm_cm`.
     pub fn name(&self) -> String {
         let mut s = self.float.name().to_string();
         if let Some(i) = self.int8 {
+            s.push('_');
+            s.push_str(i.name());
+        }
+        if let Some(i) = self.int16 {
             s.push('_');
             s.push_str(i.name());
         }
@@ -251,15 +298,18 @@ impl VariantKey {
             if let Some(i) = Int8Mode::ALL.into_iter().find(|i| i.name() == part) {
                 key.int8 = Some(i);
                 next_stage = 1;
+            } else if let Some(i) = Int16Mode::ALL.into_iter().find(|i| i.name() == part) {
+                key.int16 = Some(i);
+                next_stage = 2;
             } else if part == "image" {
                 key.memory = MemoryKind::Image;
-                next_stage = 2;
+                next_stage = 3;
             } else if part == "lm" || part == "nolm" {
                 key.local_memory = Some(part == "lm");
-                next_stage = 3;
+                next_stage = 4;
             } else if part == "cm" || part == "nocm" {
                 key.coopmat = Some(part == "cm");
-                next_stage = 4;
+                next_stage = 5;
             } else {
                 return Err(err());
             }
@@ -289,7 +339,7 @@ impl fmt::Display for ParseVariantError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` is not a variant name (form: float[_int8][_image][_lm|_nolm][_cm|_nocm])",
+            "`{}` is not a variant name (form: float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm])",
             self.name
         )
     }
@@ -306,16 +356,19 @@ mod tests {
         for f in FloatMode::ALL {
             for m in [MemoryKind::Buffer, MemoryKind::Image] {
                 for i in [None, Some(Int8Mode::Int8p), Some(Int8Mode::Int8a)] {
-                    for lm in [None, Some(true), Some(false)] {
-                        for cm in [None, Some(true), Some(false)] {
-                            let k = VariantKey {
-                                float: f,
-                                memory: m,
-                                int8: i,
-                                local_memory: lm,
-                                coopmat: cm,
-                            };
-                            assert_eq!(VariantKey::parse(&k.name()), Ok(k), "{}", k.name());
+                    for i16 in [None, Some(Int16Mode::Int16p), Some(Int16Mode::Int16s)] {
+                        for lm in [None, Some(true), Some(false)] {
+                            for cm in [None, Some(true), Some(false)] {
+                                let k = VariantKey {
+                                    float: f,
+                                    memory: m,
+                                    int8: i,
+                                    int16: i16,
+                                    local_memory: lm,
+                                    coopmat: cm,
+                                };
+                                assert_eq!(VariantKey::parse(&k.name()), Ok(k), "{}", k.name());
+                            }
                         }
                     }
                 }
@@ -328,6 +381,10 @@ mod tests {
         );
         assert!(VariantKey::parse("fp32_lm_lm").is_err());
         assert!(
+            VariantKey::parse("fp32_int16p_int8s").is_err(),
+            "axes out of order"
+        );
+        assert!(
             VariantKey::parse("fp16s_cm_lm").is_err(),
             "axes out of order"
         );
@@ -339,6 +396,7 @@ mod tests {
             float: FloatMode::Fp16sa,
             memory: MemoryKind::Image,
             int8: Some(Int8Mode::Int8a),
+            int16: Some(Int16Mode::Int16a),
             local_memory: None,
             coopmat: Some(true),
         };
@@ -348,11 +406,20 @@ mod tests {
             Feature::ShaderFloat16,
             Feature::StorageBuffer8BitAccess,
             Feature::ShaderInt8,
+            Feature::ShaderInt16,
             Feature::ImageFormatsFp16,
             Feature::CooperativeMatrix,
         ] {
             assert!(r.contains(f), "{f}");
         }
         assert!(VariantKey::new(FloatMode::Fp16p).requires().is_empty());
+        let int16s = VariantKey {
+            int16: Some(Int16Mode::Int16s),
+            ..VariantKey::new(FloatMode::Fp32)
+        };
+        assert_eq!(
+            int16s.requires(),
+            FeatureSet::from_slice(&[Feature::StorageBuffer16BitAccess])
+        );
     }
 }

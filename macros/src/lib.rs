@@ -91,16 +91,17 @@ use proc_macro::TokenStream;
 /// |---|---|---|
 /// | float | `sfp…`, `afp…`, `lfp…`, `buffer_…`, `image1d_…`/`2d`/`3d`, `unfp`, `imfmt…`, `NCNN_fp16_…`, `NCNN_bf16_…` | `fp32`, `fp16p`, `fp16pa`, `fp16s`, `fp16sa`, `bf16p`, `bf16s` (only `fp32` without the axis; no `fp16p`, `fp16pa`, `bf16p` buffer variants where nothing packs storage: no `sfpvec2/4/8`, `sfpmat4`, `NCNN_fp16_packed`, `NCNN_bf16_packed`) |
 /// | int8 | `sint8…`, `aint8…`, `i8buffer_…`, `NCNN_int8_…` | `_int8p`, `_int8s`, `_int8a` |
+/// | int16 | `sint16…`, `aint16…`, `lint16…`, `i16buffer_…`, `NCNN_int16_…` | `_int16p`, `_int16s`, `_int16a` |
 /// | memory | image functions or `imfmt…` (image variants only), or `NCNN_image_shader` (buffer and image variants, the kernel choosing with `#if NCNN_image_shader`) | (buffer), `_image` (fp32 and fp16 only: there is no bf16 image format) |
 /// | local memory | `NCNN_shader_local_memory` | `_lm`, `_nolm` |
 /// | cooperative matrix | `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`) | `_cm` (fp16 buffer variants only), `_nocm` |
 ///
-/// A name is `float[_int8][_image][_lm|_nolm][_cm|_nocm]`: `fp16sa`, `fp32_int8s`,
-/// `fp16s_image`, `fp16sa_lm_nocm`. A kernel that mentions none of these has the one variant
+/// A name is `float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm]`: `fp16sa`, `fp32_int8s`,
+/// `fp32_int16p`, `fp16s_image`, `fp16sa_lm_nocm`. A kernel that mentions none of these has the one variant
 /// `fp32`. Each variant is compiled with the matching `NCNN_*` macros defined to 1 or 0
 /// (`NCNN_fp16_packed`, `NCNN_fp16_storage`, `NCNN_fp16_arithmetic`, `NCNN_bf16_packed`,
 /// `NCNN_bf16_storage`, `NCNN_int8_packed`, `NCNN_int8_storage`, `NCNN_int8_arithmetic`,
-/// `NCNN_image_shader`, `NCNN_shader_local_memory`, `NCNN_cooperative_matrix`), the `#extension`
+/// `NCNN_int16_packed`, `NCNN_int16_storage`, `NCNN_image_shader`, `NCNN_shader_local_memory`, `NCNN_cooperative_matrix`), the `#extension`
 /// lines it needs, and the type and function definitions of the extended language.
 ///
 /// `_cm` variants multiply fp16 cooperative matrices (`VK_KHR_cooperative_matrix`); they need
@@ -111,7 +112,8 @@ use proc_macro::TokenStream;
 ///
 /// At load time the runtime picks the best variant the device and `vkprism::Options` allow:
 /// storage precision first (bf16s, bf16p, both off by default, then fp16s, fp16p, fp32), then
-/// cooperative matrices, fp16 arithmetic, int8 (int8a, int8s, int8p), images, local memory.
+/// cooperative matrices, fp16 arithmetic, int8 (int8a, int8s, int8p), int16 (int16a, int16s,
+/// int16p), images, local memory.
 /// Image variants are off unless `Options::use_image_storage` is set.
 /// `VARIANT_NAMES` lists what was compiled; a variant's `requires()` what it needs of the device.
 ///
@@ -126,9 +128,10 @@ use proc_macro::TokenStream;
 ///   constants and workgroup size, for the runtime.
 /// - `VARIANTS: &[VariantInfo]`: per variant its `key` (a `VariantKey`; `requires()` gives the
 ///   device features it needs), its SPIR-V words, its `bindings` (each with the `format` a
-///   `Tensor` bound there must have: `F32`, `F16`, `Bf16`, `I8`, `I32`, `U32` or `Raw`), whether
-///   it reads `gl_NumWorkGroups`, the cooperative-matrix shapes it multiplies, and the Vulkan
-///   version it was compiled for (`vulkan_version`).
+///   `Tensor` bound there must have: `F32`, `F16`, `Bf16`, `I8`, `I16`, `I32`, `U32` or `Raw`),
+///   whether it reads `gl_NumWorkGroups`, the cooperative-matrix shapes it multiplies, the
+///   device facts it reads (`device_facts`) and the Vulkan version it was compiled for
+///   (`vulkan_version`).
 /// - `VARIANT_NAMES: &[&str]`: the variants' names, in the same order.
 /// - `PushConstants`: the `layout (push_constant)` block as a `#[repr(C)]`, `bytemuck::Pod`
 ///   struct with one public field per member, named as in GLSL (`int` → `i32`, `uint` and `bool`
@@ -138,7 +141,9 @@ use proc_macro::TokenStream;
 ///   `vkprism::NoPushConstants`.
 /// - `SpecConstants`: one public field per `layout (constant_id = N) const` (same types),
 ///   `Default` giving the GLSL defaults; passed to `LoadedKernel::pipeline`. The workgroup size is
-///   not in it: it is the pipeline's `local_size` argument.
+///   not in it: it is the pipeline's `local_size` argument, and neither are the device facts
+///   (`ncnn_subgroupSize`, `ncnn_vendorID`, ... on ids 236 to 250), which the runtime sets from
+///   the device.
 /// - `BufferBindings<'a>` (buffer variants) and/or `ImageBindings<'a>` (image variants): one
 ///   public field per descriptor, `&'a Tensor` for buffers, `&'a Image` for samplers and storage
 ///   images, named after the buffer's block name (`x_blob` above) or the image's variable name
@@ -243,16 +248,21 @@ use proc_macro::TokenStream;
 ///   is not a SPIR-V compute module;
 /// - variants: a name in `variants` that is misspelled, not a variant of this kernel (the message
 ///   lists the kernel's variants), or listed twice;
-/// - scan: an unknown extended function (`buffer_ld5`, with the nearest known names), a
-///   constructor on a type that packs in some variant (`lfpvec4(v)`: use `afp2lfpvec4(v)`), an
-///   `ncnn_*` device fact vkprism can't know at build time (`ncnn_subgroupSize`), an `NCNN_*`
-///   switch it doesn't define (`NCNN_fp16_storge`), `psc(x)` without a block named `p`, a
-///   member `p.x` or a specialization constant `x`;
+/// - scan: an unknown extended function (`buffer_ld5`, with the nearest known names) or type
+///   (`sfpvec3`), a constructor on a type that packs in the variant (`lfpvec4(v)`: use
+///   `afp2lfpvec4(v)`), each checked per variant after the preprocessor (a branch a variant
+///   doesn't compile doesn't count; the message names the variants that do); an `ncnn_*` device
+///   fact vkprism doesn't have (`ncnn_robustBufferAccess`), or one it has tested in `#if`
+///   (`#if ncnn_subgroupSize == 32`: the preprocessor can't see a specialization constant), an
+///   `NCNN_*` switch it doesn't define (`NCNN_fp16_storge`), `psc(x)` without a block named `p`,
+///   a member `p.x` or a specialization constant `x`;
 /// - GLSL: glslang's messages, each naming the variants it occurs in and the line in the Rust
-///   file (or kernel file), e.g. `v + 123` in an fp16-arithmetic variant (write `v + afp(123)`:
+///   file (or kernel file), each variant's first message first, an unknown type in a
+///   declaration named (glslang says only `syntax error`), e.g. `v + 123` in an fp16-arithmetic variant (write `v + afp(123)`:
 ///   GLSL has no implicit conversion to `float16_t`);
 /// - model: variants that disagree on descriptors, push constants or specialization constants,
-///   or a descriptor set other than 0.
+///   a descriptor set other than 0, or a specialization constant on an id reserved for a device
+///   fact.
 ///
 /// Code using the generated items wrongly (a missing binding field, a `Tensor` where an `Image`
 /// goes, a push-constant member of the wrong type) fails to type-check as ordinary Rust.

@@ -503,6 +503,11 @@ impl<K: Kernel> LoadedKernel<K> {
                 entries.push((id, local[d]));
             }
         }
+        // The device facts the variant reads, from the device (the compiler reserved their ids).
+        for fact in self.variant.device_facts {
+            let value = self.shared.device_fact(*fact, desc.subgroup_size);
+            entries.push((fact.spec_id(), value));
+        }
         entries.sort();
         if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
             return Err(Error::DuplicateSpecId {
@@ -689,6 +694,7 @@ mod tests {
                 spirv: words,
                 bindings: &[],
                 cooperative_matrices: &[],
+                device_facts: &[],
                 reads_num_workgroups: false,
                 vulkan_version: vkprism_core::api_version(1, 1),
             }]));

@@ -3,8 +3,8 @@
 
 use std::fmt;
 use vkprism_core::{
-    DeviceFeatures, FeatureSet, FloatMode, Int8Mode, KernelInfo, MemoryKind, VariantInfo,
-    VariantKey,
+    DeviceFeatures, FeatureSet, FloatMode, Int16Mode, Int8Mode, KernelInfo, MemoryKind,
+    VariantInfo, VariantKey,
 };
 
 /// Which variant kinds may be used. Defaults: everything on except bf16 and images.
@@ -26,6 +26,12 @@ pub struct Options {
     pub use_int8_storage: bool,
     /// int8 arithmetic (`int8a`).
     pub use_int8_arithmetic: bool,
+    /// int16 packed two per `int` (`int16p`).
+    pub use_int16_packed: bool,
+    /// Native 16-bit integer storage (`int16s`, `int16a`).
+    pub use_int16_storage: bool,
+    /// int16 arithmetic (`int16a`).
+    pub use_int16_arithmetic: bool,
     /// Image variants (sampled + storage images instead of buffers).
     pub use_image_storage: bool,
     /// Variants that use shared (workgroup-local) memory.
@@ -45,6 +51,9 @@ impl Default for Options {
             use_int8_packed: true,
             use_int8_storage: true,
             use_int8_arithmetic: true,
+            use_int16_packed: true,
+            use_int16_storage: true,
+            use_int16_arithmetic: true,
             use_image_storage: false,
             use_shader_local_memory: true,
             use_cooperative_matrix: true,
@@ -53,7 +62,7 @@ impl Default for Options {
 }
 
 impl Options {
-    /// Only fp32 buffers, no int8 arithmetic or storage, no local memory: the most portable.
+    /// Only fp32 buffers, no int8 or int16 arithmetic or storage: the most portable.
     pub fn fp32_only() -> Self {
         Options {
             use_fp16_packed: false,
@@ -61,6 +70,8 @@ impl Options {
             use_fp16_arithmetic: false,
             use_int8_storage: false,
             use_int8_arithmetic: false,
+            use_int16_storage: false,
+            use_int16_arithmetic: false,
             ..Options::default()
         }
     }
@@ -84,6 +95,8 @@ impl Options {
             use_bf16_storage: self.use_bf16_storage && can(FloatMode::Bf16s.requires()),
             use_int8_storage: self.use_int8_storage && can(Int8Mode::Int8s.requires()),
             use_int8_arithmetic: self.use_int8_arithmetic && can(Int8Mode::Int8a.requires()),
+            use_int16_storage: self.use_int16_storage && can(Int16Mode::Int16s.requires()),
+            use_int16_arithmetic: self.use_int16_arithmetic && can(Int16Mode::Int16a.requires()),
             use_image_storage: self.use_image_storage && can(image_fp32.requires()),
             use_cooperative_matrix: self.use_cooperative_matrix && can(coopmat_fp32.requires()),
             ..*self
@@ -115,6 +128,18 @@ impl Options {
                 key.int8.map(|i| i.name()).unwrap_or("")
             ));
         }
+        let int16_ok = match key.int16 {
+            None => true,
+            Some(Int16Mode::Int16p) => self.use_int16_packed,
+            Some(Int16Mode::Int16s) => self.use_int16_storage,
+            Some(Int16Mode::Int16a) => self.use_int16_storage && self.use_int16_arithmetic,
+        };
+        if !int16_ok {
+            return Some(format!(
+                "options exclude {}",
+                key.int16.map(|i| i.name()).unwrap_or("")
+            ));
+        }
         if key.memory == MemoryKind::Image && !self.use_image_storage {
             return Some("options exclude image storage".into());
         }
@@ -139,6 +164,9 @@ impl fmt::Display for Options {
             ("int8_packed", self.use_int8_packed),
             ("int8_storage", self.use_int8_storage),
             ("int8_arithmetic", self.use_int8_arithmetic),
+            ("int16_packed", self.use_int16_packed),
+            ("int16_storage", self.use_int16_storage),
+            ("int16_arithmetic", self.use_int16_arithmetic),
             ("image_storage", self.use_image_storage),
             ("shader_local_memory", self.use_shader_local_memory),
             ("cooperative_matrix", self.use_cooperative_matrix),
@@ -157,9 +185,9 @@ impl fmt::Display for Options {
 }
 
 /// Preference order, best last: storage precision (bf16s > bf16p > fp16s > fp16p > fp32),
-/// cooperative matrices, fp16 arithmetic, int8 (a > s > p), images when allowed, local memory
-/// when allowed.
-fn rank(key: &VariantKey) -> (u8, u8, u8, u8, u8, u8) {
+/// cooperative matrices, fp16 arithmetic, int8 (a > s > p), int16 (a > s > p), images when
+/// allowed, local memory when allowed.
+fn rank(key: &VariantKey) -> (u8, u8, u8, u8, u8, u8, u8) {
     let storage = match key.float {
         FloatMode::Fp32 => 0,
         FloatMode::Fp16p | FloatMode::Fp16pa => 1,
@@ -173,11 +201,18 @@ fn rank(key: &VariantKey) -> (u8, u8, u8, u8, u8, u8) {
         Some(Int8Mode::Int8s) => 2,
         Some(Int8Mode::Int8a) => 3,
     };
+    let int16 = match key.int16 {
+        None => 0,
+        Some(Int16Mode::Int16p) => 1,
+        Some(Int16Mode::Int16s) => 2,
+        Some(Int16Mode::Int16a) => 3,
+    };
     (
         storage,
         (key.coopmat == Some(true)) as u8,
         key.float.is_fp16_arithmetic() as u8,
         int8,
+        int16,
         (key.memory == MemoryKind::Image) as u8,
         (key.local_memory == Some(true)) as u8,
     )
@@ -381,6 +416,7 @@ mod tests {
                     &[]
                 },
                 vulkan_version: vkprism_core::api_version(1, 1),
+                device_facts: &[],
             })
             .collect();
         Box::leak(Box::new(KernelInfo {
@@ -654,6 +690,52 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.details.len(), 6, "{e}");
         assert!(e.to_string().contains("fp32_int8a_lm: needs storageBuffer8BitAccess, shaderInt8; device lacks storageBuffer8BitAccess, shaderInt8"), "{e}");
+    }
+
+    #[test]
+    fn int16_preferences() {
+        let keys = Int16Mode::ALL
+            .iter()
+            .map(|i| VariantKey {
+                int16: Some(*i),
+                ..VariantKey::new(FloatMode::Fp32)
+            })
+            .collect();
+        let k = info(keys);
+        let o = Options::default();
+        let all = DeviceFeatures::new(FeatureSet::all());
+        assert_eq!(pick(k, &o, &all), "fp32_int16a");
+        assert_eq!(
+            pick(k, &o, &dev(&[Feature::StorageBuffer16BitAccess])),
+            "fp32_int16s"
+        );
+        assert_eq!(pick(k, &o, &dev(&[])), "fp32_int16p");
+        let no_arithmetic = Options {
+            use_int16_arithmetic: false,
+            ..o
+        };
+        assert_eq!(pick(k, &no_arithmetic, &all), "fp32_int16s");
+        let packed_only = Options {
+            use_int16_storage: false,
+            ..o
+        };
+        assert_eq!(pick(k, &packed_only, &all), "fp32_int16p");
+        let c = o.clamp_to(&dev(&[Feature::ShaderInt16]));
+        assert!(c.use_int16_packed && !c.use_int16_storage && !c.use_int16_arithmetic);
+        let e = select_variant(
+            k,
+            &Options {
+                use_int16_packed: false,
+                ..o
+            },
+            &dev(&[]),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("fp32_int16p: options exclude int16p"),
+            "{e}"
+        );
     }
 
     #[test]

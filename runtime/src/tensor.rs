@@ -493,6 +493,24 @@ impl Tensor {
         Ok(self.read_bytes()?.into_iter().map(|b| b as i8).collect())
     }
 
+    /// Writes `data` into an I16 tensor.
+    pub fn upload_i16(&self, data: &[i16]) -> Result<(), Error> {
+        self.require(TensorFormat::I16, "I16")?;
+        self.check_len(data.len())?;
+        let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
+        self.write_bytes(&bytes)
+    }
+
+    /// Reads an I16 tensor.
+    pub fn download_i16(&self) -> Result<Vec<i16>, Error> {
+        self.require(TensorFormat::I16, "I16")?;
+        Ok(self
+            .read_bytes()?
+            .chunks_exact(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect())
+    }
+
     /// Writes 32-bit integers into an I32 or U32 tensor.
     pub fn upload_u32(&self, data: &[u32]) -> Result<(), Error> {
         if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {

@@ -16,6 +16,7 @@ fn device_is_created_and_reported() {
     for want in [
         "device:",
         "driver:",
+        "ids:",
         "vulkan:",
         "heap 0:",
         "features:",
@@ -25,6 +26,10 @@ fn device_is_created_and_reported() {
         assert!(text.contains(want), "report lacks `{want}`:\n{text}");
     }
     assert!(text.contains(&ctx.device_name()));
+    assert!(
+        text.contains(&format!("vendor {:#06x}", r.vendor_id)),
+        "{text}"
+    );
     let f = ctx.features();
     assert!(f.limits.max_compute_work_group_invocations >= 128);
     assert!(f.limits.max_storage_buffer_range >= 1 << 27);

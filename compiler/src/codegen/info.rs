@@ -6,7 +6,7 @@ use crate::model::{KernelModel, VariantModel};
 use crate::reflect::Binding;
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
-use vkprism_core::{CoopMatShape, LocalSizeDim, ScalarKind, TensorFormat, VariantKey};
+use vkprism_core::{CoopMatShape, DeviceFact, LocalSizeDim, ScalarKind, TensorFormat, VariantKey};
 
 /// `Kernel`, its `Kernel` impl and the static tables behind it.
 pub fn items(p: &TokenStream, name: &str, model: &KernelModel) -> TokenStream {
@@ -69,6 +69,11 @@ fn variant_info(p: &TokenStream, v: &VariantModel, vulkan_version: u32) -> Token
     let bindings = v.bindings.iter().map(|(b, f)| binding_tokens(p, b, *f));
     let reads_num_workgroups = v.reads_num_workgroups;
     let coopmats = v.cooperative_matrices.iter().map(|s| coopmat_tokens(p, s));
+    // By index into `DeviceFact::ALL`: one path for a fact that wraps a feature too.
+    let facts = v.device_facts.iter().filter_map(|f| {
+        let index = DeviceFact::ALL.iter().position(|x| x == f)?;
+        Some(quote!(#p::DeviceFact::ALL[#index]))
+    });
     quote!(#p::VariantInfo {
         key: #key,
         reads_num_workgroups: #reads_num_workgroups,
@@ -76,6 +81,7 @@ fn variant_info(p: &TokenStream, v: &VariantModel, vulkan_version: u32) -> Token
         bindings: &[#(#bindings),*],
         cooperative_matrices: &[#(#coopmats),*],
         vulkan_version: #vulkan_version,
+        device_facts: &[#(#facts),*],
     })
 }
 
@@ -89,12 +95,19 @@ fn key_tokens(p: &TokenStream, k: &VariantKey) -> TokenStream {
         }
         None => quote!(::core::option::Option::None),
     };
+    let int16 = match k.int16 {
+        Some(i) => {
+            let i = dbg_ident(&i);
+            quote!(::core::option::Option::Some(#p::Int16Mode::#i))
+        }
+        None => quote!(::core::option::Option::None),
+    };
     let flag = |v: Option<bool>| match v {
         Some(b) => quote!(::core::option::Option::Some(#b)),
         None => quote!(::core::option::Option::None),
     };
     let (lm, cm) = (flag(k.local_memory), flag(k.coopmat));
-    quote!(#p::VariantKey { float: #p::FloatMode::#float, memory: #p::MemoryKind::#memory, int8: #int8, local_memory: #lm, coopmat: #cm })
+    quote!(#p::VariantKey { float: #p::FloatMode::#float, memory: #p::MemoryKind::#memory, int8: #int8, int16: #int16, local_memory: #lm, coopmat: #cm })
 }
 
 fn coopmat_tokens(p: &TokenStream, s: &CoopMatShape) -> TokenStream {

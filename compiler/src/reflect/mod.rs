@@ -10,7 +10,9 @@ mod interface;
 use index::{id, lit, ModuleIndex};
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, ExecutionMode, Op};
-use vkprism_core::{Access, BindingKind, CoopMatShape, ElementType, LocalSizeDim, ScalarKind};
+use vkprism_core::{
+    Access, BindingKind, CoopMatShape, DeviceFact, ElementType, LocalSizeDim, ScalarKind,
+};
 
 /// One descriptor binding of one variant.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -87,6 +89,8 @@ pub struct Reflection {
     pub reads_num_workgroups: bool,
     /// The cooperative-matrix multiply-adds the module performs.
     pub cooperative_matrices: Vec<CoopMatShape>,
+    /// The device facts the module reads (specialization constants with reserved ids).
+    pub device_facts: Vec<DeviceFact>,
 }
 
 /// Why a module could not be reflected.
@@ -101,6 +105,14 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
     let (bindings, push) = interface::interface(&c, &module.types_global_values)?;
     let (local_size, local_size_ids) = local_size(&c, &module);
     let spec = spec_constants(&c, &module.types_global_values, &local_size_ids)?;
+    let (device_facts, spec) = device_facts(spec)?;
+    // Declared for the whole kernel, read by the variants that compile a use.
+    let used = referenced_ids(&module);
+    let device_facts = device_facts
+        .into_iter()
+        .filter(|(_, rid)| used.contains(rid))
+        .map(|(f, _)| f)
+        .collect();
     let cooperative_matrices = coopmat::shapes(&module).map_err(ReflectError)?;
     Ok(Reflection {
         bindings,
@@ -109,7 +121,63 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
         local_size,
         reads_num_workgroups: decorates_builtin(&module, BuiltIn::NumWorkgroups),
         cooperative_matrices,
+        device_facts,
     })
+}
+
+/// The ids instructions use as operands, in functions and in global values (a specialization
+/// constant operation reading another), not counting names and decorations.
+fn referenced_ids(module: &Module) -> std::collections::HashSet<u32> {
+    let functions = module.functions.iter().flat_map(|f| {
+        f.def
+            .iter()
+            .chain(f.parameters.iter())
+            .chain(
+                f.blocks
+                    .iter()
+                    .flat_map(|b| b.label.iter().chain(&b.instructions)),
+            )
+            .chain(f.end.iter())
+    });
+    functions
+        .chain(module.types_global_values.iter())
+        .flat_map(|i| i.operands.iter())
+        .filter_map(|o| match o {
+            Operand::IdRef(x) => Some(*x),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Device facts, each with the result id of its specialization constant.
+type FactIds = Vec<(DeviceFact, u32)>;
+
+/// Splits the device facts (`ncnn_subgroupSize`, ...: the preamble declares them with their
+/// reserved ids), each with its result id, from the kernel's own constants; a constant of the
+/// kernel's own with a reserved id is an error (the runtime would overwrite it with a device
+/// fact).
+fn device_facts(
+    spec: Vec<(SpecConstant, u32)>,
+) -> Result<(FactIds, Vec<SpecConstant>), ReflectError> {
+    let mut facts = Vec::new();
+    let mut own = Vec::new();
+    for (s, rid) in spec {
+        match DeviceFact::from_spec_id(s.id) {
+            Some(f) if f.glsl_name() == s.name => facts.push((f, rid)),
+            Some(f) => {
+                return Err(ReflectError(format!(
+                    "specialization constant `{}` has constant_id {}, which vkprism reserves for the device fact `{}` (ids {} to {} are the device facts'); choose another id",
+                    s.name,
+                    s.id,
+                    f.glsl_name(),
+                    vkprism_core::FIRST_DEVICE_FACT_ID,
+                    vkprism_core::FIRST_DEVICE_FACT_ID + DeviceFact::ALL.len() as u32 - 1
+                )))
+            }
+            None => own.push(s),
+        }
+    }
+    Ok((facts, own))
 }
 
 /// Whether the module in `words` reads `gl_NumWorkGroups`; a module that does not parse answers
@@ -202,12 +270,13 @@ fn local_size(c: &ModuleIndex, module: &Module) -> ([LocalSizeDim; 3], Vec<u32>)
     (local_size, local_ids)
 }
 
-/// The specialization constants other than the workgroup size's, sorted by id.
+/// The specialization constants other than the workgroup size's, sorted by id, each with its
+/// result id.
 fn spec_constants(
     c: &ModuleIndex,
     globals: &[Instruction],
     local_size_ids: &[u32],
-) -> Result<Vec<SpecConstant>, ReflectError> {
+) -> Result<Vec<(SpecConstant, u32)>, ReflectError> {
     let mut spec = Vec::new();
     for i in globals {
         let Some(rid) = i.result_id else { continue };
@@ -234,14 +303,17 @@ fn spec_constants(
             .get(&rid)
             .cloned()
             .unwrap_or_else(|| format!("constant_{sid}"));
-        spec.push(SpecConstant {
-            id: sid,
-            name,
-            scalar,
-            default_bits,
-        });
+        spec.push((
+            SpecConstant {
+                id: sid,
+                name,
+                scalar,
+                default_bits,
+            },
+            rid,
+        ));
     }
-    spec.sort_by_key(|s| s.id);
+    spec.sort_by_key(|(s, _)| s.id);
     Ok(spec)
 }
 

@@ -19,6 +19,12 @@ pub struct DeviceReport {
     pub driver_info: String,
     /// The device's Vulkan version, packed as `VK_MAKE_API_VERSION`.
     pub api_version: u32,
+    /// `VkPhysicalDeviceProperties::vendorID` (what a kernel's `ncnn_vendorID` reads).
+    pub vendor_id: u32,
+    /// `VkPhysicalDeviceProperties::deviceID` (`ncnn_deviceID`).
+    pub device_id: u32,
+    /// The driver's `VkDriverId`, 0 before Vulkan 1.2 (`ncnn_driverID`).
+    pub driver_id: u32,
     /// (bytes, device-local) per memory heap.
     pub heaps: Vec<(u64, bool)>,
     /// (heap index, property flags as Vulkan names them) per memory type, in the driver's order:
@@ -55,6 +61,9 @@ impl DeviceReport {
             driver_name: s.driver.0.clone(),
             driver_info: s.driver.1.clone(),
             api_version: s.properties.api_version,
+            vendor_id: s.properties.vendor_id,
+            device_id: s.properties.device_id,
+            driver_id: s.driver_id,
             heaps,
             features: s.features,
             unified_memory: s.unified_memory,
@@ -69,6 +78,11 @@ impl fmt::Display for DeviceReport {
         let v = self.api_version;
         writeln!(f, "device:   {} ({})", self.name, self.device_type)?;
         writeln!(f, "driver:   {} {}", self.driver_name, self.driver_info)?;
+        writeln!(
+            f,
+            "ids:      vendor {:#06x}, device {:#06x}, driver {}",
+            self.vendor_id, self.device_id, self.driver_id
+        )?;
         writeln!(
             f,
             "vulkan:   {}.{}.{}",

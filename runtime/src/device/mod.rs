@@ -198,7 +198,8 @@ unsafe fn finish(
     let api = properties.api_version;
     let vulkan12 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 2;
     // SAFETY: the handles come from this instance.
-    let driver = unsafe { properties::driver(&instance, pd, vulkan12) };
+    let (driver_name, driver_info, driver_id) =
+        unsafe { properties::driver(&instance, pd, vulkan12) };
     // SAFETY: as above.
     let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
     let unified = properties::is_unified(properties.device_type, &memory);
@@ -212,7 +213,8 @@ unsafe fn finish(
         timestamp_bits: chosen.timestamp_bits,
         features: chosen.features,
         properties,
-        driver,
+        driver: (driver_name, driver_info),
+        driver_id,
         memory,
         unified_memory: unified && !request.force_staging,
         host_visible_vram: rebar && !request.force_staging,

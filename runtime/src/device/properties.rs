@@ -127,7 +127,8 @@ pub(crate) unsafe fn limits(instance: &ash::Instance, device: &Physical) -> Devi
     }
 }
 
-/// The driver's name and info strings (empty before Vulkan 1.2, which added them).
+/// The driver's name and info strings and its `VkDriverId` (empty and 0 before Vulkan 1.2,
+/// which added them).
 ///
 /// # Safety
 /// `device` comes from the live `instance`.
@@ -135,7 +136,7 @@ pub(crate) unsafe fn driver(
     instance: &ash::Instance,
     device: vk::PhysicalDevice,
     vulkan12: bool,
-) -> (String, String) {
+) -> (String, String, u32) {
     let mut driver = vk::PhysicalDeviceDriverProperties::default();
     if vulkan12 {
         let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut driver);
@@ -149,6 +150,7 @@ pub(crate) unsafe fn driver(
     (
         text(driver.driver_name_as_c_str()),
         text(driver.driver_info_as_c_str()),
+        driver.driver_id.as_raw() as u32,
     )
 }
 

@@ -13,7 +13,7 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::time::{Duration, Instant};
-use vkprism_core::DeviceFeatures;
+use vkprism_core::{DeviceFact, DeviceFeatures};
 
 /// How long a wait spins before it blocks.
 const SPIN: Duration = Duration::from_millis(2);
@@ -109,6 +109,8 @@ pub(crate) struct Shared {
     pub properties: vk::PhysicalDeviceProperties,
     /// The driver's (name, info).
     pub driver: (String, String),
+    /// The driver's `VkDriverId` (0 before Vulkan 1.2).
+    pub driver_id: u32,
     pub memory: vk::PhysicalDeviceMemoryProperties,
     /// Device-local memory the host can map (integrated GPUs, CPU drivers): tensors live there
     /// and are mapped directly, with no staging copy.
@@ -182,6 +184,18 @@ impl Shared {
     /// Whether a fence wait timed out (see [`Shared::poisoned`]).
     pub fn is_poisoned(&self) -> bool {
         self.poisoned.load(Ordering::Acquire)
+    }
+
+    /// The value of a device fact a kernel reads (`ncnn_subgroupSize`, ...) in a pipeline that
+    /// requires `subgroup_size` (`None`: the device's default), as the `int` the kernel sees.
+    pub fn device_fact(&self, fact: DeviceFact, subgroup_size: Option<u32>) -> u32 {
+        match fact {
+            DeviceFact::SubgroupSize => subgroup_size.unwrap_or(self.features.limits.subgroup_size),
+            DeviceFact::VendorId => self.properties.vendor_id,
+            DeviceFact::DeviceId => self.properties.device_id,
+            DeviceFact::DriverId => self.driver_id,
+            DeviceFact::Supports(f) => u32::from(self.features.supports(f)),
+        }
     }
 
     /// `Err` once the context is poisoned: what every submission, mapped access and creation
