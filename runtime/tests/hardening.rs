@@ -15,6 +15,15 @@ use vkprism_runtime::{
 };
 use vkprism_testkit::{assert_clean, ctx, ctx_with};
 
+/// The test that fills the device's heap holds this exclusively; every other test here holds it
+/// shared, so none of them meets a full heap (on a GPU the heap is real VRAM, shared by the
+/// tests cargo runs in parallel).
+static HEAP: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+fn sharing_the_heap() -> std::sync::RwLockReadGuard<'static, ()> {
+    HEAP.read().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `tiny` (x += 1 on 64 floats) once on `ctx`.
 fn run_tiny(ctx: &Context) {
     let k = ctx.load::<tiny::Kernel>().unwrap();
@@ -34,6 +43,7 @@ fn run_tiny(ctx: &Context) {
 
 #[test]
 fn dispatch_after_submit_is_refused_and_the_list_still_replays() {
+    let _heap = sharing_the_heap();
     let ctx = ctx();
     let k = ctx.load::<tiny::Kernel>().unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
@@ -62,6 +72,7 @@ fn dispatch_after_submit_is_refused_and_the_list_still_replays() {
 
 #[test]
 fn timestamp_counts_are_capped_not_overflowed() {
+    let _heap = sharing_the_heap();
     let ctx = ctx();
     for asked in [u32::MAX, u32::MAX - 1, 1 << 26, MAX_TIMED_DISPATCHES + 1] {
         match CommandList::with_timestamps(&ctx, asked) {
@@ -86,6 +97,7 @@ fn timestamp_counts_are_capped_not_overflowed() {
 
 #[test]
 fn tensors_past_the_heap_are_refused_with_the_figures() {
+    let _heap = HEAP.write().unwrap_or_else(|e| e.into_inner());
     let ctx = ctx();
     const MIB128: usize = 128 << 20;
     let mut held = Vec::new();
@@ -133,6 +145,7 @@ fn tensors_past_the_heap_are_refused_with_the_figures() {
 
 #[test]
 fn an_image_over_the_resource_limits_is_refused_before_the_driver_sees_it() {
+    let _heap = sharing_the_heap();
     let ctx = ctx();
     if !ctx
         .features()
@@ -160,6 +173,7 @@ fn an_image_over_the_resource_limits_is_refused_before_the_driver_sees_it() {
 
 #[test]
 fn robust_buffer_access_keeps_out_of_bounds_writes_inside_their_tensor() {
+    let _heap = sharing_the_heap();
     let ctx = ctx_with(ContextOptions {
         robust_buffer_access: true,
         ..Default::default()
@@ -291,6 +305,7 @@ unsafe impl vkprism_runtime::Kernel for Workgroup {
 
 #[test]
 fn hand_written_kernels_that_lie_are_refused_where_the_lie_is_checkable() {
+    let _heap = sharing_the_heap();
     assert_eq!(scale::INFO.spec_constants[0].id, 0);
     let ctx = ctx();
     let fp32 = LoadOptions::variant("fp32");
@@ -332,6 +347,7 @@ fn hand_written_kernels_that_lie_are_refused_where_the_lie_is_checkable() {
 /// device creation ran concurrently with other threads' calls).
 #[test]
 fn contexts_made_used_and_dropped_on_many_threads_at_once() {
+    let _heap = sharing_the_heap();
     const THREADS: usize = 8;
     const ROUNDS: usize = 12;
     let start = std::time::Instant::now();
@@ -364,6 +380,7 @@ fn contexts_made_used_and_dropped_on_many_threads_at_once() {
 
 #[test]
 fn main_returning_an_error_prints_its_message_not_its_structure() {
+    let _heap = sharing_the_heap();
     // `fn main() -> Result<(), Box<dyn Error>>` prints `Error: {err:?}` (std's Termination).
     let e = Context::with_options(ContextOptions {
         device: DeviceSelector::Name("no-such-device-anywhere".into()),
