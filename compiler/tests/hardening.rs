@@ -258,6 +258,24 @@ fn many_unknown_extended_names_are_fast_and_capped() {
 }
 
 #[test]
+fn many_unknown_switches_are_fast_and_capped() {
+    let mut text = String::from("#version 450\n");
+    for k in 0..40_000 {
+        text.push_str(&format!("#if NCNN_x{k}\n#endif\n"));
+    }
+    text.push_str(BODY);
+    let t = Instant::now();
+    let errs = errors(Path::new("."), &text);
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert_eq!(errs.len(), 21, "{:?}", &errs[..3]);
+    assert!(
+        errs[0].contains("39980 more unknown `NCNN_*` switches"),
+        "{:?}",
+        &errs[0]
+    );
+}
+
+#[test]
 fn version_inside_a_comment_is_not_the_version() {
     let text = format!("/*\n#version 450\n*/\n#version 450\n{BODY}");
     compile(&text).expect("compiles: the real #version is line 4");
