@@ -4,7 +4,6 @@
 
 use crate::preamble::preamble;
 use crate::source::{Meta, Source};
-use std::path::PathBuf;
 use vkprism_core::VariantKey;
 
 /// Constant ids vkprism gives the workgroup size when the kernel names none (ncnn's choice).
@@ -266,47 +265,21 @@ fn compile_one(
         Optimization::None => shaderc::OptimizationLevel::Zero,
         Optimization::Performance => shaderc::OptimizationLevel::Performance,
     });
-    let main_dir = source.dir.clone();
-    let main_name = source.name.clone();
     // The source phase refused cycles and angle includes it could see; an include it could not
-    // (spelled across a line continuation) still meets these bounds.
-    let inclusions = std::sync::atomic::AtomicU64::new(0);
+    // (spelled across a line continuation) still meets the same bounds.
+    let budget = crate::includes::IncludeBudget::default();
     options.set_include_callback(move |name, ty, from, depth| {
         if ty == shaderc::IncludeType::Standard {
             return Err(format!(
                 "#include <{name}> is not supported: write #include \"{name}\""
             ));
         }
-        let n = inclusions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if depth > crate::source::MAX_INCLUDE_DEPTH || n >= crate::source::MAX_INCLUDE_EXPANSIONS {
-            return Err(format!(
-                "#include \"{name}\": more than {} levels or {} inclusions",
-                crate::source::MAX_INCLUDE_DEPTH,
-                crate::source::MAX_INCLUDE_EXPANSIONS
-            ));
-        }
-        let base = if from == crate::source::INLINE_NAME || from == main_name {
-            main_dir.clone()
-        } else {
-            PathBuf::from(from)
-                .parent()
-                .map(|p| p.to_path_buf())
-                .unwrap_or_else(|| main_dir.clone())
-        };
-        let path = base.join(name);
-        // The source phase read and checked every include it found; this one reads only what it
-        // would have accepted (no device, no NUL byte: shaderc panics on one).
-        match crate::source::read_text(&path, crate::source::MAX_FILE_BYTES) {
-            Ok(content) if content.contains('\0') => Err(format!(
-                "#include \"{name}\": a NUL byte in {}",
-                path.display()
-            )),
-            Ok(content) => Ok(shaderc::ResolvedInclude {
-                resolved_name: path.display().to_string(),
-                content,
-            }),
-            Err(e) => Err(format!("#include \"{name}\" {}", e.describe(&path))),
-        }
+        budget
+            .resolve(source, name, from, depth)
+            .map(|r| shaderc::ResolvedInclude {
+                resolved_name: r.name,
+                content: r.content,
+            })
     });
     if text.contains('\0') {
         return Err(vec![Diagnostic {

@@ -26,7 +26,12 @@ pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
     let glslang = locate().map_err(|m| vec![unlocated(m)])?;
     let dir = ScratchDir::new()
         .map_err(|e| vec![unlocated(format!("cannot make a scratch directory: {e}"))])?;
-    std::fs::write(dir.0.join(MAIN_NAME), with_include_directive(text)).map_err(|e| {
+    // glslang gets the text with its includes already read, within the source phase's bounds:
+    // it reads no file itself (and refuses an `#include` left in the text).
+    let budget = crate::includes::IncludeBudget::default();
+    let expanded = crate::includes::expand(&budget, source, text, &source.name, 0)
+        .map_err(|e| vec![located(source, &e)])?;
+    std::fs::write(dir.0.join(MAIN_NAME), with_line_directive(&expanded)).map_err(|e| {
         vec![unlocated(format!(
             "cannot write the kernel for glslang: {e}"
         ))]
@@ -43,7 +48,6 @@ pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
             "out.spv",
             MAIN_NAME,
         ])
-        .arg(format!("-I{}", source.dir.display()))
         .output()
         .map_err(|e| vec![unlocated(format!("cannot run {}: {e}", glslang.display()))])?;
     if !out.status.success() {
@@ -59,10 +63,11 @@ pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
         .collect())
 }
 
-/// `#include` needs `GL_GOOGLE_include_directive` outside shaderc; it goes right after
-/// `#version`, before the preamble's extensions.
-fn with_include_directive(text: &str) -> String {
-    let directive = "#extension GL_GOOGLE_include_directive : require\n";
+/// The `#line N "file"` directives around spliced includes need
+/// `GL_GOOGLE_cpp_style_line_directive`; it goes right after `#version`, before the preamble's
+/// extensions.
+fn with_line_directive(text: &str) -> String {
+    let directive = "#extension GL_GOOGLE_cpp_style_line_directive : require\n";
     // After the `#version` line, wherever it is (comments may come first).
     let end_of_version = crate::compile::version_line(text)
         .and_then(|k| text.match_indices('\n').nth(k).map(|(i, _)| i));
@@ -114,7 +119,7 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
         };
         match crate::compile::split_location(rest) {
             Some((file, lno, message)) => out.push(Diagnostic {
-                location: if file == MAIN_NAME {
+                location: if file == MAIN_NAME || file == source.name {
                     source.locate(lno)
                 } else {
                     format!("{file}:{lno}")
@@ -130,6 +135,22 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
         out.push(unlocated(format!("glslang failed: {}", log.trim())));
     }
     out
+}
+
+/// An include error (`file:line: text`, the file being the main text's name or an included
+/// file's path) as a diagnostic located like glslang's own.
+fn located(source: &Meta, error: &str) -> Diagnostic {
+    match crate::compile::split_location(error) {
+        Some((file, lno, message)) => Diagnostic {
+            location: if file == source.name {
+                source.locate(lno)
+            } else {
+                format!("{file}:{lno}")
+            },
+            message: format!("error: {message}"),
+        },
+        None => unlocated(error.to_string()),
+    }
 }
 
 fn unlocated(message: String) -> Diagnostic {
@@ -163,14 +184,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn include_directive_follows_version() {
+    fn line_directive_extension_follows_version() {
         assert_eq!(
-            with_include_directive("#version 450\nvoid main() {}"),
-            "#version 450\n#extension GL_GOOGLE_include_directive : require\nvoid main() {}"
+            with_line_directive("#version 450\nvoid main() {}"),
+            "#version 450\n#extension GL_GOOGLE_cpp_style_line_directive : require\nvoid main() {}"
         );
         assert_eq!(
-            with_include_directive("/* c */\n#version 450\nvoid main() {}"),
-            "/* c */\n#version 450\n#extension GL_GOOGLE_include_directive : require\nvoid main() {}"
+            with_line_directive("/* c */\n#version 450\nvoid main() {}"),
+            "/* c */\n#version 450\n#extension GL_GOOGLE_cpp_style_line_directive : require\nvoid main() {}"
         );
     }
 

@@ -24,6 +24,7 @@ mod compile;
 mod ctxt;
 mod diagnostics;
 mod glslang;
+mod includes;
 mod model;
 mod preamble;
 mod reflect;
