@@ -8,8 +8,8 @@
 //!    checks (unknown extended functions, `psc` without a block named `p`).
 //! 4. `variants`: enumerate the variants, apply the user's list.
 //! 5. `preamble` + `compile`: per-variant GLSL, compiled by shaderc in parallel (`glslang`:
-//!    `_cm` variants by an external glslang 13.1); `diagnostics` groups the compiler's
-//!    messages across variants.
+//!    `_cm` variants by an external glslang 13.1; `includes`: the bounded include resolver
+//!    both use); `diagnostics` groups the compiler's messages across variants.
 //! 6. `reflect`: SPIR-V reflection of each variant.
 //! 7. `model`: merge the reflections, check the variants agree.
 //! 8. `codegen`: the Rust module, or (`codegen::fallback`) stubs beside every error at once.
