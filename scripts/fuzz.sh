@@ -15,7 +15,7 @@
 # it on another machine, copy target/fuzz/mutation, .tools/ and this script, and run
 #   VKPRISM_MUTATION_BIN=path/to/mutation scripts/fuzz.sh run 16 600
 # Failing inputs are written under VKPRISM_MUTATION_FAILURES (default target/fuzz/failures, or
-# ./fuzz-failures without a target/); each shard's log under the same directory's parent.
+# ./fuzz/failures where there is no target/), the shards' logs in logs/ beside it.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -83,5 +83,5 @@ run() {
 case "${1:-}" in
   build) build ;;
   run) shift; run "$@" ;;
-  *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  *) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
