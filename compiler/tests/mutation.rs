@@ -213,7 +213,11 @@ fn seeds(root: &Path) -> Vec<String> {
     for (rel, text) in corpus::FILES {
         let dir = root.join(rel);
         let dir = dir.parent().unwrap().display();
-        let absolute = |k: &str| k.replace("#include \"", &format!("#include \"{dir}/"));
+        // Relative includes resolve in the written copy (absolute ones, like "/dev/zero", stay).
+        let absolute = |k: &str| {
+            k.replace("#include \"", &format!("#include \"{dir}/"))
+                .replace(&format!("#include \"{dir}//"), "#include \"/")
+        };
         if rel.ends_with(".comp") {
             out.push(absolute(text));
         } else if rel.ends_with(".rs") {
@@ -380,9 +384,23 @@ fn mutate(rng: &mut Rng, text: &str, snippets: &[String], seeds: &[String]) -> S
     s
 }
 
-/// A gentle mutation: the kernel as it is, or with one declaration (a block, a binding, an
-/// include) after its `#version` line, so most inputs get past glslang to reflection, the model
-/// and codegen.
+/// Declarations a kernel can take without becoming wrong: inputs that get through every phase
+/// with something changed (glslang, reflection, the model and codegen see new names and ids).
+const BENIGN: [&str; 9] = [
+    "// a comment\n",
+    "/* a block\n   comment */\n",
+    "#define VKPRISM_FUZZ 1\n",
+    "const int fuzz_unused = 3;\n",
+    "float fuzz_helper(float x) { return x * 2.0; }\n",
+    "layout (binding = 9) buffer fuzz_extra { float fuzz_e[]; };\n",
+    "layout (constant_id = 17) const int fuzz_k = 2;\n",
+    "shared float fuzz_sh[16];\n",
+    "\n\n\n",
+];
+
+/// A gentle mutation: the kernel as it is, or with one declaration (benign half of the time,
+/// else a block, a binding or an include from the snippets) after its `#version` line, so that
+/// many inputs get past glslang to reflection, the model and codegen.
 fn gentle(rng: &mut Rng, text: &str, snippets: &[String]) -> String {
     let declarations: Vec<String> = snippets
         .iter()
@@ -396,8 +414,13 @@ fn gentle(rng: &mut Rng, text: &str, snippets: &[String]) -> String {
         .find("#version")
         .and_then(|v| text[v..].find('\n').map(|e| v + e + 1))
         .unwrap_or(0);
+    let declaration = if rng.below(2) == 0 {
+        BENIGN[rng.below(BENIGN.len())]
+    } else {
+        rng.pick(&declarations).as_str()
+    };
     let mut s = text.to_string();
-    s.insert_str(at, rng.pick(&declarations));
+    s.insert_str(at, declaration);
     s
 }
 
