@@ -109,10 +109,10 @@ pub fn expand(
                 let body = expand(budget, main, &file.content, &file.name, depth + 1)?;
                 out.push_str(&format!("#line 1 {}\n", quoted(&file.name)));
                 out.push_str(&body);
-                out.push_str(&format!("#line {} {}\n", number + 1, quoted(name)));
+                out.push_str(&format!("#line {} {}\n", number.saturating_add(1), quoted(name)));
             }
         }
-        number = line_directive(line).unwrap_or(number + 1);
+        number = line_directive(line).unwrap_or(number.saturating_add(1));
     }
     Ok(out)
 }
@@ -183,6 +183,20 @@ mod tests {
         );
         assert!(budget.inclusions.load(Ordering::Relaxed) <= 64);
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_line_directive_past_u64_does_not_overflow() {
+        let text = "#line 18446744073709551615\nx\n#include \"missing.glsl\"\n";
+        let err = expand(
+            &IncludeBudget::default(),
+            &meta(std::path::Path::new("/nonexistent")),
+            text,
+            "main.comp",
+            0,
+        )
+        .unwrap_err();
+        assert!(err.starts_with("main.comp:18446744073709551615: "), "{err}");
     }
 
     #[test]

@@ -289,7 +289,7 @@ fn snippets(files: &Path) -> Vec<String> {
     let mut v: Vec<String> = [
         "\0", "/*", "*/", "//", "\"", "#", "#version 450\n", "/* #version 450 */\n",
         "/*\n#version 450\n*/\n", "#version 110\n", "#version abc\n", "#version 4294967295\n",
-        "#line 4294967295\n", "#line 0\n", "#line -1\n", "#include <x.glsl>\n",
+        "#line 4294967295\n", "#line 18446744073709551615\n", "#line 0\n", "#line -1\n", "#include <x.glsl>\n",
         "#include \"/dev/zero\"\n", "#include \"/\"\n", "#include \"\"\n", "#include\n",
         "#define buffer_ld4(a, b) 0\n", "#error boom\n", "#pragma once\n", "#if 0\n", "#endif\n",
         "\\\n", "layout (push_constant) uniform parameter { float a[1073741824]; } p;\n",
