@@ -1,6 +1,7 @@
 //! A short soak on the test device (lavapipe in CI) with the validation layer on: 10,000
-//! dispatches and 10,000 tensor create / free cycles must leave vkprism's allocations where they
-//! started and the process's resident memory within a stated bound.
+//! dispatches and 10,000 tensor create / free cycles must leave vkprism's allocations and
+//! gpu-allocator's own statistics where they started and the process's resident memory within a
+//! stated bound.
 
 use vkprism::{CommandList, Tensor, TensorFormat};
 use vkprism_testkit::*;
@@ -35,10 +36,15 @@ fn ten_thousand_dispatches_and_tensors_leak_nothing() {
     })
     .unwrap();
     drop(warm);
-    let (bytes0, rss0) = (ctx.allocated_bytes(), rss_bytes());
+    let (bytes0, stats0, rss0) = (ctx.allocated_bytes(), ctx.allocator_stats(), rss_bytes());
 
     // 100 replays of a list of 100 dependent dispatches.
     let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[0.0; 64]).unwrap();
+    assert_eq!(
+        ctx.allocator_stats().allocations,
+        stats0.allocations + 1,
+        "the statistics count a tensor"
+    );
     let mut list = CommandList::new(&ctx).unwrap();
     for _ in 0..100 {
         list.dispatch(
@@ -73,7 +79,23 @@ fn ten_thousand_dispatches_and_tensors_leak_nothing() {
         bytes0,
         "device memory held after everything was dropped"
     );
+    let stats = ctx.allocator_stats();
+    assert_eq!(
+        (stats.allocations, stats.allocated_bytes),
+        (stats0.allocations, stats0.allocated_bytes),
+        "gpu-allocator holds allocations after everything was dropped: {stats:?}, at the start {stats0:?}"
+    );
+    // Blocks may be kept for reuse, but 10,000 cycles must not pile them up.
+    assert!(
+        stats.capacity_bytes <= stats0.capacity_bytes + (256 << 20),
+        "gpu-allocator's blocks grew from {stats0:?} to {stats:?}"
+    );
     let grown = rss_bytes().saturating_sub(rss0);
+    eprintln!(
+        "soak: allocated {bytes0} -> {} bytes; gpu-allocator {stats0:?} -> {stats:?}; RSS grew {} KiB",
+        ctx.allocated_bytes(),
+        grown >> 10
+    );
     assert!(
         grown < 64 << 20,
         "resident memory grew by {} MiB",

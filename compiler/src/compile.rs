@@ -4,7 +4,6 @@
 
 use crate::preamble::preamble;
 use crate::source::{Meta, Source};
-use std::path::PathBuf;
 use vkprism_core::VariantKey;
 
 /// Constant ids vkprism gives the workgroup size when the kernel names none (ncnn's choice).
@@ -261,11 +260,11 @@ fn locate_all(source: &Meta, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic
 /// shaderc's options for one variant's text: the kernel's Vulkan version, the checked
 /// `#version`, the include callback (search dirs included) bounded as the source phase bounds
 /// includes.
-fn options(
-    source: &Meta,
+fn options<'a>(
+    source: &'a Meta,
     text: &str,
     optimization: Optimization,
-) -> Option<shaderc::CompileOptions<'static>> {
+) -> Option<shaderc::CompileOptions<'a>> {
     let mut options = shaderc::CompileOptions::new().ok()?;
     let vulkan = source.options.vulkan_version;
     options.set_target_env(shaderc::TargetEnv::Vulkan, vulkan.shaderc_env() as u32);
@@ -283,53 +282,17 @@ fn options(
         Optimization::None => shaderc::OptimizationLevel::Zero,
         Optimization::Performance => shaderc::OptimizationLevel::Performance,
     });
-    let main_dir = source.dir.clone();
-    let main_name = source.name.clone();
-    let search = source.options.include_dirs.clone();
     // The source phase refused cycles it could see; an include it could not (spelled across a
-    // line continuation) still meets these bounds.
-    let inclusions = std::sync::atomic::AtomicU64::new(0);
+    // line continuation) still meets the same bounds, and is found the same way.
+    let budget = crate::includes::IncludeBudget::default();
     options.set_include_callback(move |name, ty, from, depth| {
         let angle = ty == shaderc::IncludeType::Standard;
-        let n = inclusions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if depth > crate::source::MAX_INCLUDE_DEPTH || n >= crate::source::MAX_INCLUDE_EXPANSIONS {
-            return Err(format!(
-                "#include \"{name}\": more than {} levels or {} inclusions",
-                crate::source::MAX_INCLUDE_DEPTH,
-                crate::source::MAX_INCLUDE_EXPANSIONS
-            ));
-        }
-        let base = if from == crate::source::INLINE_NAME || from == main_name {
-            main_dir.clone()
-        } else {
-            PathBuf::from(from)
-                .parent()
-                .map(|p| p.to_path_buf())
-                .unwrap_or_else(|| main_dir.clone())
-        };
-        let path = match crate::source::resolve_include(name, angle, &base, &search) {
-            Some(p) => p,
-            None if angle => {
-                return Err(format!(
-                    "#include <{name}>: {}",
-                    crate::source::not_in_search_dirs(&search)
-                ))
-            }
-            None => base.join(name),
-        };
-        // The source phase read and checked every include it found; this one reads only what it
-        // would have accepted (no device, no NUL byte: shaderc panics on one).
-        match crate::source::read_text(&path, crate::source::MAX_FILE_BYTES) {
-            Ok(content) if content.contains('\0') => Err(format!(
-                "#include \"{name}\": a NUL byte in {}",
-                path.display()
-            )),
-            Ok(content) => Ok(shaderc::ResolvedInclude {
-                resolved_name: path.display().to_string(),
-                content,
-            }),
-            Err(e) => Err(format!("#include \"{name}\" {}", e.describe(&path))),
-        }
+        budget
+            .resolve(source, name, angle, from, depth)
+            .map(|r| shaderc::ResolvedInclude {
+                resolved_name: r.name,
+                content: r.content,
+            })
     });
     Some(options)
 }

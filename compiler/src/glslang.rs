@@ -26,8 +26,12 @@ pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
     let glslang = locate().map_err(|m| vec![unlocated(m)])?;
     let dir = ScratchDir::new()
         .map_err(|e| vec![unlocated(format!("cannot make a scratch directory: {e}"))])?;
-    let text = inline_includes(source, text).map_err(|d| vec![d])?;
-    std::fs::write(dir.0.join(MAIN_NAME), with_line_directive(&text)).map_err(|e| {
+    // glslang gets the text with its includes already read, within the source phase's bounds:
+    // it reads no file itself (and refuses an `#include` left in the text).
+    let budget = crate::includes::IncludeBudget::default();
+    let expanded = crate::includes::expand(&budget, source, text, &source.name, 0)
+        .map_err(|e| vec![located(source, &e)])?;
+    std::fs::write(dir.0.join(MAIN_NAME), with_line_directive(&expanded)).map_err(|e| {
         vec![unlocated(format!(
             "cannot write the kernel for glslang: {e}"
         ))]
@@ -59,87 +63,9 @@ pub fn compile(source: &Meta, text: &str) -> Result<Vec<u32>, Vec<Diagnostic>> {
         .collect())
 }
 
-/// The variant's text with each `#include` replaced by the file it names, between `#line`
-/// directives naming that file: the files are found by `source::resolve_include`, as shaderc's
-/// include callback finds them (glslangValidator's own search, through every includer's
-/// directory and `-I` in reverse, would differ), and messages still name file and line.
-fn inline_includes(source: &Meta, text: &str) -> Result<String, Diagnostic> {
-    let mut out = String::with_capacity(text.len());
-    inline_into(&mut out, source, text, &source.dir, MAIN_NAME, 0)?;
-    Ok(out)
-}
-
-/// Appends `text` (the file `name`, in `dir`) to `out` with its includes inlined.
-fn inline_into(
-    out: &mut String,
-    source: &Meta,
-    text: &str,
-    dir: &Path,
-    name: &str,
-    depth: usize,
-) -> Result<(), Diagnostic> {
-    use crate::source::{self, Include};
-    // The number glslang gives the next line (a `#line N` sets it).
-    let mut next_line: u64 = 1;
-    for line in text.lines() {
-        if let Some(n) = line_directive(line) {
-            out.push_str(line);
-            out.push('\n');
-            next_line = n;
-            continue;
-        }
-        let Some(target) = source::include_target(line) else {
-            out.push_str(line);
-            out.push('\n');
-            next_line += 1;
-            continue;
-        };
-        let (file, angle) = match target {
-            Include::Quoted(f) => (f, false),
-            Include::Angle(f) => (f, true),
-        };
-        let at = |m: String| Diagnostic {
-            location: if name == MAIN_NAME {
-                source.locate(next_line.min(u32::MAX as u64) as u32)
-            } else {
-                format!("{name}:{next_line}")
-            },
-            message: format!("error: {m}"),
-        };
-        if depth >= source::MAX_INCLUDE_DEPTH {
-            return Err(at(format!(
-                "#include nests more than {} deep",
-                source::MAX_INCLUDE_DEPTH
-            )));
-        }
-        let search = &source.options.include_dirs;
-        let path = source::resolve_include(file, angle, dir, search).ok_or_else(|| {
-            at(format!("#include of `{file}`: not found beside the including file or in the `include` directories"))
-        })?;
-        let content = source::read_text(&path, source::MAX_FILE_BYTES)
-            .map_err(|e| at(format!("#include of `{file}` {}", e.describe(&path))))?;
-        let shown = path.display().to_string();
-        out.push_str(&format!("#line 1 \"{shown}\"\n"));
-        let sub = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        inline_into(out, source, &content, &sub, &shown, depth + 1)?;
-        out.push_str(&format!("#line {} \"{name}\"\n", next_line + 1));
-        next_line += 1;
-    }
-    Ok(())
-}
-
-/// `N` of a `#line N` directive.
-fn line_directive(line: &str) -> Option<u64> {
-    let rest = line
-        .trim_start()
-        .strip_prefix('#')?
-        .trim_start()
-        .strip_prefix("line")?;
-    rest.split_whitespace().next()?.parse().ok()
-}
-
-/// `#line N "file"` needs `GL_GOOGLE_cpp_style_line_directive` outside shaderc; it goes right
-/// after `#version`, before the preamble's extensions.
+/// The `#line N "file"` directives around spliced includes need
+/// `GL_GOOGLE_cpp_style_line_directive`; it goes right after `#version`, before the preamble's
+/// extensions.
 fn with_line_directive(text: &str) -> String {
     let directive = "#extension GL_GOOGLE_cpp_style_line_directive : require\n";
     // After the `#version` line, wherever it is (comments may come first).
@@ -193,7 +119,7 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
         };
         match crate::compile::split_location(rest) {
             Some((file, lno, message)) => out.push(Diagnostic {
-                location: if file == MAIN_NAME {
+                location: if file == MAIN_NAME || file == source.name {
                     source.locate(lno)
                 } else {
                     format!("{file}:{lno}")
@@ -209,6 +135,22 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
         out.push(unlocated(format!("glslang failed: {}", log.trim())));
     }
     out
+}
+
+/// An include error (`file:line: text`, the file being the main text's name or an included
+/// file's path) as a diagnostic located like glslang's own.
+fn located(source: &Meta, error: &str) -> Diagnostic {
+    match crate::compile::split_location(error) {
+        Some((file, lno, message)) => Diagnostic {
+            location: if file == source.name {
+                source.locate(lno)
+            } else {
+                format!("{file}:{lno}")
+            },
+            message: format!("error: {message}"),
+        },
+        None => unlocated(error.to_string()),
+    }
 }
 
 fn unlocated(message: String) -> Diagnostic {
@@ -272,13 +214,14 @@ mod tests {
         };
         let text =
             "#version 450\n#line 7\n#include \"near.glsl\"\n#include <far.glsl>\nvoid main() {}\n";
-        let out = inline_includes(&meta, text).unwrap();
+        let budget = crate::includes::IncludeBudget::default();
+        let out = crate::includes::expand(&budget, &meta, text, &meta.name, 0).unwrap();
         let near = dir.join("near.glsl").display().to_string();
         let far = search.join("far.glsl").display().to_string();
         let near2 = search.join("near2.glsl").display().to_string();
         assert_eq!(
             out,
-            format!("#version 450\n#line 7\n#line 1 \"{near}\"\nfloat near_v;\n#line 8 \"{MAIN_NAME}\"\n#line 1 \"{far}\"\n#line 1 \"{near2}\"\nfloat far_v;\n#line 2 \"{far}\"\n#line 9 \"{MAIN_NAME}\"\nvoid main() {{}}\n")
+            format!("#version 450\n#line 7\n#line 1 \"{near}\"\nfloat near_v;\n#line 8 \"k\"\n#line 1 \"{far}\"\n#line 1 \"{near2}\"\nfloat far_v;\n#line 2 \"{far}\"\n#line 9 \"k\"\nvoid main() {{}}\n")
         );
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -10,8 +10,8 @@
 //!    text after the preprocessor, for the per-variant checks of `valid` (unknown extended
 //!    names, constructors that store the wrong bits).
 //! 5. `preamble` + `compile`: per-variant GLSL, compiled by shaderc in parallel (`glslang`:
-//!    `_cm` variants by an external glslang 13.1); `diagnostics` groups the compiler's
-//!    messages across variants.
+//!    `_cm` variants by an external glslang 13.1; `includes`: the bounded include resolver
+//!    both use); `diagnostics` groups the compiler's messages across variants.
 //! 6. `reflect`: SPIR-V reflection of each variant.
 //! 7. `model`: merge the reflections, check the variants agree.
 //! 8. `codegen`: the Rust module, or (`codegen::fallback`) stubs beside every error at once.
@@ -28,6 +28,7 @@ mod diagnostics;
 mod dump;
 mod expanded;
 mod glslang;
+mod includes;
 mod model;
 mod options;
 mod preamble;

@@ -36,12 +36,13 @@ pub struct Meta {
 
 /// The Rust-side origin of the kernel text, for messages.
 pub enum Origin {
-    /// Inline literal: GLSL line 1 is on `line` of `file`.
+    /// Inline literal: GLSL line `k` starts on line `lines[k - 1]` of `file`.
     Inline {
         /// The Rust file holding the literal.
         file: String,
-        /// The line of the literal's opening quote.
-        line: usize,
+        /// The Rust line each GLSL line starts on (never empty): a `\n` escape starts a GLSL
+        /// line on the same Rust line, a line continuation moves on in Rust only.
+        lines: Vec<usize>,
     },
     /// A file named by `path:`.
     File {
@@ -121,7 +122,7 @@ impl Source {
                         dir,
                         origin: Origin::Inline {
                             file: span.file(),
-                            line: span.start().line,
+                            lines: rust_lines(&lit.token().to_string(), span.start().line),
                         },
                         options: options.clone(),
                     },
@@ -375,10 +376,47 @@ impl Meta {
     /// `file:line` in the Rust or kernel source for line `glsl_line` of the main text.
     pub fn locate(&self, glsl_line: u32) -> String {
         match &self.origin {
-            Origin::Inline { file, line } => format!("{file}:{}", line + glsl_line as usize - 1),
+            Origin::Inline { file, lines } => {
+                // A line past the text (a `#line` directive) is placed on the literal's last.
+                let k = (glsl_line.max(1) as usize).min(lines.len());
+                format!("{file}:{}", lines.get(k - 1).copied().unwrap_or(0))
+            }
             Origin::File { path } => format!("{}:{glsl_line}", path.display()),
         }
     }
+}
+
+/// The Rust line each GLSL line of a string literal starts on, from the literal's source text
+/// (`token`, quotes and escapes as written) whose opening quote is on `first_line`.
+fn rust_lines(token: &str, first_line: usize) -> Vec<usize> {
+    let raw = token.starts_with('r');
+    let body = token.split_once('"').map_or("", |(_, b)| b);
+    let mut line = first_line;
+    let mut lines = vec![line];
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => {
+                line += 1;
+                lines.push(line);
+            }
+            '\\' if !raw => match chars.next() {
+                Some('n') => lines.push(line),
+                // A line continuation: the newline and the next line's leading blanks are not
+                // in the string.
+                Some('\n') => {
+                    line += 1;
+                    while let Some(&w) = chars.peek().filter(|w| w.is_whitespace()) {
+                        line += usize::from(w == '\n');
+                        chars.next();
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
+    lines
 }
 
 /// The file an `#include` line names.
@@ -550,4 +588,27 @@ pub(crate) fn read_bytes(path: &Path, limit: usize) -> Result<Vec<u8>, ReadError
 pub(crate) fn nul_line(text: &str) -> Option<u32> {
     let at = text.find('\0')?;
     Some(text[..at].bytes().filter(|&b| b == b'\n').count() as u32 + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rust_lines;
+
+    #[test]
+    fn escaped_newlines_stay_on_the_literals_line() {
+        assert_eq!(rust_lines(r#""a\nb\0\n""#, 3), [3, 3, 3]);
+    }
+
+    #[test]
+    fn raw_literal_lines_follow_the_source() {
+        assert_eq!(rust_lines("r#\"a\nb\n\"#", 10), [10, 11, 12]);
+    }
+
+    #[test]
+    fn continuations_and_escaped_backslashes() {
+        // `a\` + newline + `   b\n` + newline + `c\\n`: GLSL line 1 `ab` (from Rust line 1),
+        // line 2 empty (after the `\n` escape on Rust line 2), line 3 `c\n` (a backslash and an
+        // `n`: no line break).
+        assert_eq!(rust_lines("\"a\\\n   b\\n\nc\\\\n\"", 1), [1, 2, 3]);
+    }
 }

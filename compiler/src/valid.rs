@@ -152,16 +152,19 @@ fn check_switches(
 ) -> bool {
     let known = preamble::switch_names();
     let mut seen = BTreeSet::new();
-    let mut ok = true;
-    for (name, _) in &idents.all {
-        if !name.starts_with("NCNN_")
-            || known.contains(&name.as_str())
-            || own.contains(name)
-            || !seen.insert(name.clone())
-        {
-            continue;
-        }
-        ok = false;
+    let unknown: Vec<(String, u32)> = idents
+        .all
+        .iter()
+        .filter(|(name, _)| {
+            name.starts_with("NCNN_")
+                && !known.contains(&name.as_str())
+                && !own.contains(name)
+                && seen.insert(name.as_str())
+        })
+        .cloned()
+        .collect();
+    // Capped like the other unknown names: each one shown is looked up in the main text.
+    for (name, _) in shown(cx, source, &unknown, "unknown `NCNN_*` switches") {
         let at = first_use(source, &idents.main, name);
         cx.error(
             source.span,
@@ -171,7 +174,7 @@ fn check_switches(
             ),
         );
     }
-    ok
+    unknown.is_empty()
 }
 
 /// Where `name` is first used: its line in the main text, else "an included file" (lines of the

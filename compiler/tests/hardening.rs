@@ -259,6 +259,24 @@ fn many_unknown_extended_names_are_fast_and_capped() {
 }
 
 #[test]
+fn many_unknown_switches_are_fast_and_capped() {
+    let mut text = String::from("#version 450\n");
+    for k in 0..40_000 {
+        text.push_str(&format!("#if NCNN_x{k}\n#endif\n"));
+    }
+    text.push_str(BODY);
+    let t = Instant::now();
+    let errs = errors(Path::new("."), &text);
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert_eq!(errs.len(), 21, "{:?}", &errs[..3]);
+    assert!(
+        errs[0].contains("39980 more unknown `NCNN_*` switches"),
+        "{:?}",
+        &errs[0]
+    );
+}
+
+#[test]
 fn version_inside_a_comment_is_not_the_version() {
     let text = format!("/*\n#version 450\n*/\n#version 450\n{BODY}");
     compile(&text).expect("compiles: the real #version is line 4");
@@ -376,4 +394,67 @@ fn per_variant_errors_are_located_through_includes() {
             .any(|e| e.starts_with(&format!("{inc}:8: unknown extended GLSL type `sfpvec3`"))),
         "{errs:?}"
     );
+}
+
+/// Compiles `text` (in `dir`) as the `fp16s_cm` variant alone: the external glslang's path.
+fn compile_cm(dir: &Path, text: &str) -> Result<KernelModel, Vec<String>> {
+    let cx = Ctxt::new();
+    let only = Some(vec![(
+        "fp16s_cm".to_string(),
+        proc_macro2::Span::call_site(),
+    )]);
+    let model =
+        Source::from_text(&cx, text, "test.comp", dir).and_then(|s| compile_kernel(&cx, &s, only));
+    match cx.check() {
+        Ok(()) => Ok(model.expect("no errors, so a model")),
+        Err(e) => Err(e.into_iter().map(|e| e.to_string()).collect()),
+    }
+}
+
+/// A kernel with float and cooperative-matrix axes, after its `#version`, its binding and
+/// whatever a test puts there.
+const CM_BODY: &str =
+    "#if NCNN_cooperative_matrix\n#endif\nvoid main() { buffer_st1(d, 0, afp(f())); }\n";
+const CM_BINDING: &str = "layout (binding = 0) buffer b { sfp d[]; };";
+
+#[test]
+fn coopmat_variant_includes_are_read_by_vkprism_and_keep_their_lines() {
+    let dir = scratch("cm-include");
+    std::fs::write(dir.join("inc.glsl"), "float f() {\n  return 1.0 +;\n}\n").unwrap();
+    let errs = compile_cm(
+        &dir,
+        &format!("#version 450\n{CM_BINDING}\n#include \"inc.glsl\"\nint bad = ;\n{CM_BODY}"),
+    )
+    .expect_err("two syntax errors");
+    assert!(errs.iter().any(|e| e.contains("inc.glsl:2")), "{errs:?}");
+    std::fs::write(dir.join("inc.glsl"), "float f() { return 1.0; }\n").unwrap();
+    let text = format!("#version 450\n{CM_BINDING}\n#include \"inc.glsl\"\nint bad = ;\n{CM_BODY}");
+    let errs = compile_cm(&dir, &text).expect_err("a syntax error");
+    assert!(errs.iter().any(|e| e.contains("test.comp:4")), "{errs:?}");
+    let text = text.replace("int bad = ;\n", "");
+    compile_cm(&dir, &text).expect("the fixed kernel compiles");
+}
+
+#[test]
+fn coopmat_variant_include_hidden_by_a_line_continuation_is_refused() {
+    // glslang reads no include itself: one the source phase could not see is an error, not an
+    // unbounded read.
+    let dir = scratch("cm-continued");
+    let inc = "#inc\\\nlude \"self.glsl\"\n".repeat(3);
+    std::fs::write(dir.join("self.glsl"), &inc).unwrap();
+    // Over the 1 MiB a file may have, but valid GLSL: read by glslang, it would compile.
+    let big = "// a comment line of the large include\n".repeat(60_000);
+    std::fs::write(dir.join("big.glsl"), big).unwrap();
+    let errs = compile_cm(
+        &dir,
+        &format!("#version 450\n{CM_BINDING}\n#inc\\\nlude \"big.glsl\"\nfloat f() {{ return 1.0; }}\n{CM_BODY}"),
+    )
+    .expect_err("refused");
+    assert!(errs.iter().all(|e| located(e)), "{errs:?}");
+    let t = Instant::now();
+    let errs = compile_cm(&dir, &format!("#version 450\n{CM_BINDING}\n{inc}{CM_BODY}"))
+        .expect_err("refused");
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
+    assert!(errs.iter().all(|e| located(e)), "{errs:?}");
+    assert!(errs.iter().any(|e| e.contains("include")), "{errs:?}");
 }

@@ -5,7 +5,7 @@
 mod report;
 
 pub use crate::device::{DeviceSelector, Error};
-pub use report::DeviceReport;
+pub use report::{AllocatorStats, DeviceReport};
 
 use crate::command::{self, CommandList};
 use crate::device::{self, lifecycle_lock, OpenRequest, Shared, DEFAULT_FENCE_TIMEOUT};
@@ -146,6 +146,12 @@ impl Context {
             .iter()
             .map(|h| h.load(std::sync::atomic::Ordering::Relaxed))
             .sum()
+    }
+
+    /// gpu-allocator's own account of what it holds: live allocations and their bytes, memory
+    /// blocks and their capacity.
+    pub fn allocator_stats(&self) -> AllocatorStats {
+        AllocatorStats::new(&self.shared)
     }
 
     /// Whether tensors are mapped directly (device-local memory the host can see).

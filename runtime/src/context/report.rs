@@ -1,4 +1,5 @@
-//! [`DeviceReport`]: the device described for people.
+//! [`DeviceReport`]: the device described for people; [`AllocatorStats`]: gpu-allocator's own
+//! account of the memory it holds.
 
 use crate::device::Shared;
 use crate::select::Options;
@@ -131,5 +132,37 @@ impl fmt::Display for DeviceReport {
             l.timestamp_period_ns
         )?;
         write!(f, "options:  {}", self.options)
+    }
+}
+
+/// gpu-allocator's own figures (its `generate_report`), the other side of
+/// [`Context::allocated_bytes`](crate::Context::allocated_bytes): a leak test checks both return
+/// to where they were.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct AllocatorStats {
+    /// Live allocations (tensors, images, staging buffers).
+    pub allocations: usize,
+    /// Their bytes, as the allocator counts them.
+    pub allocated_bytes: u64,
+    /// Device memory blocks the allocator holds (it keeps some after their allocations go).
+    pub blocks: usize,
+    /// Those blocks' bytes.
+    pub capacity_bytes: u64,
+}
+
+impl AllocatorStats {
+    pub(crate) fn new(s: &Shared) -> AllocatorStats {
+        // The API lock before any other lock (see `api_lock`).
+        let _api = crate::device::api_lock();
+        let guard = s.allocator.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(report) = guard.as_ref().map(|a| a.generate_report()) else {
+            return AllocatorStats::default();
+        };
+        AllocatorStats {
+            allocations: report.allocations.len(),
+            allocated_bytes: report.total_allocated_bytes,
+            blocks: report.blocks.len(),
+            capacity_bytes: report.total_capacity_bytes,
+        }
     }
 }
