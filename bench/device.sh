@@ -13,7 +13,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 if [ "${2:-}" != "skip-tests" ]; then
   for t in .devbin/*; do
     case "$t" in */vkprism-bench|*/hello) continue ;; esac
-    [ -x "$t" ] && VKPRISM_VALIDATION=1 "$t" 2>&1 | grep -E -A3 "^test |test result|panicked" | tee -a "$out/tests.txt"
+    # The stress test runs STRESS_SECS (default 70) and prints its figures.
+    [ -f "$t" ] && [ -x "$t" ] && VKPRISM_VALIDATION=1 VKPRISM_STRESS_SECS=${STRESS_SECS:-70} "$t" --nocapture 2>&1 |
+      grep -E -A3 "^test |test result|panicked|^stress" | tee -a "$out/tests.txt"
   done
 fi
 # (At most 8 files come back from a device call: the two logs share one.)
