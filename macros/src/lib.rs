@@ -94,7 +94,7 @@ use proc_macro::TokenStream;
 /// | int16 | `sint16…`, `aint16…`, `lint16…`, `i16buffer_…`, `NCNN_int16_…` | `_int16p`, `_int16s`, `_int16a` |
 /// | memory | image functions or `imfmt…` (image variants only), or `NCNN_image_shader` (buffer and image variants, the kernel choosing with `#if NCNN_image_shader`) | (buffer), `_image` (fp32 and fp16 only: there is no bf16 image format) |
 /// | local memory | `NCNN_shader_local_memory` | `_lm`, `_nolm` |
-/// | cooperative matrix | `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`) | `_cm` (fp16 buffer variants only), `_nocm` |
+/// | cooperative matrix | `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`) | `_cm` (fp16 buffer variants, and fp32 buffer variants with int8 arithmetic), `_nocm` |
 ///
 /// A name is `float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm]`: `fp16sa`, `fp32_int8s`,
 /// `fp32_int16p`, `fp16s_image`, `fp16sa_lm_nocm`. A kernel that mentions none of these has the one variant
@@ -104,7 +104,8 @@ use proc_macro::TokenStream;
 /// `NCNN_int16_packed`, `NCNN_int16_storage`, `NCNN_image_shader`, `NCNN_shader_local_memory`, `NCNN_cooperative_matrix`), the `#extension`
 /// lines it needs, and the type and function definitions of the extended language.
 ///
-/// `_cm` variants multiply fp16 cooperative matrices (`VK_KHR_cooperative_matrix`); they need
+/// `_cm` variants multiply fp16 (or, with int8 arithmetic, int8) cooperative matrices
+/// (`VK_KHR_cooperative_matrix`); they need
 /// glslang 13.1 or newer, found at `.tools/glslang/glslangValidator` (installed by
 /// `scripts/setup.sh`) or `VKPRISM_GLSLANG`; without it, leave them out with `variants`. The
 /// runtime picks a `_cm` variant only where the device offers every matrix shape it multiplies
