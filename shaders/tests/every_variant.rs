@@ -409,6 +409,25 @@ fn gemm_image_every_variant() {
         ],
         "image-only, every float mode with an image format (no bf16)"
     );
+    // Images are off by default, so only a load that allows them picks a variant.
+    let refused = ctx
+        .load::<gemm_image::Kernel>()
+        .err()
+        .expect("images are off");
+    assert!(
+        refused
+            .to_string()
+            .contains("options exclude image storage"),
+        "{refused}"
+    );
+    let images = vkprism::Options {
+        use_image_storage: true,
+        ..Default::default()
+    };
+    let chosen = ctx
+        .load_with::<gemm_image::Kernel>(&LoadOptions::options(images))
+        .unwrap();
+    assert_eq!(chosen.variant().key.memory, vkprism::MemoryKind::Image);
     let plain = reference::Gemm {
         alpha: 1.0,
         ..Default::default()
