@@ -1,7 +1,7 @@
-//! GEMM throughput of `vkprism_shaders::gemm_image` (B read through the sampled-image path, seed
-//! 001) in its every variant, 2·M·N·K FLOPs per run, on the buffer GEMM's shapes, so its records
-//! (`case: "gemm"`, variant `fp32_image`, `fp16p_image`, ...) sit beside the buffer variants' and
-//! cuBLAS's of the same dtype in `bench/merge.py`.
+//! GEMM throughput of `vkprism_shaders::gemm_image`, whose B is read through the sampled-image
+//! path as in seed 001: every variant, 2·M·N·K FLOPs per run, on the buffer GEMM's shapes. Its
+//! records (case `gemm`, variants `fp32_image`, `fp16p_image`, ...) sit beside the buffer
+//! variants' and cuBLAS's of the same dtype in `bench/merge.py`.
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
@@ -28,7 +28,8 @@ pub fn run(
         let a = random(m * k, 1);
         let b = random(k * n, 2);
         for variant in gemm_image::VARIANT_NAMES
-            .into_iter()
+            .iter()
+            .copied()
             .filter(|v| crate::gemm::selected(v))
         {
             match one(ctx, cfg, (m, n, k), variant, &a, &b) {
