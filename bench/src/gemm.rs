@@ -1,5 +1,5 @@
 //! GEMM throughput of `vkprism_shaders::gemm` in every local-memory variant, 2·M·N·K FLOPs per run,
-//! then the int8 GEMM (`gemm_int8.rs`) on the same shapes.
+//! then the int8 GEMM (`gemm_int8.rs`) and the image GEMM (`gemm_image.rs`) on the same shapes.
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
@@ -49,6 +49,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         }
     }
     records.extend(crate::gemm_int8::run(ctx, cfg, shapes)?);
+    records.extend(crate::gemm_image::run(ctx, cfg, shapes)?);
     Ok(records)
 }
 
@@ -146,7 +147,7 @@ pub fn overridden(mut cfg: GemmConfig) -> GemmConfig {
 
 /// Checks 97 sampled elements against an f64 dot product of the inputs the GPU saw, with an
 /// error bound relative to sum |a||b| (fp32 accumulation, output stored in the variant's format).
-fn check(
+pub fn check(
     c: &[f32],
     a: &[f32],
     b: &[f32],

@@ -9,6 +9,7 @@ mod conv;
 mod dispatch;
 mod elementwise;
 mod gemm;
+mod gemm_image;
 mod gemm_int8;
 mod harness;
 mod transfer;

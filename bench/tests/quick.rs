@@ -26,6 +26,13 @@ fn quick_run_writes_one_record_per_figure() {
             "no {case} record:\n{stdout}"
         );
     }
+    // The texture-path GEMM runs beside the buffer one (fp32 images exist on every device).
+    assert!(
+        records
+            .iter()
+            .any(|r| r["case"] == "gemm" && r["variant"] == "fp32_image"),
+        "no image GEMM record:\n{stdout}"
+    );
     for r in &records {
         assert!(r["value"].as_f64().is_some_and(|v| v > 0.0), "{r}");
         for key in ["shape", "variant", "coopmat", "unit", "sm_clock_mhz"] {

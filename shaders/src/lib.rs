@@ -6,6 +6,8 @@
 //! - [`binary_op`]: element-wise add, sub, mul, div, max, min of two tensors;
 //! - [`gemm`]: C = act(alpha · op(A) · op(B) + bias), register-tiled, staged through shared memory
 //!   where `NCNN_shader_local_memory` is on;
+//! - [`gemm_image`]: the same product with B read through the sampled-image (texture) path, for
+//!   GPUs whose texture units have their own cache (Adreno, Mali);
 //! - [`conv2d`]: direct 2D convolution with bias, stride and zero padding, CHW layout;
 //! - [`conv2d_nhwc`]: 2D convolution as an implicit GEMM, channels-last, every GEMM variant.
 
@@ -92,6 +94,31 @@ vkprism::compute_shader! {
         fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
         fp16s_lm_cm, fp16s_lm_nocm, fp16s_nolm_nocm, fp16sa_lm_cm, fp16sa_lm_nocm, fp16sa_nolm_nocm,
     ],
+}
+
+vkprism::compute_shader! {
+    /// `C = act(alpha · A · B + bias)` with B read through the **sampled-image path** (seed 001,
+    /// Qualcomm's Adreno SGEMM): A is M×K row-major in a buffer, B a 2D image of width N/4 and
+    /// height K whose rgba texel (x, k) holds `B[k][4x..4x+4]` (upload B's row-major K×N values
+    /// to an `Image::new(ctx, 2, [N / 4, K, 1], 4, format)`), C M×N row-major. K and N must be
+    /// multiples of 4, M need not be; K must fit the device's `max_image_dimension_2d`. Each
+    /// invocation owns an 8×8 register micro-tile, fp32 accumulation (fp16-arithmetic variants
+    /// form 4-term partial products in fp16). Specialization constants `bias_term` and
+    /// `activation` as in [`gemm`]. Image-only: its variants are `fp32_image`, `fp16p_image`,
+    /// `fp16pa_image`, `fp16s_image`, `fp16sa_image` (no bf16 image format), bound through
+    /// `ImageBindings`; chosen by `ctx.load` only with `Options::use_image_storage`. Dispatch
+    /// [`gemm_image_grid`] invocations with any workgroup (8×8 by default).
+    pub mod gemm_image,
+    path: "gemm_image.comp",
+}
+
+/// The rows and columns of C one [`gemm_image`] invocation computes (its micro-tile).
+pub const GEMM_IMAGE_MICRO_TILE: (usize, usize) = (8, 8);
+
+/// The invocation grid of [`gemm_image`] for an M×N result: one invocation per micro-tile.
+pub fn gemm_image_grid(m: usize, n: usize) -> [u32; 3] {
+    let (tm, tn) = GEMM_IMAGE_MICRO_TILE;
+    [n.div_ceil(tn) as u32, m.div_ceil(tm) as u32, 1]
 }
 
 vkprism::compute_shader! {

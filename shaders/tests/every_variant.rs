@@ -3,7 +3,8 @@
 
 use vkprism::{Feature, LoadOptions, SelectFailure, Tensor};
 use vkprism_shaders::{
-    activation, binary_op, conv2d, conv2d_nhwc, gemm, gemm_int8, reference, Conv2dShape, GemmConfig,
+    activation, binary_op, conv2d, conv2d_nhwc, gemm, gemm_image, gemm_image_grid, gemm_int8,
+    reference, Conv2dShape, GemmConfig,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
@@ -309,6 +310,182 @@ fn gemm_every_variant() {
     ];
     for (i, case) in cases.iter().enumerate() {
         run_gemm_case(&ctx, case, 4 + 10 * i as u64);
+    }
+    assert_clean(&ctx);
+}
+
+/// One image-GEMM problem: shape, options (no transposes), bias, workgroup.
+struct ImageGemmCase {
+    m: usize,
+    n: usize,
+    k: usize,
+    o: reference::Gemm,
+    bias: bool,
+    local: [u32; 2],
+}
+
+fn run_gemm_image_case(ctx: &vkprism::Context, case: &ImageGemmCase, seed: u64) {
+    let ImageGemmCase { m, n, k: kk, o, .. } = *case;
+    let a = random(m * kk, seed, 0.1, 1.0);
+    let b = random(kk * n, seed + 1, 0.1, 1.0);
+    let bias = random(n, seed + 2, 0.1, 1.0);
+    for name in gemm_image::VARIANT_NAMES {
+        let k = ctx
+            .load_with::<gemm_image::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
+        let key = k.variant().key;
+        // The buffers' element format and the image's texel format (the same precision).
+        let f = k.variant().bindings[0].format;
+        let texel = k.variant().bindings[1].format;
+        // Every fp16 variant really moves halves: packed or 16-bit buffers and rgba16f texels.
+        let want_format = if key.float.is_fp16() {
+            vkprism::TensorFormat::F16
+        } else {
+            vkprism::TensorFormat::F32
+        };
+        assert_eq!((f, texel), (want_format, want_format), "{name}");
+        let at = Tensor::from_f32(ctx, &[m, kk], f, &a).unwrap();
+        // Row-major K×N is exactly the image's texel order: x (4 columns a texel) fastest.
+        let bt = vkprism::Image::new(ctx, 2, [(n / 4) as u32, kk as u32, 1], 4, texel).unwrap();
+        bt.upload_f32(&b).unwrap();
+        let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
+        let ct = Tensor::from_f32(ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
+        let spec = gemm_image::SpecConstants {
+            bias_term: case.bias as i32,
+            activation: o.activation,
+        };
+        let local = [case.local[0], case.local[1], 1];
+        let pipe = k.pipeline(&spec, Some(local)).unwrap();
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &gemm_image::ImageBindings {
+                    a_blob: &at,
+                    b_tex: &bt,
+                    bias_blob: &biast,
+                    c_blob: &ct,
+                },
+                &gemm_image::PushConstants {
+                    M: m as i32,
+                    N: n as i32,
+                    K: kk as i32,
+                    alpha: o.alpha,
+                    slope: o.slope,
+                },
+                gemm_image_grid(m, n),
+            )
+        })
+        .unwrap();
+        let (qa, qb, qbias) = (quantize(&a, f), quantize(&b, texel), quantize(&bias, f));
+        let (want, scale) =
+            reference::gemm_with(o, m, n, kk, &qa, &qb, case.bias.then_some(&qbias[..]));
+        // The result is stored in the variant's precision: its rounding is relative to |C|.
+        let scale: Vec<f32> = scale
+            .iter()
+            .zip(&want)
+            .map(|(s, w)| s.max(w.abs()))
+            .collect();
+        check(
+            &ct.download_f32().unwrap(),
+            &quantize(&want, f),
+            &scale,
+            tolerance(&key),
+            &format!("{name} {m}x{n}x{kk} {o:?} bias {}", case.bias),
+        );
+    }
+}
+
+#[test]
+fn gemm_image_every_variant() {
+    let ctx = ctx();
+    assert_eq!(
+        gemm_image::VARIANT_NAMES,
+        [
+            "fp32_image",
+            "fp16p_image",
+            "fp16pa_image",
+            "fp16s_image",
+            "fp16sa_image"
+        ],
+        "image-only, every float mode with an image format (no bf16)"
+    );
+    // Images are off by default, so only a load that allows them picks a variant.
+    let refused = ctx
+        .load::<gemm_image::Kernel>()
+        .err()
+        .expect("images are off");
+    assert!(
+        refused
+            .to_string()
+            .contains("options exclude image storage"),
+        "{refused}"
+    );
+    let images = vkprism::Options {
+        use_image_storage: true,
+        ..Default::default()
+    };
+    let chosen = ctx
+        .load_with::<gemm_image::Kernel>(&LoadOptions::options(images))
+        .unwrap();
+    assert_eq!(chosen.variant().key.memory, vkprism::MemoryKind::Image);
+    let plain = reference::Gemm {
+        alpha: 1.0,
+        ..Default::default()
+    };
+    let cases = [
+        // Neither M nor N a multiple of the 8×8 micro-tile (N = 36: a last half tile of one
+        // texel), nor of the 64×64 workgroup tile.
+        ImageGemmCase {
+            m: 67,
+            n: 36,
+            k: 44,
+            o: plain,
+            bias: false,
+            local: [8, 8],
+        },
+        // Bias, alpha and relu; a long K (many steps), a grid of several workgroups.
+        ImageGemmCase {
+            m: 13,
+            n: 148,
+            k: 260,
+            o: reference::Gemm {
+                alpha: 0.5,
+                activation: 1,
+                ..Default::default()
+            },
+            bias: true,
+            local: [8, 8],
+        },
+        // Another workgroup shape, leaky relu, M below one micro-tile.
+        ImageGemmCase {
+            m: 5,
+            n: 72,
+            k: 52,
+            o: reference::Gemm {
+                alpha: 1.0,
+                activation: 2,
+                slope: 0.1,
+                ..Default::default()
+            },
+            bias: true,
+            local: [4, 16],
+        },
+        // Sigmoid over a multiple of every tile.
+        ImageGemmCase {
+            m: 128,
+            n: 64,
+            k: 32,
+            o: reference::Gemm {
+                alpha: 0.25,
+                activation: 3,
+                ..Default::default()
+            },
+            bias: true,
+            local: [8, 8],
+        },
+    ];
+    for (i, case) in cases.iter().enumerate() {
+        run_gemm_image_case(&ctx, case, 90 + 10 * i as u64);
     }
     assert_clean(&ctx);
 }

@@ -12,6 +12,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/conv2d_nhwc.comp", include_str!("../../../shaders/src/conv2d_nhwc.comp")),
     ("shaders/src/gemm.comp", include_str!("../../../shaders/src/gemm.comp")),
     ("shaders/src/gemm_core.glsl", include_str!("../../../shaders/src/gemm_core.glsl")),
+    ("shaders/src/gemm_image.comp", include_str!("../../../shaders/src/gemm_image.comp")),
     ("shaders/src/gemm_int8.comp", include_str!("../../../shaders/src/gemm_int8.comp")),
     ("shaders/src/gemm_tiles.glsl", include_str!("../../../shaders/src/gemm_tiles.glsl")),
     ("shaders/src/lib.rs", include_str!("../../../shaders/src/lib.rs")),
