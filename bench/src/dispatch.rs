@@ -3,7 +3,7 @@
 //! reads what the previous wrote: a barrier between each) or independent (1000 buffers).
 
 use crate::harness::{median, print, sm_clock_mhz, time_list, Config, Record};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
 
 vkprism::compute_shader! {
@@ -73,13 +73,25 @@ fn count_runs(t: &Tensor) -> Result<f32, vkprism::Error> {
 
 fn round_trip(ctx: &Context, cfg: Config) -> Result<Record, vkprism::Error> {
     let mut empty = CommandList::new(ctx)?;
-    for _ in 0..100 {
+    // Warm up for 300 ms (the rule of every series), then time at least 1000 round trips over at
+    // least 200 ms: a series of 1000 alone lasts ~13 ms, shorter than one clock read, and one
+    // such series right after a long test run measured 44 µs instead of 13.
+    let (warm, series, min_runs) = if cfg.quick {
+        (Duration::ZERO, Duration::ZERO, 100)
+    } else {
+        (Duration::from_millis(300), Duration::from_millis(200), 1000)
+    };
+    let start = Instant::now();
+    loop {
         empty.submit_and_wait()?;
+        if start.elapsed() >= warm {
+            break;
+        }
     }
-    let runs = if cfg.quick { 100 } else { 1000 };
     let clock = std::thread::spawn(sm_clock_mhz);
-    let mut rt = Vec::with_capacity(runs);
-    for _ in 0..runs {
+    let mut rt = Vec::with_capacity(min_runs);
+    let start = Instant::now();
+    while rt.len() < min_runs || start.elapsed() < series {
         let t = Instant::now();
         empty.submit_and_wait()?;
         rt.push(t.elapsed().as_secs_f64() * 1e6);
