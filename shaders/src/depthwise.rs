@@ -8,8 +8,9 @@ vkprism::compute_shader! {
     /// computes one output pixel's quad of channels). Specialization constants: `bias_term` (add
     /// `bias[c]`), `activation` (the GEMM's: 0 none, 1 relu, 2 leaky relu with `slope`, 3
     /// sigmoid). Push constants and grid from [`Conv2dDwShape`](crate::Conv2dDwShape); the
-    /// workgroup is 16 channel quads × 8 pixels (override it with `pipeline`'s local size, e.g.
-    /// `[c / 4, 128 / (c / 4), 1]` for narrow layers). No shared memory, so no local-memory axis.
+    /// workgroup is 16 channel quads × 8 pixels unless `pipeline` is given another
+    /// ([`Conv2dDwShape::local_size`](crate::Conv2dDwShape::local_size) fits it to `c`). No
+    /// shared memory, so no local-memory axis.
     pub mod conv2d_dw_nhwc,
     path: "conv2d_dw_nhwc.comp",
 }
@@ -75,8 +76,17 @@ impl Conv2dDwShape {
         }
     }
 
-    /// The invocation grid: one invocation per channel quad (x) and output pixel (y).
+    /// The invocation grid: one invocation per channel quad (x) and output pixel (y). Vulkan
+    /// guarantees 65535 workgroups along y, so up to 524280 output pixels with the default
+    /// workgroup (8 pixels per workgroup), more with [`Conv2dDwShape::local_size`]'s.
     pub fn grid(&self) -> [u32; 3] {
         [(self.c / 4) as u32, self.pixels() as u32, 1]
+    }
+
+    /// A 128-invocation workgroup that wastes few invocations on narrow layers: the channel
+    /// quads rounded up to a power of two (at most 16) along x, the rest along pixels.
+    pub fn local_size(&self) -> [u32; 3] {
+        let x = (self.c / 4).clamp(1, 16).next_power_of_two() as u32;
+        [x, 128 / x, 1]
     }
 }

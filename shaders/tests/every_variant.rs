@@ -579,7 +579,7 @@ fn run_conv_dw_case(ctx: &vkprism::Context, s: Conv2dDwShape, activation: i32, s
             bias_term: 1,
             activation,
         };
-        let pipe = k.pipeline(&spec, None).unwrap();
+        let pipe = k.pipeline(&spec, Some(s.local_size())).unwrap();
         let bindings = conv2d_dw_nhwc::BufferBindings {
             in_blob: &it,
             w_blob: &wt,
@@ -628,9 +628,9 @@ fn conv2d_dw_nhwc_every_variant() {
         stride,
         pad,
     };
-    // 3×3 same padding over two images, 12 channels (less than the workgroup's 16 quads, the
-    // pixels not a multiple of its 8); 5×5 strided with odd sizes; 3×3 strided, 68 channels
-    // (17 quads: the workgroup's x edge), relu.
+    // 3×3 same padding over two images, 12 channels (3 quads on a workgroup of 4, the pixels
+    // not a multiple of its 32); 5×5 strided with odd sizes; 3×3 strided, 68 channels (17
+    // quads on a workgroup of 16: the x edge), relu.
     run_conv_dw_case(&ctx, shape(2, 7, 9, 12, 3, 1, 1), 0, 91);
     run_conv_dw_case(&ctx, shape(1, 11, 10, 8, 5, 2, 2), 2, 95);
     run_conv_dw_case(&ctx, shape(1, 6, 5, 68, 3, 2, 1), 1, 99);
