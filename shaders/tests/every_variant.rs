@@ -558,7 +558,7 @@ fn conv2d_nhwc_every_variant() {
 }
 
 /// One depthwise convolution in every variant of `conv2d_dw_nhwc` against the f64 reference,
-/// with bias and `activation` (leaky relu's slope 0.1).
+/// with bias and `activation` (the kernel's numbering; leaky relu's slope 0.1).
 fn run_conv_dw_case(ctx: &vkprism::Context, s: Conv2dDwShape, activation: i32, seed: u64) {
     let input = random(s.batch * s.h * s.w * s.c, seed, 0.1, 1.0);
     let weight = random(s.kh * s.kw * s.c, seed + 1, 0.1, 1.0);
@@ -590,11 +590,13 @@ fn run_conv_dw_case(ctx: &vkprism::Context, s: Conv2dDwShape, activation: i32, s
             .unwrap();
         let q = |x: &[f32]| quantize(x, f);
         let (sum, scale) = reference::conv2d_dw_nhwc(s, &q(&input), &q(&weight), &q(&bias));
-        // The activation after the f64 sum; relu and leaky relu only shrink the error.
+        // The activation after the f64 sum (`reference::activation` numbers them otherwise);
+        // none of them grows the error.
         let want = match activation {
             0 => sum,
             1 => reference::activation(0, 0.0, &sum),
-            _ => reference::activation(1, 0.1, &sum),
+            2 => reference::activation(1, 0.1, &sum),
+            _ => reference::activation(2, 0.0, &sum),
         };
         let scale: Vec<f32> = scale
             .iter()
@@ -634,5 +636,11 @@ fn conv2d_dw_nhwc_every_variant() {
     run_conv_dw_case(&ctx, shape(2, 7, 9, 12, 3, 1, 1), 0, 91);
     run_conv_dw_case(&ctx, shape(1, 11, 10, 8, 5, 2, 2), 2, 95);
     run_conv_dw_case(&ctx, shape(1, 6, 5, 68, 3, 2, 1), 1, 99);
+    // A 3×5 kernel without padding (taps indexed by kw, not kh), sigmoid.
+    let wide = Conv2dDwShape {
+        kw: 5,
+        ..shape(1, 6, 9, 16, 3, 1, 0)
+    };
+    run_conv_dw_case(&ctx, wide, 3, 103);
     assert_clean(&ctx);
 }
