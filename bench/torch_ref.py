@@ -13,6 +13,8 @@ import torch
 GEMM_SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (4096, 512, 14336)]
 ELEMENTWISE_MIB = [64, 256, 1024]
 CONV_SHAPES = [(56, 64), (14, 64), (56, 256), (14, 256)]
+# Depthwise 3x3, batch 8, pad 1: (spatial size, channels, stride), as bench/src/conv_dw.rs.
+DW_SHAPES = [(112, 32, 1), (56, 64, 1), (56, 128, 2)]
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
@@ -118,6 +120,24 @@ def conv2d():
             flops = 2 * (8 * hw * hw) * c * (9 * c)
             out.append(rec("conv2d", f"b8 {hw}x{hw} {c}->{c} 3x3", dname, flops / t / 1e12, "TFLOP/s", mhz,
                            f"F.conv2d {dname} channels_last (cuDNN{', TF32 off' if dname == 'fp32' else ''})"))
+    out += conv2d_dw()
+    return out
+
+
+def conv2d_dw():
+    out = []
+    for hw, c, stride in DW_SHAPES:
+        for dname in ("fp32", "fp16"):
+            dtype = DTYPES[dname]
+            x = rand((8, c, hw, hw), dtype, 7).to(memory_format=torch.channels_last)
+            w = rand((c, 1, 3, 3), dtype, 8).to(memory_format=torch.channels_last)
+            fn = lambda: torch.nn.functional.conv2d(x, w, stride=stride, padding=1, groups=c)
+            t, mhz = timed(fn)
+            oh = (hw + 2 - 3) // stride + 1
+            flops = 2 * (8 * oh * oh) * c * 9
+            label = f"dw b8 {hw}x{hw} {c} 3x3" + (f" s{stride}" if stride != 1 else "")
+            out.append(rec("conv2d", label, dname, flops / t / 1e12, "TFLOP/s", mhz,
+                           f"F.conv2d groups=c {dname} channels_last (cuDNN{', TF32 off' if dname == 'fp32' else ''})"))
     return out
 
 

@@ -1,6 +1,6 @@
 //! Convolution throughput of `vkprism_shaders::conv2d_nhwc` (implicit GEMM, channels-last):
 //! 3×3, stride 1, same padding, batch 8, 2·M·N·K FLOPs per run with M = 8·56·56 (or 8·14·14),
-//! N = outc, K = 9·c.
+//! N = outc, K = 9·c. Then the depthwise cases (`conv_dw.rs`).
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
@@ -47,6 +47,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             }
         }
     }
+    records.extend(crate::conv_dw::run(ctx, cfg)?);
     Ok(records)
 }
 

@@ -6,6 +6,7 @@
 //!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer] [--json FILE]
 
 mod conv;
+mod conv_dw;
 mod dispatch;
 mod elementwise;
 mod gemm;

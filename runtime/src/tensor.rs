@@ -244,7 +244,8 @@ enum Direction {
     Readback,
 }
 
-/// The kept staging buffer in `slot`, made (`STAGING_CHUNK` bytes, mapped) on first use.
+/// The kept staging buffer in `slot`, made (`Shared::staging_chunk` bytes, mapped) on first use:
+/// staged copies go in chunks of that size, so a large transfer needs no giant buffer.
 fn staging_buffer<'a>(
     shared: &Arc<Shared>,
     slot: &'a mut Option<(vk::Buffer, Allocation)>,
@@ -265,7 +266,7 @@ fn staging_buffer<'a>(
                     "vkprism readback",
                 ),
             };
-            create_buffer(shared, STAGING_CHUNK, usage, location, name)?
+            create_buffer(shared, shared.staging_chunk, usage, location, name)?
         }
     };
     Ok(slot.insert(kept))
@@ -332,9 +333,6 @@ fn allocate_memory(
 
 /// Buffers at least this large get a dedicated allocation.
 const DEDICATED_THRESHOLD: u64 = 32 << 20;
-
-/// Staging copies are done in chunks of this size, so a large transfer needs no giant buffer.
-const STAGING_CHUNK: u64 = 64 << 20;
 
 /// A tensor in GPU memory: shape (1 to 4 dims) and storage format. Cheap to clone.
 #[derive(Clone)]
@@ -563,14 +561,15 @@ impl Tensor {
         let shared = &inner.shared;
         let mut kept = shared.staging.lock().unwrap_or_else(|e| e.into_inner());
         let (staging, alloc) = staging_buffer(shared, &mut kept.upload, Direction::Upload)?;
-        for (i, chunk) in bytes.chunks(STAGING_CHUNK as usize).enumerate() {
+        let chunk_size = shared.staging_chunk;
+        for (i, chunk) in bytes.chunks(chunk_size as usize).enumerate() {
             let s = alloc
                 .mapped_slice_mut()
                 .ok_or_else(|| Error::Allocation("staging memory is not mapped".into()))?;
             s[..chunk.len()].copy_from_slice(chunk);
             let region = vk::BufferCopy {
                 src_offset: 0,
-                dst_offset: i as u64 * STAGING_CHUNK,
+                dst_offset: i as u64 * chunk_size,
                 size: chunk.len() as u64,
             };
             // SAFETY: `cmd` is recording (one_shot's contract); both buffers are live until the
@@ -594,7 +593,10 @@ impl Tensor {
 
     /// Reads the raw bytes into `out` (exactly `size_bytes()` long), reusing the caller's memory:
     /// for repeated reads of large tensors, where touching fresh pages can cost more than the
-    /// copy.
+    /// copy. Where the tensor is not mapped for reading (a discrete GPU), the bytes come through
+    /// the context's two readback buffers, chunk by chunk
+    /// ([`ContextOptions::staging_chunk`](crate::ContextOptions::staging_chunk)), the GPU
+    /// copying the next chunk while the host copies the last one out.
     pub fn read_bytes_into(&self, out: &mut [u8]) -> Result<(), Error> {
         let inner = &self.inner;
         let size = inner.size as usize;
@@ -609,23 +611,77 @@ impl Tensor {
         }
         let shared = &inner.shared;
         let mut kept = shared.staging.lock().unwrap_or_else(|e| e.into_inner());
-        let (staging, alloc) = staging_buffer(shared, &mut kept.readback, Direction::Readback)?;
-        for (i, chunk) in out.chunks_mut(STAGING_CHUNK as usize).enumerate() {
+        let [first, second] = &mut kept.readback;
+        let first = staging_buffer(shared, first, Direction::Readback)?;
+        let second = staging_buffer(shared, second, Direction::Readback)?;
+        self.read_staged(out, [first, second])
+    }
+
+    /// `read_bytes_into` through the two readback buffers: chunk i is copied into buffer
+    /// i % 2, and chunk i + 1's copy is submitted before the host reads chunk i out, so the
+    /// GPU's copy and the host's run at the same time. A copy in flight is always finished (or,
+    /// on a poisoned context, abandoned with its buffer) before this returns.
+    fn read_staged(
+        &self,
+        out: &mut [u8],
+        buffers: [&(vk::Buffer, Allocation); 2],
+    ) -> Result<(), Error> {
+        let shared = &self.inner.shared;
+        let chunk_size = shared.staging_chunk;
+        let submit = |i: usize, size: usize| {
             let region = vk::BufferCopy {
-                src_offset: i as u64 * STAGING_CHUNK,
+                src_offset: i as u64 * chunk_size,
                 dst_offset: 0,
-                size: chunk.len() as u64,
+                size: size as u64,
             };
-            // SAFETY: as in `write_bytes`, in the other direction.
-            shared.one_shot(|cmd| unsafe {
+            // SAFETY: `cmd` is recording (one_shot_submit's contract); both buffers are live
+            // until the copy is finished (the readback buffers are kept by `Shared`, locked by
+            // our caller meanwhile; `self` holds the tensor), and the region lies inside both
+            // (a chunk of the tensor, at most a staging buffer). The host reads buffer i % 2
+            // only once this copy is finished, and the next copy into it is submitted after.
+            shared.one_shot_submit(|cmd| unsafe {
                 shared
                     .device
-                    .cmd_copy_buffer(cmd, inner.buffer, *staging, &[region])
-            })?;
-            let s = alloc
-                .mapped_slice()
-                .ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))?;
-            chunk.copy_from_slice(&s[..chunk.len()]);
+                    .cmd_copy_buffer(cmd, self.inner.buffer, buffers[i % 2].0, &[region])
+            })
+        };
+        let mut chunks = out.chunks_mut(chunk_size as usize).enumerate().peekable();
+        let Some((_, first)) = chunks.peek() else {
+            return Ok(());
+        };
+        let mut pending = submit(0, first.len())?;
+        while let Some((i, chunk)) = chunks.next() {
+            let next = match chunks.peek().map(|(_, c)| submit(i + 1, c.len())) {
+                None => None,
+                Some(Ok(next)) => Some(next),
+                Some(Err(e)) => {
+                    // Nothing of the next chunk is pending; this one must finish before its
+                    // buffer is unlocked.
+                    let _ = shared.finish(pending);
+                    return Err(e.into());
+                }
+            };
+            let copied = shared.finish(pending).map_err(Error::from).and_then(|()| {
+                buffers[i % 2]
+                    .1
+                    .mapped_slice()
+                    .ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))
+            });
+            match copied {
+                Ok(staged) => chunk.copy_from_slice(&staged[..chunk.len()]),
+                Err(e) => {
+                    // After a timeout the context is poisoned and `finish` abandons the next
+                    // copy (leaked with its buffer); otherwise it waits for it.
+                    if let Some(next) = next {
+                        let _ = shared.finish(next);
+                    }
+                    return Err(e);
+                }
+            }
+            match next {
+                Some(next) => pending = next,
+                None => break,
+            }
         }
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! Device creation and report, device selection, tensors and images: round trips per format on
 //! both the mapped and the staged path, and their error paths. Validation on throughout.
 
+use std::num::NonZeroU64;
 use vkprism_runtime::context::Error as ContextError;
 use vkprism_runtime::tensor::Error as TensorError;
 use vkprism_runtime::{
@@ -199,6 +200,43 @@ fn large_staged_tensor_is_copied_in_chunks() {
         t.read_bytes_into(&mut into[1..]),
         Err(TensorError::LengthMismatch { .. })
     ));
+    assert_clean(&ctx);
+}
+
+/// Staged downloads alternate two kept readback buffers (chunk i + 1's GPU copy runs while the
+/// host reads chunk i out): every byte arrives for one to five chunks, whole or not, read twice
+/// into the same poisoned buffer; the context keeps exactly the two readback buffers (1 MiB
+/// chunks here, so lavapipe's 128 MiB buffer limit allows many).
+#[test]
+fn staged_downloads_alternate_two_readback_buffers() {
+    const CHUNK: usize = 1 << 20;
+    let ctx = ctx_with(ContextOptions {
+        force_staging: true,
+        staging_chunk: NonZeroU64::new(CHUNK as u64),
+        ..Default::default()
+    });
+    let mut kept = 0;
+    for n in [CHUNK - 1, CHUNK, 2 * CHUNK, 3 * CHUNK + 5, 5 * CHUNK - 4096] {
+        let q: Vec<i8> = (0..n).map(|i| (i % 253) as u8 as i8).collect();
+        let t = Tensor::from_i8(&ctx, &[n], &q).unwrap();
+        assert!(!t.is_mapped());
+        let before = ctx.allocated_bytes();
+        assert!(
+            t.download_i8().unwrap() == q,
+            "{n} bytes: round trip differs"
+        );
+        kept += ctx.allocated_bytes() - before;
+        let mut into = vec![0xAAu8; n];
+        for round in 0..2 {
+            t.read_bytes_into(&mut into).unwrap();
+            assert!(
+                into.iter().zip(&q).all(|(a, b)| *a == *b as u8),
+                "{n} bytes, read {round}: read_bytes_into differs"
+            );
+            into.fill(0x55);
+        }
+    }
+    assert_eq!(kept, 2 * CHUNK as u64, "two readback buffers, made once");
     assert_clean(&ctx);
 }
 

@@ -162,3 +162,36 @@ fn a_timed_out_transfer_poisons_a_staged_context() {
     drop(ctx);
     assert!(start.elapsed() < Duration::from_millis(500));
 }
+
+/// A staged download that times out poisons the context too: the copy waited for times out
+/// while the next chunk's copy is already submitted into the other readback buffer; both are
+/// abandoned (leaked with their buffers, not freed under the GPU) and drops return at once.
+#[test]
+fn a_timed_out_download_poisons_a_staged_context() {
+    let ctx = ctx_with(ContextOptions {
+        force_staging: true,
+        staging_chunk: std::num::NonZeroU64::new(32 << 20),
+        // Far shorter than a 32 MiB copy: the first status check finds it unfinished.
+        fence_timeout: Some(Duration::from_nanos(1)),
+        ..Default::default()
+    });
+    // Three 32 MiB chunks and a bit: a copy in flight in each readback buffer.
+    let n = 3 * (8 << 20) + 7;
+    let t = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
+    let e = t.download_f32().unwrap_err();
+    assert!(
+        matches!(e, TensorError::Context(ContextError::Timeout(_))),
+        "{e}"
+    );
+    assert!(ctx.is_poisoned());
+    let mut into = vec![0u8; 4 * n];
+    let e = t.read_bytes_into(&mut into).unwrap_err();
+    assert!(
+        matches!(e, TensorError::Context(ContextError::Poisoned(_))),
+        "{e}"
+    );
+    let start = Instant::now();
+    drop(t);
+    drop(ctx);
+    assert!(start.elapsed() < Duration::from_millis(500));
+}

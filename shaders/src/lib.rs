@@ -9,7 +9,11 @@
 //! - [`gemm_image`]: the same product with B read through the sampled-image (texture) path, for
 //!   GPUs whose texture units have their own cache (Adreno, Mali);
 //! - [`conv2d`]: direct 2D convolution with bias, stride and zero padding, CHW layout;
-//! - [`conv2d_nhwc`]: 2D convolution as an implicit GEMM, channels-last, every GEMM variant.
+//! - [`conv2d_nhwc`]: 2D convolution as an implicit GEMM, channels-last, every GEMM variant;
+//! - [`conv2d_dw_nhwc`]: depthwise 2D convolution, channels-last ([`Conv2dDwShape`]).
+
+mod depthwise;
+pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
 
 vkprism::compute_shader! {
     /// y = f(x) over vec4s; `op` (constant 0): 0 relu, 1 leaky relu (slope `alpha`), 2 sigmoid,
@@ -594,6 +598,41 @@ pub mod reference {
                         scale[i] = mag as f32;
                     }
                 }
+            }
+        }
+        (out, scale)
+    }
+
+    /// The depthwise convolution as `conv2d_dw_nhwc` computes it, in f64 (no activation), and
+    /// the error scale sum |w·x| + |bias| per output.
+    pub fn conv2d_dw_nhwc(
+        s: crate::Conv2dDwShape,
+        input: &[f32],
+        weight: &[f32],
+        bias: &[f32],
+    ) -> (Vec<f32>, Vec<f32>) {
+        let (oh, ow) = (s.outh(), s.outw());
+        let (mut out, mut scale) = (vec![0f32; s.pixels() * s.c], vec![0f32; s.pixels() * s.c]);
+        for (m, (out_px, scale_px)) in out.chunks_mut(s.c).zip(scale.chunks_mut(s.c)).enumerate() {
+            let (x, y, b) = (m % ow, (m / ow) % oh, m / (ow * oh));
+            for c in 0..s.c {
+                let (mut acc, mut mag) = (bias[c] as f64, bias[c].abs() as f64);
+                for ky in 0..s.kh {
+                    for kx in 0..s.kw {
+                        let iy = (y * s.stride + ky) as isize - s.pad as isize;
+                        let ix = (x * s.stride + kx) as isize - s.pad as isize;
+                        if iy < 0 || ix < 0 || iy >= s.h as isize || ix >= s.w as isize {
+                            continue;
+                        }
+                        let px = (b * s.h + iy as usize) * s.w + ix as usize;
+                        let v =
+                            input[px * s.c + c] as f64 * weight[(ky * s.kw + kx) * s.c + c] as f64;
+                        acc += v;
+                        mag += v.abs();
+                    }
+                }
+                out_px[c] = acc as f32;
+                scale_px[c] = mag as f32;
             }
         }
         (out, scale)

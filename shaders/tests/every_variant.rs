@@ -3,8 +3,8 @@
 
 use vkprism::{Feature, LoadOptions, SelectFailure, Tensor};
 use vkprism_shaders::{
-    activation, binary_op, conv2d, conv2d_nhwc, gemm, gemm_image, gemm_image_grid, gemm_int8,
-    reference, Conv2dShape, GemmConfig,
+    activation, binary_op, conv2d, conv2d_dw_nhwc, conv2d_nhwc, gemm, gemm_image, gemm_image_grid,
+    gemm_int8, reference, Conv2dDwShape, Conv2dShape, GemmConfig,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
@@ -730,5 +730,93 @@ fn conv2d_nhwc_every_variant() {
     run_conv_nhwc_case(&ctx, shape(1, 6, 5, 12, 4, 1, 1, 0), false, 51);
     // Channels in multiples of 8: whole octets per tap (`vec8`) with cooperative matrices.
     run_conv_nhwc_case(&ctx, shape(1, 6, 7, 16, 8, 3, 1, 1), true, 61);
+    assert_clean(&ctx);
+}
+
+/// One depthwise convolution in every variant of `conv2d_dw_nhwc` against the f64 reference,
+/// with bias and `activation` (the kernel's numbering; leaky relu's slope 0.1).
+fn run_conv_dw_case(ctx: &vkprism::Context, s: Conv2dDwShape, activation: i32, seed: u64) {
+    let input = random(s.batch * s.h * s.w * s.c, seed, 0.1, 1.0);
+    let weight = random(s.kh * s.kw * s.c, seed + 1, 0.1, 1.0);
+    let bias = random(s.c, seed + 2, 0.1, 1.0);
+    let out_shape = [s.batch, s.outh(), s.outw(), s.c];
+    let len = s.pixels() * s.c;
+    for name in conv2d_dw_nhwc::VARIANT_NAMES {
+        let k = ctx
+            .load_with::<conv2d_dw_nhwc::Kernel>(&LoadOptions::variant(name))
+            .unwrap();
+        let key = k.variant().key;
+        let f = k.variant().bindings[0].format;
+        let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
+        let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c], f, &weight).unwrap();
+        let bt = Tensor::from_f32(ctx, &[s.c], f, &bias).unwrap();
+        let ot = Tensor::from_f32(ctx, &out_shape, f, &vec![f32::NAN; len]).unwrap();
+        let spec = conv2d_dw_nhwc::SpecConstants {
+            bias_term: 1,
+            activation,
+        };
+        let pipe = k.pipeline(&spec, Some(s.local_size())).unwrap();
+        let bindings = conv2d_dw_nhwc::BufferBindings {
+            in_blob: &it,
+            w_blob: &wt,
+            bias_blob: &bt,
+            out_blob: &ot,
+        };
+        ctx.run(|l| l.dispatch(&pipe, &bindings, &s.push(0.1), s.grid()))
+            .unwrap();
+        let q = |x: &[f32]| quantize(x, f);
+        let (sum, scale) = reference::conv2d_dw_nhwc(s, &q(&input), &q(&weight), &q(&bias));
+        // The activation after the f64 sum (`reference::activation` numbers them otherwise);
+        // none of them grows the error.
+        let want = match activation {
+            0 => sum,
+            1 => reference::activation(0, 0.0, &sum),
+            2 => reference::activation(1, 0.1, &sum),
+            _ => reference::activation(2, 0.0, &sum),
+        };
+        let scale: Vec<f32> = scale
+            .iter()
+            .zip(&want)
+            .map(|(s, w)| s.max(w.abs()))
+            .collect();
+        check(
+            &ot.download_f32().unwrap(),
+            &q(&want),
+            &scale,
+            tolerance(&key),
+            &format!("{name} {s:?} activation {activation}"),
+        );
+    }
+}
+
+#[test]
+fn conv2d_dw_nhwc_every_variant() {
+    let ctx = ctx();
+    assert_eq!(
+        conv2d_dw_nhwc::VARIANT_NAMES,
+        ["fp32", "fp16p", "fp16pa", "fp16s", "fp16sa", "bf16p", "bf16s"]
+    );
+    let shape = |batch, h, w, c, k, stride, pad| Conv2dDwShape {
+        batch,
+        h,
+        w,
+        c,
+        kh: k,
+        kw: k,
+        stride,
+        pad,
+    };
+    // 3×3 same padding over two images, 12 channels (3 quads on a workgroup of 4, the pixels
+    // not a multiple of its 32); 5×5 strided with odd sizes; 3×3 strided, 68 channels (17
+    // quads on a workgroup of 16: the x edge), relu.
+    run_conv_dw_case(&ctx, shape(2, 7, 9, 12, 3, 1, 1), 0, 91);
+    run_conv_dw_case(&ctx, shape(1, 11, 10, 8, 5, 2, 2), 2, 95);
+    run_conv_dw_case(&ctx, shape(1, 6, 5, 68, 3, 2, 1), 1, 99);
+    // A 3×5 kernel without padding (taps indexed by kw, not kh), sigmoid.
+    let wide = Conv2dDwShape {
+        kw: 5,
+        ..shape(1, 6, 9, 16, 3, 1, 0)
+    };
+    run_conv_dw_case(&ctx, wide, 3, 103);
     assert_clean(&ctx);
 }

@@ -9,6 +9,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("compiler/tests/variants.rs", include_str!("../../../compiler/tests/variants.rs")),
     ("examples/hello.rs", include_str!("../../../examples/hello.rs")),
     ("examples/image_filter.rs", include_str!("../../../examples/image_filter.rs")),
+    ("shaders/src/conv2d_dw_nhwc.comp", include_str!("../../../shaders/src/conv2d_dw_nhwc.comp")),
     ("shaders/src/conv2d_nhwc.comp", include_str!("../../../shaders/src/conv2d_nhwc.comp")),
     ("shaders/src/gemm.comp", include_str!("../../../shaders/src/gemm.comp")),
     ("shaders/src/gemm_core.glsl", include_str!("../../../shaders/src/gemm_core.glsl")),

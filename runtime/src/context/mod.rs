@@ -8,7 +8,9 @@ pub use crate::device::{DeviceSelector, Error};
 pub use report::{AllocatorStats, DeviceReport};
 
 use crate::command::{self, CommandList};
-use crate::device::{self, lifecycle_lock, OpenRequest, Shared, DEFAULT_FENCE_TIMEOUT};
+use crate::device::{
+    self, lifecycle_lock, OpenRequest, Shared, DEFAULT_FENCE_TIMEOUT, DEFAULT_STAGING_CHUNK,
+};
 use crate::kernel::Kernel;
 use crate::pipeline::{self, LoadOptions, LoadedKernel};
 use crate::select::Options;
@@ -29,6 +31,13 @@ pub struct ContextOptions {
     /// Stage every upload and download through a copy even where device memory is mappable
     /// (to test the staging path, or to compare).
     pub force_staging: bool,
+    /// Bytes per staged copy; `None`: 64 MiB. Staged transfers (a discrete GPU's downloads,
+    /// and uploads without resizable BAR) go through buffers of this size that the context
+    /// makes on first use and keeps: one for uploads and two for downloads, which alternate so
+    /// the GPU copies the next chunk while the host reads the last one out (3 × 64 MiB by
+    /// default). Smaller chunks keep less and submit more often (to test the chunked path
+    /// where buffers are small, as on lavapipe, or to compare).
+    pub staging_chunk: Option<std::num::NonZeroU64>,
     /// Variant options for every kernel loaded through this context (per-kernel overrides go to
     /// [`Context::load_with`]).
     pub options: Options,
@@ -82,6 +91,9 @@ impl Context {
             queue_family: queue_family_from_env()?,
             force_staging: opts.force_staging,
             fence_timeout: opts.fence_timeout.unwrap_or(DEFAULT_FENCE_TIMEOUT),
+            staging_chunk: opts
+                .staging_chunk
+                .map_or(DEFAULT_STAGING_CHUNK, |bytes| bytes.get()),
             robust_buffer_access: opts.robust_buffer_access,
             pipeline_statistics: opts.pipeline_statistics,
         };

@@ -22,7 +22,9 @@ mod shared;
 pub(crate) use error::vkerr;
 pub use error::Error;
 pub use physical::DeviceSelector;
-pub(crate) use shared::{api_lock, lifecycle_lock, Shared, DEFAULT_FENCE_TIMEOUT};
+pub(crate) use shared::{
+    api_lock, lifecycle_lock, Shared, DEFAULT_FENCE_TIMEOUT, DEFAULT_STAGING_CHUNK,
+};
 
 use ash::vk;
 use features::PhysicalDeviceFeatures;
@@ -45,6 +47,8 @@ pub(crate) struct OpenRequest {
     pub force_staging: bool,
     /// How long a fence wait blocks before the context gives up on the GPU.
     pub fence_timeout: std::time::Duration,
+    /// Bytes per staged copy.
+    pub staging_chunk: u64,
     /// Enable `robustBufferAccess` where the device has it.
     pub robust_buffer_access: bool,
     /// Enable `VK_KHR_pipeline_executable_properties` where the device has it.
@@ -222,6 +226,7 @@ unsafe fn finish(
         pipeline_cache,
         transfer_pool: Mutex::new(transfer_pool),
         staging: Mutex::new(Default::default()),
+        staging_chunk: request.staging_chunk,
         mapped_access: RwLock::new(()),
         fence_timeout: request.fence_timeout,
         poisoned: Default::default(),

@@ -20,6 +20,10 @@ const SPIN: Duration = Duration::from_millis(2);
 /// How long a fence wait blocks before it reports the GPU as stuck, unless the context was made
 /// with another `ContextOptions::fence_timeout`.
 pub(crate) const DEFAULT_FENCE_TIMEOUT: Duration = Duration::from_secs(120);
+/// Bytes per staged copy unless the context was made with another
+/// `ContextOptions::staging_chunk`: large enough that a submission per chunk costs little, small
+/// enough that the three kept staging buffers (one upload, two readback) stay modest.
+pub(crate) const DEFAULT_STAGING_CHUNK: u64 = 64 << 20;
 /// A blocking fence wait holds the API lock (shared) for at most this long at a time, so a
 /// context being created or dropped on another thread waits at most this long for it.
 const WAIT_SLICE: Duration = Duration::from_millis(10);
@@ -126,6 +130,9 @@ pub(crate) struct Shared {
     /// The staging buffers of tensor transfers, made on first use and kept: allocating (and
     /// pinning) host memory for every chunk cost more than copying it.
     pub staging: Mutex<StagingBuffers>,
+    /// Bytes per staged copy, and the size of each staging buffer
+    /// (`ContextOptions::staging_chunk`).
+    pub staging_chunk: u64,
     /// Host access to mapped tensor memory against GPU work: a running command list holds it
     /// shared, a mapped read or write holds it exclusively, so the host never touches memory a
     /// dispatch may be using (which would be a data race, from safe code).
@@ -283,6 +290,17 @@ impl Shared {
     /// command buffer in the recording state, after a barrier making earlier GPU work visible;
     /// a barrier making its writes visible to the host follows it.
     pub fn one_shot(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<(), Error> {
+        let pending = self.one_shot_submit(record)?;
+        self.finish(pending)
+    }
+
+    /// As [`Shared::one_shot`] without the wait: the caller overlaps host work with the GPU's
+    /// and then hands the result to [`Shared::finish`], keeping what `record` used alive (and
+    /// untouched by the host where the GPU writes it) until then.
+    pub fn one_shot_submit(
+        &self,
+        record: impl FnOnce(vk::CommandBuffer),
+    ) -> Result<PendingOneShot, Error> {
         self.check_usable()?;
         let cmd = {
             let _api = api_lock();
@@ -306,22 +324,63 @@ impl Shared {
             }
             cmd
         };
-        // Submitted and waited for with no lock held (the wait takes the API lock in slices).
+        let api = api_lock();
+        // SAFETY: a plain fence creation on this live device.
+        let fence = unsafe {
+            self.device
+                .create_fence(&vk::FenceCreateInfo::default(), None)
+        }
+        .map_err(vkerr("vkCreateFence"));
+        drop(api);
+        let fence = match fence {
+            Ok(fence) => fence,
+            Err(e) => {
+                self.free_one_shot(cmd);
+                return Err(e);
+            }
+        };
         // SAFETY: `cmd` is finished and records only what `record` recorded, whose resources
-        // the caller keeps alive until this returns.
-        let result = unsafe { self.submit_and_wait(cmd) };
+        // the caller keeps alive until `finish`; the fence is new and unsignalled.
+        if let Err(e) = unsafe { self.submit(cmd, fence) } {
+            {
+                let _api = api_lock();
+                // SAFETY: the submission failed, so the fence is unused.
+                unsafe { self.device.destroy_fence(fence, None) };
+            }
+            self.free_one_shot(cmd);
+            return Err(e);
+        }
+        Ok(PendingOneShot { cmd, fence })
+    }
+
+    /// Waits for a submitted one-shot (as [`Shared::wait`], a timeout poisons the context) and
+    /// frees its command buffer and fence. On a poisoned context it does not wait: the GPU may
+    /// never finish, so both are leaked (the pool with the device, see `Drop for Shared`) and
+    /// the caller must not touch what the work used.
+    pub fn finish(&self, pending: PendingOneShot) -> Result<(), Error> {
+        let PendingOneShot { cmd, fence } = pending;
+        self.check_usable()?;
+        let result = self.wait(fence);
         if self.is_poisoned() {
-            // The buffer may still be pending on a GPU that did not finish: leak it (the pool
-            // is leaked with the device, see `Drop for Shared`).
             return result;
         }
+        {
+            let _api = api_lock();
+            // SAFETY: the wait finished (after a timeout the context is poisoned and the fence
+            // leaked above); an error other than a timeout (a lost device) leaves nothing that
+            // will signal it.
+            unsafe { self.device.destroy_fence(fence, None) };
+        }
+        self.free_one_shot(cmd);
+        result
+    }
+
+    /// Frees a one-shot command buffer that is not pending.
+    fn free_one_shot(&self, cmd: vk::CommandBuffer) {
         let _api = api_lock();
         let pool = self.transfer_pool.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: the pool is locked and `cmd` came from it. `submit_and_wait` waited for the
-        // buffer or failed before submitting it, so it is not pending (after a timeout the
-        // context is poisoned and the buffer leaked above).
+        // SAFETY: the pool is locked and `cmd` came from it; the caller says it is not pending.
         unsafe { self.device.free_command_buffers(*pool, &[cmd]) };
-        result
     }
 
     /// Records `cmd` (begin, barriers around `record`, end).
@@ -373,34 +432,11 @@ impl Shared {
         }
     }
 
-    /// Submits one command buffer and waits on a fence made for it.
-    ///
-    /// # Safety
-    /// `cmd` must be a finished command buffer of this device whose resources are alive.
-    pub unsafe fn submit_and_wait(&self, cmd: vk::CommandBuffer) -> Result<(), Error> {
-        let api = api_lock();
-        // SAFETY: a plain fence creation on this live device.
-        let fence = unsafe {
-            self.device
-                .create_fence(&vk::FenceCreateInfo::default(), None)
-        }
-        .map_err(vkerr("vkCreateFence"))?;
-        drop(api);
-        // SAFETY: the caller's contract for `cmd`; the fence is new and unsignalled.
-        let r = unsafe { self.submit(cmd, fence) }.and_then(|_| self.wait(fence));
-        if !self.is_poisoned() {
-            let _api = api_lock();
-            // SAFETY: the wait finished or the submission failed, so the fence is unused (after
-            // a timeout the context is poisoned and the fence is leaked instead).
-            unsafe { self.device.destroy_fence(fence, None) };
-        }
-        r
-    }
-
     /// Submits `cmd`, signalling the unsignalled `fence`.
     ///
     /// # Safety
-    /// As [`Shared::submit_and_wait`]; `fence` belongs to this device and is unsignalled.
+    /// `cmd` must be a finished command buffer of this device whose resources stay alive until
+    /// `fence` signals; `fence` belongs to this device and is unsignalled.
     pub unsafe fn submit(&self, cmd: vk::CommandBuffer, fence: vk::Fence) -> Result<(), Error> {
         self.check_usable()?;
         let cmds = [cmd];
@@ -484,11 +520,22 @@ impl Shared {
     }
 }
 
-/// One staging buffer for uploads and one for downloads, `STAGING_CHUNK` bytes each.
+/// A one-shot command buffer submitted by [`Shared::one_shot_submit`] and not yet waited for.
+/// Give it to [`Shared::finish`]; dropped instead, its command buffer and fence are leaked
+/// (never freed while the GPU may use them).
+#[must_use = "a pending one-shot must be finished (waited for) before what it uses is touched"]
+pub struct PendingOneShot {
+    cmd: vk::CommandBuffer,
+    fence: vk::Fence,
+}
+
+/// The kept staging buffers, `Shared::staging_chunk` bytes each: one for uploads, and two for
+/// downloads, which alternate so the GPU copies one chunk into one while the host reads the
+/// previous chunk out of the other.
 #[derive(Default)]
 pub(crate) struct StagingBuffers {
     pub upload: Option<(vk::Buffer, Allocation)>,
-    pub readback: Option<(vk::Buffer, Allocation)>,
+    pub readback: [Option<(vk::Buffer, Allocation)>; 2],
 }
 
 impl Drop for Shared {
@@ -505,7 +552,9 @@ impl Drop for Shared {
             // A transfer the GPU may still run could be using them.
             std::mem::forget(staging);
         } else {
-            for (buffer, allocation) in [staging.upload, staging.readback].into_iter().flatten() {
+            let [readback_a, readback_b] = staging.readback;
+            let kept = [staging.upload, readback_a, readback_b];
+            for (buffer, allocation) in kept.into_iter().flatten() {
                 crate::tensor::free_buffer(self, buffer, Some(allocation));
             }
         }

@@ -1,0 +1,92 @@
+//! Depthwise convolution, channels-last: the kernel and the shape that fills its push constants
+//! and grid.
+
+vkprism::compute_shader! {
+    /// Depthwise 2D convolution, channels-last (as `F.conv2d(x, w, groups=c)`): NHWC input and
+    /// output with the same `c`, weights `[kh][kw][c]`, bias per channel, stride and zero
+    /// padding, `out = act(conv(in, w) + bias)`. `c` must be a multiple of 4 (one invocation
+    /// computes one output pixel's quad of channels). Specialization constants: `bias_term` (add
+    /// `bias[c]`), `activation` (the GEMM's: 0 none, 1 relu, 2 leaky relu with `slope`, 3
+    /// sigmoid). Push constants and grid from [`Conv2dDwShape`](crate::Conv2dDwShape); the
+    /// workgroup is 16 channel quads × 8 pixels unless `pipeline` is given another
+    /// ([`Conv2dDwShape::local_size`](crate::Conv2dDwShape::local_size) fits it to `c`). No
+    /// shared memory, so no local-memory axis.
+    pub mod conv2d_dw_nhwc,
+    path: "conv2d_dw_nhwc.comp",
+}
+
+/// The shape of a [`conv2d_dw_nhwc`]: NHWC input `batch × h × w × c`, weights `kh × kw × c`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Conv2dDwShape {
+    /// Images.
+    pub batch: usize,
+    /// Input height.
+    pub h: usize,
+    /// Input width.
+    pub w: usize,
+    /// Channels in and out, a multiple of 4.
+    pub c: usize,
+    /// Kernel height.
+    pub kh: usize,
+    /// Kernel width.
+    pub kw: usize,
+    /// Stride along both axes.
+    pub stride: usize,
+    /// Zero padding on every side.
+    pub pad: usize,
+}
+
+impl Conv2dDwShape {
+    /// Output height.
+    pub fn outh(&self) -> usize {
+        (self.h + 2 * self.pad - self.kh) / self.stride + 1
+    }
+
+    /// Output width.
+    pub fn outw(&self) -> usize {
+        (self.w + 2 * self.pad - self.kw) / self.stride + 1
+    }
+
+    /// Output pixels over the batch (the grid's y).
+    pub fn pixels(&self) -> usize {
+        self.batch * self.outh() * self.outw()
+    }
+
+    /// Multiply-adds times two: `2 · batch · outh · outw · c · kh · kw` (padding taps included,
+    /// as frameworks count them).
+    pub fn flops(&self) -> f64 {
+        2.0 * (self.pixels() * self.c * self.kh * self.kw) as f64
+    }
+
+    /// The push constants for this shape, with leaky relu's `slope`.
+    pub fn push(&self, slope: f32) -> conv2d_dw_nhwc::PushConstants {
+        let i = |v: usize| v as i32;
+        conv2d_dw_nhwc::PushConstants {
+            M: i(self.pixels()),
+            h: i(self.h),
+            w: i(self.w),
+            c: i(self.c),
+            outh: i(self.outh()),
+            outw: i(self.outw()),
+            kh: i(self.kh),
+            kw: i(self.kw),
+            stride: i(self.stride),
+            pad: i(self.pad),
+            slope,
+        }
+    }
+
+    /// The invocation grid: one invocation per channel quad (x) and output pixel (y). Vulkan
+    /// guarantees 65535 workgroups along y, so up to 524280 output pixels with the default
+    /// workgroup (8 pixels per workgroup), more with [`Conv2dDwShape::local_size`]'s.
+    pub fn grid(&self) -> [u32; 3] {
+        [(self.c / 4) as u32, self.pixels() as u32, 1]
+    }
+
+    /// A 128-invocation workgroup that wastes few invocations on narrow layers: the channel
+    /// quads rounded up to a power of two (at most 16) along x, the rest along pixels.
+    pub fn local_size(&self) -> [u32; 3] {
+        let x = (self.c / 4).clamp(1, 16).next_power_of_two() as u32;
+        [x, 128 / x, 1]
+    }
+}
