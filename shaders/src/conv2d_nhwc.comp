@@ -69,15 +69,46 @@ uvec2 a_quad(int q)
     return (q & 1) == 0 ? o.xy : o.zw;
 }
 
+// Each A load of this invocation reads one output pixel's row through the whole of K: its
+// image's first input row, and the input position of its tap (0, 0), computed once
+// (cm_a_prepare), so a load divides only to split its depth into tap and channel (the
+// decomposition of the pixel index costs five divisions, and was the convolution's bottleneck at
+// 256 channels).
+int a_image_row[A_LOADS];
+int a_iy0[A_LOADS];
+int a_ix0[A_LOADS];
+
+void cm_a_prepare(int tid, int m0)
+{
+    [[unroll]] for (int i = 0; i < A_LOADS; i++) {
+        const int m = m0 + (tid + i * THREADS) / A_OCTETS;
+        const int x = m % p.outw, y = (m / p.outw) % p.outh, b = m / (p.outw * p.outh);
+        a_image_row[i] = m < p.M ? b * p.h : -1;
+        a_iy0[i] = y * p.stride - p.pad;
+        a_ix0[i] = x * p.stride - p.pad;
+    }
+}
+
+// Input quad for load i at GEMM depth k (tap (ky, kx), channels c..c+3), or -1 outside.
+int a_index_at(int i, int k)
+{
+    if (a_image_row[i] < 0 || k >= p.K) return -1;
+    const int tap = k / p.c, c = k - tap * p.c;
+    const int ky = tap / p.kw, kx = tap - ky * p.kw;
+    const int iy = a_iy0[i] + ky, ix = a_ix0[i] + kx;
+    if (iy < 0 || ix < 0 || iy >= p.h || ix >= p.w) return -1;
+    return ((a_image_row[i] + iy) * p.w + ix) * (p.c / 4) + c / 4;
+}
+
 // gemm_core.glsl's octet loads: 8 channels of one tap (with vec8, c is a multiple of 8, so they
 // are one aligned octet of one pixel), or two quads that may belong to different taps.
-uvec4 cm_a8(int m, int k)
+uvec4 cm_a8_at(int i, int m, int k)
 {
     if (vec8 == 1) {
-        const int q = a_index(m, k);
+        const int q = a_index_at(i, k);
         return q < 0 ? uvec4(0) : a_data[q >> 1];
     }
-    return uvec4(a_quad(a_index(m, k)), a_quad(a_index(m, k + 4)));
+    return uvec4(a_quad(a_index_at(i, k)), a_quad(a_index_at(i, k + 4)));
 }
 
 uvec4 cm_b8(int k, int n)

@@ -76,6 +76,10 @@ uvec4 cm_b8(int row, int col)
     else LOAD_OCTET(b_data, row, col, p.K, p.N, v)
     return v;
 }
+
+// Nothing to compute once per workgroup: an octet's address is one multiply-add.
+void cm_a_prepare(int tid, int m0) {}
+#define cm_a8_at(i, row, col) cm_a8(row, col)
 #else
 // op(A)[m][k .. k+3] as stored (row-major A), or zero outside.
 vec4 a_row4(int m, int k)

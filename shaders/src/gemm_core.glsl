@@ -33,7 +33,7 @@ void load_step(int tid, int m0, int n0, int k0, out uvec4 ra[A_LOADS], out uvec4
         const int r = l / A_OCTETS, c = (l % A_OCTETS) * 8;
         ra[i] = uvec4(0);
         if (l < A_ROWS * A_OCTETS) {
-            ra[i] = transpose_a == 1 ? cm_a8(k0 + r, m0 + c) : cm_a8(m0 + r, k0 + c);
+            ra[i] = transpose_a == 1 ? cm_a8_at(i, k0 + r, m0 + c) : cm_a8_at(i, m0 + r, k0 + c);
         }
     }
     [[unroll]] for (int i = 0; i < B_LOADS; i++) {
@@ -89,6 +89,9 @@ void main()
     }
     uvec4 ra[A_LOADS];
     uvec4 rb[B_LOADS];
+    // What the kernel's A loads can compute once per workgroup (the convolution: each loaded
+    // row's pixel), before the first step.
+    cm_a_prepare(tid, m0);
     load_step(tid, m0, n0, 0, ra, rb);
     // One stage: a second (double-buffered tiles, one barrier a step) measured slower.
     for (int k0 = 0; k0 < p.K; k0 += STEP) {

@@ -5,7 +5,9 @@
 // cooperative-matrix variants), bias_data, c_data (`sfpvec4`); the push constants `p` with M,
 // N, K, alpha and slope. Then the kernel defines where A and B live, and includes
 // gemm_core.glsl:
-//   uvec4 cm_a8(row, col), cm_b8(row, col)  (cooperative matrices: octets of A and B as stored)
+//   uvec4 cm_a8_at(i, row, col), cm_b8(row, col)  (cooperative matrices: octets of A and B as
+//       stored; i is the invocation's load index, whose row stays the same through K), and
+//   void cm_a_prepare(tid, m0)  (once per workgroup, before the first step)
 //   rawvec4 raw_a(int l, int m0, int k0), raw_b(int l, int n0, int k0)   (the staged path)
 //   vec4 a_row4(m, k), at_col4(k, m), b_row4(k, n), bt_col4(n, k)        (the direct path)
 // as gemm.comp documents them.
