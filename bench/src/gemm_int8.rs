@@ -4,6 +4,7 @@
 use crate::harness::{print, time_list, Config, Record};
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{gemm_int8, GemmConfig};
+use vkprism_testkit::random_i8;
 
 /// The cooperative-matrix variant and the plain one with int8 arithmetic.
 const VARIANTS: [&str; 2] = ["fp32_int8a_cm", "fp32_int8a_nocm"];
@@ -28,14 +29,6 @@ pub fn run(
         }
     }
     Ok(records)
-}
-
-/// `n` values in [-127, 127] from a fixed generator (no zeros needed: integers are exact).
-fn random_i8(n: usize, seed: u64) -> Vec<i8> {
-    crate::random(n, seed)
-        .iter()
-        .map(|v| (v * 127.0).round() as i8)
-        .collect()
 }
 
 fn one(

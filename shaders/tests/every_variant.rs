@@ -7,7 +7,8 @@ use vkprism_shaders::{
     gemm_int8, reference, Conv2dDwShape, Conv2dShape, GemmConfig,
 };
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
+    assert_clean, assert_close_scaled as check, ctx, quantize, random_i8, random_in as random,
+    tolerance,
 };
 
 #[test]
@@ -488,14 +489,6 @@ fn gemm_image_every_variant() {
         run_gemm_image_case(&ctx, case, 90 + 10 * i as u64);
     }
     assert_clean(&ctx);
-}
-
-/// `n` int8 values in [-127, 127], none zero.
-fn random_i8(n: usize, seed: u64) -> Vec<i8> {
-    random(n, seed, 1.0, 127.99)
-        .iter()
-        .map(|v| v.trunc() as i8)
-        .collect()
 }
 
 #[test]

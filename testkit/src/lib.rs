@@ -52,6 +52,14 @@ pub fn random_in(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
         .collect()
 }
 
+/// `n` random int8 values in [-127, 127], none zero (the int8 GEMM's test and benchmark inputs).
+pub fn random_i8(n: usize, seed: u64) -> Vec<i8> {
+    random_in(n, seed, 1.0, 127.99)
+        .iter()
+        .map(|v| v.trunc() as i8)
+        .collect()
+}
+
 /// `x` rounded to what `format` stores (what the GPU sees after upload).
 pub fn quantize(x: &[f32], format: TensorFormat) -> Vec<f32> {
     match format {
