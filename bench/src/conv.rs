@@ -4,8 +4,8 @@
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
-use vkprism::{CommandList, Context, LoadOptions, Tensor};
-use vkprism_shaders::{conv2d_nhwc, Conv2dShape, GemmConfig};
+use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::{conv2d_nhwc, conv2d_nhwc_split, Conv2dShape, GemmConfig};
 
 /// (spatial size, channels in = out).
 const SHAPES: [(usize, usize); 4] = [(56, 64), (14, 64), (56, 256), (14, 256)];
@@ -75,22 +75,50 @@ fn one(
     let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, weight)?;
     let bias = Tensor::new(ctx, &[s.outc], f)?;
     let ot = Tensor::new(ctx, &[s.batch, s.outh(), s.outw(), s.outc], f)?;
-    let conv_cfg = crate::gemm::overridden(GemmConfig::for_conv(
-        &key,
-        ctx.features().limits.subgroup_size,
-        &s,
-    ));
-    let spec = conv_cfg.conv_spec(Default::default());
-    let pipe = kernel.pipeline(&spec, Some(conv_cfg.local_size()))?;
-    crate::print_statistics(&format!("conv2d {variant} {conv_cfg:?}"), &pipe);
+    let conv_cfg = crate::gemm::overridden(
+        GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s).split_for((m, n, k)),
+    );
     let mut list = CommandList::with_total_timing(ctx)?;
-    let b = conv2d_nhwc::BufferBindings {
-        in_blob: &it,
-        w_blob: &wt,
-        bias_blob: &bias,
-        out_blob: &ot,
+    // Kept alive until the list has run.
+    let (_pipe, _split) = if conv_cfg.split_k > 1 {
+        println!(
+            "# conv2d {variant} {}: split_k {}",
+            label(&s),
+            conv_cfg.split_k
+        );
+        let split = ctx.load_with::<conv2d_nhwc_split::Kernel>(&LoadOptions::variant(variant))?;
+        let spec = conv_cfg.conv_split_spec(Default::default());
+        let pipe = split.pipeline(&spec, Some(conv_cfg.local_size()))?;
+        crate::print_statistics(&format!("conv2d_split {variant} {conv_cfg:?}"), &pipe);
+        let partial = Tensor::new(ctx, &conv_cfg.partial_shape(m, n), TensorFormat::F32)?;
+        let b = conv2d_nhwc_split::BufferBindings {
+            in_blob: &it,
+            w_blob: &wt,
+            partial_blob: &partial,
+        };
+        list.dispatch(&pipe, &b, &s.split_push(), conv_cfg.grid(m, n))?;
+        let reduce = crate::split::reduce(
+            ctx,
+            &mut list,
+            &key,
+            &conv_cfg,
+            (m, n),
+            (&bias, &partial, &ot),
+        )?;
+        (None, Some((pipe, partial, reduce)))
+    } else {
+        let spec = conv_cfg.conv_spec(Default::default());
+        let pipe = kernel.pipeline(&spec, Some(conv_cfg.local_size()))?;
+        crate::print_statistics(&format!("conv2d {variant} {conv_cfg:?}"), &pipe);
+        let b = conv2d_nhwc::BufferBindings {
+            in_blob: &it,
+            w_blob: &wt,
+            bias_blob: &bias,
+            out_blob: &ot,
+        };
+        list.dispatch(&pipe, &b, &s.push(1.0, 0.0), conv_cfg.grid(m, n))?;
+        (Some(pipe), None)
     };
-    list.dispatch(&pipe, &b, &s.push(1.0, 0.0), conv_cfg.grid(m, n))?;
     list.submit_and_wait()?;
     check(
         &ot.download_f32()?,

@@ -3,8 +3,8 @@
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
-use vkprism::{CommandList, Context, LoadOptions, Tensor};
-use vkprism_shaders::{gemm, GemmConfig};
+use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::{gemm, gemm_split, GemmConfig};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
 const SHAPES: [(usize, usize, usize); 4] = [
@@ -70,9 +70,6 @@ fn one(
     let key = kernel.variant().key;
     let coopmat = key.coopmat == Some(true);
     let gemm_cfg = config(&key, ctx.features().limits.subgroup_size, m, n, k);
-    let spec = gemm_cfg.gemm_spec(Default::default());
-    let pipe = kernel.pipeline(&spec, Some(gemm_cfg.local_size()))?;
-    crate::print_statistics(&format!("gemm {variant} {gemm_cfg:?}"), &pipe);
     let mut list = CommandList::with_total_timing(ctx)?;
     let push = gemm::PushConstants {
         M: m as i32,
@@ -81,13 +78,49 @@ fn one(
         alpha: 1.0,
         slope: 0.0,
     };
-    let bindings = gemm::BufferBindings {
-        a_blob: &at,
-        b_blob: &bt,
-        bias_blob: &bias,
-        c_blob: &ct,
+    // Kept alive until the list has run.
+    let (_pipe, _split) = if gemm_cfg.split_k > 1 {
+        println!("# gemm {variant} {m}x{n}x{k}: split_k {}", gemm_cfg.split_k);
+        let split = ctx.load_with::<gemm_split::Kernel>(&LoadOptions::variant(variant))?;
+        let spec = gemm_cfg.gemm_split_spec(Default::default());
+        let pipe = split.pipeline(&spec, Some(gemm_cfg.local_size()))?;
+        crate::print_statistics(&format!("gemm_split {variant} {gemm_cfg:?}"), &pipe);
+        let partial = Tensor::new(ctx, &gemm_cfg.partial_shape(m, n), TensorFormat::F32)?;
+        let bindings = gemm_split::BufferBindings {
+            a_blob: &at,
+            b_blob: &bt,
+            partial_blob: &partial,
+        };
+        let push = gemm_split::PushConstants {
+            M: push.M,
+            N: push.N,
+            K: push.K,
+            alpha: 0.0,
+            slope: 0.0,
+        };
+        list.dispatch(&pipe, &bindings, &push, gemm_cfg.grid(m, n))?;
+        let reduce = crate::split::reduce(
+            ctx,
+            &mut list,
+            &key,
+            &gemm_cfg,
+            (m, n),
+            (&bias, &partial, &ct),
+        )?;
+        (None, Some((pipe, partial, reduce)))
+    } else {
+        let spec = gemm_cfg.gemm_spec(Default::default());
+        let pipe = kernel.pipeline(&spec, Some(gemm_cfg.local_size()))?;
+        crate::print_statistics(&format!("gemm {variant} {gemm_cfg:?}"), &pipe);
+        let bindings = gemm::BufferBindings {
+            a_blob: &at,
+            b_blob: &bt,
+            bias_blob: &bias,
+            c_blob: &ct,
+        };
+        list.dispatch(&pipe, &bindings, &push, gemm_cfg.grid(m, n))?;
+        (Some(pipe), None)
     };
-    list.dispatch(&pipe, &bindings, &push, gemm_cfg.grid(m, n))?;
     list.submit_and_wait()?;
     check(
         &ct.download_f32()?,
@@ -116,11 +149,12 @@ pub fn selected(variant: &str) -> bool {
 
 /// `GemmConfig::for_gemm` with the environment's overrides ([`overridden`]).
 fn config(key: &vkprism::VariantKey, subgroup: u32, m: usize, n: usize, k: usize) -> GemmConfig {
-    overridden(GemmConfig::for_gemm(key, subgroup, m, n, k))
+    overridden(GemmConfig::for_gemm(key, subgroup, m, n, k).split_for((m, n, k)))
 }
 
 /// `cfg` with overrides to compare configurations: `VKPRISM_BENCH_LOCAL=XxY`, `VKPRISM_BENCH_BK`,
-/// and for cooperative-matrix variants `VKPRISM_BENCH_CM=subgroups,wfm,wfn,warps_n`.
+/// for cooperative-matrix variants `VKPRISM_BENCH_CM=subgroups,wfm,wfn,warps_n`, and
+/// `VKPRISM_BENCH_SPLIT` (split-K shares; 1 for none).
 pub fn overridden(mut cfg: GemmConfig) -> GemmConfig {
     let var = |name| std::env::var(name).ok();
     let numbers =
@@ -133,6 +167,9 @@ pub fn overridden(mut cfg: GemmConfig) -> GemmConfig {
     }
     if let Some(bk) = var("VKPRISM_BENCH_BK").and_then(|v| v.parse().ok()) {
         cfg.bk = bk;
+    }
+    if let Some(split) = var("VKPRISM_BENCH_SPLIT").and_then(|v| v.parse().ok()) {
+        cfg.split_k = split;
     }
     if let Some([warps, wfm, wfn, warps_n]) =
         var("VKPRISM_BENCH_CM").map(|v| numbers(v, ',')).as_deref()

@@ -50,9 +50,16 @@ layout (binding = 1) readonly buffer b_blob { uvec4 b_data[]; };
 layout (binding = 0) readonly buffer a_blob { sfpvec4 a_data[]; };
 layout (binding = 1) readonly buffer b_blob { sfpvec4 b_data[]; };
 #endif
+#if VKPRISM_SPLIT_K
+// Split-K kernel (gemm_split / conv2d_nhwc_split): workgroup z's fp32 sums over its share of K,
+// [split_k][M][N]; bias, activation and format are applied by gemm_split_reduce.
+layout (constant_id = 10) const int split_k = 2;
+layout (binding = 2) writeonly buffer partial_blob { vec4 partial_data[]; };
+#else
 // N values, read only when bias_term is 1 (bind any tensor otherwise).
 layout (binding = 2) readonly buffer bias_blob { sfpvec4 bias_data[]; };
 layout (binding = 3) writeonly buffer c_blob { sfpvec4 c_data[]; };
+#endif
 
 layout (push_constant) uniform parameter { int M; int N; int K; float alpha; float slope; } p;
 

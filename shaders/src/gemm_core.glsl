@@ -15,12 +15,39 @@ vec4 to_f32(rawvec4 v)
 }
 #endif
 
-vec4 activate(vec4 v)
+#include "activation.glsl"
+
+// Split-K kernels (`VKPRISM_SPLIT_K`): workgroup z of split_k multiplies one share of K, a
+// whole number of steps so no two shares load the same depth, and writes its raw fp32 sums to
+// partial_data[z][M][N]; gemm_split_reduce.comp adds the shares and applies alpha, the bias,
+// the activation and the storage format. Otherwise one workgroup covers all of K.
+int k_begin()
 {
-    if (activation == 1) return max(v, vec4(0.0));
-    if (activation == 2) return mix(v * p.slope, v, greaterThan(v, vec4(0.0)));
-    if (activation == 3) return 1.0 / (1.0 + exp(-v));
-    return v;
+#if VKPRISM_SPLIT_K
+    return int(gl_WorkGroupID.z) * ((p.K + split_k * STEP - 1) / (split_k * STEP) * STEP);
+#else
+    return 0;
+#endif
+}
+
+int k_end()
+{
+#if VKPRISM_SPLIT_K
+    return min(p.K, k_begin() + (p.K + split_k * STEP - 1) / (split_k * STEP) * STEP);
+#else
+    return p.K;
+#endif
+}
+
+// Writes the sums at C[m][n .. n+3] (inside C): the result, or this share's partial sums.
+void store_c(int m, int n, vec4 sum)
+{
+#if VKPRISM_SPLIT_K
+    partial_data[(int(gl_WorkGroupID.z) * p.M + m) * (p.N / 4) + n / 4] = sum;
+#else
+    const vec4 bias = bias_term == 1 ? vec4(buffer_ld4(bias_data, n / 4)) : vec4(0.0);
+    buffer_st4(c_data, m * (p.N / 4) + n / 4, afpvec4(activate(sum * p.alpha + bias)));
+#endif
 }
 
 #if NCNN_cooperative_matrix
@@ -92,13 +119,14 @@ void main()
     // What the kernel's A loads can compute once per workgroup (the convolution: each loaded
     // row's pixel), before the first step.
     cm_a_prepare(tid, m0);
-    load_step(tid, m0, n0, 0, ra, rb);
+    const int k_first = k_begin(), k_last = k_end();
+    load_step(tid, m0, n0, k_first, ra, rb);
     // One stage: a second (double-buffered tiles, one barrier a step) measured slower.
-    for (int k0 = 0; k0 < p.K; k0 += STEP) {
+    for (int k0 = k_first; k0 < k_last; k0 += STEP) {
         barrier();
         stage(tid, ra, rb);
         barrier();
-        if (k0 + STEP < p.K) load_step(tid, m0, n0, k0 + STEP, ra, rb);
+        if (k0 + STEP < k_last) load_step(tid, m0, n0, k0 + STEP, ra, rb);
         [[unroll]] for (int k = 0; k < STEP; k += 16) {
             // Offsets and strides in f16vec4s: two per octet.
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[cm_wfm];
@@ -134,9 +162,7 @@ void main()
             const int n = n0 + wn + (f % cm_wfn) * 16 + col;
             if (m >= p.M || n >= p.N) continue;
             const int s = warp * 256 + row * 16 + col;
-            const vec4 v = vec4(cm_c[s], cm_c[s + 1], cm_c[s + 2], cm_c[s + 3]);
-            const vec4 bias = bias_term == 1 ? vec4(buffer_ld4(bias_data, n / 4)) : vec4(0.0);
-            buffer_st4(c_data, m * (p.N / 4) + n / 4, afpvec4(activate(v * p.alpha + bias)));
+            store_c(m, n, vec4(cm_c[s], cm_c[s + 1], cm_c[s + 2], cm_c[s + 3]));
         }
         subgroupBarrier();
     }
@@ -158,10 +184,11 @@ void main()
     // The vec4 this invocation moves for A (and B) in one step: (row, k) or (k, column) in the tile.
     rawvec4 next_a[A_LOADS];
     rawvec4 next_b[B_LOADS];
-    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, 0);
-    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, 0);
+    const int k_first = k_begin(), k_last = k_end();
+    [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, k_first);
+    [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, k_first);
 
-    for (int k0 = 0; k0 < p.K; k0 += STEP) {
+    for (int k0 = k_first; k0 < k_last; k0 += STEP) {
         barrier();
         [[unroll]] for (int i = 0; i < A_LOADS; i++) {
             const int l = tid + i * THREADS;
@@ -193,7 +220,7 @@ void main()
 
         // Issue the next step's global loads now; they land while this step's FMAs run.
         const int k1 = k0 + STEP;
-        if (k1 < p.K) {
+        if (k1 < k_last) {
             [[unroll]] for (int i = 0; i < A_LOADS; i++) next_a[i] = raw_a(tid + i * THREADS, m0, k1);
             [[unroll]] for (int i = 0; i < B_LOADS; i++) next_b[i] = raw_b(tid + i * THREADS, n0, k1);
         }
@@ -213,7 +240,7 @@ void main()
     }
 #else
     // No shared memory: every invocation reads its own rows and columns (through the cache).
-    for (int k0 = 0; k0 < p.K; k0 += 4) {
+    for (int k0 = k_begin(), k_last = k_end(); k0 < k_last; k0 += 4) {
         vec4 a[8];
         [[unroll]] for (int r = 0; r < 8; r++) {
             const int m = m0 + (r < 4 ? ty * 4 + r : BM / 2 + ty * 4 + r - 4);
@@ -248,11 +275,10 @@ void main()
     [[unroll]] for (int h = 0; h < 2; h++) {
         const int n = n0 + h * (BN / 2) + tx * 4;
         if (n >= p.N) continue;
-        const vec4 bias = bias_term == 1 ? vec4(buffer_ld4(bias_data, n / 4)) : vec4(0.0);
         [[unroll]] for (int r = 0; r < 8; r++) {
             const int m = m0 + (r < 4 ? ty * 4 + r : BM / 2 + ty * 4 + r - 4);
             if (m >= p.M) continue;
-            buffer_st4(c_data, m * (p.N / 4) + n / 4, afpvec4(activate(acc[r][h] * p.alpha + bias)));
+            store_c(m, n, acc[r][h]);
         }
     }
 }

@@ -39,13 +39,7 @@ layout (push_constant) uniform parameter { int M; int N; int K; float alpha; flo
 #define TM 8
 #define TN4 2
 
-vec4 activate(vec4 v) {
-    if (activation == 1) return max(v, vec4(0.0));
-    if (activation == 2) return mix(v * p.slope, v, greaterThan(v, vec4(0.0)));
-    // sigmoid in fp32: exp overflows fp16 for |x| > 11
-    if (activation == 3) return 1.0 / (1.0 + exp(-v));
-    return v;
-}
+#include "activation.glsl"
 
 void main() {
     const int n4 = int(gl_GlobalInvocationID.x) * TN4;

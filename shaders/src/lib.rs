@@ -101,6 +101,35 @@ vkprism::compute_shader! {
 }
 
 vkprism::compute_shader! {
+    /// [`gemm`] split along K, the first of two passes for problems whose grid of tiles is too
+    /// small to fill the GPU (a tall, thin C over a long K): workgroup z of `split_k` multiplies
+    /// one share of K (whole `BK` steps) and writes its fp32 sums to `partial` (`[split_k][M][N]`
+    /// F32, [`GemmConfig::partial_shape`]); [`gemm_split_reduce`] then adds the shares and
+    /// applies `alpha`, the bias, the activation and C's format. Same variants, tiles,
+    /// specialization constants (plus `split_k`, [`GemmConfig::gemm_split_spec`]) and
+    /// requirements as [`gemm`]; dispatch [`GemmConfig::grid`], whose z is `split_k`.
+    /// [`GemmConfig::split_for`] says when to split and how many ways.
+    pub mod gemm_split,
+    path: "gemm.comp",
+    define: [("VKPRISM_SPLIT_K", "1")],
+    variants: [
+        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_nocm, bf16s_nolm_nocm,
+        fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
+        fp16s_lm_cm, fp16s_lm_nocm, fp16s_nolm_nocm, fp16sa_lm_cm, fp16sa_lm_nocm, fp16sa_nolm_nocm,
+    ],
+}
+
+vkprism::compute_shader! {
+    /// The second pass of [`gemm_split`] and [`conv2d_nhwc_split`]: `C = act(alpha · Σ_z
+    /// partial[z] + bias)` in the variant's format (load the variant of the same float mode as
+    /// the first pass, e.g. `fp16s` after `fp16s_lm_cm`). Specialization constants `splits`,
+    /// `bias_term`, `activation` ([`GemmConfig::reduce_spec`]); push constants M, N, alpha,
+    /// slope; dispatch [`GemmConfig::reduce_grid`] invocations (256 per workgroup).
+    pub mod gemm_split_reduce,
+    path: "gemm_split_reduce.comp",
+}
+
+vkprism::compute_shader! {
     /// `C = act(alpha · A · B + bias)` with B read through the **sampled-image path** (seed 001,
     /// Qualcomm's Adreno SGEMM): A is M×K row-major in a buffer, B a 2D image of width N/4 and
     /// height K whose rgba texel (x, k) holds `B[k][4x..4x+4]` (upload B's row-major K×N values
@@ -146,6 +175,21 @@ vkprism::compute_shader! {
     /// variants the input and the weights must each hold a multiple of 8 elements.
     pub mod conv2d_nhwc,
     path: "conv2d_nhwc.comp",
+    variants: [
+        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_nocm, bf16s_nolm_nocm,
+        fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
+        fp16s_lm_cm, fp16s_lm_nocm, fp16s_nolm_nocm, fp16sa_lm_cm, fp16sa_lm_nocm, fp16sa_nolm_nocm,
+    ],
+}
+
+vkprism::compute_shader! {
+    /// [`conv2d_nhwc`] split along K (`kh·kw·c`), the first of two passes as for
+    /// [`gemm_split`]: fp32 partial sums `[split_k][M][N]` (M output pixels, N = outc), then
+    /// [`gemm_split_reduce`]. Same variants, push constants and specialization constants (plus
+    /// `split_k`, [`GemmConfig::conv_split_spec`]) as [`conv2d_nhwc`]; binding 2 is `partial`.
+    pub mod conv2d_nhwc_split,
+    path: "conv2d_nhwc.comp",
+    define: [("VKPRISM_SPLIT_K", "1")],
     variants: [
         fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_nocm, bf16s_nolm_nocm,
         fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
@@ -207,6 +251,28 @@ impl Conv2dShape {
             pad: i(self.pad),
         }
     }
+
+    /// The push constants of [`conv2d_nhwc_split`] for this shape (the same values; alpha is
+    /// applied by [`gemm_split_reduce`]).
+    pub fn split_push(&self) -> conv2d_nhwc_split::PushConstants {
+        let p = self.push(1.0, 0.0);
+        conv2d_nhwc_split::PushConstants {
+            M: p.M,
+            N: p.N,
+            K: p.K,
+            alpha: p.alpha,
+            slope: p.slope,
+            h: p.h,
+            w: p.w,
+            c: p.c,
+            outh: p.outh,
+            outw: p.outw,
+            kh: p.kh,
+            kw: p.kw,
+            stride: p.stride,
+            pad: p.pad,
+        }
+    }
 }
 
 /// How [`gemm`] and [`conv2d_nhwc`] run one problem: the workgroup, the step depth and, in
@@ -232,6 +298,9 @@ pub struct GemmConfig {
     /// [`gemm_int8`]): the `vec8` / `vec16` constant, aligned loads with cooperative matrices.
     /// Must be false otherwise (the loads would straddle rows).
     pub wide_loads: bool,
+    /// Workgroups along K (`split_k`): 1 for the one-pass kernels; more only for
+    /// [`gemm_split`] / [`conv2d_nhwc_split`] ([`GemmConfig::split_for`]).
+    pub split_k: u32,
 }
 
 impl GemmConfig {
@@ -298,6 +367,7 @@ impl GemmConfig {
             subgroup_size,
             cm_tiles: [4, 4, 2],
             wide_loads: coopmat && vec8,
+            split_k: 1,
         };
         if coopmat {
             let (subgroups, cm_tiles, bk) = coopmat_tiles((m, n, k), tiles);
@@ -349,8 +419,55 @@ impl GemmConfig {
         [
             (n.div_ceil(bn) as u32) * self.local[0],
             (m.div_ceil(bm) as u32) * self.local[1],
-            1,
+            self.split_k,
         ]
+    }
+
+    /// This configuration split along K where an M×N×K problem's grid is too small to fill a
+    /// large GPU: with cooperative matrices, fewer than [`SPLIT_K_WORKGROUPS`] workgroups over a
+    /// K of at least 1024 get enough shares of K to reach that many (at most 8, each at least
+    /// four steps deep); otherwise `split_k` stays 1. A configuration with `split_k` > 1 is for
+    /// [`gemm_split`] / [`conv2d_nhwc_split`] and [`gemm_split_reduce`].
+    pub fn split_for(self, (m, n, k): (usize, usize, usize)) -> GemmConfig {
+        let (bm, bn) = self.tile();
+        let workgroups = m.div_ceil(bm) * n.div_ceil(bn);
+        let step = (self.bk as usize).div_ceil(16) * 16;
+        if !self.coopmat || workgroups >= SPLIT_K_WORKGROUPS || k < 1024 {
+            return self;
+        }
+        let split = SPLIT_K_WORKGROUPS
+            .div_ceil(workgroups)
+            .min(8)
+            .min(k / (4 * step))
+            .max(1);
+        GemmConfig {
+            split_k: split as u32,
+            ..self
+        }
+    }
+
+    /// The shape of [`gemm_split`]'s fp32 partial sums for an M×N result: `[split_k, M, N]`.
+    pub fn partial_shape(&self, m: usize, n: usize) -> [usize; 3] {
+        [self.split_k as usize, m, n]
+    }
+
+    /// The invocation grid of [`gemm_split_reduce`] for an M×N result (one per 4 elements).
+    pub fn reduce_grid(&self, m: usize, n: usize) -> [u32; 3] {
+        [(m * n.div_ceil(4)) as u32, 1, 1]
+    }
+
+    /// [`gemm_split_reduce`]'s constants for this configuration, with `bias_term` and
+    /// `activation` as given to the one-pass kernel.
+    pub fn reduce_spec(
+        &self,
+        bias_term: bool,
+        activation: i32,
+    ) -> gemm_split_reduce::SpecConstants {
+        gemm_split_reduce::SpecConstants {
+            splits: self.split_k as i32,
+            bias_term: bias_term as i32,
+            activation,
+        }
     }
 
     /// `spec` with this configuration's constants (`BK`, `subgroup_size`, `cm_*`, `vec8`).
@@ -380,6 +497,39 @@ impl GemmConfig {
         }
     }
 
+    /// As [`GemmConfig::gemm_spec`], for [`gemm_split`] (with `split_k`).
+    pub fn gemm_split_spec(&self, spec: gemm_split::SpecConstants) -> gemm_split::SpecConstants {
+        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
+        gemm_split::SpecConstants {
+            BK: self.bk,
+            subgroup_size: self.subgroup_size as i32,
+            cm_wfm: wfm,
+            cm_wfn: wfn,
+            cm_warps_n: warps_n,
+            vec8: self.wide_loads as i32,
+            split_k: self.split_k as i32,
+            ..spec
+        }
+    }
+
+    /// As [`GemmConfig::gemm_spec`], for [`conv2d_nhwc_split`] (with `split_k`).
+    pub fn conv_split_spec(
+        &self,
+        spec: conv2d_nhwc_split::SpecConstants,
+    ) -> conv2d_nhwc_split::SpecConstants {
+        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
+        conv2d_nhwc_split::SpecConstants {
+            BK: self.bk,
+            subgroup_size: self.subgroup_size as i32,
+            cm_wfm: wfm,
+            cm_wfn: wfn,
+            cm_warps_n: warps_n,
+            vec8: self.wide_loads as i32,
+            split_k: self.split_k as i32,
+            ..spec
+        }
+    }
+
     /// As [`GemmConfig::gemm_spec`], for [`conv2d_nhwc`].
     pub fn conv_spec(&self, spec: conv2d_nhwc::SpecConstants) -> conv2d_nhwc::SpecConstants {
         let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
@@ -394,6 +544,9 @@ impl GemmConfig {
         }
     }
 }
+
+/// The workgroups [`GemmConfig::split_for`] aims at: about one per SM of an H100 (132).
+pub const SPLIT_K_WORKGROUPS: usize = 128;
 
 /// Cooperative-matrix tiles for an M×N×K problem with `tiles` 128×128 tiles: (subgroups per
 /// workgroup, `cm_tiles`, `BK`). Measured on the H100, fp16p (TFLOP/s, this choice against the

@@ -158,6 +158,7 @@ impl GemmCase {
             subgroup_size,
             cm_tiles,
             wide_loads: coopmat && [self.m, self.n, self.k].iter().all(|d| d.is_multiple_of(8)),
+            split_k: 1,
         }
     }
 }

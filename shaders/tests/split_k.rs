@@ -1,0 +1,287 @@
+//! Split-K: `gemm_split` / `conv2d_nhwc_split` in every variant, then `gemm_split_reduce`,
+//! against the CPU reference on random non-zero data, partial sums and outputs poisoned, on the
+//! real driver with the validation layer on (lavapipe in CI: the `_cm` variants run on a device
+//! with cooperative matrices); and when `GemmConfig::split_for` splits.
+
+use vkprism::{LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::{
+    conv2d_nhwc_split, gemm, gemm_split, gemm_split_reduce, reference, Conv2dShape, GemmConfig,
+    SPLIT_K_WORKGROUPS,
+};
+use vkprism_testkit::{
+    assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
+};
+
+/// Loads `name` of kernel `K`, or `None` for a `_cm` variant on a device without cooperative
+/// matrices (the only variants allowed to be missing).
+fn load<K: vkprism::Kernel>(
+    ctx: &vkprism::Context,
+    name: &str,
+) -> Option<std::sync::Arc<vkprism::LoadedKernel<K>>> {
+    match ctx.load_with::<K>(&LoadOptions::variant(name)) {
+        Ok(k) => Some(k),
+        Err(e) if name.ends_with("_cm") && e.to_string().contains("cooperativeMatrix") => None,
+        Err(e) => panic!("{name}: {e}"),
+    }
+}
+
+/// The split pass's configuration for `key`: the library's own, split `split` ways.
+fn split_config(
+    ctx: &vkprism::Context,
+    key: &vkprism::VariantKey,
+    mnk: (usize, usize, usize),
+    split: u32,
+) -> GemmConfig {
+    let (m, n, k) = mnk;
+    GemmConfig {
+        split_k: split,
+        ..GemmConfig::for_gemm(key, ctx.features().limits.subgroup_size, m, n, k)
+    }
+}
+
+/// Runs the reduce pass of `cfg` over `partial` into `out` (the first pass's float mode).
+fn reduce(
+    ctx: &vkprism::Context,
+    key: &vkprism::VariantKey,
+    cfg: &GemmConfig,
+    (m, n): (usize, usize),
+    (bias, bias_term, activation, alpha, slope): (&Tensor, bool, i32, f32, f32),
+    partial: &Tensor,
+    out: &Tensor,
+) {
+    let reduce = ctx
+        .load_with::<gemm_split_reduce::Kernel>(&LoadOptions::variant(key.float.name()))
+        .unwrap();
+    let pipe = reduce
+        .pipeline(&cfg.reduce_spec(bias_term, activation), None)
+        .unwrap();
+    let bindings = gemm_split_reduce::BufferBindings {
+        partial_blob: partial,
+        bias_blob: bias,
+        c_blob: out,
+    };
+    let push = gemm_split_reduce::PushConstants {
+        M: m as i32,
+        N: n as i32,
+        alpha,
+        slope,
+    };
+    ctx.run(|l| l.dispatch(&pipe, &bindings, &push, cfg.reduce_grid(m, n)))
+        .unwrap();
+}
+
+/// `want` stored in format `f`, with the error scale widened to |want| (the output's rounding).
+fn expected(want: &[f32], scale: &[f32], f: TensorFormat) -> (Vec<f32>, Vec<f32>) {
+    let scale = scale
+        .iter()
+        .zip(want)
+        .map(|(s, w)| s.max(w.abs()))
+        .collect();
+    (quantize(want, f), scale)
+}
+
+fn run_gemm_split(
+    ctx: &vkprism::Context,
+    (m, n, kk): (usize, usize, usize),
+    o: reference::Gemm,
+    split: u32,
+    seed: u64,
+) {
+    let a = random(m * kk, seed, 0.1, 1.0);
+    let b = random(kk * n, seed + 1, 0.1, 1.0);
+    let bias = random(n, seed + 2, 0.1, 1.0);
+    let a_shape = if o.transpose_a { [kk, m] } else { [m, kk] };
+    let b_shape = if o.transpose_b { [n, kk] } else { [kk, n] };
+    for name in gemm_split::VARIANT_NAMES {
+        let Some(k) = load::<gemm_split::Kernel>(ctx, name) else {
+            continue;
+        };
+        let key = k.variant().key;
+        let f = k.variant().bindings[0].format;
+        let cfg = split_config(ctx, &key, (m, n, kk), split);
+        let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
+        let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
+        let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
+        let len = split as usize * m * n;
+        let partial = Tensor::from_f32(
+            ctx,
+            &cfg.partial_shape(m, n),
+            TensorFormat::F32,
+            &vec![f32::NAN; len],
+        )
+        .unwrap();
+        let ct = Tensor::from_f32(ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
+        let spec = cfg.gemm_split_spec(gemm_split::SpecConstants {
+            transpose_a: o.transpose_a as i32,
+            transpose_b: o.transpose_b as i32,
+            ..Default::default()
+        });
+        let pipe = k.pipeline(&spec, Some(cfg.local_size())).unwrap();
+        let bindings = gemm_split::BufferBindings {
+            a_blob: &at,
+            b_blob: &bt,
+            partial_blob: &partial,
+        };
+        let push = gemm_split::PushConstants {
+            M: m as i32,
+            N: n as i32,
+            K: kk as i32,
+            alpha: 0.0,
+            slope: 0.0,
+        };
+        ctx.run(|l| l.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
+            .unwrap();
+        let args = (&biast, true, o.activation, o.alpha, o.slope);
+        reduce(ctx, &key, &cfg, (m, n), args, &partial, &ct);
+        let q = |x: &[f32]| quantize(x, f);
+        let bias_q = q(&bias);
+        let (want, scale) = reference::gemm_with(o, m, n, kk, &q(&a), &q(&b), Some(&bias_q));
+        let (want, scale) = expected(&want, &scale, f);
+        let what = format!("{name} split {split} {m}x{n}x{kk} {o:?}");
+        check(
+            &ct.download_f32().unwrap(),
+            &want,
+            &scale,
+            tolerance(&key),
+            &what,
+        );
+    }
+}
+
+#[test]
+fn gemm_split_every_variant() {
+    let ctx = ctx();
+    assert_eq!(gemm_split::VARIANTS.len(), gemm::VARIANTS.len());
+    // Three shares of a K that is not a multiple of the step (the last share is short), edges
+    // in M and N, bias, leaky relu and alpha; then both operands transposed, more shares than
+    // K has steps (empty shares write zeros), relu.
+    let leaky = reference::Gemm {
+        alpha: 0.5,
+        activation: 2,
+        slope: 0.1,
+        ..Default::default()
+    };
+    run_gemm_split(&ctx, (70, 72, 104), leaky, 3, 7);
+    let transposed = reference::Gemm {
+        transpose_a: true,
+        transpose_b: true,
+        alpha: 1.0,
+        activation: 1,
+        slope: 0.0,
+    };
+    run_gemm_split(&ctx, (40, 136, 48), transposed, 8, 17);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn conv2d_nhwc_split_every_variant() {
+    let ctx = ctx();
+    // 3×3 same padding over two images, K = 9 × 8 = 72 in three shares.
+    let s = Conv2dShape {
+        batch: 2,
+        h: 7,
+        w: 6,
+        c: 8,
+        outc: 12,
+        kh: 3,
+        kw: 3,
+        stride: 1,
+        pad: 1,
+    };
+    let input = random(s.batch * s.h * s.w * s.c, 31, 0.1, 1.0);
+    let weight = random(s.kh * s.kw * s.c * s.outc, 32, 0.1, 1.0);
+    let bias = random(s.outc, 33, 0.1, 1.0);
+    let (m, n, kk) = s.gemm_mnk();
+    for name in conv2d_nhwc_split::VARIANT_NAMES {
+        let Some(k) = load::<conv2d_nhwc_split::Kernel>(&ctx, name) else {
+            continue;
+        };
+        let key = k.variant().key;
+        let f = k.variant().bindings[0].format;
+        let cfg = GemmConfig {
+            split_k: 3,
+            ..GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s)
+        };
+        let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
+        let wt = Tensor::from_f32(&ctx, &[s.kh, s.kw, s.c, s.outc], f, &weight).unwrap();
+        let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
+        let partial = Tensor::from_f32(
+            &ctx,
+            &cfg.partial_shape(m, n),
+            TensorFormat::F32,
+            &vec![f32::NAN; 3 * m * n],
+        )
+        .unwrap();
+        let ot = Tensor::from_f32(&ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
+        let pipe = k
+            .pipeline(
+                &cfg.conv_split_spec(Default::default()),
+                Some(cfg.local_size()),
+            )
+            .unwrap();
+        let bindings = conv2d_nhwc_split::BufferBindings {
+            in_blob: &it,
+            w_blob: &wt,
+            partial_blob: &partial,
+        };
+        ctx.run(|l| l.dispatch(&pipe, &bindings, &s.split_push(), cfg.grid(m, n)))
+            .unwrap();
+        reduce(
+            &ctx,
+            &key,
+            &cfg,
+            (m, n),
+            (&bt, true, 0, 1.0, 0.0),
+            &partial,
+            &ot,
+        );
+        let q = |x: &[f32]| quantize(x, f);
+        let (want, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
+        let (want, scale) = expected(&want, &scale, f);
+        let what = format!("{name} split 3 {s:?} (K {kk})");
+        check(
+            &ot.download_f32().unwrap(),
+            &want,
+            &scale,
+            tolerance(&key),
+            &what,
+        );
+    }
+    assert_clean(&ctx);
+}
+
+/// `split_for` splits only cooperative-matrix configurations whose grid is small, over a long
+/// K, into at most 8 shares of at least four steps, and the grid's z follows.
+#[test]
+fn split_for_splits_only_small_grids_over_long_k() {
+    let key = |name: &str| {
+        gemm::VARIANTS
+            .iter()
+            .find(|v| v.key.name() == name)
+            .unwrap()
+            .key
+    };
+    let (cm, plain) = (key("fp16s_lm_cm"), key("fp16s_lm_nocm"));
+    let config = |k: &vkprism::VariantKey, mnk: (usize, usize, usize)| {
+        GemmConfig::for_gemm(k, 32, mnk.0, mnk.1, mnk.2).split_for(mnk)
+    };
+    // 4096×512 over 14336: 128 tiles of 128×128 (not fewer than the target): unsplit.
+    assert_eq!(config(&cm, (4096, 512, 14336)).split_k, 1);
+    // 1568×256 over 2304 (a 14×14 convolution, batch 8, 256 channels): 100 tiles of 64×64.
+    let small = config(&cm, (1568, 256, 2304));
+    let (bm, bn) = small.tile();
+    let tiles = 1568usize.div_ceil(bm) * 256usize.div_ceil(bn);
+    assert!(tiles < SPLIT_K_WORKGROUPS, "{small:?}");
+    assert_eq!(
+        small.split_k as usize,
+        SPLIT_K_WORKGROUPS.div_ceil(tiles).min(8)
+    );
+    assert_eq!(small.grid(1568, 256)[2], small.split_k);
+    // One tile over a long K: 8 shares; over a short K: none; without cooperative matrices: none.
+    assert_eq!(config(&cm, (64, 64, 8192)).split_k, 8);
+    assert_eq!(config(&cm, (64, 64, 512)).split_k, 1);
+    assert_eq!(config(&plain, (64, 64, 8192)).split_k, 1);
+    // Each share at least four 32-deep steps: 1024 / 128 = 8 shares at most, 2048 long K too.
+    assert_eq!(config(&cm, (64, 64, 1024)).split_k, 8);
+    assert_eq!(config(&cm, (64, 64, 1024)).grid(64, 64)[2], 8);
+}
