@@ -35,6 +35,9 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             stride: 1,
             pad: 1,
         };
+        if !crate::gemm::shape_selected(&label(&s)) {
+            continue;
+        }
         let input = random(batch * hw * hw * c, 5);
         let weight = random(9 * c * c, 6);
         for variant in VARIANTS.into_iter().filter(|v| crate::gemm::selected(v)) {

@@ -36,6 +36,9 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     let shapes: &[_] = if cfg.quick { &QUICK_SHAPES } else { &SHAPES };
     let mut records = Vec::new();
     for &(m, n, k) in shapes {
+        if !shape_selected(&format!("{m}x{n}x{k}")) {
+            continue;
+        }
         let a = random(m * k, 1);
         let b = random(k * n, 2);
         for variant in VARIANTS.into_iter().filter(|v| selected(v)) {
@@ -145,6 +148,12 @@ fn one(
 pub fn selected(variant: &str) -> bool {
     std::env::var("VKPRISM_BENCH_VARIANTS")
         .map_or(true, |list| list.split(',').any(|v| v == variant))
+}
+
+/// `VKPRISM_BENCH_SHAPES=a;b` limits the GEMM and convolution runs to those shapes (labels as
+/// printed: `4096x512x14336`, `b8 14x14 256->256 3x3`).
+pub fn shape_selected(label: &str) -> bool {
+    std::env::var("VKPRISM_BENCH_SHAPES").map_or(true, |list| list.split(';').any(|s| s == label))
 }
 
 /// `GemmConfig::for_gemm` with the environment's overrides ([`overridden`]).

@@ -251,7 +251,7 @@ fn conv2d_nhwc_split_every_variant() {
 }
 
 /// `split_for` splits only cooperative-matrix configurations whose grid is small, over a long
-/// K, into at most 8 shares of at least four steps, and the grid's z follows.
+/// K, into at most 8 shares of at least two steps, and the grid's z follows.
 #[test]
 fn split_for_splits_only_small_grids_over_long_k() {
     let key = |name: &str| {
@@ -265,23 +265,31 @@ fn split_for_splits_only_small_grids_over_long_k() {
     let config = |k: &vkprism::VariantKey, mnk: (usize, usize, usize)| {
         GemmConfig::for_gemm(k, 32, mnk.0, mnk.1, mnk.2).split_for(mnk)
     };
-    // 4096×512 over 14336: 128 tiles of 128×128 (not fewer than the target): unsplit.
-    assert_eq!(config(&cm, (4096, 512, 14336)).split_k, 1);
-    // 1568×256 over 2304 (a 14×14 convolution, batch 8, 256 channels): 100 tiles of 64×64.
-    let small = config(&cm, (1568, 256, 2304));
-    let (bm, bn) = small.tile();
-    let tiles = 1568usize.div_ceil(bm) * 256usize.div_ceil(bn);
-    assert!(tiles < SPLIT_K_WORKGROUPS, "{small:?}");
+    // 4096×512 over 14336: 128×256 tiles (64 of them), 2 shares of 7168, 64-deep steps.
+    let tall = config(&cm, (4096, 512, 14336));
     assert_eq!(
-        small.split_k as usize,
-        SPLIT_K_WORKGROUPS.div_ceil(tiles).min(8)
+        (tall.split_k, tall.tile(), tall.bk),
+        (2, (128, 256), 64),
+        "{tall:?}"
     );
-    assert_eq!(small.grid(1568, 256)[2], small.split_k);
-    // One tile over a long K: 8 shares; over a short K: none; without cooperative matrices: none.
-    assert_eq!(config(&cm, (64, 64, 8192)).split_k, 8);
-    assert_eq!(config(&cm, (64, 64, 512)).split_k, 1);
+    assert_eq!(tall.grid(4096, 512), [2 * 32, 32 * 8, 2]);
+    // 1568×256 over 2304 (a 3×3 convolution, batch 8, 14×14, 256 channels): 13 tiles, 8 shares.
+    let conv = config(&cm, (1568, 256, 2304));
+    assert_eq!(
+        (conv.split_k, conv.tile(), conv.bk),
+        (8, (128, 256), 32),
+        "{conv:?}"
+    );
+    assert!(13 * conv.split_k as usize >= SPLIT_K_WORKGROUPS / 2);
+    // N of 64 keeps the table's tiles: 1568×64 over 576 is 25 tiles of 64×128, 6 shares.
+    let narrow = config(&cm, (1568, 64, 576));
+    assert_eq!((narrow.split_k, narrow.tile()), (6, (64, 128)), "{narrow:?}");
+    // Grids that fill the GPU, short K, and variants without cooperative matrices: unsplit.
+    assert_eq!(config(&cm, (1024, 1024, 1024)).split_k, 1);
+    assert_eq!(config(&cm, (4096, 4096, 4096)).split_k, 1);
+    assert_eq!(config(&cm, (64, 64, 256)).split_k, 1);
     assert_eq!(config(&plain, (64, 64, 8192)).split_k, 1);
-    // Each share at least four 32-deep steps: 1024 / 128 = 8 shares at most, 2048 long K too.
-    assert_eq!(config(&cm, (64, 64, 1024)).split_k, 8);
-    assert_eq!(config(&cm, (64, 64, 1024)).grid(64, 64)[2], 8);
+    assert_eq!(config(&plain, (64, 64, 8192)).grid(64, 64)[2], 1);
+    // One tile over a long K: 8 shares.
+    assert_eq!(config(&cm, (64, 64, 8192)).split_k, 8);
 }
