@@ -66,8 +66,20 @@ fn one(
 ) -> Result<Record, Box<dyn std::error::Error>> {
     let kernel = ctx.load_with::<gemm::Kernel>(&LoadOptions::variant(variant))?;
     let f = kernel.variant().bindings[0].format;
-    let at = Tensor::from_f32(ctx, &[m, k], f, a)?;
-    let bt = Tensor::from_f32(ctx, &[k, n], f, b)?;
+    // VKPRISM_BENCH_TRANSPOSE=a, b or ab: the operands stored transposed (the same op(A) and
+    // op(B), so the same check), to compare the fragment loads of both layouts.
+    let transpose = std::env::var("VKPRISM_BENCH_TRANSPOSE").unwrap_or_default();
+    let (ta, tb) = (transpose.contains('a'), transpose.contains('b'));
+    let at = if ta {
+        Tensor::from_f32(ctx, &[k, m], f, &transposed(a, m, k))?
+    } else {
+        Tensor::from_f32(ctx, &[m, k], f, a)?
+    };
+    let bt = if tb {
+        Tensor::from_f32(ctx, &[n, k], f, &transposed(b, k, n))?
+    } else {
+        Tensor::from_f32(ctx, &[k, n], f, b)?
+    };
     let bias = Tensor::new(ctx, &[n], f)?;
     let ct = Tensor::new(ctx, &[m, n], f)?;
     let key = kernel.variant().key;
@@ -85,7 +97,11 @@ fn one(
     let (_pipe, _split) = if gemm_cfg.split_k > 1 {
         println!("# gemm {variant} {m}x{n}x{k}: split_k {}", gemm_cfg.split_k);
         let split = ctx.load_with::<gemm_split::Kernel>(&LoadOptions::variant(variant))?;
-        let spec = gemm_cfg.gemm_split_spec(Default::default());
+        let spec = gemm_cfg.gemm_split_spec(gemm_split::SpecConstants {
+            transpose_a: ta as i32,
+            transpose_b: tb as i32,
+            ..Default::default()
+        });
         let pipe = split.pipeline(&spec, Some(gemm_cfg.local_size()))?;
         crate::print_statistics(&format!("gemm_split {variant} {gemm_cfg:?}"), &pipe);
         let partial = Tensor::new(ctx, &gemm_cfg.partial_shape(m, n), TensorFormat::F32)?;
@@ -112,7 +128,11 @@ fn one(
         )?;
         (None, Some((pipe, partial, reduce)))
     } else {
-        let spec = gemm_cfg.gemm_spec(Default::default());
+        let spec = gemm_cfg.gemm_spec(gemm::SpecConstants {
+            transpose_a: ta as i32,
+            transpose_b: tb as i32,
+            ..Default::default()
+        });
         let pipe = kernel.pipeline(&spec, Some(gemm_cfg.local_size()))?;
         crate::print_statistics(&format!("gemm {variant} {gemm_cfg:?}"), &pipe);
         let bindings = gemm::BufferBindings {
@@ -148,6 +168,13 @@ fn one(
 pub fn selected(variant: &str) -> bool {
     std::env::var("VKPRISM_BENCH_VARIANTS")
         .map_or(true, |list| list.split(',').any(|v| v == variant))
+}
+
+/// The rows × cols row-major `x` transposed (cols × rows).
+fn transposed(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    (0..cols * rows)
+        .map(|i| x[(i % rows) * cols + i / rows])
+        .collect()
 }
 
 /// `VKPRISM_BENCH_SHAPES=a;b` limits the GEMM and convolution runs to those shapes (labels as

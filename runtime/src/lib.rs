@@ -56,6 +56,7 @@ pub mod context;
 mod convert;
 mod device;
 mod error;
+mod host_copy;
 mod image;
 mod kernel;
 pub mod pipeline;

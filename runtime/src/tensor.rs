@@ -555,7 +555,9 @@ impl Tensor {
             });
         }
         let inner = &self.inner;
-        if let Some(()) = self.with_mapped(true, |m| m[..bytes.len()].copy_from_slice(bytes))? {
+        if let Some(()) = self.with_mapped(true, |m| {
+            crate::host_copy::copy(&mut m[..bytes.len()], bytes)
+        })? {
             return Ok(());
         }
         let shared = &inner.shared;
@@ -566,7 +568,7 @@ impl Tensor {
             let s = alloc
                 .mapped_slice_mut()
                 .ok_or_else(|| Error::Allocation("staging memory is not mapped".into()))?;
-            s[..chunk.len()].copy_from_slice(chunk);
+            crate::host_copy::copy(&mut s[..chunk.len()], chunk);
             let region = vk::BufferCopy {
                 src_offset: 0,
                 dst_offset: i as u64 * chunk_size,
@@ -606,7 +608,7 @@ impl Tensor {
                 want: size,
             });
         }
-        if let Some(()) = self.with_mapped(false, |m| out.copy_from_slice(&m[..size]))? {
+        if let Some(()) = self.with_mapped(false, |m| crate::host_copy::copy(out, &m[..size]))? {
             return Ok(());
         }
         let shared = &inner.shared;
@@ -668,7 +670,7 @@ impl Tensor {
                     .ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))
             });
             match copied {
-                Ok(staged) => chunk.copy_from_slice(&staged[..chunk.len()]),
+                Ok(staged) => crate::host_copy::copy(chunk, &staged[..chunk.len()]),
                 Err(e) => {
                     // After a timeout the context is poisoned and `finish` abandons the next
                     // copy (leaked with its buffer); otherwise it waits for it.

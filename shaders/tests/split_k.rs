@@ -283,7 +283,11 @@ fn split_for_splits_only_small_grids_over_long_k() {
     assert!(13 * conv.split_k as usize >= SPLIT_K_WORKGROUPS / 2);
     // N of 64 keeps the table's tiles: 1568×64 over 576 is 25 tiles of 64×128, 6 shares.
     let narrow = config(&cm, (1568, 64, 576));
-    assert_eq!((narrow.split_k, narrow.tile()), (6, (64, 128)), "{narrow:?}");
+    assert_eq!(
+        (narrow.split_k, narrow.tile()),
+        (6, (64, 128)),
+        "{narrow:?}"
+    );
     // Grids that fill the GPU, short K, and variants without cooperative matrices: unsplit.
     assert_eq!(config(&cm, (1024, 1024, 1024)).split_k, 1);
     assert_eq!(config(&cm, (4096, 4096, 4096)).split_k, 1);
