@@ -1,0 +1,7 @@
+//! Tile configuration per device: a documented table keyed by vendor / architecture
+//! ([`table`]: [`DeviceClass`]), whose NVIDIA rows are `GemmConfig::for_gemm`'s measured
+//! choices and whose other rows are documented defaults, not measured.
+
+pub mod table;
+
+pub use table::{fits, shared_memory_bytes, DeviceClass, DeviceInfo, GemmKernel, GemmProblem};
