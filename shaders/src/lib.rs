@@ -13,12 +13,13 @@
 //! - [`conv2d_dw_nhwc`]: depthwise 2D convolution, channels-last ([`Conv2dDwShape`]).
 //!
 //! [`GemmConfig`] chooses the tiles of the GEMM-shaped kernels; [`tuning`] chooses them per
-//! device: a table keyed by vendor / architecture ([`DeviceClass`]).
+//! device: a table keyed by vendor / architecture ([`DeviceClass`]) and [`GemmTuner`], which
+//! measures on first use and caches the choice beside the pipeline cache.
 
 mod depthwise;
 pub mod tuning;
 pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
-pub use tuning::DeviceClass;
+pub use tuning::{DeviceClass, GemmTuner};
 
 vkprism::compute_shader! {
     /// y = f(x) over vec4s; `op` (constant 0): 0 relu, 1 leaky relu (slope `alpha`), 2 sigmoid,
@@ -221,7 +222,8 @@ impl Conv2dShape {
 ///
 /// Per device: [`DeviceClass::config`] gives the row of the device's class in a table keyed by
 /// vendor / architecture (the NVIDIA rows are exactly these functions; the others are
-/// documented defaults, not measured: [`tuning`]).
+/// documented defaults, not measured), and [`GemmTuner`] measures the class's candidates on the
+/// first use of a problem and caches the choice beside the pipeline cache ([`tuning`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct GemmConfig {
     /// The workgroup (x, y). With cooperative matrices x is the subgroup size and y the number
@@ -254,7 +256,7 @@ impl GemmConfig {
     /// problems, smaller tiles for small grids or N ≤ 64, a 64-deep step for long K.
     ///
     /// This is the NVIDIA row of [`DeviceClass`]'s table; on another GPU,
-    /// `DeviceClass::of(ctx).config(..)` chooses for that GPU.
+    /// `DeviceClass::of(ctx).config(..)` or a [`GemmTuner`] choose for that GPU.
     pub fn for_gemm(
         variant: &vkprism::VariantKey,
         subgroup_size: u32,

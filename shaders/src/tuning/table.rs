@@ -1,7 +1,7 @@
 //! The tile table: [`DeviceClass`] (a vendor / architecture, from the ids the device reports),
 //! and per class the default [`GemmConfig`] of a problem and the candidates [`GemmTuner`] times.
 //!
-//! [`GemmTuner`]: super
+//! [`GemmTuner`]: super::GemmTuner
 
 use crate::{Conv2dShape, GemmConfig};
 use vkprism::{Context, DeviceLimits, DeviceType, FloatMode, VariantKey};
@@ -135,11 +135,11 @@ impl DeviceInfo {
 
 /// A family of devices that gets one row of the tile table: the default workgroup, step depth
 /// and cooperative-matrix tiles of a GEMM-shaped problem, and the alternatives
-/// the tuner times against them.
+/// [`GemmTuner`](super::GemmTuner) times against them.
 ///
 /// **Only the NVIDIA rows are measured** (on an H100, BENCHMARKS.md); every other row is a
 /// reasoned default, written down from what each vendor documents about its GPUs, and not
-/// measured on the hardware: tune (the tuner) where speed matters.
+/// measured on the hardware: tune ([`GemmTuner`](super::GemmTuner)) where speed matters.
 ///
 /// Derived by [`DeviceClass::classify`], in this order: a device of type CPU is [`Cpu`]
 /// whatever its vendor; otherwise the vendor id decides (NVIDIA splits on the device).
@@ -295,7 +295,7 @@ impl DeviceClass {
         int8_steps(problem, cfg, coopmat)
     }
 
-    /// The configurations the tuner times for `problem` in `variant` on a
+    /// The configurations [`GemmTuner`](super::GemmTuner) times for `problem` in `variant` on a
     /// device with `limits`: the default ([`DeviceClass::config`]) first, then the class's
     /// alternatives (other workgroups and step depths, or other cooperative-matrix tile sets),
     /// without duplicates (configurations the kernel runs the same way count once: the step
