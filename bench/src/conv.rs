@@ -5,7 +5,7 @@
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{conv2d_nhwc, conv2d_nhwc_split, Conv2dShape, GemmConfig};
+use vkprism_shaders::{conv2d_nhwc, conv2d_nhwc_split, Conv2dShape, GemmConfig, GemmTuner};
 
 /// (spatial size, channels in = out).
 const SHAPES: [(usize, usize); 4] = [(56, 64), (14, 64), (56, 256), (14, 256)];
@@ -22,6 +22,7 @@ const VARIANTS: [&str; 6] = [
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let shapes: &[_] = if cfg.quick { &QUICK_SHAPES } else { &SHAPES };
     let mut records = Vec::new();
+    let mut tuner = crate::gemm::tuner(ctx);
     for &(hw, c) in shapes {
         let batch = if cfg.quick { 1 } else { 8 };
         let s = Conv2dShape {
@@ -41,9 +42,10 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         let input = random(batch * hw * hw * c, 5);
         let weight = random(9 * c * c, 6);
         for variant in VARIANTS.into_iter().filter(|v| crate::gemm::selected(v)) {
-            match one(ctx, cfg, s, variant, &input, &weight) {
-                Ok(r) => {
+            match one(ctx, cfg, s, variant, &input, &weight, tuner.as_mut()) {
+                Ok((r, tuned)) => {
                     print(&r);
+                    crate::gemm::print_tuned(&r, tuned);
                     records.push(r);
                 }
                 Err(e) => println!("# conv2d {} {variant}: not run: {e}", label(&s)),
@@ -69,7 +71,8 @@ fn one(
     variant: &str,
     input: &[f32],
     weight: &[f32],
-) -> Result<Record, Box<dyn std::error::Error>> {
+    tuner: Option<&mut GemmTuner>,
+) -> Result<(Record, Option<String>), Box<dyn std::error::Error>> {
     let kernel = ctx.load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant(variant))?;
     let key = kernel.variant().key;
     let f = kernel.variant().bindings[0].format;
@@ -78,9 +81,14 @@ fn one(
     let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, weight)?;
     let bias = Tensor::new(ctx, &[s.outc], f)?;
     let ot = Tensor::new(ctx, &[s.batch, s.outh(), s.outw(), s.outc], f)?;
-    let conv_cfg = crate::gemm::overridden(
-        GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s).split_for((m, n, k)),
-    );
+    let (conv_cfg, tuned) = match tuner {
+        Some(t) => (t.conv2d_nhwc(&kernel, &s)?, crate::gemm::tuned(t)),
+        None => {
+            let subgroup = ctx.features().limits.subgroup_size;
+            let table = GemmConfig::for_conv(&key, subgroup, &s).split_for((m, n, k));
+            (crate::gemm::overridden(table), None)
+        }
+    };
     let mut list = CommandList::with_total_timing(ctx)?;
     // Kept alive until the list has run.
     let (_pipe, _split) = if conv_cfg.split_k > 1 {
@@ -131,7 +139,7 @@ fn one(
         variant,
     )?;
     let t = time_list(&mut list, cfg)?;
-    Ok(Record {
+    let record = Record {
         case: "conv2d",
         shape: label(&s),
         variant: variant.into(),
@@ -139,7 +147,8 @@ fn one(
         value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
         unit: "TFLOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
-    })
+    };
+    Ok((record, tuned))
 }
 
 /// Checks 97 sampled outputs against an f64 sum over the inputs the GPU saw.

@@ -4,7 +4,7 @@
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{gemm, gemm_split, GemmConfig};
+use vkprism_shaders::{gemm, gemm_split, GemmConfig, GemmTuner};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
 const SHAPES: [(usize, usize, usize); 4] = [
@@ -35,6 +35,7 @@ const VARIANTS: [&str; 12] = [
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let shapes: &[_] = if cfg.quick { &QUICK_SHAPES } else { &SHAPES };
     let mut records = Vec::new();
+    let mut tuner = tuner(ctx);
     for &(m, n, k) in shapes {
         if !shape_selected(&format!("{m}x{n}x{k}")) {
             continue;
@@ -42,9 +43,10 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         let a = random(m * k, 1);
         let b = random(k * n, 2);
         for variant in VARIANTS.into_iter().filter(|v| selected(v)) {
-            match one(ctx, cfg, (m, n, k), variant, &a, &b) {
-                Ok(r) => {
+            match one(ctx, cfg, (m, n, k), variant, &a, &b, tuner.as_mut()) {
+                Ok((r, tuned)) => {
                     print(&r);
+                    print_tuned(&r, tuned);
                     records.push(r);
                 }
                 Err(e) => println!("# gemm {m}x{n}x{k} {variant}: not run: {e}"),
@@ -63,7 +65,8 @@ fn one(
     variant: &str,
     a: &[f32],
     b: &[f32],
-) -> Result<Record, Box<dyn std::error::Error>> {
+    tuner: Option<&mut GemmTuner>,
+) -> Result<(Record, Option<String>), Box<dyn std::error::Error>> {
     let kernel = ctx.load_with::<gemm::Kernel>(&LoadOptions::variant(variant))?;
     let f = kernel.variant().bindings[0].format;
     // VKPRISM_BENCH_TRANSPOSE=a, b or ab: the operands stored transposed (the same op(A) and
@@ -84,7 +87,13 @@ fn one(
     let ct = Tensor::new(ctx, &[m, n], f)?;
     let key = kernel.variant().key;
     let coopmat = key.coopmat == Some(true);
-    let gemm_cfg = config(&key, ctx.features().limits.subgroup_size, m, n, k);
+    let (gemm_cfg, tuned) = match tuner {
+        Some(t) => (t.gemm(&kernel, m, n, k, ta, tb)?, tuned(t)),
+        None => (
+            config(&key, ctx.features().limits.subgroup_size, m, n, k),
+            None,
+        ),
+    };
     let mut list = CommandList::with_total_timing(ctx)?;
     let push = gemm::PushConstants {
         M: m as i32,
@@ -153,7 +162,7 @@ fn one(
         variant,
     )?;
     let t = time_list(&mut list, cfg)?;
-    Ok(Record {
+    let record = Record {
         case: "gemm",
         shape: format!("{m}x{n}x{k}"),
         variant: variant.into(),
@@ -161,7 +170,39 @@ fn one(
         value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
         unit: "TFLOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
-    })
+    };
+    Ok((record, tuned))
+}
+
+/// `VKPRISM_BENCH_AUTOTUNE=1`: the GEMM, int8 GEMM and convolution runs take their
+/// configuration from a `GemmTuner` (measured on first use) instead of `GemmConfig`'s table, and
+/// print it beside each figure; `VKPRISM_BENCH_TUNE_CACHE=path` keeps the choices in that file
+/// (else they last for the run). The `VKPRISM_BENCH_LOCAL` / `_BK` / `_CM` overrides don't apply
+/// then.
+pub fn tuner(ctx: &Context) -> Option<GemmTuner> {
+    if std::env::var("VKPRISM_BENCH_AUTOTUNE").map_or(true, |v| v.is_empty() || v == "0") {
+        return None;
+    }
+    let path = std::env::var_os("VKPRISM_BENCH_TUNE_CACHE").map(std::path::PathBuf::from);
+    let tuner = GemmTuner::new(ctx, path.as_deref());
+    println!(
+        "# autotune: class {}, cache {:?}",
+        tuner.class().name(),
+        tuner.cache_status()
+    );
+    Some(tuner)
+}
+
+/// The tuner's last report, one line.
+pub fn tuned(tuner: &GemmTuner) -> Option<String> {
+    tuner.last_report().map(|r| r.to_string())
+}
+
+/// Prints the tuner's choice under the figure it gave.
+pub fn print_tuned(r: &Record, tuned: Option<String>) {
+    if let Some(line) = tuned {
+        println!("#   {} {} {}: {line}", r.case, r.shape, r.variant);
+    }
 }
 
 /// `VKPRISM_BENCH_VARIANTS=a,b` limits the run to those variants (to compare configurations).

@@ -3,7 +3,7 @@
 
 use crate::harness::{print, time_list, Config, Record};
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{gemm_int8, GemmConfig};
+use vkprism_shaders::{gemm_int8, GemmConfig, GemmTuner};
 use vkprism_testkit::random_i8;
 
 /// The cooperative-matrix variant and the plain one with int8 arithmetic.
@@ -15,13 +15,15 @@ pub fn run(
     shapes: &[(usize, usize, usize)],
 ) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let mut records = Vec::new();
+    let mut tuner = crate::gemm::tuner(ctx);
     for &(m, n, k) in shapes {
         let a = random_i8(m * k, 5);
         let b = random_i8(k * n, 6);
         for variant in VARIANTS.into_iter().filter(|v| crate::gemm::selected(v)) {
-            match one(ctx, cfg, (m, n, k), variant, &a, &b) {
-                Ok(r) => {
+            match one(ctx, cfg, (m, n, k), variant, &a, &b, tuner.as_mut()) {
+                Ok((r, tuned)) => {
                     print(&r);
+                    crate::gemm::print_tuned(&r, tuned);
                     records.push(r);
                 }
                 Err(e) => println!("# gemm {m}x{n}x{k} {variant}: not run: {e}"),
@@ -38,13 +40,20 @@ fn one(
     variant: &str,
     a: &[i8],
     b: &[i8],
-) -> Result<Record, Box<dyn std::error::Error>> {
+    tuner: Option<&mut GemmTuner>,
+) -> Result<(Record, Option<String>), Box<dyn std::error::Error>> {
     let kernel = ctx.load_with::<gemm_int8::Kernel>(&LoadOptions::variant(variant))?;
     let key = kernel.variant().key;
     let at = Tensor::from_i8(ctx, &[m, k], a)?;
     let bt = Tensor::from_i8(ctx, &[k, n], b)?;
     let ct = Tensor::new(ctx, &[m, n], TensorFormat::I32)?;
-    let gemm_cfg = GemmConfig::for_gemm_int8(&key, ctx.features().limits.subgroup_size, m, n, k);
+    let (gemm_cfg, tuned) = match tuner {
+        Some(t) => (t.gemm_int8(&kernel, m, n, k)?, crate::gemm::tuned(t)),
+        None => {
+            let subgroup = ctx.features().limits.subgroup_size;
+            (GemmConfig::for_gemm_int8(&key, subgroup, m, n, k), None)
+        }
+    };
     let pipe = kernel.pipeline(&gemm_cfg.int8_spec(), Some(gemm_cfg.local_size()))?;
     crate::print_statistics(&format!("gemm_int8 {variant} {gemm_cfg:?}"), &pipe);
     let mut list = CommandList::with_total_timing(ctx)?;
@@ -62,7 +71,7 @@ fn one(
     list.submit_and_wait()?;
     check(&ct.download_i32()?, a, b, (m, n, k), variant)?;
     let t = time_list(&mut list, cfg)?;
-    Ok(Record {
+    let record = Record {
         case: "gemm",
         shape: format!("{m}x{n}x{k}"),
         variant: variant.into(),
@@ -70,7 +79,8 @@ fn one(
         value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
         unit: "TOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
-    })
+    };
+    Ok((record, tuned))
 }
 
 /// 97 sampled elements, exactly.

@@ -50,3 +50,40 @@ fn unknown_arguments_are_refused() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown argument `--fast`"));
 }
+
+#[test]
+fn autotune_prints_the_tuned_configuration_beside_each_figure() {
+    let cache = std::env::temp_dir().join(format!("vkprism-bench-{}.tuning", std::process::id()));
+    let run = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_vkprism-bench"))
+            .args(["--quick", "--cases", "gemm,conv2d"])
+            .env("VKPRISM_BENCH_AUTOTUNE", "1")
+            .env("VKPRISM_BENCH_TUNE_CACHE", &cache)
+            .env("VKPRISM_BENCH_VARIANTS", "fp32_lm_nocm")
+            .output()
+            .expect("run vkprism-bench");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let _ = std::fs::remove_file(&cache);
+    let first = run();
+    for figure in [
+        "gemm 256x128x192 fp32_lm_nocm",
+        "conv2d b1 6x6 8->8 3x3 fp32_lm_nocm",
+    ] {
+        assert!(first.contains(&format!("#   {figure}: tuned ")), "{first}");
+    }
+    // The second run reads the choices back from the file.
+    let second = run();
+    std::fs::remove_file(&cache).ok();
+    assert!(second.contains("cache Loaded(2)"), "{second}");
+    assert!(
+        second.contains("#   gemm 256x128x192 fp32_lm_nocm: cached "),
+        "{second}"
+    );
+}

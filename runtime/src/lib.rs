@@ -65,7 +65,10 @@ mod statistics;
 pub mod tensor;
 
 pub use command::CommandList;
-pub use context::{AllocatorStats, Context, ContextOptions, DeviceReport, DeviceSelector};
+pub use context::{
+    AllocatorStats, Context, ContextOptions, DeviceIdentity, DeviceReport, DeviceSelector,
+    DeviceType,
+};
 pub use error::{Error, Invalid, Result};
 pub use image::Image;
 pub use kernel::{Bindings, Kernel, NoPushConstants, Resource, SpecConstants};

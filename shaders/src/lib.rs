@@ -11,9 +11,15 @@
 //! - [`conv2d`]: direct 2D convolution with bias, stride and zero padding, CHW layout;
 //! - [`conv2d_nhwc`]: 2D convolution as an implicit GEMM, channels-last, every GEMM variant;
 //! - [`conv2d_dw_nhwc`]: depthwise 2D convolution, channels-last ([`Conv2dDwShape`]).
+//!
+//! [`GemmConfig`] chooses the tiles of the GEMM-shaped kernels; [`tuning`] chooses them per
+//! device: a table keyed by vendor / architecture ([`DeviceClass`]) and [`GemmTuner`], which
+//! measures on first use and caches the choice beside the pipeline cache.
 
 mod depthwise;
+pub mod tuning;
 pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
+pub use tuning::{DeviceClass, GemmTuner};
 
 vkprism::compute_shader! {
     /// y = f(x) over vec4s; `op` (constant 0): 0 relu, 1 leaky relu (slope `alpha`), 2 sigmoid,
@@ -277,8 +283,13 @@ impl Conv2dShape {
 
 /// How [`gemm`] and [`conv2d_nhwc`] run one problem: the workgroup, the step depth and, in
 /// cooperative-matrix variants, the subgroups' tiles and the load width. [`GemmConfig::for_gemm`]
-/// and [`GemmConfig::for_conv`] choose them (measured on the H100: BENCHMARKS.md); the fields
-/// are public to compare others.
+/// and [`GemmConfig::for_conv`] choose them from the problem's shape with the figures measured
+/// on the H100 (BENCHMARKS.md), whatever the GPU; the fields are public to compare others.
+///
+/// Per device: [`DeviceClass::config`] gives the row of the device's class in a table keyed by
+/// vendor / architecture (the NVIDIA rows are exactly these functions; the others are
+/// documented defaults, not measured), and [`GemmTuner`] measures the class's candidates on the
+/// first use of a problem and caches the choice beside the pipeline cache ([`tuning`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct GemmConfig {
     /// The workgroup (x, y). With cooperative matrices x is the subgroup size and y the number
@@ -312,6 +323,9 @@ impl GemmConfig {
     /// step. With them, tiles by the problem's shape (`coopmat_tiles` in the source says which
     /// and what each was measured at): 128×256 tiles of 8 subgroups and a 32-deep step for large
     /// problems, smaller tiles for small grids or N ≤ 64, a 64-deep step for long K.
+    ///
+    /// This is the NVIDIA row of [`DeviceClass`]'s table; on another GPU,
+    /// `DeviceClass::of(ctx).config(..)` or a [`GemmTuner`] choose for that GPU.
     pub fn for_gemm(
         variant: &vkprism::VariantKey,
         subgroup_size: u32,

@@ -2,9 +2,11 @@
 //! environment variables into plain parameters, opens the device, and is where every `Context`
 //! method lives (loading kernels, the pipeline cache and one-off runs delegate to their modules).
 
+mod identity;
 mod report;
 
 pub use crate::device::{DeviceSelector, Error};
+pub use identity::{DeviceIdentity, DeviceType};
 pub use report::{AllocatorStats, DeviceReport};
 
 use crate::command::{self, CommandList};
@@ -124,6 +126,12 @@ impl Context {
             .device_name_as_c_str()
             .map(|c| c.to_string_lossy().into_owned())
             .unwrap_or_default()
+    }
+
+    /// The device and driver as numbers (vendor, device, driver version, type, ...): what a
+    /// per-device choice or a cache of measurements is keyed by.
+    pub fn identity(&self) -> DeviceIdentity {
+        DeviceIdentity::new(self.device_name(), &self.shared)
     }
 
     /// Whether `robustBufferAccess` is on (asked for with
