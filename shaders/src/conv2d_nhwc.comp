@@ -28,6 +28,10 @@ layout (local_size_x = 16, local_size_y = 16) in;
 #if NCNN_cooperative_matrix
 layout (binding = 0) readonly buffer in_blob { uvec4 a_data[]; };
 layout (binding = 1) readonly buffer w_blob { uvec4 b_data[]; };
+#elif (NCNN_fp16_storage && !NCNN_fp16_arithmetic) || NCNN_bf16_storage
+// 16-bit storage, fp32 arithmetic: quads read as two uints (gemm_tiles.glsl's AB_WORDS says why).
+layout (binding = 0) readonly buffer in_blob { uvec2 a_data[]; };
+layout (binding = 1) readonly buffer w_blob { uvec2 b_data[]; };
 #else
 layout (binding = 0) readonly buffer in_blob { sfpvec4 a_data[]; };
 layout (binding = 1) readonly buffer w_blob { sfpvec4 b_data[]; };
@@ -129,13 +133,13 @@ uvec4 cm_b8(int k, int n)
 vec4 a_row4(int m, int k)
 {
     const int i = a_index(m, k);
-    return i < 0 ? vec4(0.0) : vec4(buffer_ld4(a_data, i));
+    return i < 0 ? vec4(0.0) : ld4_ab(a_data, i);
 }
 vec4 at_col4(int k, int m) { return vec4(0.0); }
 vec4 b_row4(int k, int n)
 {
     const int i = b_index(k, n);
-    return i < 0 ? vec4(0.0) : vec4(buffer_ld4(b_data, i));
+    return i < 0 ? vec4(0.0) : ld4_ab(b_data, i);
 }
 vec4 bt_col4(int n, int k) { return vec4(0.0); }
 

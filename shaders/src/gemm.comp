@@ -46,6 +46,10 @@ layout (local_size_x = 16, local_size_y = 16) in;
 #if NCNN_cooperative_matrix
 layout (binding = 0) readonly buffer a_blob { uvec4 a_data[]; };
 layout (binding = 1) readonly buffer b_blob { uvec4 b_data[]; };
+#elif (NCNN_fp16_storage && !NCNN_fp16_arithmetic) || NCNN_bf16_storage
+// 16-bit storage, fp32 arithmetic: quads read as two uints (gemm_tiles.glsl's AB_WORDS says why).
+layout (binding = 0) readonly buffer a_blob { uvec2 a_data[]; };
+layout (binding = 1) readonly buffer b_blob { uvec2 b_data[]; };
 #else
 layout (binding = 0) readonly buffer a_blob { sfpvec4 a_data[]; };
 layout (binding = 1) readonly buffer b_blob { sfpvec4 b_data[]; };
@@ -92,28 +96,28 @@ void cm_a_prepare(int tid, int m0) {}
 vec4 a_row4(int m, int k)
 {
     if (m >= p.M || k >= p.K) return vec4(0.0);
-    return vec4(buffer_ld4(a_data, m * (p.K / 4) + k / 4));
+    return ld4_ab(a_data, m * (p.K / 4) + k / 4);
 }
 
 // A stored K×M: op(A)[m .. m+3][k], or zero outside.
 vec4 at_col4(int k, int m)
 {
     if (m >= p.M || k >= p.K) return vec4(0.0);
-    return vec4(buffer_ld4(a_data, k * (p.M / 4) + m / 4));
+    return ld4_ab(a_data, k * (p.M / 4) + m / 4);
 }
 
 // op(B)[k][n .. n+3] (row-major B), or zero outside.
 vec4 b_row4(int k, int n)
 {
     if (k >= p.K || n >= p.N) return vec4(0.0);
-    return vec4(buffer_ld4(b_data, k * (p.N / 4) + n / 4));
+    return ld4_ab(b_data, k * (p.N / 4) + n / 4);
 }
 
 // B stored N×K: op(B)[k .. k+3][n], or zero outside.
 vec4 bt_col4(int n, int k)
 {
     if (k >= p.K || n >= p.N) return vec4(0.0);
-    return vec4(buffer_ld4(b_data, n * (p.K / 4) + k / 4));
+    return ld4_ab(b_data, n * (p.K / 4) + k / 4);
 }
 
 #if NCNN_shader_local_memory

@@ -2,13 +2,11 @@
 // gemm_tiles.glsl and the kernel's load functions: staging, the three paths (cooperative
 // matrices, shared-memory tiles, direct loads) and the store with bias and activation.
 #if NCNN_shader_local_memory && !NCNN_cooperative_matrix
-// A loaded quad as fp32 (packed halves and bf16 keep element 0 in the low 16 bits).
+// A loaded quad as fp32.
 vec4 to_f32(rawvec4 v)
 {
-#if NCNN_fp16_packed
-    return vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
-#elif NCNN_bf16_packed
-    return uintBitsToFloat(uvec4(v.x << 16, v.x & 0xffff0000u, v.y << 16, v.y & 0xffff0000u));
+#if AB_WORDS || NCNN_fp16_packed || NCNN_bf16_packed
+    return unpack_quad(v);
 #else
     return vec4(v);
 #endif

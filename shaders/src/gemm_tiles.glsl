@@ -71,6 +71,35 @@ const int BN = 8 * LX;
 #define STEP BK
 #endif
 
+#if !NCNN_cooperative_matrix
+// Quads of A and B as fp32. With 16-bit storage and fp32 arithmetic (fp16s, bf16s) the kernels
+// declare A and B as uvec2 words (AB_WORDS: the same bytes) and unpack a quad here, as the
+// packed modes do: read as four 16-bit values, the same GEMM ran at half the speed of fp16p on
+// the H100 (1024³ 12.9 against 26.6 TFLOP/s, 4096×512×14336 18.2 against 37.5).
+#if (NCNN_fp16_storage && !NCNN_fp16_arithmetic) || NCNN_bf16_storage
+#define AB_WORDS 1
+#else
+#define AB_WORDS 0
+#endif
+#if AB_WORDS || NCNN_fp16_packed || NCNN_bf16_packed
+// A quad held in two uints (element 0 in the low 16 bits), as fp32.
+vec4 unpack_quad(uvec2 v)
+{
+#if NCNN_fp16_storage || NCNN_fp16_packed
+    return vec4(unpackHalf2x16(v.x), unpackHalf2x16(v.y));
+#else
+    return uintBitsToFloat(uvec4(v.x << 16, v.x & 0xffff0000u, v.y << 16, v.y & 0xffff0000u));
+#endif
+}
+#endif
+// Quad i of A or B (a_data, b_data) as fp32.
+#if AB_WORDS
+#define ld4_ab(buf, i) unpack_quad(buf[i])
+#else
+#define ld4_ab(buf, i) vec4(buffer_ld4(buf, i))
+#endif
+#endif
+
 #if NCNN_shader_local_memory && !NCNN_cooperative_matrix
 // One padding vec4 per row keeps the transposing stores of A (and B when transposed) off one bank.
 shared vec4 tile_a[STEP][BM / 4 + 1];
@@ -78,13 +107,12 @@ shared vec4 tile_b[STEP][BN / 4 + 1];
 // vec4s of A and of B one invocation moves into shared memory per step.
 const int A_LOADS = (BM * STEP / 4 + THREADS - 1) / THREADS;
 const int B_LOADS = (BN * STEP / 4 + THREADS - 1) / THREADS;
-#if (NCNN_fp16_storage && !NCNN_fp16_arithmetic) || NCNN_bf16_storage
-// 16-bit storage without 16-bit arithmetic types: a 16-bit value can't live in a register, so a
-// quad is converted as it is loaded.
-#define rawvec4 vec4
-#define load_raw(buf, i) vec4(buffer_ld4(buf, i))
+// A quad as loaded, converted to fp32 (to_f32) only when staged, so the load's latency overlaps
+// the step's arithmetic.
+#if AB_WORDS
+#define rawvec4 uvec2
 #else
 #define rawvec4 sfpvec4
-#define load_raw(buf, i) buf[i]
 #endif
+#define load_raw(buf, i) buf[i]
 #endif
