@@ -28,8 +28,8 @@ layout (local_size_x = 16, local_size_y = 16) in;
 #if NCNN_cooperative_matrix
 layout (binding = 0) readonly buffer in_blob { uvec4 a_data[]; };
 layout (binding = 1) readonly buffer w_blob { uvec4 b_data[]; };
-#elif (NCNN_fp16_storage && !NCNN_fp16_arithmetic) || NCNN_bf16_storage
-// 16-bit storage, fp32 arithmetic: quads read as two uints (gemm_tiles.glsl's AB_WORDS says why).
+#elif NCNN_fp16_storage || NCNN_bf16_storage
+// 16-bit storage: quads read as two uints (gemm_tiles.glsl's AB_WORDS says why).
 layout (binding = 0) readonly buffer in_blob { uvec2 a_data[]; };
 layout (binding = 1) readonly buffer w_blob { uvec2 b_data[]; };
 #else
