@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 use vkprism::{CommandList, Context, FloatMode, LoadedKernel, Tensor, TensorFormat, VariantInfo};
 
 /// How much one tuning may cost: at most `max_candidates` configurations, each run once to
-/// warm up and check its result, then `repetitions` times timed (the median counts).
+/// check its result, then (after a 300 ms warm-up) `repetitions` times timed in interleaved
+/// rounds (the median counts).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct TuneBudget {
     /// Configurations timed per problem (1 to [`TuneBudget::MAX_CANDIDATES`]; default 6).
@@ -181,16 +182,18 @@ const MARGIN: f64 = 0.02;
 /// candidates of the device's [`DeviceClass`] ([`DeviceClass::candidates`]) on the problem
 /// itself, with buffers it allocates (inputs of eighths in [-1, 1], the output poisoned with
 /// NaN or `i32::MIN` before each candidate) and frees before returning; each candidate runs once
-/// to warm up and to check 64 sampled outputs against a CPU dot product (a candidate with a wrong
-/// result is rejected, never chosen), then [`TuneBudget::repetitions`] times timed with GPU
-/// timestamps; the lowest median wins, the default keeping its place unless another is 2%
+/// to check 64 sampled outputs against a CPU dot product (a candidate with a wrong result is
+/// rejected, never chosen); then, after 300 ms of warm-up runs (an idle GPU's clock ramps up),
+/// all are timed in [`TuneBudget::repetitions`] interleaved rounds with GPU timestamps; the
+/// lowest median wins, the default keeping its place unless another is 2%
 /// faster. The choice is recorded under the device (vendor, device, driver version), the kernel,
 /// the variant and the shape bucket (M, N, K rounded up to powers of two, transposes, 16-byte
 /// loads) and, with a cache path, written to the file at once. A recorded problem is answered
 /// from the record: nothing is timed ([`GemmTuner::last_timed`] is 0).
 ///
 /// **Cost of a miss**, with the default budget: up to 6 pipelines created (the driver compiles
-/// each; they stay cached in the loaded kernel) and 6 × 4 runs of the problem, plus one upload
+/// each; they stay cached in the loaded kernel), 300 ms of warm-up runs and 6 × 4 runs of the
+/// problem, plus one upload
 /// of the inputs and, per candidate, one upload of the poison and one download of the output.
 /// On the H100 a 4096³ fp16 GEMM runs in about 0.6 ms, so the runs cost ~15 ms and the
 /// pipelines dominate; on lavapipe a 96×80×64 GEMM tunes in well under a second.
@@ -569,9 +572,9 @@ impl GemmTuner {
     ) -> Result<GemmConfig, TuneError> {
         let key = self.key(problem, variant);
         let candidates = self.candidates(problem, &variant.key);
-        let mut timed = Vec::new();
         let mut rejected = Vec::new();
-        let mut used_clock = None;
+        // Every candidate recorded, run once and checked first: a wrong one is never timed.
+        let mut runnable = Vec::new();
         for cfg in candidates {
             let (mut list, clock) = match record(&cfg) {
                 Ok(l) => l,
@@ -587,19 +590,10 @@ impl GemmTuner {
                 rejected.push((cfg, format!("wrong result: {why}")));
                 continue;
             }
-            let mut times = Vec::with_capacity(self.budget.repetitions as usize);
-            for _ in 0..self.budget.repetitions {
-                let start = Instant::now();
-                list.submit_and_wait()?;
-                times.push(match clock {
-                    Clock::Gpu => list.total_time()?,
-                    Clock::Host => start.elapsed(),
-                });
-            }
-            times.sort();
-            timed.push((cfg, times[times.len() / 2]));
-            used_clock = Some(clock);
+            runnable.push((cfg, list, clock));
         }
+        let used_clock = runnable.first().map(|(_, _, clock)| *clock);
+        let timed = time_interleaved(&mut runnable, self.budget.repetitions)?;
         let Some(&(first, first_time)) = timed.first() else {
             return Err(TuneError::NoCandidate(
                 rejected
@@ -627,6 +621,49 @@ impl GemmTuner {
         });
         Ok(chosen)
     }
+}
+
+/// GPU work run before timing: an idle H100 runs at 345–465 MHz and needs ~200 ms of sustained
+/// work to reach its 1980 MHz; timed cold, the first candidates ran slower than the last and a
+/// slower configuration was chosen (4096×512×14336 fp32: 34.7 TFLOP/s against the table's 36.7).
+const WARM_UP: Duration = Duration::from_millis(300);
+/// The most rounds of warm-up, whatever their duration (bounds the cost of tiny problems).
+const MAX_WARM_UP_ROUNDS: usize = 2000;
+
+/// The median time of each candidate's list, after [`WARM_UP`]: rounds of one run of every
+/// candidate, so a clock that still changes changes every candidate's runs alike.
+fn time_interleaved(
+    runnable: &mut [(GemmConfig, CommandList, Clock)],
+    repetitions: u32,
+) -> Result<Vec<(GemmConfig, Duration)>, vkprism::command::Error> {
+    let warm_up = Instant::now();
+    for _ in 0..MAX_WARM_UP_ROUNDS {
+        if warm_up.elapsed() >= WARM_UP {
+            break;
+        }
+        for (_, list, _) in runnable.iter_mut() {
+            list.submit_and_wait()?;
+        }
+    }
+    let mut times = vec![Vec::with_capacity(repetitions as usize); runnable.len()];
+    for _ in 0..repetitions {
+        for ((_, list, clock), t) in runnable.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            list.submit_and_wait()?;
+            t.push(match clock {
+                Clock::Gpu => list.total_time()?,
+                Clock::Host => start.elapsed(),
+            });
+        }
+    }
+    Ok(runnable
+        .iter()
+        .zip(times)
+        .map(|((cfg, _, _), mut t)| {
+            t.sort();
+            (*cfg, t[t.len() / 2])
+        })
+        .collect())
 }
 
 /// A list timed by GPU timestamps, or an untimed one (and the host's clock) where the queue has
