@@ -19,10 +19,18 @@ vec4 to_f32(rawvec4 v)
 // whole number of steps so no two shares load the same depth, and writes its raw fp32 sums to
 // partial_data[z][M][N]; gemm_split_reduce.comp adds the shares and applies alpha, the bias,
 // the activation and the storage format. Otherwise one workgroup covers all of K.
+#if VKPRISM_SPLIT_K
+// The depth of one share.
+int k_share()
+{
+    return (p.K + split_k * STEP - 1) / (split_k * STEP) * STEP;
+}
+#endif
+
 int k_begin()
 {
 #if VKPRISM_SPLIT_K
-    return int(gl_WorkGroupID.z) * ((p.K + split_k * STEP - 1) / (split_k * STEP) * STEP);
+    return int(gl_WorkGroupID.z) * k_share();
 #else
     return 0;
 #endif
@@ -31,7 +39,7 @@ int k_begin()
 int k_end()
 {
 #if VKPRISM_SPLIT_K
-    return min(p.K, k_begin() + (p.K + split_k * STEP - 1) / (split_k * STEP) * STEP);
+    return min(p.K, k_begin() + k_share());
 #else
     return p.K;
 #endif
