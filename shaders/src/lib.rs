@@ -281,6 +281,25 @@ impl Conv2dShape {
     }
 }
 
+/// A GEMM-shaped kernel's `SpecConstants` (`$ty`, generated per kernel: no shared trait) with
+/// `cfg`'s `BK`, `subgroup_size`, `cm_*` and `vec8`, and the fields given.
+macro_rules! with_tiles {
+    ($cfg:expr, $ty:path { $($field:ident),* $(,)? ..$rest:expr }) => {{
+        let cfg: &GemmConfig = $cfg;
+        let [cm_wfm, cm_wfn, cm_warps_n] = cfg.cm_tiles.map(|v| v as i32);
+        $ty {
+            BK: cfg.bk,
+            subgroup_size: cfg.subgroup_size as i32,
+            cm_wfm,
+            cm_wfn,
+            cm_warps_n,
+            vec8: cfg.wide_loads as i32,
+            $($field,)*
+            ..$rest
+        }
+    }};
+}
+
 /// How [`gemm`] and [`conv2d_nhwc`] run one problem: the workgroup, the step depth and, in
 /// cooperative-matrix variants, the subgroups' tiles and the load width. [`GemmConfig::for_gemm`]
 /// and [`GemmConfig::for_conv`] choose them from the problem's shape with the figures measured
@@ -499,44 +518,26 @@ impl GemmConfig {
 
     /// `spec` with this configuration's constants (`BK`, `subgroup_size`, `cm_*`, `vec8`).
     pub fn gemm_spec(&self, spec: gemm::SpecConstants) -> gemm::SpecConstants {
-        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
-        gemm::SpecConstants {
-            BK: self.bk,
-            subgroup_size: self.subgroup_size as i32,
-            cm_wfm: wfm,
-            cm_wfn: wfn,
-            cm_warps_n: warps_n,
-            vec8: self.wide_loads as i32,
-            ..spec
-        }
+        with_tiles!(self, gemm::SpecConstants { ..spec })
     }
 
     /// The specialization constants of [`gemm_int8`] for this configuration.
     pub fn int8_spec(&self) -> gemm_int8::SpecConstants {
-        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
+        let [cm_wfm, cm_wfn, cm_warps_n] = self.cm_tiles.map(|v| v as i32);
         gemm_int8::SpecConstants {
             BK: self.bk,
             subgroup_size: self.subgroup_size as i32,
-            cm_wfm: wfm,
-            cm_wfn: wfn,
-            cm_warps_n: warps_n,
+            cm_wfm,
+            cm_wfn,
+            cm_warps_n,
             vec16: self.wide_loads as i32,
         }
     }
 
     /// As [`GemmConfig::gemm_spec`], for [`gemm_split`] (with `split_k`).
     pub fn gemm_split_spec(&self, spec: gemm_split::SpecConstants) -> gemm_split::SpecConstants {
-        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
-        gemm_split::SpecConstants {
-            BK: self.bk,
-            subgroup_size: self.subgroup_size as i32,
-            cm_wfm: wfm,
-            cm_wfn: wfn,
-            cm_warps_n: warps_n,
-            vec8: self.wide_loads as i32,
-            split_k: self.split_k as i32,
-            ..spec
-        }
+        let split_k = self.split_k as i32;
+        with_tiles!(self, gemm_split::SpecConstants { split_k, ..spec })
     }
 
     /// As [`GemmConfig::gemm_spec`], for [`conv2d_nhwc_split`] (with `split_k`).
@@ -544,31 +545,13 @@ impl GemmConfig {
         &self,
         spec: conv2d_nhwc_split::SpecConstants,
     ) -> conv2d_nhwc_split::SpecConstants {
-        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
-        conv2d_nhwc_split::SpecConstants {
-            BK: self.bk,
-            subgroup_size: self.subgroup_size as i32,
-            cm_wfm: wfm,
-            cm_wfn: wfn,
-            cm_warps_n: warps_n,
-            vec8: self.wide_loads as i32,
-            split_k: self.split_k as i32,
-            ..spec
-        }
+        let split_k = self.split_k as i32;
+        with_tiles!(self, conv2d_nhwc_split::SpecConstants { split_k, ..spec })
     }
 
     /// As [`GemmConfig::gemm_spec`], for [`conv2d_nhwc`].
     pub fn conv_spec(&self, spec: conv2d_nhwc::SpecConstants) -> conv2d_nhwc::SpecConstants {
-        let [wfm, wfn, warps_n] = self.cm_tiles.map(|v| v as i32);
-        conv2d_nhwc::SpecConstants {
-            BK: self.bk,
-            subgroup_size: self.subgroup_size as i32,
-            cm_wfm: wfm,
-            cm_wfn: wfn,
-            cm_warps_n: warps_n,
-            vec8: self.wide_loads as i32,
-            ..spec
-        }
+        with_tiles!(self, conv2d_nhwc::SpecConstants { ..spec })
     }
 }
 
