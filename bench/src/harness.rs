@@ -70,7 +70,12 @@ pub fn time_list(list: &mut CommandList, cfg: Config) -> Result<Timing, vkprism:
     let clock = std::thread::spawn(sm_clock_mhz);
     let mut times = Vec::new();
     let mut total = 0.0;
-    while times.len() < cfg.min_runs || (total < cfg.min_series_gpu_s && times.len() < 10_000) {
+    // The series lasts until the clock has been read (`nvidia-smi` can take longer to start
+    // than the series: a reading taken after it, with the GPU idle, printed 555–690 MHz beside
+    // figures measured at 1980).
+    while times.len() < cfg.min_runs
+        || (times.len() < 10_000 && (total < cfg.min_series_gpu_s || !clock.is_finished()))
+    {
         list.submit_and_wait()?;
         let t = list.total_time()?.as_secs_f64();
         total += t;

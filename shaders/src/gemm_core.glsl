@@ -79,29 +79,15 @@ void load_step(int tid, int m0, int n0, int k0, out uvec4 ra[A_LOADS], out uvec4
     }
 }
 
-// Stores octet `o` of a tile (two f16vec4 halves).
-void put_octet(bool to_a, int o, uvec4 v)
-{
-    const f16vec4 lo = f16vec4(unpackFloat2x16(v.x), unpackFloat2x16(v.y));
-    const f16vec4 hi = f16vec4(unpackFloat2x16(v.z), unpackFloat2x16(v.w));
-    if (to_a) {
-        cm_a[2 * o] = lo;
-        cm_a[2 * o + 1] = hi;
-    } else {
-        cm_b[2 * o] = lo;
-        cm_b[2 * o + 1] = hi;
-    }
-}
-
 void stage(int tid, uvec4 ra[A_LOADS], uvec4 rb[B_LOADS])
 {
     [[unroll]] for (int i = 0; i < A_LOADS; i++) {
         const int l = tid + i * THREADS;
-        if (l < A_ROWS * A_OCTETS) put_octet(true, (l / A_OCTETS) * A_STRIDE + l % A_OCTETS, ra[i]);
+        if (l < A_ROWS * A_OCTETS) cm_smem[(l / A_OCTETS) * A_STRIDE + l % A_OCTETS] = ra[i];
     }
     [[unroll]] for (int i = 0; i < B_LOADS; i++) {
         const int l = tid + i * THREADS;
-        if (l < B_ROWS * B_OCTETS) put_octet(false, (l / B_OCTETS) * B_STRIDE + l % B_OCTETS, rb[i]);
+        if (l < B_ROWS * B_OCTETS) cm_smem[A_TILE + (l / B_OCTETS) * B_STRIDE + l % B_OCTETS] = rb[i];
     }
 }
 
@@ -134,21 +120,22 @@ void main()
         barrier();
         if (k0 + STEP < k_last) load_step(tid, m0, n0, k0 + STEP, ra, rb);
         [[unroll]] for (int k = 0; k < STEP; k += 16) {
-            // Offsets and strides in f16vec4s: two per octet.
+            // Offsets and strides in octets (the fragments are halves; Vulkan counts in the
+            // array's elements).
             coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[cm_wfm];
             [[unroll]] for (int i = 0; i < cm_wfm; i++) {
                 if (transpose_a == 1) {
-                    coopMatLoad(fa[i], cm_a, 2 * (k * A_STRIDE + (wm + i * 16) / 8), 2 * A_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+                    coopMatLoad(fa[i], cm_smem, k * A_STRIDE + (wm + i * 16) / 8, A_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
                 } else {
-                    coopMatLoad(fa[i], cm_a, 2 * ((wm + i * 16) * A_STRIDE + k / 8), 2 * A_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                    coopMatLoad(fa[i], cm_smem, (wm + i * 16) * A_STRIDE + k / 8, A_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
                 }
             }
             [[unroll]] for (int j = 0; j < cm_wfn; j++) {
                 coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb;
                 if (transpose_b == 1) {
-                    coopMatLoad(fb, cm_b, 2 * ((wn + j * 16) * B_STRIDE + k / 8), 2 * B_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
+                    coopMatLoad(fb, cm_smem, A_TILE + (wn + j * 16) * B_STRIDE + k / 8, B_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
                 } else {
-                    coopMatLoad(fb, cm_b, 2 * (k * B_STRIDE + (wn + j * 16) / 8), 2 * B_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
+                    coopMatLoad(fb, cm_smem, A_TILE + k * B_STRIDE + (wn + j * 16) / 8, B_STRIDE, gl_CooperativeMatrixLayoutRowMajor);
                 }
                 [[unroll]] for (int i = 0; i < cm_wfm; i++) {
                     acc[i * cm_wfn + j] = coopMatMulAdd(fa[i], fb, acc[i * cm_wfn + j]);
@@ -157,18 +144,19 @@ void main()
         }
     }
 
-    // Each 16×16 accumulator through this subgroup's scratch: 64 vec4s, spread over its lanes.
+    // Each 16×16 accumulator through this subgroup's scratch, where the tiles were (so every
+    // subgroup must be done with them): 64 quads of fp32 (one uvec4 each, rows of 4), spread
+    // over the subgroup's lanes.
+    barrier();
     [[unroll]] for (int f = 0; f < cm_wfm * cm_wfn; f++) {
-        coopMatStore(acc[f], cm_c, warp * 256, 16, gl_CooperativeMatrixLayoutRowMajor);
+        coopMatStore(acc[f], cm_smem, warp * 64, 4, gl_CooperativeMatrixLayoutRowMajor);
         subgroupMemoryBarrierShared();
         subgroupBarrier();
         for (int q = lane; q < 64; q += subgroup_size) {
-            const int row = q / 4, col = (q % 4) * 4;
-            const int m = m0 + wm + (f / cm_wfn) * 16 + row;
-            const int n = n0 + wn + (f % cm_wfn) * 16 + col;
+            const int m = m0 + wm + (f / cm_wfn) * 16 + q / 4;
+            const int n = n0 + wn + (f % cm_wfn) * 16 + (q % 4) * 4;
             if (m >= p.M || n >= p.N) continue;
-            const int s = warp * 256 + row * 16 + col;
-            store_c(m, n, vec4(cm_c[s], cm_c[s + 1], cm_c[s + 2], cm_c[s + 3]));
+            store_c(m, n, uintBitsToFloat(cm_smem[warp * 64 + q]));
         }
         subgroupBarrier();
     }

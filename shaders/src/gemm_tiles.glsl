@@ -35,10 +35,14 @@ const int B_ROWS = transpose_b * BN + (1 - transpose_b) * STEP;
 const int B_OCTETS = transpose_b * (STEP / 8) + (1 - transpose_b) * (BN / 8);
 const int A_STRIDE = A_OCTETS + 1;
 const int B_STRIDE = B_OCTETS + 1;
-// (f16vec4 halves of octets: the driver's fragment loads from a uvec4 array are no faster.)
-shared f16vec4 cm_a[2 * A_ROWS * A_STRIDE];
-shared f16vec4 cm_b[2 * B_ROWS * B_STRIDE];
-shared float cm_c[WARPS * 256];
+// A's tile, then B's, in one array of octets; after the last step the same memory is each
+// subgroup's scratch for one 16×16 fp32 accumulator at a time (64 uvec4s a subgroup), which
+// leaves 128×256 tiles room for 48-deep steps within the 48 KiB of shared memory NVIDIA's GPUs
+// give a workgroup (tuning::shared_memory_bytes computes the same size).
+const int A_TILE = A_ROWS * A_STRIDE;
+const int B_TILE = B_ROWS * B_STRIDE;
+const int CM_SCRATCH = WARPS * 64;
+shared uvec4 cm_smem[A_TILE + B_TILE > CM_SCRATCH ? A_TILE + B_TILE : CM_SCRATCH];
 // Octets of A and of B one invocation moves into shared memory per step.
 const int A_LOADS = (A_ROWS * A_OCTETS + THREADS - 1) / THREADS;
 const int B_LOADS = (B_ROWS * B_OCTETS + THREADS - 1) / THREADS;

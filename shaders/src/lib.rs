@@ -460,10 +460,13 @@ impl GemmConfig {
     /// large GPU (cooperative matrices only; `split_k` stays 1 otherwise). A K longer than M and
     /// N (and N over 64) first gets the most efficient tiles, 128×256 of 8 subgroups; then a
     /// grid of fewer than [`SPLIT_K_WORKGROUPS`] workgroups over a K of at least 512 gets enough
-    /// shares of K to reach that many (at most 8, each at least two 32-deep steps), 64-deep
-    /// steps where a share is 2048 or more. Measured on the H100 (fp16p, TFLOP/s, one-pass
-    /// against split): 4096×512×14336 178 → 207 (2 shares); a 3×3 convolution, batch 8, 14×14,
-    /// 256 channels 25.6 → 61.5 (8 shares), 64 channels 5.3 → 7.4. A configuration with
+    /// shares of K to reach that many (at most 8, each at least two 32-deep steps), 48-deep
+    /// steps where a share is 2048 or more. Every choice fits in 48 KiB of shared memory
+    /// ([`tuning::shared_memory_bytes`]; NVIDIA's limit, the smallest of the desktop GPUs'):
+    /// 64-deep steps of 128×256 tiles would need 60,416 bytes. Measured on the H100 (fp16p,
+    /// TFLOP/s, one-pass against split): 4096×512×14336 178 → 199 (2 shares); a 3×3
+    /// convolution, batch 8, 14×14, 256 channels 25.6 → 61.5 (8 shares), 64 channels 5.3 →
+    /// 7.4. A configuration with
     /// `split_k` > 1 is for [`gemm_split`] / [`conv2d_nhwc_split`] and [`gemm_split_reduce`].
     pub fn split_for(self, (m, n, k): (usize, usize, usize)) -> GemmConfig {
         if !self.coopmat {
@@ -487,7 +490,7 @@ impl GemmConfig {
         }
         GemmConfig {
             split_k: split as u32,
-            bk: if k / split >= 2048 { 64 } else { 32 },
+            bk: if k / split >= 2048 { 48 } else { 32 },
             ..base
         }
     }
@@ -568,7 +571,9 @@ pub const SPLIT_K_WORKGROUPS: usize = 128;
 ///   barriers per multiply-add (4096×512×14336: 178 against 132);
 /// - few tiles otherwise: 64×128 tiles so every SM has work (1024³: 81 against 61);
 /// - else 128×256 tiles, 8 subgroups of 64×64, a 32-deep step (4096³: 230 against 225; 2048³:
-///   227 against 213).
+///   227 against 213), 48-deep where K ≥ 4096 (4096³: 251 against 230; at 2048³ 48 and 32 run
+///   the same). 48 is the deepest step of these tiles within the 48 KiB of shared memory a
+///   workgroup may have on NVIDIA GPUs (47,872 bytes; 64 would need 60,416).
 fn coopmat_tiles((m, n, k): (usize, usize, usize), tiles: usize) -> (u32, [u32; 3], i32) {
     let tiles64 = m.div_ceil(64) * n.div_ceil(64);
     if (n <= 64 && tiles64 >= 256) || (tiles < 64 && k >= 2048) {
@@ -578,7 +583,7 @@ fn coopmat_tiles((m, n, k): (usize, usize, usize), tiles: usize) -> (u32, [u32; 
     } else if tiles < 128 {
         (8, [2, 2, 4], 32)
     } else {
-        (8, [4, 4, 4], 32)
+        (8, [4, 4, 4], if k >= 4096 { 48 } else { 32 })
     }
 }
 

@@ -309,6 +309,23 @@ fn gemm_every_variant() {
             bk: 16,
             cm: (4, 32, [4, 4, 2]),
         },
+        // The table's tiles for a long K: 128×256 tiles of 8 subgroups and a 48-deep step, over
+        // a K that is not a multiple of it and edges in M and N; A transposed, bias, sigmoid.
+        GemmCase {
+            m: 136,
+            n: 264,
+            k: 104,
+            o: reference::Gemm {
+                transpose_a: true,
+                alpha: 0.25,
+                activation: 3,
+                ..Default::default()
+            },
+            bias: true,
+            local: [16, 16],
+            bk: 16,
+            cm: (8, 48, [4, 4, 4]),
+        },
     ];
     for (i, case) in cases.iter().enumerate() {
         run_gemm_case(&ctx, case, 4 + 10 * i as u64);

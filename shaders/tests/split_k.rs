@@ -4,6 +4,7 @@
 //! with cooperative matrices); and when `GemmConfig::split_for` splits.
 
 use vkprism::{LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::tuning::{shared_memory_bytes, GemmProblem};
 use vkprism_shaders::{
     conv2d_nhwc_split, gemm, gemm_split, gemm_split_reduce, reference, Conv2dShape, GemmConfig,
     SPLIT_K_WORKGROUPS,
@@ -265,11 +266,11 @@ fn split_for_splits_only_small_grids_over_long_k() {
     let config = |k: &vkprism::VariantKey, mnk: (usize, usize, usize)| {
         GemmConfig::for_gemm(k, 32, mnk.0, mnk.1, mnk.2).split_for(mnk)
     };
-    // 4096×512 over 14336: 128×256 tiles (64 of them), 2 shares of 7168, 64-deep steps.
+    // 4096×512 over 14336: 128×256 tiles (64 of them), 2 shares of 7168, 48-deep steps.
     let tall = config(&cm, (4096, 512, 14336));
     assert_eq!(
         (tall.split_k, tall.tile(), tall.bk),
-        (2, (128, 256), 64),
+        (2, (128, 256), 48),
         "{tall:?}"
     );
     assert_eq!(tall.grid(4096, 512), [2 * 32, 32 * 8, 2]);
@@ -296,4 +297,96 @@ fn split_for_splits_only_small_grids_over_long_k() {
     assert_eq!(config(&plain, (64, 64, 8192)).grid(64, 64)[2], 1);
     // One tile over a long K: 8 shares.
     assert_eq!(config(&cm, (64, 64, 8192)).split_k, 8);
+}
+
+/// Every configuration the table and `split_for` choose fits in the 48 KiB of shared memory
+/// NVIDIA's GPUs give a workgroup (`maxComputeSharedMemorySize`), for GEMMs (transposed or not)
+/// and convolutions of many shapes: a choice over it (64-deep steps of 128×256 tiles, 60,416
+/// bytes before the store's scratch shared the tiles' memory) ran on the H100's driver, but is
+/// outside Vulkan's rules.
+#[test]
+fn table_and_split_choices_fit_in_48_kib() {
+    const LIMIT: u64 = 48 << 10;
+    let dims = [8, 64, 100, 256, 512, 1024, 1568, 2048, 4096, 25088];
+    let depths = [16, 64, 576, 2304, 4096, 8192, 14336, 65536];
+    for v in gemm::VARIANTS {
+        let key = v.key;
+        for m in dims {
+            for n in dims {
+                for k in depths {
+                    for t in [false, true] {
+                        let cfg = GemmConfig::for_gemm(&key, 32, m, n, k).split_for((m, n, k));
+                        let bytes =
+                            shared_memory_bytes(&cfg, &GemmProblem::gemm(m, n, k, t, t), &key);
+                        assert!(
+                            bytes <= LIMIT,
+                            "{} {m}x{n}x{k}: {bytes} bytes, {cfg:?}",
+                            key.name()
+                        );
+                    }
+                }
+            }
+        }
+        for (h, c, outc) in [
+            (56, 64, 64),
+            (56, 256, 256),
+            (14, 256, 256),
+            (14, 64, 64),
+            (7, 512, 2048),
+        ] {
+            let s = Conv2dShape {
+                batch: 8,
+                h,
+                w: h,
+                c,
+                outc,
+                kh: 3,
+                kw: 3,
+                stride: 1,
+                pad: 1,
+            };
+            let cfg = GemmConfig::for_conv(&key, 32, &s).split_for(s.gemm_mnk());
+            let bytes = shared_memory_bytes(&cfg, &GemmProblem::conv2d_nhwc(&s), &key);
+            assert!(
+                bytes <= LIMIT,
+                "{} {s:?}: {bytes} bytes, {cfg:?}",
+                key.name()
+            );
+        }
+    }
+}
+
+/// `shared_memory_bytes` of cooperative-matrix configurations, against what the H100's driver
+/// reported for the same pipelines (`VK_KHR_pipeline_executable_properties`' "Shared Memory
+/// Size", `VKPRISM_BENCH_STATS=1`, 2026-11-23): the formula is the kernels' declarations. 64-deep
+/// steps of 128×256 tiles (52,224 bytes) are over the 48 KiB limit: no table choice uses them.
+#[test]
+fn shared_memory_bytes_match_the_drivers_statistics() {
+    let key = gemm::VARIANTS
+        .iter()
+        .find(|v| v.key.name() == "fp16p_lm_cm")
+        .unwrap()
+        .key;
+    let problem = GemmProblem::gemm(4096, 4096, 4096, false, false);
+    // (subgroups, cm_tiles, BK, bytes the driver reported)
+    let measured = [
+        (8, [4, 4, 4], 32, 27136),
+        (8, [4, 4, 4], 48, 39680),
+        (8, [4, 4, 4], 64, 52224),
+        (8, [4, 2, 4], 64, 35840),
+        (8, [4, 2, 4], 48, 27392),
+        (8, [4, 4, 2], 48, 41728),
+        (8, [2, 4, 4], 64, 43008),
+        (8, [2, 4, 4], 32, 22016),
+        (4, [4, 4, 2], 32, 18944),
+    ];
+    for (subgroups, cm_tiles, bk, bytes) in measured {
+        let cfg = GemmConfig {
+            local: [32, subgroups],
+            bk,
+            cm_tiles,
+            ..GemmConfig::for_gemm(&key, 32, 4096, 4096, 4096)
+        };
+        assert_eq!(shared_memory_bytes(&cfg, &problem, &key), bytes, "{cfg:?}");
+    }
 }

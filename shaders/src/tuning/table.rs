@@ -673,11 +673,14 @@ pub fn shared_memory_bytes(cfg: &GemmConfig, problem: &GemmProblem, variant: &Va
             let step = bk.div_ceil(32) * 32;
             return bm * (step / 16 + 1) * 16 + step * (bn / 16 + 1) * 16 + warps * 256 * 4;
         }
+        // Octets of the two tiles (rows padded by one), or the subgroups' scratch of 64
+        // octets each, which reuses the tiles' memory after the last step.
         let step = bk.div_ceil(16) * 16;
         let (ta, tb) = (problem.transpose_a, problem.transpose_b);
         let (a_rows, a_octets) = if ta { (step, bm / 8) } else { (bm, step / 8) };
         let (b_rows, b_octets) = if tb { (bn, step / 8) } else { (step, bn / 8) };
-        2 * a_rows * (a_octets + 1) * 8 + 2 * b_rows * (b_octets + 1) * 8 + warps * 256 * 4
+        let tiles = a_rows * (a_octets + 1) + b_rows * (b_octets + 1);
+        16 * tiles.max(warps * 64)
     } else if uses_shared_memory(problem, variant) {
         bk * (bm / 4 + 1) * 16 + bk * (bn / 4 + 1) * 16
     } else {
