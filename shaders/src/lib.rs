@@ -19,7 +19,7 @@
 mod depthwise;
 pub mod tuning;
 pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
-pub use tuning::{DeviceClass, GemmTuner};
+pub use tuning::{DeviceClass, GemmKernel, GemmTuner};
 
 vkprism::compute_shader! {
     /// y = f(x) over vec4s; `op` (constant 0): 0 relu, 1 leaky relu (slope `alpha`), 2 sigmoid,
@@ -353,7 +353,7 @@ impl GemmConfig {
         k: usize,
     ) -> GemmConfig {
         let vec8 = m.is_multiple_of(8) && n.is_multiple_of(8) && k.is_multiple_of(8);
-        GemmConfig::choose(variant, subgroup_size, (m, n, k), vec8)
+        GemmConfig::choose(variant, subgroup_size, (m, n, k), vec8, GemmKernel::Gemm)
     }
 
     /// The configuration for an M×N×K [`gemm_int8`]: as [`GemmConfig::for_gemm`], with steps
@@ -367,7 +367,13 @@ impl GemmConfig {
         k: usize,
     ) -> GemmConfig {
         let wide = k.is_multiple_of(16) && n.is_multiple_of(16);
-        let mut cfg = GemmConfig::choose(variant, subgroup_size, (m, n, k), wide);
+        let mut cfg = GemmConfig::choose(
+            variant,
+            subgroup_size,
+            (m, n, k),
+            wide,
+            GemmKernel::GemmInt8,
+        );
         if cfg.coopmat {
             cfg.bk *= 2;
         }
@@ -382,7 +388,8 @@ impl GemmConfig {
         shape: &Conv2dShape,
     ) -> GemmConfig {
         let vec8 = shape.c.is_multiple_of(8) && shape.outc.is_multiple_of(8);
-        GemmConfig::choose(variant, subgroup_size, shape.gemm_mnk(), vec8)
+        let mnk = shape.gemm_mnk();
+        GemmConfig::choose(variant, subgroup_size, mnk, vec8, GemmKernel::Conv2dNhwc)
     }
 
     fn choose(
@@ -390,6 +397,7 @@ impl GemmConfig {
         subgroup_size: u32,
         (m, n, k): (usize, usize, usize),
         vec8: bool,
+        kernel: GemmKernel,
     ) -> GemmConfig {
         let tiles = m.div_ceil(128) * n.div_ceil(128);
         let coopmat = variant.coopmat == Some(true);
@@ -403,7 +411,8 @@ impl GemmConfig {
             split_k: 1,
         };
         if coopmat {
-            let (subgroups, cm_tiles, bk) = coopmat_tiles((m, n, k), tiles);
+            let gathers = kernel == GemmKernel::Conv2dNhwc;
+            let (subgroups, cm_tiles, bk) = coopmat_tiles((m, n, k), tiles, gathers);
             return GemmConfig {
                 local: [subgroup_size, subgroups],
                 bk,
@@ -570,11 +579,18 @@ pub const SPLIT_K_WORKGROUPS: usize = 128;
 /// - few tiles over a long K: 128×128 tiles, 8 subgroups of 64×32 and a 64-deep step, fewer
 ///   barriers per multiply-add (4096×512×14336: 178 against 132);
 /// - few tiles otherwise: 64×128 tiles so every SM has work (1024³: 81 against 61);
-/// - else 128×256 tiles, 8 subgroups of 64×64, a 32-deep step (4096³: 230 against 225; 2048³:
-///   227 against 213), 48-deep where K ≥ 4096 (4096³: 251 against 230; at 2048³ 48 and 32 run
-///   the same). 48 is the deepest step of these tiles within the 48 KiB of shared memory a
-///   workgroup may have on NVIDIA GPUs (47,872 bytes; 64 would need 60,416).
-fn coopmat_tiles((m, n, k): (usize, usize, usize), tiles: usize) -> (u32, [u32; 3], i32) {
+/// - else 128×256 tiles, 8 subgroups of 64×64, a 32-deep step, 48-deep where K ≥ 2048
+///   (4096³: 269 against 229 at 32; 2048³: 236 against 226). 48 is the deepest step of these
+///   tiles within the 48 KiB of shared memory a workgroup may have on NVIDIA GPUs (39,680
+///   bytes; 64 would need 52,224);
+/// - except for a convolution (`gathers`: its A loads compute an input address per octet),
+///   which gets 64×256 tiles of 8 subgroups of 32×64 and a 64-deep step (b8 56² × 256 ch 3×3:
+///   156 against 137; a GEMM loses with them, 2048³ 176 against 236).
+fn coopmat_tiles(
+    (m, n, k): (usize, usize, usize),
+    tiles: usize,
+    gathers: bool,
+) -> (u32, [u32; 3], i32) {
     let tiles64 = m.div_ceil(64) * n.div_ceil(64);
     if (n <= 64 && tiles64 >= 256) || (tiles < 64 && k >= 2048) {
         (4, [2, 2, 2], 32)
@@ -582,8 +598,10 @@ fn coopmat_tiles((m, n, k): (usize, usize, usize), tiles: usize) -> (u32, [u32; 
         (8, [4, 2, 4], 64)
     } else if tiles < 128 {
         (8, [2, 2, 4], 32)
+    } else if gathers {
+        (8, [2, 4, 4], 64)
     } else {
-        (8, [4, 4, 4], if k >= 4096 { 48 } else { 32 })
+        (8, [4, 4, 4], if k >= 2048 { 48 } else { 32 })
     }
 }
 

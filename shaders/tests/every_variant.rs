@@ -668,8 +668,16 @@ fn conv2d_every_variant() {
     assert_clean(&ctx);
 }
 
-/// One channels-last convolution in every variant of `conv2d_nhwc` against the f64 reference.
-fn run_conv_nhwc_case(ctx: &vkprism::Context, s: Conv2dShape, bias_term: bool, seed: u64) {
+/// One channels-last convolution in every variant of `conv2d_nhwc` against the f64 reference,
+/// with the table's configuration, or in cooperative-matrix variants `cm` (subgroups, step
+/// depth, `cm_tiles`) where given.
+fn run_conv_nhwc_case(
+    ctx: &vkprism::Context,
+    s: Conv2dShape,
+    bias_term: bool,
+    seed: u64,
+    cm: Option<(u32, i32, [u32; 3])>,
+) {
     let (oh, ow) = (s.outh(), s.outw());
     let input = random(s.batch * s.h * s.w * s.c, seed, 0.1, 1.0);
     let weight = random(s.kh * s.kw * s.c * s.outc, seed + 1, 0.1, 1.0);
@@ -687,7 +695,15 @@ fn run_conv_nhwc_case(ctx: &vkprism::Context, s: Conv2dShape, bias_term: bool, s
         let len = s.batch * oh * ow * s.outc;
         let ot =
             Tensor::from_f32(ctx, &[s.batch, oh, ow, s.outc], f, &vec![f32::NAN; len]).unwrap();
-        let cfg = GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s);
+        let mut cfg = GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s);
+        if let (true, Some((subgroups, bk, cm_tiles))) = (cfg.coopmat, cm) {
+            cfg = GemmConfig {
+                local: [cfg.subgroup_size, subgroups],
+                bk,
+                cm_tiles,
+                ..cfg
+            };
+        }
         let spec = cfg.conv_spec(conv2d_nhwc::SpecConstants {
             bias_term: bias_term as i32,
             ..Default::default()
@@ -736,11 +752,20 @@ fn conv2d_nhwc_every_variant() {
         pad,
     };
     // 3×3 same padding over two images; 5×5 strided; 1×1 (a plain GEMM of the pixels).
-    run_conv_nhwc_case(&ctx, shape(2, 7, 6, 8, 12, 3, 1, 1), true, 31);
-    run_conv_nhwc_case(&ctx, shape(1, 9, 10, 4, 8, 5, 2, 2), true, 41);
-    run_conv_nhwc_case(&ctx, shape(1, 6, 5, 12, 4, 1, 1, 0), false, 51);
+    run_conv_nhwc_case(&ctx, shape(2, 7, 6, 8, 12, 3, 1, 1), true, 31, None);
+    run_conv_nhwc_case(&ctx, shape(1, 9, 10, 4, 8, 5, 2, 2), true, 41, None);
+    run_conv_nhwc_case(&ctx, shape(1, 6, 5, 12, 4, 1, 1, 0), false, 51, None);
     // Channels in multiples of 8: whole octets per tap (`vec8`) with cooperative matrices.
-    run_conv_nhwc_case(&ctx, shape(1, 6, 7, 16, 8, 3, 1, 1), true, 61);
+    run_conv_nhwc_case(&ctx, shape(1, 6, 7, 16, 8, 3, 1, 1), true, 61, None);
+    // The table's tiles for large convolutions: 64×256 tiles of 8 subgroups, 64-deep steps (K
+    // of 216 is 3.4 of them), edges in M and N.
+    run_conv_nhwc_case(
+        &ctx,
+        shape(1, 13, 11, 24, 40, 3, 1, 1),
+        true,
+        71,
+        Some((8, 64, [2, 4, 4])),
+    );
     assert_clean(&ctx);
 }
 

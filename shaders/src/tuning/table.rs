@@ -268,9 +268,13 @@ impl DeviceClass {
         let coopmat = variant.coopmat == Some(true);
         let (m, n, k) = (problem.m, problem.n, problem.k);
         let cfg = match row.rule {
-            Rule::MeasuredH100 => {
-                GemmConfig::choose(variant, subgroup_size, (m, n, k), problem.aligned)
-            }
+            Rule::MeasuredH100 => GemmConfig::choose(
+                variant,
+                subgroup_size,
+                (m, n, k),
+                problem.aligned,
+                problem.kernel,
+            ),
             Rule::Table(t) => {
                 let tiles = m.div_ceil(128) * n.div_ceil(128);
                 let plain = if tiles < t.small_grid[(variant.float != FloatMode::Fp32) as usize] {
