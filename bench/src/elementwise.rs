@@ -13,7 +13,7 @@ vkprism::compute_shader! {
 }
 
 vkprism::compute_shader! {
-    /// y = x in storage precision, one vec4 per invocation.
+    /// y = x in storage precision, two vec4s per loop of an invocation over any grid.
     pub mod copy,
     path: "../kernels/copy.comp",
 }
@@ -103,6 +103,9 @@ fn record(
     t: &Operands,
 ) -> Result<usize, vkprism::Error> {
     let (n4, groups) = (t.n4 as i32, [t.n4 as u32, 1, 1]);
+    // `copy` and `activation` take any grid: half as many invocations as vec4s keeps two loads
+    // in flight in each.
+    let half = vkprism_shaders::activation_grid(t.n4);
     let local = Some([LOCAL, 1, 1]);
     match op {
         "axpb" => {
@@ -137,7 +140,7 @@ fn record(
                     y_blob: &t.y,
                 },
                 &push,
-                groups,
+                half,
             )?;
             Ok(2)
         }
@@ -163,7 +166,7 @@ fn record(
                     y_blob: &t.y,
                 },
                 &push,
-                groups,
+                half,
             )?;
             Ok(2)
         }

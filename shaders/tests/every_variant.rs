@@ -3,8 +3,8 @@
 
 use vkprism::{Feature, LoadOptions, SelectFailure, Tensor};
 use vkprism_shaders::{
-    activation, binary_op, conv2d, conv2d_dw_nhwc, conv2d_nhwc, gemm, gemm_image, gemm_image_grid,
-    gemm_int8, reference, Conv2dDwShape, Conv2dShape, GemmConfig,
+    activation, activation_grid, binary_op, conv2d, conv2d_dw_nhwc, conv2d_nhwc, gemm, gemm_image,
+    gemm_image_grid, gemm_int8, reference, Conv2dDwShape, Conv2dShape, GemmConfig,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_i8, random_in as random,
@@ -23,7 +23,10 @@ fn activations() {
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
         let xt = Tensor::from_f32(&ctx, &[n], f, &x).unwrap();
-        for op in 0..5 {
+        // One invocation per vec4, half as many (activation_grid, an odd count of 513), and
+        // 64: each invocation loops over vec4s a grid apart, two at a time.
+        let grids = [[(n / 4) as u32, 1, 1], activation_grid(n / 4), [64, 1, 1]];
+        for (op, grid) in (0..5).flat_map(|op| grids.map(|g| (op, g))) {
             let yt = Tensor::from_f32(&ctx, &[n], f, &vec![f32::NAN; n]).unwrap();
             // Specialized: n baked in for op 0, read from the push constant otherwise (psc).
             let spec = activation::SpecConstants {
@@ -42,7 +45,7 @@ fn activations() {
                         n: (n / 4) as i32,
                         alpha: 0.1,
                     },
-                    [(n / 4) as u32, 1, 1],
+                    grid,
                 )
             })
             .unwrap();
@@ -53,7 +56,7 @@ fn activations() {
                 &want,
                 &ones,
                 tolerance(&key),
-                &format!("{name} op {op}"),
+                &format!("{name} op {op} grid {grid:?}"),
             );
         }
     }
