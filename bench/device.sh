@@ -23,6 +23,8 @@ if [ "${2:-}" != "skip-tests" ]; then
 fi
 # (At most 8 files come back from a device call: the two logs share one.)
 .devbin/vkprism-bench --cases "$cases" --json "$out/vkprism.json" 2>&1 | tee "$out/run.txt"
+# What bounds the cooperative-matrix GEMM's loop (printed into run.txt, not the JSON).
+VKPRISM_BENCH_STATS=1 .devbin/vkprism-bench --cases bound 2>&1 | tee -a "$out/run.txt"
 python3 bench/torch_ref.py --cases "$cases" --json "$out/torch.json" 2>&1 | tee -a "$out/run.txt"
 python3 bench/merge.py "$out/vkprism.json" "$out/torch.json" "$out/results.json" > "$out/table.md"
 cat "$out/table.md"

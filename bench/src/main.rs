@@ -3,8 +3,9 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound] [--json FILE]
 
+mod bound;
 mod conv;
 mod conv_dw;
 mod dispatch;
@@ -20,7 +21,7 @@ use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -80,6 +81,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "transfer" => transfer::run(&ctx, args.cfg)?,
             "elementwise" => elementwise::run(&ctx, args.cfg)?,
             "dispatch" => dispatch::run(&ctx, args.cfg)?,
+            "bound" => bound::run(&ctx, args.cfg)?,
             other => return Err(format!("unknown case `{other}`\n{USAGE}").into()),
         });
     }
