@@ -20,8 +20,9 @@
 // memory (a transposed operand is read by column-major fragment loads), and multiplied as
 // 16×16×16 fp16 × fp16 + fp32 fragments: the workgroup's subgroups form a
 // (THREADS / subgroup_size / cm_warps_n) × cm_warps_n grid, each owning cm_wfm × cm_wfn
-// fragments; the fp32 accumulators go out through a per-subgroup 16×16 scratch so bias,
-// activation and the storage conversion are applied as in the other paths. `subgroup_size` must
+// fragments; the fp32 accumulators go out through a per-subgroup 16×16 scratch (the tiles'
+// shared memory, after the last step) so bias, activation and the storage conversion are applied
+// as in the other paths. `subgroup_size` must
 // be the device's subgroup size (32 on NVIDIA; require it at pipeline creation where it varies),
 // and the workgroup's x size a multiple of it (Vulkan requires that of subgroup-scope
 // matrices): use `GemmConfig`, which chooses all of these per problem.
