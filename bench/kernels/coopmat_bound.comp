@@ -13,8 +13,15 @@
 layout (constant_id = 0) const int BK = 32;
 layout (constant_id = 1) const int mode = 0;
 layout (local_size_x = 32, local_size_y = 8) in;
+// Halves, read as octets (uvec4) with cooperative matrices; declared as the storage type
+// otherwise, which is what makes the octets' tensors F16 (vkprism_compiler::model).
+#if NCNN_cooperative_matrix
 layout (binding = 0) readonly buffer a_blob { uvec4 a_data[]; };
 layout (binding = 1) readonly buffer b_blob { uvec4 b_data[]; };
+#else
+layout (binding = 0) readonly buffer a_blob { sfpvec4 a_data[]; };
+layout (binding = 1) readonly buffer b_blob { sfpvec4 b_data[]; };
+#endif
 layout (binding = 2) writeonly buffer c_blob { sfp c_data[]; };
 layout (push_constant) uniform parameter { int M; int N; int K; } p;
 
@@ -107,5 +114,9 @@ void main()
     }
 }
 #else
-void main() {}
+// Only the `_cm` variant ships; the others are compiled for their bindings' formats.
+void main()
+{
+    if (p.M < 0) buffer_st1(c_data, 0, afp(buffer_ld4(a_data, 0).x + buffer_ld4(b_data, 0).x));
+}
 #endif

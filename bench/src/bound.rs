@@ -74,3 +74,16 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     }
     Ok(records)
 }
+
+#[cfg(test)]
+mod tests {
+    /// A and B are tensors of halves (read as octets), so the bench can upload them as F16.
+    #[test]
+    fn operands_are_f16_tensors() {
+        let v = &super::coopmat_bound::VARIANTS[0];
+        assert_eq!(v.key.name(), "fp16s_cm");
+        for b in &v.bindings[..3] {
+            assert_eq!(b.format, vkprism::TensorFormat::F16, "{}", b.name);
+        }
+    }
+}
