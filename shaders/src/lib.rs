@@ -358,7 +358,8 @@ impl GemmConfig {
     /// 8×8 workgroups (64×64 tiles) when there are too few tiles to fill a large GPU, a 16-deep
     /// step. With them, tiles by the problem's shape (`coopmat_tiles` in the source says which
     /// and what each was measured at): 128×256 tiles of 8 subgroups and a 32-deep step for large
-    /// problems, smaller tiles for small grids or N ≤ 64, a 64-deep step for long K.
+    /// problems (48-deep from K ≥ 2048), smaller tiles for small grids or N ≤ 64, a 64-deep step
+    /// for long K; every choice within 48 KiB of shared memory.
     ///
     /// This is the NVIDIA row of [`DeviceClass`]'s table; on another GPU,
     /// `DeviceClass::of(ctx).config(..)` or a [`GemmTuner`] choose for that GPU.
@@ -398,7 +399,9 @@ impl GemmConfig {
     }
 
     /// The configuration for a [`conv2d_nhwc`] of `shape`, as [`GemmConfig::for_gemm`] for its
-    /// implicit GEMM (16-byte loads where the channel counts are multiples of 8).
+    /// implicit GEMM (16-byte loads where the channel counts are multiples of 8), except that
+    /// large grids with cooperative matrices get 64×256 tiles of 64-deep steps (its A loads
+    /// gather: `coopmat_tiles` says what was measured).
     pub fn for_conv(
         variant: &vkprism::VariantKey,
         subgroup_size: u32,
