@@ -304,6 +304,82 @@ void main() { buffer_st4(x_data, 0, buffer_ld4(x_data, 1)); }
     variants: [fp16s, fp16sa],
 }
 
+vkprism::compute_shader! {
+    /// y[i] = x[i] staged through shared memory whose size is a specialization constant
+    /// (`rows` × (the workgroup's x + 1) vec4s), for the shared-memory limit.
+    pub mod staged,
+    src: r#"
+#version 450
+layout (constant_id = 0) const int rows = 1;
+layout (local_size_x = 64) in;
+layout (binding = 0) readonly buffer x_blob { vec4 x_data[]; };
+layout (binding = 1) writeonly buffer y_blob { vec4 y_data[]; };
+shared vec4 tile[rows][gl_WorkGroupSize.x + 1];
+void main() {
+    const uint l = gl_LocalInvocationID.x, i = gl_GlobalInvocationID.x;
+    tile[rows - 1][l] = x_data[i];
+    barrier();
+    y_data[i] = tile[rows - 1][l];
+}
+"#,
+}
+
+/// Shared memory over `maxComputeSharedMemorySize`, which the sizes of spec-constant arrays
+/// only say once specialized, is refused when the pipeline is made (a driver may take it and
+/// fail when it runs), with the bytes counted; within the limit the kernel runs.
+#[test]
+fn shared_memory_over_the_limit_is_refused_at_pipeline_creation() {
+    let ctx = ctx();
+    let limit = ctx.features().limits.max_compute_shared_memory_size;
+    let k = ctx.load::<staged::Kernel>().unwrap();
+    let x = Tensor::from_f32(&ctx, &[256], TensorFormat::F32, &random(256, 5)).unwrap();
+    let y = Tensor::from_f32(&ctx, &[256], TensorFormat::F32, &[f32::NAN; 256]).unwrap();
+    // 2 rows of 65 vec4s: 2,080 bytes.
+    let pipe = k
+        .pipeline(&staged::SpecConstants { rows: 2 }, None)
+        .unwrap();
+    ctx.run(|l| {
+        l.dispatch(
+            &pipe,
+            &staged::BufferBindings {
+                x_blob: &x,
+                y_blob: &y,
+            },
+            &vkprism::NoPushConstants::default(),
+            [64, 1, 1],
+        )
+    })
+    .unwrap();
+    assert_eq!(
+        y.download_f32().unwrap()[..64],
+        x.download_f32().unwrap()[..64]
+    );
+    // One row more than fits (with a workgroup of 128: rows of 129 vec4s).
+    let rows = limit / (129 * 16) + 1;
+    let e = k
+        .pipeline(
+            &staged::SpecConstants { rows: rows as i32 },
+            Some([128, 1, 1]),
+        )
+        .err()
+        .unwrap();
+    match &e {
+        PipelineError::SharedMemoryTooLarge {
+            kernel,
+            variant,
+            bytes,
+            limit: l,
+        } => {
+            assert_eq!((*kernel, variant.as_str()), ("staged", "fp32"));
+            assert_eq!(*bytes, u64::from(rows) * 129 * 16);
+            assert_eq!(*l, limit);
+        }
+        other => panic!("{other}"),
+    }
+    assert!(e.to_string().contains("maxComputeSharedMemorySize"), "{e}");
+    assert_clean(&ctx);
+}
+
 #[test]
 fn missing_feature_or_option_is_an_error_naming_what_lacks() {
     use vkprism::{select_variant, DeviceFeatures, Feature, FeatureSet, SelectFailure};

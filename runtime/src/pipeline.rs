@@ -36,6 +36,20 @@ pub enum Error {
         /// What the device lacks or allows.
         why: String,
     },
+    /// The kernel's shared memory, with these specialization constants and workgroup size,
+    /// is over `maxComputeSharedMemorySize` (a driver may take such a pipeline and fail when
+    /// it runs).
+    #[error("kernel `{kernel}` variant `{variant}` declares {bytes} bytes of shared memory with these specialization constants; the device allows {limit} (maxComputeSharedMemorySize)")]
+    SharedMemoryTooLarge {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The variant's name.
+        variant: String,
+        /// Bytes of its Workgroup variables, unpadded (a lower bound of what it needs).
+        bytes: u64,
+        /// `maxComputeSharedMemorySize`.
+        limit: u32,
+    },
     /// A workgroup size with a zero dimension.
     #[error("workgroup size {0:?} has a zero dimension")]
     WorkgroupZero([u32; 3]),
@@ -521,6 +535,7 @@ impl<K: Kernel> LoadedKernel<K> {
         let pipeline = match cache.get(&key) {
             Some(p) => *p,
             None => {
+                self.check_shared_memory(&key.0)?;
                 self.shared.check_usable()?;
                 // SAFETY: the module and layout are this kernel's and alive; the new pipeline
                 // goes into the kernel's cache, which destroys it with the kernel.
@@ -575,6 +590,21 @@ impl<K: Kernel> LoadedKernel<K> {
             });
         }
         Ok(())
+    }
+
+    /// The variant's shared memory with these specialization entries, against the device's
+    /// limit (no check where the module's sizes can't be evaluated: see `shared_memory`).
+    fn check_shared_memory(&self, entries: &[(u32, u32)]) -> Result<(), Error> {
+        let limit = self.shared.features.limits.max_compute_shared_memory_size;
+        match crate::shared_memory::workgroup_bytes(self.variant.spirv, entries) {
+            Some(bytes) if bytes > u64::from(limit) => Err(Error::SharedMemoryTooLarge {
+                kernel: K::INFO.name,
+                variant: self.variant.key.name(),
+                bytes,
+                limit,
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// `vkCreateComputePipelines` with these (sorted) specialization entries, 4 bytes each.

@@ -6,8 +6,8 @@
 use vkprism::{LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::tuning::{shared_memory_bytes, GemmProblem};
 use vkprism_shaders::{
-    conv2d_nhwc_split, gemm, gemm_split, gemm_split_reduce, reference, Conv2dShape, GemmConfig,
-    SPLIT_K_WORKGROUPS,
+    conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, reference, Conv2dShape,
+    GemmConfig, SPLIT_K_WORKGROUPS,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
@@ -300,8 +300,8 @@ fn split_for_splits_only_small_grids_over_long_k() {
 }
 
 /// Every configuration the table and `split_for` choose fits in the 48 KiB of shared memory
-/// NVIDIA's GPUs give a workgroup (`maxComputeSharedMemorySize`), for GEMMs (transposed or not)
-/// and convolutions of many shapes: a choice over it (64-deep steps of 128×256 tiles, 60,416
+/// NVIDIA's GPUs give a workgroup (`maxComputeSharedMemorySize`), for GEMMs (transposed or not),
+/// int8 GEMMs and convolutions of many shapes: a choice over it (64-deep steps of 128×256 tiles, 60,416
 /// bytes before the store's scratch shared the tiles' memory) ran on the H100's driver, but is
 /// outside Vulkan's rules.
 #[test]
@@ -354,6 +354,23 @@ fn table_and_split_choices_fit_in_48_kib() {
             );
         }
     }
+    // The int8 GEMM (steps twice as deep in elements: 48-deep fp16 steps are 96-deep here).
+    for v in gemm_int8::VARIANTS {
+        let key = v.key;
+        for m in dims {
+            for n in dims {
+                for k in depths {
+                    let cfg = GemmConfig::for_gemm_int8(&key, 32, m, n, k);
+                    let bytes = shared_memory_bytes(&cfg, &GemmProblem::gemm_int8(m, n, k), &key);
+                    assert!(
+                        bytes <= LIMIT,
+                        "{} {m}x{n}x{k}: {bytes} bytes, {cfg:?}",
+                        key.name()
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// `shared_memory_bytes` of cooperative-matrix configurations, against what the H100's driver
@@ -389,4 +406,37 @@ fn shared_memory_bytes_match_the_drivers_statistics() {
         };
         assert_eq!(shared_memory_bytes(&cfg, &problem, &key), bytes, "{cfg:?}");
     }
+}
+
+/// The runtime counts a configuration's shared memory as `shared_memory_bytes` does, and
+/// refuses one over the device's limit when the pipeline is made (here 256-deep steps of the
+/// shared-memory path: 270,336 bytes, over every device's limit).
+#[test]
+fn the_runtime_refuses_what_shared_memory_bytes_says_does_not_fit() {
+    let ctx = ctx();
+    let k = load::<gemm::Kernel>(&ctx, "fp32_lm_nocm").unwrap();
+    let key = k.variant().key;
+    let problem = GemmProblem::gemm(2048, 2048, 1024, false, false);
+    let cfg = GemmConfig {
+        bk: 256,
+        ..GemmConfig::for_gemm(&key, 32, 2048, 2048, 1024)
+    };
+    let want = shared_memory_bytes(&cfg, &problem, &key);
+    assert_eq!(want, 2 * 256 * (128 / 4 + 1) * 16);
+    match k.pipeline(&cfg.gemm_spec(Default::default()), Some(cfg.local_size())) {
+        Err(vkprism::pipeline::Error::SharedMemoryTooLarge { bytes, limit, .. }) => {
+            assert_eq!(bytes, want);
+            assert_eq!(limit, ctx.features().limits.max_compute_shared_memory_size);
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("a pipeline with {want} bytes of shared memory was made"),
+    }
+    // The table's own choice fits and is made.
+    let table = GemmConfig::for_gemm(&key, 32, 2048, 2048, 1024);
+    k.pipeline(
+        &table.gemm_spec(Default::default()),
+        Some(table.local_size()),
+    )
+    .unwrap();
+    assert_clean(&ctx);
 }
