@@ -88,6 +88,14 @@ uvec2 a_quad(int q)
 int a_image_row[A_LOADS];
 int a_iy0[A_LOADS];
 int a_ix0[A_LOADS];
+// With vec8, each load's depth split into tap (ky, kx) and channel c, kept from one step to the
+// next: a load's column in the tile stays the same, so its next depth is one STEP on and is
+// reached by adding (the two divisions that split a depth were the gather's cost at 256
+// channels once the pixel's were gone).
+int a_k[A_LOADS];
+int a_c[A_LOADS];
+int a_ky[A_LOADS];
+int a_kx[A_LOADS];
 
 void cm_a_prepare(int tid, int m0)
 {
@@ -97,7 +105,32 @@ void cm_a_prepare(int tid, int m0)
         a_image_row[i] = m < p.M ? b * p.h : -1;
         a_iy0[i] = y * p.stride - p.pad;
         a_ix0[i] = x * p.stride - p.pad;
+        // No depth yet: the first move divides.
+        a_k[i] = -(1 << 30);
     }
+}
+
+// Moves load i's split depth to k: by adding when k is one STEP past the last (every step
+// after a workgroup's first), by dividing otherwise.
+void a_move(int i, int k)
+{
+    if (k != a_k[i] + STEP) {
+        const int tap = k / p.c;
+        a_c[i] = k - tap * p.c;
+        a_ky[i] = tap / p.kw;
+        a_kx[i] = tap - a_ky[i] * p.kw;
+    } else {
+        a_c[i] += STEP;
+        while (a_c[i] >= p.c) {
+            a_c[i] -= p.c;
+            a_kx[i]++;
+            if (a_kx[i] == p.kw) {
+                a_kx[i] = 0;
+                a_ky[i]++;
+            }
+        }
+    }
+    a_k[i] = k;
 }
 
 // Input quad for load i at GEMM depth k (tap (ky, kx), channels c..c+3), or -1 outside.
@@ -116,8 +149,11 @@ int a_index_at(int i, int k)
 uvec4 cm_a8_at(int i, int m, int k)
 {
     if (vec8 == 1) {
-        const int q = a_index_at(i, k);
-        return q < 0 ? uvec4(0) : a_data[q >> 1];
+        a_move(i, k);
+        if (a_image_row[i] < 0 || k >= p.K) return uvec4(0);
+        const int iy = a_iy0[i] + a_ky[i], ix = a_ix0[i] + a_kx[i];
+        if (iy < 0 || ix < 0 || iy >= p.h || ix >= p.w) return uvec4(0);
+        return a_data[(((a_image_row[i] + iy) * p.w + ix) * (p.c / 4) + a_c[i] / 4) >> 1];
     }
     return uvec4(a_quad(a_index_at(i, k)), a_quad(a_index_at(i, k + 4)));
 }
