@@ -274,13 +274,9 @@ fn scan_module(w: &[u32]) -> Result<ModuleFacts, &'static str> {
     const STORAGE_CLASS_PUSH_CONSTANT: u32 = 9;
     const DECORATION_OFFSET: u32 = 35;
     let mut facts = ModuleFacts::default();
-    let mut i = 5;
-    while i < w.len() {
-        let (count, op) = ((w[i] >> 16) as usize, w[i] & 0xffff);
-        if count == 0 || i + count > w.len() {
-            return Err("an instruction of length 0 or running past the end");
-        }
-        let ins = &w[i..i + count];
+    for ins in instructions(w) {
+        let (op, ins) = ins?;
+        let count = ins.len();
         match op {
             // "main\0" packed little-endian: 'm' 'a' 'i' 'n', then a NUL word.
             OP_ENTRY_POINT
@@ -315,9 +311,28 @@ fn scan_module(w: &[u32]) -> Result<ModuleFacts, &'static str> {
             }
             _ => {}
         }
-        i += count;
     }
     Ok(facts)
+}
+
+/// The instructions after a module's 5-word header: each opcode with the whole instruction
+/// (its first word included), or an error at the first of length 0 or running past the end
+/// (and nothing after it).
+pub(crate) fn instructions(
+    w: &[u32],
+) -> impl Iterator<Item = Result<(u32, &[u32]), &'static str>> + '_ {
+    let mut i = 5;
+    std::iter::from_fn(move || {
+        let first = *w.get(i)?;
+        let count = (first >> 16) as usize;
+        if count == 0 || i + count > w.len() {
+            i = w.len();
+            return Some(Err("an instruction of length 0 or running past the end"));
+        }
+        let ins = &w[i..i + count];
+        i += count;
+        Some(Ok((first & 0xffff, ins)))
+    })
 }
 
 /// A push-constant block exactly where the kernel declares `range` bytes of push constants, its

@@ -56,14 +56,9 @@ const STORAGE_WORKGROUP: u32 = 4;
 pub fn workgroup_bytes(words: &[u32], spec: &[(u32, u32)]) -> Option<u64> {
     let spec: HashMap<u32, u32> = spec.iter().copied().collect();
     let mut m = Module::default();
-    let mut i = 5;
-    while i < words.len() {
-        let (count, op) = ((words[i] >> 16) as usize, words[i] & 0xffff);
-        if count == 0 || i + count > words.len() {
-            return None;
-        }
-        m.instruction(op, &words[i + 1..i + count], &spec)?;
-        i += count;
+    for ins in crate::pipeline::instructions(words) {
+        let (op, ins) = ins.ok()?;
+        m.instruction(op, &ins[1..], &spec)?;
     }
     let mut total = 0u64;
     for ptr in &m.workgroup_vars {
