@@ -495,7 +495,7 @@ impl GemmConfig {
     /// steps where a share is 2048 or more. Every choice fits in 48 KiB of shared memory
     /// ([`tuning::shared_memory_bytes`]; NVIDIA's limit, the smallest of the desktop GPUs'):
     /// 64-deep steps of 128×256 tiles would need 60,416 bytes. Measured on the H100 (fp16p,
-    /// TFLOP/s, one-pass against split): 4096×512×14336 178 → 199 (2 shares); a 3×3
+    /// TFLOP/s, one-pass against split): 4096×512×14336 178 → 202–206 (2 shares); a 3×3
     /// convolution, batch 8, 14×14, 256 channels 25.6 → 61.5 (8 shares), 64 channels 5.3 →
     /// 7.4. A configuration with
     /// `split_k` > 1 is for [`gemm_split`] / [`conv2d_nhwc_split`] and [`gemm_split_reduce`].
