@@ -206,7 +206,7 @@ pub fn compile_all(
                                 match &compiler {
                                     // glslang 12 (shaderc's) rejects GL_KHR_cooperative_matrix.
                                     _ if key.coopmat == Some(true) => {
-                                        crate::glslang::compile(source, &text)
+                                        compile_coopmat(source, &key, &text)
                                     }
                                     Ok(c) => compile_one(c, source, &text, optimization),
                                     Err(e) => Err(vec![Diagnostic {
@@ -231,6 +231,22 @@ pub fn compile_all(
     });
     results.sort_by_key(|(k, _)| *k);
     results
+}
+
+/// A `_cm` variant through the external glslang; a bf16 one then retyped to bfloat16 matrices
+/// (`bfloat16.rs`), its refusal located at the kernel's first line (the module has no line
+/// information).
+fn compile_coopmat(source: &Meta, key: &VariantKey, text: &str) -> Compiled {
+    let words = crate::glslang::compile(source, text)?;
+    if !key.float.is_bf16() {
+        return Ok(words);
+    }
+    crate::bfloat16::retype(&words).map_err(|message| {
+        vec![Diagnostic {
+            location: source.locate(1),
+            message,
+        }]
+    })
 }
 
 /// A panic in the GLSL compiler as an error (the kernel reached a bug in shaderc or vkprism).

@@ -21,6 +21,7 @@
 #![deny(missing_docs)]
 
 mod ast;
+mod bfloat16;
 mod codegen;
 mod compile;
 mod ctxt;

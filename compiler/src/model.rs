@@ -73,6 +73,7 @@ pub fn binding_format(key: &VariantKey, b: &Binding, reference: Option<&Binding>
     match (b.element.scalar, r) {
         (ScalarKind::F32, _) => TensorFormat::F32,
         (ScalarKind::F16, _) => TensorFormat::F16,
+        (ScalarKind::Bf16, _) => TensorFormat::Bf16,
         (ScalarKind::U16, Some(ScalarKind::F32)) => TensorFormat::Bf16,
         (ScalarKind::U32, Some(ScalarKind::F32)) => key.float.storage_format(),
         (ScalarKind::U32, Some(ScalarKind::I8)) => TensorFormat::I8,

@@ -114,6 +114,7 @@ pub const RESERVED_DEFINE_PREFIXES: &[&str] = &[
     "sfp",
     "afp",
     "lfp",
+    "cmfp",
     "sint8",
     "aint8",
     "lint8",

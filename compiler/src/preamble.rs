@@ -145,12 +145,19 @@ pub fn preamble(key: &VariantKey) -> String {
              #extension GL_KHR_memory_scope_semantics : require\n",
         );
         if !f.is_fp16_arithmetic() {
-            // fp16 matrices need the float16_t type even where arithmetic is fp32.
+            // fp16 matrices need the float16_t type even where arithmetic is fp32, and bf16
+            // matrices are written as fp16 ones (`cmfp`, below).
             s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n");
         }
     }
     s.push_str(&switches(key));
     s.push_str("#define psc(x) (x == 0 ? p.x : x)\n");
+    if key.coopmat == Some(true) {
+        // The component type of the variant's 16-bit matrix operands. glslang 13 has no
+        // `bfloat16_t`, so bf16 variants spell it `float16_t` too and `bfloat16.rs` retypes the
+        // module (refusing any use of it but loading, storing and multiplying matrices).
+        s.push_str("#define cmfp float16_t\n");
+    }
     // Defined for every kernel: harmless where unused, and a kernel without a float axis
     // (fp32 only) can still use the vocabulary.
     s.push_str(COMMON_HELPERS);

@@ -169,6 +169,7 @@ impl Axes {
                 "sfp",
                 "afp",
                 "lfp",
+                "cmfp",
                 "buffer_",
                 "NCNN_fp16_",
                 "NCNN_bf16_",
@@ -395,7 +396,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The extended types vkprism defines (`preamble.rs`).
-pub const EXTENDED_TYPES: [&str; 22] = [
+pub const EXTENDED_TYPES: [&str; 23] = [
     "sfp",
     "sfpvec2",
     "sfpvec4",
@@ -418,6 +419,7 @@ pub const EXTENDED_TYPES: [&str; 22] = [
     "lint16vec4",
     "aint16",
     "aint16vec4",
+    "cmfp",
 ];
 
 /// Whether `id` is shaped like an extended type: `[sal]fp` or `[sal]int8` / `[sal]int16`, then

@@ -67,11 +67,11 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
     out
 }
 
-/// The cooperative-matrix axis for one precision: on and off for fp16 buffer variants and for
-/// fp32 buffer variants with int8 arithmetic (int8 matrices, `int8_t` in registers); off only for
-/// the other fp32 and bf16 variants (no device multiplies fp32 matrices, and glslang 13 has no
-/// `bfloat16_t`: converting either to fp16 would silently lower the precision the variant is named
-/// for) and for images.
+/// The cooperative-matrix axis for one precision: on and off for fp16 and bf16 buffer variants
+/// (matrices of `cmfp`: fp16, or bfloat16 through `bfloat16.rs`) and for fp32 buffer variants
+/// with int8 arithmetic (int8 matrices, `int8_t` in registers); off only for the other fp32
+/// variants (no device multiplies fp32 matrices, and converting to fp16 would silently lower the
+/// precision the variant is named for) and for images.
 fn coopmat_values(
     axes: &Axes,
     float: FloatMode,
@@ -81,7 +81,8 @@ fn coopmat_values(
     let int8_matrices = float == FloatMode::Fp32 && int8 == Some(Int8Mode::Int8a);
     if !axes.coopmat {
         vec![None]
-    } else if (float.is_fp16() || int8_matrices) && memory == MemoryKind::Buffer {
+    } else if (float.is_fp16() || float.is_bf16() || int8_matrices) && memory == MemoryKind::Buffer
+    {
         vec![Some(true), Some(false)]
     } else {
         vec![Some(false)]
@@ -200,17 +201,19 @@ mod tests {
             v.iter().map(|k| k.name()).collect::<Vec<_>>(),
             ["fp32_int16p", "fp32_int16s", "fp32_int16a"]
         );
-        // fp16 buffer variants with and without cooperative matrices, the rest without.
+        // fp16 and bf16 buffer variants with and without cooperative matrices, fp32 without.
         let v = enumerate(&Axes {
             buffer: true,
             float: true,
             coopmat: true,
             ..Default::default()
         });
-        assert_eq!(v.len(), 4 * 2 + 3);
+        assert_eq!(v.len(), 6 * 2 + 1);
         assert!(v
             .iter()
-            .all(|k| k.coopmat != Some(true) || k.float.is_fp16()));
+            .all(|k| k.coopmat != Some(true) || k.float.is_fp16() || k.float.is_bf16()));
+        assert!(v.iter().any(|k| k.name() == "bf16s_cm"));
+        assert!(!v.iter().any(|k| k.name() == "fp32_cm"));
         // int8 arithmetic in fp32 variants gets the axis too (int8 matrices).
         let v = enumerate(&Axes {
             buffer: true,

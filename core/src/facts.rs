@@ -70,8 +70,11 @@ impl DeviceFact {
                 Feature::CooperativeMatrix => "ncnn_cooperativeMatrix",
                 Feature::SubgroupSizeControl => "ncnn_subgroupSizeControl",
                 Feature::IntegerDotProduct => "ncnn_shaderIntegerDotProduct",
-                // Not a Vulkan feature: not in ALL.
-                Feature::ImageFormatsFp32 | Feature::ImageFormatsFp16 => "",
+                // Not in ALL: not a Vulkan feature (image formats), or no id left for it
+                // (ids 236 to 250 are taken).
+                Feature::ShaderBFloat16CooperativeMatrix
+                | Feature::ImageFormatsFp32
+                | Feature::ImageFormatsFp16 => "",
             },
         }
     }

@@ -26,6 +26,9 @@ pub enum Feature {
     ShaderInt64,
     /// `shaderBFloat16Type` (VK_KHR_shader_bfloat16).
     ShaderBFloat16Type,
+    /// `shaderBFloat16CooperativeMatrix` (VK_KHR_shader_bfloat16): bfloat16 operands of
+    /// cooperative matrices.
+    ShaderBFloat16CooperativeMatrix,
     /// `cooperativeMatrix` (VK_KHR_cooperative_matrix).
     CooperativeMatrix,
     /// `subgroupSizeControl` + `computeFullSubgroups`.
@@ -40,7 +43,7 @@ pub enum Feature {
 
 impl Feature {
     /// Every feature, in declaration order.
-    pub const ALL: [Feature; 13] = [
+    pub const ALL: [Feature; 14] = [
         Feature::StorageBuffer16BitAccess,
         Feature::UniformAndStorageBuffer16BitAccess,
         Feature::ShaderFloat16,
@@ -49,6 +52,7 @@ impl Feature {
         Feature::ShaderInt16,
         Feature::ShaderInt64,
         Feature::ShaderBFloat16Type,
+        Feature::ShaderBFloat16CooperativeMatrix,
         Feature::CooperativeMatrix,
         Feature::SubgroupSizeControl,
         Feature::IntegerDotProduct,
@@ -67,6 +71,7 @@ impl Feature {
             Feature::ShaderInt16 => "shaderInt16",
             Feature::ShaderInt64 => "shaderInt64",
             Feature::ShaderBFloat16Type => "shaderBFloat16Type",
+            Feature::ShaderBFloat16CooperativeMatrix => "shaderBFloat16CooperativeMatrix",
             Feature::CooperativeMatrix => "cooperativeMatrix",
             Feature::SubgroupSizeControl => "subgroupSizeControl",
             Feature::IntegerDotProduct => "shaderIntegerDotProduct",

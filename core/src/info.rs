@@ -124,6 +124,8 @@ pub enum ScalarKind {
     F32,
     /// `float16_t`.
     F16,
+    /// bfloat16 (`bfloat16_t`; SPIR-V's 16-bit float with the `BFloat16KHR` encoding).
+    Bf16,
     /// `int`.
     I32,
     /// `uint`.
@@ -151,7 +153,7 @@ impl ScalarKind {
     pub const fn size(self) -> u32 {
         match self {
             ScalarKind::F32 | ScalarKind::I32 | ScalarKind::U32 | ScalarKind::Bool => 4,
-            ScalarKind::F16 | ScalarKind::I16 | ScalarKind::U16 => 2,
+            ScalarKind::F16 | ScalarKind::Bf16 | ScalarKind::I16 | ScalarKind::U16 => 2,
             ScalarKind::I8 | ScalarKind::U8 => 1,
             ScalarKind::I64 | ScalarKind::U64 | ScalarKind::F64 => 8,
         }

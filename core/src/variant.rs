@@ -245,10 +245,16 @@ impl VariantKey {
             });
         }
         if let Some(true) = self.coopmat {
-            // fp16 matrices declare the Float16 capability whatever the storage mode.
             set = set.with(Feature::CooperativeMatrix);
             if self.float.is_fp16() {
+                // fp16 matrices declare the Float16 capability whatever the storage mode.
                 set = set.with(Feature::ShaderFloat16);
+            } else if self.float.is_bf16() {
+                // bfloat16 matrices: the BFloat16TypeKHR and BFloat16CooperativeMatrixKHR
+                // capabilities.
+                set = set
+                    .with(Feature::ShaderBFloat16Type)
+                    .with(Feature::ShaderBFloat16CooperativeMatrix);
             }
         }
         set
@@ -413,6 +419,21 @@ mod tests {
             assert!(r.contains(f), "{f}");
         }
         assert!(VariantKey::new(FloatMode::Fp16p).requires().is_empty());
+        // bf16 matrices need bfloat16 matrix support and no fp16 at all.
+        let bf16_cm = VariantKey {
+            coopmat: Some(true),
+            ..VariantKey::new(FloatMode::Bf16s)
+        }
+        .requires();
+        for f in [
+            Feature::StorageBuffer16BitAccess,
+            Feature::CooperativeMatrix,
+            Feature::ShaderBFloat16Type,
+            Feature::ShaderBFloat16CooperativeMatrix,
+        ] {
+            assert!(bf16_cm.contains(f), "{f}");
+        }
+        assert!(!bf16_cm.contains(Feature::ShaderFloat16));
         let int16s = VariantKey {
             int16: Some(Int16Mode::Int16s),
             ..VariantKey::new(FloatMode::Fp32)

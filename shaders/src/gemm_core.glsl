@@ -122,7 +122,7 @@ void main()
         [[unroll]] for (int k = 0; k < STEP; k += 16) {
             // Offsets and strides in octets (the fragments are halves; Vulkan counts in the
             // array's elements).
-            coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[cm_wfm];
+            coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> fa[cm_wfm];
             [[unroll]] for (int i = 0; i < cm_wfm; i++) {
                 if (transpose_a == 1) {
                     coopMatLoad(fa[i], cm_smem, k * A_STRIDE + (wm + i * 16) / 8, A_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
@@ -131,7 +131,7 @@ void main()
                 }
             }
             [[unroll]] for (int j = 0; j < cm_wfn; j++) {
-                coopmat<float16_t, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb;
+                coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> fb;
                 if (transpose_b == 1) {
                     coopMatLoad(fb, cm_smem, A_TILE + (wn + j * 16) * B_STRIDE + k / 8, B_STRIDE, gl_CooperativeMatrixLayoutColumnMajor);
                 } else {

@@ -110,8 +110,10 @@ vkprism::compute_shader! {
     /// multiples of the tile. Dispatch `[ceil(N / BN) · local_x, ceil(M / BM) · local_y, 1]`
     /// invocations ([`GemmConfig::grid`]; [`GemmConfig::for_gemm`] chooses the workgroup and tiles).
     ///
-    /// `_cm` variants (fp16 storage or packing) multiply 16×16×16 fp16 cooperative matrices into
-    /// fp32 accumulators (tensor cores on NVIDIA); they always stage through shared memory, so
+    /// `_cm` variants (fp16 or bf16 storage or packing) multiply 16×16×16 fp16 (bf16)
+    /// cooperative matrices into fp32 accumulators (tensor cores on NVIDIA; bf16 needs
+    /// `VK_KHR_shader_bfloat16`'s `shaderBFloat16CooperativeMatrix` and the device's bf16
+    /// shapes); they always stage through shared memory, so
     /// only `_lm_cm` variants are built. Their tiles (`cm_wfm`, `cm_wfn`, `cm_warps_n`), load
     /// width (`vec8`) and `subgroup_size` (the device's) come from [`GemmConfig`]. They read A
     /// and B as 16-byte octets of halves, so each must hold a multiple of 8 elements (a
@@ -119,7 +121,8 @@ vkprism::compute_shader! {
     pub mod gemm,
     path: "gemm.comp",
     variants: [
-        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_nocm, bf16s_nolm_nocm,
+        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_cm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_cm,
+        bf16s_lm_nocm, bf16s_nolm_nocm,
         fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
         fp16s_lm_cm, fp16s_lm_nocm, fp16s_nolm_nocm, fp16sa_lm_cm, fp16sa_lm_nocm, fp16sa_nolm_nocm,
     ],
@@ -138,7 +141,8 @@ vkprism::compute_shader! {
     path: "gemm.comp",
     define: [("VKPRISM_SPLIT_K", "1")],
     variants: [
-        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_nocm, bf16s_nolm_nocm,
+        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_cm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_cm,
+        bf16s_lm_nocm, bf16s_nolm_nocm,
         fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
         fp16s_lm_cm, fp16s_lm_nocm, fp16s_nolm_nocm, fp16sa_lm_cm, fp16sa_lm_nocm, fp16sa_nolm_nocm,
     ],
@@ -201,7 +205,8 @@ vkprism::compute_shader! {
     pub mod conv2d_nhwc,
     path: "conv2d_nhwc.comp",
     variants: [
-        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_nocm, bf16s_nolm_nocm,
+        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_cm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_cm,
+        bf16s_lm_nocm, bf16s_nolm_nocm,
         fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
         fp16s_lm_cm, fp16s_lm_nocm, fp16s_nolm_nocm, fp16sa_lm_cm, fp16sa_lm_nocm, fp16sa_nolm_nocm,
     ],
@@ -216,7 +221,8 @@ vkprism::compute_shader! {
     path: "conv2d_nhwc.comp",
     define: [("VKPRISM_SPLIT_K", "1")],
     variants: [
-        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_nocm, bf16s_nolm_nocm,
+        fp32_lm_nocm, fp32_nolm_nocm, bf16p_lm_cm, bf16p_lm_nocm, bf16p_nolm_nocm, bf16s_lm_cm,
+        bf16s_lm_nocm, bf16s_nolm_nocm,
         fp16p_lm_cm, fp16p_lm_nocm, fp16p_nolm_nocm, fp16pa_lm_cm, fp16pa_lm_nocm, fp16pa_nolm_nocm,
         fp16s_lm_cm, fp16s_lm_nocm, fp16s_nolm_nocm, fp16sa_lm_cm, fp16sa_lm_nocm, fp16sa_nolm_nocm,
     ],

@@ -134,8 +134,8 @@ fn member_type(m: &PushMember) -> TokenStream {
         ScalarKind::U64 => quote!(u64),
         ScalarKind::I16 => quote!(i16),
         ScalarKind::U16 => quote!(u16),
-        // Bits of an IEEE half: Rust has no stable f16.
-        ScalarKind::F16 => quote!(u16),
+        // Bits of an IEEE half or a bfloat16: Rust has no stable f16.
+        ScalarKind::F16 | ScalarKind::Bf16 => quote!(u16),
         ScalarKind::I8 => quote!(i8),
         ScalarKind::U8 => quote!(u8),
     };

@@ -1,27 +1,93 @@
 //! Cooperative matrices in SPIR-V: a module loader that knows their types (rspirv 0.12's loader
-//! stops at `OpTypeCooperativeMatrixKHR`, "not inside block"), and the multiply-add shapes a
-//! module performs, which the runtime checks against what the device offers.
+//! stops at `OpTypeCooperativeMatrixKHR`, "not inside block", and its parser at the bfloat16
+//! encoding of their components), and the multiply-add shapes a module performs, which the
+//! runtime checks against what the device offers.
 
 use rspirv::binary::{Consumer, ParseAction};
 use rspirv::dr::{Instruction, Loader, Module, ModuleHeader, Operand};
 use rspirv::spirv::Op;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use vkprism_core::{CoopMatShape, ScalarKind};
+
+/// `OpTypeFloat`'s opcode.
+const OP_TYPE_FLOAT: u32 = 22;
+/// `OpCapability`'s opcode.
+const OP_CAPABILITY: u32 = 17;
+/// `BFloat16TypeKHR`, `BFloat16DotProductKHR` and `BFloat16CooperativeMatrixKHR`.
+const BFLOAT16_CAPABILITIES: [u32; 3] = [5116, 5117, 5118];
+/// The `BFloat16KHR` FP encoding (SPV_KHR_bfloat16), the only one vkprism emits.
+pub const FP_ENCODING_BFLOAT16: u32 = 0;
 
 /// Loads `words` like `rspirv::dr::load_words`, placing cooperative-matrix type declarations
 /// among the module's types and `OpExecutionModeId` (SPIR-V 1.6's `LocalSizeId`, from
 /// `vulkan_version: "1.3"`) among its execution modes, where rspirv 0.12's loader fails on both.
+///
+/// What rspirv 0.12's grammar predates in bf16 `_cm` variants (SPV_KHR_bfloat16) is handled
+/// around its parser: `OpTypeFloat`'s FP-encoding operand is taken off before parsing and put
+/// back as the instruction's second operand ([`is_bfloat16`] reads it), and the bfloat16
+/// capabilities are left out (reflection reads no capability).
 pub fn load_module(words: &[u32]) -> Result<Module, String> {
+    let (words, encodings) = strip_fp_encodings(words);
     let mut loader = CoopMatLoader {
         inner: Loader::new(),
         types: Vec::new(),
         execution_mode_ids: Vec::new(),
     };
-    rspirv::binary::parse_words(words, &mut loader).map_err(|e| e.to_string())?;
+    rspirv::binary::parse_words(&words, &mut loader).map_err(|e| e.to_string())?;
     let mut module = loader.inner.module();
     module.types_global_values.extend(loader.types);
     module.execution_modes.extend(loader.execution_mode_ids);
+    for t in &mut module.types_global_values {
+        let encoding = t.result_id.and_then(|id| encodings.get(&id));
+        if let (Op::TypeFloat, Some(e)) = (t.class.opcode, encoding) {
+            t.operands.push(Operand::LiteralBit32(*e));
+        }
+    }
     Ok(module)
+}
+
+/// `words` without the FP-encoding operand of any `OpTypeFloat` and without the bfloat16
+/// capabilities, and the encoding of each float type that had one. A malformed stream is
+/// returned as it is, for the parser to report.
+fn strip_fp_encodings(words: &[u32]) -> (Cow<'_, [u32]>, HashMap<u32, u32>) {
+    let mut encodings = HashMap::new();
+    let mut i = 5;
+    while let Some(&first) = words.get(i) {
+        let count = (first >> 16) as usize;
+        if count == 0 || i + count > words.len() {
+            return (Cow::Borrowed(words), HashMap::new());
+        }
+        if first & 0xffff == OP_TYPE_FLOAT && count == 4 {
+            encodings.insert(words[i + 1], words[i + 3]);
+        }
+        i += count;
+    }
+    if encodings.is_empty() {
+        return (Cow::Borrowed(words), encodings);
+    }
+    let mut out = Vec::with_capacity(words.len());
+    out.extend_from_slice(&words[..5.min(words.len())]);
+    let mut i = 5;
+    while i < words.len() {
+        let count = (words[i] >> 16) as usize;
+        let inst = &words[i..i + count];
+        match inst {
+            [w, c] if *w == (2 << 16 | OP_CAPABILITY) && BFLOAT16_CAPABILITIES.contains(c) => {}
+            [w, id, width, _] if *w == (4 << 16 | OP_TYPE_FLOAT) => {
+                out.extend_from_slice(&[(3 << 16) | OP_TYPE_FLOAT, *id, *width]);
+            }
+            _ => out.extend_from_slice(inst),
+        }
+        i += count;
+    }
+    (Cow::Owned(out), encodings)
+}
+
+/// Whether `t` (loaded by [`load_module`]) is `OpTypeFloat … BFloat16KHR`.
+pub fn is_bfloat16(t: &Instruction) -> bool {
+    t.class.opcode == Op::TypeFloat
+        && t.operands.get(1) == Some(&Operand::LiteralBit32(FP_ENCODING_BFLOAT16))
 }
 
 /// `rspirv`'s loader, with what it can't place held aside.
@@ -158,6 +224,10 @@ fn scalar_kind(t: &Instruction) -> Option<ScalarKind> {
         _ => None,
     };
     match t.class.opcode {
+        Op::TypeFloat if t.operands.len() > 1 => match width(0)? {
+            16 if is_bfloat16(t) => Some(ScalarKind::Bf16),
+            _ => None,
+        },
         Op::TypeFloat => match width(0)? {
             16 => Some(ScalarKind::F16),
             32 => Some(ScalarKind::F32),

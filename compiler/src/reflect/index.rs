@@ -4,6 +4,7 @@
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, Dim, ImageFormat, Op};
 use std::collections::HashMap;
+use super::coopmat;
 use vkprism_core::ScalarKind;
 
 /// A type declaration, with the ids it refers to.
@@ -16,6 +17,8 @@ pub(super) enum Ty {
     },
     Float {
         width: u32,
+        /// SPIR-V's `BFloat16KHR` encoding (`OpTypeFloat 16 BFloat16KHR`).
+        bfloat16: bool,
     },
     Vector {
         elem: u32,
@@ -177,9 +180,14 @@ impl<'m> ModuleIndex<'m> {
     pub fn scalar(&self, t: u32) -> Option<ScalarKind> {
         Some(match self.types.get(&t)? {
             Ty::Bool => ScalarKind::Bool,
-            Ty::Float { width: 32 } => ScalarKind::F32,
-            Ty::Float { width: 16 } => ScalarKind::F16,
-            Ty::Float { width: 64 } => ScalarKind::F64,
+            Ty::Float {
+                width: 16,
+                bfloat16: true,
+            } => ScalarKind::Bf16,
+            Ty::Float { bfloat16: true, .. } => return None,
+            Ty::Float { width: 32, .. } => ScalarKind::F32,
+            Ty::Float { width: 16, .. } => ScalarKind::F16,
+            Ty::Float { width: 64, .. } => ScalarKind::F64,
             Ty::Int {
                 width: 32,
                 signed: true,
@@ -255,7 +263,10 @@ fn type_of(i: &Instruction) -> Ty {
             width: lit(&o[0]),
             signed: lit(&o[1]) == 1,
         },
-        Op::TypeFloat => Ty::Float { width: lit(&o[0]) },
+        Op::TypeFloat => Ty::Float {
+            width: lit(&o[0]),
+            bfloat16: coopmat::is_bfloat16(i),
+        },
         Op::TypeVector => Ty::Vector {
             elem: id(&o[0]),
             count: lit(&o[1]),

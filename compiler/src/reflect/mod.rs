@@ -3,7 +3,7 @@
 //! know about the shader (whether it reads `gl_NumWorkGroups`, the cooperative-matrix shapes it
 //! multiplies), is read here from the compiled module, never from the GLSL text.
 
-mod coopmat;
+pub(crate) mod coopmat;
 mod index;
 mod interface;
 

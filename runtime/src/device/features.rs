@@ -5,9 +5,45 @@
 //! [`enable`](PhysicalDeviceFeatures::enable).
 
 use ash::vk;
-use std::ffi::CStr;
+use std::ffi::{c_void, CStr};
 use std::ptr;
 use vkprism_core::{Feature, FeatureSet};
+
+/// `VK_KHR_shader_bfloat16`'s name (ash 0.38's headers predate the extension).
+const SHADER_BFLOAT16: &CStr = c"VK_KHR_shader_bfloat16";
+
+/// `VkPhysicalDeviceShaderBfloat16FeaturesKHR`, written out: ash 0.38's headers predate
+/// `VK_KHR_shader_bfloat16`. Laid out as the C struct (`sType`, `pNext`, then the three
+/// `VkBool32`s), which is what lets it join a `pNext` chain.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct ShaderBfloat16Features {
+    s_type: vk::StructureType,
+    p_next: *mut c_void,
+    shader_bfloat16_type: vk::Bool32,
+    shader_bfloat16_dot_product: vk::Bool32,
+    shader_bfloat16_cooperative_matrix: vk::Bool32,
+}
+
+impl Default for ShaderBfloat16Features {
+    fn default() -> Self {
+        ShaderBfloat16Features {
+            // VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR
+            s_type: vk::StructureType::from_raw(1_000_141_000),
+            p_next: ptr::null_mut(),
+            shader_bfloat16_type: vk::FALSE,
+            shader_bfloat16_dot_product: vk::FALSE,
+            shader_bfloat16_cooperative_matrix: vk::FALSE,
+        }
+    }
+}
+
+// SAFETY: the struct has the C layout of VkPhysicalDeviceShaderBfloat16FeaturesKHR, whose valid
+// usage lets it extend both VkPhysicalDeviceFeatures2 and VkDeviceCreateInfo; ash's `push_next`
+// only reads and writes its leading `sType` / `pNext`.
+unsafe impl vk::ExtendsPhysicalDeviceFeatures2 for ShaderBfloat16Features {}
+// SAFETY: as above.
+unsafe impl vk::ExtendsDeviceCreateInfo for ShaderBfloat16Features {}
 
 /// Chains every struct `$this` holds into `$info` (a `PhysicalDeviceFeatures2` to query, or a
 /// `DeviceCreateInfo` to enable): the one chain order both use.
@@ -32,6 +68,9 @@ macro_rules! chain_all {
         if let Some(f) = &mut $this.cooperative_matrix {
             $info = $info.push_next(f);
         }
+        if let Some(f) = &mut $this.bfloat16 {
+            $info = $info.push_next(f);
+        }
     };
 }
 
@@ -50,12 +89,13 @@ pub(crate) struct PhysicalDeviceFeatures {
     float16_int8: Option<vk::PhysicalDeviceShaderFloat16Int8Features<'static>>,
     storage8: Option<vk::PhysicalDevice8BitStorageFeatures<'static>>,
     cooperative_matrix: Option<vk::PhysicalDeviceCooperativeMatrixFeaturesKHR<'static>>,
+    bfloat16: Option<ShaderBfloat16Features>,
 }
 
 /// What vkprism enables when the device has it: what variants and pipelines use (16/8-bit
 /// storage, fp16/int8 arithmetic, int16/int64, subgroup size control for
 /// `PipelineDesc::subgroup_size`, cooperative matrices with the Vulkan memory model the `_cm`
-/// variants are compiled for). Integer dot products are detected (the report shows them) but
+/// variants are compiled for, bfloat16 matrices for the bf16 `_cm` variants). Integer dot products are detected (the report shows them) but
 /// not enabled: no variant needs them. (Validation layers older than the cooperative-matrix
 /// extension, like Debian 12's 1.3.239, flag its feature struct as unknown: bench/prepare.sh
 /// carries a newer one to NVIDIA machines.)
@@ -69,6 +109,8 @@ pub(crate) const ENABLED: FeatureSet = FeatureSet::from_slice(&[
     Feature::StorageBuffer8BitAccess,
     Feature::SubgroupSizeControl,
     Feature::CooperativeMatrix,
+    Feature::ShaderBFloat16Type,
+    Feature::ShaderBFloat16CooperativeMatrix,
 ]);
 
 fn has(extensions: &[String], name: &CStr) -> bool {
@@ -95,6 +137,7 @@ impl PhysicalDeviceFeatures {
             storage8: pre12_ext(ash::khr::_8bit_storage::NAME).then(Default::default),
             cooperative_matrix: has(extensions, ash::khr::cooperative_matrix::NAME)
                 .then(Default::default),
+            bfloat16: has(extensions, SHADER_BFLOAT16).then(Default::default),
         }
     }
 
@@ -140,6 +183,9 @@ impl PhysicalDeviceFeatures {
             f.p_next = ptr::null_mut();
         }
         if let Some(f) = &mut self.cooperative_matrix {
+            f.p_next = ptr::null_mut();
+        }
+        if let Some(f) = &mut self.bfloat16 {
             f.p_next = ptr::null_mut();
         }
     }
@@ -197,9 +243,23 @@ impl PhysicalDeviceFeatures {
                 }
             }
             Feature::CooperativeMatrix => {}
-            // Not struct features: an extension's presence, and format properties.
-            Feature::ShaderBFloat16Type | Feature::ImageFormatsFp32 | Feature::ImageFormatsFp16 => {
+            Feature::ShaderBFloat16Type => self
+                .bfloat16
+                .iter_mut()
+                .for_each(|s| f(&mut s.shader_bfloat16_type)),
+            // bfloat16 matrices are cooperative matrices: the feature counts only with
+            // `CooperativeMatrix` (and the memory model that comes with it).
+            Feature::ShaderBFloat16CooperativeMatrix if v12 => {
+                if let (Some(s), Some(c)) = (&mut self.bfloat16, &mut self.cooperative_matrix) {
+                    f(&mut s.shader_bfloat16_cooperative_matrix);
+                    f(&mut s.shader_bfloat16_type);
+                    f(&mut c.cooperative_matrix);
+                    f(&mut self.vulkan12_features.vulkan_memory_model);
+                }
             }
+            Feature::ShaderBFloat16CooperativeMatrix => {}
+            // Not struct features: format properties.
+            Feature::ImageFormatsFp32 | Feature::ImageFormatsFp16 => {}
         }
     }
 
@@ -245,6 +305,13 @@ impl PhysicalDeviceFeatures {
                 .cooperative_matrix
                 .filter(|_| on.contains(&Feature::CooperativeMatrix))
                 .map(|_| Default::default()),
+            bfloat16: self
+                .bfloat16
+                .filter(|_| {
+                    on.contains(&Feature::ShaderBFloat16Type)
+                        || on.contains(&Feature::ShaderBFloat16CooperativeMatrix)
+                })
+                .map(|_| Default::default()),
         };
         for feature in on {
             enabled.slots(feature, |b| *b = vk::TRUE);
@@ -282,6 +349,9 @@ impl PhysicalDeviceFeatures {
         }
         if self.cooperative_matrix.is_some() {
             names.push(ash::khr::cooperative_matrix::NAME);
+        }
+        if self.bfloat16.is_some() {
+            names.push(SHADER_BFLOAT16);
         }
         names
     }

@@ -136,7 +136,7 @@ unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, E
         let structs = PhysicalDeviceFeatures::query(instance, pd, api, &extensions);
         let set = structs
             .supported()
-            .union(properties::other_features(instance, pd, &extensions));
+            .union(properties::other_features(instance, pd));
         let cooperative_matrices = if set.contains(Feature::CooperativeMatrix) {
             properties::coopmat_shapes(instance.entry(), instance, pd)
                 .map_err(vkerr("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"))?

@@ -25,16 +25,14 @@ pub(crate) unsafe fn extensions(
         .collect())
 }
 
-/// Features that are not in a feature struct: bf16 (an extension ash 0.38 has no structs for:
-/// its presence is reported, nothing enabled; bf16s uses 16-bit storage) and the image formats
-/// the image variants need, usable as sampled and storage images.
+/// Features that are not in a feature struct: the image formats the image variants need, usable
+/// as sampled and storage images.
 ///
 /// # Safety
 /// `device` comes from the live `instance`.
 pub(crate) unsafe fn other_features(
     instance: &ash::Instance,
     device: vk::PhysicalDevice,
-    extensions: &[String],
 ) -> FeatureSet {
     let image_ok = |formats: &[vk::Format]| {
         formats.iter().all(|f| {
@@ -51,10 +49,6 @@ pub(crate) unsafe fn other_features(
             set.insert(f)
         }
     };
-    put(
-        Feature::ShaderBFloat16Type,
-        extensions.iter().any(|e| e == "VK_KHR_shader_bfloat16"),
-    );
     put(
         Feature::ImageFormatsFp32,
         image_ok(&[vk::Format::R32_SFLOAT, vk::Format::R32G32B32A32_SFLOAT]),
@@ -230,10 +224,14 @@ pub(crate) unsafe fn coopmat_shapes(
         .collect())
 }
 
+/// `VK_COMPONENT_TYPE_BFLOAT16_KHR` (VK_KHR_shader_bfloat16, newer than ash 0.38's headers).
+const BFLOAT16: vk::ComponentTypeKHR = vk::ComponentTypeKHR::from_raw(1_000_141_000);
+
 /// The scalar kind of a cooperative-matrix component type, if vkprism names it.
 fn scalar(t: vk::ComponentTypeKHR) -> Option<ScalarKind> {
     Some(match t {
         vk::ComponentTypeKHR::FLOAT16 => ScalarKind::F16,
+        BFLOAT16 => ScalarKind::Bf16,
         vk::ComponentTypeKHR::FLOAT32 => ScalarKind::F32,
         vk::ComponentTypeKHR::FLOAT64 => ScalarKind::F64,
         vk::ComponentTypeKHR::SINT8 => ScalarKind::I8,
