@@ -4,11 +4,13 @@
 #             the stress test) and .devbin/fuzz/mutation (the compiler's mutation run)
 #   .devtools/ glslang 13.1's validator and the libraries it loads (for the mutation run's `_cm`
 #             variants; .tools/ whole is over what a device call carries)
-#   .gl/      Debian's GL dispatch libraries and trixie's Vulkan loader 1.4.309 (the NVIDIA machine
-#             has none; the loader must be as new as the layer, or the layer warns about every
-#             device)
-#   .vl/      a Khronos validation layer new enough for VK_KHR_cooperative_matrix (Debian trixie's
-#             1.4.309; bookworm's 1.3.239 rejects the cooperative-matrix structures)
+#   .gl/      Debian's GL dispatch libraries and sid's Vulkan loader (the NVIDIA machine has none;
+#             the loader must be as new as the layer, or the layer warns about every device)
+#   .vl/      a Khronos validation layer new enough for VK_KHR_cooperative_matrix and
+#             VK_KHR_shader_bfloat16 (Debian sid's, 1.4.363 when written; bookworm's 1.3.239
+#             rejects the cooperative-matrix structures, trixie's 1.4.309 predates bfloat16). Both
+#             need glibc 2.38, which the NVIDIA machine has and this one (bookworm) lacks: they
+#             only run there.
 # Then, with the device tool: run `bash bench/device.sh` carrying .devbin .gl .vl (and
 # .devtools for bench/device-fuzz.sh).
 set -euo pipefail
@@ -35,15 +37,17 @@ for lib in libglslang.so.13 libSPIRV.so.13 libglslang-default-resource-limits.so
   cp -L ".tools/glslang/prefix/lib/$lib" .devtools/glslang/prefix/lib/
 done
 amd64='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64'
-t=/tmp/vkprism-apt-trixie
-trixie="$amd64 -oDir::State::Lists=$t/lists -oDir::Etc::SourceList=$t/sources.list -oDir::Etc::SourceParts=/nonexistent"
-if [ ! -d .gl ] || [ ! -d .vl ]; then
+t=/tmp/vkprism-apt-sid
+sid="$amd64 -oDir::State::Lists=$t/lists -oDir::Etc::SourceList=$t/sources.list -oDir::Etc::SourceParts=/nonexistent"
+if [ "$(cat .vl/SUITE 2>/dev/null)" != sid ] || [ ! -d .gl ]; then
+  rm -rf .gl .vl
   mkdir -p .gl .vl /tmp/vkprism-apt/lists/partial $t/lists/partial
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" >$t/sources.list
+  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian sid main" >$t/sources.list
   apt-get $amd64 -oDir::State::Lists=/tmp/vkprism-apt/lists update -qq
-  apt-get $trixie update -qq
+  apt-get $sid update -qq
   (cd .gl && apt-get $amd64 -oDir::State::Lists=/tmp/vkprism-apt/lists download \
-     libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 && apt-get $trixie download libvulkan1)
-  (cd .vl && apt-get $trixie download vulkan-validationlayers)
+     libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 && apt-get $sid download libvulkan1)
+  (cd .vl && apt-get $sid download vulkan-validationlayers)
+  echo sid >.vl/SUITE
 fi
 ls -la .devbin .gl .vl

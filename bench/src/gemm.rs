@@ -17,7 +17,7 @@ const QUICK_SHAPES: [(usize, usize, usize); 1] = [(256, 128, 192)];
 
 /// Every variant of the library GEMM that stages through shared memory, fp32 without, and the
 /// cooperative-matrix variants (run where the device offers their shapes).
-const VARIANTS: [&str; 12] = [
+const VARIANTS: [&str; 14] = [
     "fp32_lm_nocm",
     "fp16p_lm_nocm",
     "fp16pa_lm_nocm",
@@ -30,6 +30,8 @@ const VARIANTS: [&str; 12] = [
     "fp16pa_lm_cm",
     "fp16s_lm_cm",
     "fp16sa_lm_cm",
+    "bf16p_lm_cm",
+    "bf16s_lm_cm",
 ];
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {

@@ -179,9 +179,6 @@ mod tests {
     #[test]
     fn strings_are_nul_terminated_words() {
         assert_eq!(string_words("abc"), vec![u32::from_le_bytes(*b"abc\0")]);
-        assert_eq!(
-            string_words("abcd"),
-            vec![u32::from_le_bytes(*b"abcd"), 0]
-        );
+        assert_eq!(string_words("abcd"), vec![u32::from_le_bytes(*b"abcd"), 0]);
     }
 }

@@ -108,7 +108,9 @@ fn bf16_matrices_are_bfloat16_in_the_module_and_its_reflection() {
         assert!(!has(if capability == 9 { 5116 } else { 9 }), "{}", v.key);
     }
     let bf16 = &model.variants[1].key;
-    assert!(bf16.requires().contains(Feature::ShaderBFloat16CooperativeMatrix));
+    assert!(bf16
+        .requires()
+        .contains(Feature::ShaderBFloat16CooperativeMatrix));
     assert!(!bf16.requires().contains(Feature::ShaderFloat16));
 }
 
@@ -125,16 +127,21 @@ fn the_library_bf16_variants_validate() {
                 .map(|v| (v.to_string(), proc_macro2::Span::call_site()))
                 .collect(),
         );
-        let model = Source::from_text(&cx, &text, file, &dir)
-            .and_then(|s| compile_kernel(&cx, &s, only));
+        let model =
+            Source::from_text(&cx, &text, file, &dir).and_then(|s| compile_kernel(&cx, &s, only));
         let model = match cx.check() {
             Ok(()) => model.unwrap(),
-            Err(e) => panic!("{file}: {:?}", e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>()),
+            Err(e) => panic!(
+                "{file}: {:?}",
+                e.into_iter().map(|e| e.to_string()).collect::<Vec<_>>()
+            ),
         };
         for v in &model.variants {
             validate(&format!("{file}-{}", v.key.name()), &v.spirv);
             assert!(
-                v.cooperative_matrices.iter().all(|s| s.a == ScalarKind::Bf16),
+                v.cooperative_matrices
+                    .iter()
+                    .all(|s| s.a == ScalarKind::Bf16),
                 "{file} {}: {:?}",
                 v.key,
                 v.cooperative_matrices

@@ -410,10 +410,10 @@ mod tests {
                 reads_num_workgroups: false,
                 spirv: &[],
                 bindings: &[],
-                cooperative_matrices: if key.coopmat == Some(true) {
-                    &F16_16X16X16
-                } else {
-                    &[]
+                cooperative_matrices: match key.coopmat {
+                    Some(true) if key.float.is_bf16() => &BF16_16X16X16,
+                    Some(true) => &F16_16X16X16,
+                    _ => &[],
                 },
                 vulkan_version: vkprism_core::api_version(1, 1),
                 device_facts: &[],
@@ -471,6 +471,13 @@ mod tests {
         result: ScalarKind::F32,
     }];
 
+    /// The shape the hand-made bf16 `_cm` variants multiply: 16×16×16 bf16 into fp32.
+    const BF16_16X16X16: [CoopMatShape; 1] = [CoopMatShape {
+        a: ScalarKind::Bf16,
+        b: ScalarKind::Bf16,
+        ..F16_16X16X16[0]
+    }];
+
     /// fp32 and fp16s, each with and without cooperative matrices where the axis allows.
     fn coopmat_kernel() -> &'static KernelInfo {
         let key = |float, coopmat| VariantKey {
@@ -519,6 +526,47 @@ mod tests {
         };
         assert_eq!(pick(k, &Options::default(), &d), "fp16sa_nocm");
         assert!(force_variant(k, "fp16s_cm", &d).is_err());
+    }
+
+    #[test]
+    fn bf16_matrices_need_the_bf16_shapes_and_feature_and_the_bf16_option() {
+        let key = |float, coopmat| VariantKey {
+            coopmat: Some(coopmat),
+            ..VariantKey::new(float)
+        };
+        let k = info(vec![
+            key(FloatMode::Fp32, false),
+            key(FloatMode::Fp16s, false),
+            key(FloatMode::Fp16s, true),
+            key(FloatMode::Bf16s, false),
+            key(FloatMode::Bf16s, true),
+        ]);
+        let bf16 = Options {
+            use_bf16_storage: true,
+            ..Options::default()
+        };
+        let mut d = DeviceFeatures::new(FeatureSet::all());
+        d.cooperative_matrices.push(F16_16X16X16[0]);
+        // fp16 shapes don't run bf16 matrices.
+        assert_eq!(pick(k, &bf16, &d), "bf16s_nocm");
+        let s = select_variant(k, &bf16, &d).unwrap().to_string();
+        assert!(
+            s.contains("bf16s_cm: needs cooperative matrices 16x16x16 Bf16*Bf16+F32->F32"),
+            "{s}"
+        );
+        d.cooperative_matrices.push(BF16_16X16X16[0]);
+        assert_eq!(pick(k, &bf16, &d), "bf16s_cm");
+        // bf16 stays opt-in: by default the fp16 matrices.
+        assert_eq!(pick(k, &Options::default(), &d), "fp16s_cm");
+        // The shapes without the feature that enables them are not enough.
+        let d = DeviceFeatures {
+            features: FeatureSet::all().without(Feature::ShaderBFloat16CooperativeMatrix),
+            ..d
+        };
+        assert_eq!(pick(k, &bf16, &d), "bf16s_nocm");
+        let s = select_variant(k, &bf16, &d).unwrap().to_string();
+        assert!(s.contains("shaderBFloat16CooperativeMatrix"), "{s}");
+        assert!(force_variant(k, "bf16s_cm", &d).is_err());
     }
 
     #[test]

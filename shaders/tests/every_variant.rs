@@ -1,14 +1,14 @@
 //! Every kernel of the library in every variant, on the real driver (lavapipe in CI) with the
 //! validation layer on, against the CPU reference on random non-zero data, outputs poisoned.
 
-use vkprism::{Feature, LoadOptions, SelectFailure, Tensor};
+use vkprism::{LoadOptions, SelectFailure, Tensor};
 use vkprism_shaders::{
     activation, activation_grid, binary_op, conv2d, conv2d_dw_nhwc, conv2d_nhwc, gemm, gemm_image,
     gemm_image_grid, gemm_int8, reference, Conv2dDwShape, Conv2dShape, GemmConfig,
 };
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled as check, ctx, quantize, random_i8, random_in as random,
-    tolerance,
+    assert_clean, assert_close_scaled as check, ctx, device_lacks_matrices_for, quantize,
+    random_i8, random_in as random, tolerance,
 };
 
 #[test]
@@ -111,9 +111,9 @@ fn binary_ops() {
     assert_clean(&ctx);
 }
 
-/// Loads variant `name`; `None` only for a cooperative-matrix variant on a device without
-/// cooperative matrices (lavapipe), after checking that the error says so. Any other variant must
-/// load.
+/// Loads variant `name`; `None` only for a cooperative-matrix variant on a device without the
+/// matrices it multiplies (lavapipe: none; a device without bfloat16 matrices: the bf16 ones),
+/// after checking that the error says so. Any other variant must load.
 fn load_unless_device_lacks_coopmat<K: vkprism::Kernel>(
     ctx: &vkprism::Context,
     name: &str,
@@ -121,11 +121,16 @@ fn load_unless_device_lacks_coopmat<K: vkprism::Kernel>(
     match ctx.load_with::<K>(&LoadOptions::variant(name)) {
         Ok(k) => Some(k),
         Err(vkprism::pipeline::Error::Select(e))
-            if e.kind == SelectFailure::DeviceLacks
-                && name.ends_with("_cm")
-                && !ctx.features().supports(Feature::CooperativeMatrix) =>
+            if e.kind == SelectFailure::DeviceLacks && device_lacks_matrices_for(ctx, name) =>
         {
-            assert!(e.to_string().contains("cooperativeMatrix"), "{name}: {e}");
+            let s = e.to_string();
+            assert!(
+                s.contains("cooperativeMatrix")
+                    || s.contains("shaderBFloat16CooperativeMatrix")
+                    || s.contains("Bf16*Bf16"),
+                "{name}: {e}"
+            );
+            eprintln!("{name}: left out, the device lacks its matrices");
             None
         }
         Err(e) => panic!("{name}: {e}"),
@@ -244,8 +249,8 @@ fn gemm_every_variant() {
     let ctx = ctx();
     assert_eq!(
         gemm::VARIANTS.len(),
-        18,
-        "7 precisions × local memory on/off, and fp16 × local memory × cooperative matrices"
+        20,
+        "7 precisions × local memory on/off, and fp16 and bf16 × local memory × cooperative matrices"
     );
     let plain = reference::Gemm {
         alpha: 1.0,
@@ -742,7 +747,7 @@ fn run_conv_nhwc_case(
 #[test]
 fn conv2d_nhwc_every_variant() {
     let ctx = ctx();
-    assert_eq!(conv2d_nhwc::VARIANTS.len(), 18);
+    assert_eq!(conv2d_nhwc::VARIANTS.len(), 20);
     let shape = |batch, h, w, c, outc, k, stride, pad| Conv2dShape {
         batch,
         h,

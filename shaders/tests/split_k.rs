@@ -10,18 +10,19 @@ use vkprism_shaders::{
     GemmConfig, SPLIT_K_WORKGROUPS,
 };
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled as check, ctx, quantize, random_in as random, tolerance,
+    assert_clean, assert_close_scaled as check, ctx, device_lacks_matrices_for, quantize,
+    random_in as random, tolerance,
 };
 
-/// Loads `name` of kernel `K`, or `None` for a `_cm` variant on a device without cooperative
-/// matrices (the only variants allowed to be missing).
+/// Loads `name` of kernel `K`, or `None` for a `_cm` variant on a device without the matrices it
+/// multiplies (the only variants allowed to be missing).
 fn load<K: vkprism::Kernel>(
     ctx: &vkprism::Context,
     name: &str,
 ) -> Option<std::sync::Arc<vkprism::LoadedKernel<K>>> {
     match ctx.load_with::<K>(&LoadOptions::variant(name)) {
         Ok(k) => Some(k),
-        Err(e) if name.ends_with("_cm") && e.to_string().contains("cooperativeMatrix") => None,
+        Err(_) if device_lacks_matrices_for(ctx, name) => None,
         Err(e) => panic!("{name}: {e}"),
     }
 }

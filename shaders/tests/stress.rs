@@ -9,9 +9,9 @@
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use vkprism::{CommandList, Context, Feature, LoadOptions, Tensor, TensorFormat, VariantKey};
+use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::{activation, binary_op, gemm, reference, GemmConfig};
-use vkprism_testkit::{ctx, quantize, random_in as random, tolerance};
+use vkprism_testkit::{ctx, device_lacks_matrices_for, quantize, random_in as random, tolerance};
 
 /// How long each context lives before the next one replaces it (the work goes on meanwhile).
 const CONTEXT_LIFETIME: Duration = Duration::from_secs(5);
@@ -107,14 +107,14 @@ struct Loaded {
 }
 
 /// Loads every variant of `K`, leaving out only cooperative-matrix variants on a device without
-/// cooperative matrices.
+/// the matrices they multiply.
 fn load_all<K: vkprism::Kernel>(
     ctx: &Context,
     names: &[&str],
 ) -> Vec<(String, std::sync::Arc<vkprism::LoadedKernel<K>>)> {
     names
         .iter()
-        .filter(|n| !n.ends_with("_cm") || ctx.features().supports(Feature::CooperativeMatrix))
+        .filter(|n| !device_lacks_matrices_for(ctx, n))
         .map(|n| {
             let k = ctx
                 .load_with::<K>(&LoadOptions::variant(n))

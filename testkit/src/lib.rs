@@ -3,7 +3,9 @@
 //! non-zero data, precision-aware comparison.
 
 use rand::{Rng, SeedableRng};
-use vkprism_runtime::{Context, ContextOptions, FloatMode, TensorFormat, VariantKey};
+use vkprism_runtime::{
+    Context, ContextOptions, Feature, FloatMode, ScalarKind, TensorFormat, VariantKey,
+};
 
 /// A context with the Khronos validation layer on. Fails (never skips) without Vulkan.
 pub fn ctx() -> Context {
@@ -24,6 +26,20 @@ pub fn ctx_with(opts: ContextOptions) -> Context {
     });
     assert!(ctx.validation_enabled());
     ctx
+}
+
+/// Whether a test may leave out cooperative-matrix variant `name` on `ctx`'s device: it is a
+/// `_cm` variant and the device has no cooperative matrices at all, or (for a `bf16` one) no
+/// bfloat16 matrices (`shaderBFloat16CooperativeMatrix` and a bf16 shape). Every other variant
+/// must load and run.
+pub fn device_lacks_matrices_for(ctx: &Context, name: &str) -> bool {
+    let f = ctx.features();
+    let bf16_matrices = f.supports(Feature::ShaderBFloat16CooperativeMatrix)
+        && f.cooperative_matrices
+            .iter()
+            .any(|s| s.a == ScalarKind::Bf16);
+    name.ends_with("_cm")
+        && (!f.supports(Feature::CooperativeMatrix) || (name.starts_with("bf16") && !bf16_matrices))
 }
 
 /// Fails the test if the validation layer said anything.

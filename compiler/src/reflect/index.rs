@@ -1,10 +1,10 @@
 //! An index over one SPIR-V module: its types, constants, names and decorations by id, which
 //! the rest of reflection looks things up in.
 
+use super::coopmat;
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{Decoration, Dim, ImageFormat, Op};
 use std::collections::HashMap;
-use super::coopmat;
 use vkprism_core::ScalarKind;
 
 /// A type declaration, with the ids it refers to.
