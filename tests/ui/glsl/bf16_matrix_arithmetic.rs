@@ -1,0 +1,31 @@
+// Arithmetic on `cmfp` matrices: fine in fp16, refused in bf16 `_cm` variants, whose matrices are
+// retyped to bfloat16 after compiling (glslang 13 has no `bfloat16_t`) and bfloat16 has no
+// arithmetic, so the retyped module would not compute what the kernel says.
+vkprism::compute_shader! {
+    pub mod k,
+    variants: [fp16s_cm, bf16s_cm],
+    src: r#"
+#version 450
+layout (local_size_x = 32) in;
+layout (binding = 0) readonly buffer a_blob { uvec4 a_data[]; };
+layout (binding = 1) writeonly buffer c_blob { float c_data[]; };
+layout (binding = 2) writeonly buffer d_blob { sfp d_data[]; };
+void main()
+{
+    buffer_st1(d_data, 0, afp(1));
+#if NCNN_cooperative_matrix
+    coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> a;
+    coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> b;
+    coopMatLoad(a, a_data, 0, 2, gl_CooperativeMatrixLayoutRowMajor);
+    coopMatLoad(b, a_data, 0, 2, gl_CooperativeMatrixLayoutRowMajor);
+    a = -a;
+    coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> c =
+        coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(0.0);
+    c = coopMatMulAdd(a, b, c);
+    coopMatStore(c, c_data, 0, 16, gl_CooperativeMatrixLayoutRowMajor);
+#endif
+}
+"#,
+}
+
+fn main() {}
