@@ -110,15 +110,21 @@ void cm_a_prepare(int tid, int m0)
     }
 }
 
+// Depth k split into tap (ky, kx) and channel c.
+void split_depth(int k, out int c, out int ky, out int kx)
+{
+    const int tap = k / p.c;
+    c = k - tap * p.c;
+    ky = tap / p.kw;
+    kx = tap - ky * p.kw;
+}
+
 // Moves load i's split depth to k: by adding when k is one STEP past the last (every step
 // after a workgroup's first), by dividing otherwise.
 void a_move(int i, int k)
 {
     if (k != a_k[i] + STEP) {
-        const int tap = k / p.c;
-        a_c[i] = k - tap * p.c;
-        a_ky[i] = tap / p.kw;
-        a_kx[i] = tap - a_ky[i] * p.kw;
+        split_depth(k, a_c[i], a_ky[i], a_kx[i]);
     } else {
         a_c[i] += STEP;
         while (a_c[i] >= p.c) {
@@ -133,27 +139,33 @@ void a_move(int i, int k)
     a_k[i] = k;
 }
 
-// Input quad for load i at GEMM depth k (tap (ky, kx), channels c..c+3), or -1 outside.
-int a_index_at(int i, int k)
+// Input quad for load i at GEMM depth k, split as tap (ky, kx) and channels c..c+3, or -1
+// outside: the one bounds check and index of both octet paths.
+int a_index_split(int i, int k, int c, int ky, int kx)
 {
     if (a_image_row[i] < 0 || k >= p.K) return -1;
-    const int tap = k / p.c, c = k - tap * p.c;
-    const int ky = tap / p.kw, kx = tap - ky * p.kw;
     const int iy = a_iy0[i] + ky, ix = a_ix0[i] + kx;
     if (iy < 0 || ix < 0 || iy >= p.h || ix >= p.w) return -1;
     return ((a_image_row[i] + iy) * p.w + ix) * (p.c / 4) + c / 4;
 }
 
+// Input quad for load i at GEMM depth k, or -1 outside.
+int a_index_at(int i, int k)
+{
+    int c, ky, kx;
+    split_depth(k, c, ky, kx);
+    return a_index_split(i, k, c, ky, kx);
+}
+
 // gemm_core.glsl's octet loads: 8 channels of one tap (with vec8, c is a multiple of 8, so they
-// are one aligned octet of one pixel), or two quads that may belong to different taps.
+// are one aligned octet of one pixel, at the depth a_move carries), or two quads that may belong
+// to different taps.
 uvec4 cm_a8_at(int i, int m, int k)
 {
     if (vec8 == 1) {
         a_move(i, k);
-        if (a_image_row[i] < 0 || k >= p.K) return uvec4(0);
-        const int iy = a_iy0[i] + a_ky[i], ix = a_ix0[i] + a_kx[i];
-        if (iy < 0 || ix < 0 || iy >= p.h || ix >= p.w) return uvec4(0);
-        return a_data[(((a_image_row[i] + iy) * p.w + ix) * (p.c / 4) + a_c[i] / 4) >> 1];
+        const int q = a_index_split(i, k, a_c[i], a_ky[i], a_kx[i]);
+        return q < 0 ? uvec4(0) : a_data[q >> 1];
     }
     return uvec4(a_quad(a_index_at(i, k)), a_quad(a_index_at(i, k + 4)));
 }
