@@ -163,7 +163,7 @@ fn rewrite(words: &[u32], halves: &HashSet<u32>) -> Vec<u32> {
 fn string_words(s: &str) -> Vec<u32> {
     let mut bytes = s.as_bytes().to_vec();
     bytes.push(0);
-    while bytes.len() % 4 != 0 {
+    while !bytes.len().is_multiple_of(4) {
         bytes.push(0);
     }
     bytes
