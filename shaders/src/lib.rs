@@ -408,8 +408,8 @@ impl GemmConfig {
 
     /// The configuration for a [`conv2d_nhwc`] of `shape`, as [`GemmConfig::for_gemm`] for its
     /// implicit GEMM (16-byte loads where the channel counts are multiples of 8), except that
-    /// large grids with cooperative matrices get 64×256 tiles of 64-deep steps (its A loads
-    /// gather: `coopmat_tiles` says what was measured).
+    /// large grids with cooperative matrices get 96×256 tiles of 12 subgroups and 48-deep steps
+    /// (its A loads gather: `coopmat_tiles` says what was measured).
     pub fn for_conv(
         variant: &vkprism::VariantKey,
         subgroup_size: u32,
@@ -612,8 +612,11 @@ pub const SPLIT_K_WORKGROUPS: usize = 128;
 ///   tiles within the 48 KiB of shared memory a workgroup may have on NVIDIA GPUs (39,680
 ///   bytes; 64 would need 52,224);
 /// - except for a convolution (`gathers`: its A loads compute an input address per octet),
-///   which gets 64×256 tiles of 8 subgroups of 32×64 and a 64-deep step (b8 56² × 256 ch 3×3:
-///   156 against 137; a GEMM loses with them, 2048³ 176 against 236).
+///   which gets 96×256 tiles of 12 subgroups of 32×64 (3 along M) and a 48-deep step (b8 56² ×
+///   256 ch 3×3: 193–199 against 165 for 64×256 tiles of 8 subgroups and 64-deep steps, which
+///   had beaten 128×256's 137; 392 → 262 workgroups, 2.97 → 1.98 waves of 132 SMs, with 12
+///   subgroups an SM instead of 8 at 168 registers: the 12-subgroup 192×256 tiles spill at that
+///   cap and run 87–131; a GEMM loses with 32×64 subgroup tiles, 4096³ 162 against 271).
 fn coopmat_tiles(
     (m, n, k): (usize, usize, usize),
     tiles: usize,
@@ -627,7 +630,7 @@ fn coopmat_tiles(
     } else if tiles < 128 {
         (8, [2, 2, 4], 32)
     } else if gathers {
-        (8, [2, 4, 4], 64)
+        (12, [2, 4, 4], 48)
     } else {
         (8, [4, 4, 4], if k >= 2048 { 48 } else { 32 })
     }

@@ -765,15 +765,18 @@ fn conv2d_nhwc_every_variant() {
     run_conv_nhwc_case(&ctx, shape(1, 6, 5, 12, 4, 1, 1, 0), false, 51, None);
     // Channels in multiples of 8: whole octets per tap (`vec8`) with cooperative matrices.
     run_conv_nhwc_case(&ctx, shape(1, 6, 7, 16, 8, 3, 1, 1), true, 61, None);
-    // The table's tiles for large convolutions: 64×256 tiles of 8 subgroups, 64-deep steps (K
-    // of 216 is 3.4 of them), edges in M and N.
-    run_conv_nhwc_case(
-        &ctx,
-        shape(1, 13, 11, 24, 40, 3, 1, 1),
-        true,
-        71,
-        Some((8, 64, [2, 4, 4])),
-    );
+    // The table's tiles for large convolutions: 96×256 tiles of 12 subgroups (3 along M),
+    // 48-deep steps (K of 216 is 4.5 of them), edges in M and N; and the 64×256 tiles of 8
+    // subgroups and 64-deep steps they replaced.
+    for (cm, seed) in [((12, 48, [2, 4, 4]), 71), ((8, 64, [2, 4, 4]), 81)] {
+        run_conv_nhwc_case(
+            &ctx,
+            shape(1, 13, 11, 24, 40, 3, 1, 1),
+            true,
+            seed,
+            Some(cm),
+        );
+    }
     assert_clean(&ctx);
 }
 

@@ -396,6 +396,7 @@ fn shared_memory_bytes_match_the_drivers_statistics() {
         (8, [4, 4, 2], 48, 41728),
         (8, [2, 4, 4], 64, 43008),
         (8, [2, 4, 4], 32, 22016),
+        (12, [2, 4, 4], 48, 36096),
         (4, [4, 4, 2], 32, 18944),
     ];
     for (subgroups, cm_tiles, bk, bytes) in measured {
