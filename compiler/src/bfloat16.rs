@@ -12,14 +12,12 @@
 //! The octets the library's kernels stage are the same bytes in either format (`gemm_core.glsl`
 //! moves them as `uvec4`s), which is why the retyped module computes in bfloat16.
 
-use crate::reflect::coopmat;
+use crate::reflect::coopmat::{self, instructions, OP_CAPABILITY, OP_TYPE_FLOAT};
 use rspirv::dr::{Instruction, Operand};
 use rspirv::spirv::Op;
 use std::collections::HashSet;
 
-const OP_CAPABILITY: u32 = 17;
 const OP_EXTENSION: u32 = 10;
-const OP_TYPE_FLOAT: u32 = 22;
 const CAPABILITY_FLOAT16: u32 = 9;
 const CAPABILITY_BFLOAT16_TYPE: u32 = 5116;
 const CAPABILITY_BFLOAT16_COOPERATIVE_MATRIX: u32 = 5118;
@@ -55,21 +53,6 @@ fn half_types(words: &[u32]) -> HashSet<u32> {
         .filter(|i| i[0] == (3 << 16 | OP_TYPE_FLOAT) && i[2] == 16)
         .map(|i| i[1])
         .collect()
-}
-
-/// Every instruction after the header, as its words (a malformed stream ends the walk; the
-/// loader in [`check`] reports it).
-fn instructions(words: &[u32]) -> impl Iterator<Item = &[u32]> {
-    let mut rest = words.get(5..).unwrap_or(&[]);
-    std::iter::from_fn(move || {
-        let count = (*rest.first()? >> 16) as usize;
-        if count == 0 || count > rest.len() {
-            return None;
-        }
-        let (inst, tail) = rest.split_at(count);
-        rest = tail;
-        Some(inst)
-    })
 }
 
 /// Refuses a module that uses a 16-bit float other than as a matrix component, or makes a
@@ -175,6 +158,21 @@ fn string_words(s: &str) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn malformed_streams_end_the_walk_instead_of_panicking() {
+        let header = [0x0723_0203, 0x0001_0000, 0, 8, 0];
+        // OpCapability Shader, then a word count of 0, then one past the end.
+        let words: Vec<u32> = header.iter().copied().chain([2 << 16 | 17, 1, 0]).collect();
+        assert_eq!(instructions(&words).count(), 1);
+        let words: Vec<u32> = header.iter().copied().chain([9 << 16 | 17, 1]).collect();
+        assert_eq!(instructions(&words).count(), 0);
+        assert!(
+            retype(&words).is_ok_and(|w| w == words),
+            "no half type: unchanged"
+        );
+        assert_eq!(instructions(&header[..3]).count(), 0);
+    }
 
     #[test]
     fn strings_are_nul_terminated_words() {

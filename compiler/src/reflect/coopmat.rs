@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use vkprism_core::{CoopMatShape, ScalarKind};
 
 /// `OpTypeFloat`'s opcode.
-const OP_TYPE_FLOAT: u32 = 22;
+pub const OP_TYPE_FLOAT: u32 = 22;
 /// `OpCapability`'s opcode.
-const OP_CAPABILITY: u32 = 17;
+pub const OP_CAPABILITY: u32 = 17;
 /// `BFloat16TypeKHR`, `BFloat16DotProductKHR` and `BFloat16CooperativeMatrixKHR`.
 const BFLOAT16_CAPABILITIES: [u32; 3] = [5116, 5117, 5118];
 /// The `BFloat16KHR` FP encoding (SPV_KHR_bfloat16), the only one vkprism emits.
@@ -51,27 +51,18 @@ pub fn load_module(words: &[u32]) -> Result<Module, String> {
 /// capabilities, and the encoding of each float type that had one. A malformed stream is
 /// returned as it is, for the parser to report.
 fn strip_fp_encodings(words: &[u32]) -> (Cow<'_, [u32]>, HashMap<u32, u32>) {
-    let mut encodings = HashMap::new();
-    let mut i = 5;
-    while let Some(&first) = words.get(i) {
-        let count = (first >> 16) as usize;
-        if count == 0 || i + count > words.len() {
-            return (Cow::Borrowed(words), HashMap::new());
-        }
-        if first & 0xffff == OP_TYPE_FLOAT && count == 4 {
-            encodings.insert(words[i + 1], words[i + 3]);
-        }
-        i += count;
+    let all: Vec<&[u32]> = instructions(words).collect();
+    let whole = 5 + all.iter().map(|i| i.len()).sum::<usize>() == words.len();
+    let encodings: HashMap<u32, u32> = all
+        .iter()
+        .filter(|i| i[0] == (4 << 16 | OP_TYPE_FLOAT))
+        .map(|i| (i[1], i[3]))
+        .collect();
+    if !whole || encodings.is_empty() {
+        return (Cow::Borrowed(words), HashMap::new());
     }
-    if encodings.is_empty() {
-        return (Cow::Borrowed(words), encodings);
-    }
-    let mut out = Vec::with_capacity(words.len());
-    out.extend_from_slice(&words[..5.min(words.len())]);
-    let mut i = 5;
-    while i < words.len() {
-        let count = (words[i] >> 16) as usize;
-        let inst = &words[i..i + count];
+    let mut out = words[..5].to_vec();
+    for inst in all {
         match inst {
             [w, c] if *w == (2 << 16 | OP_CAPABILITY) && BFLOAT16_CAPABILITIES.contains(c) => {}
             [w, id, width, _] if *w == (4 << 16 | OP_TYPE_FLOAT) => {
@@ -79,9 +70,23 @@ fn strip_fp_encodings(words: &[u32]) -> (Cow<'_, [u32]>, HashMap<u32, u32>) {
             }
             _ => out.extend_from_slice(inst),
         }
-        i += count;
     }
     (Cow::Owned(out), encodings)
+}
+
+/// Every instruction after the 5-word header, as its words; a malformed stream (a word count
+/// of 0, or past the end) ends the walk early, which callers that need the whole module check.
+pub fn instructions(words: &[u32]) -> impl Iterator<Item = &[u32]> {
+    let mut rest = words.get(5..).unwrap_or(&[]);
+    std::iter::from_fn(move || {
+        let count = (*rest.first()? >> 16) as usize;
+        if count == 0 || count > rest.len() {
+            return None;
+        }
+        let (inst, tail) = rest.split_at(count);
+        rest = tail;
+        Some(inst)
+    })
 }
 
 /// Whether `t` (loaded by [`load_module`]) is `OpTypeFloat … BFloat16KHR`.
