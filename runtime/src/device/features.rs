@@ -95,8 +95,8 @@ pub(crate) struct PhysicalDeviceFeatures {
 /// What vkprism enables when the device has it: what variants and pipelines use (16/8-bit
 /// storage, fp16/int8 arithmetic, int16/int64, subgroup size control for
 /// `PipelineDesc::subgroup_size`, cooperative matrices with the Vulkan memory model the `_cm`
-/// variants are compiled for, bfloat16 matrices for the bf16 `_cm` variants). Integer dot products are detected (the report shows them) but
-/// not enabled: no variant needs them. (Validation layers older than the cooperative-matrix
+/// variants are compiled for, bfloat16 matrices for the bf16 `_cm` variants). Integer dot
+/// products are detected (the report shows them) but not enabled: no variant needs them. (Validation layers older than the cooperative-matrix
 /// extension, like Debian 12's 1.3.239, flag its feature struct as unknown: bench/prepare.sh
 /// carries a newer one to NVIDIA machines.)
 pub(crate) const ENABLED: FeatureSet = FeatureSet::from_slice(&[
