@@ -1,13 +1,13 @@
 //! Every kernel of the library in every variant, on the real driver (lavapipe in CI) with the
 //! validation layer on, against the CPU reference on random non-zero data, outputs poisoned.
 
-use vkprism::{LoadOptions, SelectFailure, Tensor};
+use vkprism::{LoadOptions, Tensor};
 use vkprism_shaders::{
     activation, activation_grid, binary_op, conv2d, conv2d_dw_nhwc, conv2d_nhwc, gemm, gemm_image,
     gemm_image_grid, gemm_int8, reference, Conv2dDwShape, Conv2dShape, GemmConfig,
 };
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled as check, ctx, device_lacks_matrices_for, quantize,
+    assert_clean, assert_close_scaled as check, ctx, load_unless_device_lacks_matrices, quantize,
     random_i8, random_in as random, tolerance,
 };
 
@@ -111,32 +111,6 @@ fn binary_ops() {
     assert_clean(&ctx);
 }
 
-/// Loads variant `name`; `None` only for a cooperative-matrix variant on a device without the
-/// matrices it multiplies (lavapipe: none; a device without bfloat16 matrices: the bf16 ones),
-/// after checking that the error says so. Any other variant must load.
-fn load_unless_device_lacks_coopmat<K: vkprism::Kernel>(
-    ctx: &vkprism::Context,
-    name: &str,
-) -> Option<std::sync::Arc<vkprism::LoadedKernel<K>>> {
-    match ctx.load_with::<K>(&LoadOptions::variant(name)) {
-        Ok(k) => Some(k),
-        Err(vkprism::pipeline::Error::Select(e))
-            if e.kind == SelectFailure::DeviceLacks && device_lacks_matrices_for(ctx, name) =>
-        {
-            let s = e.to_string();
-            assert!(
-                s.contains("cooperativeMatrix")
-                    || s.contains("shaderBFloat16CooperativeMatrix")
-                    || s.contains("Bf16*Bf16"),
-                "{name}: {e}"
-            );
-            eprintln!("{name}: left out, the device lacks its matrices");
-            None
-        }
-        Err(e) => panic!("{name}: {e}"),
-    }
-}
-
 /// One GEMM problem: shape, options, workgroup and step depth.
 struct GemmCase {
     m: usize,
@@ -179,7 +153,7 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
     let a_shape = if o.transpose_a { [kk, m] } else { [m, kk] };
     let b_shape = if o.transpose_b { [n, kk] } else { [kk, n] };
     for name in gemm::VARIANT_NAMES {
-        let Some(k) = load_unless_device_lacks_coopmat::<gemm::Kernel>(ctx, name) else {
+        let Some(k) = load_unless_device_lacks_matrices::<gemm::Kernel>(ctx, name) else {
             continue;
         };
         let key = k.variant().key;
@@ -548,7 +522,7 @@ fn gemm_int8_every_variant() {
             }
         }
         for name in gemm_int8::VARIANT_NAMES {
-            let Some(kernel) = load_unless_device_lacks_coopmat::<gemm_int8::Kernel>(&ctx, name)
+            let Some(kernel) = load_unless_device_lacks_matrices::<gemm_int8::Kernel>(&ctx, name)
             else {
                 continue;
             };
@@ -692,7 +666,7 @@ fn run_conv_nhwc_case(
     let bias = random(s.outc, seed + 2, 0.1, 1.0);
     let (m, n, _) = s.gemm_mnk();
     for name in conv2d_nhwc::VARIANT_NAMES {
-        let Some(k) = load_unless_device_lacks_coopmat::<conv2d_nhwc::Kernel>(ctx, name) else {
+        let Some(k) = load_unless_device_lacks_matrices::<conv2d_nhwc::Kernel>(ctx, name) else {
             continue;
         };
         let key = k.variant().key;

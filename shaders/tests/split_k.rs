@@ -10,22 +10,9 @@ use vkprism_shaders::{
     GemmConfig, SPLIT_K_WORKGROUPS,
 };
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled as check, ctx, device_lacks_matrices_for, quantize,
+    assert_clean, assert_close_scaled as check, ctx, load_unless_device_lacks_matrices, quantize,
     random_in as random, tolerance,
 };
-
-/// Loads `name` of kernel `K`, or `None` for a `_cm` variant on a device without the matrices it
-/// multiplies (the only variants allowed to be missing).
-fn load<K: vkprism::Kernel>(
-    ctx: &vkprism::Context,
-    name: &str,
-) -> Option<std::sync::Arc<vkprism::LoadedKernel<K>>> {
-    match ctx.load_with::<K>(&LoadOptions::variant(name)) {
-        Ok(k) => Some(k),
-        Err(_) if device_lacks_matrices_for(ctx, name) => None,
-        Err(e) => panic!("{name}: {e}"),
-    }
-}
 
 /// The split pass's configuration for `key`: the library's own, split `split` ways.
 fn split_config(
@@ -95,7 +82,7 @@ fn run_gemm_split(
     let a_shape = if o.transpose_a { [kk, m] } else { [m, kk] };
     let b_shape = if o.transpose_b { [n, kk] } else { [kk, n] };
     for name in gemm_split::VARIANT_NAMES {
-        let Some(k) = load::<gemm_split::Kernel>(ctx, name) else {
+        let Some(k) = load_unless_device_lacks_matrices::<gemm_split::Kernel>(ctx, name) else {
             continue;
         };
         let key = k.variant().key;
@@ -195,7 +182,8 @@ fn conv2d_nhwc_split_every_variant() {
     let bias = random(s.outc, 33, 0.1, 1.0);
     let (m, n, kk) = s.gemm_mnk();
     for name in conv2d_nhwc_split::VARIANT_NAMES {
-        let Some(k) = load::<conv2d_nhwc_split::Kernel>(&ctx, name) else {
+        let Some(k) = load_unless_device_lacks_matrices::<conv2d_nhwc_split::Kernel>(&ctx, name)
+        else {
             continue;
         };
         let key = k.variant().key;
@@ -416,7 +404,7 @@ fn shared_memory_bytes_match_the_drivers_statistics() {
 #[test]
 fn the_runtime_refuses_what_shared_memory_bytes_says_does_not_fit() {
     let ctx = ctx();
-    let k = load::<gemm::Kernel>(&ctx, "fp32_lm_nocm").unwrap();
+    let k = load_unless_device_lacks_matrices::<gemm::Kernel>(&ctx, "fp32_lm_nocm").unwrap();
     let key = k.variant().key;
     let problem = GemmProblem::gemm(2048, 2048, 1024, false, false);
     let cfg = GemmConfig {

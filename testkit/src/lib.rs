@@ -3,8 +3,10 @@
 //! non-zero data, precision-aware comparison.
 
 use rand::{Rng, SeedableRng};
+use std::sync::Arc;
 use vkprism_runtime::{
-    Context, ContextOptions, Feature, FloatMode, ScalarKind, TensorFormat, VariantKey,
+    pipeline, Context, ContextOptions, Feature, FloatMode, Kernel, LoadOptions, LoadedKernel,
+    ScalarKind, SelectFailure, TensorFormat, VariantKey,
 };
 
 /// A context with the Khronos validation layer on. Fails (never skips) without Vulkan.
@@ -40,6 +42,32 @@ pub fn device_lacks_matrices_for(ctx: &Context, name: &str) -> bool {
             .any(|s| s.a == ScalarKind::Bf16);
     name.ends_with("_cm")
         && (!f.supports(Feature::CooperativeMatrix) || (name.starts_with("bf16") && !bf16_matrices))
+}
+
+/// Loads variant `name` of kernel `K`; `None` only where [`device_lacks_matrices_for`] lets a
+/// test leave it out, after checking that the error says the device lacks them. Any other
+/// variant must load (a failure panics, naming it).
+pub fn load_unless_device_lacks_matrices<K: Kernel>(
+    ctx: &Context,
+    name: &str,
+) -> Option<Arc<LoadedKernel<K>>> {
+    match ctx.load_with::<K>(&LoadOptions::variant(name)) {
+        Ok(k) => Some(k),
+        Err(pipeline::Error::Select(e))
+            if e.kind == SelectFailure::DeviceLacks && device_lacks_matrices_for(ctx, name) =>
+        {
+            let s = e.to_string();
+            assert!(
+                s.contains("cooperativeMatrix")
+                    || s.contains("shaderBFloat16CooperativeMatrix")
+                    || s.contains("Bf16*Bf16"),
+                "{name}: {e}"
+            );
+            eprintln!("{name}: left out, the device lacks its matrices");
+            None
+        }
+        Err(e) => panic!("{name}: {e}"),
+    }
 }
 
 /// Fails the test if the validation layer said anything.
