@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
+scripts/spirv-tools.sh
 export VKPRISM_VALIDATION=1
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

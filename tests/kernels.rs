@@ -496,53 +496,6 @@ fn image_8_wide_and_one_channel_every_variant() {
 }
 
 vkprism::compute_shader! {
-    /// The benchmark's kernel file, shipped through spirv-opt.
-    pub mod axpb_optimized,
-    path: "../bench/kernels/axpb.comp",
-    optimize: true,
-}
-
-#[test]
-fn optimized_spirv_matches_cpu_in_every_variant() {
-    let ctx = ctx();
-    let n = 4 * 777;
-    let x = random(n, 15);
-    assert_eq!(axpb_optimized::VARIANTS.len(), 7);
-    for name in axpb_optimized::VARIANT_NAMES {
-        let k = ctx
-            .load_with::<axpb_optimized::Kernel>(&LoadOptions::variant(name))
-            .unwrap();
-        let key = k.variant().key;
-        // spirv-opt's output differs from what the reflection read, but it is still SPIR-V.
-        assert_eq!(k.variant().spirv[0], 0x0723_0203);
-        let fmt = k.variant().bindings[0].format;
-        let xt = Tensor::from_f32(&ctx, &[n], fmt, &x).unwrap();
-        let yt = Tensor::from_f32(&ctx, &[n], fmt, &vec![f32::NAN; n]).unwrap();
-        let pipe = k.pipeline(&Default::default(), None).unwrap();
-        let push = axpb_optimized::PushConstants {
-            n: (n / 4) as i32,
-            scale: -0.5,
-            bias: 2.0,
-        };
-        ctx.run(|l| {
-            l.dispatch(
-                &pipe,
-                &axpb_optimized::BufferBindings {
-                    x_blob: &xt,
-                    y_blob: &yt,
-                },
-                &push,
-                [(n / 4) as u32, 1, 1],
-            )
-        })
-        .unwrap();
-        let want: Vec<f32> = quantize(&x, fmt).iter().map(|v| v * -0.5 + 2.0).collect();
-        assert_close(&yt.download_f32().unwrap(), &want, tolerance(&key), name);
-    }
-    assert_clean(&ctx);
-}
-
-vkprism::compute_shader! {
     /// A workgroup sum in shared memory, written from computed values: `afp2lfpvec4` /
     /// `afp2lfp` (packed halves or bf16 in the packed modes), loaded with `buffer_sm4` /
     /// `buffer_sm1`, read back with `lfp2afpvec4` / `lfp2afp`.
@@ -723,7 +676,7 @@ vkprism::compute_shader! {
     /// `i8buffer_cp1to4` / `i8buffer_cp4to1` (reversing the four lanes), `i8buffer_sm4` (the
     /// raw packed `int`), `packInt4x8` / `unpackInt4x8`, `packBFloat2x16` / `unpackBFloat2x16`,
     /// and scalar `i8buffer_cp1`: each invocation copies one byte, so in int8p four invocations
-    /// store into one word at once.
+    /// store into one word at once; `i8buffer_ld1` with a `uint` index (ncnn's packing kernels).
     pub mod int8_current,
     src: r#"
 #version 450
@@ -737,6 +690,7 @@ layout (binding = 6) writeonly buffer d_blob { int d_data[]; };
 layout (binding = 7) writeonly buffer e_blob { ivec4 e_data[]; };
 layout (binding = 8) writeonly buffer g_blob { uvec2 g_data[]; };
 layout (binding = 9) buffer h_blob { sint8 h_data[]; };
+layout (binding = 10) writeonly buffer u_blob { int u_data[]; };
 layout (push_constant) uniform parameter { int n; float scale; } p;
 void main() {
     const int i = int(gl_GlobalInvocationID.x);
@@ -757,6 +711,7 @@ void main() {
         const int j = (i / 4) * 16 + 4 * k + i % 4;
         i8buffer_cp1(h_data, j, q1_data, j);
     }
+    u_data[i] = i8buffer_ld1(q1_data, uint(4 * i + 1));
 }
 "#,
 }
@@ -807,7 +762,7 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
             t.upload_i32(&vec![0x5555_5555; len]).unwrap();
             t
         };
-        let (dt, et) = (int_tensor(n), int_tensor(n * 4));
+        let (dt, et, ut) = (int_tensor(n), int_tensor(n * 4), int_tensor(n));
         let gt = Tensor::new(&ctx, &[n * 2], TensorFormat::U32).unwrap();
         gt.upload_u32(&vec![0x5555_5555; n * 2]).unwrap();
         let ht = int8_tensor(&ctx, f(9), &poison);
@@ -826,6 +781,7 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
                     e_blob: &et,
                     g_blob: &gt,
                     h_blob: &ht,
+                    u_blob: &ut,
                 },
                 &int8_current::PushConstants { n: n as i32, scale },
                 [n as u32, 1, 1],
@@ -864,6 +820,8 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
             .collect();
         assert_eq!(gt.download_u32().unwrap(), want_g, "{name} packBFloat2x16");
         assert_eq!(int8_values(&ht), q1, "{name} i8buffer_cp1");
+        let want_u: Vec<i32> = q1.chunks(4).map(|c| i32::from(c[1])).collect();
+        assert_eq!(ut.download_i32().unwrap(), want_u, "{name} i8buffer_ld1 (uint index)");
     }
     assert_clean(&ctx);
 }

@@ -9,7 +9,6 @@
 //!     path: "kernels/add_one.comp",   // a file relative to the invoking Rust file, or
 //!     bytes: "kernels/add_one.spv",   // precompiled SPIR-V (one variant)
 //!     variants: [fp32, fp16sa],       // optional: narrow the variant list
-//!     optimize: true,                 // optional: ship spirv-opt's performance output
 //!     define: [("N", "4"), ("FAST", "")], // optional: macros for every variant
 //!     include: ["shaders/common"],    // optional: `#include <…>` search paths
 //!     vulkan_version: "1.2",          // optional: target environment (default "1.1")
@@ -24,7 +23,7 @@
 //! compute_shader! {
 //!     pub mod kernels,
 //!     define: [("N", "4")],           // global keys: define, include, vulkan_version,
-//!     shaders: {                      // optimize, dump, crate
+//!     shaders: {                      // dump, crate
 //!         add: { src: "...", define: [("N", "8")] },  // per-kernel keys override
 //!         mul: { path: "mul.comp" },
 //!     },
@@ -60,8 +59,9 @@ pub struct Entry {
 pub enum Value {
     /// A string literal (`src`, `path`, `bytes`, `vulkan_version`, `dump`).
     Str(LitStr),
-    /// `true` or `false` (`optimize`).
-    Bool(syn::LitBool),
+    /// `true` or `false`: no key takes one, but a value of this shape is parsed so that the key
+    /// is what gets reported.
+    Bool,
     /// `[a, b]` (`variants`), `["dir"]` (`include`), `[("N", "1")]` (`define`), with the span
     /// of the brackets.
     List(Vec<Item>, Span),
@@ -131,7 +131,8 @@ impl Parse for Entry {
         let value = if input.peek(LitStr) {
             Value::Str(input.parse()?)
         } else if input.peek(syn::LitBool) {
-            Value::Bool(input.parse()?)
+            input.parse::<syn::LitBool>()?;
+            Value::Bool
         } else if input.peek(syn::token::Bracket) {
             let content;
             let bracket = syn::bracketed!(content in input);
@@ -227,9 +228,6 @@ pub struct KernelSpec {
     pub variants: Option<Vec<Ident>>,
     /// Path of the vkprism facade (`::vkprism` unless `crate:` says otherwise).
     pub krate: Path,
-    /// Ship SPIR-V through spirv-opt's performance passes (reflection still reads the
-    /// unoptimized module, which keeps its names).
-    pub optimize: bool,
     /// `define`, `include`, `vulkan_version`.
     pub options: crate::options::KernelOptions,
     /// Where to write the variants' GLSL, SPIR-V text and the generated Rust (`dump`, else
@@ -263,7 +261,6 @@ const KEYS: &[&str] = &[
     "path",
     "bytes",
     "variants",
-    "optimize",
     "define",
     "include",
     "vulkan_version",
@@ -277,7 +274,6 @@ const KERNEL_KEYS: &[&str] = &[
     "path",
     "bytes",
     "variants",
-    "optimize",
     "define",
     "include",
     "vulkan_version",
@@ -285,13 +281,17 @@ const KERNEL_KEYS: &[&str] = &[
 /// The keys beside `shaders`, which apply to every kernel in it.
 const GLOBAL_KEYS: &[&str] = &[
     "shaders",
-    "optimize",
     "define",
     "include",
     "vulkan_version",
     "dump",
     "crate",
 ];
+
+/// Why `optimize` is not a key: the only optimizer (SPIRV-Tools') is C++ that would take every
+/// build of vkprism many minutes to compile.
+const RETIRED_OPTIMIZE: &str = "`optimize` is not a key: vkprism ships glslang's SPIR-V as it is \
+    (as ncnn does; drivers optimize at pipeline creation), so remove it";
 
 /// The environment variable naming a directory to dump every kernel's expansion into.
 pub const DUMP_ENV: &str = "VKPRISM_DUMP";
@@ -304,7 +304,6 @@ struct Keys {
     source_given: bool,
     variants: Option<Vec<Ident>>,
     krate: Option<Path>,
-    optimize: Option<bool>,
     defines: Option<Vec<(String, String)>>,
     include_dirs: Option<Vec<std::path::PathBuf>>,
     vulkan_version: Option<crate::options::VulkanVersion>,
@@ -338,7 +337,6 @@ impl Invocation {
                 source: keys.source,
                 variants: keys.variants,
                 krate,
-                optimize: keys.optimize.unwrap_or(false),
                 options: crate::options::KernelOptions {
                     defines: keys.defines.unwrap_or_default(),
                     include_dirs: keys.include_dirs.unwrap_or_default(),
@@ -386,7 +384,6 @@ impl Invocation {
                 source: own.source,
                 variants: own.variants,
                 krate: krate.clone(),
-                optimize: own.optimize.or(keys.optimize).unwrap_or(false),
                 options: crate::options::KernelOptions {
                     defines: merge_defines(keys.defines.as_deref(), own.defines),
                     include_dirs: own
@@ -483,7 +480,6 @@ impl Keys {
             ("bytes", Value::Str(s)) => self.set_source(cx, SourceSpec::Bytes(s), key),
             ("variants", Value::List(items, span)) => self.variants = variant_list(cx, items, span),
             ("crate", Value::Path(p)) => self.krate = Some(p),
-            ("optimize", Value::Bool(b)) => self.optimize = Some(b.value),
             ("define", Value::List(items, _)) => self.defines = Some(define_list(cx, items)),
             ("include", Value::List(items, _)) => self.include_dirs = Some(include_list(cx, items)),
             ("vulkan_version", Value::Str(s)) => {
@@ -524,7 +520,6 @@ impl Keys {
         let given = [
             ("define", self.defines.is_some()),
             ("include", self.include_dirs.is_some()),
-            ("optimize", self.optimize.is_some()),
         ];
         for (key, _) in given.iter().filter(|(_, g)| *g) {
             cx.error(
@@ -554,7 +549,6 @@ fn key_shape(key: &str) -> &'static str {
         "src" | "path" | "bytes" => "a string literal",
         "variants" => "a list, e.g. `[fp32, fp16sa]`",
         "crate" => "a path, e.g. `::vkprism`",
-        "optimize" => "`true` or `false`",
         "define" => "a list of pairs, e.g. `[(\"N\", \"4\"), (\"FAST\", \"\")]`",
         "include" => "a list of directories, e.g. `[\"shaders/common\"]`",
         "vulkan_version" => "\"1.1\", \"1.2\" or \"1.3\"",
@@ -569,6 +563,7 @@ fn key_shape(key: &str) -> &'static str {
 /// The message for a key that is unknown, or known but not allowed where it is.
 fn misplaced_key(key: &str, allowed: &[&str], place: Place) -> String {
     match place {
+        _ if key == "optimize" => RETIRED_OPTIMIZE.to_string(),
         _ if !KEYS.contains(&key) => {
             format!(
                 "unknown key `{key}`; expected one of: {}",

@@ -1,8 +1,9 @@
 //! Phase 5, compile: one GLSL text per variant (preamble spliced after `#version`, a `#line`
-//! directive so messages keep the kernel's own line numbers), compiled to SPIR-V by shaderc,
-//! variants in parallel.
+//! directive so messages keep the kernel's own line numbers), compiled to SPIR-V by glslang
+//! (`toolchain.rs`), variants in parallel.
 
 use crate::preamble::preamble;
+use glslang::GlslProfile;
 use crate::source::{Meta, Source};
 use vkprism_core::VariantKey;
 
@@ -14,7 +15,7 @@ pub const DEFAULT_LOCAL_SIZE_X: u32 = 64;
 /// One message from the GLSL compiler, located.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Diagnostic {
-    /// `file:line` (Rust file for inline kernels), or empty when shaderc gave no line.
+    /// `file:line` (Rust file for inline kernels), or empty when glslang gave no line.
     pub location: String,
     /// glslang's text (`error: 'x' : undeclared identifier`).
     pub message: String,
@@ -114,7 +115,7 @@ pub(crate) fn version_line(text: &str) -> Option<usize> {
 
 /// The version glslang compiles `text` (a variant's full text) as: its `#version` line when that
 /// is one the source phase accepts, else 450.
-fn forced_version(text: &str) -> (u32, shaderc::GlslProfile) {
+fn forced_version(text: &str) -> (i32, glslang::GlslProfile) {
     let words: Vec<&str> = version_line(text)
         .and_then(|k| text.lines().nth(k))
         .and_then(|l| l.trim_start().strip_prefix('#'))
@@ -128,17 +129,15 @@ fn forced_version(text: &str) -> (u32, shaderc::GlslProfile) {
         })
         .unwrap_or_default();
     match words.as_slice() {
-        [v, "es"] if matches!(*v, "310" | "320") => {
-            (v.parse().unwrap_or(310), shaderc::GlslProfile::Es)
-        }
+        [v, "es"] if matches!(*v, "310" | "320") => (v.parse().unwrap_or(310), GlslProfile::ES),
         // The profile as written: a different one is a warning in glslang's messages.
         [v, "core"] if matches!(*v, "430" | "440" | "450" | "460") => {
-            (v.parse().unwrap_or(450), shaderc::GlslProfile::Core)
+            (v.parse().unwrap_or(450), GlslProfile::Core)
         }
         [v] if matches!(*v, "430" | "440" | "450" | "460") => {
-            (v.parse().unwrap_or(450), shaderc::GlslProfile::None)
+            (v.parse().unwrap_or(450), GlslProfile::None)
         }
-        _ => (450, shaderc::GlslProfile::None),
+        _ => (450, GlslProfile::None),
     }
 }
 
@@ -165,22 +164,11 @@ fn local_size_layout(idents: &[(String, u32)]) -> String {
 /// One variant's SPIR-V, or the compiler's messages.
 pub type Compiled = Result<Vec<u32>, Vec<Diagnostic>>;
 
-/// Whether spirv-opt runs after glslang.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Optimization {
-    /// glslang's output as is: what reflection reads (it keeps the names).
-    None,
-    /// spirv-opt's performance passes, which strip names: such output is shipped, never
-    /// reflected.
-    Performance,
-}
-
 /// Compiles every `(key, text)` pair, spreading them over the machine's cores; results in key
 /// order.
 pub fn compile_all(
     source: &Meta,
     jobs: Vec<(VariantKey, String)>,
-    optimization: Optimization,
 ) -> Vec<(VariantKey, Compiled)> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
@@ -198,22 +186,11 @@ pub fn compile_all(
             .into_iter()
             .map(|chunk| {
                 s.spawn(move || {
-                    let compiler = shaderc::Compiler::new();
                     chunk
                         .into_iter()
                         .map(|(key, text)| {
                             let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                match &compiler {
-                                    // glslang 12 (shaderc's) rejects GL_KHR_cooperative_matrix.
-                                    _ if key.coopmat == Some(true) => {
-                                        compile_coopmat(source, &key, &text)
-                                    }
-                                    Ok(c) => compile_one(c, source, &text, optimization),
-                                    Err(e) => Err(vec![Diagnostic {
-                                        location: source.locate(1),
-                                        message: format!("cannot start shaderc: {e}"),
-                                    }]),
-                                }
+                                crate::toolchain::compile(source, &text, forced_version(&text))
                             }))
                             .unwrap_or_else(|panic| Err(vec![panicked(source, &*panic)]));
                             (key, r.map_err(|d| locate_all(source, d)))
@@ -233,23 +210,7 @@ pub fn compile_all(
     results
 }
 
-/// A `_cm` variant through the external glslang; a bf16 one then retyped to bfloat16 matrices
-/// (`bfloat16.rs`), its refusal located at the kernel's first line (the module has no line
-/// information).
-fn compile_coopmat(source: &Meta, key: &VariantKey, text: &str) -> Compiled {
-    let words = crate::glslang::compile(source, text)?;
-    if !key.float.is_bf16() {
-        return Ok(words);
-    }
-    crate::bfloat16::retype(&words).map_err(|message| {
-        vec![Diagnostic {
-            location: source.locate(1),
-            message,
-        }]
-    })
-}
-
-/// A panic in the GLSL compiler as an error (the kernel reached a bug in shaderc or vkprism).
+/// A panic in the GLSL compiler as an error (the kernel reached a bug in glslang or vkprism).
 fn panicked(source: &Meta, panic: &(dyn std::any::Any + Send)) -> Diagnostic {
     let what = panic
         .downcast_ref::<&str>()
@@ -273,168 +234,22 @@ fn locate_all(source: &Meta, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic
     diagnostics
 }
 
-/// shaderc's options for one variant's text: the kernel's Vulkan version, the checked
-/// `#version`, the include callback (search dirs included) bounded as the source phase bounds
-/// includes.
-fn options<'a>(
-    source: &'a Meta,
-    text: &str,
-    optimization: Optimization,
-) -> Option<shaderc::CompileOptions<'a>> {
-    let mut options = shaderc::CompileOptions::new().ok()?;
-    let vulkan = source.options.vulkan_version;
-    options.set_target_env(shaderc::TargetEnv::Vulkan, vulkan.shaderc_env() as u32);
-    options.set_target_spirv(vulkan.spirv_version());
-    options.set_source_language(shaderc::SourceLanguage::GLSL);
-    // glslang takes the version from the text as its preprocessor sees it, which can differ from
-    // the line found here (a `//` comment continued by a backslash hides `#version`); a version
-    // without compute built-ins makes it print its whole built-in table to the build's stdout.
-    // The version is forced to the checked one, so it never sees another.
-    let (version, profile) = forced_version(text);
-    options.set_forced_version_profile(version, profile);
-    // By default no spirv-opt pass: it strips the names reflection reads, and drivers optimize
-    // at pipeline creation anyway (ncnn ships glslang's output unoptimized too).
-    options.set_optimization_level(match optimization {
-        Optimization::None => shaderc::OptimizationLevel::Zero,
-        Optimization::Performance => shaderc::OptimizationLevel::Performance,
-    });
-    // The source phase refused cycles it could see; an include it could not (spelled across a
-    // line continuation) still meets the same bounds, and is found the same way.
-    let budget = crate::includes::IncludeBudget::default();
-    options.set_include_callback(move |name, ty, from, depth| {
-        let angle = ty == shaderc::IncludeType::Standard;
-        budget
-            .resolve(source, name, angle, from, depth)
-            .map(|r| shaderc::ResolvedInclude {
-                resolved_name: r.name,
-                content: r.content,
-            })
-    });
-    Some(options)
-}
-
-fn compile_one(
-    compiler: &shaderc::Compiler,
-    source: &Meta,
-    text: &str,
-    optimization: Optimization,
-) -> Compiled {
-    let Some(options) = options(source, text, optimization) else {
-        return Err(vec![Diagnostic {
-            location: String::new(),
-            message: "cannot create shaderc options".into(),
-        }]);
-    };
-    if text.contains('\0') {
-        return Err(vec![Diagnostic {
-            location: String::new(),
-            message: "a NUL byte in the kernel text".into(),
-        }]);
-    }
-    match compiler.compile_into_spirv(
-        text,
-        shaderc::ShaderKind::Compute,
-        &source.name,
-        "main",
-        Some(&options),
-    ) {
-        Ok(artifact) => Ok(artifact.as_binary().to_vec()),
-        Err(shaderc::Error::CompilationError(_, msg)) => Err(parse_messages(source, &msg)),
-        Err(e) => Err(vec![Diagnostic {
-            location: String::new(),
-            message: e.to_string(),
-        }]),
-    }
-}
-
 /// glslang's preprocessor output for each `(key, text)`, or `None` for a text it rejects (its
-/// compile reports why). A panic in shaderc is a `None` too.
+/// compile reports why). A panic in glslang is a `None` too.
 pub fn preprocess_all(
     source: &Meta,
     jobs: Vec<(VariantKey, String)>,
 ) -> Vec<(VariantKey, Option<String>)> {
-    let compiler = shaderc::Compiler::new().ok();
     jobs.into_iter()
         .map(|(key, text)| {
-            let out = compiler.as_ref().and_then(|c| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let options = options(source, &text, Optimization::None)?;
-                    if text.contains('\0') {
-                        return None;
-                    }
-                    c.preprocess(&text, &source.name, "main", Some(&options))
-                        .ok()
-                        .map(|a| a.as_text())
-                }))
-                .ok()
-                .flatten()
-            });
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::toolchain::preprocess(source, &text, forced_version(&text))
+            }))
+            .ok()
+            .flatten();
             (key, out)
         })
         .collect()
-}
-
-/// Turns glslang's `name:line: error: text` lines into located diagnostics.
-fn parse_messages(source: &Meta, msg: &str) -> Vec<Diagnostic> {
-    let mut out = Vec::new();
-    for line in msg.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.ends_with("generated.") {
-            continue;
-        }
-        // `name: error: text`: glslang's messages without a line (`#version`, the entry point,
-        // some past `#line 4294967295`) are placed at the kernel's first line.
-        let unlined = line
-            .strip_prefix(source.name.as_str())
-            .and_then(|r| r.strip_prefix(": "))
-            .filter(|r| split_location(r).is_none_or(|(f, _, _)| f.contains(' ')));
-        if let Some(rest) = unlined {
-            // `name: error: name:-1: text` (a line past `#line 4294967295`): the inner location,
-            // clamped.
-            let inner = rest.split_once(": ").and_then(|(severity, r)| {
-                let (file, lno, text) = split_location(r)?;
-                (file == source.name).then(|| (lno, format!("{severity}: {text}")))
-            });
-            let (lno, message) = inner.unwrap_or((1, rest.to_string()));
-            out.push(Diagnostic {
-                location: source.locate(lno),
-                message,
-            });
-            continue;
-        }
-        match split_location(line) {
-            Some((file, lno, rest)) => {
-                let location = if file == source.name {
-                    source.locate(lno)
-                } else {
-                    format!("{file}:{lno}")
-                };
-                out.push(Diagnostic {
-                    location,
-                    message: rest.to_string(),
-                });
-            }
-            // glslang continues a message on following lines ("Possible extensions include: ...").
-            None => match out.last_mut() {
-                Some(prev) => {
-                    prev.message.push(' ');
-                    prev.message
-                        .push_str(line.trim_start_matches(|c: char| c == '<' || c.is_whitespace()));
-                }
-                None => out.push(Diagnostic {
-                    location: String::new(),
-                    message: line.to_string(),
-                }),
-            },
-        }
-    }
-    if out.is_empty() {
-        out.push(Diagnostic {
-            location: String::new(),
-            message: msg.trim().to_string(),
-        });
-    }
-    out
 }
 
 /// `file:12: error: text` -> (file, 12, "error: text").

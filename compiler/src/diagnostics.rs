@@ -252,9 +252,10 @@ fn is_glsl_word(w: &str) -> bool {
 fn hint(message: &str) -> &'static str {
     let in_fp16_pack = (message.contains("packFloat2x16") || message.contains("unpackFloat2x16"))
         && message.contains("no matching overloaded function");
-    if message.contains("float16_t")
-        && (message.contains("no operation") || message.contains("cannot convert"))
-    {
+    let no_operation = message.contains("no operation") || message.contains("cannot convert");
+    if message.contains("bfloat16_t") && no_operation {
+        "; hint: GL_EXT_bfloat16 has no arithmetic on `bfloat16_t` (in bf16 `_cm` variants, `cmfp`): load, store, convert and multiply-add its matrices, and compute in fp32 (`coopmat<float, ...>(m)`, then convert back)"
+    } else if message.contains("float16_t") && no_operation {
         "; hint: GLSL has no implicit conversion from int or float to float16_t, so in fp16-arithmetic variants write `afp(123)` / `afpvec4(...)` around literals and fp32 values"
     } else if in_fp16_pack {
         "; hint: in fp16pa, buffer_st/cp functions pack `afp` values (float16_t), and an fp32 value or literal makes the stored expression float (`v * 2.0`, `v + 123`); write `afp(2)` / `afpvec4(...)` around literals and fp32 values"

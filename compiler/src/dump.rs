@@ -135,39 +135,25 @@ pub fn disassemble(words: &[u32]) -> String {
     })
 }
 
-/// The spirv-dis to try: beside the glslang the `_cm` variants use (`.tools/glslang/`), then on
-/// `PATH`.
-fn spirv_dis_candidates() -> Vec<PathBuf> {
-    let beside_glslang = std::env::var_os(crate::glslang::ENV)
-        .map(PathBuf::from)
-        .and_then(|g| g.parent().map(|d| d.join("spirv-dis")));
-    beside_glslang
-        .into_iter()
-        .chain([PathBuf::from("spirv-dis")])
-        .collect()
-}
-
+/// spirv-dis on `PATH` (Debian's `spirv-tools`), when there is one.
 fn spirv_dis(words: &[u32]) -> Option<String> {
     let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    spirv_dis_candidates().into_iter().find_map(|tool| {
-        let mut child = Command::new(tool)
-            .arg("-")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .ok()?;
-        // The writer runs beside the reader: a large module fills the pipes both ways.
-        let mut stdin = child.stdin.take()?;
-        let bytes = bytes.clone();
-        let writer = std::thread::spawn(move || {
-            use std::io::Write;
-            stdin.write_all(&bytes)
-        });
-        let out = child.wait_with_output().ok()?;
-        let written = writer.join().ok()?.is_ok();
-        (written && out.status.success())
-            .then(|| String::from_utf8(out.stdout).ok())
-            .flatten()
-    })
+    let mut child = Command::new("spirv-dis")
+        .arg("-")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    // The writer runs beside the reader: a large module fills the pipes both ways.
+    let mut stdin = child.stdin.take()?;
+    let writer = std::thread::spawn(move || {
+        use std::io::Write;
+        stdin.write_all(&bytes)
+    });
+    let out = child.wait_with_output().ok()?;
+    let written = writer.join().ok()?.is_ok();
+    (written && out.status.success())
+        .then(|| String::from_utf8(out.stdout).ok())
+        .flatten()
 }

@@ -1,10 +1,10 @@
-//! Phase 5, the includes the GLSL compilers read: one resolver with the source phase's bounds,
-//! used by shaderc's include callback and by the expansion handed to the external glslang.
+//! Phase 5, the includes glslang reads: one resolver with the source phase's bounds, used by the
+//! expansion that splices them into each variant's text before glslang sees it.
 //!
-//! The source phase read and bounded every `#include` it could see; the compilers may still meet
+//! The source phase read and bounded every `#include` it could see; the expansion may still meet
 //! one it could not (spelled across a line continuation), so every read goes through here: the
 //! same limits on nesting, inclusions, bytes per file and bytes in all, regular files only, no
-//! NUL byte (shaderc panics on one).
+//! NUL byte (it would end glslang's C string).
 
 use crate::source::{self, Include, Meta};
 use std::path::PathBuf;

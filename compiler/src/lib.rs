@@ -9,9 +9,9 @@
 //! 4. `variants`: enumerate the variants, apply the user's list; `expanded`: each variant's
 //!    text after the preprocessor, for the per-variant checks of `valid` (unknown extended
 //!    names, constructors that store the wrong bits).
-//! 5. `preamble` + `compile`: per-variant GLSL, compiled by shaderc in parallel (`glslang`:
-//!    `_cm` variants by an external glslang 13.1; `includes`: the bounded include resolver
-//!    both use); `diagnostics` groups the compiler's messages across variants.
+//! 5. `preamble` + `compile`: per-variant GLSL, compiled in parallel by `toolchain` (glslang,
+//!    in-process; `includes`: the bounded include expansion it reads); `diagnostics` groups the
+//!    compiler's messages across variants.
 //! 6. `reflect`: SPIR-V reflection of each variant.
 //! 7. `model`: merge the reflections, check the variants agree.
 //! 8. `codegen`: the Rust module, or (`codegen::fallback`) stubs beside every error at once.
@@ -21,14 +21,12 @@
 #![deny(missing_docs)]
 
 mod ast;
-mod bfloat16;
 mod codegen;
 mod compile;
 mod ctxt;
 mod diagnostics;
 mod dump;
 mod expanded;
-mod glslang;
 mod includes;
 mod model;
 mod options;
@@ -37,6 +35,7 @@ mod precompiled;
 mod reflect;
 mod scan;
 mod source;
+mod toolchain;
 mod valid;
 mod variants;
 
@@ -46,7 +45,6 @@ pub use options::{define_name_error, define_value_error, KernelOptions, VulkanVe
 pub use reflect::{Binding, PushBlock, PushMember, SpecConstant};
 pub use source::Source;
 
-use compile::Optimization;
 use diagnostics::GroupedDiagnostics;
 use proc_macro2::{Span, TokenStream};
 use reflect::Reflection;
@@ -150,12 +148,7 @@ fn build(cx: &Ctxt, spec: &ast::KernelSpec, source: &Source) -> Option<KernelMod
         .variants
         .as_ref()
         .map(|v| v.iter().map(|i| (i.to_string(), i.span())).collect());
-    let model = compile_kernel(cx, source, requested)?;
-    if spec.optimize {
-        optimize(cx, source, model)
-    } else {
-        Some(model)
-    }
+    compile_kernel(cx, source, requested)
 }
 
 /// Phases 3 to 7 on a loaded source: `requested` narrows the variants (names with the span to
@@ -237,7 +230,7 @@ fn compile_variants(
     let mut reflect_errors: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut glsl_errors = GroupedDiagnostics::default();
     let mut compiled = BTreeMap::new();
-    for (key, result) in compile::compile_all(&source.meta, jobs, Optimization::None) {
+    for (key, result) in compile::compile_all(&source.meta, jobs) {
         // Reflection reads glslang's output; a module it can't handle is an error, not a panic.
         let reflected = result.map(|words| {
             let r = std::panic::catch_unwind(|| reflect::reflect(&words)).unwrap_or_else(|_| {
@@ -319,47 +312,9 @@ pub fn generated_rust(name: &str, model: &KernelModel) -> String {
         source: None,
         variants: None,
         krate: syn::parse_quote!(::vkprism),
-        optimize: false,
         options: KernelOptions::default(),
         dump: None,
         nesting: 0,
     };
     dump::pretty(&codegen::kernel(&spec, model, &[]))
-}
-
-/// Replaces each variant's SPIR-V by spirv-opt's performance output (compiled from the same
-/// text; the reflection already made from the unoptimized module stays, since the optimizer
-/// strips the names it reads). Errors go to `cx`; `None` when there was one.
-pub fn optimize(cx: &Ctxt, source: &Source, mut model: KernelModel) -> Option<KernelModel> {
-    let idents = scan::identifiers(&source.all_text);
-    let jobs = model
-        .variants
-        .iter()
-        .map(|v| (v.key, compile::variant_text(source, &v.key, &idents)))
-        .collect();
-    let mut ok = true;
-    for (key, result) in compile::compile_all(&source.meta, jobs, Optimization::Performance) {
-        match result {
-            Ok(words) => {
-                if let Some(v) = model.variants.iter_mut().find(|v| v.key == key) {
-                    // The runtime's question is about the module it gets: ask the new one.
-                    v.reads_num_workgroups = reflect::reads_num_workgroups(&words);
-                    v.spirv = words;
-                }
-            }
-            Err(diagnostics) => {
-                for d in diagnostics {
-                    cx.error(
-                        source.span,
-                        format!(
-                            "{}: variant `{key}`: optimizing failed: {}",
-                            d.location, d.message
-                        ),
-                    );
-                }
-                ok = false;
-            }
-        }
-    }
-    ok.then_some(model)
 }

@@ -12,7 +12,7 @@ use vkprism_core::{BindingKind, LocalSizeDim, MemoryKind, ScalarKind, TensorForm
 pub struct VariantModel {
     /// Which variant.
     pub key: VariantKey,
-    /// The module shipped (spirv-opt's output with `optimize: true`).
+    /// The module shipped: glslang's output, which reflection read.
     pub spirv: Vec<u32>,
     /// Every descriptor binding with the tensor format it expects in this variant.
     pub bindings: Vec<(Binding, TensorFormat)>,

@@ -51,33 +51,6 @@ impl VulkanVersion {
             VulkanVersion::V1_3 => 3,
         }
     }
-
-    /// glslangValidator's `--target-env` value.
-    pub fn glslang_target_env(self) -> &'static str {
-        match self {
-            VulkanVersion::V1_1 => "vulkan1.1",
-            VulkanVersion::V1_2 => "vulkan1.2",
-            VulkanVersion::V1_3 => "vulkan1.3",
-        }
-    }
-
-    /// shaderc's target environment version.
-    pub fn shaderc_env(self) -> shaderc::EnvVersion {
-        match self {
-            VulkanVersion::V1_1 => shaderc::EnvVersion::Vulkan1_1,
-            VulkanVersion::V1_2 => shaderc::EnvVersion::Vulkan1_2,
-            VulkanVersion::V1_3 => shaderc::EnvVersion::Vulkan1_3,
-        }
-    }
-
-    /// The SPIR-V version that environment takes.
-    pub fn spirv_version(self) -> shaderc::SpirvVersion {
-        match self {
-            VulkanVersion::V1_1 => shaderc::SpirvVersion::V1_3,
-            VulkanVersion::V1_2 => shaderc::SpirvVersion::V1_5,
-            VulkanVersion::V1_3 => shaderc::SpirvVersion::V1_6,
-        }
-    }
 }
 
 /// The invocation's settings for every variant of one kernel.

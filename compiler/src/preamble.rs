@@ -10,9 +10,11 @@
 //! - `lfpvec4` is `f16vec4` in fp16sa (the contract says `uint64_t`, which would also demand
 //!   `shaderInt64`); `f16vec4` in shared memory needs only `shaderFloat16`, which fp16sa needs
 //!   anyway.
-//! - bf16s stores bf16 bits in `uint16_t` (16-bit storage) rather than `bfloat16_t`: the system
-//!   glslang has no `GL_EXT_bfloat16`, and arithmetic is fp32 in both cases, so the bytes in
-//!   memory and the results are the same. Conversions round to nearest even.
+//! - bf16s stores bf16 bits in `uint16_t` (16-bit storage) rather than `bfloat16_t`: arithmetic
+//!   is fp32 in both cases, so the bytes in memory and the results are the same, and
+//!   `bfloat16_t` storage would demand `shaderBFloat16Type`, which few devices have.
+//!   Conversions round to nearest even. Only the `_cm` variants' matrices (`cmfp`) are
+//!   `bfloat16_t`.
 
 use std::collections::BTreeSet;
 use std::fmt::Write;
@@ -144,19 +146,22 @@ pub fn preamble(key: &VariantKey) -> String {
             "#extension GL_KHR_cooperative_matrix : require\n\
              #extension GL_KHR_memory_scope_semantics : require\n",
         );
-        if !f.is_fp16_arithmetic() {
-            // fp16 matrices need the float16_t type even where arithmetic is fp32, and bf16
-            // matrices are written as fp16 ones (`cmfp`, below).
+        if f.is_bf16() {
+            s.push_str("#extension GL_EXT_bfloat16 : require\n");
+        } else if !f.is_fp16_arithmetic() {
+            // fp16 matrices need the float16_t type even where arithmetic is fp32.
             s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n");
         }
     }
     s.push_str(&switches(key));
     s.push_str("#define psc(x) (x == 0 ? p.x : x)\n");
     if key.coopmat == Some(true) {
-        // The component type of the variant's 16-bit matrix operands. glslang 13 has no
-        // `bfloat16_t`, so bf16 variants spell it `float16_t` too and `bfloat16.rs` retypes the
-        // module (refusing any use of it but loading, storing and multiplying matrices).
-        s.push_str("#define cmfp float16_t\n");
+        // The component type of the variant's 16-bit matrix operands.
+        s.push_str(if f.is_bf16() {
+            "#define cmfp bfloat16_t\n"
+        } else {
+            "#define cmfp float16_t\n"
+        });
     }
     // Defined for every kernel: harmless where unused, and a kernel without a float axis
     // (fp32 only) can still use the vocabulary.
@@ -656,7 +661,7 @@ fn int8_defs(i: Int8Mode) -> String {
 #define sint8vec4 uint
 #define aint8 int
 #define aint8vec4 ivec4
-#define i8buffer_ld1(buf,i) bitfieldExtract(buf[(i) / 4], ((i) % 4) * 8, 8)
+#define i8buffer_ld1(buf,i) bitfieldExtract(int(buf[(i) / 4]), int((i) % 4) * 8, 8)
 #define i8buffer_ld4(buf,i) ivec4(bitfieldExtract(int(buf[i]),0,8), bitfieldExtract(int(buf[i]),8,8), bitfieldExtract(int(buf[i]),16,8), bitfieldExtract(int(buf[i]),24,8))
 #define i8buffer_st1(buf,i,v) {uint _vkp_i = uint(i); uint _vkp_w = _vkp_i / 4u; int _vkp_old; int _vkp_new; do { _vkp_old = atomicOr(buf[_vkp_w], 0); _vkp_new = bitfieldInsert(_vkp_old, int(v), int(_vkp_i % 4u) * 8, 8); } while (atomicCompSwap(buf[_vkp_w], _vkp_old, _vkp_new) != _vkp_old);}
 #define i8buffer_st4(buf,i,v) {ivec4 _vkp_q = ivec4(v) & 255; buf[i] = uint(_vkp_q.x | (_vkp_q.y << 8) | (_vkp_q.z << 16) | (_vkp_q.w << 24));}

@@ -24,7 +24,7 @@ pub struct Source {
 /// Where the kernel text came from: what the compile threads need (everything but the span,
 /// which is not `Sync`).
 pub struct Meta {
-    /// Name shaderc uses for the main text in messages.
+    /// Name glslang's messages give the main text.
     pub name: String,
     /// Directory `#include "…"` in the main text resolves against.
     pub dir: PathBuf,
@@ -64,7 +64,7 @@ pub(crate) fn invoking_dir(span: Span) -> PathBuf {
         .unwrap_or_else(manifest_dir)
 }
 
-/// The name shaderc gives the inline text in its messages.
+/// The name glslang's messages give the inline text.
 pub const INLINE_NAME: &str = "<inline>";
 
 fn manifest_dir() -> PathBuf {
@@ -445,8 +445,8 @@ pub fn include_target(line: &str) -> Option<Include<'_>> {
 
 /// The file `#include` of `name` in a file of `dir` reads: `#include "…"` (`angle` false) the
 /// file in `dir` if there is one, else the first of the `search` directories holding it;
-/// `#include <…>` the first of the `search` directories holding it. The source phase, shaderc's
-/// include callback and the external glslang path all resolve through this.
+/// `#include <…>` the first of the `search` directories holding it. The source phase and the
+/// compile phase's include expansion both resolve through this.
 pub(crate) fn resolve_include(
     name: &str,
     angle: bool,

@@ -436,7 +436,7 @@ fn input(form: usize, text: &str, dir: &Path) -> TokenStream {
     // Mostly one variant: compiling is most of the time, and every phase runs for one.
     match form {
         0 => quote!(pub mod k, src: #lit,),
-        1 => quote!(pub mod k, src: #lit, variants: [fp32, fp16s, fp16p], optimize: true),
+        1 => quote!(pub mod k, src: #lit, variants: [fp32, fp16s, fp16p]),
         2 | 3 => quote!(pub mod k, src: #lit, variants: [fp16sa, bf16s]),
         4 | 5 => quote!(pub mod k, path: #path, variants: [fp32]),
         _ => quote!(pub mod k, src: #lit, variants: [fp32]),

@@ -281,10 +281,10 @@ fn a_precompiled_module_is_reflected_like_a_compiled_one() {
     assert!(out.contains("FloatMode :: Fp16s"), "{key}: {out}");
     let out = expand_errors(quote!(pub mod k, bytes: #p, variants: [fp32, fp16s]));
     assert!(out.contains("is one variant"), "{out}");
-    let out = expand_errors(quote!(pub mod k, bytes: #p, define: [("A", "1")], optimize: true));
+    let out = expand_errors(quote!(pub mod k, bytes: #p, define: [("A", "1")], include: ["x"]));
     assert!(
         out.contains("`define` does not apply to a precompiled module")
-            && out.contains("`optimize` does not apply"),
+            && out.contains("`include` does not apply"),
         "{out}"
     );
 }

@@ -67,7 +67,6 @@ use proc_macro::TokenStream;
 /// | `path` | a file holding the kernel, relative to the invoking Rust file (as with `include_str!`) | |
 /// | `bytes` | a precompiled SPIR-V file, relative to the invoking Rust file (see below) | |
 /// | `variants` | `[name, ...]`: compile only these variants | every variant of the kernel's axes |
-/// | `optimize` | `true` or `false`: ship spirv-opt's performance output | `false` |
 /// | `define` | `[("NAME", "VALUE"), ("FLAG", "")]`: `#define NAME VALUE` in every variant, after the preamble, before the kernel | none |
 /// | `include` | `["dir", ...]`: directories `#include <…>` searches, relative to the crate's root (`CARGO_MANIFEST_DIR`) | none |
 /// | `vulkan_version` | `"1.1"`, `"1.2"` or `"1.3"`: glslang's target environment and SPIR-V version (1.3, 1.5, 1.6); the runtime refuses the kernel on a device with a lower Vulkan version | `"1.1"` |
@@ -78,9 +77,8 @@ use proc_macro::TokenStream;
 /// `src`, `path` and `bytes` exclude each other. A `define` name must be an identifier, given
 /// once, and may not start with a prefix vkprism or GLSL reserves (`NCNN_`, `ncnn_`, `GL_`,
 /// `sfp`, `afp`, `lfp`, `sint8`, `aint8`, `buffer_`, `image2d_`, `psc`, ..., or contain `__`);
-/// its value is one line. With `optimize: true` the shipped words are spirv-opt's
-/// output of the same text; reflection still reads glslang's unoptimized module (spirv-opt
-/// strips the names the bindings are generated from). A `path` file, and every file it or an
+/// its value is one line. The shipped SPIR-V is glslang's, unoptimized (as ncnn ships it; drivers
+/// optimize at pipeline creation). A `path` file, and every file it or an
 /// inline kernel includes, is a rebuild dependency: editing it rebuilds the crate.
 ///
 /// # Variants and their names
@@ -206,9 +204,8 @@ use proc_macro::TokenStream;
 ///
 /// Beside `shaders` go the keys that apply to every kernel: `define` (a kernel's own define of the
 /// same name replaces the global one), `include` (a kernel's own directories are searched first),
-/// `vulkan_version` and `optimize` (a kernel's own value wins), `dump` and `crate`. Inside a
-/// kernel go `src` / `path` / `bytes`, `variants`, `optimize`, `define`, `include`,
-/// `vulkan_version`. Kernels share nothing but those keys: each is compiled, reflected and checked
+/// `vulkan_version` (a kernel's own value wins), `dump` and `crate`. Inside a kernel go `src` /
+/// `path` / `bytes`, `variants`, `define`, `include`, `vulkan_version`. Kernels share nothing but those keys: each is compiled, reflected and checked
 /// on its own, a failed one doesn't stop the others, and two kernels of one name are an error
 /// naming both lines.
 ///
@@ -222,7 +219,7 @@ use proc_macro::TokenStream;
 /// `local_size_x_id`). Its Vulkan version is the one its SPIR-V version needs (1.3 or lower:
 /// 1.1; 1.4, 1.5: 1.2; 1.6: 1.3), or `vulkan_version` if that is higher. A file that is not
 /// SPIR-V (length, magic number, version), has no compute `main`, or fails reflection is an error
-/// at the literal naming the file. `define`, `include` and `optimize` do not apply to it (given
+/// at the literal naming the file. `define` and `include` do not apply to it (given
 /// in its own keys, they are errors; given beside `shaders`, they apply to the other kernels).
 ///
 /// # Vulkan version
@@ -275,8 +272,8 @@ use proc_macro::TokenStream;
 ///
 /// - `<kernel>.<variant>.comp`: the full GLSL of each variant, as glslang saw it (the preamble of
 ///   extended-GLSL definitions, the `define`s, the workgroup-size layout, then the kernel);
-/// - `<kernel>.<variant>.spvasm`: its SPIR-V disassembly (by `spirv-dis` where one runs, beside
-///   `VKPRISM_GLSLANG` or on `PATH`, else rspirv's disassembler);
+/// - `<kernel>.<variant>.spvasm`: its SPIR-V disassembly (by `spirv-dis` where one is on `PATH`,
+///   else rspirv's disassembler);
 /// - `<kernel>.rs`: the Rust the invocation generated, pretty-printed.
 ///
 /// Under `shaders` the names start with the invocation's module: `<mod>.<kernel>.<variant>.comp`
@@ -286,7 +283,7 @@ use proc_macro::TokenStream;
 /// variable changes: setting it dumps a crate that is already built.
 ///
 /// The compiler also runs as a command, printing each variant's reflection and writing the same
-/// files: `vkprismc kernel.comp [--variants fp32,fp16s] [--optimize] [--define NAME=VALUE]
+/// files: `vkprismc kernel.comp [--variants fp32,fp16s] [--define NAME=VALUE]
 /// [--include DIR] [--vulkan-version 1.2] [--out DIR] [--emit spv,glsl,rust]` (`.spv`, the full
 /// GLSL, the generated module). Install it with `cargo install
 /// --path compiler` from the repository, or run it in place with `cargo run -p vkprism-compiler

@@ -1,6 +1,6 @@
 //! `vkprismc`: the `compute_shader!` compiler as a command, for build scripts and inspection.
 //!
-//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--define NAME=VALUE]...
+//!     vkprismc KERNEL.comp [--variants fp32,fp16s] [--define NAME=VALUE]...
 //!              [--include DIR]... [--vulkan-version 1.1|1.2|1.3] [--out DIR] [--emit spv,glsl,rust]
 //!
 //! `--define`, `--include` and `--vulkan-version` are the macro's `define`, `include` and
@@ -20,7 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use vkprism_compiler::{
-    compile_kernel, define_name_error, define_value_error, generated_rust, optimize, variant_glsl,
+    compile_kernel, define_name_error, define_value_error, generated_rust, variant_glsl,
     Ctxt, KernelModel, KernelOptions, Source, VulkanVersion,
 };
 
@@ -48,7 +48,6 @@ macro_rules! out {
 struct Args {
     file: PathBuf,
     variants: Option<Vec<String>>,
-    optimize: bool,
     out: Option<PathBuf>,
     /// Also write each variant's full GLSL (`--emit glsl`).
     emit_glsl: bool,
@@ -61,7 +60,7 @@ struct Args {
 
 fn parse_args() -> Result<Args, String> {
     let mut it = std::env::args().skip(1);
-    let (mut file, mut variants, mut opt, mut out) = (None, None, false, None);
+    let (mut file, mut variants, mut out) = (None, None, None);
     let (mut emit_glsl, mut emit_rust) = (false, false);
     let mut options = KernelOptions::default();
     while let Some(a) = it.next() {
@@ -100,7 +99,11 @@ fn parse_args() -> Result<Args, String> {
                         .collect(),
                 )
             }
-            "--optimize" => opt = true,
+            "--optimize" => {
+                return Err("--optimize is not an option: vkprism ships glslang's SPIR-V as it is \
+                            (drivers optimize at pipeline creation)"
+                    .into())
+            }
             "--emit" => {
                 for what in it
                     .next()
@@ -125,7 +128,6 @@ fn parse_args() -> Result<Args, String> {
     Ok(Args {
         file: file.ok_or("give a kernel file")?,
         variants,
-        optimize: opt,
         out,
         emit_glsl,
         emit_rust,
@@ -141,7 +143,7 @@ fn main() -> ExitCode {
                 eprintln!("vkprismc: {e}");
             }
             eprintln!(
-                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--optimize] [--define NAME=VALUE]... [--include DIR]... [--vulkan-version 1.1|1.2|1.3] [--out DIR] [--emit spv,glsl,rust]"
+                "usage: vkprismc KERNEL.comp [--variants fp32,fp16s] [--define NAME=VALUE]... [--include DIR]... [--vulkan-version 1.1|1.2|1.3] [--out DIR] [--emit spv,glsl,rust]"
             );
             return ExitCode::from(2);
         }
@@ -206,11 +208,6 @@ fn compile(args: &Args, text: &str) -> Result<(KernelModel, Vec<String>), syn::E
                 .iter()
                 .map(|v| variant_glsl(&src, &v.key))
                 .collect();
-            let m = if args.optimize {
-                optimize(&cx, &src, m)?
-            } else {
-                m
-            };
             Some((m, glsl))
         });
     cx.check()?;

@@ -2,7 +2,7 @@ vkprism::compute_shader! {
     pub mod kernels,
     shaders: {
         good: { src: "#version 450\nvoid main() {}" },
-        empty: { optimize: true },
+        empty: { variants: [fp32] },
     },
 }
 

@@ -1,7 +1,0 @@
-vkprism::compute_shader! {
-    pub mod k,
-    src: "#version 450\nvoid main() {}",
-    optimize: "yes",
-}
-
-fn main() {}
