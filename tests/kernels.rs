@@ -821,7 +821,11 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
         assert_eq!(gt.download_u32().unwrap(), want_g, "{name} packBFloat2x16");
         assert_eq!(int8_values(&ht), q1, "{name} i8buffer_cp1");
         let want_u: Vec<i32> = q1.chunks(4).map(|c| i32::from(c[1])).collect();
-        assert_eq!(ut.download_i32().unwrap(), want_u, "{name} i8buffer_ld1 (uint index)");
+        assert_eq!(
+            ut.download_i32().unwrap(),
+            want_u,
+            "{name} i8buffer_ld1 (uint index)"
+        );
     }
     assert_clean(&ctx);
 }

@@ -3,8 +3,9 @@
 //! (`toolchain.rs`), variants in parallel.
 
 use crate::preamble::preamble;
-use glslang::GlslProfile;
 use crate::source::{Meta, Source};
+use crate::tested::TestedFacts;
+use glslang::GlslProfile;
 use vkprism_core::VariantKey;
 
 /// Constant ids vkprism gives the workgroup size when the kernel names none (ncnn's choice).
@@ -28,7 +29,11 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
     // checked), before the kernel, which sees them.
     pre.push_str(&source.meta.options.define_lines());
     pre.push_str(&local_size_layout(idents));
-    let own = crate::scan::defined_names(&source.all_text);
+    let mut own = crate::scan::defined_names(&source.all_text);
+    let tested = TestedFacts::of(&source.all_text, &own);
+    pre.push_str(&tested.defines(&key.facts));
+    // A fact tested in `#if` is a macro in every variant, not also a specialization constant.
+    own.extend(tested.names().map(String::from));
     pre.push_str(&crate::preamble::device_fact_constants(idents, &own));
     splice(source, &pre)
 }
@@ -39,6 +44,8 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
 /// compile are gone.
 pub fn switches_text(source: &Source, key: &VariantKey) -> String {
     let mut pre = crate::preamble::switches(key);
+    let own = crate::scan::defined_names(&source.all_text);
+    pre.push_str(&TestedFacts::of(&source.all_text, &own).defines(&key.facts));
     pre.push_str(&source.meta.options.define_lines());
     splice(source, &pre)
 }
@@ -166,10 +173,7 @@ pub type Compiled = Result<Vec<u32>, Vec<Diagnostic>>;
 
 /// Compiles every `(key, text)` pair, spreading them over the machine's cores; results in key
 /// order.
-pub fn compile_all(
-    source: &Meta,
-    jobs: Vec<(VariantKey, String)>,
-) -> Vec<(VariantKey, Compiled)> {
+pub fn compile_all(source: &Meta, jobs: Vec<(VariantKey, String)>) -> Vec<(VariantKey, Compiled)> {
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)

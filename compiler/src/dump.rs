@@ -52,12 +52,14 @@ impl Kernel {
 /// The variants a kernel that failed would have compiled (errors here were reported already).
 fn would_compile(spec: &KernelSpec, source: &Source) -> Vec<vkprism_core::VariantKey> {
     let axes = crate::scan::Axes::of(&crate::scan::identifiers(&source.all_text));
+    let own = crate::scan::defined_names(&source.all_text);
+    let choices = crate::tested::TestedFacts::of(&source.all_text, &own).choices();
     let requested = spec
         .variants
         .as_ref()
         .map(|v| v.iter().map(|i| (i.to_string(), i.span())).collect());
     let cx = crate::Ctxt::new();
-    let keys = crate::variants::select(&cx, &axes, requested);
+    let keys = crate::variants::select(&cx, source.span, &axes, &choices, requested);
     let _reported_already = cx.check();
     keys.unwrap_or_default()
 }

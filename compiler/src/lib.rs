@@ -35,6 +35,7 @@ mod precompiled;
 mod reflect;
 mod scan;
 mod source;
+mod tested;
 mod toolchain;
 mod valid;
 mod variants;
@@ -160,7 +161,10 @@ pub fn compile_kernel(
 ) -> Option<KernelModel> {
     let idents = Identifiers::of(&source.text, &source.all_text);
     let text_ok = valid::check(cx, source, &idents);
-    let emit = variants::select(cx, &scan::Axes::of(&idents.all), requested)?;
+    let own = scan::defined_names(&source.all_text);
+    let tested = tested::TestedFacts::of(&source.all_text, &own);
+    let axes = scan::Axes::of(&idents.all);
+    let emit = variants::select(cx, source.span, &axes, &tested.choices(), requested)?;
     let uses = expanded::variant_uses(source, &emit);
     let variants_ok = valid::check_variants(cx, source, &uses, emit.len());
     if !(text_ok && variants_ok) {
@@ -169,10 +173,15 @@ pub fn compile_kernel(
     let compiled = compile_variants(cx, source, &idents, &emit)?;
     let idents = &idents;
     match model::build(&compiled, &emit) {
-        Ok(m) => Some(KernelModel {
-            vulkan_version: source.meta.options.vulkan_version,
-            ..m
-        }),
+        Ok(mut m) => {
+            for v in &mut m.variants {
+                v.tested_facts = tested.facts.clone();
+            }
+            Some(KernelModel {
+                vulkan_version: source.meta.options.vulkan_version,
+                ..m
+            })
+        }
         Err(errors) => {
             for e in errors {
                 cx.error(source.span, format!("{}: {e}", anchor(source, idents, &e)));

@@ -22,6 +22,10 @@ pub struct VariantModel {
     pub cooperative_matrices: Vec<vkprism_core::CoopMatShape>,
     /// The device facts the variant reads (reflected).
     pub device_facts: Vec<vkprism_core::DeviceFact>,
+    /// What the module's capabilities need of the device (reflected).
+    pub capabilities_require: vkprism_core::FeatureSet,
+    /// The device facts the kernel tests in `#if` (scanned; the same for every variant).
+    pub tested_facts: Vec<vkprism_core::DeviceFact>,
 }
 
 /// The whole kernel: its variants and the interface they share.
@@ -217,6 +221,8 @@ fn variant_model(
         reads_num_workgroups: r.reads_num_workgroups,
         cooperative_matrices: r.cooperative_matrices.clone(),
         device_facts: r.device_facts.clone(),
+        capabilities_require: r.capabilities_require,
+        tested_facts: Vec::new(),
     }
 }
 

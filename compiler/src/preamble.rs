@@ -21,12 +21,15 @@ use std::fmt::Write;
 use vkprism_core::{DeviceFact, FloatMode, Int16Mode, Int8Mode, MemoryKind, VariantKey};
 
 /// ncnn's `NCNN_…` switches for `key`, in the order they are defined.
-fn ncnn_flags(key: &VariantKey) -> [(&'static str, bool); 14] {
+fn ncnn_flags(key: &VariantKey) -> [(&'static str, bool); 15] {
     let f = key.float;
     let coopmat = key.coopmat == Some(true);
     [
         ("NCNN_cooperative_matrix", coopmat),
         ("ncnn_VK_KHR_cooperative_matrix", coopmat),
+        // `VK_KHR_cooperative_matrix` supersedes the NV extension on every device that has both,
+        // so kernels that offer both take the KHR path (the `_cm` axis).
+        ("ncnn_VK_NV_cooperative_matrix", false),
         (
             "NCNN_fp16_packed",
             matches!(f, FloatMode::Fp16p | FloatMode::Fp16pa),

@@ -137,6 +137,10 @@ pub struct Axes {
     pub local_memory: bool,
     /// Tests `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`).
     pub coopmat: bool,
+    /// Tests `ncnn_VK_NV_cooperative_matrix`: ncnn does so only in kernels it runs on matrices
+    /// alone (`#if ncnn_VK_KHR_cooperative_matrix … #elif ncnn_VK_NV_cooperative_matrix …
+    /// #endif`, no fallback), so the kernel gets `_cm` variants only.
+    pub coopmat_only: bool,
     /// Uses the float axis but nothing that packs storage (`sfpvec2/4/8`, `sfpmat4`, or its own
     /// `NCNN_fp16_packed` / `NCNN_bf16_packed` code): its buffers are scalar `sfp` (a `float` in
     /// the packed modes) or plain types, so its fp16p, fp16pa and bf16p buffer variants would
@@ -208,6 +212,10 @@ impl Axes {
             }
             if id == "NCNN_cooperative_matrix" || id == "ncnn_VK_KHR_cooperative_matrix" {
                 a.coopmat = true;
+            }
+            if id == "ncnn_VK_NV_cooperative_matrix" {
+                a.coopmat = true;
+                a.coopmat_only = true;
             }
         }
         a.image = image_guard || image_use;
@@ -479,7 +487,11 @@ pub fn near_types(name: &str) -> Vec<&'static str> {
 /// The `ncnn_*` facts vkprism defines as macros, per variant (`preamble.rs`). The numeric device
 /// facts (`vkprism_core::DeviceFact`) are specialization constants instead; the rest of ncnn's
 /// `ncnn_*` names describe the device a pipeline is created on, unknown at build time.
-pub const KNOWN_DEVICE_FACTS: [&str; 2] = ["ncnn_VK_KHR_cooperative_matrix", "ncnn_glsl_version"];
+pub const KNOWN_DEVICE_FACTS: [&str; 3] = [
+    "ncnn_VK_KHR_cooperative_matrix",
+    "ncnn_VK_NV_cooperative_matrix",
+    "ncnn_glsl_version",
+];
 
 /// `ncnn_*` names that vkprism doesn't define (as a macro or a device fact) and the kernel doesn't
 /// `#define`: `(name, line)`.
@@ -494,6 +506,7 @@ pub fn unknown_device_facts(
             id.starts_with("ncnn_")
                 && !KNOWN_DEVICE_FACTS.contains(&id.as_str())
                 && DeviceFact::from_glsl_name(id).is_none()
+                && vkprism_core::preprocessor_fact(id).is_none()
                 && !own.contains(id)
                 && seen.insert(id.clone())
         })
@@ -501,9 +514,10 @@ pub fn unknown_device_facts(
         .collect()
 }
 
-/// The identifiers on the preprocessor's conditional lines of `text` (`#if`, `#elif`, `#ifdef`,
-/// `#ifndef`, backslash continuations joined): `(name, line)`.
-pub fn conditional_identifiers(text: &str) -> Vec<(String, u32)> {
+/// The preprocessor's conditional lines of `text` (`#if`, `#elif`, `#ifdef`, `#ifndef`), each
+/// with its backslash continuations, `//` comments cut: `(code, line of the directive)`, one entry
+/// per physical line.
+pub fn conditional_lines(text: &str) -> Vec<(&str, u32)> {
     let mut out = Vec::new();
     let mut continued: Option<u32> = None;
     for (k, line) in text.lines().enumerate() {
@@ -527,12 +541,23 @@ pub fn conditional_identifiers(text: &str) -> Vec<(String, u32)> {
             }
         };
         let Some(first) = start else { continue };
-        // The line's own identifiers, reported at the directive's first line.
-        let code = line.split("//").next().unwrap_or("");
-        out.extend(identifiers(code).into_iter().map(|(id, _)| (id, first)));
+        out.push((line.split("//").next().unwrap_or(""), first));
         continued = line.trim_end().ends_with('\\').then_some(first);
     }
     out
+}
+
+/// The identifiers on the preprocessor's conditional lines of `text` (`#if`, `#elif`, `#ifdef`,
+/// `#ifndef`, backslash continuations joined): `(name, line)`.
+pub fn conditional_identifiers(text: &str) -> Vec<(String, u32)> {
+    conditional_lines(text)
+        .into_iter()
+        .flat_map(|(code, first)| {
+            identifiers(code)
+                .into_iter()
+                .map(move |(id, _)| (id, first))
+        })
+        .collect()
 }
 
 /// Storage and shared types whose constructor converts values where a mode packs them or
@@ -644,6 +669,7 @@ mod tests {
                 int16: false,
                 local_memory: true,
                 coopmat: false,
+                coopmat_only: false,
                 // buffer_ld4 without an sfpvec4 buffer anywhere: nothing packs.
                 no_packed_storage: true,
             }
@@ -653,7 +679,11 @@ mod tests {
         let ids = identifiers("#if NCNN_fp16_packed\n#endif\nsfp x;");
         assert!(!Axes::of(&ids).no_packed_storage);
         let ids = identifiers("#if NCNN_cooperative_matrix\n#endif\nsfp x;");
-        assert!(Axes::of(&ids).coopmat);
+        assert!(Axes::of(&ids).coopmat && !Axes::of(&ids).coopmat_only);
+        let ids = identifiers(
+            "#if ncnn_VK_KHR_cooperative_matrix\n#elif ncnn_VK_NV_cooperative_matrix\n#endif",
+        );
+        assert!(Axes::of(&ids).coopmat && Axes::of(&ids).coopmat_only);
         let ids = identifiers("aint16vec4 v = lint162aint16vec4(t);");
         assert!(Axes::of(&ids).int16 && !Axes::of(&ids).int8);
         let ids = identifiers("int x = packInt2x16(v);");

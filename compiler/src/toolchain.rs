@@ -254,7 +254,9 @@ mod raw {
                 sys::glslang_target_language_version_t::SPIRV1_3,
             ),
         };
-        let (default_version, default_profile) = options.version_profile.unwrap_or((450, glslang::GlslProfile::None));
+        let (default_version, default_profile) = options
+            .version_profile
+            .unwrap_or((450, glslang::GlslProfile::None));
         sys::glslang_input_t {
             language: sys::glslang_source_t::GLSL,
             stage: sys::glslang_stage_t::Compute,

@@ -12,6 +12,7 @@ use crate::expanded::Use;
 use crate::preamble;
 use crate::scan::{self, Identifiers};
 use crate::source::Source;
+use crate::tested::TestedFacts;
 use std::collections::BTreeSet;
 use vkprism_core::{DeviceFact, VariantKey};
 
@@ -226,7 +227,7 @@ fn check_device_facts(
             source.span,
             format!(
                 "{at}: `{name}` is a fact about the device the pipeline runs on, which vkprism can't know when it compiles the kernel (it would silently be 0 in `#if`); vkprism defines {} per variant, and as specialization constants the runtime sets from the device: {}. Test the variant's own switches (`NCNN_fp16_storage`, `NCNN_cooperative_matrix`, ...), or read the value at run time (`gl_SubgroupSize`, a specialization constant)",
-                scan::KNOWN_DEVICE_FACTS.map(|n| format!("`{n}`")).join(" and "),
+                scan::KNOWN_DEVICE_FACTS.map(|n| format!("`{n}`")).join(", "),
                 fact_names()
             ),
         );
@@ -240,29 +241,43 @@ fn fact_names() -> String {
     names.join(", ")
 }
 
-/// A device fact (`ncnn_subgroupSize`) is a specialization constant: the preprocessor, which
-/// runs at build time, can't see its value, and would silently take it as 0 in `#if`.
+/// Device facts in `#if` are variant axes (`tested.rs`), but two can't be: `ncnn_subgroupSize`
+/// (a pipeline's subgroup size is chosen when it is created) and `ncnn_deviceID` (no bounded set
+/// of values), which stay specialization constants the preprocessor can't see; and a numeric
+/// fact must be compared with a number, one variant per value.
 fn check_facts_in_conditionals(cx: &Ctxt, source: &Source, own: &BTreeSet<String>) -> bool {
     let main_lines = source.text.lines().count() as u32;
-    let mut seen = BTreeSet::new();
-    let mut ok = true;
-    for (name, line) in scan::conditional_identifiers(&source.all_text) {
-        if DeviceFact::from_glsl_name(&name).is_none() || own.contains(&name) {
-            continue;
-        }
-        if !seen.insert(name.clone()) {
-            continue;
-        }
-        ok = false;
-        let at = if line <= main_lines {
+    let at = |line: u32| {
+        if line <= main_lines {
             source.locate(line)
         } else {
             "an included file".to_string()
-        };
+        }
+    };
+    let mut seen = BTreeSet::new();
+    let mut ok = true;
+    for (name, line) in scan::conditional_identifiers(&source.all_text) {
+        let spec_constant_only = DeviceFact::from_glsl_name(&name).is_some()
+            && vkprism_core::preprocessor_fact(&name).is_none();
+        if !spec_constant_only || own.contains(&name) || !seen.insert(name.clone()) {
+            continue;
+        }
+        ok = false;
         cx.error(
             source.span,
             format!(
-                "{at}: `{name}` is a specialization constant the runtime sets from the device when it creates the pipeline, so the preprocessor can't see it (in `#if` it would silently be 0); test it in an expression instead: `if ({name} == 32) {{ ... }}` (the driver folds the branch away)"
+                "{}: `{name}` is a specialization constant the runtime sets from the device when it creates the pipeline, so the preprocessor can't see it (in `#if` it would silently be 0); test it in an expression instead: `if ({name} == 32) {{ ... }}` (the driver folds the branch away)",
+                at(line)
+            ),
+        );
+    }
+    for (name, line) in TestedFacts::of(&source.all_text, own).uncompared {
+        ok = false;
+        cx.error(
+            source.span,
+            format!(
+                "{}: `{name}` in `#if` is compared with a number (`{name} == 4318`): vkprism compiles one variant per value a kernel compares it with and one for every other device",
+                at(line)
             ),
         );
     }

@@ -3,10 +3,11 @@
 use crate::ctxt::Ctxt;
 use crate::scan::Axes;
 use proc_macro2::Span;
-use vkprism_core::{FloatMode, Int16Mode, Int8Mode, MemoryKind, VariantKey};
+use vkprism_core::{FactChoice, FloatMode, Int16Mode, Int8Mode, MemoryKind, VariantKey};
 
-/// Every variant of a kernel with these axes, in a fixed order.
-pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
+/// Every variant of a kernel with these axes and device-fact choices (`tested.rs`), in a fixed
+/// order.
+pub fn enumerate(axes: &Axes, choices: &[FactChoice]) -> Vec<VariantKey> {
     let floats: &[FloatMode] = if axes.float {
         &FloatMode::ALL
     } else {
@@ -50,14 +51,15 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
                 for &int16 in &int16s {
                     for &local_memory in lms {
                         for coopmat in coopmat_values(axes, float, int8, memory) {
-                            out.push(VariantKey {
+                            out.extend(choices.iter().map(|&facts| VariantKey {
                                 float,
                                 memory,
                                 int8,
                                 int16,
                                 local_memory,
                                 coopmat,
-                            });
+                                facts,
+                            }));
                         }
                     }
                 }
@@ -65,6 +67,39 @@ pub fn enumerate(axes: &Axes) -> Vec<VariantKey> {
         }
     }
     out
+}
+
+/// The most variants a kernel compiles unless `variants: [...]` names them: each costs build time
+/// and binary size.
+pub const MAX_VARIANTS: usize = 128;
+
+/// The error for a kernel whose axes multiply past [`MAX_VARIANTS`], naming them.
+fn too_many(axes: &Axes, choices: &[FactChoice], count: usize) -> String {
+    let mut named = Vec::new();
+    for (on, name) in [
+        (axes.float, "float (×7)"),
+        (axes.int8, "int8 (×3)"),
+        (axes.int16, "int16 (×3)"),
+        (axes.buffer && axes.image, "buffer and image"),
+        (axes.local_memory, "local memory (×2)"),
+        (axes.coopmat, "cooperative matrix (×2)"),
+    ] {
+        if on {
+            named.push(name.to_string());
+        }
+    }
+    if choices.len() > 1 {
+        let first = choices[0].name_parts();
+        named.push(format!(
+            "device facts tested in `#if` (×{}: {})",
+            choices.len(),
+            first.trim_start_matches('_').replace('_', ", ")
+        ));
+    }
+    format!(
+        "this kernel would compile {count} variants, more than {MAX_VARIANTS}: its axes are {}; name the ones to build with `variants: [...]`",
+        named.join(", ")
+    )
 }
 
 /// The cooperative-matrix axis for one precision: on and off for fp16 and bf16 buffer variants
@@ -79,13 +114,14 @@ fn coopmat_values(
     memory: MemoryKind,
 ) -> Vec<Option<bool>> {
     let int8_matrices = float == FloatMode::Fp32 && int8 == Some(Int8Mode::Int8a);
-    if !axes.coopmat {
-        vec![None]
-    } else if (float.is_fp16() || float.is_bf16() || int8_matrices) && memory == MemoryKind::Buffer
-    {
-        vec![Some(true), Some(false)]
-    } else {
-        vec![Some(false)]
+    let matrices =
+        (float.is_fp16() || float.is_bf16() || int8_matrices) && memory == MemoryKind::Buffer;
+    match (axes.coopmat, axes.coopmat_only, matrices) {
+        (false, _, _) => vec![None],
+        (true, true, true) => vec![Some(true)],
+        (true, true, false) => vec![],
+        (true, false, true) => vec![Some(true), Some(false)],
+        (true, false, false) => vec![Some(false)],
     }
 }
 
@@ -93,11 +129,17 @@ fn coopmat_values(
 /// `cx`; `None` when there was one (or the list was empty, which `ast` reports).
 pub fn select(
     cx: &Ctxt,
+    span: Span,
     axes: &Axes,
+    choices: &[FactChoice],
     requested: Option<Vec<(String, Span)>>,
 ) -> Option<Vec<VariantKey>> {
-    let all = enumerate(axes);
+    let all = enumerate(axes, choices);
     let Some(requested) = requested else {
+        if all.len() > MAX_VARIANTS {
+            cx.error(span, too_many(axes, choices, all.len()));
+            return None;
+        }
         return Some(all);
     };
     let valid = || all.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ");
@@ -154,10 +196,14 @@ pub fn select(
 mod tests {
     use super::*;
 
+    fn enumerate_all(axes: &Axes) -> Vec<VariantKey> {
+        enumerate(axes, &[FactChoice::NONE])
+    }
+
     #[test]
     fn axes_decide_variants() {
         assert_eq!(
-            enumerate(&Axes {
+            enumerate_all(&Axes {
                 buffer: true,
                 ..Default::default()
             })
@@ -165,7 +211,7 @@ mod tests {
             1
         );
         assert_eq!(
-            enumerate(&Axes {
+            enumerate_all(&Axes {
                 buffer: true,
                 float: true,
                 ..Default::default()
@@ -175,7 +221,7 @@ mod tests {
         );
         // 7 buffer + 5 image (no bf16 images).
         assert_eq!(
-            enumerate(&Axes {
+            enumerate_all(&Axes {
                 buffer: true,
                 image: true,
                 float: true,
@@ -184,7 +230,7 @@ mod tests {
             .len(),
             12
         );
-        let v = enumerate(&Axes {
+        let v = enumerate_all(&Axes {
             buffer: true,
             float: true,
             int8: true,
@@ -192,7 +238,7 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(v.len(), 7 * 3 * 2);
-        let v = enumerate(&Axes {
+        let v = enumerate_all(&Axes {
             buffer: true,
             int16: true,
             ..Default::default()
@@ -202,7 +248,7 @@ mod tests {
             ["fp32_int16p", "fp32_int16s", "fp32_int16a"]
         );
         // fp16 and bf16 buffer variants with and without cooperative matrices, fp32 without.
-        let v = enumerate(&Axes {
+        let v = enumerate_all(&Axes {
             buffer: true,
             float: true,
             coopmat: true,
@@ -214,8 +260,45 @@ mod tests {
             .all(|k| k.coopmat != Some(true) || k.float.is_fp16() || k.float.is_bf16()));
         assert!(v.iter().any(|k| k.name() == "bf16s_cm"));
         assert!(!v.iter().any(|k| k.name() == "fp32_cm"));
+        // Matrices only (ncnn's `#elif ncnn_VK_NV_cooperative_matrix` idiom): `_cm` variants
+        // alone, none where matrices can't be.
+        let v = enumerate_all(&Axes {
+            buffer: true,
+            float: true,
+            coopmat: true,
+            coopmat_only: true,
+            ..Default::default()
+        });
+        let names: Vec<String> = v.iter().map(|k| k.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "fp16p_cm",
+                "fp16pa_cm",
+                "fp16s_cm",
+                "fp16sa_cm",
+                "bf16p_cm",
+                "bf16s_cm"
+            ]
+        );
+        // Device facts multiply every other axis.
+        let dot = [true, false].map(|on| FactChoice {
+            dot: Some(on),
+            ..FactChoice::NONE
+        });
+        let v = enumerate(
+            &Axes {
+                buffer: true,
+                int8: true,
+                ..Default::default()
+            },
+            &dot,
+        );
+        assert_eq!(v.len(), 6);
+        assert_eq!(v[0].name(), "fp32_int8p_dot");
+        assert_eq!(v[1].name(), "fp32_int8p_nodot");
         // int8 arithmetic in fp32 variants gets the axis too (int8 matrices).
-        let v = enumerate(&Axes {
+        let v = enumerate_all(&Axes {
             buffer: true,
             int8: true,
             coopmat: true,
@@ -232,7 +315,7 @@ mod tests {
             ],
         );
         // Scalar-only storage: no packed buffer variants, which would store fp32.
-        let v = enumerate(&Axes {
+        let v = enumerate_all(&Axes {
             buffer: true,
             float: true,
             no_packed_storage: true,

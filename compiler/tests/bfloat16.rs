@@ -53,7 +53,8 @@ fn compile(extra: &str, variants: &[&str]) -> Result<KernelModel, Vec<String>> {
 mod spirv_val;
 
 fn validate(name: &str, words: &[u32]) {
-    spirv_val::validate(words, "vulkan1.3").unwrap_or_else(|e| panic!("{name} fails spirv-val: {e}"));
+    spirv_val::validate(words, "vulkan1.3")
+        .unwrap_or_else(|e| panic!("{name} fails spirv-val: {e}"));
 }
 
 fn shape(operands: ScalarKind) -> CoopMatShape {

@@ -70,11 +70,29 @@ impl DeviceFact {
                 Feature::CooperativeMatrix => "ncnn_cooperativeMatrix",
                 Feature::SubgroupSizeControl => "ncnn_subgroupSizeControl",
                 Feature::IntegerDotProduct => "ncnn_shaderIntegerDotProduct",
-                // Not in ALL: not a Vulkan feature (image formats), or no id left for it
-                // (ids 236 to 250 are taken).
+                // Not in ALL (no id left: 236 to 250 are taken): preprocessor facts only
+                // (`tested.rs`).
+                Feature::SubgroupBasic => "ncnn_subgroup_basic",
+                Feature::SubgroupVote => "ncnn_subgroup_vote",
+                Feature::SubgroupArithmetic => "ncnn_subgroup_arithmetic",
+                Feature::SubgroupBallot => "ncnn_subgroup_ballot",
+                Feature::SubgroupShuffle => "ncnn_subgroup_shuffle",
+                Feature::SubgroupShuffleRelative => "ncnn_subgroup_shuffle_relative",
+                Feature::SubgroupClustered => "ncnn_subgroup_clustered",
+                Feature::SubgroupQuad => "ncnn_subgroup_quad",
+                Feature::ShaderSubgroupExtendedTypes => "ncnn_shaderSubgroupExtendedTypes",
+                Feature::IntegerDotProduct4x8BitPackedSignedAccelerated => {
+                    "ncnn_integerDotProduct4x8BitPackedSignedAccelerated"
+                }
+                Feature::IntegerDotProduct16BitSignedAccelerated => {
+                    "ncnn_integerDotProduct16BitSignedAccelerated"
+                }
+                // Not facts ncnn names: not a Vulkan feature (image formats), or one vkprism
+                // never reports.
                 Feature::ShaderBFloat16CooperativeMatrix
                 | Feature::ImageFormatsFp32
-                | Feature::ImageFormatsFp16 => "",
+                | Feature::ImageFormatsFp16
+                | Feature::CooperativeMatrixNv => "",
             },
         }
     }

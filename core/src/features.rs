@@ -39,11 +39,39 @@ pub enum Feature {
     ImageFormatsFp32,
     /// r16f and rgba16f usable as sampled and storage images (image variants in fp16).
     ImageFormatsFp16,
+    /// Basic subgroup operations in compute shaders (`VkPhysicalDeviceSubgroupProperties::
+    /// supportedOperations` and `supportedStages`).
+    SubgroupBasic,
+    /// Subgroup vote operations in compute shaders.
+    SubgroupVote,
+    /// Subgroup arithmetic operations in compute shaders.
+    SubgroupArithmetic,
+    /// Subgroup ballot operations in compute shaders.
+    SubgroupBallot,
+    /// Subgroup shuffle operations in compute shaders.
+    SubgroupShuffle,
+    /// Relative subgroup shuffle operations in compute shaders.
+    SubgroupShuffleRelative,
+    /// Clustered subgroup operations in compute shaders.
+    SubgroupClustered,
+    /// Quad subgroup operations in compute shaders.
+    SubgroupQuad,
+    /// `shaderSubgroupExtendedTypes`: subgroup operations on 8/16/64-bit types.
+    ShaderSubgroupExtendedTypes,
+    /// `integerDotProduct4x8BitPackedSignedAccelerated` (a property of
+    /// `shaderIntegerDotProduct`): the packed signed int8 dot product is fast.
+    IntegerDotProduct4x8BitPackedSignedAccelerated,
+    /// `integerDotProduct16BitSignedAccelerated`: the signed int16 dot product is fast.
+    IntegerDotProduct16BitSignedAccelerated,
+    /// `cooperativeMatrix` of `VK_NV_cooperative_matrix`, which the runtime neither reports nor
+    /// enables (`VK_KHR_cooperative_matrix` supersedes it): a module that declares the NV
+    /// capability is never selected.
+    CooperativeMatrixNv,
 }
 
 impl Feature {
     /// Every feature, in declaration order.
-    pub const ALL: [Feature; 14] = [
+    pub const ALL: [Feature; 26] = [
         Feature::StorageBuffer16BitAccess,
         Feature::UniformAndStorageBuffer16BitAccess,
         Feature::ShaderFloat16,
@@ -58,6 +86,31 @@ impl Feature {
         Feature::IntegerDotProduct,
         Feature::ImageFormatsFp32,
         Feature::ImageFormatsFp16,
+        Feature::SubgroupBasic,
+        Feature::SubgroupVote,
+        Feature::SubgroupArithmetic,
+        Feature::SubgroupBallot,
+        Feature::SubgroupShuffle,
+        Feature::SubgroupShuffleRelative,
+        Feature::SubgroupClustered,
+        Feature::SubgroupQuad,
+        Feature::ShaderSubgroupExtendedTypes,
+        Feature::IntegerDotProduct4x8BitPackedSignedAccelerated,
+        Feature::IntegerDotProduct16BitSignedAccelerated,
+        Feature::CooperativeMatrixNv,
+    ];
+
+    /// The subgroup operations, in `VkSubgroupFeatureFlagBits` order (bit 0 basic, ..., bit 7
+    /// quad).
+    pub const SUBGROUP_OPERATIONS: [Feature; 8] = [
+        Feature::SubgroupBasic,
+        Feature::SubgroupVote,
+        Feature::SubgroupArithmetic,
+        Feature::SubgroupBallot,
+        Feature::SubgroupShuffle,
+        Feature::SubgroupShuffleRelative,
+        Feature::SubgroupClustered,
+        Feature::SubgroupQuad,
     ];
 
     /// The name Vulkan gives the feature (or the condition, for image formats).
@@ -77,6 +130,22 @@ impl Feature {
             Feature::IntegerDotProduct => "shaderIntegerDotProduct",
             Feature::ImageFormatsFp32 => "r32f/rgba32f sampled+storage images",
             Feature::ImageFormatsFp16 => "r16f/rgba16f sampled+storage images",
+            Feature::SubgroupBasic => "subgroup basic operations",
+            Feature::SubgroupVote => "subgroup vote operations",
+            Feature::SubgroupArithmetic => "subgroup arithmetic operations",
+            Feature::SubgroupBallot => "subgroup ballot operations",
+            Feature::SubgroupShuffle => "subgroup shuffle operations",
+            Feature::SubgroupShuffleRelative => "subgroup relative shuffle operations",
+            Feature::SubgroupClustered => "subgroup clustered operations",
+            Feature::SubgroupQuad => "subgroup quad operations",
+            Feature::ShaderSubgroupExtendedTypes => "shaderSubgroupExtendedTypes",
+            Feature::IntegerDotProduct4x8BitPackedSignedAccelerated => {
+                "integerDotProduct4x8BitPackedSignedAccelerated"
+            }
+            Feature::IntegerDotProduct16BitSignedAccelerated => {
+                "integerDotProduct16BitSignedAccelerated"
+            }
+            Feature::CooperativeMatrixNv => "VK_NV_cooperative_matrix",
         }
     }
 }
@@ -257,6 +326,10 @@ pub struct DeviceFeatures {
     /// device's, as [`crate::api_version`] encodes it): variants compiled for a higher one
     /// can't run.
     pub api_version: u32,
+    /// `VkPhysicalDeviceProperties::vendorID` (`ncnn_vendorID`).
+    pub vendor_id: u32,
+    /// `VkPhysicalDeviceDriverProperties::driverID` (`ncnn_driverID`; 0 before Vulkan 1.2).
+    pub driver_id: u32,
 }
 
 impl DeviceFeatures {
@@ -268,6 +341,8 @@ impl DeviceFeatures {
             limits: DeviceLimits::default(),
             cooperative_matrices: CoopMatShapes::default(),
             api_version: crate::api_version(1, 1),
+            vendor_id: 0,
+            driver_id: 0,
         }
     }
 

@@ -1,6 +1,7 @@
 //! Static kernel metadata, as `compute_shader!` writes it into the user's crate and the runtime
 //! reads it. Every value here comes from SPIR-V reflection of the compiled variants (what a
-//! variant needs from the device is a function of its key: `VariantInfo::requires`).
+//! variant needs from the device: `VariantInfo::requires`, its key's needs and its module's
+//! capabilities').
 
 use crate::{CoopMatShape, DeviceFact, FeatureSet, VariantKey};
 
@@ -40,6 +41,13 @@ pub struct VariantInfo {
     /// The Vulkan API version the SPIR-V was compiled for (the macro's `vulkan_version`, as
     /// [`api_version`] encodes it): a device with a lower one can't load the variant.
     pub vulkan_version: u32,
+    /// What the module's own `OpCapability` declarations need of the device beyond what its key
+    /// implies: an extension the kernel enables itself (`#extension GL_KHR_cooperative_matrix :
+    /// require` outside any `#if`), subgroup operations, integer dot products.
+    pub capabilities_require: FeatureSet,
+    /// The device facts the kernel tests in `#if` (the same for every variant): what
+    /// `key.facts` assumed values for, which the runtime compares with the device.
+    pub tested_facts: &'static [DeviceFact],
 }
 
 /// A Vulkan API version number, as `VK_MAKE_API_VERSION(0, major, minor, 0)` encodes it.
@@ -53,9 +61,9 @@ pub fn api_version_name(version: u32) -> String {
 }
 
 impl VariantInfo {
-    /// Device features the variant needs: a function of its key alone.
+    /// Device features the variant needs: its key's, and its module's capabilities'.
     pub const fn requires(&self) -> FeatureSet {
-        self.key.requires()
+        self.key.requires().union(self.capabilities_require)
     }
 
     /// The binding whose block or variable is named `name` in the GLSL (e.g. `"a_blob"`): its

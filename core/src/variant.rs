@@ -1,7 +1,7 @@
 //! Variant keys: one point on each axis a kernel uses (float precision, memory kind, int8 mode,
 //! int16 mode, local memory, cooperative matrix), their names, and the device features each one needs.
 
-use crate::{Feature, FeatureSet, TensorFormat};
+use crate::{FactChoice, Feature, FeatureSet, TensorFormat};
 use std::fmt;
 
 /// The float precision axis (storage / arithmetic).
@@ -213,6 +213,9 @@ pub struct VariantKey {
     /// `NCNN_cooperative_matrix`. The matrix shapes a `_cm` variant needs are in its
     /// `VariantInfo::cooperative_matrices`.
     pub coopmat: Option<bool>,
+    /// The values assumed for the device facts the kernel tests in `#if` (`_dot`, `_sg`,
+    /// `_vendor4318`, ...): the runtime picks the variant whose values are the device's.
+    pub facts: FactChoice,
 }
 
 impl VariantKey {
@@ -225,6 +228,7 @@ impl VariantKey {
             int16: None,
             local_memory: None,
             coopmat: None,
+            facts: FactChoice::NONE,
         }
     }
 
@@ -260,8 +264,9 @@ impl VariantKey {
         set
     }
 
-    /// The variant's name: `float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm]`, e.g. `fp16sa`,
-    /// `fp32_int8s_image`, `fp32_int16p`, `fp16s_lm_cm`.
+    /// The variant's name: `float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm][facts]`, e.g.
+    /// `fp16sa`, `fp32_int8s_image`, `fp32_int16p`, `fp16s_lm_cm`, `fp32_int8a_dot`, the device
+    /// facts as [`FactChoice::name_parts`] writes them.
     pub fn name(&self) -> String {
         let mut s = self.float.name().to_string();
         if let Some(i) = self.int8 {
@@ -285,6 +290,7 @@ impl VariantKey {
             Some(false) => s.push_str("_nocm"),
             None => {}
         }
+        s.push_str(&self.facts.name_parts());
         s
     }
 
@@ -316,15 +322,23 @@ impl VariantKey {
             } else if part == "cm" || part == "nocm" {
                 key.coopmat = Some(part == "cm");
                 next_stage = 5;
+            } else if key.facts.parse_part(part) {
+                // The device facts' parts, last; their order is checked below.
+                next_stage = 6;
             } else {
                 return Err(err());
             }
-            if next_stage <= stage {
+            if next_stage <= stage && next_stage != 6 {
                 return Err(err());
             }
             stage = next_stage;
         }
-        Ok(key)
+        // Names are canonical: parts in order, each once.
+        if key.name() == name {
+            Ok(key)
+        } else {
+            Err(err())
+        }
     }
 }
 
@@ -345,7 +359,7 @@ impl fmt::Display for ParseVariantError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "`{}` is not a variant name (form: float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm])",
+            "`{}` is not a variant name (form: float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm][_dot|_nodot][_sg|_nosg][_feat|_nofeat][_vendorN|_vendorother][_driverN|_driverother])",
             self.name
         )
     }
@@ -356,6 +370,7 @@ impl std::error::Error for ParseVariantError {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::IdChoice;
 
     #[test]
     fn names_round_trip() {
@@ -372,6 +387,17 @@ mod tests {
                                     int16: i16,
                                     local_memory: lm,
                                     coopmat: cm,
+                                    facts: FactChoice {
+                                        dot: cm,
+                                        driver: lm.map(|l| {
+                                            if l {
+                                                IdChoice::Is(13)
+                                            } else {
+                                                IdChoice::Other
+                                            }
+                                        }),
+                                        ..FactChoice::NONE
+                                    },
                                 };
                                 assert_eq!(VariantKey::parse(&k.name()), Ok(k), "{}", k.name());
                             }
@@ -394,6 +420,19 @@ mod tests {
             VariantKey::parse("fp16s_cm_lm").is_err(),
             "axes out of order"
         );
+        assert!(
+            VariantKey::parse("fp16s_sg_dot").is_err(),
+            "facts out of order"
+        );
+        assert!(VariantKey::parse("fp16s_dot_dot").is_err(), "a part twice");
+        assert!(
+            VariantKey::parse("fp16s_dot_cm").is_err(),
+            "facts before an axis"
+        );
+        assert!(
+            VariantKey::parse("fp32_vendor007").is_err(),
+            "not canonical"
+        );
     }
 
     #[test]
@@ -405,6 +444,7 @@ mod tests {
             int16: Some(Int16Mode::Int16a),
             local_memory: None,
             coopmat: Some(true),
+            facts: FactChoice::NONE,
         };
         let r = k.requires();
         for f in [

@@ -81,9 +81,10 @@ pub use select::{
 pub use statistics::{PipelineStatistic, StatisticValue};
 pub use tensor::Tensor;
 pub use vkprism_core::{
-    api_version, api_version_name, Access, BindingInfo, BindingKind, CoopMatShape, DeviceFact,
-    DeviceFeatures, DeviceLimits, Feature, FeatureSet, FloatMode, Int8Mode, KernelInfo, MemoryKind,
-    ScalarKind, TensorFormat, VariantInfo, VariantKey,
+    api_version, api_version_name, Access, BindingInfo, BindingKind, ComparedIds, CoopMatShape,
+    DeviceFact, DeviceFeatures, DeviceLimits, FactChoice, FactFamily, Feature, FeatureSet,
+    FloatMode, IdChoice, Int8Mode, KernelInfo, MemoryKind, ScalarKind, TensorFormat, VariantInfo,
+    VariantKey,
 };
 
 /// Includes a SPIR-V file (as `include_bytes!` finds it) as `&'static [u32]`, usable in `const`

@@ -742,6 +742,8 @@ mod tests {
                 device_facts: &[],
                 reads_num_workgroups: false,
                 vulkan_version: vkprism_core::api_version(1, 1),
+                capabilities_require: vkprism_core::FeatureSet::EMPTY,
+                tested_facts: &[],
             }]));
             let info = KernelInfo {
                 name: "k",

@@ -3,8 +3,8 @@
 
 use std::fmt;
 use vkprism_core::{
-    DeviceFeatures, FeatureSet, FloatMode, Int16Mode, Int8Mode, KernelInfo, MemoryKind,
-    VariantInfo, VariantKey,
+    ComparedIds, DeviceFeatures, FeatureSet, FloatMode, Int16Mode, Int8Mode, KernelInfo,
+    MemoryKind, VariantInfo, VariantKey,
 };
 
 /// Which variant kinds may be used. Defaults: everything on except bf16 and images.
@@ -292,7 +292,8 @@ pub fn unrunnable_reason(v: &VariantInfo, device: &DeviceFeatures) -> Option<Str
 
 debug_as_display!(SelectError);
 
-/// Picks the best variant of `info` that `options` allow and `device` supports.
+/// Picks the best variant of `info` that `options` allow and `device` supports, among those
+/// compiled for the device facts the kernel tests in `#if` (`FactChoice`): the device's own.
 pub fn select_variant(
     info: &KernelInfo,
     options: &Options,
@@ -300,8 +301,12 @@ pub fn select_variant(
 ) -> Result<Selection, SelectError> {
     let mut eligible = Vec::new();
     let mut rejected = Vec::new();
+    let compared = ComparedIds::of(info.variants.iter().map(|v| &v.key.facts));
     for (i, v) in info.variants.iter().enumerate() {
         if let Some(why) = unrunnable_reason(v, device) {
+            rejected.push((v.key, why));
+        } else if let Some(why) = v.key.facts.mismatch(v.tested_facts, &compared, device) {
+            // Runnable (a forced variant may be), but compiled for another device's facts.
             rejected.push((v.key, why));
         } else if let Some(why) = options.forbids(&v.key) {
             rejected.push((v.key, why));
@@ -417,6 +422,8 @@ mod tests {
                 },
                 vulkan_version: vkprism_core::api_version(1, 1),
                 device_facts: &[],
+                capabilities_require: FeatureSet::EMPTY,
+                tested_facts: &[],
             })
             .collect();
         Box::leak(Box::new(KernelInfo {
@@ -800,5 +807,71 @@ mod tests {
             s.to_string().contains("rejected")
                 && s.rejected.iter().any(|(k, _)| k.name() == "fp16sa")
         );
+    }
+
+    #[test]
+    fn the_variant_compiled_for_the_devices_facts_is_chosen_and_a_capability_is_required() {
+        use vkprism_core::{DeviceFact, FactChoice, IdChoice};
+        static TESTED: [DeviceFact; 2] = [
+            DeviceFact::Supports(Feature::IntegerDotProduct),
+            DeviceFact::VendorId,
+        ];
+        let variant = |dot: bool, vendor: IdChoice| VariantInfo {
+            key: VariantKey {
+                facts: FactChoice {
+                    dot: Some(dot),
+                    vendor: Some(vendor),
+                    ..FactChoice::NONE
+                },
+                ..VariantKey::new(FloatMode::Fp32)
+            },
+            reads_num_workgroups: false,
+            spirv: &[],
+            bindings: &[],
+            cooperative_matrices: &[],
+            vulkan_version: vkprism_core::api_version(1, 1),
+            device_facts: &[],
+            // The `_dot` module declares the dot-product capability.
+            capabilities_require: if dot {
+                FeatureSet::from_slice(&[Feature::IntegerDotProduct])
+            } else {
+                FeatureSet::EMPTY
+            },
+            tested_facts: &TESTED,
+        };
+        let variants: &'static [VariantInfo] = Box::leak(Box::new([
+            variant(true, IdChoice::Is(4318)),
+            variant(true, IdChoice::Other),
+            variant(false, IdChoice::Is(4318)),
+            variant(false, IdChoice::Other),
+        ]));
+        let k: &'static KernelInfo = Box::leak(Box::new(KernelInfo {
+            name: "facts",
+            variants,
+            push_constants: None,
+            spec_constants: &[],
+            local_size: [vkprism_core::LocalSizeDim {
+                default: 1,
+                spec_id: None,
+            }; 3],
+        }));
+        let o = Options::default();
+        let mut d = DeviceFeatures::new(FeatureSet::from_slice(&[Feature::IntegerDotProduct]));
+        d.vendor_id = 4318;
+        assert_eq!(pick(k, &o, &d), "fp32_dot_vendor4318");
+        d.vendor_id = 0x1002;
+        assert_eq!(pick(k, &o, &d), "fp32_dot_vendorother");
+        d.features = FeatureSet::EMPTY;
+        let s = select_variant(k, &o, &d).unwrap();
+        assert_eq!(s.key.name(), "fp32_nodot_vendorother");
+        let why = s.to_string();
+        assert!(
+            why.contains("device lacks shaderIntegerDotProduct"),
+            "{why}"
+        );
+        // Forced, a variant for other facts runs where the device can run it.
+        assert!(force_variant(k, "fp32_nodot_vendor4318", &d).is_ok());
+        let e = force_variant(k, "fp32_dot_vendorother", &d).unwrap_err();
+        assert_eq!(e.kind, SelectFailure::DeviceLacks);
     }
 }

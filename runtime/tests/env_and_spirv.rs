@@ -186,7 +186,11 @@ fn committed_spirv_is_fresh() {
             .collect();
         // Word 2 is the generator's version: a newer glslang may stamp another one.
         let body = |w: &[u32]| -> Vec<u32> {
-            w.iter().enumerate().filter(|(i, _)| *i != 2).map(|(_, w)| *w).collect()
+            w.iter()
+                .enumerate()
+                .filter(|(i, _)| *i != 2)
+                .map(|(_, w)| *w)
+                .collect()
         };
         assert!(
             body(fresh) == body(&committed),
@@ -194,7 +198,11 @@ fn committed_spirv_is_fresh() {
             path.with_extension("spv").display()
         );
     }
-    assert!(kernels.len() >= 10, "only {} test kernels found", kernels.len());
+    assert!(
+        kernels.len() >= 10,
+        "only {} test kernels found",
+        kernels.len()
+    );
 }
 
 /// Rewrites the committed SPIR-V from its GLSL (`runtime/tests/shaders/build.sh` runs this).

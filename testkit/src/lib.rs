@@ -40,7 +40,8 @@ pub fn device_lacks_matrices_for(ctx: &Context, name: &str) -> bool {
         && f.cooperative_matrices
             .iter()
             .any(|s| s.a == ScalarKind::Bf16);
-    name.ends_with("_cm")
+    let coopmat = VariantKey::parse(name).is_ok_and(|k| k.coopmat == Some(true));
+    coopmat
         && (!f.supports(Feature::CooperativeMatrix) || (name.starts_with("bf16") && !bf16_matrices))
 }
 

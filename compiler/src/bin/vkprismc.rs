@@ -20,8 +20,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use vkprism_compiler::{
-    compile_kernel, define_name_error, define_value_error, generated_rust, variant_glsl,
-    Ctxt, KernelModel, KernelOptions, Source, VulkanVersion,
+    compile_kernel, define_name_error, define_value_error, generated_rust, variant_glsl, Ctxt,
+    KernelModel, KernelOptions, Source, VulkanVersion,
 };
 
 /// Set once stdout is found closed: the report stops, the files are still written.
@@ -100,9 +100,11 @@ fn parse_args() -> Result<Args, String> {
                 )
             }
             "--optimize" => {
-                return Err("--optimize is not an option: vkprism ships glslang's SPIR-V as it is \
+                return Err(
+                    "--optimize is not an option: vkprism ships glslang's SPIR-V as it is \
                             (drivers optimize at pipeline creation)"
-                    .into())
+                        .into(),
+                )
             }
             "--emit" => {
                 for what in it

@@ -6,7 +6,10 @@ use crate::model::{KernelModel, VariantModel};
 use crate::reflect::Binding;
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
-use vkprism_core::{CoopMatShape, DeviceFact, LocalSizeDim, ScalarKind, TensorFormat, VariantKey};
+use vkprism_core::{
+    CoopMatShape, DeviceFact, FactChoice, IdChoice, LocalSizeDim, ScalarKind, TensorFormat,
+    VariantKey,
+};
 
 /// `Kernel`, its `Kernel` impl and the static tables behind it.
 pub fn items(p: &TokenStream, name: &str, model: &KernelModel) -> TokenStream {
@@ -74,6 +77,11 @@ fn variant_info(p: &TokenStream, v: &VariantModel, vulkan_version: u32) -> Token
         let index = DeviceFact::ALL.iter().position(|x| x == f)?;
         Some(quote!(#p::DeviceFact::ALL[#index]))
     });
+    let capabilities_require = v.capabilities_require.iter().map(|f| {
+        let f = dbg_ident(&f);
+        quote!(#p::Feature::#f)
+    });
+    let tested = v.tested_facts.iter().map(|f| fact_tokens(p, f));
     quote!(#p::VariantInfo {
         key: #key,
         reads_num_workgroups: #reads_num_workgroups,
@@ -82,7 +90,38 @@ fn variant_info(p: &TokenStream, v: &VariantModel, vulkan_version: u32) -> Token
         cooperative_matrices: &[#(#coopmats),*],
         vulkan_version: #vulkan_version,
         device_facts: &[#(#facts),*],
+        capabilities_require: #p::FeatureSet::from_slice(&[#(#capabilities_require),*]),
+        tested_facts: &[#(#tested),*],
     })
+}
+
+fn fact_tokens(p: &TokenStream, f: &DeviceFact) -> TokenStream {
+    match f {
+        DeviceFact::Supports(feature) => {
+            let feature = dbg_ident(feature);
+            quote!(#p::DeviceFact::Supports(#p::Feature::#feature))
+        }
+        other => {
+            let other = dbg_ident(other);
+            quote!(#p::DeviceFact::#other)
+        }
+    }
+}
+
+/// A `FactChoice` literal.
+fn facts_tokens(p: &TokenStream, c: &FactChoice) -> TokenStream {
+    let flag = |v: Option<bool>| match v {
+        Some(b) => quote!(::core::option::Option::Some(#b)),
+        None => quote!(::core::option::Option::None),
+    };
+    let id = |v: Option<IdChoice>| match v {
+        Some(IdChoice::Is(n)) => quote!(::core::option::Option::Some(#p::IdChoice::Is(#n))),
+        Some(IdChoice::Other) => quote!(::core::option::Option::Some(#p::IdChoice::Other)),
+        None => quote!(::core::option::Option::None),
+    };
+    let (dot, subgroup, features) = (flag(c.dot), flag(c.subgroup), flag(c.features));
+    let (vendor, driver) = (id(c.vendor), id(c.driver));
+    quote!(#p::FactChoice { dot: #dot, subgroup: #subgroup, features: #features, vendor: #vendor, driver: #driver })
 }
 
 fn key_tokens(p: &TokenStream, k: &VariantKey) -> TokenStream {
@@ -107,7 +146,8 @@ fn key_tokens(p: &TokenStream, k: &VariantKey) -> TokenStream {
         None => quote!(::core::option::Option::None),
     };
     let (lm, cm) = (flag(k.local_memory), flag(k.coopmat));
-    quote!(#p::VariantKey { float: #p::FloatMode::#float, memory: #p::MemoryKind::#memory, int8: #int8, int16: #int16, local_memory: #lm, coopmat: #cm })
+    let facts = facts_tokens(p, &k.facts);
+    quote!(#p::VariantKey { float: #p::FloatMode::#float, memory: #p::MemoryKind::#memory, int8: #int8, int16: #int16, local_memory: #lm, coopmat: #cm, facts: #facts })
 }
 
 fn coopmat_tokens(p: &TokenStream, s: &CoopMatShape) -> TokenStream {

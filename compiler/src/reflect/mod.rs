@@ -1,8 +1,10 @@
 //! Phase 6: SPIR-V reflection. Everything the generated bindings say about descriptors, push
 //! constants, specialization constants and the workgroup size, and what the runtime needs to
 //! know about the shader (whether it reads `gl_NumWorkGroups`, the cooperative-matrix shapes it
-//! multiplies), is read here from the compiled module, never from the GLSL text.
+//! multiplies, what its capabilities need), is read here from the compiled module, never from the
+//! GLSL text.
 
+mod capabilities;
 pub(crate) mod coopmat;
 mod index;
 mod interface;
@@ -11,7 +13,8 @@ use index::{id, lit, ModuleIndex};
 use rspirv::dr::{Instruction, Module, Operand};
 use rspirv::spirv::{BuiltIn, Decoration, ExecutionMode, Op};
 use vkprism_core::{
-    Access, BindingKind, CoopMatShape, DeviceFact, ElementType, LocalSizeDim, ScalarKind,
+    Access, BindingKind, CoopMatShape, DeviceFact, ElementType, FeatureSet, LocalSizeDim,
+    ScalarKind,
 };
 
 /// One descriptor binding of one variant.
@@ -91,6 +94,8 @@ pub struct Reflection {
     pub cooperative_matrices: Vec<CoopMatShape>,
     /// The device facts the module reads (specialization constants with reserved ids).
     pub device_facts: Vec<DeviceFact>,
+    /// What the module's `OpCapability` declarations need of the device.
+    pub capabilities_require: FeatureSet,
 }
 
 /// Why a module could not be reflected.
@@ -122,6 +127,7 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
         reads_num_workgroups: decorates_builtin(&module, BuiltIn::NumWorkgroups),
         cooperative_matrices,
         device_facts,
+        capabilities_require: capabilities::required_features(words),
     })
 }
 

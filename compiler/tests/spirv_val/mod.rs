@@ -24,7 +24,10 @@ pub fn validate(words: &[u32], env: &str) -> Result<(), String> {
         .output();
     let _ = std::fs::remove_file(&path);
     let out = out.map_err(|e| {
-        format!("{} did not run ({e}): run scripts/test.sh, which installs it", spirv_val().display())
+        format!(
+            "{} did not run ({e}): run scripts/test.sh, which installs it",
+            spirv_val().display()
+        )
     })?;
     if out.status.success() {
         Ok(())

@@ -95,10 +95,10 @@ pub(crate) struct PhysicalDeviceFeatures {
 /// What vkprism enables when the device has it: what variants and pipelines use (16/8-bit
 /// storage, fp16/int8 arithmetic, int16/int64, subgroup size control for
 /// `PipelineDesc::subgroup_size`, cooperative matrices with the Vulkan memory model the `_cm`
-/// variants are compiled for, bfloat16 matrices for the bf16 `_cm` variants). Integer dot
-/// products are detected (the report shows them) but not enabled: no variant needs them. (Validation layers older than the cooperative-matrix
-/// extension, like Debian 12's 1.3.239, flag its feature struct as unknown: bench/prepare.sh
-/// carries a newer one to NVIDIA machines.)
+/// variants are compiled for, bfloat16 matrices for the bf16 `_cm` variants, integer dot products
+/// and subgroup operations on 8/16/64-bit types for the variants whose module declares them).
+/// (Validation layers older than the cooperative-matrix extension, like Debian 12's 1.3.239, flag
+/// its feature struct as unknown: bench/prepare.sh carries a newer one to NVIDIA machines.)
 pub(crate) const ENABLED: FeatureSet = FeatureSet::from_slice(&[
     Feature::ShaderInt16,
     Feature::ShaderInt64,
@@ -111,6 +111,8 @@ pub(crate) const ENABLED: FeatureSet = FeatureSet::from_slice(&[
     Feature::CooperativeMatrix,
     Feature::ShaderBFloat16Type,
     Feature::ShaderBFloat16CooperativeMatrix,
+    Feature::IntegerDotProduct,
+    Feature::ShaderSubgroupExtendedTypes,
 ]);
 
 fn has(extensions: &[String], name: &CStr) -> bool {
@@ -258,8 +260,25 @@ impl PhysicalDeviceFeatures {
                 }
             }
             Feature::ShaderBFloat16CooperativeMatrix => {}
-            // Not struct features: format properties.
-            Feature::ImageFormatsFp32 | Feature::ImageFormatsFp16 => {}
+            Feature::ShaderSubgroupExtendedTypes if v12 => {
+                f(&mut self.vulkan12_features.shader_subgroup_extended_types)
+            }
+            Feature::ShaderSubgroupExtendedTypes => {}
+            // Not struct features: format and device properties (`properties.rs`), or one
+            // vkprism never enables (`VK_NV_cooperative_matrix`: the KHR extension supersedes it).
+            Feature::ImageFormatsFp32
+            | Feature::ImageFormatsFp16
+            | Feature::SubgroupBasic
+            | Feature::SubgroupVote
+            | Feature::SubgroupArithmetic
+            | Feature::SubgroupBallot
+            | Feature::SubgroupShuffle
+            | Feature::SubgroupShuffleRelative
+            | Feature::SubgroupClustered
+            | Feature::SubgroupQuad
+            | Feature::IntegerDotProduct4x8BitPackedSignedAccelerated
+            | Feature::IntegerDotProduct16BitSignedAccelerated
+            | Feature::CooperativeMatrixNv => {}
         }
     }
 
@@ -296,7 +315,11 @@ impl PhysicalDeviceFeatures {
             vulkan12_features: Default::default(),
             vulkan13: self
                 .vulkan13
-                .filter(|v| on.contains(&Feature::SubgroupSizeControl) || has_maintenance4(v))
+                .filter(|v| {
+                    on.contains(&Feature::SubgroupSizeControl)
+                        || on.contains(&Feature::IntegerDotProduct)
+                        || has_maintenance4(v)
+                })
                 .map(|_| Default::default()),
             storage16: Default::default(),
             float16_int8: self.float16_int8.map(|_| Default::default()),

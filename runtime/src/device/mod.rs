@@ -136,19 +136,23 @@ unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, E
         let structs = PhysicalDeviceFeatures::query(instance, pd, api, &extensions);
         let set = structs
             .supported()
-            .union(properties::other_features(instance, pd));
+            .union(properties::other_features(instance, pd, api));
         let cooperative_matrices = if set.contains(Feature::CooperativeMatrix) {
             properties::coopmat_shapes(instance.entry(), instance, pd)
                 .map_err(vkerr("vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"))?
         } else {
             CoopMatShapes::default()
         };
+        let vulkan12 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 2;
+        let (_, _, driver_id) = properties::driver(instance, pd, vulkan12);
         let features = DeviceFeatures {
             features: set,
             limits: properties::limits(instance, &physical),
             cooperative_matrices,
             // The device is used at the instance's version when that is the lower one.
             api_version: api.min(instance.api_version),
+            vendor_id: physical.properties.vendor_id,
+            driver_id,
         };
         let (queue_family, timestamp_bits) =
             physical::compute_queue_family(instance, &physical, request.queue_family)?;

@@ -26,13 +26,15 @@ pub(crate) unsafe fn extensions(
 }
 
 /// Features that are not in a feature struct: the image formats the image variants need, usable
-/// as sampled and storage images.
+/// as sampled and storage images; the subgroup operations compute shaders may use; which integer
+/// dot products are fast (properties of a Vulkan 1.3 device at `api`).
 ///
 /// # Safety
-/// `device` comes from the live `instance`.
+/// `device` comes from the live `instance`, which is Vulkan 1.1+.
 pub(crate) unsafe fn other_features(
     instance: &ash::Instance,
     device: vk::PhysicalDevice,
+    api: u32,
 ) -> FeatureSet {
     let image_ok = |formats: &[vk::Format]| {
         formats.iter().all(|f| {
@@ -56,6 +58,31 @@ pub(crate) unsafe fn other_features(
     put(
         Feature::ImageFormatsFp16,
         image_ok(&[vk::Format::R16_SFLOAT, vk::Format::R16G16B16A16_SFLOAT]),
+    );
+    let vulkan13 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 3;
+    let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
+    let mut dot = vk::PhysicalDeviceShaderIntegerDotProductProperties::default();
+    let mut p2 = vk::PhysicalDeviceProperties2::default().push_next(&mut subgroup);
+    if vulkan13 {
+        p2 = p2.push_next(&mut dot);
+    }
+    // SAFETY: the subgroup struct is core in 1.1, the dot-product one in 1.3 (chained only
+    // there); both are alive for the call, and the caller vouches for the handles.
+    unsafe { instance.get_physical_device_properties2(device, &mut p2) };
+    let in_compute = subgroup
+        .supported_stages
+        .contains(vk::ShaderStageFlags::COMPUTE);
+    for (k, f) in Feature::SUBGROUP_OPERATIONS.into_iter().enumerate() {
+        let bit = vk::SubgroupFeatureFlags::from_raw(1 << k);
+        put(f, in_compute && subgroup.supported_operations.contains(bit));
+    }
+    put(
+        Feature::IntegerDotProduct4x8BitPackedSignedAccelerated,
+        dot.integer_dot_product4x8_bit_packed_signed_accelerated == vk::TRUE,
+    );
+    put(
+        Feature::IntegerDotProduct16BitSignedAccelerated,
+        dot.integer_dot_product16_bit_signed_accelerated == vk::TRUE,
     );
     set
 }
