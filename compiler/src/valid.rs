@@ -226,13 +226,29 @@ fn check_device_facts(
         cx.error(
             source.span,
             format!(
-                "{at}: `{name}` is a fact about the device the pipeline runs on, which vkprism can't know when it compiles the kernel (it would silently be 0 in `#if`); vkprism defines {} per variant, and as specialization constants the runtime sets from the device: {}. Test the variant's own switches (`NCNN_fp16_storage`, `NCNN_cooperative_matrix`, ...), or read the value at run time (`gl_SubgroupSize`, a specialization constant)",
+                "{at}: `{name}` is a fact about the device the pipeline runs on, which vkprism can't know when it compiles the kernel (it would silently be 0 in `#if`); vkprism defines {} per variant, makes variant axes of {} (in `#if` or anywhere) and in `#if` of the specialization constants below but `ncnn_subgroupSize` and `ncnn_deviceID`, and declares as specialization constants the runtime sets from the device: {}. Test the variant's own switches (`NCNN_fp16_storage`, `NCNN_cooperative_matrix`, ...), or read the value at run time (`gl_SubgroupSize`, a specialization constant)",
                 scan::KNOWN_DEVICE_FACTS.map(|n| format!("`{n}`")).join(", "),
+                axis_fact_names(),
                 fact_names()
             ),
         );
     }
     unknown.is_empty()
+}
+
+/// The device facts that are only ever variant axes (no specialization constant), for a message.
+fn axis_fact_names() -> String {
+    let names: Vec<&str> = std::iter::once("ncnn_VK_KHR_shader_integer_dot_product")
+        .chain(
+            vkprism_core::Feature::ALL
+                .into_iter()
+                .map(DeviceFact::Supports)
+                .filter(|f| !DeviceFact::ALL.contains(f))
+                .map(|f| f.glsl_name())
+                .filter(|n| !n.is_empty()),
+        )
+        .collect();
+    names.join(", ")
 }
 
 /// The device facts vkprism declares as specialization constants, for a message.

@@ -21,6 +21,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/gemm_split_reduce.comp", include_str!("../../../shaders/src/gemm_split_reduce.comp")),
     ("shaders/src/gemm_tiles.glsl", include_str!("../../../shaders/src/gemm_tiles.glsl")),
     ("shaders/src/lib.rs", include_str!("../../../shaders/src/lib.rs")),
+    ("tests/device_facts.rs", include_str!("../../../tests/device_facts.rs")),
     ("tests/kernels.rs", include_str!("../../../tests/kernels.rs")),
     ("tests/parity.rs", include_str!("../../../tests/parity.rs")),
     ("tests/parity/include/scale.glsl", include_str!("../../../tests/parity/include/scale.glsl")),

@@ -1,5 +1,6 @@
-// A device fact is a specialization constant the runtime fills when it creates the pipeline: the
-// preprocessor can't see it, so `#if` on it is an error that shows the expression to write.
+// The subgroup size is a specialization constant the runtime fills when it creates the pipeline
+// (not a variant axis: a pipeline may ask for another): the preprocessor can't see it, so `#if`
+// on it is an error that shows the expression to write.
 vkprism::compute_shader! {
     pub mod k,
     src: r#"
