@@ -2,8 +2,6 @@
 # Builds here what bench/device.sh runs on the NVIDIA machine, into folders git ignores:
 #   .devbin/  release binaries (vkprism-bench, hello, the test suites that run on a real driver,
 #             the stress test) and .devbin/fuzz/mutation (the compiler's mutation run)
-#   .devtools/ glslang 13.1's validator and the libraries it loads (for the mutation run's `_cm`
-#             variants; .tools/ whole is over what a device call carries)
 #   .gl/      Debian's GL dispatch libraries and sid's Vulkan loader (the NVIDIA machine has none;
 #             the loader must be as new as the layer, or the layer warns about every device)
 #   .vl/      a Khronos validation layer new enough for VK_KHR_cooperative_matrix and
@@ -11,14 +9,13 @@
 #             rejects the cooperative-matrix structures, trixie's 1.4.309 predates bfloat16). Both
 #             need glibc 2.38, which the NVIDIA machine has and this one (bookworm) lacks: they
 #             only run there.
-# Then, with the device tool: run `bash bench/device.sh` carrying .devbin .gl .vl (and
-# .devtools for bench/device-fuzz.sh).
+# Then, with the device tool: run `bash bench/device.sh` carrying .devbin .gl .vl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build --release --locked -p vkprism-bench --bins
 cargo build --release --locked -p vkprism --example hello
-tests=$(cargo test --release --locked --no-run -p vkprism --test kernels --test runtime --test examples \
+tests=$(cargo test --release --locked --no-run -p vkprism --test kernels --test runtime --test examples --test device_facts \
           -p vkprism-shaders --test every_variant --test split_k --test tuning --test stress -p vkprism-runtime --test hardening \
           --message-format=json 2>/dev/null |
         python3 -c 'import json,sys
@@ -30,12 +27,6 @@ rm -rf .devbin && mkdir -p .devbin
 cp target/release/vkprism-bench target/release/examples/hello .devbin/
 while read -r name exe; do cp "$exe" ".devbin/$name"; done <<<"$tests"
 mkdir -p .devbin/fuzz && cp "$(scripts/fuzz.sh build)" .devbin/fuzz/mutation
-rm -rf .devtools && mkdir -p .devtools/glslang/prefix/bin .devtools/glslang/prefix/lib
-cp .tools/glslang/glslangValidator .devtools/glslang/
-cp .tools/glslang/prefix/bin/glslangValidator .devtools/glslang/prefix/bin/
-for lib in libglslang.so.13 libSPIRV.so.13 libglslang-default-resource-limits.so.13 libSPIRV-Tools-shared.so; do
-  cp -L ".tools/glslang/prefix/lib/$lib" .devtools/glslang/prefix/lib/
-done
 amd64='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64'
 t=/tmp/vkprism-apt-sid
 sid="$amd64 -oDir::State::Lists=$t/lists -oDir::Etc::SourceList=$t/sources.list -oDir::Etc::SourceParts=/nonexistent"

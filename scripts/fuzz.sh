@@ -9,10 +9,9 @@
 #       SECS    time box per shard (default 600)
 #       INPUTS  stop once the shards ran this many inputs together (default: none)
 #
-# `run` builds first unless VKPRISM_MUTATION_BIN names a binary: the binary needs no repository
-# and no cargo (its seed files are embedded), only glslang for the `_cm` variants, found at
-# VKPRISM_GLSLANG or else .tools/glslang/glslangValidator beside this script's repository. To run
-# it on another machine, copy target/fuzz/mutation, .tools/ and this script, and run
+# `run` builds first unless VKPRISM_MUTATION_BIN names a binary: the binary needs no repository,
+# no cargo and no tool (its seed files are embedded, glslang is linked in). To run it on another
+# machine, copy target/fuzz/mutation and this script, and run
 #   VKPRISM_MUTATION_BIN=path/to/mutation scripts/fuzz.sh run 16 600
 # Failing inputs are written under VKPRISM_MUTATION_FAILURES (default target/fuzz/failures, or
 # ./fuzz/failures where there is no target/), the shards' logs in logs/ beside it.
@@ -40,13 +39,12 @@ run() {
   local bin=${VKPRISM_MUTATION_BIN:-}
   [ -n "$bin" ] || bin=$(build)
   [ -x "$bin" ] || { echo "fuzz: $bin is not an executable" >&2; exit 1; }
-  export VKPRISM_GLSLANG=${VKPRISM_GLSLANG:-$root/.tools/glslang/glslangValidator}
   local out
   if [ -d "$root/target" ]; then out="$root/target/fuzz"; else out="$PWD/fuzz"; fi
   export VKPRISM_MUTATION_FAILURES=${VKPRISM_MUTATION_FAILURES:-$out/failures}
   mkdir -p "$out/logs"
   rm -f "$out"/logs/shard-*.log
-  echo "fuzz: $shards shards of $bin, ${secs}s each${inputs:+, $inputs inputs in all}; glslang: $VKPRISM_GLSLANG" >&2
+  echo "fuzz: $shards shards of $bin, ${secs}s each${inputs:+, $inputs inputs in all}" >&2
   local per_shard=""
   [ -n "$inputs" ] && per_shard=$(( (inputs + shards - 1) / shards ))
   local pids=() start=$SECONDS

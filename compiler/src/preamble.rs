@@ -151,6 +151,12 @@ pub fn preamble(key: &VariantKey) -> String {
         );
         if f.is_bf16() {
             s.push_str("#extension GL_EXT_bfloat16 : require\n");
+            if f.is_storage16() {
+                // bf16s stores `uint16_t` bits: loading a `bfloat16_t` matrix from such a buffer
+                // takes the int16 type beyond storage (the module then declares `Int16`, and the
+                // variant requires `shaderInt16`, only where a kernel does it).
+                s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_int16 : enable\n");
+            }
         } else if !f.is_fp16_arithmetic() {
             // fp16 matrices need the float16_t type even where arithmetic is fp32.
             s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n");

@@ -187,10 +187,12 @@ impl FactChoice {
             let has_all = facts.iter().all(|f| device.features.contains(*f));
             if has_all != assumed {
                 let names: Vec<&str> = facts.iter().map(|f| f.vulkan_name()).collect();
-                return Some(if assumed {
-                    format!("compiled for a device with {}", names.join(", "))
-                } else {
-                    format!("compiled for a device without all of {}", names.join(", "))
+                return Some(match (assumed, names.len()) {
+                    (true, _) => format!("compiled for a device with {}", names.join(", ")),
+                    (false, 1) => format!("compiled for a device without {}", names[0]),
+                    (false, _) => {
+                        format!("compiled for a device without one of {}", names.join(", "))
+                    }
                 });
             }
         }

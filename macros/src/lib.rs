@@ -92,22 +92,33 @@ use proc_macro::TokenStream;
 /// | int16 | `sint16…`, `aint16…`, `lint16…`, `i16buffer_…`, `NCNN_int16_…` | `_int16p`, `_int16s`, `_int16a` |
 /// | memory | image functions or `imfmt…` (image variants only), or `NCNN_image_shader` (buffer and image variants, the kernel choosing with `#if NCNN_image_shader`) | (buffer), `_image` (fp32 and fp16 only: there is no bf16 image format) |
 /// | local memory | `NCNN_shader_local_memory` | `_lm`, `_nolm` |
-/// | cooperative matrix | `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`) | `_cm` (fp16 buffer variants, and fp32 buffer variants with int8 arithmetic), `_nocm` |
+/// | cooperative matrix | `NCNN_cooperative_matrix` (or ncnn's `ncnn_VK_KHR_cooperative_matrix`) | `_cm` (fp16 and bf16 buffer variants, and fp32 buffer variants with int8 arithmetic), `_nocm` |
+/// | integer dot product | `ncnn_VK_KHR_shader_integer_dot_product`, `ncnn_shaderIntegerDotProduct`, `ncnn_integerDotProduct…Accelerated` in `#if` | `_dot` (all tested facts 1), `_nodot` (all 0) |
+/// | subgroup operations | `ncnn_subgroup_basic` … `_quad`, `ncnn_shaderSubgroupExtendedTypes` in `#if` | `_sg`, `_nosg` |
+/// | other features | `ncnn_shaderInt16`, `ncnn_shaderInt64`, ... in `#if` | `_feat`, `_nofeat` |
+/// | vendor, driver | `ncnn_vendorID == N`, `ncnn_driverID == N` in `#if` | `_vendorN` / `_driverN` per number, `_vendorother` / `_driverother` |
 ///
-/// A name is `float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm]`: `fp16sa`, `fp32_int8s`,
-/// `fp32_int16p`, `fp16s_image`, `fp16sa_lm_nocm`. A kernel that mentions none of these has the one variant
+/// A name is `float[_int8][_int16][_image][_lm|_nolm][_cm|_nocm]` then the device facts' parts
+/// in the table's order: `fp16sa`, `fp32_int8s`, `fp32_int16p`, `fp16s_image`, `fp16sa_lm_nocm`,
+/// `fp32_int8a_dot_vendorother`. The runtime picks, among the variants the device can run, the
+/// one compiled for its facts. More than 128 variants is an error naming the axes, unless
+/// `variants` names the ones to build. A kernel that mentions none of these has the one variant
 /// `fp32`. Each variant is compiled with the matching `NCNN_*` macros defined to 1 or 0
 /// (`NCNN_fp16_packed`, `NCNN_fp16_storage`, `NCNN_fp16_arithmetic`, `NCNN_bf16_packed`,
 /// `NCNN_bf16_storage`, `NCNN_int8_packed`, `NCNN_int8_storage`, `NCNN_int8_arithmetic`,
 /// `NCNN_int16_packed`, `NCNN_int16_storage`, `NCNN_image_shader`, `NCNN_shader_local_memory`, `NCNN_cooperative_matrix`), the `#extension`
 /// lines it needs, and the type and function definitions of the extended language.
 ///
-/// `_cm` variants multiply fp16 (or, with int8 arithmetic, int8) cooperative matrices
-/// (`VK_KHR_cooperative_matrix`); they need
-/// glslang 13.1 or newer, found at `.tools/glslang/glslangValidator` (installed by
-/// `scripts/setup.sh`) or `VKPRISM_GLSLANG`; without it, leave them out with `variants`. The
+/// `_cm` variants multiply fp16 or bf16 (`cmfp`: `float16_t` or `bfloat16_t`) or, with int8
+/// arithmetic, int8 cooperative matrices (`VK_KHR_cooperative_matrix`). A kernel that tests
+/// `ncnn_VK_NV_cooperative_matrix` gets `_cm` variants only (ncnn's kernels for matrices alone);
+/// that macro is 0 in every variant. The
 /// runtime picks a `_cm` variant only where the device offers every matrix shape it multiplies
 /// (never on lavapipe), so load such kernels with the normal selection.
+///
+/// What a variant needs of the device (`requires()`) is what its name implies and what its SPIR-V
+/// declares (`OpCapability`: subgroup operations, integer dot products, an extension the kernel
+/// enables outside any `#if`).
 ///
 /// At load time the runtime picks the best variant the device and `vkprism::Options` allow:
 /// storage precision first (bf16s, bf16p, both off by default, then fp16s, fp16p, fp32), then

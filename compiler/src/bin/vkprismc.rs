@@ -232,7 +232,7 @@ fn print_variants(stem: &str, model: &KernelModel) {
             "  {:<20} {:>6} words  needs {}",
             v.key.name(),
             v.spirv.len(),
-            v.key.requires()
+            v.key.requires().union(v.capabilities_require)
         );
     }
 }
