@@ -22,15 +22,20 @@ pub struct Diagnostic {
     pub message: String,
 }
 
-/// The full GLSL text of one variant.
-pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)]) -> String {
+/// The full GLSL text of one variant; `tested` is what the kernel tests in `#if`
+/// (`TestedFacts::of` its text).
+pub fn variant_text(
+    source: &Source,
+    key: &VariantKey,
+    idents: &[(String, u32)],
+    tested: &TestedFacts,
+) -> String {
     let mut pre = preamble(key);
     // The `define` key's macros: after the preamble (which they can't change: their names are
     // checked), before the kernel, which sees them.
     pre.push_str(&source.meta.options.define_lines());
     pre.push_str(&local_size_layout(idents));
     let mut own = crate::scan::defined_names(&source.all_text);
-    let tested = TestedFacts::of(&source.all_text, &own);
     pre.push_str(&tested.defines(&key.facts));
     // A fact tested in `#if` is a macro in every variant, not also a specialization constant.
     own.extend(tested.names().map(String::from));
@@ -39,13 +44,12 @@ pub fn variant_text(source: &Source, key: &VariantKey, idents: &[(String, u32)])
 }
 
 /// What the per-variant checks preprocess: the kernel with only the variant's switches defined
-/// (`NCNN_fp16_storage`, ...) and the `define` key's macros, none of the extended vocabulary, so
+/// (`NCNN_fp16_storage`, ...), its device facts and the `define` key's macros, none of the extended vocabulary, so
 /// the extended names a variant compiles survive the preprocessor and the branches it doesn't
 /// compile are gone.
-pub fn switches_text(source: &Source, key: &VariantKey) -> String {
+pub fn switches_text(source: &Source, key: &VariantKey, tested: &TestedFacts) -> String {
     let mut pre = crate::preamble::switches(key);
-    let own = crate::scan::defined_names(&source.all_text);
-    pre.push_str(&TestedFacts::of(&source.all_text, &own).defines(&key.facts));
+    pre.push_str(&tested.defines(&key.facts));
     pre.push_str(&source.meta.options.define_lines());
     splice(source, &pre)
 }
@@ -122,7 +126,7 @@ pub(crate) fn version_line(text: &str) -> Option<usize> {
 
 /// The version glslang compiles `text` (a variant's full text) as: its `#version` line when that
 /// is one the source phase accepts, else 450.
-fn forced_version(text: &str) -> (i32, glslang::GlslProfile) {
+fn forced_version(text: &str) -> (i32, GlslProfile) {
     let words: Vec<&str> = version_line(text)
         .and_then(|k| text.lines().nth(k))
         .and_then(|l| l.trim_start().strip_prefix('#'))

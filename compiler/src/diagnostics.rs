@@ -254,7 +254,7 @@ fn hint(message: &str) -> &'static str {
         && message.contains("no matching overloaded function");
     let no_operation = message.contains("no operation") || message.contains("cannot convert");
     if message.contains("bfloat16_t") && no_operation {
-        "; hint: GL_EXT_bfloat16 has no arithmetic on `bfloat16_t` (in bf16 `_cm` variants, `cmfp`): load, store, convert and multiply-add its matrices, and compute in fp32 (`coopmat<float, ...>(m)`, then convert back)"
+        "; hint: GL_EXT_bfloat16 has no arithmetic on `bfloat16_t` (in bf16 `_cm` variants, `cmfp`): load, store and multiply-add its matrices into an fp32 accumulator (`coopmat<float, ..., gl_MatrixUseAccumulator>`) and compute on that, or convert scalars with `float(s)`"
     } else if message.contains("float16_t") && no_operation {
         "; hint: GLSL has no implicit conversion from int or float to float16_t, so in fp16-arithmetic variants write `afp(123)` / `afpvec4(...)` around literals and fp32 values"
     } else if in_fp16_pack {

@@ -7,6 +7,7 @@
 use crate::compile;
 use crate::scan;
 use crate::source::{Meta, Source};
+use crate::tested::TestedFacts;
 use vkprism_core::VariantKey;
 
 /// One identifier of a variant's preprocessed text.
@@ -22,10 +23,14 @@ pub struct Use {
 
 /// The identifiers each variant of `keys` compiles. A variant the preprocessor rejects is left
 /// out: its compile reports why.
-pub fn variant_uses(source: &Source, keys: &[VariantKey]) -> Vec<(VariantKey, Vec<Use>)> {
+pub fn variant_uses(
+    source: &Source,
+    keys: &[VariantKey],
+    tested: &TestedFacts,
+) -> Vec<(VariantKey, Vec<Use>)> {
     let jobs = keys
         .iter()
-        .map(|k| (*k, compile::switches_text(source, k)))
+        .map(|k| (*k, compile::switches_text(source, k, tested)))
         .collect();
     compile::preprocess_all(&source.meta, jobs)
         .into_iter()

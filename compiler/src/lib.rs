@@ -165,12 +165,12 @@ pub fn compile_kernel(
     let tested = tested::TestedFacts::of(&source.all_text, &own);
     let axes = scan::Axes::of(&idents.all);
     let emit = variants::select(cx, source.span, &axes, &tested.choices(), requested)?;
-    let uses = expanded::variant_uses(source, &emit);
+    let uses = expanded::variant_uses(source, &emit, &tested);
     let variants_ok = valid::check_variants(cx, source, &uses, emit.len());
     if !(text_ok && variants_ok) {
         return None;
     }
-    let compiled = compile_variants(cx, source, &idents, &emit)?;
+    let compiled = compile_variants(cx, source, &idents, &tested, &emit)?;
     let idents = &idents;
     match model::build(&compiled, &emit) {
         Ok(mut m) => {
@@ -222,6 +222,7 @@ fn compile_variants(
     cx: &Ctxt,
     source: &Source,
     idents: &Identifiers,
+    tested: &tested::TestedFacts,
     emit: &[VariantKey],
 ) -> Option<BTreeMap<VariantKey, (Vec<u32>, Reflection)>> {
     let mut keys: Vec<VariantKey> = emit.to_vec();
@@ -233,7 +234,7 @@ fn compile_variants(
     }
     let jobs = keys
         .iter()
-        .map(|k| (*k, compile::variant_text(source, k, &idents.all)))
+        .map(|k| (*k, compile::variant_text(source, k, &idents.all, tested)))
         .collect();
     // One error per distinct reflection failure, naming every variant that hit it.
     let mut reflect_errors: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -299,7 +300,8 @@ fn kernel_line<'a>(source: &'a Source, location: &str) -> Option<&'a str> {
 /// that variant spliced after `#version`, then the kernel (what the GLSL compiler sees; for
 /// inspection, `vkprismc --emit glsl`).
 pub fn variant_glsl(source: &Source, key: &VariantKey) -> String {
-    compile::variant_text(source, key, &scan::identifiers(&source.all_text))
+    let tested = tested::TestedFacts::of(&source.all_text, &scan::defined_names(&source.all_text));
+    compile::variant_text(source, key, &scan::identifiers(&source.all_text), &tested)
 }
 
 /// The Rust module `compute_shader!` generates for `model` as `pub mod <name>` (`name` made an

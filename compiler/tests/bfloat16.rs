@@ -131,9 +131,14 @@ fn the_library_bf16_variants_validate() {
 
 #[test]
 fn bf16_matrices_compute_through_fp32_and_arithmetic_is_glslangs_located_error() {
-    // Converted to fp32 matrices, scaled, converted back; a bf16 scalar made and read.
-    let through_fp32 = "a = coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>(\
-        coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA>(a) * 2.0);\
+    // The fp32 accumulator computed on, a bf16 accumulator converted to and back, a bf16
+    // scalar made and read.
+    let through_fp32 = "coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> e = \
+        coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(1.0); e = e * 2.0; \
+        coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator> h = \
+        coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(e); \
+        e = coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>(h); \
+        coopMatStore(e, c_data, 256, 16, gl_CooperativeMatrixLayoutRowMajor); \
         cmfp s = cmfp(1.5); buffer_st1(d_data, 1, afp(float(s)));";
     let model = compile(through_fp32, &["fp16s_cm", "bf16s_cm"]).expect("conversions compile");
     for v in &model.variants {

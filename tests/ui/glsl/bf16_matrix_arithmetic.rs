@@ -1,6 +1,6 @@
 // Arithmetic on `cmfp` matrices: fine in fp16, refused in bf16 `_cm` variants, whose matrices are
 // `bfloat16_t` (GL_EXT_bfloat16 has no arithmetic on it): glslang's error at the line, with
-// vkprism's hint to compute in fp32.
+// vkprism's hint to compute on the fp32 accumulator.
 vkprism::compute_shader! {
     pub mod k,
     variants: [fp16s_cm, bf16s_cm],
