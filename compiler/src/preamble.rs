@@ -133,8 +133,12 @@ pub fn preamble(key: &VariantKey) -> String {
         _ => {}
     }
     match key.int16 {
-        Some(Int16Mode::Int16s) if !f.is_storage16() => {
-            s.push_str("#extension GL_EXT_shader_16bit_storage : require\n")
+        Some(Int16Mode::Int16s) => {
+            if !f.is_storage16() {
+                s.push_str("#extension GL_EXT_shader_16bit_storage : require\n");
+            }
+            // `int16_t` shared memory (`lint16`); the module declares `Int16` only where used.
+            s.push_str("#extension GL_EXT_shader_explicit_arithmetic_types_int16 : enable\n");
         }
         Some(Int16Mode::Int16a) => {
             if !f.is_storage16() {
@@ -442,14 +446,14 @@ ivec2 vkprism_unpack_i2x16(int v) { return ivec2(bitfieldExtract(v, 0, 16), bitf
 #define unpackInt2x16(v) vkprism_unpack_i2x16(int(v))
 "#;
 
-/// ncnn's int16 vocabulary for int16 mode `i`, as ncnn's current compiler defines it, with one
-/// deviation: int16s keeps shared memory (`lint16`, `lint16vec4`) packed as int16p does, since
-/// `int16_t` in shared memory needs `shaderInt16`, which only int16a requires.
+/// ncnn's int16 vocabulary for int16 mode `i`, as ncnn's current compiler defines it.
 /// - int16p: two values per `int` (`sint16vec4` is an `ivec2`); a scalar `sint16` buffer holds
 ///   two values per `int` too, and `i16buffer_st1` stores one half by an atomic compare-and-swap
 ///   loop (its neighbour may be stored by another invocation at the same time): the store reads
 ///   the word, so such a buffer must not be declared `writeonly`.
-/// - int16s: `int16_t` / `i16vec4` storage, `int` arithmetic.
+/// - int16s: `int16_t` / `i16vec4` storage and shared memory, `int` arithmetic. `int16_t` in
+///   shared memory makes the module declare `Int16`, so such a variant requires `shaderInt16`
+///   (reflected from its capabilities); one that keeps int16 in buffers only does not.
 /// - int16a: `int16_t` storage, shared memory and arithmetic.
 fn int16_defs(i: Int16Mode) -> &'static str {
     match i {
@@ -476,20 +480,19 @@ fn int16_defs(i: Int16Mode) -> &'static str {
             r#"
 #define sint16 int16_t
 #define sint16vec4 i16vec4
-#define lint16 int
-#define lint16vec4 ivec2
+#define lint16 int16_t
+#define lint16vec4 i16vec4
 #define aint16 int
 #define aint16vec4 ivec4
 #define lint162aint16(v) int(v)
-#define lint162aint16vec4(v) ivec4(unpackInt2x16((v).x), unpackInt2x16((v).y))
+#define lint162aint16vec4(v) ivec4(v)
 #define i16buffer_ld1(buf,i) int(buf[i])
 #define i16buffer_st1(buf,i,v) {buf[i] = int16_t(v);}
 #define i16buffer_ld2(buf,i) ivec2(int(buf[i]), int(buf[(i)+1]))
 #define i16buffer_st2(buf,i,v) {ivec2 _vkp_v2 = ivec2(v); buf[i] = int16_t(_vkp_v2.x); buf[(i)+1] = int16_t(_vkp_v2.y);}
 #define i16buffer_ld4(buf,i) ivec4(buf[i])
 #define i16buffer_st4(buf,i,v) {buf[i] = i16vec4(v);}
-#define i16buffer_sm4(buf,i) vkprism_i16_sm4(ivec4(buf[i]))
-ivec2 vkprism_i16_sm4(ivec4 v) { return ivec2(packInt2x16(v.xy), packInt2x16(v.zw)); }
+#define i16buffer_sm4(buf,i) (buf[i])
 "#
         }
         Int16Mode::Int16a => {

@@ -55,6 +55,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("tests/ui/pass/push_member_named_like_padding.rs", include_str!("../../../tests/ui/pass/push_member_named_like_padding.rs")),
     ("tests/ui/pass/seed_example_narrowed.rs", include_str!("../../../tests/ui/pass/seed_example_narrowed.rs")),
     ("tests/ui/scan/device_fact_in_if.rs", include_str!("../../../tests/ui/scan/device_fact_in_if.rs")),
+    ("tests/ui/scan/device_id_not_compared.rs", include_str!("../../../tests/ui/scan/device_id_not_compared.rs")),
     ("tests/ui/scan/lfpvec4_constructor.rs", include_str!("../../../tests/ui/scan/lfpvec4_constructor.rs")),
     ("tests/ui/scan/ncnn_device_fact.rs", include_str!("../../../tests/ui/scan/ncnn_device_fact.rs")),
     ("tests/ui/scan/near_miss.rs", include_str!("../../../tests/ui/scan/near_miss.rs")),
@@ -74,6 +75,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("tests/ui/source/version_without_compute.rs", include_str!("../../../tests/ui/source/version_without_compute.rs")),
     ("tests/ui/variants/duplicate_variant.rs", include_str!("../../../tests/ui/variants/duplicate_variant.rs")),
     ("tests/ui/variants/packed_variant_of_scalar_kernel.rs", include_str!("../../../tests/ui/variants/packed_variant_of_scalar_kernel.rs")),
+    ("tests/ui/variants/too_many_variants.rs", include_str!("../../../tests/ui/variants/too_many_variants.rs")),
     ("tests/ui/variants/unknown_variant_name.rs", include_str!("../../../tests/ui/variants/unknown_variant_name.rs")),
     ("tests/ui/variants/variant_not_in_kernel.rs", include_str!("../../../tests/ui/variants/variant_not_in_kernel.rs")),
 ];
