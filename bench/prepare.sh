@@ -22,7 +22,9 @@ tests=$(cargo test --release --locked --no-run -p vkprism --test kernels --test 
 for l in sys.stdin:
     m = json.loads(l)
     if m.get("reason") == "compiler-artifact" and m.get("executable") and m["profile"]["test"]:
-        print(m["target"]["name"], m["executable"])')
+        # Named by package too: `--test kernels` matches the facade'"'"'s and the runtime'"'"'s.
+        package = m["package_id"].rsplit("#", 1)[-1].split("@")[0]
+        print(package + "." + m["target"]["name"], m["executable"])')
 rm -rf .devbin && mkdir -p .devbin
 cp target/release/vkprism-bench target/release/examples/hello .devbin/
 while read -r name exe; do cp "$exe" ".devbin/$name"; done <<<"$tests"

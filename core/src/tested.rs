@@ -43,20 +43,13 @@ impl FactFamily {
     }
 
     /// The family `feature` belongs to.
-    pub const fn of(feature: Feature) -> FactFamily {
+    pub fn of(feature: Feature) -> FactFamily {
         match feature {
             Feature::IntegerDotProduct
             | Feature::IntegerDotProduct4x8BitPackedSignedAccelerated
             | Feature::IntegerDotProduct16BitSignedAccelerated => FactFamily::Dot,
-            Feature::SubgroupBasic
-            | Feature::SubgroupVote
-            | Feature::SubgroupArithmetic
-            | Feature::SubgroupBallot
-            | Feature::SubgroupShuffle
-            | Feature::SubgroupShuffleRelative
-            | Feature::SubgroupClustered
-            | Feature::SubgroupQuad
-            | Feature::ShaderSubgroupExtendedTypes => FactFamily::Subgroup,
+            Feature::ShaderSubgroupExtendedTypes => FactFamily::Subgroup,
+            f if Feature::SUBGROUP_OPERATIONS.contains(&f) => FactFamily::Subgroup,
             _ => FactFamily::Features,
         }
     }

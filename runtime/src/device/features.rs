@@ -347,6 +347,14 @@ impl PhysicalDeviceFeatures {
                 e.maintenance4 = vk::TRUE;
             }
         }
+        // With the Vulkan memory model on (for cooperative matrices), a module may use the
+        // `Device` memory scope only if `vulkanMemoryModelDeviceScope` is on too, and every GLSL
+        // atomic defaults to that scope (int8p / int16p single-element stores, for one).
+        if enabled.vulkan12_features.vulkan_memory_model == vk::TRUE
+            && self.vulkan12_features.vulkan_memory_model_device_scope == vk::TRUE
+        {
+            enabled.vulkan12_features.vulkan_memory_model_device_scope = vk::TRUE;
+        }
         enabled
     }
 
