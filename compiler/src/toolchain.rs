@@ -58,8 +58,7 @@ pub fn compile(source: &Meta, text: &str, version: (i32, GlslProfile)) -> Compil
 pub fn preprocess(source: &Meta, text: &str, version: (i32, GlslProfile)) -> Option<String> {
     let text = prepare(source, text).ok()?;
     glslang::Compiler::acquire()?;
-    let options = compiler_options(source.options.vulkan_version, version);
-    raw::preprocess(&text, &options)
+    raw::preprocess(&text, source.options.vulkan_version, version)
 }
 
 /// `text` with its includes spliced in and the `#line "file"` form enabled; a NUL byte (which
@@ -74,12 +73,18 @@ fn prepare(source: &Meta, text: &str) -> Result<String, Vec<Diagnostic>> {
     Ok(with_line_directive(&expanded))
 }
 
-fn compiler_options(vulkan: VulkanVersion, forced: (i32, GlslProfile)) -> CompilerOptions {
-    let (version, spirv_version) = match vulkan {
+/// glslang's target for a kernel's `vulkan_version`: the Vulkan version and the SPIR-V version it
+/// takes.
+fn target(vulkan: VulkanVersion) -> (glslang::VulkanVersion, SpirvVersion) {
+    match vulkan {
         VulkanVersion::V1_1 => (glslang::VulkanVersion::Vulkan1_1, SpirvVersion::SPIRV1_3),
         VulkanVersion::V1_2 => (glslang::VulkanVersion::Vulkan1_2, SpirvVersion::SPIRV1_5),
         VulkanVersion::V1_3 => (glslang::VulkanVersion::Vulkan1_3, SpirvVersion::SPIRV1_6),
-    };
+    }
+}
+
+fn compiler_options(vulkan: VulkanVersion, forced: (i32, GlslProfile)) -> CompilerOptions {
+    let (version, spirv_version) = target(vulkan);
     CompilerOptions {
         source_language: SourceLanguage::GLSL,
         target: Target::Vulkan {
@@ -191,7 +196,8 @@ fn unlocated(message: String) -> Diagnostic {
 
 /// glslang's preprocess-only entry point, through its C interface.
 mod raw {
-    use glslang::CompilerOptions;
+    use crate::options::VulkanVersion;
+    use glslang::GlslProfile;
     use glslang_sys as sys;
     use std::ffi::{CStr, CString};
 
@@ -206,11 +212,16 @@ mod raw {
         }
     }
 
-    /// The preprocessed text of `text`, or `None` where glslang's preprocessor fails. The
-    /// caller has initialized glslang (`glslang::Compiler::acquire`).
-    pub(super) fn preprocess(text: &str, options: &CompilerOptions) -> Option<String> {
+    /// The preprocessed text of `text` for `vulkan` with the `forced` version, or `None` where
+    /// glslang's preprocessor fails. The caller has initialized glslang
+    /// (`glslang::Compiler::acquire`).
+    pub(super) fn preprocess(
+        text: &str,
+        vulkan: VulkanVersion,
+        forced: (i32, GlslProfile),
+    ) -> Option<String> {
         let code = CString::new(text).ok()?;
-        let input = input(&code, options);
+        let input = input(&code, vulkan, forced);
         // SAFETY: `input` points at `code` and at the crate's `'static` default limits, both
         // alive until the shader is deleted at the end of this function; glslang copies nothing
         // it keeps past `glslang_shader_delete`.
@@ -228,48 +239,33 @@ mod raw {
         Some(out.to_string_lossy().into_owned())
     }
 
-    /// The C interface's input for a compute shader of `code` under `options`, with no include
-    /// callbacks (the text's includes are already spliced in).
-    fn input(code: &CStr, options: &CompilerOptions) -> sys::glslang_input_t {
-        let (client, client_version, language_version) = match &options.target {
-            glslang::Target::Vulkan {
-                version,
-                spirv_version,
-            } => (
-                sys::glslang_client_t::Vulkan,
-                match version {
-                    glslang::VulkanVersion::Vulkan1_1 => {
-                        sys::glslang_target_client_version_t::Vulkan1_1
-                    }
-                    glslang::VulkanVersion::Vulkan1_2 => {
-                        sys::glslang_target_client_version_t::Vulkan1_2
-                    }
-                    _ => sys::glslang_target_client_version_t::Vulkan1_3,
-                },
-                *spirv_version,
-            ),
-            _ => (
-                sys::glslang_client_t::Vulkan,
-                sys::glslang_target_client_version_t::Vulkan1_1,
-                sys::glslang_target_language_version_t::SPIRV1_3,
-            ),
+    /// The C interface's input for a compute shader of `code`, as the crate's path compiles it
+    /// (the same target, forced version and messages), with no include callbacks (the text's
+    /// includes are already spliced in).
+    fn input(
+        code: &CStr,
+        vulkan: VulkanVersion,
+        forced: (i32, GlslProfile),
+    ) -> sys::glslang_input_t {
+        let (version, spirv_version) = super::target(vulkan);
+        let client_version = match version {
+            glslang::VulkanVersion::Vulkan1_1 => sys::glslang_target_client_version_t::Vulkan1_1,
+            glslang::VulkanVersion::Vulkan1_2 => sys::glslang_target_client_version_t::Vulkan1_2,
+            _ => sys::glslang_target_client_version_t::Vulkan1_3,
         };
-        let (default_version, default_profile) = options
-            .version_profile
-            .unwrap_or((450, glslang::GlslProfile::None));
         sys::glslang_input_t {
             language: sys::glslang_source_t::GLSL,
             stage: sys::glslang_stage_t::Compute,
-            client,
+            client: sys::glslang_client_t::Vulkan,
             client_version,
             target_language: sys::glslang_target_language_t::SPIRV,
-            target_language_version: language_version,
+            target_language_version: spirv_version,
             code: code.as_ptr(),
-            default_version,
-            default_profile,
+            default_version: forced.0,
+            default_profile: forced.1,
             force_default_version_and_profile: 1,
             forward_compatible: 0,
-            messages: sys::glslang_messages_t(options.messages.bits()),
+            messages: sys::glslang_messages_t(super::messages().bits()),
             resource: limits(),
             callbacks: sys::glsl_include_callbacks_t {
                 include_system: None,
