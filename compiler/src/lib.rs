@@ -160,9 +160,8 @@ pub fn compile_kernel(
     requested: Option<Vec<(String, Span)>>,
 ) -> Option<KernelModel> {
     let idents = Identifiers::of(&source.text, &source.all_text);
-    let text_ok = valid::check(cx, source, &idents);
-    let own = scan::defined_names(&source.all_text);
-    let tested = tested::TestedFacts::of(&source.all_text, &own);
+    let tested = tested::TestedFacts::of(&source.all_text, &scan::defined_names(&source.all_text));
+    let text_ok = valid::check(cx, source, &idents, &tested);
     let axes = scan::Axes::of(&idents.all);
     let emit = variants::select(cx, source.span, &axes, &tested.choices(), requested)?;
     let uses = expanded::variant_uses(source, &emit, &tested);

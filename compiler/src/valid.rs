@@ -17,12 +17,13 @@ use std::collections::BTreeSet;
 use vkprism_core::{DeviceFact, VariantKey};
 
 /// Records every lexical mistake in `source` that doesn't depend on the variant (the names
-/// tested in `#if`, `psc`); `false` when there was one.
-pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers) -> bool {
+/// tested in `#if`, `psc`); `false` when there was one. `tested` is what the kernel tests in `#if`
+/// (`TestedFacts::of` its text, names it defines itself left out).
+pub fn check(cx: &Ctxt, source: &Source, idents: &Identifiers, tested: &TestedFacts) -> bool {
     // Names the kernel (or an include) defines itself are its own, whatever their prefix.
     let own = scan::defined_names(&source.all_text);
     let facts_ok = check_device_facts(cx, source, idents, &own);
-    let conditionals_ok = check_facts_in_conditionals(cx, source, &own);
+    let conditionals_ok = check_facts_in_conditionals(cx, source, &own, tested);
     let switches_ok = check_switches(cx, source, idents, &own);
     let psc_ok = check_psc(cx, source, idents);
     facts_ok && conditionals_ok && switches_ok && psc_ok
@@ -261,7 +262,12 @@ fn fact_names() -> String {
 /// (a pipeline's subgroup size is chosen when it is created) and `ncnn_deviceID` (no bounded set
 /// of values), which stay specialization constants the preprocessor can't see; and a numeric
 /// fact must be compared with a number, one variant per value.
-fn check_facts_in_conditionals(cx: &Ctxt, source: &Source, own: &BTreeSet<String>) -> bool {
+fn check_facts_in_conditionals(
+    cx: &Ctxt,
+    source: &Source,
+    own: &BTreeSet<String>,
+    tested: &TestedFacts,
+) -> bool {
     let main_lines = source.text.lines().count() as u32;
     let at = |line: u32| {
         if line <= main_lines {
@@ -287,13 +293,13 @@ fn check_facts_in_conditionals(cx: &Ctxt, source: &Source, own: &BTreeSet<String
             ),
         );
     }
-    for (name, line) in TestedFacts::of(&source.all_text, own).uncompared {
+    for (name, line) in &tested.uncompared {
         ok = false;
         cx.error(
             source.span,
             format!(
                 "{}: `{name}` in `#if` is compared with a number (`{name} == 4318`): vkprism compiles one variant per value a kernel compares it with and one for every other device",
-                at(line)
+                at(*line)
             ),
         );
     }

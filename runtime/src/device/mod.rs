@@ -61,6 +61,8 @@ struct Chosen {
     extensions: Vec<String>,
     structs: PhysicalDeviceFeatures,
     features: DeviceFeatures,
+    /// The driver's name and info strings (its id is in `features`).
+    driver: (String, String),
     queue_family: u32,
     timestamp_bits: u32,
 }
@@ -144,7 +146,7 @@ unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, E
             CoopMatShapes::default()
         };
         let vulkan12 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 2;
-        let (_, _, driver_id) = properties::driver(instance, pd, vulkan12);
+        let (driver_name, driver_info, driver_id) = properties::driver(instance, pd, vulkan12);
         let features = DeviceFeatures {
             features: set,
             limits: properties::limits(instance, &physical),
@@ -161,6 +163,7 @@ unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, E
             extensions,
             structs,
             features,
+            driver: (driver_name, driver_info),
             queue_family,
             timestamp_bits,
         })
@@ -203,12 +206,7 @@ unsafe fn finish(
     // SAFETY: the device was created with one queue of this family.
     let queue = unsafe { device.get_device_queue(chosen.queue_family, 0) };
     let properties = chosen.physical.properties;
-    let api = properties.api_version;
-    let vulkan12 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 2;
     // SAFETY: the handles come from this instance.
-    let (driver_name, driver_info, driver_id) =
-        unsafe { properties::driver(&instance, pd, vulkan12) };
-    // SAFETY: as above.
     let memory = unsafe { instance.get_physical_device_memory_properties(pd) };
     let unified = properties::is_unified(properties.device_type, &memory);
     let rebar = properties::is_rebar(properties.device_type, &memory);
@@ -221,8 +219,8 @@ unsafe fn finish(
         timestamp_bits: chosen.timestamp_bits,
         features: chosen.features,
         properties,
-        driver: (driver_name, driver_info),
-        driver_id,
+        driver: chosen.driver,
+        driver_id: chosen.features.driver_id,
         memory,
         unified_memory: unified && !request.force_staging,
         host_visible_vram: rebar && !request.force_staging,
