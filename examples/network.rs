@@ -319,7 +319,7 @@ impl Session {
         let gemm_cfg =
             GemmConfig::for_gemm(&gemm_key, ctx.features().limits.subgroup_size, 1, 4, 4);
         let gemm_spec = |relu: bool| {
-            gemm_cfg.gemm_spec(gemm::SpecConstants {
+            gemm_cfg.spec(gemm::SpecConstants {
                 bias_term: 1,
                 activation: relu as i32,
                 ..gemm::SpecConstants::default()

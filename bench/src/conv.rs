@@ -98,7 +98,7 @@ fn one(
             conv_cfg.split_k
         );
         let split = ctx.load_with::<conv2d_nhwc_split::Kernel>(&LoadOptions::variant(variant))?;
-        let spec = conv_cfg.conv_split_spec(Default::default());
+        let spec = conv_cfg.spec(Default::default());
         let pipe = split.pipeline(&spec, Some(conv_cfg.local_size()))?;
         crate::print_statistics(&format!("conv2d_split {variant} {conv_cfg:?}"), &pipe);
         let partial = Tensor::new(ctx, &conv_cfg.partial_shape(m, n), TensorFormat::F32)?;
@@ -107,7 +107,7 @@ fn one(
             w_blob: &wt,
             partial_blob: &partial,
         };
-        list.dispatch(&pipe, &b, &s.split_push(), conv_cfg.grid(m, n))?;
+        list.dispatch(&pipe, &b, &s.push(1.0, 0.0), conv_cfg.grid(m, n))?;
         let reduce = crate::split::reduce(
             ctx,
             &mut list,
@@ -118,7 +118,7 @@ fn one(
         )?;
         (None, Some((pipe, partial, reduce)))
     } else {
-        let spec = conv_cfg.conv_spec(Default::default());
+        let spec = conv_cfg.spec(Default::default());
         let pipe = kernel.pipeline(&spec, Some(conv_cfg.local_size()))?;
         crate::print_statistics(&format!("conv2d {variant} {conv_cfg:?}"), &pipe);
         let b = conv2d_nhwc::BufferBindings {

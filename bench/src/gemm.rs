@@ -108,7 +108,7 @@ fn one(
     let (_pipe, _split) = if gemm_cfg.split_k > 1 {
         println!("# gemm {variant} {m}x{n}x{k}: split_k {}", gemm_cfg.split_k);
         let split = ctx.load_with::<gemm_split::Kernel>(&LoadOptions::variant(variant))?;
-        let spec = gemm_cfg.gemm_split_spec(gemm_split::SpecConstants {
+        let spec = gemm_cfg.spec(gemm_split::SpecConstants {
             transpose_a: ta as i32,
             transpose_b: tb as i32,
             ..Default::default()
@@ -139,7 +139,7 @@ fn one(
         )?;
         (None, Some((pipe, partial, reduce)))
     } else {
-        let spec = gemm_cfg.gemm_spec(gemm::SpecConstants {
+        let spec = gemm_cfg.spec(gemm::SpecConstants {
             transpose_a: ta as i32,
             transpose_b: tb as i32,
             ..Default::default()

@@ -75,6 +75,8 @@ pub enum Value {
 pub enum Item {
     /// A name (`variants`).
     Ident(Ident),
+    /// `kernel::Type` (`share`).
+    Path(Path),
     /// A string (`include`).
     Str(LitStr),
     /// `("NAME", "VALUE")` (`define`).
@@ -150,6 +152,18 @@ impl Parse for Entry {
     }
 }
 
+impl Item {
+    /// Where the item is, for errors about it.
+    pub fn span(&self) -> Span {
+        match self {
+            Item::Ident(i) => i.span(),
+            Item::Path(p) => syn::spanned::Spanned::span(p),
+            Item::Str(s) => s.span(),
+            Item::Pair(n, _) => n.span(),
+        }
+    }
+}
+
 impl Parse for Item {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         if input.peek(LitStr) {
@@ -172,7 +186,11 @@ impl Parse for Item {
             }
             Ok(Item::Pair(name, value))
         } else {
-            Ok(Item::Ident(input.parse()?))
+            let path: Path = input.parse()?;
+            match path.get_ident() {
+                Some(ident) => Ok(Item::Ident(ident.clone())),
+                None => Ok(Item::Path(path)),
+            }
         }
     }
 }
@@ -236,6 +254,8 @@ pub struct KernelSpec {
     /// How many modules deep the kernel's module is below the invocation (1 under `shaders`):
     /// a relative `crate` path takes that many more `super::`.
     pub nesting: usize,
+    /// `share`: the generated types this kernel takes from another kernel of the invocation.
+    pub shares: Vec<crate::share::ShareSpec>,
 }
 
 /// A checked invocation: one kernel, or several under `shaders`.
@@ -267,6 +287,7 @@ const KEYS: &[&str] = &[
     "dump",
     "crate",
     "shaders",
+    "share",
 ];
 /// The keys of one kernel inside `shaders`.
 const KERNEL_KEYS: &[&str] = &[
@@ -277,10 +298,12 @@ const KERNEL_KEYS: &[&str] = &[
     "define",
     "include",
     "vulkan_version",
+    "share",
 ];
 /// The keys beside `shaders`, which apply to every kernel in it.
 const GLOBAL_KEYS: &[&str] = &[
     "shaders",
+    "variants",
     "define",
     "include",
     "vulkan_version",
@@ -309,6 +332,7 @@ struct Keys {
     vulkan_version: Option<crate::options::VulkanVersion>,
     dump: Option<(std::path::PathBuf, Span)>,
     shaders: Option<Vec<KernelEntry>>,
+    shares: Vec<crate::share::ShareSpec>,
 }
 
 impl Invocation {
@@ -344,6 +368,7 @@ impl Invocation {
                 },
                 dump,
                 nesting: 0,
+                shares: Vec::new(),
             });
         };
         if kernels.is_empty() {
@@ -382,7 +407,7 @@ impl Invocation {
                 vis: syn::parse_quote!(pub),
                 name: kernel.name,
                 source: own.source,
-                variants: own.variants,
+                variants: own.variants.or_else(|| keys.variants.clone()),
                 krate: krate.clone(),
                 options: crate::options::KernelOptions {
                     defines: merge_defines(keys.defines.as_deref(), own.defines),
@@ -399,6 +424,7 @@ impl Invocation {
                 },
                 dump: dump.clone(),
                 nesting: 1,
+                shares: own.shares,
             };
             specs.push((kcx, spec));
         }
@@ -505,6 +531,7 @@ impl Keys {
                 d => self.dump = Some((manifest_dir().join(d), s.span())),
             },
             ("shaders", Value::Map(kernels)) => self.shaders = Some(kernels),
+            ("share", Value::List(items, _)) => self.shares = crate::share::share_list(cx, items),
             (k, _) => cx.error(key.span(), format!("`{k}` takes {}", key_shape(k))),
         }
         if matches!(k.as_str(), "src" | "path" | "bytes") {
@@ -553,6 +580,7 @@ fn key_shape(key: &str) -> &'static str {
         "include" => "a list of directories, e.g. `[\"shaders/common\"]`",
         "vulkan_version" => "\"1.1\", \"1.2\" or \"1.3\"",
         "dump" => "a directory as a string literal, e.g. `\"target/vkprism-dump\"`",
+        "share" => "a list of another kernel's types, e.g. `[gemm::SpecConstants, gemm::PushConstants]`",
         "shaders" => {
             "kernels in braces, e.g. `{ add: { src: \"...\" }, mul: { path: \"mul.comp\" } }`"
         }
@@ -576,6 +604,9 @@ fn misplaced_key(key: &str, allowed: &[&str], place: Place) -> String {
         Place::Top { has_shaders: true } => format!(
             "`{key}` belongs to one kernel: put it inside that kernel's braces in `shaders`"
         ),
+        Place::Top { has_shaders: false } if key == "share" => {
+            "`share` takes types from another kernel of one invocation: it goes inside a kernel of `shaders: { ... }`".to_string()
+        }
         Place::Top { has_shaders: false } => {
             format!(
                 "unknown key `{key}`; expected one of: {}",
@@ -600,7 +631,9 @@ fn variant_list(cx: &Ctxt, items: Vec<Item>, span: Span) -> Option<Vec<Ident>> {
                 s.span(),
                 "`variants` lists names without quotes, e.g. `[fp32, fp16sa]`",
             ),
-            Item::Pair(n, _) => cx.error(n.span(), "`variants` lists names, e.g. `[fp32, fp16sa]`"),
+            Item::Pair(..) | Item::Path(_) => {
+                cx.error(item.span(), "`variants` lists names, e.g. `[fp32, fp16sa]`")
+            }
         }
     }
     Some(names)
@@ -614,13 +647,8 @@ fn define_list(cx: &Ctxt, items: Vec<Item>) -> Vec<(String, String)> {
         let (name, value) = match item {
             Item::Pair(n, v) => (n, v),
             other => {
-                let span = match &other {
-                    Item::Ident(i) => i.span(),
-                    Item::Str(s) => s.span(),
-                    Item::Pair(n, _) => n.span(),
-                };
                 cx.error(
-                    span,
+                    other.span(),
                     "a define is a pair of strings: `(\"NAME\", \"VALUE\")` (`\"\"` for no value)",
                 );
                 continue;
@@ -645,13 +673,8 @@ fn include_list(cx: &Ctxt, items: Vec<Item>) -> Vec<std::path::PathBuf> {
     let mut dirs = Vec::new();
     for item in items {
         let Item::Str(s) = item else {
-            let span = match &item {
-                Item::Ident(i) => i.span(),
-                Item::Pair(n, _) => n.span().join(n.span()).unwrap_or_else(|| n.span()),
-                Item::Str(s) => s.span(),
-            };
             cx.error(
-                span,
+                item.span(),
                 "`include` lists directories as strings, e.g. `[\"shaders/common\"]`",
             );
             continue;

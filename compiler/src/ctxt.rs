@@ -39,6 +39,11 @@ impl Ctxt {
             .push(syn::Error::new(span, msg));
     }
 
+    /// Whether an error was recorded.
+    pub fn has_errors(&self) -> bool {
+        self.errors.borrow().as_ref().is_some_and(|e| !e.is_empty())
+    }
+
     /// Every recorded error combined into one (in the order recorded; iterate the error or call
     /// `to_compile_error` to get them all), or `Ok` when none was recorded.
     pub fn check(self) -> syn::Result<()> {

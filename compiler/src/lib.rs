@@ -34,6 +34,7 @@ mod preamble;
 mod precompiled;
 mod reflect;
 mod scan;
+mod share;
 mod source;
 mod tested;
 mod toolchain;
@@ -81,10 +82,26 @@ pub fn expand(input: TokenStream) -> TokenStream {
         } => {
             let errors = cx.check().err().map(|e| e.to_compile_error());
             let dump_dir = kernels.first().and_then(|(_, s)| s.dump.clone());
-            let (modules, dumps): (Vec<_>, Vec<_>) = kernels
+            let built: Vec<(Built, ast::KernelSpec)> = kernels
                 .into_iter()
-                .map(|(kcx, spec)| {
-                    let e = expand_kernel(kcx, &spec);
+                .map(|(kcx, spec)| (build_kernel(kcx, &spec), spec))
+                .collect();
+            let share_cx = Ctxt::new();
+            let members: Vec<share::Member<'_>> = built
+                .iter()
+                .map(|(b, spec)| share::Member {
+                    name: &spec.name,
+                    shares: &spec.shares,
+                    model: b.model.as_ref().filter(|_| !b.cx.has_errors()),
+                })
+                .collect();
+            let shared = share::resolve(&share_cx, &members);
+            let share_errors = share_cx.check().err().map(|e| e.to_compile_error());
+            let (modules, dumps): (Vec<_>, Vec<_>) = built
+                .into_iter()
+                .zip(&shared)
+                .map(|((b, spec), shared)| {
+                    let e = finish_kernel(b, &spec, shared);
                     (e.tokens, e.dump)
                 })
                 .unzip();
@@ -92,6 +109,7 @@ pub fn expand(input: TokenStream) -> TokenStream {
                 #(#attrs)*
                 #vis mod #name {
                     #errors
+                    #share_errors
                     #(#modules)*
                 }
             };
@@ -108,7 +126,18 @@ struct Expanded {
 
 /// Phases 2 to 8 for one kernel of the macro, with its key errors already in `cx`.
 fn expand_kernel(cx: Ctxt, spec: &ast::KernelSpec) -> Expanded {
-    let name = spec.name.to_string();
+    finish_kernel(build_kernel(cx, spec), spec, &share::Shared::default())
+}
+
+/// One kernel after phases 2 to 7: its errors so far, its source and its model.
+struct Built {
+    cx: Ctxt,
+    source: Option<Source>,
+    model: Option<KernelModel>,
+}
+
+/// Phases 2 to 7 for one kernel of the macro, with its key errors already in `cx`.
+fn build_kernel(cx: Ctxt, spec: &ast::KernelSpec) -> Built {
     let (source, model) = match &spec.source {
         Some(ast::SourceSpec::Bytes(lit)) => (
             None,
@@ -121,6 +150,14 @@ fn expand_kernel(cx: Ctxt, spec: &ast::KernelSpec) -> Expanded {
         }
         None => (None, None),
     };
+    Built { cx, source, model }
+}
+
+/// Phase 8 for one built kernel: its module (taking the types in `shared` from the kernels
+/// that own them), or its stubs beside its errors.
+fn finish_kernel(built: Built, spec: &ast::KernelSpec, shared: &share::Shared) -> Expanded {
+    let Built { cx, source, model } = built;
+    let name = spec.name.to_string();
     let dump = dump::Kernel::of(&name, spec, source.as_ref(), model.as_ref());
     let tokens = match (cx.check(), model) {
         (Ok(()), Some(model)) => {
@@ -129,7 +166,7 @@ fn expand_kernel(cx: Ctxt, spec: &ast::KernelSpec) -> Expanded {
                 (None, Some(path)) => vec![path.clone()],
                 (None, None) => Vec::new(),
             };
-            codegen::kernel(spec, &model, &files)
+            codegen::kernel(spec, &model, &files, shared)
         }
         (Err(errors), _) => codegen::fallback(spec, errors),
         (Ok(()), None) => codegen::fallback(
@@ -325,6 +362,7 @@ pub fn generated_rust(name: &str, model: &KernelModel) -> String {
         options: KernelOptions::default(),
         dump: None,
         nesting: 0,
+        shares: Vec::new(),
     };
-    dump::pretty(&codegen::kernel(&spec, model, &[]))
+    dump::pretty(&codegen::kernel(&spec, model, &[], &share::Shared::default()))
 }

@@ -72,6 +72,7 @@ use proc_macro::TokenStream;
 /// | `vulkan_version` | `"1.1"`, `"1.2"` or `"1.3"`: glslang's target environment and SPIR-V version (1.3, 1.5, 1.6); the runtime refuses the kernel on a device with a lower Vulkan version | `"1.1"` |
 /// | `dump` | a directory (relative to the crate's root) to write what the macro made: see [Seeing the expansion](#seeing-the-expansion) | `VKPRISM_DUMP`, else none |
 /// | `shaders` | `{ name: { key: value, ... }, ... }`: several kernels in one invocation (see below) | |
+/// | `share` | under `shaders`, in one kernel: `[other::SpecConstants, other::PushConstants]`, another kernel's types used as this one's (see below) | each kernel its own |
 /// | `crate` | the path of the vkprism facade, for crates that rename or re-export it | `::vkprism` |
 ///
 /// `src`, `path` and `bytes` exclude each other. A `define` name must be an identifier, given
@@ -213,12 +214,39 @@ use proc_macro::TokenStream;
 /// assert_eq!(ops::triple::VARIANT_NAMES, ["fp32"]);
 /// ```
 ///
-/// Beside `shaders` go the keys that apply to every kernel: `define` (a kernel's own define of the
-/// same name replaces the global one), `include` (a kernel's own directories are searched first),
-/// `vulkan_version` (a kernel's own value wins), `dump` and `crate`. Inside a kernel go `src` /
-/// `path` / `bytes`, `variants`, `define`, `include`, `vulkan_version`. Kernels share nothing but those keys: each is compiled, reflected and checked
-/// on its own, a failed one doesn't stop the others, and two kernels of one name are an error
-/// naming both lines.
+/// Beside `shaders` go the keys that apply to every kernel: `variants` (for every kernel that
+/// doesn't list its own), `define` (a kernel's own define of the same name replaces the global
+/// one), `include` (a kernel's own directories are searched first), `vulkan_version` (a kernel's
+/// own value wins), `dump` and `crate`. Inside a kernel go `src` / `path` / `bytes`, `variants`,
+/// `define`, `include`, `vulkan_version` and `share`. Each kernel is compiled, reflected and
+/// checked on its own, a failed one doesn't stop the others, and two kernels of one name are an
+/// error naming both lines.
+///
+/// `share: [other::SpecConstants, other::PushConstants]` makes a kernel use another kernel's
+/// generated type instead of its own (as vulkano-shaders' `shaders` shares identical structs):
+/// its module re-exports `other`'s, so one value serves both, e.g. a kernel and its variant
+/// compiled with another `define`. The layouts must be identical: the same constants with the
+/// same ids, types and defaults, or the same push-constant members at the same offsets; a
+/// difference is an error at the entry naming both kernels and the field (`` `b` can't use
+/// `a::SpecConstants`: `depth` is declared in `b`, not in `a` ``). The named kernel must own the
+/// type (not share it itself). Bindings structs are not shared: each names its kernel, which is
+/// how a dispatch checks its bindings against its pipeline at compile time.
+///
+/// ```
+/// vkprism::compute_shader! {
+///     pub mod scale,
+///     shaders: {
+///         once: { src: "#version 450\nlayout (constant_id = 0) const int tile = 4;\nlayout (binding = 0) buffer b { float d[]; };\nlayout (push_constant) uniform parameter { float f; } p;\nvoid main() { d[tile] *= p.f; }" },
+///         twice: {
+///             src: "#version 450\nlayout (constant_id = 0) const int tile = 4;\nlayout (binding = 0) buffer b { float d[]; };\nlayout (push_constant) uniform parameter { float f; } p;\nvoid main() { d[tile] *= p.f * p.f; }",
+///             share: [once::SpecConstants, once::PushConstants],
+///         },
+///     },
+/// }
+///
+/// let spec: scale::once::SpecConstants = scale::twice::SpecConstants { tile: 8 };
+/// assert_eq!(spec.tile, 8);
+/// ```
 ///
 /// # Precompiled SPIR-V
 ///
@@ -250,7 +278,8 @@ use proc_macro::TokenStream;
 /// - input: an unknown or duplicate key, a value of the wrong type, none or several of `src`,
 ///   `path` and `bytes`, an empty `variants` list, a bad `define` (see above), an `include`
 ///   that is not a directory, a `vulkan_version` other than 1.1 to 1.3, an empty `dump`, a key in
-///   the wrong place around `shaders`, two kernels of one name;
+///   the wrong place around `shaders`, two kernels of one name, a `share` entry that is not
+///   another kernel's `SpecConstants` or `PushConstants`, or whose layout differs;
 /// - source: a `path` or `#include` file that can't be read or is over the bounds above, an
 ///   `#include <…>` found in no `include` directory, an include cycle, a NUL byte, a `#version`
 ///   that is not one for compute shaders (430 to 460, `310 es`, `320 es`), a `bytes` file that

@@ -9,19 +9,10 @@
 // [kh][kw][c][outc] as it is stored (outc a multiple of 4), C is the NHWC output. A 1×1
 // convolution with stride 1 is a plain GEMM of the pixels. Tiles, variants (cooperative matrices
 // included) and specialization constants are the GEMM's (gemm_core.glsl); there is no transpose.
-layout (constant_id = 2) const int bias_term = 0;
-// 0 none, 1 relu, 2 leaky relu (slope in the push constants), 3 sigmoid
-layout (constant_id = 3) const int activation = 0;
-layout (constant_id = 4) const int BK = 16;
-layout (constant_id = 5) const int subgroup_size = 32;
-// Cooperative-matrix path only, as in the GEMM: fragments per subgroup along M and N,
-// subgroups along N, and 1 when c and outc are multiples of 8 (16-byte loads).
-layout (constant_id = 6) const int cm_wfm = 4;
-layout (constant_id = 7) const int cm_wfn = 4;
-layout (constant_id = 8) const int cm_warps_n = 2;
-layout (constant_id = 9) const int vec8 = 0;
-const int transpose_a = 0;
-const int transpose_b = 0;
+#include "gemm_constants.glsl"
+// No transposes: the shared constants are ignored, and the tiles read these zeros.
+#define transpose_a 0
+#define transpose_b 0
 
 layout (local_size_x = 16, local_size_y = 16) in;
 
@@ -39,7 +30,6 @@ layout (binding = 1) readonly buffer w_blob { sfpvec4 b_data[]; };
 #if VKPRISM_SPLIT_K
 // Split-K kernel (gemm_split / conv2d_nhwc_split): workgroup z's fp32 sums over its share of K,
 // [split_k][M][N]; bias, activation and format are applied by gemm_split_reduce.
-layout (constant_id = 10) const int split_k = 2;
 layout (binding = 2) writeonly buffer partial_blob { vec4 partial_data[]; };
 #else
 layout (binding = 2) readonly buffer bias_blob { sfpvec4 bias_data[]; };
@@ -88,7 +78,7 @@ uvec2 a_quad(int q)
 int a_image_row[A_LOADS];
 int a_iy0[A_LOADS];
 int a_ix0[A_LOADS];
-// With vec8, each load's depth split into tap (ky, kx) and channel c, kept from one step to the
+// With wide_loads, each load's depth split into tap (ky, kx) and channel c, kept from one step to the
 // next: a load's column in the tile stays the same, so its next depth is one STEP on and is
 // reached by adding (the two divisions that split a depth were the gather's cost at 256
 // channels once the pixel's were gone).
@@ -157,12 +147,12 @@ int a_index_at(int i, int k)
     return a_index_split(i, k, c, ky, kx);
 }
 
-// gemm_core.glsl's octet loads: 8 channels of one tap (with vec8, c is a multiple of 8, so they
+// gemm_core.glsl's octet loads: 8 channels of one tap (with wide_loads, c is a multiple of 8, so they
 // are one aligned octet of one pixel, at the depth a_move carries), or two quads that may belong
 // to different taps.
 uvec4 cm_a8_at(int i, int m, int k)
 {
-    if (vec8 == 1) {
+    if (wide_loads == 1) {
         a_move(i, k);
         const int q = a_index_split(i, k, a_c[i], a_ky[i], a_kx[i]);
         return q < 0 ? uvec4(0) : a_data[q >> 1];

@@ -16,7 +16,7 @@
 // before the current step's arithmetic. Accumulation is always fp32.
 //
 // With cooperative matrices (`_cm` variants, fp16 only): A and B are read as octets of halves
-// (16-byte loads where every stored row is a multiple of 8: `vec8`), staged as stored in shared
+// (16-byte loads where every stored row is a multiple of 8: `wide_loads`), staged as stored in shared
 // memory (a transposed operand is read by column-major fragment loads), and multiplied as
 // 16×16×16 fp16 × fp16 + fp32 fragments: the workgroup's subgroups form a
 // (THREADS / subgroup_size / cm_warps_n) × cm_warps_n grid, each owning cm_wfm × cm_wfn
@@ -26,21 +26,7 @@
 // be the device's subgroup size (32 on NVIDIA; require it at pipeline creation where it varies),
 // and the workgroup's x size a multiple of it (Vulkan requires that of subgroup-scope
 // matrices): use `GemmConfig`, which chooses all of these per problem.
-layout (constant_id = 0) const int transpose_a = 0;
-layout (constant_id = 1) const int transpose_b = 0;
-layout (constant_id = 2) const int bias_term = 0;
-// 0 none, 1 relu, 2 leaky relu (slope in the push constants), 3 sigmoid
-layout (constant_id = 3) const int activation = 0;
-// Depth of one shared-memory step, a multiple of 4.
-layout (constant_id = 4) const int BK = 16;
-// Cooperative-matrix path only: invocations per subgroup.
-layout (constant_id = 5) const int subgroup_size = 32;
-// Cooperative-matrix path only: 16×16 fragments per subgroup along M and along N, subgroups
-// along N, and 1 when every stored row is a multiple of 8 elements (16-byte loads).
-layout (constant_id = 6) const int cm_wfm = 4;
-layout (constant_id = 7) const int cm_wfn = 4;
-layout (constant_id = 8) const int cm_warps_n = 2;
-layout (constant_id = 9) const int vec8 = 0;
+#include "gemm_constants.glsl"
 
 layout (local_size_x = 16, local_size_y = 16) in;
 
@@ -58,7 +44,6 @@ layout (binding = 1) readonly buffer b_blob { sfpvec4 b_data[]; };
 #if VKPRISM_SPLIT_K
 // Split-K kernel (gemm_split / conv2d_nhwc_split): workgroup z's fp32 sums over its share of K,
 // [split_k][M][N]; bias, activation and format are applied by gemm_split_reduce.
-layout (constant_id = 10) const int split_k = 2;
 layout (binding = 2) writeonly buffer partial_blob { vec4 partial_data[]; };
 #else
 // N values, read only when bias_term is 1 (bind any tensor otherwise).

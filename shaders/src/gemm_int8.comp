@@ -8,18 +8,12 @@
 // owns 8·LY rows × 8·LX columns) and walks K four at a time. With them (`_cm`, int8 arithmetic:
 // `int8_t` in registers) the GEMM's cooperative-matrix structure, on 16×16×32 int8 fragments
 // with int32 accumulators: A and B are read as lines of 16 int8 (one uvec4; 16-byte aligned
-// where every row is a multiple of 16: `vec16`), staged as stored in shared memory, subgroups in
+// where every row is a multiple of 16: `wide_loads`), staged as stored in shared memory, subgroups in
 // a (warps / cm_warps_n) × cm_warps_n grid owning cm_wfm × cm_wfn fragments each. In `_cm`
 // variants A and B must each hold a multiple of 16 elements.
-// Cooperative-matrix path only: the step depth (a multiple of 32), invocations per subgroup,
-// fragments per subgroup along M and along N, subgroups along N, and 1 when every row of A and B
-// is a multiple of 16 elements.
-layout (constant_id = 0) const int BK = 64;
-layout (constant_id = 1) const int subgroup_size = 32;
-layout (constant_id = 2) const int cm_wfm = 4;
-layout (constant_id = 3) const int cm_wfn = 2;
-layout (constant_id = 4) const int cm_warps_n = 4;
-layout (constant_id = 5) const int vec16 = 0;
+// The GEMM's specialization constants (transposes, bias and activation unused here); BK is
+// rounded up to a multiple of 32, the int8 fragments' depth.
+#include "gemm_constants.glsl"
 
 layout (local_size_x = 16, local_size_y = 16) in;
 
@@ -60,14 +54,14 @@ const int A_LOADS = (BM * A_LINES + THREADS - 1) / THREADS;
 const int B_LOADS = (STEP * B_LINES + THREADS - 1) / THREADS;
 
 // The line of 16 int8 at (row, col) of a rows × cols row-major int8 matrix held in the uvec4
-// array `data` (col a multiple of 16), zero outside. With vec16 it is one aligned load;
+// array `data` (col a multiple of 16), zero outside. With wide_loads it is one aligned load;
 // otherwise rows are multiples of 4 and the line is read a word at a time (a specialization
 // constant, not a run-time test: see gemm_tiles.glsl).
 #define LOAD_LINE(data, row, col, rows, cols, out) { \
     out = uvec4(0); \
     if ((row) < (rows) && (col) < (cols)) { \
         const int h_ = (row) * (cols) + (col); \
-        if (vec16 == 1) { \
+        if (wide_loads == 1) { \
             out = data[h_ >> 4]; \
         } else { \
             [[unroll]] for (int c_ = 0; c_ < 4; c_++) { \

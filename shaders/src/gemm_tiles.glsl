@@ -1,7 +1,7 @@
 // The tile shapes, shared memory and load counts of the library's GEMM-shaped kernels
 // (gemm.comp, conv2d_nhwc.comp), included after the kernel's declarations: the specialization
 // constants transpose_a, transpose_b, bias_term, activation, BK, subgroup_size, cm_wfm, cm_wfn,
-// cm_warps_n and vec8; the buffers a_data, b_data (`sfpvec4`, or `uvec4` octets of halves in
+// cm_warps_n and wide_loads; the buffers a_data, b_data (`sfpvec4`, or `uvec4` octets of halves in
 // cooperative-matrix variants), bias_data, c_data (`sfpvec4`); the push constants `p` with M,
 // N, K, alpha and slope. Then the kernel defines where A and B live, and includes
 // gemm_core.glsl:
@@ -48,16 +48,16 @@ const int A_LOADS = (A_ROWS * A_OCTETS + THREADS - 1) / THREADS;
 const int B_LOADS = (B_ROWS * B_OCTETS + THREADS - 1) / THREADS;
 
 // The octet of halves at (row, col) of a rows × cols row-major fp16 matrix held in the uvec4
-// array `data` (col a multiple of 8), zero outside. With vec8 every row is a multiple of 8
+// array `data` (col a multiple of 8), zero outside. With wide_loads every row is a multiple of 8
 // halves, so an octet is one aligned 16-byte load; otherwise rows are multiples of 4 and an
-// octet may straddle two uvec4s (read as two 8-byte halves). vec8 is a specialization constant,
+// octet may straddle two uvec4s (read as two 8-byte halves). wide_loads is a specialization constant,
 // not a test of the sizes at run time: a branch between the two paths made the loop 1.7× slower
 // on the H100.
 #define LOAD_OCTET(data, row, col, rows, cols, out) { \
     out = uvec4(0); \
     if ((row) < (rows) && (col) < (cols)) { \
         const int h_ = (row) * (cols) + (col); \
-        if (vec8 == 1) { \
+        if (wide_loads == 1) { \
             out = data[h_ >> 3]; \
         } else if ((h_ & 7) == 0) { \
             out = data[h_ >> 3]; \

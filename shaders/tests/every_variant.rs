@@ -163,7 +163,7 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
         let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
         let ct = Tensor::from_f32(ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
         let cfg = case.config(ctx, key.coopmat == Some(true));
-        let spec = cfg.gemm_spec(gemm::SpecConstants {
+        let spec = cfg.spec(gemm::SpecConstants {
             transpose_a: o.transpose_a as i32,
             transpose_b: o.transpose_b as i32,
             bias_term: case.bias as i32,
@@ -499,8 +499,8 @@ fn gemm_int8_every_variant() {
         [
             "fp32_int8p_nocm",
             "fp32_int8s_nocm",
-            "fp32_int8a_cm",
-            "fp32_int8a_nocm"
+            "fp32_int8a_nocm",
+            "fp32_int8a_cm"
         ]
     );
     let subgroup = ctx.features().limits.subgroup_size;
@@ -533,7 +533,7 @@ fn gemm_int8_every_variant() {
             let ct = Tensor::new(&ctx, &[m, n], vkprism::TensorFormat::I32).unwrap();
             ct.upload_i32(&vec![i32::MIN; m * n]).unwrap();
             let pipe = kernel
-                .pipeline(&cfg.int8_spec(), Some(cfg.local_size()))
+                .pipeline(&cfg.spec(Default::default()), Some(cfg.local_size()))
                 .unwrap();
             let push = gemm_int8::PushConstants {
                 M: m as i32,
@@ -686,7 +686,7 @@ fn run_conv_nhwc_case(
                 ..cfg
             };
         }
-        let spec = cfg.conv_spec(conv2d_nhwc::SpecConstants {
+        let spec = cfg.spec(conv2d_nhwc::SpecConstants {
             bias_term: bias_term as i32,
             ..Default::default()
         });

@@ -100,7 +100,7 @@ fn run_gemm_split(
         )
         .unwrap();
         let ct = Tensor::from_f32(ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
-        let spec = cfg.gemm_split_spec(gemm_split::SpecConstants {
+        let spec = cfg.spec(gemm_split::SpecConstants {
             transpose_a: o.transpose_a as i32,
             transpose_b: o.transpose_b as i32,
             ..Default::default()
@@ -205,7 +205,7 @@ fn conv2d_nhwc_split_every_variant() {
         let ot = Tensor::from_f32(&ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
         let pipe = k
             .pipeline(
-                &cfg.conv_split_spec(Default::default()),
+                &cfg.spec(Default::default()),
                 Some(cfg.local_size()),
             )
             .unwrap();
@@ -214,7 +214,7 @@ fn conv2d_nhwc_split_every_variant() {
             w_blob: &wt,
             partial_blob: &partial,
         };
-        ctx.run(|l| l.dispatch(&pipe, &bindings, &s.split_push(), cfg.grid(m, n)))
+        ctx.run(|l| l.dispatch(&pipe, &bindings, &s.push(1.0, 0.0), cfg.grid(m, n)))
             .unwrap();
         reduce(
             &ctx,
@@ -413,7 +413,7 @@ fn the_runtime_refuses_what_shared_memory_bytes_says_does_not_fit() {
     };
     let want = shared_memory_bytes(&cfg, &problem, &key);
     assert_eq!(want, 2 * 256 * (128 / 4 + 1) * 16);
-    match k.pipeline(&cfg.gemm_spec(Default::default()), Some(cfg.local_size())) {
+    match k.pipeline(&cfg.spec(Default::default()), Some(cfg.local_size())) {
         Err(vkprism::pipeline::Error::SharedMemoryTooLarge { bytes, limit, .. }) => {
             assert_eq!(bytes, want);
             assert_eq!(limit, ctx.features().limits.max_compute_shared_memory_size);
@@ -424,7 +424,7 @@ fn the_runtime_refuses_what_shared_memory_bytes_says_does_not_fit() {
     // The table's own choice fits and is made.
     let table = GemmConfig::for_gemm(&key, 32, 2048, 2048, 1024);
     k.pipeline(
-        &table.gemm_spec(Default::default()),
+        &table.spec(Default::default()),
         Some(table.local_size()),
     )
     .unwrap();

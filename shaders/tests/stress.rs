@@ -243,7 +243,7 @@ fn gemms(ctx: &Context, k: &Loaded, round: u64, f: &mut Figures) {
         let biast = f.tensor(ctx, &[n], fmt, &bias);
         let ct = f.poisoned(ctx, &[m, n], fmt);
         let config = GemmConfig::for_gemm(&key, ctx.features().limits.subgroup_size, m, n, kk);
-        let spec = config.gemm_spec(gemm::SpecConstants {
+        let spec = config.spec(gemm::SpecConstants {
             bias_term: 1,
             activation: o.activation,
             ..Default::default()

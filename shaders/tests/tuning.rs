@@ -356,7 +356,7 @@ fn check_gemm(
     let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
     let bias = Tensor::new(ctx, &[n], f).unwrap();
     let ct = Tensor::from_f32(ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
-    let spec = cfg.gemm_spec(gemm::SpecConstants {
+    let spec = cfg.spec(gemm::SpecConstants {
         transpose_a: transpose_a as i32,
         transpose_b: transpose_b as i32,
         ..Default::default()
@@ -506,7 +506,7 @@ fn autotune_int8_gemm_and_convolution() {
     let ct = Tensor::new(&ctx, &[m, n], vkprism::TensorFormat::I32).unwrap();
     ct.upload_i32(&vec![i32::MIN; m * n]).unwrap();
     let pipe = kernel
-        .pipeline(&cfg.int8_spec(), Some(cfg.local_size()))
+        .pipeline(&cfg.spec(Default::default()), Some(cfg.local_size()))
         .unwrap();
     ctx.run(|l| {
         l.dispatch(
@@ -565,7 +565,7 @@ fn autotune_int8_gemm_and_convolution() {
     let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
     let len = s.batch * oh * ow * s.outc;
     let ot = Tensor::from_f32(&ctx, &[s.batch, oh, ow, s.outc], f, &vec![f32::NAN; len]).unwrap();
-    let spec = cfg.conv_spec(conv2d_nhwc::SpecConstants {
+    let spec = cfg.spec(conv2d_nhwc::SpecConstants {
         bias_term: 1,
         ..Default::default()
     });

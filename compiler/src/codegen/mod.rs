@@ -14,17 +14,29 @@ pub use fallback::fallback;
 
 use crate::ast::KernelSpec;
 use crate::model::KernelModel;
+use crate::share::Shared;
 use proc_macro2::{Ident, Span, TokenStream};
 use quote::quote;
 use std::path::PathBuf;
 
 /// The whole generated module.
-pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> TokenStream {
+pub fn kernel(
+    spec: &KernelSpec,
+    model: &KernelModel,
+    files: &[PathBuf],
+    shared: &Shared,
+) -> TokenStream {
     let p = private(spec);
     let (attrs, vis, name) = (&spec.attrs, &spec.vis, &spec.name);
     let info = info::items(&p, &name.to_string(), model);
-    let push = push::items(&p, model.push.as_ref());
-    let spec_constants = spec::items(&p, model);
+    let push = match &shared.push {
+        Some(owner) => reexport(owner, "PushConstants"),
+        None => push::items(&p, model.push.as_ref(), &shared.push_users),
+    };
+    let spec_constants = match &shared.spec {
+        Some(owner) => reexport(owner, "SpecConstants"),
+        None => spec::items(&p, model, &shared.spec_users),
+    };
     let bindings = bindings::items(&p, &name.to_string(), model);
     // Each file read is a rebuild dependency.
     let deps = files.iter().map(|f| {
@@ -44,6 +56,25 @@ pub fn kernel(spec: &KernelSpec, model: &KernelModel, files: &[PathBuf]) -> Toke
             #(#deps)*
         }
     }
+}
+
+/// `pub use` of another kernel's type (`share`): the kernels are sibling modules.
+fn reexport(owner: &Ident, ty: &str) -> TokenStream {
+    let ty = Ident::new(ty, Span::call_site());
+    let doc = format!(" The `{ty}` of [`{owner}`](super::{owner}), shared (`share`).");
+    quote! {
+        #[doc = #doc]
+        pub use super::#owner::#ty;
+    }
+}
+
+/// " Also the `T` of `a`, `b`." for a type other kernels share, else nothing.
+fn users_doc(ty: &str, users: &[String]) -> String {
+    if users.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = users.iter().map(|u| format!("[`{u}`](super::{u})")).collect();
+    format!(" Also the `{ty}` of {} (`share`).", names.join(", "))
 }
 
 /// The name of the facade's module for generated code: versioned, so a macro and a facade of

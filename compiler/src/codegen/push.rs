@@ -8,10 +8,12 @@ use quote::{format_ident, quote};
 use vkprism_core::ScalarKind;
 
 /// `PushConstants`: the struct, or an alias of `NoPushConstants` for a kernel without a block.
-pub fn items(p: &TokenStream, block: Option<&PushBlock>) -> TokenStream {
+pub fn items(p: &TokenStream, block: Option<&PushBlock>, users: &[String]) -> TokenStream {
+    let users = super::users_doc("PushConstants", users);
     let Some(block) = block else {
+        let doc = format!(" This kernel has no push-constant block.{users}");
         return quote! {
-            /// This kernel has no push-constant block.
+            #[doc = #doc]
             pub type PushConstants = #p::NoPushConstants;
         };
     };
@@ -25,7 +27,7 @@ pub fn items(p: &TokenStream, block: Option<&PushBlock>) -> TokenStream {
     } = &layout;
     let rounded = block.size.div_ceil(4) as usize * 4;
     let doc = format!(
-        " The push-constant block `{}` ({} bytes), laid out as the SPIR-V says.",
+        " The push-constant block `{}` ({} bytes), laid out as the SPIR-V says.{users}",
         block.instance, block.size
     );
     quote! {

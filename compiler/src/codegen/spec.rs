@@ -8,7 +8,7 @@ use quote::quote;
 use vkprism_core::ScalarKind;
 
 /// `SpecConstants` with its `Default` and `SpecConstants` impls.
-pub fn items(p: &TokenStream, model: &KernelModel) -> TokenStream {
+pub fn items(p: &TokenStream, model: &KernelModel, users: &[String]) -> TokenStream {
     let push_names: Vec<&str> = model
         .push
         .iter()
@@ -36,7 +36,10 @@ pub fn items(p: &TokenStream, model: &KernelModel) -> TokenStream {
         defaults.push(quote!(#f: #default));
         entries.push(quote!((#id, #entry)));
     }
-    let doc = "Specialization constants, set when a pipeline is created.";
+    let doc = format!(
+        " Specialization constants, set when a pipeline is created.{}",
+        super::users_doc("SpecConstants", users)
+    );
     quote! {
         #[doc = #doc]
         #[derive(::core::marker::Copy, ::core::clone::Clone, ::core::fmt::Debug, ::core::cmp::PartialEq)]

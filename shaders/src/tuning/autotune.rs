@@ -390,7 +390,7 @@ impl GemmTuner {
             variant,
             |cfg| {
                 ct.upload_f32(&poison)?;
-                let spec = cfg.gemm_spec(gemm::SpecConstants {
+                let spec = cfg.spec(gemm::SpecConstants {
                     transpose_a: transpose_a as i32,
                     transpose_b: transpose_b as i32,
                     ..Default::default()
@@ -443,7 +443,7 @@ impl GemmTuner {
             variant,
             |cfg| {
                 ct.upload_i32(&poison)?;
-                let pipe = kernel.pipeline(&cfg.int8_spec(), Some(cfg.local_size()))?;
+                let pipe = kernel.pipeline(&cfg.spec(Default::default()), Some(cfg.local_size()))?;
                 let (mut list, clock) = timing_list(&ctx)?;
                 list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n))?;
                 Ok((list, clock))
@@ -513,7 +513,7 @@ impl GemmTuner {
             |cfg| {
                 ot.upload_f32(&poison)?;
                 let pipe =
-                    kernel.pipeline(&cfg.conv_spec(Default::default()), Some(cfg.local_size()))?;
+                    kernel.pipeline(&cfg.spec(Default::default()), Some(cfg.local_size()))?;
                 let (mut list, clock) = timing_list(&ctx)?;
                 list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n))?;
                 Ok((list, clock))

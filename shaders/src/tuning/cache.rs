@@ -134,7 +134,9 @@ impl Tuned {
     }
 
     /// The configuration of this choice in `variant`, on a device with subgroups of
-    /// `subgroup_size`, for a problem whose rows do (`aligned`) or don't allow 16-byte loads.
+    /// `subgroup_size`, for a problem whose rows do (`aligned`) or don't allow 16-byte loads:
+    /// the one place a [`GemmConfig`] is made from a choice (the table's, the tuner's, a cached
+    /// one), so they all follow the same rules.
     pub fn config(&self, variant: &VariantKey, subgroup_size: u32, aligned: bool) -> GemmConfig {
         let coopmat = variant.coopmat == Some(true);
         GemmConfig {

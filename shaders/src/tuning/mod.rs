@@ -28,7 +28,7 @@
 //! let mut tuner = GemmTuner::new(&ctx, Some(&GemmTuner::cache_path_for(pipelines)));
 //! let kernel = ctx.load::<gemm::Kernel>()?;
 //! let cfg = tuner.gemm(&kernel, 4096, 4096, 4096, false, false)?; // timed once, then recorded
-//! let pipe = kernel.pipeline(&cfg.gemm_spec(Default::default()), Some(cfg.local_size()))?;
+//! let pipe = kernel.pipeline(&cfg.spec(Default::default()), Some(cfg.local_size()))?;
 //! // ... dispatch `cfg.grid(4096, 4096)` invocations of `pipe` ...
 //! # drop(pipe);
 //! ctx.save_pipeline_cache(pipelines)?;

@@ -3,6 +3,8 @@
 //!
 //! [`GemmTuner`]: super::GemmTuner
 
+use super::Tuned;
+use crate::config::PLAIN_CM_TILES;
 use crate::{Conv2dShape, GemmConfig};
 use vkprism::{Context, DeviceLimits, DeviceType, FloatMode, VariantKey};
 
@@ -266,15 +268,10 @@ impl DeviceClass {
     ) -> GemmConfig {
         let row = self.row();
         let coopmat = variant.coopmat == Some(true);
-        let (m, n, k) = (problem.m, problem.n, problem.k);
+        let (m, n) = (problem.m, problem.n);
         let cfg = match row.rule {
-            Rule::MeasuredH100 => GemmConfig::choose(
-                variant,
-                subgroup_size,
-                (m, n, k),
-                problem.aligned,
-                problem.kernel,
-            ),
+            Rule::MeasuredH100 => GemmConfig::measured_choice(problem, variant, subgroup_size)
+                .config(variant, subgroup_size, problem.aligned),
             Rule::Table(t) => {
                 let tiles = m.div_ceil(128) * n.div_ceil(128);
                 let plain = if tiles < t.small_grid[(variant.float != FloatMode::Fp32) as usize] {
@@ -606,28 +603,20 @@ fn build(
     plain: Plain,
     cm: Cm,
 ) -> GemmConfig {
-    let coopmat = variant.coopmat == Some(true);
-    if coopmat {
-        GemmConfig {
+    let choice = if variant.coopmat == Some(true) {
+        Tuned {
             local: [subgroup_size, cm.subgroups],
             bk: cm.bk,
-            coopmat,
-            subgroup_size,
             cm_tiles: cm.tiles,
-            wide_loads: problem.aligned,
-            split_k: 1,
         }
     } else {
-        GemmConfig {
+        Tuned {
             local: plain.local,
             bk: plain.bk,
-            coopmat,
-            subgroup_size,
-            cm_tiles: [4, 4, 2],
-            wide_loads: false,
-            split_k: 1,
+            cm_tiles: PLAIN_CM_TILES,
         }
-    }
+    };
+    choice.config(variant, subgroup_size, problem.aligned)
 }
 
 /// The int8 GEMM's cooperative-matrix steps are twice as deep in elements (the same bytes).

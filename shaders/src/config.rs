@@ -1,0 +1,278 @@
+//! [`GemmConfig`]: how a GEMM-shaped kernel runs one problem, and the rules that choose it from
+//! the problem's shape (the NVIDIA row of the tile table in [`crate::tuning`]).
+
+use crate::tuning::{DeviceClass, GemmKernel, GemmProblem, Tuned};
+use crate::{gemm, gemm_split_reduce, Conv2dShape};
+#[cfg(doc)]
+use crate::{conv2d_nhwc, conv2d_nhwc_split, gemm_int8, gemm_split, tuning, GemmTuner};
+
+/// How [`gemm`] and [`conv2d_nhwc`] run one problem: the workgroup, the step depth and, in
+/// cooperative-matrix variants, the subgroups' tiles and the load width. [`GemmConfig::for_gemm`]
+/// and [`GemmConfig::for_conv`] choose them from the problem's shape with the figures measured
+/// on the H100 (BENCHMARKS.md), whatever the GPU; the fields are public to compare others.
+///
+/// Per device: [`DeviceClass::config`] gives the row of the device's class in a table keyed by
+/// vendor / architecture (the NVIDIA rows are exactly these functions; the others are
+/// documented defaults, not measured), and [`GemmTuner`] measures the class's candidates on the
+/// first use of a problem and caches the choice beside the pipeline cache ([`tuning`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct GemmConfig {
+    /// The workgroup (x, y). With cooperative matrices x is the subgroup size and y the number
+    /// of subgroups (Vulkan wants a subgroup-scope matrix's workgroup x to be a multiple of the
+    /// subgroup size).
+    pub local: [u32; 2],
+    /// `BK`, the step depth (a multiple of 4; rounded up to 16 with cooperative matrices).
+    pub bk: i32,
+    /// The variant multiplies cooperative matrices (`_cm`).
+    pub coopmat: bool,
+    /// The device's subgroup size (`subgroup_size`).
+    pub subgroup_size: u32,
+    /// Cooperative matrices: 16×16 fragments per subgroup along M (`cm_wfm`) and along N
+    /// (`cm_wfn`), and subgroups along N (`cm_warps_n`).
+    pub cm_tiles: [u32; 3],
+    /// Every stored row is a multiple of one 16-byte load (8 halves, or 16 int8 for
+    /// [`gemm_int8`]): the `wide_loads` constant, aligned loads with cooperative matrices.
+    /// Must be false otherwise (the loads would straddle rows).
+    pub wide_loads: bool,
+    /// Workgroups along K (`split_k`): 1 for the one-pass kernels; more only for
+    /// [`gemm_split`] / [`conv2d_nhwc_split`] ([`GemmConfig::split_for`]).
+    pub split_k: u32,
+}
+
+impl GemmConfig {
+    /// The configuration for an M×N×K [`gemm`] in `variant` on a device with subgroups of
+    /// `subgroup_size` (`ctx.features().limits.subgroup_size`).
+    ///
+    /// Without cooperative matrices: 8×8 micro-tiles on a 16×16 workgroup (128×128 tiles), or
+    /// 8×8 workgroups (64×64 tiles) when there are too few tiles to fill a large GPU, a 16-deep
+    /// step. With them, tiles by the problem's shape (`coopmat_tiles` in the source says which
+    /// and what each was measured at): 128×256 tiles of 8 subgroups and a 32-deep step for large
+    /// problems (48-deep from K ≥ 2048), smaller tiles for small grids or N ≤ 64, a 64-deep step
+    /// for long K; every choice within 48 KiB of shared memory.
+    ///
+    /// This is the NVIDIA row of [`DeviceClass`]'s table; on another GPU,
+    /// `DeviceClass::of(ctx).config(..)` or a [`GemmTuner`] choose for that GPU.
+    pub fn for_gemm(
+        variant: &vkprism::VariantKey,
+        subgroup_size: u32,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> GemmConfig {
+        let problem = GemmProblem::gemm(m, n, k, false, false);
+        DeviceClass::NvidiaHopper.config(&problem, variant, subgroup_size)
+    }
+
+    /// The configuration for an M×N×K [`gemm_int8`]: as [`GemmConfig::for_gemm`], with steps
+    /// twice as deep in elements (the same bytes) and 16-byte loads where K and N are multiples
+    /// of 16.
+    pub fn for_gemm_int8(
+        variant: &vkprism::VariantKey,
+        subgroup_size: u32,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> GemmConfig {
+        let problem = GemmProblem::gemm_int8(m, n, k);
+        DeviceClass::NvidiaHopper.config(&problem, variant, subgroup_size)
+    }
+
+    /// The configuration for a [`conv2d_nhwc`] of `shape`, as [`GemmConfig::for_gemm`] for its
+    /// implicit GEMM (16-byte loads where the channel counts are multiples of 8), except that
+    /// large grids with cooperative matrices get 96×256 tiles of 12 subgroups and 48-deep steps
+    /// (its A loads gather: `coopmat_tiles` says what was measured).
+    pub fn for_conv(
+        variant: &vkprism::VariantKey,
+        subgroup_size: u32,
+        shape: &Conv2dShape,
+    ) -> GemmConfig {
+        let problem = GemmProblem::conv2d_nhwc(shape);
+        DeviceClass::NvidiaHopper.config(&problem, variant, subgroup_size)
+    }
+
+    /// The measured rule (the NVIDIA rows of the table): the workgroup, step and tiles for
+    /// `problem` in `variant`, before the int8 kernel's deeper steps.
+    pub(crate) fn measured_choice(
+        problem: &GemmProblem,
+        variant: &vkprism::VariantKey,
+        subgroup_size: u32,
+    ) -> Tuned {
+        let (m, n, k) = (problem.m, problem.n, problem.k);
+        let tiles = m.div_ceil(128) * n.div_ceil(128);
+        if variant.coopmat == Some(true) {
+            let gathers = problem.kernel == GemmKernel::Conv2dNhwc;
+            let (subgroups, cm_tiles, bk) = coopmat_tiles((m, n, k), tiles, gathers);
+            return Tuned {
+                local: [subgroup_size, subgroups],
+                bk,
+                cm_tiles,
+            };
+        }
+        // Grids of few 128×128 tiles get 64×64 ones so every SM has work: at 1024³ fp32
+        // 17.0 → 25.7 TFLOP/s; at 4096×512×14336 the 16-bit storage variants 24 → 34 while
+        // fp32 lost 6% (hence its lower threshold).
+        let enough = if variant.float == vkprism::FloatMode::Fp32 {
+            128
+        } else {
+            256
+        };
+        let side = if tiles < enough { 8 } else { 16 };
+        Tuned {
+            local: [side, side],
+            bk: 16,
+            cm_tiles: PLAIN_CM_TILES,
+        }
+    }
+
+    /// The rows and columns of C one workgroup computes.
+    pub fn tile(&self) -> (usize, usize) {
+        if self.coopmat {
+            let [wfm, wfn, warps_n] = self.cm_tiles;
+            let warps = self.local[0] * self.local[1] / self.subgroup_size;
+            let warps_m = warps / warps_n;
+            ((warps_m * wfm * 16) as usize, (warps_n * wfn * 16) as usize)
+        } else {
+            (8 * self.local[1] as usize, 8 * self.local[0] as usize)
+        }
+    }
+
+    /// The workgroup as `pipeline` takes it.
+    pub fn local_size(&self) -> [u32; 3] {
+        [self.local[0], self.local[1], 1]
+    }
+
+    /// The invocation grid for an M×N result: one workgroup per tile.
+    pub fn grid(&self, m: usize, n: usize) -> [u32; 3] {
+        let (bm, bn) = self.tile();
+        [
+            (n.div_ceil(bn) as u32) * self.local[0],
+            (m.div_ceil(bm) as u32) * self.local[1],
+            self.split_k,
+        ]
+    }
+
+    /// This configuration split along K where an M×N×K problem's grid is too small to fill a
+    /// large GPU (cooperative matrices only; `split_k` stays 1 otherwise). A K longer than M and
+    /// N (and N over 64) first gets the most efficient tiles, 128×256 of 8 subgroups; then a
+    /// grid of fewer than [`SPLIT_K_WORKGROUPS`] workgroups over a K of at least 512 gets enough
+    /// shares of K to reach that many (at most 8, each at least two 32-deep steps), 48-deep
+    /// steps where a share is 2048 or more. Every choice fits in 48 KiB of shared memory
+    /// ([`tuning::shared_memory_bytes`]; NVIDIA's limit, the smallest of the desktop GPUs'):
+    /// 64-deep steps of 128×256 tiles would need 60,416 bytes. Measured on the H100 (fp16p,
+    /// TFLOP/s, one-pass against split): 4096×512×14336 178 → 202–206 (2 shares); a 3×3
+    /// convolution, batch 8, 14×14, 256 channels 25.6 → 61.5 (8 shares), 64 channels 5.3 →
+    /// 7.4. A configuration with
+    /// `split_k` > 1 is for [`gemm_split`] / [`conv2d_nhwc_split`] and [`gemm_split_reduce`].
+    pub fn split_for(self, (m, n, k): (usize, usize, usize)) -> GemmConfig {
+        if !self.coopmat {
+            return self;
+        }
+        let wide = GemmConfig {
+            local: [self.subgroup_size, 8],
+            bk: 32,
+            cm_tiles: [4, 4, 4],
+            ..self
+        };
+        let base = if n > 64 && k > m.max(n) { wide } else { self };
+        let (bm, bn) = base.tile();
+        let workgroups = m.div_ceil(bm) * n.div_ceil(bn);
+        if workgroups >= SPLIT_K_WORKGROUPS || k < 512 {
+            return self;
+        }
+        let split = SPLIT_K_WORKGROUPS.div_ceil(workgroups).min(8).min(k / 64);
+        if split <= 1 {
+            return self;
+        }
+        GemmConfig {
+            split_k: split as u32,
+            bk: if k / split >= 2048 { 48 } else { 32 },
+            ..base
+        }
+    }
+
+    /// The shape of [`gemm_split`]'s fp32 partial sums for an M×N result: `[split_k, M, N]`.
+    pub fn partial_shape(&self, m: usize, n: usize) -> [usize; 3] {
+        [self.split_k as usize, m, n]
+    }
+
+    /// The invocation grid of [`gemm_split_reduce`] for an M×N result (one per 4 elements).
+    pub fn reduce_grid(&self, m: usize, n: usize) -> [u32; 3] {
+        [(m * n.div_ceil(4)) as u32, 1, 1]
+    }
+
+    /// [`gemm_split_reduce`]'s constants for this configuration, with `bias_term` and
+    /// `activation` as given to the one-pass kernel.
+    pub fn reduce_spec(
+        &self,
+        bias_term: bool,
+        activation: i32,
+    ) -> gemm_split_reduce::SpecConstants {
+        gemm_split_reduce::SpecConstants {
+            splits: self.split_k as i32,
+            bias_term: bias_term as i32,
+            activation,
+        }
+    }
+
+    /// `spec` with this configuration's constants (`BK`, `subgroup_size`, `cm_*`, `wide_loads`,
+    /// `split_k`) and the caller's (`transpose_*`, `bias_term`, `activation`): the constants of
+    /// every GEMM-shaped kernel, which share this one type.
+    pub fn spec(&self, spec: gemm::SpecConstants) -> gemm::SpecConstants {
+        let [cm_wfm, cm_wfn, cm_warps_n] = self.cm_tiles.map(|v| v as i32);
+        gemm::SpecConstants {
+            BK: self.bk,
+            subgroup_size: self.subgroup_size as i32,
+            cm_wfm,
+            cm_wfn,
+            cm_warps_n,
+            wide_loads: self.wide_loads as i32,
+            split_k: self.split_k as i32,
+            ..spec
+        }
+    }
+}
+
+/// `cm_tiles` of a configuration without cooperative matrices (unused there; the kernels'
+/// defaults).
+pub(crate) const PLAIN_CM_TILES: [u32; 3] = [4, 4, 2];
+
+/// The workgroups [`GemmConfig::split_for`] aims at: about one per SM of an H100 (132).
+pub const SPLIT_K_WORKGROUPS: usize = 128;
+
+/// Cooperative-matrix tiles for an M×N×K problem with `tiles` 128×128 tiles: (subgroups per
+/// workgroup, `cm_tiles`, `BK`). Measured on the H100, fp16p (TFLOP/s, this choice against the
+/// runner-up, BENCHMARKS.md):
+/// - N ≤ 64 with many tiles (convolutions with 64 channels): 64×64 tiles of 4 subgroups
+///   (56² × 64 ch 3×3: 50 against 29);
+/// - a tiny grid over a long K: the same 64×64 tiles (14² × 256 ch: 20 against 17);
+/// - few tiles over a long K: 128×128 tiles, 8 subgroups of 64×32 and a 64-deep step, fewer
+///   barriers per multiply-add (4096×512×14336: 178 against 132);
+/// - few tiles otherwise: 64×128 tiles so every SM has work (1024³: 81 against 61);
+/// - else 128×256 tiles, 8 subgroups of 64×64, a 32-deep step, 48-deep where K ≥ 2048
+///   (4096³: 269 against 229 at 32; 2048³: 236 against 226). 48 is the deepest step of these
+///   tiles within the 48 KiB of shared memory a workgroup may have on NVIDIA GPUs (39,680
+///   bytes; 64 would need 52,224);
+/// - except for a convolution (`gathers`: its A loads compute an input address per octet),
+///   which gets 96×256 tiles of 12 subgroups of 32×64 (3 along M) and a 48-deep step (b8 56² ×
+///   256 ch 3×3: 193–199 against 165 for 64×256 tiles of 8 subgroups and 64-deep steps, which
+///   had beaten 128×256's 137; 392 → 262 workgroups, 2.97 → 1.98 waves of 132 SMs, with 12
+///   subgroups an SM instead of 8 at 168 registers: the 12-subgroup 192×256 tiles spill at that
+///   cap and run 87–131; a GEMM loses with 32×64 subgroup tiles, 4096³ 162 against 271).
+fn coopmat_tiles(
+    (m, n, k): (usize, usize, usize),
+    tiles: usize,
+    gathers: bool,
+) -> (u32, [u32; 3], i32) {
+    let tiles64 = m.div_ceil(64) * n.div_ceil(64);
+    if (n <= 64 && tiles64 >= 256) || (tiles < 64 && k >= 2048) {
+        (4, [2, 2, 2], 32)
+    } else if tiles < 256 && k >= 2048 {
+        (8, [4, 2, 4], 64)
+    } else if tiles < 128 {
+        (8, [2, 2, 4], 32)
+    } else if gathers {
+        (12, [2, 4, 4], 48)
+    } else {
+        (8, [4, 4, 4], if k >= 2048 { 48 } else { 32 })
+    }
+}

@@ -1,0 +1,256 @@
+//! CPU references for the kernels, on `f32`.
+
+/// The activation with the same `op` numbering as the kernel.
+pub fn activation(op: i32, alpha: f32, x: &[f32]) -> Vec<f32> {
+    x.iter()
+        .map(|&v| match op {
+            0 => v.max(0.0),
+            1 => {
+                if v > 0.0 {
+                    v
+                } else {
+                    v * alpha
+                }
+            }
+            2 => 1.0 / (1.0 + (-v).exp()),
+            3 => v.tanh(),
+            _ => v * (v + 3.0).clamp(0.0, 6.0) / 6.0,
+        })
+        .collect()
+}
+
+/// The binary op with the same `op` numbering as the kernel.
+pub fn binary_op(op: i32, a: &[f32], b: &[f32]) -> Vec<f32> {
+    a.iter()
+        .zip(b)
+        .map(|(&a, &b)| match op {
+            0 => a + b,
+            1 => a - b,
+            2 => a * b,
+            3 => a / b,
+            4 => a.max(b),
+            _ => a.min(b),
+        })
+        .collect()
+}
+
+/// The shape of a 2D convolution.
+#[derive(Copy, Clone, Debug)]
+pub struct Conv2d {
+    /// Input channels.
+    pub c: usize,
+    /// Input height.
+    pub h: usize,
+    /// Input width.
+    pub w: usize,
+    /// Output channels.
+    pub outc: usize,
+    /// Kernel size (square).
+    pub k: usize,
+    /// Stride, both directions.
+    pub stride: usize,
+    /// Zero padding on every side.
+    pub pad: usize,
+}
+
+impl Conv2d {
+    /// Output height.
+    pub fn out_h(&self) -> usize {
+        (self.h + 2 * self.pad - self.k) / self.stride + 1
+    }
+    /// Output width.
+    pub fn out_w(&self) -> usize {
+        (self.w + 2 * self.pad - self.k) / self.stride + 1
+    }
+}
+
+/// The convolution as the kernel computes it, in f64; also returns sum |w·x| + |bias| per
+/// output (the scale of the rounding error).
+pub fn conv2d(s: Conv2d, input: &[f32], weight: &[f32], bias: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let (oh, ow) = (s.out_h(), s.out_w());
+    let mut out = vec![0f32; s.outc * oh * ow];
+    let mut scale = vec![0f32; s.outc * oh * ow];
+    for o in 0..s.outc {
+        for y in 0..oh {
+            for x in 0..ow {
+                let (mut acc, mut mag) = (bias[o] as f64, bias[o].abs() as f64);
+                for c in 0..s.c {
+                    for ky in 0..s.k {
+                        for kx in 0..s.k {
+                            let iy = (y * s.stride + ky) as isize - s.pad as isize;
+                            let ix = (x * s.stride + kx) as isize - s.pad as isize;
+                            if iy < 0 || ix < 0 || iy >= s.h as isize || ix >= s.w as isize {
+                                continue;
+                            }
+                            let v = input[(c * s.h + iy as usize) * s.w + ix as usize] as f64
+                                * weight[((o * s.c + c) * s.k + ky) * s.k + kx] as f64;
+                            acc += v;
+                            mag += v.abs();
+                        }
+                    }
+                }
+                out[(o * oh + y) * ow + x] = acc as f32;
+                scale[(o * oh + y) * ow + x] = mag as f32;
+            }
+        }
+    }
+    (out, scale)
+}
+
+/// The options of a GEMM, as the kernel's specialization and push constants give them.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Gemm {
+    /// A is stored K×M.
+    pub transpose_a: bool,
+    /// B is stored N×K.
+    pub transpose_b: bool,
+    /// Scale of the product.
+    pub alpha: f32,
+    /// 0 none, 1 relu, 2 leaky relu with `slope`, 3 sigmoid.
+    pub activation: i32,
+    /// Leaky relu's slope.
+    pub slope: f32,
+}
+
+/// The channels-last convolution as `conv2d_nhwc` computes it, in f64 (no activation, alpha
+/// 1), and the error scale sum |w·x| + |bias| per output.
+pub fn conv2d_nhwc(
+    s: crate::Conv2dShape,
+    input: &[f32],
+    weight: &[f32],
+    bias: &[f32],
+) -> (Vec<f32>, Vec<f32>) {
+    let (oh, ow) = (s.outh(), s.outw());
+    let len = s.batch * oh * ow * s.outc;
+    let (mut out, mut scale) = (vec![0f32; len], vec![0f32; len]);
+    for b in 0..s.batch {
+        for y in 0..oh {
+            for x in 0..ow {
+                for (o, &beta) in bias.iter().enumerate().take(s.outc) {
+                    let (mut acc, mut mag) = (beta as f64, beta.abs() as f64);
+                    for ky in 0..s.kh {
+                        for kx in 0..s.kw {
+                            let iy = (y * s.stride + ky) as isize - s.pad as isize;
+                            let ix = (x * s.stride + kx) as isize - s.pad as isize;
+                            if iy < 0 || ix < 0 || iy >= s.h as isize || ix >= s.w as isize {
+                                continue;
+                            }
+                            let px = ((b * s.h + iy as usize) * s.w + ix as usize) * s.c;
+                            for c in 0..s.c {
+                                let wi = ((ky * s.kw + kx) * s.c + c) * s.outc + o;
+                                let v = input[px + c] as f64 * weight[wi] as f64;
+                                acc += v;
+                                mag += v.abs();
+                            }
+                        }
+                    }
+                    let i = ((b * oh + y) * ow + x) * s.outc + o;
+                    out[i] = acc as f32;
+                    scale[i] = mag as f32;
+                }
+            }
+        }
+    }
+    (out, scale)
+}
+
+/// The depthwise convolution as `conv2d_dw_nhwc` computes it, in f64 (no activation), and
+/// the error scale sum |w·x| + |bias| per output.
+pub fn conv2d_dw_nhwc(
+    s: crate::Conv2dDwShape,
+    input: &[f32],
+    weight: &[f32],
+    bias: &[f32],
+) -> (Vec<f32>, Vec<f32>) {
+    let (oh, ow) = (s.outh(), s.outw());
+    let (mut out, mut scale) = (vec![0f32; s.pixels() * s.c], vec![0f32; s.pixels() * s.c]);
+    for (m, (out_px, scale_px)) in out.chunks_mut(s.c).zip(scale.chunks_mut(s.c)).enumerate() {
+        let (x, y, b) = (m % ow, (m / ow) % oh, m / (ow * oh));
+        for c in 0..s.c {
+            let (mut acc, mut mag) = (bias[c] as f64, bias[c].abs() as f64);
+            for ky in 0..s.kh {
+                for kx in 0..s.kw {
+                    let iy = (y * s.stride + ky) as isize - s.pad as isize;
+                    let ix = (x * s.stride + kx) as isize - s.pad as isize;
+                    if iy < 0 || ix < 0 || iy >= s.h as isize || ix >= s.w as isize {
+                        continue;
+                    }
+                    let px = (b * s.h + iy as usize) * s.w + ix as usize;
+                    let v =
+                        input[px * s.c + c] as f64 * weight[(ky * s.kw + kx) * s.c + c] as f64;
+                    acc += v;
+                    mag += v.abs();
+                }
+            }
+            out_px[c] = acc as f32;
+            scale_px[c] = mag as f32;
+        }
+    }
+    (out, scale)
+}
+
+/// Row-major C = A × B, accumulated in f64; also returns sum |A||B| per element (the scale
+/// of the rounding error a precision can make).
+pub fn gemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let o = Gemm {
+        alpha: 1.0,
+        ..Default::default()
+    };
+    gemm_with(o, m, n, k, a, b, None)
+}
+
+/// `act(alpha · op(A) · op(B) + bias)` as the kernel computes it, accumulated in f64, and the
+/// error scale `|alpha| · sum |A||B| + |bias|` per element.
+pub fn gemm_with(
+    o: Gemm,
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[f32],
+    b: &[f32],
+    bias: Option<&[f32]>,
+) -> (Vec<f32>, Vec<f32>) {
+    let at = |i: usize, l: usize| {
+        if o.transpose_a {
+            a[l * m + i]
+        } else {
+            a[i * k + l]
+        }
+    };
+    let bt = |l: usize, j: usize| {
+        if o.transpose_b {
+            b[j * k + l]
+        } else {
+            b[l * n + j]
+        }
+    };
+    let mut c = vec![0f32; m * n];
+    let mut scale = vec![0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            let (mut s, mut t) = (0f64, 0f64);
+            for l in 0..k {
+                let p = at(i, l) as f64 * bt(l, j) as f64;
+                s += p;
+                t += p.abs();
+            }
+            let beta = bias.map_or(0.0, |b| b[j] as f64);
+            let v = o.alpha as f64 * s + beta;
+            let v = match o.activation {
+                1 => v.max(0.0),
+                2 => {
+                    if v > 0.0 {
+                        v
+                    } else {
+                        v * o.slope as f64
+                    }
+                }
+                3 => 1.0 / (1.0 + (-v).exp()),
+                _ => v,
+            };
+            c[i * n + j] = v as f32;
+            scale[i * n + j] = (o.alpha.abs() as f64 * t + beta.abs()) as f32;
+        }
+    }
+    (c, scale)
+}
