@@ -61,7 +61,7 @@ mod image;
 mod kernel;
 pub mod pipeline;
 pub mod select;
-mod shared_memory;
+mod spirv;
 mod statistics;
 pub mod tensor;
 

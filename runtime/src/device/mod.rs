@@ -8,23 +8,29 @@
 //! - `features.rs`: one type that queries and enables the feature structs;
 //! - `properties.rs`: extensions, limits, image formats, driver strings, memory kind;
 //! - `logical.rs`: the logical device;
-//! - `shared.rs`: `Shared` (what every object holds), submission, waits, the lifecycle lock.
+//! - `lock.rs`: the process-wide lifecycle lock (`api_lock`, `lifecycle_lock`);
+//! - `shared.rs`: `Shared` (what every object holds), its device facts and teardown;
+//! - `heap.rs`: room per memory heap (budget) and what vkprism allocated there;
+//! - `submit.rs`: one-shot transfers, submission, bounded fence waits, poisoning.
 
 mod error;
 mod features;
 mod instance;
+mod heap;
+mod lock;
 mod logical;
 mod messenger;
 mod physical;
 mod properties;
 mod shared;
+mod submit;
 
 pub(crate) use error::vkerr;
 pub use error::Error;
 pub use physical::DeviceSelector;
-pub(crate) use shared::{
-    api_lock, lifecycle_lock, Shared, DEFAULT_FENCE_TIMEOUT, DEFAULT_STAGING_CHUNK,
-};
+pub(crate) use lock::{api_lock, lifecycle_lock};
+pub(crate) use shared::{Shared, DEFAULT_STAGING_CHUNK};
+pub(crate) use submit::DEFAULT_FENCE_TIMEOUT;
 
 use ash::vk;
 use features::PhysicalDeviceFeatures;
