@@ -1,10 +1,11 @@
 //! Memory heaps: how much room a heap has for one more allocation (the driver's budget with
 //! `VK_EXT_memory_budget`, else the heap's size less what vkprism allocated there), and the
-//! count of what vkprism allocated per heap.
+//! count of what vkprism allocated per heap, which freeing memory gives back.
 
 use super::lock::api_lock;
 use super::shared::Shared;
 use ash::vk;
+use gpu_allocator::vulkan::Allocation;
 use std::sync::atomic::Ordering;
 
 /// How much of a heap is free for one more allocation, and the figures that say why.
@@ -94,6 +95,24 @@ impl Shared {
             } else {
                 counter.fetch_sub(bytes, Ordering::Relaxed);
             }
+        }
+    }
+}
+
+/// Returns an allocation's memory to the allocator, and its bytes to its heap's count.
+pub(crate) fn free_memory(shared: &Shared, a: Allocation) {
+    let heap = shared.heap_of(u32::MAX, a.memory_properties());
+    let size = a.size();
+    // The API lock before any other lock (see `api_lock`).
+    let _api = api_lock();
+    if let Some(alloc) = shared
+        .allocator
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+    {
+        if alloc.free(a).is_ok() {
+            shared.count_heap(heap, size, false);
         }
     }
 }

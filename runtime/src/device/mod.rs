@@ -13,10 +13,12 @@
 //! - `heap.rs`: room per memory heap (budget) and what vkprism allocated there;
 //! - `submit.rs`: one-shot transfers, submission, bounded fence waits, poisoning.
 
+mod buffer;
 mod error;
 mod features;
-mod instance;
 mod heap;
+mod image;
+mod instance;
 mod lock;
 mod logical;
 mod messenger;
@@ -28,6 +30,11 @@ mod submit;
 pub(crate) use error::vkerr;
 pub use error::Error;
 pub use physical::DeviceSelector;
+pub(crate) use buffer::{copy_buffer, copy_buffer_submit, create_buffer, free_buffer};
+pub(crate) use image::{
+    copy_buffer_to_image, copy_image_to_buffer, create_image, destroy_image,
+    image_format_properties, ImageObjects,
+};
 pub(crate) use lock::{api_lock, lifecycle_lock};
 pub(crate) use shared::{Shared, DEFAULT_STAGING_CHUNK};
 pub(crate) use submit::DEFAULT_FENCE_TIMEOUT;

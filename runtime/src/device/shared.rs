@@ -134,7 +134,7 @@ impl Drop for Shared {
             let [readback_a, readback_b] = staging.readback;
             let kept = [staging.upload, readback_a, readback_b];
             for (buffer, allocation) in kept.into_iter().flatten() {
-                crate::tensor::free_buffer(self, buffer, Some(allocation));
+                super::buffer::free_buffer(self, buffer, Some(allocation));
             }
         }
         if self.is_poisoned() {
