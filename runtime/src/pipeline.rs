@@ -2,8 +2,7 @@
 //! its compute pipelines, cached per (specialization values, workgroup size, subgroup size).
 //! The on-disk `VkPipelineCache` is `cache.rs`.
 
-use crate::cache::CACHE_LOCK;
-use crate::device::{api_lock, vkerr, Shared};
+use crate::device::{create_compute_pipeline, create_layouts, destroy_kernel, Shared};
 use crate::kernel::{Kernel, SpecConstants};
 use crate::select::{force_variant, select_variant, Options, SelectError, Selection};
 use ash::vk;
@@ -161,19 +160,19 @@ impl<K: Kernel> Drop for LoadedKernel<K> {
             // A pipeline may be bound by work the GPU did not finish: leak (see `Shared`).
             return;
         }
-        let d = &self.shared.device;
-        let _api = api_lock();
         let pipelines = self.pipelines.get_mut().unwrap_or_else(|e| e.into_inner());
+        let pipelines = pipelines.drain().map(|(_, p)| p);
         // SAFETY: these objects are this kernel's alone; every command list that bound one of
         // its pipelines holds an Arc of this kernel and waits for its work before dropping it,
         // so none is in use now.
         unsafe {
-            for (_, p) in pipelines.drain() {
-                d.destroy_pipeline(p, None);
-            }
-            d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.set_layout, None);
-            d.destroy_shader_module(self.module, None);
+            destroy_kernel(
+                &self.shared,
+                pipelines,
+                self.layout,
+                self.set_layout,
+                self.module,
+            )
         }
     }
 }
@@ -196,32 +195,9 @@ pub(crate) fn push_range(info: &KernelInfo) -> u32 {
         .unwrap_or(0)
 }
 
-/// The shader module, descriptor-set layout (set 0, one descriptor per binding) and pipeline
-/// layout (with a push-constant range of `push_range` bytes, if any) of `variant`. On an error,
-/// what was made is destroyed.
-///
-/// # Safety
-/// `variant.spirv` passed [`crate::spirv::check_spirv`]; the caller destroys the objects before `shared`'s
-/// device goes.
-unsafe fn create_layouts(
-    shared: &Shared,
-    variant: &VariantInfo,
-    push_range: u32,
-) -> Result<
-    (
-        vk::ShaderModule,
-        vk::DescriptorSetLayout,
-        vk::PipelineLayout,
-    ),
-    Error,
-> {
-    let d = &shared.device;
-    let _api = api_lock();
-    let code = vk::ShaderModuleCreateInfo::default().code(variant.spirv);
-    // SAFETY: the words start with a SPIR-V header (the caller's contract).
-    let module =
-        unsafe { d.create_shader_module(&code, None) }.map_err(vkerr("vkCreateShaderModule"))?;
-    let bindings: Vec<_> = variant
+/// The descriptor-set layout's bindings of `variant` (set 0, one descriptor per binding).
+fn layout_bindings(variant: &VariantInfo) -> Vec<vk::DescriptorSetLayoutBinding<'static>> {
+    variant
         .bindings
         .iter()
         .map(|b| {
@@ -231,39 +207,7 @@ unsafe fn create_layouts(
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)
         })
-        .collect();
-    let set_info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
-    // SAFETY: a plain creation; `bindings` lives until the call returns.
-    let set_layout = match unsafe { d.create_descriptor_set_layout(&set_info, None) } {
-        Ok(l) => l,
-        Err(e) => {
-            // SAFETY: the module was just made and nothing uses it.
-            unsafe { d.destroy_shader_module(module, None) };
-            return Err(vkerr("vkCreateDescriptorSetLayout")(e).into());
-        }
-    };
-    let ranges = [vk::PushConstantRange {
-        stage_flags: vk::ShaderStageFlags::COMPUTE,
-        offset: 0,
-        size: push_range,
-    }];
-    let layouts = [set_layout];
-    let mut info = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts);
-    if push_range > 0 {
-        info = info.push_constant_ranges(&ranges);
-    }
-    // SAFETY: a plain creation; `layouts` and `ranges` live until the call returns.
-    match unsafe { d.create_pipeline_layout(&info, None) } {
-        Ok(layout) => Ok((module, set_layout, layout)),
-        Err(e) => {
-            // SAFETY: both were just made and nothing uses them.
-            unsafe {
-                d.destroy_descriptor_set_layout(set_layout, None);
-                d.destroy_shader_module(module, None);
-            }
-            Err(vkerr("vkCreatePipelineLayout")(e).into())
-        }
-    }
+        .collect()
 }
 
 impl<K: Kernel> LoadedKernel<K> {
@@ -294,9 +238,12 @@ impl<K: Kernel> LoadedKernel<K> {
                 limit,
             });
         }
+        let bindings = layout_bindings(variant);
         // SAFETY: the words passed `check_spirv`, and the driver checks the rest (with the
-        // validation layer in tests); the objects are owned by the returned kernel.
-        let (module, set_layout, layout) = unsafe { create_layouts(shared, variant, push_range)? };
+        // validation layer in tests); the objects are owned by the returned kernel, which
+        // destroys them (on drop) before its `shared` goes.
+        let (module, set_layout, layout) =
+            unsafe { create_layouts(shared, variant.spirv, &bindings, push_range)? };
         Ok(Arc::new(LoadedKernel {
             dispatch_base: !variant.reads_num_workgroups,
             shared: shared.clone(),
@@ -379,8 +326,18 @@ impl<K: Kernel> LoadedKernel<K> {
                 self.check_shared_memory(&key.0)?;
                 self.shared.check_usable()?;
                 // SAFETY: the module and layout are this kernel's and alive; the new pipeline
-                // goes into the kernel's cache, which destroys it with the kernel.
-                let p = unsafe { self.create_pipeline(&key.0, desc.subgroup_size)? };
+                // goes into the kernel's cache, which destroys it with the kernel, before the
+                // layout and module; the subgroup size was checked by `check_desc`.
+                let p = unsafe {
+                    create_compute_pipeline(
+                        &self.shared,
+                        self.module,
+                        self.layout,
+                        &key.0,
+                        desc.subgroup_size,
+                        self.dispatch_base,
+                    )?
+                };
                 cache.insert(key, p);
                 p
             }
@@ -446,65 +403,6 @@ impl<K: Kernel> LoadedKernel<K> {
             }),
             _ => Ok(()),
         }
-    }
-
-    /// `vkCreateComputePipelines` with these (sorted) specialization entries, 4 bytes each.
-    ///
-    /// # Safety
-    /// The caller destroys the pipeline before the kernel's layout and module go.
-    unsafe fn create_pipeline(
-        &self,
-        entries: &[(u32, u32)],
-        subgroup_size: Option<u32>,
-    ) -> Result<vk::Pipeline, Error> {
-        let map: Vec<vk::SpecializationMapEntry> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, (id, _))| vk::SpecializationMapEntry {
-                constant_id: *id,
-                offset: i as u32 * 4,
-                size: 4,
-            })
-            .collect();
-        let data: Vec<u8> = entries.iter().flat_map(|(_, v)| v.to_le_bytes()).collect();
-        let spec_info = vk::SpecializationInfo::default()
-            .map_entries(&map)
-            .data(&data);
-        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
-            .required_subgroup_size(subgroup_size.unwrap_or(0));
-        let mut stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(self.module)
-            .name(c"main")
-            .specialization_info(&spec_info);
-        if subgroup_size.is_some() {
-            stage = stage.push_next(&mut required);
-        }
-        let mut flags = if self.dispatch_base {
-            vk::PipelineCreateFlags::DISPATCH_BASE
-        } else {
-            vk::PipelineCreateFlags::empty()
-        };
-        if self.shared.pipeline_statistics {
-            flags |= vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR;
-        }
-        let info = vk::ComputePipelineCreateInfo::default()
-            .flags(flags)
-            .stage(stage)
-            .layout(self.layout);
-        // The API lock before any other lock (see `api_lock`).
-        let _api = api_lock();
-        let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: everything `info` points to lives until the call returns; the pipeline cache
-        // is externally synchronized by CACHE_LOCK; the subgroup size was checked against the
-        // device by `check_desc`.
-        let pipelines = unsafe {
-            self.shared
-                .device
-                .create_compute_pipelines(self.shared.pipeline_cache, &[info], None)
-        }
-        .map_err(|(_, e)| vkerr("vkCreateComputePipelines")(e))?;
-        Ok(pipelines[0])
     }
 }
 

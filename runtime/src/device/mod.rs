@@ -23,6 +23,7 @@ mod lock;
 mod logical;
 mod messenger;
 mod physical;
+mod pipeline;
 mod properties;
 mod shared;
 mod submit;
@@ -36,6 +37,10 @@ pub(crate) use image::{
     image_format_properties, ImageObjects,
 };
 pub(crate) use lock::{api_lock, lifecycle_lock};
+pub(crate) use pipeline::{
+    create_compute_pipeline, create_layouts, destroy_kernel, merge_pipeline_cache,
+    pipeline_cache_data, pipeline_statistics,
+};
 pub(crate) use shared::{Shared, DEFAULT_STAGING_CHUNK};
 pub(crate) use submit::DEFAULT_FENCE_TIMEOUT;
 
