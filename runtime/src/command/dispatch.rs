@@ -3,6 +3,7 @@
 //! the descriptors and records the commands the plan describes, trusting it.
 
 use super::{CommandList, Error, ResId};
+use crate::device::{cmd_compute_barrier, cmd_dispatch, cmd_end_timestamp, update_descriptor_sets};
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::{descriptor_type, LoadedKernel, Pipeline};
 use ash::vk;
@@ -303,7 +304,7 @@ impl CommandList {
             })
             .collect();
         // SAFETY: the caller's contract; the infos live until the call returns.
-        unsafe { self.shared.device.update_descriptor_sets(&writes, &[]) };
+        unsafe { update_descriptor_sets(&self.shared, &writes) };
     }
 
     /// A compute-to-compute memory barrier; forgets what earlier dispatches read and wrote.
@@ -311,22 +312,8 @@ impl CommandList {
     /// # Safety
     /// The list is recording.
     unsafe fn record_barrier(&mut self) {
-        let mb = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
-        let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
-        // SAFETY: the caller guarantees the buffer is recording; the barrier names no handles.
-        unsafe {
-            self.shared.device.cmd_pipeline_barrier(
-                self.cmd,
-                stage,
-                stage,
-                vk::DependencyFlags::empty(),
-                &[mb],
-                &[],
-                &[],
-            )
-        };
+        // SAFETY: the caller guarantees the buffer is recording; only `&mut self` records.
+        unsafe { cmd_compute_barrier(&self.shared, self.cmd) };
         self.written.clear();
         self.bound.clear();
         self.barriers += 1;
@@ -344,57 +331,26 @@ impl CommandList {
         set: vk::DescriptorSet,
         plan: &Plan<'_>,
     ) {
-        let (d, cmd) = (&self.shared.device, self.cmd);
-        let compute = vk::PipelineBindPoint::COMPUTE;
         // SAFETY: the list is recording; pipeline, layout and set are alive (the list keeps the
         // kernel) and compatible (made from the kernel's layouts); the push bytes are exactly
         // the layout's range; group counts fit the limits, or are split into pieces that do,
         // on a pipeline made with DISPATCH_BASE (`dispatch_base`, checked by `plan`).
         unsafe {
-            d.cmd_bind_pipeline(cmd, compute, pipeline);
-            d.cmd_bind_descriptor_sets(cmd, compute, kernel.layout, 0, &[set], &[]);
-            if !plan.push.is_empty() {
-                let stage = vk::ShaderStageFlags::COMPUTE;
-                d.cmd_push_constants(cmd, kernel.layout, stage, 0, plan.push);
-            }
-            match plan.split {
-                Some(limit) => self.record_pieces(plan.groups, limit),
-                None => {
-                    let g = plan.groups.map(|g| g as u32);
-                    d.cmd_dispatch(cmd, g[0], g[1], g[2]);
-                }
-            }
-            if let (Some(qp), true) = (self.query_pool, self.query_capacity > 0) {
-                let bottom = vk::PipelineStageFlags::BOTTOM_OF_PIPE;
-                d.cmd_write_timestamp(cmd, bottom, qp, self.names.len() as u32 + 1);
-            }
-        }
-    }
-
-    /// An oversized grid as `vkCmdDispatchBase` pieces of at most `limit` groups each.
-    ///
-    /// # Safety
-    /// As [`CommandList::record_dispatch`], with a DISPATCH_BASE pipeline bound; every group
-    /// count fits in u32.
-    unsafe fn record_pieces(&self, groups: [u64; 3], limit: [u32; 3]) {
-        let g = groups.map(|g| g as u32);
-        let step = limit.map(|l| l.max(1));
-        for bz in (0..g[2]).step_by(step[2] as usize) {
-            for by in (0..g[1]).step_by(step[1] as usize) {
-                for bx in (0..g[0]).step_by(step[0] as usize) {
-                    let count = [
-                        step[0].min(g[0] - bx),
-                        step[1].min(g[1] - by),
-                        step[2].min(g[2] - bz),
-                    ];
-                    // SAFETY: the caller's contract; base + count stays within the grid.
-                    unsafe {
-                        self.shared
-                            .device
-                            .cmd_dispatch_base(self.cmd, bx, by, bz, count[0], count[1], count[2])
-                    };
-                }
-            }
+            cmd_dispatch(
+                &self.shared,
+                self.cmd,
+                pipeline,
+                kernel.layout,
+                set,
+                plan.push,
+                plan.groups,
+                plan.split,
+            )
+        };
+        if let (Some(qp), true) = (self.query_pool, self.query_capacity > 0) {
+            // SAFETY: the list is recording; the query pool is the list's, and `plan` checked
+            // that this dispatch's query fits it.
+            unsafe { cmd_end_timestamp(&self.shared, self.cmd, qp, self.names.len() as u32 + 1) };
         }
     }
 }

@@ -14,6 +14,7 @@
 //! - `submit.rs`: one-shot transfers, submission, bounded fence waits, poisoning.
 
 mod buffer;
+mod command;
 mod error;
 mod features;
 mod heap;
@@ -25,9 +26,14 @@ mod messenger;
 mod physical;
 mod pipeline;
 mod properties;
+mod query;
 mod shared;
 mod submit;
 
+pub(crate) use command::{
+    allocate_descriptor_set, cmd_compute_barrier, cmd_dispatch, create_command_objects,
+    create_descriptor_pool, destroy_command_objects, end_recording, update_descriptor_sets,
+};
 pub(crate) use error::vkerr;
 pub use error::Error;
 pub use physical::DeviceSelector;
@@ -40,6 +46,9 @@ pub(crate) use lock::{api_lock, lifecycle_lock};
 pub(crate) use pipeline::{
     create_compute_pipeline, create_layouts, destroy_kernel, merge_pipeline_cache,
     pipeline_cache_data, pipeline_statistics,
+};
+pub(crate) use query::{
+    cmd_end_timestamp, cmd_start_timestamps, create_timestamp_pool, timestamps,
 };
 pub(crate) use shared::{Shared, DEFAULT_STAGING_CHUNK};
 pub(crate) use submit::DEFAULT_FENCE_TIMEOUT;

@@ -197,6 +197,23 @@ impl Shared {
             .map_err(vkerr("vkQueueSubmit"))
     }
 
+    /// Resets `fence` and submits `cmd`, signalling it: a command list's run.
+    ///
+    /// # Safety
+    /// As [`Shared::submit`], except that `fence` may be signalled, but not pending (the last
+    /// submission that signals it was waited for, or there was none).
+    pub unsafe fn reset_and_submit(
+        &self,
+        cmd: vk::CommandBuffer,
+        fence: vk::Fence,
+    ) -> Result<(), Error> {
+        let _api = api_lock();
+        // SAFETY: the fence belongs to this device and is not pending (the caller's contract).
+        unsafe { self.device.reset_fences(&[fence]) }.map_err(vkerr("vkResetFences"))?;
+        // SAFETY: the fence is now unsignalled; the caller vouches for `cmd`.
+        unsafe { self.submit(cmd, fence) }
+    }
+
     /// Waits for `fence`: spinning on its status first (a blocking wait can take hundreds of
     /// microseconds to wake up on some drivers), then blocking, and giving up with an error
     /// after [`Shared::fence_timeout`] rather than hanging on a stuck GPU. A timeout poisons
