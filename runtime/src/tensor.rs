@@ -5,7 +5,9 @@
 //! still read cannot be freed (the last clone frees it, after the list's work has finished).
 
 use crate::convert::{decode_f32, encode_f32};
-use crate::device::{api_lock, copy_buffer, copy_buffer_submit, free_buffer, Shared};
+use crate::device::{
+    allocate_memory_counted, copy_buffer, copy_buffer_submit, free_buffer, Shared,
+};
 use crate::Context;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -130,22 +132,8 @@ pub(crate) fn allocate_checked(
     shared: &Shared,
     desc: &AllocationCreateDesc<'_>,
 ) -> Result<Allocation, Error> {
-    // The API lock before any other lock (see `api_lock`).
-    let _api = api_lock();
     check_budget(shared, &desc.requirements, desc.location)?;
-    let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(allocator) = guard.as_mut() else {
-        return Err(Error::Allocation("allocator is gone".into()));
-    };
-    let a = allocator
-        .allocate(desc)
-        .map_err(|e| Error::Allocation(e.to_string()))?;
-    shared.count_heap(
-        shared.heap_of(u32::MAX, a.memory_properties()),
-        a.size(),
-        true,
-    );
-    Ok(a)
+    allocate_memory_counted(shared, desc).map_err(Error::Allocation)
 }
 
 /// A buffer and its memory, created and bound (used for tensors and staging).

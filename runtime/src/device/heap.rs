@@ -1,11 +1,11 @@
 //! Memory heaps: how much room a heap has for one more allocation (the driver's budget with
-//! `VK_EXT_memory_budget`, else the heap's size less what vkprism allocated there), and the
-//! count of what vkprism allocated per heap, which freeing memory gives back.
+//! `VK_EXT_memory_budget`, else the heap's size less what vkprism allocated there), and memory
+//! allocated from and freed to the device's allocator, counted per heap.
 
 use super::lock::api_lock;
 use super::shared::Shared;
 use ash::vk;
-use gpu_allocator::vulkan::Allocation;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc};
 use std::sync::atomic::Ordering;
 
 /// How much of a heap is free for one more allocation, and the figures that say why.
@@ -97,6 +97,27 @@ impl Shared {
             }
         }
     }
+}
+
+/// Allocates `desc` from the device's allocator, counting its bytes in its heap; the
+/// allocator's error as text.
+pub(crate) fn allocate_memory_counted(
+    shared: &Shared,
+    desc: &AllocationCreateDesc<'_>,
+) -> Result<Allocation, String> {
+    // The API lock before any other lock (see `api_lock`).
+    let _api = api_lock();
+    let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(allocator) = guard.as_mut() else {
+        return Err("allocator is gone".into());
+    };
+    let a = allocator.allocate(desc).map_err(|e| e.to_string())?;
+    shared.count_heap(
+        shared.heap_of(u32::MAX, a.memory_properties()),
+        a.size(),
+        true,
+    );
+    Ok(a)
 }
 
 /// Returns an allocation's memory to the allocator, and its bytes to its heap's count.
