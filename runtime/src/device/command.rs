@@ -1,6 +1,6 @@
 //! Command lists' objects and recording: a command pool with one command buffer and a fence,
-//! descriptor pools and sets, and the commands a list records (barriers, dispatches, the end
-//! of recording); everything destroyed together.
+//! descriptor pools and sets, and the commands a list records (a dispatch with its
+//! descriptors, barrier and timestamp; the end of recording); everything destroyed together.
 
 use super::error::{vkerr, Error};
 use super::lock::api_lock;
@@ -90,80 +90,90 @@ pub(crate) unsafe fn allocate_descriptor_set(
     .map(|s| s[0])
 }
 
-/// `vkUpdateDescriptorSets` with `writes`.
-///
-/// # Safety
-/// Every write names a live set of this device that no GPU work uses, with a binding and
-/// descriptor type of its layout, and live resources of this device.
-pub(crate) unsafe fn update_descriptor_sets(shared: &Shared, writes: &[vk::WriteDescriptorSet]) {
-    let _api = api_lock();
-    // SAFETY: the caller's contract; the infos the writes point to outlive the call.
-    unsafe { shared.device.update_descriptor_sets(writes, &[]) };
+/// One checked dispatch, as a command list records it (see [`record_dispatch`]).
+pub(crate) struct DispatchCommands<'a> {
+    /// The descriptor set's writes (each naming `set`).
+    pub writes: &'a [vk::WriteDescriptorSet<'a>],
+    /// A compute-to-compute barrier goes before the dispatch.
+    pub barrier: bool,
+    pub pipeline: vk::Pipeline,
+    pub layout: vk::PipelineLayout,
+    pub set: vk::DescriptorSet,
+    /// The push-constant bytes (empty: none).
+    pub push: &'a [u8],
+    /// Workgroups per dimension.
+    pub groups: [u64; 3],
+    /// `Some(maxComputeWorkGroupCount)`: the grid is recorded as `vkCmdDispatchBase` pieces of
+    /// at most that many groups each.
+    pub split: Option<[u32; 3]>,
+    /// A timestamp (query pool, index) written once the dispatch is done (bottom of pipe).
+    pub timestamp: Option<(vk::QueryPool, u32)>,
 }
 
-/// A compute-to-compute memory barrier (shader writes before shader reads and writes).
+/// Writes the dispatch's descriptors, then records into `cmd`: a compute-to-compute memory
+/// barrier (shader writes before shader reads and writes) if asked for; the pipeline, set 0 and
+/// push constants (if any) bound; the dispatch (as one `vkCmdDispatch`, or its
+/// `vkCmdDispatchBase` pieces); and the timestamp, if asked for.
 ///
 /// # Safety
 /// `cmd` is a command buffer of this device in the recording state that no other thread uses.
-pub(crate) unsafe fn cmd_compute_barrier(shared: &Shared, cmd: vk::CommandBuffer) {
-    let mb = vk::MemoryBarrier::default()
-        .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-        .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
-    let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
-    let _api = api_lock();
-    // SAFETY: the caller guarantees the buffer is recording; the barrier names no handles.
-    unsafe {
-        shared.device.cmd_pipeline_barrier(
-            cmd,
-            stage,
-            stage,
-            vk::DependencyFlags::empty(),
-            &[mb],
-            &[],
-            &[],
-        )
-    };
-}
-
-/// Binds `pipeline`, `set` (set 0 of `layout`) and the `push` bytes (if any), and records the
-/// dispatch of `groups` workgroups: as one `vkCmdDispatch`, or, with `split` set to
-/// `maxComputeWorkGroupCount`, as `vkCmdDispatchBase` pieces of at most that many groups each.
-///
-/// # Safety
-/// `cmd` is a command buffer of this device in the recording state that no other thread uses;
-/// `pipeline`, `layout` and `set` are live and compatible (the pipeline made with the layout,
-/// the set with its set layout, holding descriptors of live resources); `push` is empty or
-/// exactly the layout's push-constant range; every group count fits the device's limits, or
-/// `split` is set, the pipeline was made with `DISPATCH_BASE`, every group count fits in u32
-/// and every limit is at least 1.
-#[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn cmd_dispatch(
+/// `set` is a live set of this device that no GPU work uses, allocated with the set layout
+/// `layout` was made with, and the writes name it, with bindings and descriptor types of that
+/// layout and live resources of this device; `pipeline` is live and made with `layout`; `push`
+/// is empty or exactly the layout's push-constant range; every group count fits the device's
+/// limits, or `split` is set, the pipeline was made with `DISPATCH_BASE`, every group count
+/// fits in u32 and every limit is at least 1; the timestamp's query lies inside its live
+/// timestamp pool.
+pub(crate) unsafe fn record_dispatch(
     shared: &Shared,
     cmd: vk::CommandBuffer,
-    pipeline: vk::Pipeline,
-    layout: vk::PipelineLayout,
-    set: vk::DescriptorSet,
-    push: &[u8],
-    groups: [u64; 3],
-    split: Option<[u32; 3]>,
+    dispatch: &DispatchCommands<'_>,
 ) {
     let d = &shared.device;
     let compute = vk::PipelineBindPoint::COMPUTE;
     let _api = api_lock();
-    // SAFETY: the caller's contract.
+    // SAFETY: the caller's contract; the infos the writes point to outlive the call.
+    unsafe { d.update_descriptor_sets(dispatch.writes, &[]) };
+    if dispatch.barrier {
+        let mb = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+        let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
+        // SAFETY: the caller guarantees the buffer is recording; the barrier names no handles.
+        unsafe {
+            d.cmd_pipeline_barrier(
+                cmd,
+                stage,
+                stage,
+                vk::DependencyFlags::empty(),
+                &[mb],
+                &[],
+                &[],
+            )
+        };
+    }
+    let layout = dispatch.layout;
+    // SAFETY: the caller's contract: the list is recording; pipeline, layout and set are alive
+    // and compatible; the push bytes are exactly the layout's range; group counts fit the
+    // limits, or are split into pieces that do, on a pipeline made with DISPATCH_BASE; the
+    // query lies inside its pool.
     unsafe {
-        d.cmd_bind_pipeline(cmd, compute, pipeline);
-        d.cmd_bind_descriptor_sets(cmd, compute, layout, 0, &[set], &[]);
-        if !push.is_empty() {
+        d.cmd_bind_pipeline(cmd, compute, dispatch.pipeline);
+        d.cmd_bind_descriptor_sets(cmd, compute, layout, 0, &[dispatch.set], &[]);
+        if !dispatch.push.is_empty() {
             let stage = vk::ShaderStageFlags::COMPUTE;
-            d.cmd_push_constants(cmd, layout, stage, 0, push);
+            d.cmd_push_constants(cmd, layout, stage, 0, dispatch.push);
         }
-        match split {
-            Some(limit) => cmd_dispatch_pieces(d, cmd, groups, limit),
+        match dispatch.split {
+            Some(limit) => cmd_dispatch_pieces(d, cmd, dispatch.groups, limit),
             None => {
-                let g = groups.map(|g| g as u32);
+                let g = dispatch.groups.map(|g| g as u32);
                 d.cmd_dispatch(cmd, g[0], g[1], g[2]);
             }
+        }
+        if let Some((qp, index)) = dispatch.timestamp {
+            let bottom = vk::PipelineStageFlags::BOTTOM_OF_PIPE;
+            d.cmd_write_timestamp(cmd, bottom, qp, index);
         }
     }
 }
@@ -171,7 +181,7 @@ pub(crate) unsafe fn cmd_dispatch(
 /// An oversized grid as `vkCmdDispatchBase` pieces of at most `limit` groups each.
 ///
 /// # Safety
-/// As [`cmd_dispatch`] with `split`, with a DISPATCH_BASE pipeline bound; every group count
+/// As [`record_dispatch`] with `split`, with a DISPATCH_BASE pipeline bound; every group count
 /// fits in u32.
 unsafe fn cmd_dispatch_pieces(
     d: &ash::Device,

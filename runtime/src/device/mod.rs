@@ -46,8 +46,8 @@ mod submit;
 
 pub(crate) use buffer::{copy_buffer, copy_buffer_submit, create_buffer, free_buffer};
 pub(crate) use command::{
-    allocate_descriptor_set, cmd_compute_barrier, cmd_dispatch, create_command_objects,
-    create_descriptor_pool, destroy_command_objects, end_recording, update_descriptor_sets,
+    allocate_descriptor_set, create_command_objects, create_descriptor_pool,
+    destroy_command_objects, end_recording, record_dispatch, DispatchCommands,
 };
 pub(crate) use error::vkerr;
 pub use error::Error;
@@ -62,9 +62,7 @@ pub(crate) use pipeline::{
     create_compute_pipeline, create_layouts, destroy_kernel, merge_pipeline_cache,
     pipeline_cache_data, pipeline_statistics,
 };
-pub(crate) use query::{
-    cmd_end_timestamp, cmd_start_timestamps, create_timestamp_pool, timestamps,
-};
+pub(crate) use query::{cmd_start_timestamps, create_timestamp_pool, timestamps};
 pub(crate) use shared::{Shared, DEFAULT_STAGING_CHUNK};
 pub(crate) use submit::DEFAULT_FENCE_TIMEOUT;
 

@@ -40,26 +40,6 @@ pub(crate) unsafe fn cmd_start_timestamps(
     }
 }
 
-/// Writes a timestamp into query `index` of `qp` once the work before it is done (bottom of
-/// pipe).
-///
-/// # Safety
-/// As [`cmd_start_timestamps`], with `index` inside the pool.
-pub(crate) unsafe fn cmd_end_timestamp(
-    shared: &Shared,
-    cmd: vk::CommandBuffer,
-    qp: vk::QueryPool,
-    index: u32,
-) {
-    let _api = api_lock();
-    // SAFETY: the caller's contract.
-    unsafe {
-        shared
-            .device
-            .cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qp, index)
-    };
-}
-
 /// Reads the first `ticks.len()` timestamps of `qp` (64-bit, waiting for them).
 ///
 /// # Safety
