@@ -2,15 +2,9 @@
 //! a trailer of vkprism's own (magic, driver version, length, checksum) so a damaged or foreign
 //! file is rejected with a reason instead of being handed to the driver.
 
-use crate::device::{api_lock, vkerr, Shared};
+use crate::device::{merge_pipeline_cache, pipeline_cache_data, Shared};
 use crate::pipeline::Error;
-use ash::vk;
 use std::path::Path;
-use std::sync::Mutex;
-
-/// `vkMergePipelineCaches` needs its destination cache externally synchronized, also against
-/// pipeline creation that uses it: both (and reading the cache out) take this lock.
-pub(crate) static CACHE_LOCK: Mutex<()> = Mutex::new(());
 
 const TRAILER_MAGIC: &[u8; 8] = b"VKPRISMC";
 const TRAILER_LEN: usize = 32;
@@ -23,39 +17,14 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<(), Error> {
     check_header(shared, &file)?;
     let data = check_trailer(shared, &file)?;
     shared.check_usable()?;
-    let d = &shared.device;
-    let _api = api_lock();
-    // SAFETY: `data` passed the header and checksum checks (the driver still validates it);
-    // the created cache is destroyed below.
-    let loaded = unsafe {
-        d.create_pipeline_cache(
-            &vk::PipelineCacheCreateInfo::default().initial_data(data),
-            None,
-        )
-    }
-    .map_err(vkerr("vkCreatePipelineCache"))?;
-    let merged = {
-        let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: the destination is externally synchronized by CACHE_LOCK; both caches belong
-        // to this device.
-        unsafe { d.merge_pipeline_caches(shared.pipeline_cache, &[loaded]) }
-            .map_err(vkerr("vkMergePipelineCaches"))
-    };
-    // SAFETY: `loaded` is ours and no longer used.
-    unsafe { d.destroy_pipeline_cache(loaded, None) };
-    merged?;
+    // SAFETY: `data` passed the header and trailer checks above.
+    unsafe { merge_pipeline_cache(shared, data) }?;
     Ok(())
 }
 
 /// Writes the device's cache to `path` (atomically: a temporary file, then a rename).
 pub(crate) fn save(shared: &Shared, path: &Path) -> Result<(), Error> {
-    // The API lock before any other lock (see `api_lock`).
-    let api = api_lock();
-    let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    // SAFETY: the cache is externally synchronized by CACHE_LOCK while it is read.
-    let data = unsafe { shared.device.get_pipeline_cache_data(shared.pipeline_cache) }
-        .map_err(vkerr("vkGetPipelineCacheData"))?;
-    drop(api);
+    let data = pipeline_cache_data(shared)?;
     let mut file = data.clone();
     file.extend_from_slice(&trailer(shared, &data));
     let tmp = path.with_extension("tmp");

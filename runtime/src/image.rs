@@ -3,8 +3,11 @@
 //! image can be sampled by one dispatch and stored by the next.
 
 use crate::convert::{decode_f32, encode_f32};
-use crate::device::{api_lock, vkerr, Shared};
-use crate::tensor::{allocate_checked, create_buffer, free_buffer, free_memory, Error};
+use crate::device::{
+    copy_buffer_to_image, copy_image_to_buffer, create_image, destroy_image, free_buffer,
+    image_format_properties, ImageObjects, Shared,
+};
+use crate::tensor::{allocate_checked, create_buffer, Error};
 use crate::Context;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -26,30 +29,15 @@ pub(crate) struct ImageInner {
 
 impl Drop for ImageInner {
     fn drop(&mut self) {
-        let s = &self.shared;
-        if s.is_poisoned() {
-            // The GPU may still use the image: leak it (see `Drop for Shared`).
-            return;
-        }
-        let api = api_lock();
-        // SAFETY: the image's own objects, destroyed once: command lists that used them hold a
-        // clone of this inner value and wait for their work, so none is in use now. (A view or
-        // sampler left null by a failed `Image::new` is a valid no-op to destroy.)
-        unsafe {
-            s.device.destroy_sampler(self.sampler, None);
-            s.device.destroy_image_view(self.view, None);
-        }
-        if let Some(a) = self
+        let a = self
             .allocation
             .get_mut()
             .unwrap_or_else(|e| e.into_inner())
-            .take()
-        {
-            free_memory(s, a);
-        }
-        // SAFETY: as above; its memory was freed just before.
-        unsafe { s.device.destroy_image(self.image, None) };
-        drop(api);
+            .take();
+        // SAFETY: the image's own objects, made together by `create_image` and destroyed once:
+        // command lists that used them hold a clone of this inner value and wait for their
+        // work, so none is in use now (and on a poisoned context they are leaked).
+        unsafe { destroy_image(&self.shared, self.image, self.view, self.sampler, a) };
     }
 }
 
@@ -79,15 +67,6 @@ fn vk_format(format: TensorFormat, channels: u32) -> Option<vk::Format> {
         _ => return None,
     })
 }
-
-/// The whole (single-level, single-layer) color subresource.
-const COLOR_RANGE: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
-    aspect_mask: vk::ImageAspectFlags::COLOR,
-    base_mip_level: 0,
-    level_count: 1,
-    base_array_layer: 0,
-    layer_count: 1,
-};
 
 /// Every image's sampler: nearest texel, coordinates clamped to the edge.
 fn nearest_clamped() -> vk::SamplerCreateInfo<'static> {
@@ -175,20 +154,7 @@ fn check_resource_limits(
     channels: u32,
     tensor_format: TensorFormat,
 ) -> Result<(), Error> {
-    let props = {
-        let _api = api_lock();
-        // SAFETY: a query on this instance's physical device with valid enum values.
-        unsafe {
-            shared.instance.get_physical_device_image_format_properties(
-                shared.physical,
-                format,
-                ty,
-                vk::ImageTiling::OPTIMAL,
-                IMAGE_USAGE,
-                vk::ImageCreateFlags::empty(),
-            )
-        }
-    };
+    let props = image_format_properties(shared, format, ty, IMAGE_USAGE);
     let props = props.map_err(|_| Error::WrongFormat {
         have: tensor_format,
         want: "an image format this device supports for sampling, storage and transfers",
@@ -226,15 +192,15 @@ fn check_resource_limits(
     Ok(())
 }
 
-/// An optimal-tiling image usable for sampling, storage and transfers, and device-local memory
-/// for it (not yet bound). On an error nothing is left behind.
-fn create_image(
+/// An optimal-tiling image usable for sampling, storage and transfers, with device-local
+/// memory, a view and a sampler, in GENERAL layout. On an error nothing is left behind.
+fn create_objects(
     shared: &Shared,
     ty: vk::ImageType,
     format: vk::Format,
+    view_type: vk::ImageViewType,
     extent: [u32; 3],
-) -> Result<(vk::Image, Allocation), Error> {
-    let device = &shared.device;
+) -> Result<ImageObjects, Error> {
     let info = vk::ImageCreateInfo::default()
         .image_type(ty)
         .format(format)
@@ -250,58 +216,21 @@ fn create_image(
         .usage(IMAGE_USAGE)
         .initial_layout(vk::ImageLayout::UNDEFINED);
     shared.check_usable()?;
-    let api = api_lock();
-    // SAFETY: `check_request` checked the format's support and the extent's limits.
-    let image = unsafe { device.create_image(&info, None) }.map_err(vkerr("vkCreateImage"))?;
-    // SAFETY: `image` is live.
-    let requirements = unsafe { device.get_image_memory_requirements(image) };
-    drop(api);
-    let allocation = allocate_checked(
-        shared,
-        &AllocationCreateDesc {
-            name: "vkprism image",
-            requirements,
-            location: MemoryLocation::GpuOnly,
-            linear: false,
-            allocation_scheme: AllocationScheme::GpuAllocatorManaged,
-        },
-    );
-    match allocation {
-        Ok(a) => Ok((image, a)),
-        Err(e) => {
-            let _api = api_lock();
-            // SAFETY: the image was just made and nothing uses it.
-            unsafe { device.destroy_image(image, None) };
-            Err(e)
-        }
-    }
-}
-
-/// Moves a new image from UNDEFINED to GENERAL, where it stays (one image can be sampled by
-/// one dispatch and stored by the next).
-fn to_general_layout(shared: &Shared, image: vk::Image) -> Result<(), Error> {
-    let barrier = vk::ImageMemoryBarrier::default()
-        .old_layout(vk::ImageLayout::UNDEFINED)
-        .new_layout(vk::ImageLayout::GENERAL)
-        .src_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .dst_queue_family_index(vk::QUEUE_FAMILY_IGNORED)
-        .image(image)
-        .subresource_range(COLOR_RANGE)
-        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
-    // SAFETY: `cmd` is recording (one_shot's contract); the image is live and bound, and no
-    // other work uses it yet.
-    shared.one_shot(|cmd| unsafe {
-        shared.device.cmd_pipeline_barrier(
-            cmd,
-            vk::PipelineStageFlags::TOP_OF_PIPE,
-            vk::PipelineStageFlags::ALL_COMMANDS,
-            vk::DependencyFlags::empty(),
-            &[],
-            &[],
-            &[barrier],
+    let allocate = |requirements| {
+        allocate_checked(
+            shared,
+            &AllocationCreateDesc {
+                name: "vkprism image",
+                requirements,
+                location: MemoryLocation::GpuOnly,
+                linear: false,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            },
         )
-    })?;
-    Ok(())
+    };
+    // SAFETY: `check_request` checked the format's support and the extent's limits, and chose
+    // the view type for the image type.
+    unsafe { create_image(shared, &info, view_type, &nearest_clamped(), allocate) }
 }
 
 impl Image {
@@ -316,43 +245,19 @@ impl Image {
     ) -> Result<Image, Error> {
         let shared = &ctx.shared;
         let (vk_format, ty, view_type) = check_request(shared, dims, extent, channels, format)?;
-        let (image, allocation) = create_image(shared, ty, vk_format, extent)?;
-        // From here the inner value owns everything: a failure below drops it and cleans up.
-        let mut inner = ImageInner {
-            shared: shared.clone(),
-            image,
-            view: vk::ImageView::null(),
-            sampler: vk::Sampler::null(),
-            allocation: Mutex::new(None),
-            dims,
-            extent,
-            channels,
-            format,
-        };
-        let device = &shared.device;
-        let api = api_lock();
-        // SAFETY: the memory was allocated for this image's requirements and is unbound.
-        unsafe { device.bind_image_memory(image, allocation.memory(), allocation.offset()) }
-            .map_err(vkerr("vkBindImageMemory"))?;
-        *inner
-            .allocation
-            .get_mut()
-            .unwrap_or_else(|e| e.into_inner()) = Some(allocation);
-        let view_info = vk::ImageViewCreateInfo::default()
-            .image(image)
-            .view_type(view_type)
-            .format(vk_format)
-            .subresource_range(COLOR_RANGE);
-        // SAFETY: a view of the live, bound image, with its format and a compatible type.
-        inner.view = unsafe { device.create_image_view(&view_info, None) }
-            .map_err(vkerr("vkCreateImageView"))?;
-        // SAFETY: a plain creation on the live device.
-        inner.sampler = unsafe { device.create_sampler(&nearest_clamped(), None) }
-            .map_err(vkerr("vkCreateSampler"))?;
-        drop(api);
-        to_general_layout(shared, image)?;
+        let objects = create_objects(shared, ty, vk_format, view_type, extent)?;
         Ok(Image {
-            inner: Arc::new(inner),
+            inner: Arc::new(ImageInner {
+                shared: shared.clone(),
+                image: objects.image,
+                view: objects.view,
+                sampler: objects.sampler,
+                allocation: Mutex::new(Some(objects.allocation)),
+                dims,
+                extent,
+                channels,
+                format,
+            }),
         })
     }
 
@@ -424,17 +329,9 @@ impl Image {
             s[..bytes.len()].copy_from_slice(&bytes);
         }
         let region = self.region();
-        // SAFETY: `cmd` is recording (one_shot's contract); the staging buffer holds the image's
-        // bytes and outlives the wait; the image is live and in GENERAL layout.
-        let r = shared.one_shot(|cmd| unsafe {
-            shared.device.cmd_copy_buffer_to_image(
-                cmd,
-                staging,
-                self.inner.image,
-                vk::ImageLayout::GENERAL,
-                &[region],
-            )
-        });
+        // SAFETY: the staging buffer holds the image's bytes and outlives the wait; the image
+        // is live (`self`) and in GENERAL layout.
+        let r = unsafe { copy_buffer_to_image(shared, staging, self.inner.image, region) };
         free_buffer(shared, staging, Some(alloc));
         Ok(r?)
     }
@@ -456,17 +353,9 @@ impl Image {
             "vkprism image readback",
         )?;
         let region = self.region();
-        // SAFETY: `cmd` is recording (one_shot's contract); the staging buffer is large enough
-        // for every texel and outlives the wait; the image is live and in GENERAL layout.
-        let r = shared.one_shot(|cmd| unsafe {
-            shared.device.cmd_copy_image_to_buffer(
-                cmd,
-                self.inner.image,
-                vk::ImageLayout::GENERAL,
-                staging,
-                &[region],
-            )
-        });
+        // SAFETY: the staging buffer is large enough for every texel, outlives the wait and is
+        // read only after it; the image is live (`self`) and in GENERAL layout.
+        let r = unsafe { copy_image_to_buffer(shared, self.inner.image, staging, region) };
         let out = alloc
             .mapped_slice()
             .and_then(|s| decode_f32(self.inner.format, &s[..size as usize]));

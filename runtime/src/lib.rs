@@ -17,11 +17,19 @@
 //! - [`Error`]: any error, sorted by what the caller can do (fix the call, recreate the context
 //!   after device loss, free memory, look at the system); each module has its own enum.
 //!
-//! Layers: `device/` is a thin `unsafe` layer over ash that takes plain parameters (no variant
-//! policy); [`context`] and the modules above it are the checked safe layer, which checks
-//! everything the driver would otherwise trust. Every `unsafe` block says why it is sound. The
-//! escape hatches: `Tensor::raw_buffer` (safe to call; using the handle is where `unsafe`
-//! starts) and the `unsafe fn Context::raw` (the ash instance and device).
+//! Layers: `device/` is the raw layer, a thin layer over ash that makes every ash call of the
+//! runtime; its functions take plain parameters (no variant policy), take the API lock
+//! themselves and undo partial creation themselves, and those whose soundness rests on the
+//! caller (handles alive, not in use by the GPU, a command buffer recording, SPIR-V checked) are
+//! `unsafe fn`s with their contract. [`context`] and the modules beside it (tensors, images,
+//! pipelines, command lists, the pipeline cache) are the checked safe layer: they check
+//! everything the driver would otherwise trust and make no ash call; their few `unsafe` blocks
+//! call those `unsafe fn`s (mostly "this handle is alive and the GPU is done with it", and the
+//! `unsafe` recording of a checked dispatch in `command/dispatch.rs`). What the runtime reads
+//! from SPIR-V (the checks before a module reaches the driver, shared memory per
+//! specialization) is `spirv.rs`. Every `unsafe` block says why it is sound. The escape
+//! hatches: `Tensor::raw_buffer` (safe to call; using the handle is where `unsafe` starts) and
+//! the `unsafe fn Context::raw` (the ash instance and device).
 
 #![deny(missing_docs)]
 #![deny(clippy::undocumented_unsafe_blocks)]
@@ -61,7 +69,7 @@ mod image;
 mod kernel;
 pub mod pipeline;
 pub mod select;
-mod shared_memory;
+mod spirv;
 mod statistics;
 pub mod tensor;
 

@@ -2,8 +2,7 @@
 //! its compute pipelines, cached per (specialization values, workgroup size, subgroup size).
 //! The on-disk `VkPipelineCache` is `cache.rs`.
 
-use crate::cache::CACHE_LOCK;
-use crate::device::{api_lock, vkerr, Shared};
+use crate::device::{create_compute_pipeline, create_layouts, destroy_kernel, Shared};
 use crate::kernel::{Kernel, SpecConstants};
 use crate::select::{force_variant, select_variant, Options, SelectError, Selection};
 use ash::vk;
@@ -161,19 +160,19 @@ impl<K: Kernel> Drop for LoadedKernel<K> {
             // A pipeline may be bound by work the GPU did not finish: leak (see `Shared`).
             return;
         }
-        let d = &self.shared.device;
-        let _api = api_lock();
         let pipelines = self.pipelines.get_mut().unwrap_or_else(|e| e.into_inner());
+        let pipelines = pipelines.drain().map(|(_, p)| p);
         // SAFETY: these objects are this kernel's alone; every command list that bound one of
         // its pipelines holds an Arc of this kernel and waits for its work before dropping it,
         // so none is in use now.
         unsafe {
-            for (_, p) in pipelines.drain() {
-                d.destroy_pipeline(p, None);
-            }
-            d.destroy_pipeline_layout(self.layout, None);
-            d.destroy_descriptor_set_layout(self.set_layout, None);
-            d.destroy_shader_module(self.module, None);
+            destroy_kernel(
+                &self.shared,
+                pipelines,
+                self.layout,
+                self.set_layout,
+                self.module,
+            )
         }
     }
 }
@@ -190,211 +189,15 @@ pub(crate) fn descriptor_type(kind: BindingKind) -> vk::DescriptorType {
 
 /// Bytes of the kernel's push-constant range: the block's size rounded up to 4, as Vulkan
 /// requires of a range (and as the generated `PushConstants` struct is padded).
-fn push_range(info: &KernelInfo) -> u32 {
+pub(crate) fn push_range(info: &KernelInfo) -> u32 {
     info.push_constants
         .map(|p| p.size.div_ceil(4) * 4)
         .unwrap_or(0)
 }
 
-/// The driver trusts the words it is given: check what makes them a compute module vkprism can
-/// use, cheaply (one pass over the words): the header (magic, a SPIR-V version up to 1.6, an id
-/// bound), well-formed instructions (no zero length, none running past the end), an
-/// `OpEntryPoint GLCompute "main"`, `reads_num_workgroups` set where the module decorates
-/// `NumWorkgroups`, and a push-constant block exactly where the kernel declares push constants
-/// (its last member starting inside the declared range). Not a full `spirv-val`: the [`Kernel`] contract covers
-/// the rest.
-fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
-    let bad = |why| Error::BadSpirv {
-        kernel: info.name,
-        variant: variant.key.name(),
-        why,
-    };
-    check_header(variant.spirv).map_err(bad)?;
-    let facts = scan_module(variant.spirv).map_err(bad)?;
-    if !facts.entry {
-        return Err(bad("no OpEntryPoint GLCompute named \"main\""));
-    }
-    if facts.num_workgroups && !variant.reads_num_workgroups {
-        // A split dispatch would show the shader the wrong gl_NumWorkGroups.
-        return Err(bad(
-            "it reads gl_NumWorkGroups (BuiltIn NumWorkgroups) but the variant says it does not",
-        ));
-    }
-    check_push_block(&facts, push_range(info)).map_err(|why| Error::PushConstantsMismatch {
-        kernel: info.name,
-        variant: variant.key.name(),
-        why,
-    })
-}
-
-/// The 5-word header: magic, a version from 1.0 to 1.6, a plausible id bound, schema 0.
-fn check_header(w: &[u32]) -> Result<(), &'static str> {
-    if w.len() < 5 {
-        return Err("shorter than the 5-word header");
-    }
-    if w[0] != SPIRV_MAGIC {
-        return Err("no SPIR-V magic number (or words of the wrong endianness)");
-    }
-    let (major, minor) = ((w[1] >> 16) & 0xff, (w[1] >> 8) & 0xff);
-    if major != 1 || minor > 6 || w[1] & 0xff00_00ff != 0 {
-        return Err("not a SPIR-V version from 1.0 to 1.6");
-    }
-    let bound = w[3];
-    if bound == 0 || bound > 1 << 22 || w[4] != 0 {
-        return Err("an id bound of 0 or over 4194304, or a nonzero schema word");
-    }
-    Ok(())
-}
-
-/// What [`check_spirv`] needs to know of a module, from one pass over its instructions.
-#[derive(Default)]
-struct ModuleFacts {
-    /// An `OpEntryPoint GLCompute "main"`.
-    entry: bool,
-    /// Something is decorated `BuiltIn NumWorkgroups`.
-    num_workgroups: bool,
-    /// (pointer id, pointee) of push-constant pointer types.
-    pointers: Vec<(u32, u32)>,
-    /// Pointer types of push-constant variables.
-    push_vars: Vec<u32>,
-    /// (struct id, member offset) of every member offset decoration.
-    offsets: Vec<(u32, u32)>,
-}
-
-/// Walks the instructions after the header (`w` passed [`check_header`]).
-fn scan_module(w: &[u32]) -> Result<ModuleFacts, &'static str> {
-    const OP_ENTRY_POINT: u32 = 15;
-    const OP_DECORATE: u32 = 71;
-    const OP_MEMBER_DECORATE: u32 = 72;
-    const DECORATION_BUILTIN: u32 = 11;
-    const BUILTIN_NUM_WORKGROUPS: u32 = 24;
-    const OP_VARIABLE: u32 = 59;
-    const OP_TYPE_POINTER: u32 = 32;
-    const EXECUTION_MODEL_GLCOMPUTE: u32 = 5;
-    const STORAGE_CLASS_PUSH_CONSTANT: u32 = 9;
-    const DECORATION_OFFSET: u32 = 35;
-    let mut facts = ModuleFacts::default();
-    for ins in instructions(w) {
-        let (op, ins) = ins?;
-        let count = ins.len();
-        match op {
-            // "main\0" packed little-endian: 'm' 'a' 'i' 'n', then a NUL word.
-            OP_ENTRY_POINT
-                if count >= 4
-                    && ins[1] == EXECUTION_MODEL_GLCOMPUTE
-                    && ins[3..].starts_with(&[0x6e69_616d, 0]) =>
-            {
-                facts.entry = true;
-            }
-            OP_TYPE_POINTER if count == 4 && ins[2] == STORAGE_CLASS_PUSH_CONSTANT => {
-                facts.pointers.push((ins[1], ins[3]))
-            }
-            OP_VARIABLE if count >= 4 && ins[3] == STORAGE_CLASS_PUSH_CONSTANT => {
-                facts.push_vars.push(ins[1])
-            }
-            OP_MEMBER_DECORATE if count >= 5 && ins[3] == DECORATION_OFFSET => {
-                facts.offsets.push((ins[1], ins[4]))
-            }
-            OP_DECORATE
-                if count >= 4
-                    && ins[2] == DECORATION_BUILTIN
-                    && ins[3] == BUILTIN_NUM_WORKGROUPS =>
-            {
-                facts.num_workgroups = true
-            }
-            OP_MEMBER_DECORATE
-                if count >= 5
-                    && ins[3] == DECORATION_BUILTIN
-                    && ins[4] == BUILTIN_NUM_WORKGROUPS =>
-            {
-                facts.num_workgroups = true
-            }
-            _ => {}
-        }
-    }
-    Ok(facts)
-}
-
-/// The instructions after a module's 5-word header: each opcode with the whole instruction
-/// (its first word included), or an error at the first of length 0 or running past the end
-/// (and nothing after it).
-pub(crate) fn instructions(
-    w: &[u32],
-) -> impl Iterator<Item = Result<(u32, &[u32]), &'static str>> + '_ {
-    let mut i = 5;
-    std::iter::from_fn(move || {
-        let first = *w.get(i)?;
-        let count = (first >> 16) as usize;
-        if count == 0 || i + count > w.len() {
-            i = w.len();
-            return Some(Err("an instruction of length 0 or running past the end"));
-        }
-        let ins = &w[i..i + count];
-        i += count;
-        Some(Ok((first & 0xffff, ins)))
-    })
-}
-
-/// A push-constant block exactly where the kernel declares `range` bytes of push constants, its
-/// last member starting inside them.
-fn check_push_block(facts: &ModuleFacts, range: u32) -> Result<(), String> {
-    let block = facts
-        .pointers
-        .iter()
-        .find(|(ptr, _)| facts.push_vars.contains(ptr))
-        .map(|(_, pointee)| *pointee);
-    match (block, range) {
-        (None, 0) => Ok(()),
-        (Some(_), 0) => Err(
-            "the SPIR-V has a push-constant block, but the kernel declares no push constants".into(),
-        ),
-        (None, r) => Err(format!(
-            "the kernel declares {r} bytes of push constants, but the SPIR-V has no push-constant block"
-        )),
-        (Some(block), r) => {
-            let last = facts
-                .offsets
-                .iter()
-                .filter(|(s, _)| *s == block)
-                .map(|(_, o)| *o)
-                .max()
-                .unwrap_or(0);
-            if last >= r {
-                return Err(format!(
-                    "the kernel declares {r} bytes of push constants, but the SPIR-V's block has a member at byte {last}"
-                ));
-            }
-            Ok(())
-        }
-    }
-}
-
-/// The shader module, descriptor-set layout (set 0, one descriptor per binding) and pipeline
-/// layout (with a push-constant range of `push_range` bytes, if any) of `variant`. On an error,
-/// what was made is destroyed.
-///
-/// # Safety
-/// `variant.spirv` passed [`check_spirv`]; the caller destroys the objects before `shared`'s
-/// device goes.
-unsafe fn create_layouts(
-    shared: &Shared,
-    variant: &VariantInfo,
-    push_range: u32,
-) -> Result<
-    (
-        vk::ShaderModule,
-        vk::DescriptorSetLayout,
-        vk::PipelineLayout,
-    ),
-    Error,
-> {
-    let d = &shared.device;
-    let _api = api_lock();
-    let code = vk::ShaderModuleCreateInfo::default().code(variant.spirv);
-    // SAFETY: the words start with a SPIR-V header (the caller's contract).
-    let module =
-        unsafe { d.create_shader_module(&code, None) }.map_err(vkerr("vkCreateShaderModule"))?;
-    let bindings: Vec<_> = variant
+/// The descriptor-set layout's bindings of `variant` (set 0, one descriptor per binding).
+fn layout_bindings(variant: &VariantInfo) -> Vec<vk::DescriptorSetLayoutBinding<'static>> {
+    variant
         .bindings
         .iter()
         .map(|b| {
@@ -404,42 +207,9 @@ unsafe fn create_layouts(
                 .descriptor_count(1)
                 .stage_flags(vk::ShaderStageFlags::COMPUTE)
         })
-        .collect();
-    let set_info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
-    // SAFETY: a plain creation; `bindings` lives until the call returns.
-    let set_layout = match unsafe { d.create_descriptor_set_layout(&set_info, None) } {
-        Ok(l) => l,
-        Err(e) => {
-            // SAFETY: the module was just made and nothing uses it.
-            unsafe { d.destroy_shader_module(module, None) };
-            return Err(vkerr("vkCreateDescriptorSetLayout")(e).into());
-        }
-    };
-    let ranges = [vk::PushConstantRange {
-        stage_flags: vk::ShaderStageFlags::COMPUTE,
-        offset: 0,
-        size: push_range,
-    }];
-    let layouts = [set_layout];
-    let mut info = vk::PipelineLayoutCreateInfo::default().set_layouts(&layouts);
-    if push_range > 0 {
-        info = info.push_constant_ranges(&ranges);
-    }
-    // SAFETY: a plain creation; `layouts` and `ranges` live until the call returns.
-    match unsafe { d.create_pipeline_layout(&info, None) } {
-        Ok(layout) => Ok((module, set_layout, layout)),
-        Err(e) => {
-            // SAFETY: both were just made and nothing uses them.
-            unsafe {
-                d.destroy_descriptor_set_layout(set_layout, None);
-                d.destroy_shader_module(module, None);
-            }
-            Err(vkerr("vkCreatePipelineLayout")(e).into())
-        }
-    }
+        .collect()
 }
 
-const SPIRV_MAGIC: u32 = 0x0723_0203;
 impl<K: Kernel> LoadedKernel<K> {
     /// Chooses `K`'s variant as `load` says (else by `context_options`), and makes its module
     /// and layouts.
@@ -458,7 +228,7 @@ impl<K: Kernel> LoadedKernel<K> {
             }
         };
         let variant = &K::INFO.variants[selection.index];
-        check_spirv(K::INFO, variant)?;
+        crate::spirv::check_spirv(K::INFO, variant)?;
         let push_range = push_range(K::INFO);
         let limit = features.limits.max_push_constants_size;
         if push_range > limit {
@@ -468,9 +238,12 @@ impl<K: Kernel> LoadedKernel<K> {
                 limit,
             });
         }
+        let bindings = layout_bindings(variant);
         // SAFETY: the words passed `check_spirv`, and the driver checks the rest (with the
-        // validation layer in tests); the objects are owned by the returned kernel.
-        let (module, set_layout, layout) = unsafe { create_layouts(shared, variant, push_range)? };
+        // validation layer in tests); the objects are owned by the returned kernel, which
+        // destroys them (on drop) before its `shared` goes.
+        let (module, set_layout, layout) =
+            unsafe { create_layouts(shared, variant.spirv, &bindings, push_range)? };
         Ok(Arc::new(LoadedKernel {
             dispatch_base: !variant.reads_num_workgroups,
             shared: shared.clone(),
@@ -553,8 +326,18 @@ impl<K: Kernel> LoadedKernel<K> {
                 self.check_shared_memory(&key.0)?;
                 self.shared.check_usable()?;
                 // SAFETY: the module and layout are this kernel's and alive; the new pipeline
-                // goes into the kernel's cache, which destroys it with the kernel.
-                let p = unsafe { self.create_pipeline(&key.0, desc.subgroup_size)? };
+                // goes into the kernel's cache, which destroys it with the kernel, before the
+                // layout and module; the subgroup size was checked by `check_desc`.
+                let p = unsafe {
+                    create_compute_pipeline(
+                        &self.shared,
+                        self.module,
+                        self.layout,
+                        &key.0,
+                        desc.subgroup_size,
+                        self.dispatch_base,
+                    )?
+                };
                 cache.insert(key, p);
                 p
             }
@@ -608,10 +391,10 @@ impl<K: Kernel> LoadedKernel<K> {
     }
 
     /// The variant's shared memory with these specialization entries, against the device's
-    /// limit (no check where the module's sizes can't be evaluated: see `shared_memory`).
+    /// limit (no check where the module's sizes can't be evaluated: see `spirv::workgroup_bytes`).
     fn check_shared_memory(&self, entries: &[(u32, u32)]) -> Result<(), Error> {
         let limit = self.shared.features.limits.max_compute_shared_memory_size;
-        match crate::shared_memory::workgroup_bytes(self.variant.spirv, entries) {
+        match crate::spirv::workgroup_bytes(self.variant.spirv, entries) {
             Some(bytes) if bytes > u64::from(limit) => Err(Error::SharedMemoryTooLarge {
                 kernel: K::INFO.name,
                 variant: self.variant.key.name(),
@@ -620,65 +403,6 @@ impl<K: Kernel> LoadedKernel<K> {
             }),
             _ => Ok(()),
         }
-    }
-
-    /// `vkCreateComputePipelines` with these (sorted) specialization entries, 4 bytes each.
-    ///
-    /// # Safety
-    /// The caller destroys the pipeline before the kernel's layout and module go.
-    unsafe fn create_pipeline(
-        &self,
-        entries: &[(u32, u32)],
-        subgroup_size: Option<u32>,
-    ) -> Result<vk::Pipeline, Error> {
-        let map: Vec<vk::SpecializationMapEntry> = entries
-            .iter()
-            .enumerate()
-            .map(|(i, (id, _))| vk::SpecializationMapEntry {
-                constant_id: *id,
-                offset: i as u32 * 4,
-                size: 4,
-            })
-            .collect();
-        let data: Vec<u8> = entries.iter().flat_map(|(_, v)| v.to_le_bytes()).collect();
-        let spec_info = vk::SpecializationInfo::default()
-            .map_entries(&map)
-            .data(&data);
-        let mut required = vk::PipelineShaderStageRequiredSubgroupSizeCreateInfo::default()
-            .required_subgroup_size(subgroup_size.unwrap_or(0));
-        let mut stage = vk::PipelineShaderStageCreateInfo::default()
-            .stage(vk::ShaderStageFlags::COMPUTE)
-            .module(self.module)
-            .name(c"main")
-            .specialization_info(&spec_info);
-        if subgroup_size.is_some() {
-            stage = stage.push_next(&mut required);
-        }
-        let mut flags = if self.dispatch_base {
-            vk::PipelineCreateFlags::DISPATCH_BASE
-        } else {
-            vk::PipelineCreateFlags::empty()
-        };
-        if self.shared.pipeline_statistics {
-            flags |= vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR;
-        }
-        let info = vk::ComputePipelineCreateInfo::default()
-            .flags(flags)
-            .stage(stage)
-            .layout(self.layout);
-        // The API lock before any other lock (see `api_lock`).
-        let _api = api_lock();
-        let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-        // SAFETY: everything `info` points to lives until the call returns; the pipeline cache
-        // is externally synchronized by CACHE_LOCK; the subgroup size was checked against the
-        // device by `check_desc`.
-        let pipelines = unsafe {
-            self.shared
-                .device
-                .create_compute_pipelines(self.shared.pipeline_cache, &[info], None)
-        }
-        .map_err(|(_, e)| vkerr("vkCreateComputePipelines")(e))?;
-        Ok(pipelines[0])
     }
 }
 
@@ -723,76 +447,6 @@ impl<K: Kernel> Pipeline<K> {
     /// The loaded kernel this pipeline belongs to.
     pub fn kernel(&self) -> &Arc<LoadedKernel<K>> {
         &self.kernel
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn spirv_checks_refuse_what_is_not_a_compute_module() {
-        use vkprism_core::{FloatMode, VariantKey};
-        fn check(words: &'static [u32], push: Option<u32>) -> Result<(), Error> {
-            let variants: &'static [VariantInfo] = Box::leak(Box::new([VariantInfo {
-                key: VariantKey::new(FloatMode::Fp32),
-                spirv: words,
-                bindings: &[],
-                cooperative_matrices: &[],
-                device_facts: &[],
-                reads_num_workgroups: false,
-                vulkan_version: vkprism_core::api_version(1, 1),
-                capabilities_require: vkprism_core::FeatureSet::EMPTY,
-                tested_facts: &[],
-            }]));
-            let info = KernelInfo {
-                name: "k",
-                variants,
-                push_constants: push.map(|size| vkprism_core::PushConstantInfo { size }),
-                spec_constants: &[],
-                local_size: [vkprism_core::LocalSizeDim {
-                    default: 1,
-                    spec_id: None,
-                }; 3],
-            };
-            check_spirv(&info, &variants[0])
-        }
-        fn leak(w: Vec<u32>) -> &'static [u32] {
-            Box::leak(w.into_boxed_slice())
-        }
-        let header = vec![SPIRV_MAGIC, 0x0001_0300, 0, 100, 0];
-        // OpEntryPoint GLCompute %1 "main" (count 5: opcode word, model, id, "main", NUL).
-        let entry = [(5 << 16) | 15, 5, 1, 0x6e69_616d, 0];
-        let why = |r: Result<(), Error>| match r {
-            Err(Error::BadSpirv { why, .. }) => why,
-            other => panic!("{other:?}"),
-        };
-        let mut ok = header.clone();
-        ok.extend(entry);
-        assert!(check(leak(ok.clone()), None).is_ok());
-        assert!(why(check(leak(header.clone()), None)).contains("OpEntryPoint"));
-        let mut v = ok.clone();
-        v[1] = 0x0002_0000;
-        assert!(why(check(leak(v), None)).contains("version"));
-        let mut v = ok.clone();
-        v[3] = 0;
-        assert!(why(check(leak(v), None)).contains("bound"));
-        let mut v = ok.clone();
-        v.push(9 << 16);
-        assert!(why(check(leak(v), None)).contains("past the end"));
-        let mut v = ok.clone();
-        v[5] = (5 << 16) | 15;
-        v[8] = 0x6e69_616e; // "nain"
-        assert!(why(check(leak(v), None)).contains("OpEntryPoint"));
-        // Reads gl_NumWorkGroups without saying so.
-        let mut v = ok.clone();
-        v.extend([(4 << 16) | 71, 7, 11, 24]);
-        assert!(why(check(leak(v), None)).contains("gl_NumWorkGroups"));
-        // Push constants declared but no block in the module.
-        assert!(matches!(
-            check(leak(ok), Some(16)),
-            Err(Error::PushConstantsMismatch { .. })
-        ));
     }
 }
 

@@ -2,7 +2,7 @@
 //! per invocation, shared memory, spills, under the names the driver gives them. For tuning
 //! kernels: what bounds a kernel's occupancy is in here, not in the SPIR-V.
 
-use crate::device::{api_lock, vkerr, Error};
+use crate::device::Error;
 use crate::kernel::Kernel;
 use crate::pipeline::Pipeline;
 use ash::vk;
@@ -54,30 +54,20 @@ impl<K: Kernel> Pipeline<K> {
         if !shared.pipeline_statistics {
             return Ok(Vec::new());
         }
-        let _api = api_lock();
-        let ext =
-            ash::khr::pipeline_executable_properties::Device::new(&shared.instance, &shared.device);
-        let info = vk::PipelineInfoKHR::default().pipeline(self.pipeline);
+        let mut out = Vec::new();
         // SAFETY: the extension and its feature are enabled (`shared.pipeline_statistics`), and
         // the pipeline is alive (this `Pipeline` holds its kernel, which outlives it).
-        let executables = unsafe { ext.get_pipeline_executable_properties(&info) }
-            .map_err(vkerr("vkGetPipelineExecutablePropertiesKHR"))?;
-        let mut out = Vec::new();
-        for (index, executable) in executables.iter().enumerate() {
-            let which = vk::PipelineExecutableInfoKHR::default()
-                .pipeline(self.pipeline)
-                .executable_index(index as u32);
-            // SAFETY: as above; the index is one the driver just listed.
-            let stats = unsafe { ext.get_pipeline_executable_statistics(&which) }
-                .map_err(vkerr("vkGetPipelineExecutableStatisticsKHR"))?;
-            let name = text(&executable.name);
-            out.extend(stats.iter().map(|s| PipelineStatistic {
-                executable: name.clone(),
-                name: text(&s.name),
-                description: text(&s.description),
-                value: value(s),
-            }));
-        }
+        unsafe {
+            crate::device::pipeline_statistics(shared, self.pipeline, |executable, stats| {
+                let name = text(&executable.name);
+                out.extend(stats.iter().map(|s| PipelineStatistic {
+                    executable: name.clone(),
+                    name: text(&s.name),
+                    description: text(&s.description),
+                    value: value(s),
+                }));
+            })
+        }?;
         Ok(out)
     }
 }

@@ -5,7 +5,9 @@
 //! still read cannot be freed (the last clone frees it, after the list's work has finished).
 
 use crate::convert::{decode_f32, encode_f32};
-use crate::device::{api_lock, vkerr, Shared};
+use crate::device::{
+    allocate_memory_counted, copy_buffer, copy_buffer_submit, free_buffer, Shared,
+};
 use crate::Context;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -93,40 +95,6 @@ impl Drop for TensorInner {
     }
 }
 
-/// Frees a buffer's memory (if any) and destroys the buffer; leaks both when the context is
-/// poisoned (the GPU may still use them).
-pub(crate) fn free_buffer(shared: &Shared, buffer: vk::Buffer, allocation: Option<Allocation>) {
-    if shared.is_poisoned() {
-        return;
-    }
-    if let Some(a) = allocation {
-        free_memory(shared, a);
-    }
-    let _api = api_lock();
-    // SAFETY: the caller owns `buffer` and no GPU work uses it any more (tensors are freed by
-    // their last Arc, which command lists hold until their work is done; staging buffers after
-    // their one-shot copy was waited for; after a timeout nothing is freed, above).
-    unsafe { shared.device.destroy_buffer(buffer, None) };
-}
-
-/// Returns an allocation's memory to the allocator, and its bytes to its heap's count.
-pub(crate) fn free_memory(shared: &Shared, a: Allocation) {
-    let heap = shared.heap_of(u32::MAX, a.memory_properties());
-    let size = a.size();
-    // The API lock before any other lock (see `api_lock`).
-    let _api = api_lock();
-    if let Some(alloc) = shared
-        .allocator
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_mut()
-    {
-        if alloc.free(a).is_ok() {
-            shared.count_heap(heap, size, false);
-        }
-    }
-}
-
 /// Refuses an allocation of `requirements` at `location` that fits no heap it could go to
 /// (see `Shared::heap_room`).
 pub(crate) fn check_budget(
@@ -164,22 +132,8 @@ pub(crate) fn allocate_checked(
     shared: &Shared,
     desc: &AllocationCreateDesc<'_>,
 ) -> Result<Allocation, Error> {
-    // The API lock before any other lock (see `api_lock`).
-    let _api = api_lock();
     check_budget(shared, &desc.requirements, desc.location)?;
-    let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
-    let Some(allocator) = guard.as_mut() else {
-        return Err(Error::Allocation("allocator is gone".into()));
-    };
-    let a = allocator
-        .allocate(desc)
-        .map_err(|e| Error::Allocation(e.to_string()))?;
-    shared.count_heap(
-        shared.heap_of(u32::MAX, a.memory_properties()),
-        a.size(),
-        true,
-    );
-    Ok(a)
+    allocate_memory_counted(shared, desc).map_err(Error::Allocation)
 }
 
 /// A buffer and its memory, created and bound (used for tensors and staging).
@@ -199,40 +153,13 @@ pub(crate) fn create_buffer(
         });
     }
     shared.check_usable()?;
-    let device = &shared.device;
-    let api = api_lock();
-    // SAFETY: a plain creation on the live device; the size was checked against
-    // maxMemoryAllocationSize above.
-    let buffer = unsafe {
-        device.create_buffer(
-            &vk::BufferCreateInfo::default()
-                .size(size)
-                .usage(usage)
-                .sharing_mode(vk::SharingMode::EXCLUSIVE),
-            None,
-        )
+    // SAFETY: the size is nonzero (tensors, staging chunks and images hold at least one
+    // element) and was checked against maxMemoryAllocationSize above.
+    unsafe {
+        crate::device::create_buffer(shared, size, usage, |buffer, requirements| {
+            allocate_memory(shared, buffer, requirements, size, location, name)
+        })
     }
-    .map_err(vkerr("vkCreateBuffer"))?;
-    drop(api);
-    let allocation = match allocate_memory(shared, buffer, size, location, name) {
-        Ok(a) => a,
-        Err(e) => {
-            let _api = api_lock();
-            // SAFETY: the buffer was just made and nothing uses it.
-            unsafe { device.destroy_buffer(buffer, None) };
-            return Err(e);
-        }
-    };
-    let api = api_lock();
-    // SAFETY: the memory was allocated for this buffer's requirements and is unbound.
-    let bound =
-        unsafe { device.bind_buffer_memory(buffer, allocation.memory(), allocation.offset()) };
-    drop(api);
-    if let Err(e) = bound {
-        free_buffer(shared, buffer, Some(allocation));
-        return Err(vkerr("vkBindBufferMemory")(e).into());
-    }
-    Ok((buffer, allocation))
 }
 
 /// Which way a kept staging buffer carries data.
@@ -300,19 +227,15 @@ fn tensor_buffer(
     create_buffer(shared, size, usage, MemoryLocation::GpuOnly, NAME)
 }
 
-/// Memory for `buffer` (of `size` bytes) at `location`, not yet bound.
+/// Memory for `buffer` (of `size` bytes, needing `requirements`) at `location`, not yet bound.
 fn allocate_memory(
     shared: &Shared,
     buffer: vk::Buffer,
+    requirements: vk::MemoryRequirements,
     size: u64,
     location: MemoryLocation,
     name: &str,
 ) -> Result<Allocation, Error> {
-    let requirements = {
-        let _api = api_lock();
-        // SAFETY: `buffer` is a live buffer of this device (the caller just made it).
-        unsafe { shared.device.get_buffer_memory_requirements(buffer) }
-    };
     allocate_checked(
         shared,
         &AllocationCreateDesc {
@@ -574,14 +497,11 @@ impl Tensor {
                 dst_offset: i as u64 * chunk_size,
                 size: chunk.len() as u64,
             };
-            // SAFETY: `cmd` is recording (one_shot's contract); both buffers are live until the
-            // copy was waited for (the staging buffer is kept by `Shared`, locked meanwhile), and
-            // the region lies inside both (a chunk of the tensor, at most a staging buffer).
-            shared.one_shot(|cmd| unsafe {
-                shared
-                    .device
-                    .cmd_copy_buffer(cmd, *staging, inner.buffer, &[region])
-            })?;
+            // SAFETY: both buffers are live until the copy was waited for (the staging buffer is
+            // kept by `Shared`, locked meanwhile), the region lies inside both (a chunk of the
+            // tensor, at most a staging buffer), and the host does not touch the tensor's memory
+            // (it is not mapped, or this copy would not be staged).
+            unsafe { copy_buffer(shared, *staging, inner.buffer, region) }?;
         }
         Ok(())
     }
@@ -636,16 +556,12 @@ impl Tensor {
                 dst_offset: 0,
                 size: size as u64,
             };
-            // SAFETY: `cmd` is recording (one_shot_submit's contract); both buffers are live
-            // until the copy is finished (the readback buffers are kept by `Shared`, locked by
-            // our caller meanwhile; `self` holds the tensor), and the region lies inside both
-            // (a chunk of the tensor, at most a staging buffer). The host reads buffer i % 2
-            // only once this copy is finished, and the next copy into it is submitted after.
-            shared.one_shot_submit(|cmd| unsafe {
-                shared
-                    .device
-                    .cmd_copy_buffer(cmd, self.inner.buffer, buffers[i % 2].0, &[region])
-            })
+            // SAFETY: both buffers are live until the copy is finished (the readback buffers are
+            // kept by `Shared`, locked by our caller meanwhile; `self` holds the tensor), and the
+            // region lies inside both (a chunk of the tensor, at most a staging buffer). The host
+            // reads buffer i % 2 only once this copy is finished, and the next copy into it is
+            // submitted after.
+            unsafe { copy_buffer_submit(shared, self.inner.buffer, buffers[i % 2].0, region) }
         };
         let mut chunks = out.chunks_mut(chunk_size as usize).enumerate().peekable();
         let Some((_, first)) = chunks.peek() else {

@@ -3,6 +3,7 @@
 //! the descriptors and records the commands the plan describes, trusting it.
 
 use super::{CommandList, Error, ResId};
+use crate::device::{record_dispatch, DispatchCommands};
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::{descriptor_type, LoadedKernel, Pipeline};
 use ash::vk;
@@ -247,25 +248,50 @@ impl CommandList {
     ) -> Result<(), Error> {
         let kernel = &pipeline.kernel;
         let set = self.allocate_set(kernel.set_layout)?;
-        // SAFETY: `set` is fresh from this list's pool with the kernel's layout, and `plan`
-        // pairs exactly that layout's bindings with live resources of this device.
-        unsafe { self.write_descriptors(set, &plan) };
+        let infos = descriptor_infos(&plan);
+        let descriptor_writes = descriptor_writes(set, &infos);
         let id = |(_, r): (&BindingInfo, Resource<'_>)| ResId::of(r);
         let writes = |(b, _): &(&BindingInfo, Resource<'_>)| b.access.writes();
         // A barrier when this dispatch reads or writes what an earlier one wrote (RAW, WAW), or
         // writes what an earlier one bound (WAR).
-        if plan.bound().map(id).any(|u| self.written.contains(&u))
+        let barrier = plan.bound().map(id).any(|u| self.written.contains(&u))
             || plan
                 .bound()
                 .filter(writes)
                 .map(id)
-                .any(|w| self.bound.contains(&w))
-        {
-            // SAFETY: the list is recording (every `CommandList` is until `finish`).
-            unsafe { self.record_barrier() };
+                .any(|w| self.bound.contains(&w));
+        // A timestamp per dispatch when timing per dispatch (`plan` checked there is room).
+        let timestamp = match (self.query_pool, self.query_capacity > 0) {
+            (Some(qp), true) => Some((qp, self.names.len() as u32 + 1)),
+            _ => None,
+        };
+        let commands = DispatchCommands {
+            writes: &descriptor_writes,
+            barrier,
+            pipeline: pipeline.pipeline,
+            layout: kernel.layout,
+            set,
+            push: plan.push,
+            groups: plan.groups,
+            split: plan.split,
+            timestamp,
+        };
+        // SAFETY: the list is recording (every `CommandList` is until `finish`) and only
+        // `&mut self` records into it; `set` is fresh from this list's pool with the kernel's
+        // set layout, and `plan` pairs exactly that layout's bindings with live resources of
+        // this device; the pipeline, its layout and the set are alive (the list keeps the
+        // kernel) and compatible (made from the kernel's layouts); the push bytes are exactly
+        // the layout's range; group counts fit the limits, or are split into pieces that do,
+        // on a pipeline made with DISPATCH_BASE (`dispatch_base`, checked by `plan`); the
+        // timestamp's query fits the list's pool (checked by `plan`). That is the plan's trust,
+        // the caller's contract.
+        unsafe { record_dispatch(&self.shared, self.cmd, &commands) };
+        if barrier {
+            // What earlier dispatches read and wrote is forgotten past the barrier.
+            self.written.clear();
+            self.bound.clear();
+            self.barriers += 1;
         }
-        // SAFETY: the plan's trust (the caller's contract) plus the set written above.
-        unsafe { self.record_dispatch(kernel, pipeline.pipeline, set, &plan) };
         self.written.extend(plan.bound().filter(writes).map(id));
         self.bound.extend(plan.bound().map(id));
         for (_, resource) in plan.bound() {
@@ -278,125 +304,33 @@ impl CommandList {
         self.names.push(K::INFO.name);
         Ok(())
     }
+}
 
-    /// Points `set`'s descriptors at the plan's resources (whole buffers; images in GENERAL).
-    ///
-    /// # Safety
-    /// `set` was allocated with the layout the plan was checked against, is not in use by the
-    /// GPU, and every resource belongs to this device.
-    unsafe fn write_descriptors(&self, set: vk::DescriptorSet, plan: &Plan<'_>) {
-        let infos: Vec<(&BindingInfo, DescriptorInfo)> = plan
-            .bound()
-            .map(|(b, resource)| (b, DescriptorInfo::new(b, resource)))
-            .collect();
-        let writes: Vec<vk::WriteDescriptorSet> = infos
-            .iter()
-            .map(|(b, info)| {
-                let write = vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(b.binding)
-                    .descriptor_type(descriptor_type(b.kind));
-                match info {
-                    DescriptorInfo::Buffer(i) => write.buffer_info(i),
-                    DescriptorInfo::Image(i) => write.image_info(i),
-                }
-            })
-            .collect();
-        // SAFETY: the caller's contract; the infos live until the call returns.
-        unsafe { self.shared.device.update_descriptor_sets(&writes, &[]) };
-    }
+/// What each of the plan's descriptors points at, with its binding.
+fn descriptor_infos(plan: &Plan<'_>) -> Vec<(&'static BindingInfo, DescriptorInfo)> {
+    plan.bound()
+        .map(|(b, resource)| (b, DescriptorInfo::new(b, resource)))
+        .collect()
+}
 
-    /// A compute-to-compute memory barrier; forgets what earlier dispatches read and wrote.
-    ///
-    /// # Safety
-    /// The list is recording.
-    unsafe fn record_barrier(&mut self) {
-        let mb = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
-        let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
-        // SAFETY: the caller guarantees the buffer is recording; the barrier names no handles.
-        unsafe {
-            self.shared.device.cmd_pipeline_barrier(
-                self.cmd,
-                stage,
-                stage,
-                vk::DependencyFlags::empty(),
-                &[mb],
-                &[],
-                &[],
-            )
-        };
-        self.written.clear();
-        self.bound.clear();
-        self.barriers += 1;
-    }
-
-    /// Binds the pipeline, set and push constants, and records the dispatch (its pieces when
-    /// split), then the per-dispatch timestamp if timing.
-    ///
-    /// # Safety
-    /// As [`CommandList::record`]; `set` holds the plan's descriptors.
-    unsafe fn record_dispatch<K: Kernel>(
-        &self,
-        kernel: &LoadedKernel<K>,
-        pipeline: vk::Pipeline,
-        set: vk::DescriptorSet,
-        plan: &Plan<'_>,
-    ) {
-        let (d, cmd) = (&self.shared.device, self.cmd);
-        let compute = vk::PipelineBindPoint::COMPUTE;
-        // SAFETY: the list is recording; pipeline, layout and set are alive (the list keeps the
-        // kernel) and compatible (made from the kernel's layouts); the push bytes are exactly
-        // the layout's range; group counts fit the limits, or are split into pieces that do,
-        // on a pipeline made with DISPATCH_BASE (`dispatch_base`, checked by `plan`).
-        unsafe {
-            d.cmd_bind_pipeline(cmd, compute, pipeline);
-            d.cmd_bind_descriptor_sets(cmd, compute, kernel.layout, 0, &[set], &[]);
-            if !plan.push.is_empty() {
-                let stage = vk::ShaderStageFlags::COMPUTE;
-                d.cmd_push_constants(cmd, kernel.layout, stage, 0, plan.push);
+/// The writes pointing `set`'s descriptors at `infos` (whole buffers; images in GENERAL).
+fn descriptor_writes<'a>(
+    set: vk::DescriptorSet,
+    infos: &'a [(&'static BindingInfo, DescriptorInfo)],
+) -> Vec<vk::WriteDescriptorSet<'a>> {
+    infos
+        .iter()
+        .map(|(b, info)| {
+            let write = vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(b.binding)
+                .descriptor_type(descriptor_type(b.kind));
+            match info {
+                DescriptorInfo::Buffer(i) => write.buffer_info(i),
+                DescriptorInfo::Image(i) => write.image_info(i),
             }
-            match plan.split {
-                Some(limit) => self.record_pieces(plan.groups, limit),
-                None => {
-                    let g = plan.groups.map(|g| g as u32);
-                    d.cmd_dispatch(cmd, g[0], g[1], g[2]);
-                }
-            }
-            if let (Some(qp), true) = (self.query_pool, self.query_capacity > 0) {
-                let bottom = vk::PipelineStageFlags::BOTTOM_OF_PIPE;
-                d.cmd_write_timestamp(cmd, bottom, qp, self.names.len() as u32 + 1);
-            }
-        }
-    }
-
-    /// An oversized grid as `vkCmdDispatchBase` pieces of at most `limit` groups each.
-    ///
-    /// # Safety
-    /// As [`CommandList::record_dispatch`], with a DISPATCH_BASE pipeline bound; every group
-    /// count fits in u32.
-    unsafe fn record_pieces(&self, groups: [u64; 3], limit: [u32; 3]) {
-        let g = groups.map(|g| g as u32);
-        let step = limit.map(|l| l.max(1));
-        for bz in (0..g[2]).step_by(step[2] as usize) {
-            for by in (0..g[1]).step_by(step[1] as usize) {
-                for bx in (0..g[0]).step_by(step[0] as usize) {
-                    let count = [
-                        step[0].min(g[0] - bx),
-                        step[1].min(g[1] - by),
-                        step[2].min(g[2] - bz),
-                    ];
-                    // SAFETY: the caller's contract; base + count stays within the grid.
-                    unsafe {
-                        self.shared
-                            .device
-                            .cmd_dispatch_base(self.cmd, bx, by, bz, count[0], count[1], count[2])
-                    };
-                }
-            }
-        }
-    }
+        })
+        .collect()
 }
 
 impl<'r> Plan<'r> {

@@ -13,7 +13,10 @@ mod error;
 
 pub use error::Error;
 
-use crate::device::{api_lock, vkerr, Shared};
+use crate::device::{
+    allocate_descriptor_set, cmd_start_timestamps, create_command_objects, create_descriptor_pool,
+    create_timestamp_pool, destroy_command_objects, end_recording, timestamps, vkerr, Shared,
+};
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::Pipeline;
 use crate::{Context, Image, Tensor};
@@ -95,58 +98,13 @@ const POOL_SIZES: [vk::DescriptorPoolSize; 4] = [
     },
 ];
 
-/// A descriptor pool for `SETS_PER_POOL` sets of `POOL_SIZES`.
-fn new_descriptor_pool(device: &ash::Device) -> Result<vk::DescriptorPool, Error> {
-    let info = vk::DescriptorPoolCreateInfo::default()
-        .max_sets(SETS_PER_POOL)
-        .pool_sizes(&POOL_SIZES);
-    // SAFETY: a plain creation on a live device; `info` points only at a static array.
-    unsafe { device.create_descriptor_pool(&info, None) }
-        .map_err(|e| vkerr("vkCreateDescriptorPool")(e).into())
-}
-
-/// A command pool of `shared`'s queue family, with one primary command buffer, and a fence.
-/// On an error nothing is left behind.
-fn create_command_objects(
-    shared: &Shared,
-) -> Result<(vk::CommandPool, vk::CommandBuffer, vk::Fence), Error> {
-    shared.check_usable()?;
-    let _api = api_lock();
-    let d = &shared.device;
-    let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
-    // SAFETY: a plain creation on the live device, for the family its queue has.
-    let pool =
-        unsafe { d.create_command_pool(&pool_info, None) }.map_err(vkerr("vkCreateCommandPool"))?;
-    let buffer_info = vk::CommandBufferAllocateInfo::default()
-        .command_pool(pool)
-        .command_buffer_count(1);
-    // SAFETY: `pool` was just made on this device and only this thread has it.
-    let allocated = unsafe { d.allocate_command_buffers(&buffer_info) }
-        .map_err(vkerr("vkAllocateCommandBuffers"));
-    let fence = allocated.and_then(|c| {
-        // SAFETY: a plain creation on the live device.
-        unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
-            .map(|f| (c[0], f))
-            .map_err(vkerr("vkCreateFence"))
-    });
-    match fence {
-        Ok((cmd, fence)) => Ok((pool, cmd, fence)),
-        Err(e) => {
-            // SAFETY: the pool was just made and nothing from it is in use (freeing the pool
-            // frees its buffer).
-            unsafe { d.destroy_command_pool(pool, None) };
-            Err(e.into())
-        }
-    }
-}
-
 impl CommandList {
     /// An empty list, recording.
     pub fn new(ctx: &Context) -> Result<CommandList, Error> {
         let shared = ctx.shared.clone();
+        shared.check_usable()?;
         let (pool, cmd, fence) = create_command_objects(&shared)?;
-        let d = &shared.device;
-        let list = CommandList {
+        Ok(CommandList {
             shared: shared.clone(),
             pool,
             cmd,
@@ -161,18 +119,10 @@ impl CommandList {
             written: Vec::new(),
             bound: Vec::new(),
             barriers: 0,
-            recording: false,
+            // `create_command_objects` began the buffer.
+            recording: true,
             runs: 0,
-        };
-        let api = api_lock();
-        // SAFETY: `cmd` is fresh from the list's own pool; if beginning fails, Drop cleans up
-        // (it ends the buffer only while `recording`, still false here).
-        unsafe { d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }
-            .map_err(vkerr("vkBeginCommandBuffer"))?;
-        drop(api);
-        let mut list = list;
-        list.recording = true;
-        Ok(list)
+        })
     }
 
     /// The same, timing every dispatch with GPU timestamps (up to `max_dispatches` of them, at
@@ -189,26 +139,12 @@ impl CommandList {
         {
             return Err(Error::NoTimestamps);
         }
-        let d = &list.shared.device;
-        let _api = api_lock();
-        // SAFETY: a plain creation on the list's live device.
-        let qp = unsafe {
-            d.create_query_pool(
-                &vk::QueryPoolCreateInfo::default()
-                    .query_type(vk::QueryType::TIMESTAMP)
-                    .query_count(max_dispatches + 1),
-                None,
-            )
-        }
-        .map_err(vkerr("vkCreateQueryPool"))?;
+        let qp = create_timestamp_pool(&list.shared, max_dispatches + 1)?;
         list.query_pool = Some(qp);
         list.query_capacity = max_dispatches;
         // SAFETY: the list is recording (it is until `finish`) and only this thread has it; the
         // query pool is the list's, with `max_dispatches + 1` queries.
-        unsafe {
-            d.cmd_reset_query_pool(list.cmd, qp, 0, max_dispatches + 1);
-            d.cmd_write_timestamp(list.cmd, vk::PipelineStageFlags::TOP_OF_PIPE, qp, 0);
-        }
+        unsafe { cmd_start_timestamps(&list.shared, list.cmd, qp, max_dispatches + 1) };
         Ok(list)
     }
 
@@ -240,7 +176,6 @@ impl CommandList {
         }
         self.shared.check_usable()?;
         let plan = self.plan(pipeline, bindings, push, global)?;
-        let _api = api_lock();
         // SAFETY: the plan was just made for this pipeline on this list, which is recording.
         unsafe { self.record(pipeline, plan) }
     }
@@ -250,25 +185,18 @@ impl CommandList {
         &mut self,
         layout: vk::DescriptorSetLayout,
     ) -> Result<vk::DescriptorSet, Error> {
-        let d = &self.shared.device;
         if self.sets_left == 0 {
-            self.descriptor_pools.push(new_descriptor_pool(d)?);
+            let pool = create_descriptor_pool(&self.shared, SETS_PER_POOL, &POOL_SIZES)?;
+            self.descriptor_pools.push(pool);
             self.sets_left = SETS_PER_POOL;
         }
         let pool = *self.descriptor_pools.last().expect("pushed above");
-        let layouts = [layout];
         // SAFETY: the pool is this list's (only `&mut self` allocates from it) and `layout` is a
         // live layout of the same device (the list keeps its kernel).
-        match unsafe {
-            d.allocate_descriptor_sets(
-                &vk::DescriptorSetAllocateInfo::default()
-                    .descriptor_pool(pool)
-                    .set_layouts(&layouts),
-            )
-        } {
+        match unsafe { allocate_descriptor_set(&self.shared, pool, layout) } {
             Ok(s) => {
                 self.sets_left -= 1;
-                Ok(s[0])
+                Ok(s)
             }
             // A pool can run out of one descriptor type before its set count: start a new one.
             Err(vk::Result::ERROR_OUT_OF_POOL_MEMORY | vk::Result::ERROR_FRAGMENTED_POOL)
@@ -296,35 +224,14 @@ impl CommandList {
 
     fn finish(&mut self) -> Result<(), Error> {
         if self.recording {
-            let d = &self.shared.device;
-            let _api = api_lock();
-            // SAFETY: `self.recording`: the buffer is recording and used only through `&mut self`;
-            // the barrier names no handles and the query pool is the list's.
-            unsafe {
-                // Shader writes become visible to the host (mapped tensors) and to later
-                // submissions.
-                let mb = vk::MemoryBarrier::default()
-                    .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-                    .dst_access_mask(
-                        vk::AccessFlags::HOST_READ
-                            | vk::AccessFlags::MEMORY_READ
-                            | vk::AccessFlags::MEMORY_WRITE,
-                    );
-                d.cmd_pipeline_barrier(
-                    self.cmd,
-                    vk::PipelineStageFlags::COMPUTE_SHADER,
-                    vk::PipelineStageFlags::HOST | vk::PipelineStageFlags::ALL_COMMANDS,
-                    vk::DependencyFlags::empty(),
-                    &[mb],
-                    &[],
-                    &[],
-                );
-                if let (Some(qp), 0) = (self.query_pool, self.query_capacity) {
-                    d.cmd_write_timestamp(self.cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qp, 1);
-                }
-                d.end_command_buffer(self.cmd)
-                    .map_err(vkerr("vkEndCommandBuffer"))?;
-            }
+            let end_timestamp = match (self.query_pool, self.query_capacity) {
+                (Some(qp), 0) => Some(qp),
+                _ => None,
+            };
+            // SAFETY: `self.recording`: the buffer is recording and used only through
+            // `&mut self`; the query pool is the list's, with 2 queries when only the whole list
+            // is timed.
+            unsafe { end_recording(&self.shared, self.cmd, end_timestamp) }?;
             self.recording = false;
         }
         Ok(())
@@ -351,17 +258,9 @@ impl CommandList {
             .mapped_access
             .read()
             .unwrap_or_else(|e| e.into_inner());
-        let d = &self.shared.device;
-        {
-            let _api = api_lock();
-            // SAFETY: the fence is the list's and unused (the last run was waited for, or never
-            // submitted); `cmd` is finished and everything it uses is kept alive by `self.keep`.
-            unsafe {
-                d.reset_fences(&[self.fence])
-                    .map_err(vkerr("vkResetFences"))?;
-                self.shared.submit(self.cmd, self.fence)?;
-            }
-        }
+        // SAFETY: the fence is the list's and unused (the last run was waited for, or never
+        // submitted); `cmd` is finished and everything it uses is kept alive by `self.keep`.
+        unsafe { self.shared.reset_and_submit(self.cmd, self.fence) }?;
         self.in_flight = true;
         // On a timeout `wait` poisons the context before returning, that is before `_gpu` is
         // released: a mapped access waiting for it then finds the context poisoned.
@@ -393,18 +292,9 @@ impl CommandList {
             return Err(Error::NotRun);
         }
         let mut ticks = vec![0u64; n];
-        let _api = api_lock();
         // SAFETY: the pool is the list's; WAIT returns the results of the last run, which has
         // finished (`runs > 0`), and `n` queries fit in the pool (`query_capacity + 1`, or 2).
-        unsafe {
-            self.shared.device.get_query_pool_results(
-                qp,
-                0,
-                &mut ticks,
-                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
-            )
-        }
-        .map_err(vkerr("vkGetQueryPoolResults"))?;
+        unsafe { timestamps(&self.shared, qp, &mut ticks) }?;
         let mask = if self.shared.timestamp_bits >= 64 {
             u64::MAX
         } else {
@@ -439,22 +329,18 @@ impl Drop for CommandList {
             std::mem::forget(self.shared.clone());
             return;
         }
-        let d = &self.shared.device;
-        let _api = api_lock();
         // SAFETY: the list's own objects, destroyed once; its work has finished (waited for
-        // above, or never submitted), and the buffer is ended before its pool goes.
+        // above, or never submitted), and `cmd` came from `pool`.
         unsafe {
-            if self.recording {
-                let _ = d.end_command_buffer(self.cmd);
-            }
-            for p in self.descriptor_pools.drain(..) {
-                d.destroy_descriptor_pool(p, None);
-            }
-            if let Some(qp) = self.query_pool.take() {
-                d.destroy_query_pool(qp, None);
-            }
-            d.destroy_command_pool(self.pool, None);
-            d.destroy_fence(self.fence, None);
+            destroy_command_objects(
+                &self.shared,
+                self.recording,
+                self.cmd,
+                self.descriptor_pools.drain(..),
+                self.query_pool.take(),
+                self.pool,
+                self.fence,
+            )
         }
     }
 }

@@ -1,6 +1,13 @@
-//! The device layer: a thin `unsafe` layer over ash that takes plain parameters (which device,
-//! validation on or off, which queue family) and knows nothing of variants or options. The
-//! checked safe layer above it is [`crate::context`].
+//! The device layer, the raw layer under the checked one (as wgpu-hal is under wgpu-core): every
+//! ash call of the runtime is made here (the one escape hatch is `Context::raw`). Its functions
+//! take plain parameters (handles, sizes, flags; no variant policy or options), take the API
+//! lock themselves ([`api_lock`]), and leave nothing behind on an error: a creation that makes
+//! several objects (a buffer with its memory, an image with its memory, view and sampler, a
+//! kernel's module and layouts, a list's pool, buffer and fence) returns them all or destroys
+//! what it made. A function whose soundness depends on its caller (handles still alive, a
+//! command buffer recording, nothing the GPU still uses destroyed, SPIR-V checked) is an
+//! `unsafe fn` with a `# Safety` section; the checked layer above ([`crate::context`] and the
+//! modules beside it) calls those with a SAFETY comment saying why the contract holds.
 //!
 //! - `error.rs`: the error enum and `vkerr`;
 //! - `instance.rs` / `messenger.rs`: the loader, the instance, the validation callback;
@@ -8,23 +15,56 @@
 //! - `features.rs`: one type that queries and enables the feature structs;
 //! - `properties.rs`: extensions, limits, image formats, driver strings, memory kind;
 //! - `logical.rs`: the logical device;
-//! - `shared.rs`: `Shared` (what every object holds), submission, waits, the lifecycle lock.
+//! - `lock.rs`: the process-wide lifecycle lock (`api_lock`, `lifecycle_lock`);
+//! - `shared.rs`: `Shared` (what every object holds), its device facts and teardown;
+//! - `heap.rs`: room per memory heap (budget), allocating and freeing memory, counted per heap;
+//! - `submit.rs`: one-shot transfers, submission, bounded fence waits, poisoning;
+//! - `buffer.rs`: buffers made with their memory, freed, copied between;
+//! - `image.rs`: image format queries; images made with their memory, view and sampler, in
+//!   GENERAL layout; destroyed; copied to and from buffers;
+//! - `pipeline.rs`: shader modules, layouts, compute pipelines, the pipeline cache, pipeline
+//!   statistics;
+//! - `command.rs`: command lists' pools, buffers, fences, descriptor sets and recorded commands;
+//! - `query.rs`: timestamp queries.
 
+mod buffer;
+mod command;
 mod error;
 mod features;
+mod heap;
+mod image;
 mod instance;
+mod lock;
 mod logical;
 mod messenger;
 mod physical;
+mod pipeline;
 mod properties;
+mod query;
 mod shared;
+mod submit;
 
+pub(crate) use buffer::{copy_buffer, copy_buffer_submit, create_buffer, free_buffer};
+pub(crate) use command::{
+    allocate_descriptor_set, create_command_objects, create_descriptor_pool,
+    destroy_command_objects, end_recording, record_dispatch, DispatchCommands,
+};
 pub(crate) use error::vkerr;
 pub use error::Error;
-pub use physical::DeviceSelector;
-pub(crate) use shared::{
-    api_lock, lifecycle_lock, Shared, DEFAULT_FENCE_TIMEOUT, DEFAULT_STAGING_CHUNK,
+pub(crate) use heap::allocate_memory_counted;
+pub(crate) use image::{
+    copy_buffer_to_image, copy_image_to_buffer, create_image, destroy_image,
+    image_format_properties, ImageObjects,
 };
+pub(crate) use lock::{api_lock, lifecycle_lock};
+pub use physical::DeviceSelector;
+pub(crate) use pipeline::{
+    create_compute_pipeline, create_layouts, destroy_kernel, merge_pipeline_cache,
+    pipeline_cache_data, pipeline_statistics,
+};
+pub(crate) use query::{cmd_start_timestamps, create_timestamp_pool, timestamps};
+pub(crate) use shared::{Shared, DEFAULT_STAGING_CHUNK};
+pub(crate) use submit::DEFAULT_FENCE_TIMEOUT;
 
 use ash::vk;
 use features::PhysicalDeviceFeatures;

@@ -1,3 +1,18 @@
+//! What the runtime reads from a kernel's SPIR-V words, all in one place. The driver trusts the
+//! module it is given, and the kernel's metadata ([`vkprism_core::KernelInfo`]) is written by
+//! the compiler or by hand, so before a module reaches the driver the runtime walks its
+//! instructions (one iterator, [`instructions`]) for two things:
+//!
+//! - at load, [`check_spirv`]: that the words are a compute module vkprism can use (the header,
+//!   well-formed instructions, an `OpEntryPoint GLCompute "main"`), that the variant's
+//!   `reads_num_workgroups` is true where the module reads `gl_NumWorkGroups` (a split dispatch
+//!   would show it the wrong count), and that a push-constant block is there exactly where the
+//!   kernel declares push constants, with its last member inside the declared range;
+//! - per pipeline, [`workgroup_bytes`]: the shared memory the module declares once
+//!   specialized, checked against `maxComputeSharedMemorySize`.
+//!
+//! ## Shared memory per specialization
+//!
 //! The shared (Workgroup) memory a compute module declares once specialized, checked at pipeline
 //! creation against `maxComputeSharedMemorySize`: a driver given more may accept the pipeline
 //! and fail at dispatch instead (an H100 lost the device running a kernel with 54 KiB of its
@@ -10,7 +25,9 @@
 //! blocks, ...) makes it answer `None`, and no check is made: it never refuses a module a
 //! driver would run.
 
+use crate::pipeline::{push_range, Error};
 use std::collections::HashMap;
+use vkprism_core::{KernelInfo, VariantInfo};
 
 /// A constant's value, as far as array lengths need it.
 #[derive(Clone, Debug)]
@@ -56,7 +73,7 @@ const STORAGE_WORKGROUP: u32 = 4;
 pub fn workgroup_bytes(words: &[u32], spec: &[(u32, u32)]) -> Option<u64> {
     let spec: HashMap<u32, u32> = spec.iter().copied().collect();
     let mut m = Module::default();
-    for ins in crate::pipeline::instructions(words) {
+    for ins in instructions(words) {
         let (op, ins) = ins.ok()?;
         m.instruction(op, &ins[1..], &spec)?;
     }
@@ -268,9 +285,184 @@ impl Module {
     }
 }
 
+const SPIRV_MAGIC: u32 = 0x0723_0203;
+
+/// The driver trusts the words it is given: check what makes them a compute module vkprism can
+/// use, cheaply (one pass over the words): the header (magic, a SPIR-V version up to 1.6, an id
+/// bound), well-formed instructions (no zero length, none running past the end), an
+/// `OpEntryPoint GLCompute "main"`, `reads_num_workgroups` set where the module decorates
+/// `NumWorkgroups`, and a push-constant block exactly where the kernel declares push constants
+/// (its last member starting inside the declared range). Not a full `spirv-val`: the [`crate::Kernel`] contract covers
+/// the rest.
+pub(crate) fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
+    let bad = |why| Error::BadSpirv {
+        kernel: info.name,
+        variant: variant.key.name(),
+        why,
+    };
+    check_header(variant.spirv).map_err(bad)?;
+    let facts = scan_module(variant.spirv).map_err(bad)?;
+    if !facts.entry {
+        return Err(bad("no OpEntryPoint GLCompute named \"main\""));
+    }
+    if facts.num_workgroups && !variant.reads_num_workgroups {
+        // A split dispatch would show the shader the wrong gl_NumWorkGroups.
+        return Err(bad(
+            "it reads gl_NumWorkGroups (BuiltIn NumWorkgroups) but the variant says it does not",
+        ));
+    }
+    check_push_block(&facts, push_range(info)).map_err(|why| Error::PushConstantsMismatch {
+        kernel: info.name,
+        variant: variant.key.name(),
+        why,
+    })
+}
+
+/// The 5-word header: magic, a version from 1.0 to 1.6, a plausible id bound, schema 0.
+fn check_header(w: &[u32]) -> Result<(), &'static str> {
+    if w.len() < 5 {
+        return Err("shorter than the 5-word header");
+    }
+    if w[0] != SPIRV_MAGIC {
+        return Err("no SPIR-V magic number (or words of the wrong endianness)");
+    }
+    let (major, minor) = ((w[1] >> 16) & 0xff, (w[1] >> 8) & 0xff);
+    if major != 1 || minor > 6 || w[1] & 0xff00_00ff != 0 {
+        return Err("not a SPIR-V version from 1.0 to 1.6");
+    }
+    let bound = w[3];
+    if bound == 0 || bound > 1 << 22 || w[4] != 0 {
+        return Err("an id bound of 0 or over 4194304, or a nonzero schema word");
+    }
+    Ok(())
+}
+
+/// What [`check_spirv`] needs to know of a module, from one pass over its instructions.
+#[derive(Default)]
+struct ModuleFacts {
+    /// An `OpEntryPoint GLCompute "main"`.
+    entry: bool,
+    /// Something is decorated `BuiltIn NumWorkgroups`.
+    num_workgroups: bool,
+    /// (pointer id, pointee) of push-constant pointer types.
+    pointers: Vec<(u32, u32)>,
+    /// Pointer types of push-constant variables.
+    push_vars: Vec<u32>,
+    /// (struct id, member offset) of every member offset decoration.
+    offsets: Vec<(u32, u32)>,
+}
+
+/// Walks the instructions after the header (`w` passed [`check_header`]).
+fn scan_module(w: &[u32]) -> Result<ModuleFacts, &'static str> {
+    const OP_ENTRY_POINT: u32 = 15;
+    const OP_DECORATE: u32 = 71;
+    const OP_MEMBER_DECORATE: u32 = 72;
+    const DECORATION_BUILTIN: u32 = 11;
+    const BUILTIN_NUM_WORKGROUPS: u32 = 24;
+    const OP_VARIABLE: u32 = 59;
+    const OP_TYPE_POINTER: u32 = 32;
+    const EXECUTION_MODEL_GLCOMPUTE: u32 = 5;
+    const STORAGE_CLASS_PUSH_CONSTANT: u32 = 9;
+    const DECORATION_OFFSET: u32 = 35;
+    let mut facts = ModuleFacts::default();
+    for ins in instructions(w) {
+        let (op, ins) = ins?;
+        let count = ins.len();
+        match op {
+            // "main\0" packed little-endian: 'm' 'a' 'i' 'n', then a NUL word.
+            OP_ENTRY_POINT
+                if count >= 4
+                    && ins[1] == EXECUTION_MODEL_GLCOMPUTE
+                    && ins[3..].starts_with(&[0x6e69_616d, 0]) =>
+            {
+                facts.entry = true;
+            }
+            OP_TYPE_POINTER if count == 4 && ins[2] == STORAGE_CLASS_PUSH_CONSTANT => {
+                facts.pointers.push((ins[1], ins[3]))
+            }
+            OP_VARIABLE if count >= 4 && ins[3] == STORAGE_CLASS_PUSH_CONSTANT => {
+                facts.push_vars.push(ins[1])
+            }
+            OP_MEMBER_DECORATE if count >= 5 && ins[3] == DECORATION_OFFSET => {
+                facts.offsets.push((ins[1], ins[4]))
+            }
+            OP_DECORATE
+                if count >= 4
+                    && ins[2] == DECORATION_BUILTIN
+                    && ins[3] == BUILTIN_NUM_WORKGROUPS =>
+            {
+                facts.num_workgroups = true
+            }
+            OP_MEMBER_DECORATE
+                if count >= 5
+                    && ins[3] == DECORATION_BUILTIN
+                    && ins[4] == BUILTIN_NUM_WORKGROUPS =>
+            {
+                facts.num_workgroups = true
+            }
+            _ => {}
+        }
+    }
+    Ok(facts)
+}
+
+/// The instructions after a module's 5-word header: each opcode with the whole instruction
+/// (its first word included), or an error at the first of length 0 or running past the end
+/// (and nothing after it).
+pub(crate) fn instructions(
+    w: &[u32],
+) -> impl Iterator<Item = Result<(u32, &[u32]), &'static str>> + '_ {
+    let mut i = 5;
+    std::iter::from_fn(move || {
+        let first = *w.get(i)?;
+        let count = (first >> 16) as usize;
+        if count == 0 || i + count > w.len() {
+            i = w.len();
+            return Some(Err("an instruction of length 0 or running past the end"));
+        }
+        let ins = &w[i..i + count];
+        i += count;
+        Some(Ok((first & 0xffff, ins)))
+    })
+}
+
+/// A push-constant block exactly where the kernel declares `range` bytes of push constants, its
+/// last member starting inside them.
+fn check_push_block(facts: &ModuleFacts, range: u32) -> Result<(), String> {
+    let block = facts
+        .pointers
+        .iter()
+        .find(|(ptr, _)| facts.push_vars.contains(ptr))
+        .map(|(_, pointee)| *pointee);
+    match (block, range) {
+        (None, 0) => Ok(()),
+        (Some(_), 0) => Err(
+            "the SPIR-V has a push-constant block, but the kernel declares no push constants".into(),
+        ),
+        (None, r) => Err(format!(
+            "the kernel declares {r} bytes of push constants, but the SPIR-V has no push-constant block"
+        )),
+        (Some(block), r) => {
+            let last = facts
+                .offsets
+                .iter()
+                .filter(|(s, _)| *s == block)
+                .map(|(_, o)| *o)
+                .max()
+                .unwrap_or(0);
+            if last >= r {
+                return Err(format!(
+                    "the kernel declares {r} bytes of push constants, but the SPIR-V's block has a member at byte {last}"
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::workgroup_bytes;
+    use super::*;
 
     /// One instruction: its word count and opcode, then its operands.
     fn ins(op: u32, operands: &[u32]) -> Vec<u32> {
@@ -348,5 +540,70 @@ mod tests {
             workgroup_bytes(&[0x0723_0203, 0x0001_0300, 0, 10, 0], &[]),
             Some(0)
         );
+    }
+
+    #[test]
+    fn spirv_checks_refuse_what_is_not_a_compute_module() {
+        use vkprism_core::{FloatMode, VariantKey};
+        fn check(words: &'static [u32], push: Option<u32>) -> Result<(), Error> {
+            let variants: &'static [VariantInfo] = Box::leak(Box::new([VariantInfo {
+                key: VariantKey::new(FloatMode::Fp32),
+                spirv: words,
+                bindings: &[],
+                cooperative_matrices: &[],
+                device_facts: &[],
+                reads_num_workgroups: false,
+                vulkan_version: vkprism_core::api_version(1, 1),
+                capabilities_require: vkprism_core::FeatureSet::EMPTY,
+                tested_facts: &[],
+            }]));
+            let info = KernelInfo {
+                name: "k",
+                variants,
+                push_constants: push.map(|size| vkprism_core::PushConstantInfo { size }),
+                spec_constants: &[],
+                local_size: [vkprism_core::LocalSizeDim {
+                    default: 1,
+                    spec_id: None,
+                }; 3],
+            };
+            check_spirv(&info, &variants[0])
+        }
+        fn leak(w: Vec<u32>) -> &'static [u32] {
+            Box::leak(w.into_boxed_slice())
+        }
+        let header = vec![SPIRV_MAGIC, 0x0001_0300, 0, 100, 0];
+        // OpEntryPoint GLCompute %1 "main" (count 5: opcode word, model, id, "main", NUL).
+        let entry = [(5 << 16) | 15, 5, 1, 0x6e69_616d, 0];
+        let why = |r: Result<(), Error>| match r {
+            Err(Error::BadSpirv { why, .. }) => why,
+            other => panic!("{other:?}"),
+        };
+        let mut ok = header.clone();
+        ok.extend(entry);
+        assert!(check(leak(ok.clone()), None).is_ok());
+        assert!(why(check(leak(header.clone()), None)).contains("OpEntryPoint"));
+        let mut v = ok.clone();
+        v[1] = 0x0002_0000;
+        assert!(why(check(leak(v), None)).contains("version"));
+        let mut v = ok.clone();
+        v[3] = 0;
+        assert!(why(check(leak(v), None)).contains("bound"));
+        let mut v = ok.clone();
+        v.push(9 << 16);
+        assert!(why(check(leak(v), None)).contains("past the end"));
+        let mut v = ok.clone();
+        v[5] = (5 << 16) | 15;
+        v[8] = 0x6e69_616e; // "nain"
+        assert!(why(check(leak(v), None)).contains("OpEntryPoint"));
+        // Reads gl_NumWorkGroups without saying so.
+        let mut v = ok.clone();
+        v.extend([(4 << 16) | 71, 7, 11, 24]);
+        assert!(why(check(leak(v), None)).contains("gl_NumWorkGroups"));
+        // Push constants declared but no block in the module.
+        assert!(matches!(
+            check(leak(ok), Some(16)),
+            Err(Error::PushConstantsMismatch { .. })
+        ));
     }
 }

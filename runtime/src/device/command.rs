@@ -1,0 +1,283 @@
+//! Command lists' objects and recording: a command pool with one command buffer and a fence,
+//! descriptor pools and sets, and the commands a list records (a dispatch with its
+//! descriptors, barrier and timestamp; the end of recording); everything destroyed together.
+
+use super::error::{vkerr, Error};
+use super::lock::api_lock;
+use super::shared::Shared;
+use ash::vk;
+
+/// A command pool of `shared`'s queue family with one primary command buffer, begun
+/// (recording), and an unsignalled fence. On an error nothing is left behind.
+pub(crate) fn create_command_objects(
+    shared: &Shared,
+) -> Result<(vk::CommandPool, vk::CommandBuffer, vk::Fence), Error> {
+    let _api = api_lock();
+    let d = &shared.device;
+    let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
+    // SAFETY: a plain creation on the live device, for the family its queue has.
+    let pool =
+        unsafe { d.create_command_pool(&pool_info, None) }.map_err(vkerr("vkCreateCommandPool"))?;
+    let buffer_info = vk::CommandBufferAllocateInfo::default()
+        .command_pool(pool)
+        .command_buffer_count(1);
+    // SAFETY: `pool` was just made on this device and only this thread has it.
+    let allocated = unsafe { d.allocate_command_buffers(&buffer_info) }
+        .map_err(vkerr("vkAllocateCommandBuffers"));
+    let fence = allocated.and_then(|c| {
+        // SAFETY: a plain creation on the live device.
+        unsafe { d.create_fence(&vk::FenceCreateInfo::default(), None) }
+            .map(|f| (c[0], f))
+            .map_err(vkerr("vkCreateFence"))
+    });
+    let (cmd, fence) = match fence {
+        Ok(objects) => objects,
+        Err(e) => {
+            // SAFETY: the pool was just made and nothing from it is in use (freeing the pool
+            // frees its buffer).
+            unsafe { d.destroy_command_pool(pool, None) };
+            return Err(e);
+        }
+    };
+    // SAFETY: `cmd` is fresh from the pool just made, which only this thread has.
+    if let Err(e) = unsafe { d.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) } {
+        // SAFETY: all three were just made and none is in use (the buffer never began).
+        unsafe {
+            d.destroy_command_pool(pool, None);
+            d.destroy_fence(fence, None);
+        }
+        return Err(vkerr("vkBeginCommandBuffer")(e));
+    }
+    Ok((pool, cmd, fence))
+}
+
+/// A descriptor pool for `max_sets` sets with `sizes` descriptors.
+pub(crate) fn create_descriptor_pool(
+    shared: &Shared,
+    max_sets: u32,
+    sizes: &[vk::DescriptorPoolSize],
+) -> Result<vk::DescriptorPool, Error> {
+    let info = vk::DescriptorPoolCreateInfo::default()
+        .max_sets(max_sets)
+        .pool_sizes(sizes);
+    let _api = api_lock();
+    // SAFETY: a plain creation on a live device; `info` points only at `sizes`, which outlives
+    // the call.
+    unsafe { shared.device.create_descriptor_pool(&info, None) }
+        .map_err(vkerr("vkCreateDescriptorPool"))
+}
+
+/// A descriptor set of `layout` from `pool`, or the driver's result (a full pool answers
+/// `ERROR_OUT_OF_POOL_MEMORY` or `ERROR_FRAGMENTED_POOL`).
+///
+/// # Safety
+/// No other thread uses `pool` meanwhile, and `layout` is a live layout of this device.
+pub(crate) unsafe fn allocate_descriptor_set(
+    shared: &Shared,
+    pool: vk::DescriptorPool,
+    layout: vk::DescriptorSetLayout,
+) -> Result<vk::DescriptorSet, vk::Result> {
+    let layouts = [layout];
+    let _api = api_lock();
+    // SAFETY: the caller's contract; `layouts` lives until the call returns.
+    unsafe {
+        shared.device.allocate_descriptor_sets(
+            &vk::DescriptorSetAllocateInfo::default()
+                .descriptor_pool(pool)
+                .set_layouts(&layouts),
+        )
+    }
+    .map(|s| s[0])
+}
+
+/// One checked dispatch, as a command list records it (see [`record_dispatch`]).
+pub(crate) struct DispatchCommands<'a> {
+    /// The descriptor set's writes (each naming `set`).
+    pub writes: &'a [vk::WriteDescriptorSet<'a>],
+    /// A compute-to-compute barrier goes before the dispatch.
+    pub barrier: bool,
+    pub pipeline: vk::Pipeline,
+    pub layout: vk::PipelineLayout,
+    pub set: vk::DescriptorSet,
+    /// The push-constant bytes (empty: none).
+    pub push: &'a [u8],
+    /// Workgroups per dimension.
+    pub groups: [u64; 3],
+    /// `Some(maxComputeWorkGroupCount)`: the grid is recorded as `vkCmdDispatchBase` pieces of
+    /// at most that many groups each.
+    pub split: Option<[u32; 3]>,
+    /// A timestamp (query pool, index) written once the dispatch is done (bottom of pipe).
+    pub timestamp: Option<(vk::QueryPool, u32)>,
+}
+
+/// Writes the dispatch's descriptors, then records into `cmd`: a compute-to-compute memory
+/// barrier (shader writes before shader reads and writes) if asked for; the pipeline, set 0 and
+/// push constants (if any) bound; the dispatch (as one `vkCmdDispatch`, or its
+/// `vkCmdDispatchBase` pieces); and the timestamp, if asked for.
+///
+/// # Safety
+/// `cmd` is a command buffer of this device in the recording state that no other thread uses.
+/// `set` is a live set of this device that no GPU work uses, allocated with the set layout
+/// `layout` was made with, and the writes name it, with bindings and descriptor types of that
+/// layout and live resources of this device; `pipeline` is live and made with `layout`; `push`
+/// is empty or exactly the layout's push-constant range; every group count fits the device's
+/// limits, or `split` is set, the pipeline was made with `DISPATCH_BASE`, every group count
+/// fits in u32 and every limit is at least 1; the timestamp's query lies inside its live
+/// timestamp pool.
+pub(crate) unsafe fn record_dispatch(
+    shared: &Shared,
+    cmd: vk::CommandBuffer,
+    dispatch: &DispatchCommands<'_>,
+) {
+    let d = &shared.device;
+    let compute = vk::PipelineBindPoint::COMPUTE;
+    let _api = api_lock();
+    // SAFETY: the caller's contract; the infos the writes point to outlive the call.
+    unsafe { d.update_descriptor_sets(dispatch.writes, &[]) };
+    if dispatch.barrier {
+        let mb = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
+        let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
+        // SAFETY: the caller guarantees the buffer is recording; the barrier names no handles.
+        unsafe {
+            d.cmd_pipeline_barrier(
+                cmd,
+                stage,
+                stage,
+                vk::DependencyFlags::empty(),
+                &[mb],
+                &[],
+                &[],
+            )
+        };
+    }
+    let layout = dispatch.layout;
+    // SAFETY: the caller's contract: the list is recording; pipeline, layout and set are alive
+    // and compatible; the push bytes are exactly the layout's range; group counts fit the
+    // limits, or are split into pieces that do, on a pipeline made with DISPATCH_BASE; the
+    // query lies inside its pool.
+    unsafe {
+        d.cmd_bind_pipeline(cmd, compute, dispatch.pipeline);
+        d.cmd_bind_descriptor_sets(cmd, compute, layout, 0, &[dispatch.set], &[]);
+        if !dispatch.push.is_empty() {
+            let stage = vk::ShaderStageFlags::COMPUTE;
+            d.cmd_push_constants(cmd, layout, stage, 0, dispatch.push);
+        }
+        match dispatch.split {
+            Some(limit) => cmd_dispatch_pieces(d, cmd, dispatch.groups, limit),
+            None => {
+                let g = dispatch.groups.map(|g| g as u32);
+                d.cmd_dispatch(cmd, g[0], g[1], g[2]);
+            }
+        }
+        if let Some((qp, index)) = dispatch.timestamp {
+            let bottom = vk::PipelineStageFlags::BOTTOM_OF_PIPE;
+            d.cmd_write_timestamp(cmd, bottom, qp, index);
+        }
+    }
+}
+
+/// An oversized grid as `vkCmdDispatchBase` pieces of at most `limit` groups each.
+///
+/// # Safety
+/// As [`record_dispatch`] with `split`, with a DISPATCH_BASE pipeline bound; every group count
+/// fits in u32.
+unsafe fn cmd_dispatch_pieces(
+    d: &ash::Device,
+    cmd: vk::CommandBuffer,
+    groups: [u64; 3],
+    limit: [u32; 3],
+) {
+    let g = groups.map(|g| g as u32);
+    let step = limit.map(|l| l.max(1));
+    for bz in (0..g[2]).step_by(step[2] as usize) {
+        for by in (0..g[1]).step_by(step[1] as usize) {
+            for bx in (0..g[0]).step_by(step[0] as usize) {
+                let count = [
+                    step[0].min(g[0] - bx),
+                    step[1].min(g[1] - by),
+                    step[2].min(g[2] - bz),
+                ];
+                // SAFETY: the caller's contract; base + count stays within the grid.
+                unsafe { d.cmd_dispatch_base(cmd, bx, by, bz, count[0], count[1], count[2]) };
+            }
+        }
+    }
+}
+
+/// Ends a list's recording: a barrier making shader writes visible to the host (mapped
+/// tensors) and to later submissions, the end timestamp (query 1 of `end_timestamp`) when the
+/// list is timed as a whole, then `vkEndCommandBuffer`.
+///
+/// # Safety
+/// `cmd` is a command buffer of this device in the recording state that no other thread uses;
+/// `end_timestamp`, if any, is a live timestamp query pool of this device with at least 2
+/// queries.
+pub(crate) unsafe fn end_recording(
+    shared: &Shared,
+    cmd: vk::CommandBuffer,
+    end_timestamp: Option<vk::QueryPool>,
+) -> Result<(), Error> {
+    let d = &shared.device;
+    let _api = api_lock();
+    // SAFETY: the caller's contract; the barrier names no handles.
+    unsafe {
+        // Shader writes become visible to the host (mapped tensors) and to later
+        // submissions.
+        let mb = vk::MemoryBarrier::default()
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .dst_access_mask(
+                vk::AccessFlags::HOST_READ
+                    | vk::AccessFlags::MEMORY_READ
+                    | vk::AccessFlags::MEMORY_WRITE,
+            );
+        d.cmd_pipeline_barrier(
+            cmd,
+            vk::PipelineStageFlags::COMPUTE_SHADER,
+            vk::PipelineStageFlags::HOST | vk::PipelineStageFlags::ALL_COMMANDS,
+            vk::DependencyFlags::empty(),
+            &[mb],
+            &[],
+            &[],
+        );
+        if let Some(qp) = end_timestamp {
+            d.cmd_write_timestamp(cmd, vk::PipelineStageFlags::BOTTOM_OF_PIPE, qp, 1);
+        }
+        d.end_command_buffer(cmd)
+            .map_err(vkerr("vkEndCommandBuffer"))
+    }
+}
+
+/// Destroys a list's objects: ends its command buffer if it is still `recording`, then
+/// destroys its descriptor pools, its query pool (if any), its command pool and its fence.
+///
+/// # Safety
+/// The objects are the list's own, destroyed once, and its work has finished (or was never
+/// submitted); `cmd` came from `pool`.
+pub(crate) unsafe fn destroy_command_objects(
+    shared: &Shared,
+    recording: bool,
+    cmd: vk::CommandBuffer,
+    descriptor_pools: impl IntoIterator<Item = vk::DescriptorPool>,
+    query_pool: Option<vk::QueryPool>,
+    pool: vk::CommandPool,
+    fence: vk::Fence,
+) {
+    let d = &shared.device;
+    let _api = api_lock();
+    // SAFETY: the caller's contract; the buffer is ended before its pool goes.
+    unsafe {
+        if recording {
+            let _ = d.end_command_buffer(cmd);
+        }
+        for p in descriptor_pools {
+            d.destroy_descriptor_pool(p, None);
+        }
+        if let Some(qp) = query_pool {
+            d.destroy_query_pool(qp, None);
+        }
+        d.destroy_command_pool(pool, None);
+        d.destroy_fence(fence, None);
+    }
+}
