@@ -86,6 +86,7 @@ pub use select::{
     force_variant, select_variant, unrunnable_reason, Options, SelectError, SelectFailure,
     Selection,
 };
+pub use spirv::workgroup_bytes;
 pub use statistics::{PipelineStatistic, StatisticValue};
 pub use tensor::Tensor;
 pub use vkprism_core::{

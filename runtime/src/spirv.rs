@@ -68,8 +68,10 @@ struct Module {
 
 const STORAGE_WORKGROUP: u32 = 4;
 
-/// Bytes of Workgroup storage the module `words` declares with the specialization constants
-/// `spec` ((constant id, value) pairs, 32-bit), or `None` where it can't tell.
+/// Bytes of Workgroup (shared) storage the module `words` declares with the specialization
+/// constants `spec` ((constant id, value) pairs, 32-bit; the workgroup size's ids included), or
+/// `None` where it can't tell: the figure pipeline creation checks against
+/// `maxComputeSharedMemorySize`, for a caller choosing among configurations before making one.
 pub fn workgroup_bytes(words: &[u32], spec: &[(u32, u32)]) -> Option<u64> {
     let spec: HashMap<u32, u32> = spec.iter().copied().collect();
     let mut m = Module::default();

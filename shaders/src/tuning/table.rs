@@ -654,31 +654,34 @@ fn uses_shared_memory(problem: &GemmProblem, variant: &VariantKey) -> bool {
     problem.kernel != GemmKernel::GemmInt8 && variant.local_memory == Some(true)
 }
 
-/// Bytes of shared memory `cfg` declares for `problem` (the kernels' declarations, computed
-/// as `gemm_tiles.glsl` and `gemm_int8.comp` compute them).
-pub fn shared_memory_bytes(cfg: &GemmConfig, problem: &GemmProblem, variant: &VariantKey) -> u64 {
-    let (bm, bn) = cfg.tile();
-    let (bm, bn) = (bm as u64, bn as u64);
-    let bk = cfg.bk.max(1) as u64;
-    if cfg.coopmat {
-        let warps = (cfg.local[0] * cfg.local[1] / cfg.subgroup_size.max(1)) as u64;
-        if problem.kernel == GemmKernel::GemmInt8 {
-            let step = bk.div_ceil(32) * 32;
-            return bm * (step / 16 + 1) * 16 + step * (bn / 16 + 1) * 16 + warps * 256 * 4;
+/// Bytes of shared memory `cfg` declares for `problem` in `variant`: the kernel's own SPIR-V
+/// evaluated with `cfg`'s specialization constants and workgroup ([`vkprism::workgroup_bytes`],
+/// what pipeline creation checks against the device's limit), so the figure follows the
+/// kernels' declarations. `None` where the kernel has no such variant or its module can't be
+/// evaluated.
+pub fn shared_memory_bytes(
+    cfg: &GemmConfig,
+    problem: &GemmProblem,
+    variant: &VariantKey,
+) -> Option<u64> {
+    let info = match problem.kernel {
+        GemmKernel::Gemm => &crate::gemm::INFO,
+        GemmKernel::GemmInt8 => &crate::gemm_int8::INFO,
+        GemmKernel::Conv2dNhwc => &crate::conv2d_nhwc::INFO,
+    };
+    let module = info.variants.iter().find(|v| v.key == *variant)?;
+    let spec = cfg.spec(crate::gemm::SpecConstants {
+        transpose_a: problem.transpose_a as i32,
+        transpose_b: problem.transpose_b as i32,
+        ..Default::default()
+    });
+    let mut entries = vkprism::SpecConstants::entries(&spec);
+    for (dim, size) in info.local_size.iter().zip(cfg.local_size()) {
+        if let Some(id) = dim.spec_id {
+            entries.push((id, size));
         }
-        // Octets of the two tiles (rows padded by one), or the subgroups' scratch of 64
-        // octets each, which reuses the tiles' memory after the last step.
-        let step = bk.div_ceil(16) * 16;
-        let (ta, tb) = (problem.transpose_a, problem.transpose_b);
-        let (a_rows, a_octets) = if ta { (step, bm / 8) } else { (bm, step / 8) };
-        let (b_rows, b_octets) = if tb { (bn, step / 8) } else { (step, bn / 8) };
-        let tiles = a_rows * (a_octets + 1) + b_rows * (b_octets + 1);
-        16 * tiles.max(warps * 64)
-    } else if uses_shared_memory(problem, variant) {
-        bk * (bm / 4 + 1) * 16 + bk * (bn / 4 + 1) * 16
-    } else {
-        0
     }
+    vkprism::workgroup_bytes(module.spirv, &entries)
 }
 
 /// Whether a device with `limits` runs `cfg` for `problem` in `variant`: the workgroup within
@@ -734,7 +737,13 @@ pub fn fits(
     if cfg.wide_loads && !problem.aligned {
         return Err("16-byte loads on rows that are not multiples of one".into());
     }
-    let shared = shared_memory_bytes(cfg, problem, variant);
+    let Some(shared) = shared_memory_bytes(cfg, problem, variant) else {
+        return Err(format!(
+            "no variant `{}` of `{}` whose shared memory can be evaluated",
+            variant.name(),
+            problem.kernel.name()
+        ));
+    };
     if shared > limits.max_compute_shared_memory_size as u64 {
         return Err(format!(
             "{shared} bytes of shared memory, over the device's {}",
