@@ -339,7 +339,9 @@ impl Invocation {
     /// Checks every key of `input`; errors outside any one kernel go to `cx`.
     pub fn from_input(cx: &Ctxt, input: Input) -> Invocation {
         let has_shaders = input.entries.iter().any(|e| e.key == "shaders");
-        let allowed = if has_shaders { GLOBAL_KEYS } else { KEYS };
+        // `share` names another kernel of the invocation: only a kernel under `shaders` has one.
+        let single: Vec<&str> = KEYS.iter().copied().filter(|k| *k != "share").collect();
+        let allowed = if has_shaders { GLOBAL_KEYS } else { &single[..] };
         let mut keys = Keys::parse(cx, input.entries, allowed, Place::Top { has_shaders });
         let dump = keys.dump.take().or_else(|| env_dump(&input.name));
         let krate = keys

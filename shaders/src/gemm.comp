@@ -7,12 +7,13 @@
 // of 4 (one `sfpvec4` is 4 consecutive elements of a row). M, N and K need not be multiples of the
 // tile: edge tiles load zeros and store only what is inside C.
 //
-// Work split (seed 001): each workgroup owns a BM×BN macro-tile of C, BM = 8 × local_size_y and
-// BN = 8 × local_size_x (128×128 with the default 16×16 workgroup); each invocation owns an 8×8
-// micro-tile held in 16 vec4 registers, as two 4×8 halves BM/2 rows apart (and two 8×4 halves
-// BN/2 columns apart) so a warp's shared-memory reads are broadcasts of A and conflict-free rows of
-// B. With local memory, the A and B slices of one BK-deep step go through shared memory (A stored
-// transposed, so both are read as vec4s along M and N); the next step's global loads are issued
+// Work split (as in V. Shimanskiy, "Matrix Multiply on Adreno GPUs"): each workgroup owns a
+// BM×BN macro-tile of C, BM = 8 × local_size_y and BN = 8 × local_size_x (128×128 with the
+// default 16×16 workgroup); each invocation owns an 8×8 micro-tile held in 16 vec4 registers, as
+// two 4×8 halves BM/2 rows apart (and two 8×4 halves BN/2 columns apart) so a warp's
+// shared-memory reads are broadcasts of A and conflict-free rows of B. With local memory, the A
+// and B slices of one BK-deep step go through shared memory (A stored transposed, so both are
+// read as vec4s along M and N); the next step's global loads are issued
 // before the current step's arithmetic. Accumulation is always fp32.
 //
 // With cooperative matrices (`_cm` variants, fp16 only): A and B are read as octets of halves

@@ -94,8 +94,8 @@ vkprism::compute_shader! {
 }
 
 vkprism::compute_shader! {
-    /// `C = act(alpha · A · B + bias)` with B read through the **sampled-image path** (as in Qualcomm's
-    /// Adreno OpenCL SGEMM guide): A is M×K row-major in a buffer, B a 2D image of width N/4 and
+    /// `C = act(alpha · A · B + bias)` with B read through the **sampled-image path** (as in V.
+    /// Shimanskiy, "Matrix Multiply on Adreno GPUs"): A is M×K row-major in a buffer, B a 2D image of width N/4 and
     /// height K whose rgba texel (x, k) holds `B[k][4x..4x+4]` (upload B's row-major K×N values
     /// to an `Image::new(ctx, 2, [N / 4, K, 1], 4, format)`), C M×N row-major. K and N must be
     /// multiples of 4, M need not be; K must fit the device's `max_image_dimension_2d`. Each

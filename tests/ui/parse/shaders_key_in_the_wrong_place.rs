@@ -1,6 +1,6 @@
 vkprism::compute_shader! {
     pub mod kernels,
-    variants: [fp32],
+    path: "k.comp",
     shaders: {
         k: { src: "#version 450\nvoid main() {}", crate: ::vkprism },
     },
