@@ -341,7 +341,11 @@ impl Invocation {
         let has_shaders = input.entries.iter().any(|e| e.key == "shaders");
         // `share` names another kernel of the invocation: only a kernel under `shaders` has one.
         let single: Vec<&str> = KEYS.iter().copied().filter(|k| *k != "share").collect();
-        let allowed = if has_shaders { GLOBAL_KEYS } else { &single[..] };
+        let allowed = if has_shaders {
+            GLOBAL_KEYS
+        } else {
+            &single[..]
+        };
         let mut keys = Keys::parse(cx, input.entries, allowed, Place::Top { has_shaders });
         let dump = keys.dump.take().or_else(|| env_dump(&input.name));
         let krate = keys
@@ -582,7 +586,9 @@ fn key_shape(key: &str) -> &'static str {
         "include" => "a list of directories, e.g. `[\"shaders/common\"]`",
         "vulkan_version" => "\"1.1\", \"1.2\" or \"1.3\"",
         "dump" => "a directory as a string literal, e.g. `\"target/vkprism-dump\"`",
-        "share" => "a list of another kernel's types, e.g. `[gemm::SpecConstants, gemm::PushConstants]`",
+        "share" => {
+            "a list of another kernel's types, e.g. `[gemm::SpecConstants, gemm::PushConstants]`"
+        }
         "shaders" => {
             "kernels in braces, e.g. `{ add: { src: \"...\" }, mul: { path: \"mul.comp\" } }`"
         }

@@ -364,5 +364,10 @@ pub fn generated_rust(name: &str, model: &KernelModel) -> String {
         nesting: 0,
         shares: Vec::new(),
     };
-    dump::pretty(&codegen::kernel(&spec, model, &[], &share::Shared::default()))
+    dump::pretty(&codegen::kernel(
+        &spec,
+        model,
+        &[],
+        &share::Shared::default(),
+    ))
 }

@@ -92,7 +92,10 @@ pub fn share_list(cx: &Ctxt, items: Vec<Item>) -> Vec<ShareSpec> {
         if shares.iter().any(|s| s.ty == ty) {
             cx.error(
                 span,
-                format!("`{}` is shared twice: a kernel takes each type from one kernel", ty.name()),
+                format!(
+                    "`{}` is shared twice: a kernel takes each type from one kernel",
+                    ty.name()
+                ),
             );
             continue;
         }
@@ -200,7 +203,11 @@ fn owner(cx: &Ctxt, kernels: &[Member<'_>], user: usize, share: &ShareSpec) -> O
     if index == user {
         cx.error(
             share.owner.span(),
-            format!("`{}` can't share its own `{}`", share.owner, share.ty.name()),
+            format!(
+                "`{}` can't share its own `{}`",
+                share.owner,
+                share.ty.name()
+            ),
         );
         return None;
     }
@@ -242,7 +249,11 @@ impl Difference {
     fn say(&self, owner: &str, user: &str) -> String {
         match self {
             Difference::OnlyIn { field, owner_has } => {
-                let (has, lacks) = if *owner_has { (owner, user) } else { (user, owner) };
+                let (has, lacks) = if *owner_has {
+                    (owner, user)
+                } else {
+                    (user, owner)
+                };
                 format!("`{field}` is declared in `{has}`, not in `{lacks}`")
             }
             Difference::Field {
@@ -252,7 +263,11 @@ impl Difference {
                 user: u,
             } => format!("`{field}` has {what} {o} in `{owner}` but {u} in `{user}`"),
             Difference::NoBlock { owner_has } => {
-                let (has, lacks) = if *owner_has { (owner, user) } else { (user, owner) };
+                let (has, lacks) = if *owner_has {
+                    (owner, user)
+                } else {
+                    (user, owner)
+                };
                 format!("`{has}` has a push-constant block and `{lacks}` has none")
             }
             Difference::Size { owner: o, user: u } => {
@@ -288,14 +303,12 @@ fn spec_difference(owner: &[SpecConstant], user: &[SpecConstant]) -> Option<Diff
             ));
         }
         if o.default_bits != u.default_bits {
-            return Some(field(
-                "default",
-                shown_default(o),
-                shown_default(u),
-            ));
+            return Some(field("default", shown_default(o), shown_default(u)));
         }
     }
-    let extra = user.iter().find(|u| !owner.iter().any(|o| o.name == u.name))?;
+    let extra = user
+        .iter()
+        .find(|u| !owner.iter().any(|o| o.name == u.name))?;
     Some(Difference::OnlyIn {
         field: extra.name.clone(),
         owner_has: false,
@@ -334,16 +347,31 @@ fn push_difference(owner: Option<&PushBlock>, user: Option<&PushBlock>) -> Optio
             user: b,
         };
         if om.offset != um.offset {
-            return Some(field("offset", om.offset.to_string(), um.offset.to_string()));
+            return Some(field(
+                "offset",
+                om.offset.to_string(),
+                um.offset.to_string(),
+            ));
         }
         let ty = |m: &crate::reflect::PushMember| {
-            format!("{:?}x{}{}", m.scalar, m.components, m.array.map_or(String::new(), |n| format!("[{n}]")))
+            format!(
+                "{:?}x{}{}",
+                m.scalar,
+                m.components,
+                m.array.map_or(String::new(), |n| format!("[{n}]"))
+            )
         };
-        if (om.scalar, om.components, om.array, om.size) != (um.scalar, um.components, um.array, um.size) {
+        if (om.scalar, om.components, om.array, om.size)
+            != (um.scalar, um.components, um.array, um.size)
+        {
             return Some(field("type", ty(om), ty(um)));
         }
     }
-    if let Some(extra) = u.members.iter().find(|m| !o.members.iter().any(|om| om.name == m.name)) {
+    if let Some(extra) = u
+        .members
+        .iter()
+        .find(|m| !o.members.iter().any(|om| om.name == m.name))
+    {
         return Some(Difference::OnlyIn {
             field: extra.name.clone(),
             owner_has: false,
@@ -417,7 +445,10 @@ mod tests {
 
     #[test]
     fn push_blocks_compare_by_member_offset_type_and_size() {
-        let a = block(vec![member("M", 0, ScalarKind::I32), member("alpha", 4, ScalarKind::F32)]);
+        let a = block(vec![
+            member("M", 0, ScalarKind::I32),
+            member("alpha", 4, ScalarKind::F32),
+        ]);
         assert_eq!(push_difference(Some(&a), Some(&a)), None);
         assert_eq!(push_difference(None, None), None);
         let d = push_difference(Some(&a), None).unwrap();
@@ -425,9 +456,15 @@ mod tests {
             d.say("a", "b"),
             "`a` has a push-constant block and `b` has none"
         );
-        let retyped = block(vec![member("M", 0, ScalarKind::I32), member("alpha", 4, ScalarKind::I32)]);
+        let retyped = block(vec![
+            member("M", 0, ScalarKind::I32),
+            member("alpha", 4, ScalarKind::I32),
+        ]);
         let d = push_difference(Some(&a), Some(&retyped)).unwrap();
-        assert_eq!(d.say("a", "b"), "`alpha` has type F32x1 in `a` but I32x1 in `b`");
+        assert_eq!(
+            d.say("a", "b"),
+            "`alpha` has type F32x1 in `a` but I32x1 in `b`"
+        );
         let longer = block(vec![
             member("M", 0, ScalarKind::I32),
             member("alpha", 4, ScalarKind::F32),

@@ -2,9 +2,9 @@
 //! the problem's shape (the NVIDIA row of the tile table in [`crate::tuning`]).
 
 use crate::tuning::{DeviceClass, GemmKernel, GemmProblem, Tuned};
-use crate::{gemm, gemm_split_reduce, Conv2dShape};
 #[cfg(doc)]
 use crate::{conv2d_nhwc, conv2d_nhwc_split, gemm_int8, gemm_split, tuning, GemmTuner};
+use crate::{gemm, gemm_split_reduce, Conv2dShape};
 
 /// How [`gemm`] and [`conv2d_nhwc`] run one problem: the workgroup, the step depth and, in
 /// cooperative-matrix variants, the subgroups' tiles and the load width. [`GemmConfig::for_gemm`]

@@ -26,25 +26,25 @@ vkprism::compute_shader! {
     /// `activation` (0 none, 1 relu, 2 leaky relu with `slope`, 3 sigmoid), `BK` (step depth, a
     /// multiple of 4). The stored rows must be multiples of 4 elements long; M, N and K need not be
     /// multiples of the tile. Dispatch `[ceil(N / BN) · local_x, ceil(M / BM) · local_y, 1]`
-    /// invocations ([`GemmConfig::grid`]; [`GemmConfig::for_gemm`] chooses the workgroup and tiles).
+    /// invocations ([`GemmConfig::grid`](crate::GemmConfig::grid); [`GemmConfig::for_gemm`](crate::GemmConfig::for_gemm) chooses the workgroup and tiles).
     ///
     /// `_cm` variants (fp16 or bf16 storage or packing) multiply 16×16×16 fp16 (bf16)
     /// cooperative matrices into fp32 accumulators (tensor cores on NVIDIA; bf16 needs
     /// `VK_KHR_shader_bfloat16`'s `shaderBFloat16CooperativeMatrix` and the device's bf16
     /// shapes); they always stage through shared memory, so
     /// only `_lm_cm` variants are built. Their tiles (`cm_wfm`, `cm_wfn`, `cm_warps_n`), load
-    /// width (`wide_loads`) and `subgroup_size` (the device's) come from [`GemmConfig`]. They read A
+    /// width (`wide_loads`) and `subgroup_size` (the device's) come from [`GemmConfig`](crate::GemmConfig). They read A
     /// and B as 16-byte octets of halves, so each must hold a multiple of 8 elements (a
     /// dispatch with another size is refused with `PartialElement`).
         gemm: { path: "gemm.comp" },
-    /// [`gemm`] split along K, the first of two passes for problems whose grid of tiles is too
+    /// [`gemm`](crate::gemm) split along K, the first of two passes for problems whose grid of tiles is too
     /// small to fill the GPU (a tall, thin C over a long K): workgroup z of `split_k` multiplies
     /// one share of K (whole `BK` steps) and writes its fp32 sums to `partial` (`[split_k][M][N]`
-    /// F32, [`GemmConfig::partial_shape`]); [`gemm_split_reduce`] then adds the shares and
+    /// F32, [`GemmConfig::partial_shape`](crate::GemmConfig::partial_shape)); [`gemm_split_reduce`](crate::gemm_split_reduce) then adds the shares and
     /// applies `alpha`, the bias, the activation and C's format. Same variants, tiles,
-    /// specialization constants (the same types: `split_k` is set by [`GemmConfig::spec`]) and
-    /// requirements as [`gemm`]; dispatch [`GemmConfig::grid`], whose z is `split_k`.
-    /// [`GemmConfig::split_for`] says when to split and how many ways.
+    /// specialization constants (the same types: `split_k` is set by [`GemmConfig::spec`](crate::GemmConfig::spec)) and
+    /// requirements as [`gemm`](crate::gemm); dispatch [`GemmConfig::grid`](crate::GemmConfig::grid), whose z is `split_k`.
+    /// [`GemmConfig::split_for`](crate::GemmConfig::split_for) says when to split and how many ways.
         gemm_split: {
             path: "gemm.comp",
             define: [("VKPRISM_SPLIT_K", "1")],
@@ -54,14 +54,14 @@ vkprism::compute_shader! {
     /// `[kh][kw][c][outc]`, bias per output channel), with the GEMM's tiles, variants, bias and
     /// activation: `out = act(alpha · conv(in, w) + bias)`. `c` and `outc` must be multiples of
     /// 4. Push constants: the GEMM's `M = batch·outh·outw`, `N = outc`, `K = kh·kw·c`, `alpha`,
-    /// `slope`, then `h, w, c, outh, outw, kh, kw, stride, pad` ([`Conv2dShape::push`] fills
-    /// them). Dispatch and workgroups as for [`gemm`] ([`GemmConfig::for_conv`]); in `_cm`
+    /// `slope`, then `h, w, c, outh, outw, kh, kw, stride, pad` ([`Conv2dShape::push`](crate::Conv2dShape::push) fills
+    /// them). Dispatch and workgroups as for [`gemm`](crate::gemm) ([`GemmConfig::for_conv`](crate::GemmConfig::for_conv)); in `_cm`
     /// variants the input and the weights must each hold a multiple of 8 elements.
         conv2d_nhwc: { path: "conv2d_nhwc.comp", share: [gemm::SpecConstants] },
-    /// [`conv2d_nhwc`] split along K (`kh·kw·c`), the first of two passes as for
-    /// [`gemm_split`]: fp32 partial sums `[split_k][M][N]` (M output pixels, N = outc), then
-    /// [`gemm_split_reduce`]. Same variants, push constants and specialization constants (the same types;
-    /// [`GemmConfig::spec`] sets `split_k`) as [`conv2d_nhwc`]; binding 2 is `partial`.
+    /// [`conv2d_nhwc`](crate::conv2d_nhwc) split along K (`kh·kw·c`), the first of two passes as for
+    /// [`gemm_split`](crate::gemm_split): fp32 partial sums `[split_k][M][N]` (M output pixels, N = outc), then
+    /// [`gemm_split_reduce`](crate::gemm_split_reduce). Same variants, push constants and specialization constants (the same types;
+    /// [`GemmConfig::spec`](crate::GemmConfig::spec) sets `split_k`) as [`conv2d_nhwc`](crate::conv2d_nhwc); binding 2 is `partial`.
         conv2d_nhwc_split: {
             path: "conv2d_nhwc.comp",
             define: [("VKPRISM_SPLIT_K", "1")],
@@ -71,7 +71,7 @@ vkprism::compute_shader! {
     /// row-major int8 tensors, C an M×N I32 tensor; K and N multiples of 4. Each invocation owns
     /// 8×8 of C; `_cm` variants (int8 arithmetic) multiply 16×16×32 int8 cooperative matrices
     /// into int32 accumulators (tensor cores on NVIDIA), with the GEMM's structure and
-    /// [`GemmConfig::for_gemm_int8`]'s tiles, and read A and B as lines of 16 int8, so each must
+    /// [`GemmConfig::for_gemm_int8`](crate::GemmConfig::for_gemm_int8)'s tiles, and read A and B as lines of 16 int8, so each must
     /// hold a multiple of 16 elements there (another size is refused with `PartialElement`).
         gemm_int8: {
             path: "gemm_int8.comp",

@@ -176,8 +176,7 @@ pub fn conv2d_dw_nhwc(
                         continue;
                     }
                     let px = (b * s.h + iy as usize) * s.w + ix as usize;
-                    let v =
-                        input[px * s.c + c] as f64 * weight[(ky * s.kw + kx) * s.c + c] as f64;
+                    let v = input[px * s.c + c] as f64 * weight[(ky * s.kw + kx) * s.c + c] as f64;
                     acc += v;
                     mag += v.abs();
                 }

@@ -204,10 +204,7 @@ fn conv2d_nhwc_split_every_variant() {
         .unwrap();
         let ot = Tensor::from_f32(&ctx, &[m, n], f, &vec![f32::NAN; m * n]).unwrap();
         let pipe = k
-            .pipeline(
-                &cfg.spec(Default::default()),
-                Some(cfg.local_size()),
-            )
+            .pipeline(&cfg.spec(Default::default()), Some(cfg.local_size()))
             .unwrap();
         let bindings = conv2d_nhwc_split::BufferBindings {
             in_blob: &it,
@@ -336,8 +333,8 @@ fn table_and_split_choices_fit_in_48_kib() {
                 pad: 1,
             };
             let cfg = GemmConfig::for_conv(&key, 32, &s).split_for(s.gemm_mnk());
-            let bytes = shared_memory_bytes(&cfg, &GemmProblem::conv2d_nhwc(&s), &key)
-                .expect("evaluated");
+            let bytes =
+                shared_memory_bytes(&cfg, &GemmProblem::conv2d_nhwc(&s), &key).expect("evaluated");
             assert!(
                 bytes <= LIMIT,
                 "{} {s:?}: {bytes} bytes, {cfg:?}",
@@ -397,7 +394,11 @@ fn shared_memory_bytes_match_the_drivers_statistics() {
             cm_tiles,
             ..GemmConfig::for_gemm(&key, 32, 4096, 4096, 4096)
         };
-        assert_eq!(shared_memory_bytes(&cfg, &problem, &key), Some(bytes), "{cfg:?}");
+        assert_eq!(
+            shared_memory_bytes(&cfg, &problem, &key),
+            Some(bytes),
+            "{cfg:?}"
+        );
     }
 }
 
@@ -426,10 +427,7 @@ fn the_runtime_refuses_what_shared_memory_bytes_says_does_not_fit() {
     }
     // The table's own choice fits and is made.
     let table = GemmConfig::for_gemm(&key, 32, 2048, 2048, 1024);
-    k.pipeline(
-        &table.spec(Default::default()),
-        Some(table.local_size()),
-    )
-    .unwrap();
+    k.pipeline(&table.spec(Default::default()), Some(table.local_size()))
+        .unwrap();
     assert_clean(&ctx);
 }

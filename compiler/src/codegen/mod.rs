@@ -73,7 +73,10 @@ fn users_doc(ty: &str, users: &[String]) -> String {
     if users.is_empty() {
         return String::new();
     }
-    let names: Vec<String> = users.iter().map(|u| format!("[`{u}`](super::{u})")).collect();
+    let names: Vec<String> = users
+        .iter()
+        .map(|u| format!("[`{u}`](super::{u})"))
+        .collect();
     format!(" Also the `{ty}` of {} (`share`).", names.join(", "))
 }
 

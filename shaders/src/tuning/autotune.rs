@@ -443,7 +443,8 @@ impl GemmTuner {
             variant,
             |cfg| {
                 ct.upload_i32(&poison)?;
-                let pipe = kernel.pipeline(&cfg.spec(Default::default()), Some(cfg.local_size()))?;
+                let pipe =
+                    kernel.pipeline(&cfg.spec(Default::default()), Some(cfg.local_size()))?;
                 let (mut list, clock) = timing_list(&ctx)?;
                 list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n))?;
                 Ok((list, clock))
