@@ -12,6 +12,7 @@ mod coopmat;
 mod facts;
 mod features;
 mod info;
+pub mod store;
 mod tested;
 mod variant;
 
