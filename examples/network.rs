@@ -46,24 +46,46 @@ type Value = usize;
 pub enum Op {
     /// 2D convolution with bias (weights `outc × c × k × k`).
     Conv {
+        /// The convolution's sizes.
         shape: Conv2d,
+        /// `outc × c × k × k` weights.
         weight: Vec<f32>,
+        /// One bias per output channel.
         bias: Vec<f32>,
+        /// What it reads.
         input: Value,
     },
     /// Element-wise relu over `n` values.
-    Relu { n: usize, input: Value },
+    Relu {
+        /// Elements.
+        n: usize,
+        /// What it reads.
+        input: Value,
+    },
     /// Fully connected: `act(x · W + bias)`, `W` stored `k × n`; `relu` fused or none.
     Dense {
+        /// Inputs.
         k: usize,
+        /// Outputs.
         n: usize,
+        /// `W`, `k × n`.
         weight: Vec<f32>,
+        /// One bias per output.
         bias: Vec<f32>,
+        /// Whether relu is fused.
         relu: bool,
+        /// What it reads.
         input: Value,
     },
     /// Element-wise sum of two values of `n` elements.
-    Add { n: usize, a: Value, b: Value },
+    Add {
+        /// Elements.
+        n: usize,
+        /// The first value added.
+        a: Value,
+        /// The second value added.
+        b: Value,
+    },
 }
 
 impl Op {
