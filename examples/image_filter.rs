@@ -19,12 +19,12 @@
 //!
 //! `tests/examples.rs` runs [`filter`] in every image variant the device can run.
 
-use half::f16;
 use std::error::Error;
 use std::path::{Path, PathBuf};
 use vkprism::{
     CommandList, Context, FloatMode, Image, LoadOptions, Options, TensorFormat, VariantKey,
 };
+use vkprism_testkit::quantize_one;
 
 vkprism::compute_shader! {
     /// 3×3 Gaussian blur (1 2 1 / 2 4 2 / 1 2 1, over 16), edges clamped: one invocation per
@@ -130,19 +130,11 @@ pub fn picture(w: usize, h: usize) -> Vec<f32> {
     px
 }
 
-/// `x` rounded to what an image of `format` holds (what the GPU reads after an upload).
-fn quantize(format: TensorFormat, x: f32) -> f32 {
-    match format {
-        TensorFormat::F16 => f16::from_f32(x).to_f32(),
-        _ => x,
-    }
-}
-
 /// The CPU reference of [`blur`] (texels quantized to the image format, as uploaded).
 pub fn blur_reference(format: TensorFormat, src: &[f32], w: usize, h: usize) -> Vec<f32> {
     let at = |x: isize, y: isize, c: usize| {
         let (x, y) = (x.clamp(0, w as isize - 1), y.clamp(0, h as isize - 1));
-        quantize(format, src[(y as usize * w + x as usize) * 4 + c])
+        quantize_one(src[(y as usize * w + x as usize) * 4 + c], format)
     };
     let mut out = vec![0.0; w * h * 4];
     for y in 0..h as isize {
@@ -167,7 +159,7 @@ pub fn edges_reference(format: TensorFormat, src: &[f32], w: usize, h: usize) ->
     let luma = |x: isize, y: isize| {
         let (x, y) = (x.clamp(0, w as isize - 1), y.clamp(0, h as isize - 1));
         let i = (y as usize * w + x as usize) * 4;
-        let q = |c: usize| quantize(format, src[i + c]);
+        let q = |c: usize| quantize_one(src[i + c], format);
         0.25 * q(0) + 0.5 * q(1) + 0.25 * q(2)
     };
     let mut out = Vec::with_capacity(w * h * 4);

@@ -29,11 +29,14 @@
 //!
 //! `tests/examples.rs` runs [`Session`] for a few inputs.
 
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use std::error::Error;
 use std::time::{Duration, Instant};
 use vkprism::{CommandList, Context, FloatMode, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::reference::{self, Conv2d, Gemm};
 use vkprism_shaders::{activation, binary_op, conv2d, gemm, GemmConfig};
+use vkprism_testkit::quantize;
 
 /// A value flowing between layers: the network's input, an intermediate, or the output.
 type Value = usize;
@@ -43,24 +46,46 @@ type Value = usize;
 pub enum Op {
     /// 2D convolution with bias (weights `outc × c × k × k`).
     Conv {
+        /// The convolution's sizes.
         shape: Conv2d,
+        /// `outc × c × k × k` weights.
         weight: Vec<f32>,
+        /// One bias per output channel.
         bias: Vec<f32>,
+        /// What it reads.
         input: Value,
     },
     /// Element-wise relu over `n` values.
-    Relu { n: usize, input: Value },
+    Relu {
+        /// Elements.
+        n: usize,
+        /// What it reads.
+        input: Value,
+    },
     /// Fully connected: `act(x · W + bias)`, `W` stored `k × n`; `relu` fused or none.
     Dense {
+        /// Inputs.
         k: usize,
+        /// Outputs.
         n: usize,
+        /// `W`, `k × n`.
         weight: Vec<f32>,
+        /// One bias per output.
         bias: Vec<f32>,
+        /// Whether relu is fused.
         relu: bool,
+        /// What it reads.
         input: Value,
     },
     /// Element-wise sum of two values of `n` elements.
-    Add { n: usize, a: Value, b: Value },
+    Add {
+        /// Elements.
+        n: usize,
+        /// The first value added.
+        a: Value,
+        /// The second value added.
+        b: Value,
+    },
 }
 
 impl Op {
@@ -89,19 +114,10 @@ pub struct Network {
     pub layers: Vec<(&'static str, Op)>,
 }
 
-/// Deterministic pseudo-random values in [-1, 1) (SplitMix64 of `seed` and the index).
+/// Deterministic pseudo-random values in [-1, 1) (`rand`'s `StdRng` seeded with `seed`).
 pub fn uniform(seed: u64, n: usize) -> Vec<f32> {
-    (0..n as u64)
-        .map(|i| {
-            let mut z = seed
-                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                .wrapping_add(i.wrapping_add(1).wrapping_mul(0xBF58_476D_1CE4_E5B9));
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            (z >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect()
+    let mut rng = StdRng::seed_from_u64(seed);
+    (0..n).map(|_| rng.gen_range(-1.0..1.0)).collect()
 }
 
 /// `n` weights for a layer with `fan_in` inputs (uniform, variance 2 / fan_in: activations keep
@@ -203,23 +219,11 @@ pub fn plan_memory(net: &Network) -> (Vec<Option<usize>>, usize) {
     (slot_of, holders.len())
 }
 
-/// `x` rounded to what `format` stores.
-fn quantize(format: TensorFormat, x: &[f32]) -> Vec<f32> {
-    match format {
-        TensorFormat::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
-        TensorFormat::Bf16 => x
-            .iter()
-            .map(|v| half::bf16::from_f32(*v).to_f32())
-            .collect(),
-        _ => x.to_vec(),
-    }
-}
-
 /// The network on the CPU (`vkprism_shaders::reference`, accumulating in f64), every stored value
 /// rounded to `format` as the GPU stores it. Returns the output and, per output element, the scale
 /// of its rounding error (sum of |x · w| + |bias| of the last layer).
 pub fn reference(net: &Network, format: TensorFormat, input: &[f32]) -> (Vec<f32>, Vec<f32>) {
-    let q = |x: &[f32]| quantize(format, x);
+    let q = |x: &[f32]| quantize(x, format);
     let mut values = vec![q(input)];
     let mut scale = Vec::new();
     for (_, op) in &net.layers {

@@ -4,7 +4,6 @@
 //!
 //! This crate is the facade users depend on: it re-exports [`compute_shader!`] and the runtime
 //! (`vkprism-runtime`). ARCHITECTURE.md in the repository is the codemap.
-#![deny(missing_docs)]
 
 // Lets `compute_shader!` name `::vkprism::…` from this crate's own tests and doctests.
 extern crate self as vkprism;

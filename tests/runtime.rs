@@ -600,6 +600,8 @@ fn validation_messages_are_caught() {
     // The suite's "no validation message" checks are only worth something if a message is seen.
     let ctx = ctx();
     assert_clean(&ctx);
+    // SAFETY: the device outlives the call; a buffer it makes is destroyed at once, on this
+    // thread, and no other thread of this test makes a context meanwhile.
     unsafe {
         let (_, device) = ctx.raw();
         // size 0 is invalid (VUID-VkBufferCreateInfo-size-00912).

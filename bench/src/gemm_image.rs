@@ -1,7 +1,8 @@
 //! GEMM throughput of `vkprism_shaders::gemm_image`, whose B is read through the sampled-image
-//! path as in "Matrix Multiply on Adreno GPUs" (V. Shimanskiy): every variant, 2·M·N·K FLOPs per run, on the buffer GEMM's shapes. Its
-//! records (case `gemm`, variants `fp32_image`, `fp16p_image`, ...) sit beside the buffer
-//! variants' and cuBLAS's of the same dtype in `bench/merge.py`.
+//! path as in Qualcomm's "Matrix Multiply on Adreno GPUs": every variant, 2·M·N·K FLOPs per
+//! run, on the buffer GEMM's shapes. Its records (case `gemm`, variants `fp32_image`,
+//! `fp16p_image`, ...) sit beside the buffer variants' and cuBLAS's of the same dtype in
+//! `bench/merge.py`.
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};

@@ -26,6 +26,8 @@ mod corpus;
 
 use proc_macro2::{Literal, TokenStream};
 use quote::quote;
+use rand::rngs::StdRng;
+use rand::{Rng as _, SeedableRng};
 use std::io::{Read, Seek};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -36,35 +38,24 @@ use std::time::{Duration, Instant};
 /// The longest one input may take (a debug build on a loaded machine compiling every variant).
 const PER_INPUT: Duration = Duration::from_secs(60);
 
-/// xorshift64*: a fixed sequence for a fixed seed.
-struct Rng(u64);
+/// A fixed sequence for a fixed seed (the workspace's one generator, `rand`'s `StdRng`).
+struct Rng(StdRng);
 
 impl Rng {
-    /// The generator of input `index` of the sequence `seed`: each input has its own, so any
-    /// input can be made without the ones before it.
+    /// The generator of input `index` of the sequence `seed`: each input has its own, keyed by
+    /// both, so any input can be made without the ones before it.
     fn for_input(seed: u64, index: u64) -> Rng {
-        Rng(splitmix(seed ^ splitmix(index)) | 1)
-    }
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        let mut key = [0u8; 32];
+        key[..8].copy_from_slice(&seed.to_le_bytes());
+        key[8..16].copy_from_slice(&index.to_le_bytes());
+        Rng(StdRng::from_seed(key))
     }
     fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
+        self.0.gen_range(0..n.max(1))
     }
     fn pick<'a>(&mut self, xs: &'a [String]) -> &'a String {
         &xs[self.below(xs.len())]
     }
-}
-
-/// splitmix64's finalizer: nearby indices give unrelated states.
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// The run's settings, from the environment.

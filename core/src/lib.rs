@@ -6,12 +6,11 @@
 //! a variant. Both sides naming features through this crate is what keeps them in step.
 //! Nothing here depends on Vulkan or on proc-macro types.
 
-#![deny(missing_docs)]
-
 mod coopmat;
 mod facts;
 mod features;
 mod info;
+pub mod store;
 mod tested;
 mod variant;
 

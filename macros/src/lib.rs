@@ -2,8 +2,6 @@
 //! over `vkprism-compiler`, which does all the work as a plain library (so it can be tested
 //! without a proc macro). Depend on `vkprism`, which re-exports it, rather than on this crate.
 
-#![deny(missing_docs)]
-
 use proc_macro::TokenStream;
 
 /// Compiles a compute kernel written in ncnn's *extended GLSL* to SPIR-V for every precision

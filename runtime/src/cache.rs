@@ -5,6 +5,7 @@
 use crate::device::{merge_pipeline_cache, pipeline_cache_data, Shared};
 use crate::pipeline::Error;
 use std::path::Path;
+use vkprism_core::store::fnv1a;
 
 const TRAILER_MAGIC: &[u8; 8] = b"VKPRISMC";
 const TRAILER_LEN: usize = 32;
@@ -22,14 +23,12 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<(), Error> {
     Ok(())
 }
 
-/// Writes the device's cache to `path` (atomically: a temporary file, then a rename).
+/// Writes the device's cache to `path` (atomically: `vkprism_core::store::write_atomically`).
 pub(crate) fn save(shared: &Shared, path: &Path) -> Result<(), Error> {
     let data = pipeline_cache_data(shared)?;
     let mut file = data.clone();
     file.extend_from_slice(&trailer(shared, &data));
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, &file)?;
-    std::fs::rename(&tmp, path)?;
+    vkprism_core::store::write_atomically(path, &file)?;
     Ok(())
 }
 
@@ -108,22 +107,4 @@ fn check_header(shared: &Shared, data: &[u8]) -> Result<(), Error> {
         ));
     }
     Ok(())
-}
-
-/// FNV-1a, 64-bit: a checksum against damage, not against tampering.
-fn fnv1a(data: &[u8]) -> u64 {
-    data.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ *b as u64).wrapping_mul(0x0000_0100_0000_01b3)
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn checksum_is_fnv1a() {
-        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
-    }
 }

@@ -31,10 +31,6 @@
 //! hatches: `Tensor::raw_buffer` (safe to call; using the handle is where `unsafe` starts) and
 //! the `unsafe fn Context::raw` (the ash instance and device).
 
-#![deny(missing_docs)]
-#![deny(clippy::undocumented_unsafe_blocks)]
-#![deny(unsafe_op_in_unsafe_fn)]
-
 /// `Debug` for an error type that prints what `Display` prints, then its sources: what a user
 /// sees from `fn main() -> Result<(), Box<dyn Error>>` (which prints `Error: {:?}`) or from
 /// `unwrap`, as anyhow-style errors do, instead of the enum's structure. The variants' fields

@@ -354,6 +354,8 @@ fn validation_messages_are_recorded_not_panicked() {
     // The suite's "no validation message" checks only mean something if messages arrive.
     let ctx = ctx();
     assert_clean(&ctx);
+    // SAFETY: the device outlives the call; a buffer it makes is destroyed at once, on this
+    // thread, and no other thread of this test makes a context meanwhile.
     unsafe {
         let (_, device) = ctx.raw();
         // size 0 is invalid usage (VUID-VkBufferCreateInfo-size-00912).

@@ -107,13 +107,15 @@ pub fn random_i8(n: usize, seed: u64) -> Vec<i8> {
 
 /// `x` rounded to what `format` stores (what the GPU sees after upload).
 pub fn quantize(x: &[f32], format: TensorFormat) -> Vec<f32> {
+    x.iter().map(|v| quantize_one(*v, format)).collect()
+}
+
+/// One value rounded to what `format` stores (fp16 and bf16 round; other formats keep it).
+pub fn quantize_one(x: f32, format: TensorFormat) -> f32 {
     match format {
-        TensorFormat::F16 => x.iter().map(|v| half::f16::from_f32(*v).to_f32()).collect(),
-        TensorFormat::Bf16 => x
-            .iter()
-            .map(|v| half::bf16::from_f32(*v).to_f32())
-            .collect(),
-        _ => x.to_vec(),
+        TensorFormat::F16 => half::f16::from_f32(x).to_f32(),
+        TensorFormat::Bf16 => half::bf16::from_f32(x).to_f32(),
+        _ => x,
     }
 }
 

@@ -21,8 +21,9 @@ use super::table::{GemmKernel, GemmProblem};
 use crate::GemmConfig;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use vkprism::{Context, VariantKey};
+use vkprism_core::store::{fnv1a, write_atomically};
 
 /// The file format's version: a file with another is refused ([`CacheError::Version`]).
 pub const FORMAT_VERSION: u32 = 1;
@@ -435,23 +436,8 @@ impl TuningCache {
     /// Writes the cache to `path` atomically (a temporary file beside it, then a rename), with
     /// `comment` under the header.
     pub fn save(&self, path: &Path, comment: &str) -> Result<(), CacheError> {
-        let tmp = temporary_path(path);
-        let written =
-            std::fs::write(&tmp, self.to_text(comment)).and_then(|()| std::fs::rename(&tmp, path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        Ok(written?)
+        Ok(write_atomically(path, self.to_text(comment).as_bytes())?)
     }
-}
-
-/// `<file name>.tmp-<process id>` beside `path`: two processes saving at once don't write into
-/// one temporary file, and the pipeline cache's own temporary (`path.with_extension("tmp")`)
-/// is never this one.
-fn temporary_path(path: &Path) -> PathBuf {
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(format!(".tmp-{}", std::process::id()));
-    path.with_file_name(name)
 }
 
 fn parse_device(line: &str) -> Option<CacheDevice> {
@@ -530,13 +516,6 @@ fn parse_entry(line: &str) -> Result<(TuneKey, Tuned), String> {
         cm_tiles: [number(wfm, 64)?, number(wfn, 64)?, number(warps_n, 64)?],
     };
     Ok((key, tuned))
-}
-
-/// 64-bit FNV-1a.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-    })
 }
 
 #[cfg(test)]
