@@ -1,9 +1,9 @@
 //! The runtime on the real driver with validation on: tensors, error paths, pipeline cache,
 //! command-list replay, ownership.
 
-use vkprism::command::Error as CommandError;
-use vkprism::pipeline::Error as PipelineError;
-use vkprism::tensor::Error as TensorError;
+use vkprism::CommandError;
+use vkprism::PipelineError;
+use vkprism::TensorError;
 use vkprism::{
     CommandList, Context, ContextOptions, DeviceSelector, Error, LoadOptions, Options, Tensor,
     TensorFormat,

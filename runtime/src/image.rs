@@ -4,7 +4,7 @@
 
 use crate::convert::{decode_f32, encode_f32};
 use crate::device::{api_lock, vkerr, Shared};
-use crate::tensor::{allocate_checked, create_buffer, free_buffer, free_memory, Error};
+use crate::tensor::{allocate_checked, create_buffer, free_buffer, free_memory, TensorError};
 use crate::Context;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -106,9 +106,9 @@ fn check_request(
     extent: [u32; 3],
     channels: u32,
     format: TensorFormat,
-) -> Result<(vk::Format, vk::ImageType, vk::ImageViewType), Error> {
-    let bad = || Error::BadShape(extent.iter().map(|e| *e as usize).collect());
-    let vkf = vk_format(format, channels).ok_or(Error::WrongFormat {
+) -> Result<(vk::Format, vk::ImageType, vk::ImageViewType), TensorError> {
+    let bad = || TensorError::BadShape(extent.iter().map(|e| *e as usize).collect());
+    let vkf = vk_format(format, channels).ok_or(TensorError::WrongFormat {
         have: format,
         want: "F32 or F16 with 1 or 4 channels",
     })?;
@@ -118,7 +118,7 @@ fn check_request(
         Feature::ImageFormatsFp32
     };
     if !shared.features.supports(needed) {
-        return Err(Error::WrongFormat {
+        return Err(TensorError::WrongFormat {
             have: format,
             want: "an image format this device can sample and store",
         });
@@ -146,7 +146,7 @@ fn check_request(
         return Err(bad());
     }
     if let Some(e) = extent.iter().find(|e| **e > max) {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size: *e as u64,
             limit_name: "maxImageDimension",
             limit: max as u64,
@@ -174,7 +174,7 @@ fn check_resource_limits(
     extent: [u32; 3],
     channels: u32,
     tensor_format: TensorFormat,
-) -> Result<(), Error> {
+) -> Result<(), TensorError> {
     let props = {
         let _api = api_lock();
         // SAFETY: a query on this instance's physical device with valid enum values.
@@ -189,7 +189,7 @@ fn check_resource_limits(
             )
         }
     };
-    let props = props.map_err(|_| Error::WrongFormat {
+    let props = props.map_err(|_| TensorError::WrongFormat {
         have: tensor_format,
         want: "an image format this device supports for sampling, storage and transfers",
     })?;
@@ -199,7 +199,7 @@ fn check_resource_limits(
         props.max_extent.depth,
     ];
     if let Some(i) = (0..3).find(|i| extent[*i] > max[*i]) {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size: extent[i] as u64,
             limit_name: "maxExtent (vkGetPhysicalDeviceImageFormatProperties)",
             limit: max[i] as u64,
@@ -209,7 +209,7 @@ fn check_resource_limits(
         * channels as u64
         * tensor_format.size() as u64;
     if bytes > props.max_resource_size {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size: bytes,
             limit_name: "maxResourceSize (vkGetPhysicalDeviceImageFormatProperties)",
             limit: props.max_resource_size,
@@ -217,7 +217,7 @@ fn check_resource_limits(
     }
     let limit = shared.features.limits.max_memory_allocation_size;
     if bytes > limit {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size: bytes,
             limit_name: "maxMemoryAllocationSize",
             limit,
@@ -233,7 +233,7 @@ fn create_image(
     ty: vk::ImageType,
     format: vk::Format,
     extent: [u32; 3],
-) -> Result<(vk::Image, Allocation), Error> {
+) -> Result<(vk::Image, Allocation), TensorError> {
     let device = &shared.device;
     let info = vk::ImageCreateInfo::default()
         .image_type(ty)
@@ -279,7 +279,7 @@ fn create_image(
 
 /// Moves a new image from UNDEFINED to GENERAL, where it stays (one image can be sampled by
 /// one dispatch and stored by the next).
-fn to_general_layout(shared: &Shared, image: vk::Image) -> Result<(), Error> {
+fn to_general_layout(shared: &Shared, image: vk::Image) -> Result<(), TensorError> {
     let barrier = vk::ImageMemoryBarrier::default()
         .old_layout(vk::ImageLayout::UNDEFINED)
         .new_layout(vk::ImageLayout::GENERAL)
@@ -313,7 +313,7 @@ impl Image {
         extent: [u32; 3],
         channels: u32,
         format: TensorFormat,
-    ) -> Result<Image, Error> {
+    ) -> Result<Image, TensorError> {
         let shared = &ctx.shared;
         let (vk_format, ty, view_type) = check_request(shared, dims, extent, channels, format)?;
         let (image, allocation) = create_image(shared, ty, vk_format, extent)?;
@@ -403,9 +403,9 @@ impl Image {
     }
 
     /// Writes `data`, x fastest then y then z, channels interleaved (fp16 rounds to nearest even).
-    pub fn upload_f32(&self, data: &[f32]) -> Result<(), Error> {
+    pub fn upload_f32(&self, data: &[f32]) -> Result<(), TensorError> {
         if data.len() != self.len() {
-            return Err(Error::LengthMismatch {
+            return Err(TensorError::LengthMismatch {
                 got: data.len(),
                 want: self.len(),
             });
@@ -440,7 +440,7 @@ impl Image {
     }
 
     /// Reads the texels as `f32`, in the order `upload_f32` takes.
-    pub fn download_f32(&self) -> Result<Vec<f32>, Error> {
+    pub fn download_f32(&self) -> Result<Vec<f32>, TensorError> {
         let texel = if self.inner.format == TensorFormat::F16 {
             2
         } else {
@@ -472,6 +472,6 @@ impl Image {
             .and_then(|s| decode_f32(self.inner.format, &s[..size as usize]));
         free_buffer(shared, staging, Some(alloc));
         r?;
-        out.ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))
+        out.ok_or_else(|| TensorError::Allocation("readback memory is not mapped".into()))
     }
 }

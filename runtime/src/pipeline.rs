@@ -14,7 +14,7 @@ use vkprism_core::{BindingKind, Feature, KernelInfo, VariantInfo};
 
 /// Errors loading a kernel, making a pipeline, or reading and writing the pipeline cache.
 #[derive(thiserror::Error)]
-pub enum Error {
+pub enum PipelineError {
     /// No variant fits (or the forced one can't run).
     #[error(transparent)]
     Select(#[from] SelectError),
@@ -100,7 +100,7 @@ pub enum Error {
     CacheIo(#[from] std::io::Error),
     /// A device error.
     #[error(transparent)]
-    Context(#[from] crate::device::Error),
+    Device(#[from] crate::device::DeviceError),
 }
 
 /// How to load one kernel (see [`crate::Context::load_with`]); the default loads as
@@ -203,8 +203,8 @@ fn push_range(info: &KernelInfo) -> u32 {
 /// `NumWorkgroups`, and a push-constant block exactly where the kernel declares push constants
 /// (its last member starting inside the declared range). Not a full `spirv-val`: the [`Kernel`] contract covers
 /// the rest.
-fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
-    let bad = |why| Error::BadSpirv {
+fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), PipelineError> {
+    let bad = |why| PipelineError::BadSpirv {
         kernel: info.name,
         variant: variant.key.name(),
         why,
@@ -220,7 +220,7 @@ fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
             "it reads gl_NumWorkGroups (BuiltIn NumWorkgroups) but the variant says it does not",
         ));
     }
-    check_push_block(&facts, push_range(info)).map_err(|why| Error::PushConstantsMismatch {
+    check_push_block(&facts, push_range(info)).map_err(|why| PipelineError::PushConstantsMismatch {
         kernel: info.name,
         variant: variant.key.name(),
         why,
@@ -386,7 +386,7 @@ unsafe fn create_layouts(
         vk::DescriptorSetLayout,
         vk::PipelineLayout,
     ),
-    Error,
+    PipelineError,
 > {
     let d = &shared.device;
     let _api = api_lock();
@@ -447,7 +447,7 @@ impl<K: Kernel> LoadedKernel<K> {
         shared: &Arc<Shared>,
         context_options: &Options,
         load: &LoadOptions,
-    ) -> Result<Arc<Self>, Error> {
+    ) -> Result<Arc<Self>, PipelineError> {
         shared.check_usable()?;
         let features = &shared.features;
         let selection = match (&load.variant, &load.options) {
@@ -462,7 +462,7 @@ impl<K: Kernel> LoadedKernel<K> {
         let push_range = push_range(K::INFO);
         let limit = features.limits.max_push_constants_size;
         if push_range > limit {
-            return Err(Error::PushConstantsTooLarge {
+            return Err(PipelineError::PushConstantsTooLarge {
                 kernel: K::INFO.name,
                 size: push_range,
                 limit,
@@ -505,7 +505,7 @@ impl<K: Kernel> LoadedKernel<K> {
         self: &Arc<Self>,
         spec: &K::SpecConstants,
         local_size: Option<[u32; 3]>,
-    ) -> Result<Pipeline<K>, Error> {
+    ) -> Result<Pipeline<K>, PipelineError> {
         self.pipeline_with(
             spec,
             &PipelineDesc {
@@ -521,7 +521,7 @@ impl<K: Kernel> LoadedKernel<K> {
         self: &Arc<Self>,
         spec: &K::SpecConstants,
         desc: &PipelineDesc,
-    ) -> Result<Pipeline<K>, Error> {
+    ) -> Result<Pipeline<K>, PipelineError> {
         let local = desc
             .local_size
             .unwrap_or(K::INFO.local_size.map(|d| d.default));
@@ -539,7 +539,7 @@ impl<K: Kernel> LoadedKernel<K> {
         }
         entries.sort();
         if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(Error::DuplicateSpecId {
+            return Err(PipelineError::DuplicateSpecId {
                 kernel: K::INFO.name,
                 id: w[0].0,
             });
@@ -567,7 +567,7 @@ impl<K: Kernel> LoadedKernel<K> {
     }
 
     /// Checks a pipeline's subgroup and workgroup sizes against the device.
-    fn check_desc(&self, desc: &PipelineDesc, local: [u32; 3]) -> Result<(), Error> {
+    fn check_desc(&self, desc: &PipelineDesc, local: [u32; 3]) -> Result<(), PipelineError> {
         let features = &self.shared.features;
         let l = &features.limits;
         if let Some(size) = desc.subgroup_size {
@@ -585,11 +585,11 @@ impl<K: Kernel> LoadedKernel<K> {
                 None
             };
             if let Some(why) = why {
-                return Err(Error::SubgroupSize { size, why });
+                return Err(PipelineError::SubgroupSize { size, why });
             }
         }
         if local.contains(&0) {
-            return Err(Error::WorkgroupZero(local));
+            return Err(PipelineError::WorkgroupZero(local));
         }
         let invocations = local.iter().map(|x| *x as u64).product::<u64>();
         if local
@@ -598,7 +598,7 @@ impl<K: Kernel> LoadedKernel<K> {
             .any(|(a, b)| *a > b)
             || invocations > l.max_compute_work_group_invocations as u64
         {
-            return Err(Error::WorkgroupTooLarge {
+            return Err(PipelineError::WorkgroupTooLarge {
                 size: local,
                 max: l.max_compute_work_group_size,
                 invocations: l.max_compute_work_group_invocations,
@@ -609,10 +609,10 @@ impl<K: Kernel> LoadedKernel<K> {
 
     /// The variant's shared memory with these specialization entries, against the device's
     /// limit (no check where the module's sizes can't be evaluated: see `shared_memory`).
-    fn check_shared_memory(&self, entries: &[(u32, u32)]) -> Result<(), Error> {
+    fn check_shared_memory(&self, entries: &[(u32, u32)]) -> Result<(), PipelineError> {
         let limit = self.shared.features.limits.max_compute_shared_memory_size;
         match crate::shared_memory::workgroup_bytes(self.variant.spirv, entries) {
-            Some(bytes) if bytes > u64::from(limit) => Err(Error::SharedMemoryTooLarge {
+            Some(bytes) if bytes > u64::from(limit) => Err(PipelineError::SharedMemoryTooLarge {
                 kernel: K::INFO.name,
                 variant: self.variant.key.name(),
                 bytes,
@@ -630,7 +630,7 @@ impl<K: Kernel> LoadedKernel<K> {
         &self,
         entries: &[(u32, u32)],
         subgroup_size: Option<u32>,
-    ) -> Result<vk::Pipeline, Error> {
+    ) -> Result<vk::Pipeline, PipelineError> {
         let map: Vec<vk::SpecializationMapEntry> = entries
             .iter()
             .enumerate()
@@ -733,7 +733,7 @@ mod tests {
     #[test]
     fn spirv_checks_refuse_what_is_not_a_compute_module() {
         use vkprism_core::{FloatMode, VariantKey};
-        fn check(words: &'static [u32], push: Option<u32>) -> Result<(), Error> {
+        fn check(words: &'static [u32], push: Option<u32>) -> Result<(), PipelineError> {
             let variants: &'static [VariantInfo] = Box::leak(Box::new([VariantInfo {
                 key: VariantKey::new(FloatMode::Fp32),
                 spirv: words,
@@ -763,8 +763,8 @@ mod tests {
         let header = vec![SPIRV_MAGIC, 0x0001_0300, 0, 100, 0];
         // OpEntryPoint GLCompute %1 "main" (count 5: opcode word, model, id, "main", NUL).
         let entry = [(5 << 16) | 15, 5, 1, 0x6e69_616d, 0];
-        let why = |r: Result<(), Error>| match r {
-            Err(Error::BadSpirv { why, .. }) => why,
+        let why = |r: Result<(), PipelineError>| match r {
+            Err(PipelineError::BadSpirv { why, .. }) => why,
             other => panic!("{other:?}"),
         };
         let mut ok = header.clone();
@@ -791,9 +791,9 @@ mod tests {
         // Push constants declared but no block in the module.
         assert!(matches!(
             check(leak(ok), Some(16)),
-            Err(Error::PushConstantsMismatch { .. })
+            Err(PipelineError::PushConstantsMismatch { .. })
         ));
     }
 }
 
-debug_as_display!(Error);
+debug_as_display!(PipelineError);

@@ -2,7 +2,7 @@
 //! per invocation, shared memory, spills, under the names the driver gives them. For tuning
 //! kernels: what bounds a kernel's occupancy is in here, not in the SPIR-V.
 
-use crate::device::{api_lock, vkerr, Error};
+use crate::device::{api_lock, vkerr, DeviceError};
 use crate::kernel::Kernel;
 use crate::pipeline::Pipeline;
 use ash::vk;
@@ -49,7 +49,7 @@ impl<K: Kernel> Pipeline<K> {
     /// (the context was made without [`crate::ContextOptions::pipeline_statistics`], or the
     /// device lacks `VK_KHR_pipeline_executable_properties`: [`crate::Context::pipeline_statistics`]
     /// tells).
-    pub fn statistics(&self) -> Result<Vec<PipelineStatistic>, Error> {
+    pub fn statistics(&self) -> Result<Vec<PipelineStatistic>, DeviceError> {
         let shared = &self.kernel.shared;
         if !shared.pipeline_statistics {
             return Ok(Vec::new());

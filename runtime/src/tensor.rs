@@ -15,7 +15,7 @@ use vkprism_core::TensorFormat;
 
 /// Errors making tensors and images, and moving data in and out.
 #[derive(thiserror::Error)]
-pub enum Error {
+pub enum TensorError {
     /// A shape (or image extent) that is empty, too long, has a zero, or overflows.
     #[error("tensor shape {0:?}: give 1 to 4 dimensions, none zero")]
     BadShape(Vec<usize>),
@@ -67,7 +67,7 @@ pub enum Error {
     },
     /// A device error.
     #[error(transparent)]
-    Context(#[from] crate::device::Error),
+    Device(#[from] crate::device::DeviceError),
 }
 
 pub(crate) struct TensorInner {
@@ -133,7 +133,7 @@ pub(crate) fn check_budget(
     shared: &Shared,
     requirements: &vk::MemoryRequirements,
     location: MemoryLocation,
-) -> Result<(), Error> {
+) -> Result<(), TensorError> {
     let flags = match location {
         MemoryLocation::GpuOnly => vk::MemoryPropertyFlags::DEVICE_LOCAL,
         MemoryLocation::CpuToGpu | MemoryLocation::GpuToCpu => {
@@ -143,7 +143,7 @@ pub(crate) fn check_budget(
     };
     let rooms = shared.heap_room(requirements.memory_type_bits, flags);
     match rooms.iter().max_by_key(|r| r.available) {
-        Some(best) if best.available < requirements.size => Err(Error::OverBudget {
+        Some(best) if best.available < requirements.size => Err(TensorError::OverBudget {
             requested: requirements.size,
             available: best.available,
             budget: best.budget,
@@ -163,17 +163,17 @@ pub(crate) fn check_budget(
 pub(crate) fn allocate_checked(
     shared: &Shared,
     desc: &AllocationCreateDesc<'_>,
-) -> Result<Allocation, Error> {
+) -> Result<Allocation, TensorError> {
     // The API lock before any other lock (see `api_lock`).
     let _api = api_lock();
     check_budget(shared, &desc.requirements, desc.location)?;
     let mut guard = shared.allocator.lock().unwrap_or_else(|e| e.into_inner());
     let Some(allocator) = guard.as_mut() else {
-        return Err(Error::Allocation("allocator is gone".into()));
+        return Err(TensorError::Allocation("allocator is gone".into()));
     };
     let a = allocator
         .allocate(desc)
-        .map_err(|e| Error::Allocation(e.to_string()))?;
+        .map_err(|e| TensorError::Allocation(e.to_string()))?;
     shared.count_heap(
         shared.heap_of(u32::MAX, a.memory_properties()),
         a.size(),
@@ -189,10 +189,10 @@ pub(crate) fn create_buffer(
     usage: vk::BufferUsageFlags,
     location: MemoryLocation,
     name: &str,
-) -> Result<(vk::Buffer, Allocation), Error> {
+) -> Result<(vk::Buffer, Allocation), TensorError> {
     let limits = &shared.features.limits;
     if size > limits.max_memory_allocation_size {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size,
             limit_name: "maxMemoryAllocationSize",
             limit: limits.max_memory_allocation_size,
@@ -250,7 +250,7 @@ fn staging_buffer<'a>(
     shared: &Arc<Shared>,
     slot: &'a mut Option<(vk::Buffer, Allocation)>,
     direction: Direction,
-) -> Result<&'a mut (vk::Buffer, Allocation), Error> {
+) -> Result<&'a mut (vk::Buffer, Allocation), TensorError> {
     let kept = match slot.take() {
         Some(kept) => kept,
         None => {
@@ -281,7 +281,7 @@ fn tensor_buffer(
     shared: &Arc<Shared>,
     size: u64,
     usage: vk::BufferUsageFlags,
-) -> Result<(vk::Buffer, Allocation), Error> {
+) -> Result<(vk::Buffer, Allocation), TensorError> {
     const NAME: &str = "vkprism tensor";
     if shared.unified_memory {
         return create_buffer(shared, size, usage, MemoryLocation::CpuToGpu, NAME);
@@ -307,7 +307,7 @@ fn allocate_memory(
     size: u64,
     location: MemoryLocation,
     name: &str,
-) -> Result<Allocation, Error> {
+) -> Result<Allocation, TensorError> {
     let requirements = {
         let _api = api_lock();
         // SAFETY: `buffer` is a live buffer of this device (the caller just made it).
@@ -354,22 +354,22 @@ impl Tensor {
     ///
     /// The memory is checked against what is left of its heap first (the driver's budget with
     /// `VK_EXT_memory_budget`, else the heap's size less what vkprism allocated):
-    /// [`Error::OverBudget`] with the figures rather than an allocation the driver can't back.
-    pub fn new(ctx: &Context, shape: &[usize], format: TensorFormat) -> Result<Tensor, Error> {
+    /// [`TensorError::OverBudget`] with the figures rather than an allocation the driver can't back.
+    pub fn new(ctx: &Context, shape: &[usize], format: TensorFormat) -> Result<Tensor, TensorError> {
         if shape.is_empty() || shape.len() > 4 || shape.contains(&0) {
-            return Err(Error::BadShape(shape.to_vec()));
+            return Err(TensorError::BadShape(shape.to_vec()));
         }
         let elements = shape
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
-            .ok_or_else(|| Error::BadShape(shape.to_vec()))?;
+            .ok_or_else(|| TensorError::BadShape(shape.to_vec()))?;
         let size = elements
             .checked_mul(format.size() as u64)
-            .ok_or_else(|| Error::BadShape(shape.to_vec()))?;
+            .ok_or_else(|| TensorError::BadShape(shape.to_vec()))?;
         let shared = &ctx.shared;
         let limit = shared.features.limits.max_storage_buffer_range;
         if size > limit {
-            return Err(Error::TooLarge {
+            return Err(TensorError::TooLarge {
                 size,
                 limit_name: "maxStorageBufferRange",
                 limit,
@@ -410,14 +410,14 @@ impl Tensor {
         shape: &[usize],
         format: TensorFormat,
         data: &[f32],
-    ) -> Result<Tensor, Error> {
+    ) -> Result<Tensor, TensorError> {
         let t = Tensor::new(ctx, shape, format)?;
         t.upload_f32(data)?;
         Ok(t)
     }
 
     /// An int8 tensor holding `data`.
-    pub fn from_i8(ctx: &Context, shape: &[usize], data: &[i8]) -> Result<Tensor, Error> {
+    pub fn from_i8(ctx: &Context, shape: &[usize], data: &[i8]) -> Result<Tensor, TensorError> {
         let t = Tensor::new(ctx, shape, TensorFormat::I8)?;
         t.upload_i8(data)?;
         Ok(t)
@@ -460,9 +460,9 @@ impl Tensor {
 
     /// Converts and writes `data` (one `f32` per element) into an F32, F16 or BF16 tensor
     /// (fp16 and bf16 round to nearest, ties to even; NaN stays NaN, overflow is infinity).
-    pub fn upload_f32(&self, data: &[f32]) -> Result<(), Error> {
+    pub fn upload_f32(&self, data: &[f32]) -> Result<(), TensorError> {
         self.check_len(data.len())?;
-        let bytes = encode_f32(self.inner.format, data).ok_or(Error::WrongFormat {
+        let bytes = encode_f32(self.inner.format, data).ok_or(TensorError::WrongFormat {
             have: self.inner.format,
             want: "F32, F16 or Bf16 for f32 data",
         })?;
@@ -470,29 +470,29 @@ impl Tensor {
     }
 
     /// Reads an F32, F16 or BF16 tensor as `f32`.
-    pub fn download_f32(&self) -> Result<Vec<f32>, Error> {
+    pub fn download_f32(&self) -> Result<Vec<f32>, TensorError> {
         let bytes = self.read_bytes()?;
-        decode_f32(self.inner.format, &bytes).ok_or(Error::WrongFormat {
+        decode_f32(self.inner.format, &bytes).ok_or(TensorError::WrongFormat {
             have: self.inner.format,
             want: "F32, F16 or Bf16 to read f32",
         })
     }
 
     /// Writes `data` into an I8 tensor.
-    pub fn upload_i8(&self, data: &[i8]) -> Result<(), Error> {
+    pub fn upload_i8(&self, data: &[i8]) -> Result<(), TensorError> {
         self.require(TensorFormat::I8, "I8")?;
         self.check_len(data.len())?;
         self.write_bytes(bytemuck::cast_slice(data))
     }
 
     /// Reads an I8 tensor.
-    pub fn download_i8(&self) -> Result<Vec<i8>, Error> {
+    pub fn download_i8(&self) -> Result<Vec<i8>, TensorError> {
         self.require(TensorFormat::I8, "I8")?;
         Ok(self.read_bytes()?.into_iter().map(|b| b as i8).collect())
     }
 
     /// Writes `data` into an I16 tensor.
-    pub fn upload_i16(&self, data: &[i16]) -> Result<(), Error> {
+    pub fn upload_i16(&self, data: &[i16]) -> Result<(), TensorError> {
         self.require(TensorFormat::I16, "I16")?;
         self.check_len(data.len())?;
         let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -500,7 +500,7 @@ impl Tensor {
     }
 
     /// Reads an I16 tensor.
-    pub fn download_i16(&self) -> Result<Vec<i16>, Error> {
+    pub fn download_i16(&self) -> Result<Vec<i16>, TensorError> {
         self.require(TensorFormat::I16, "I16")?;
         Ok(self
             .read_bytes()?
@@ -510,9 +510,9 @@ impl Tensor {
     }
 
     /// Writes 32-bit integers into an I32 or U32 tensor.
-    pub fn upload_u32(&self, data: &[u32]) -> Result<(), Error> {
+    pub fn upload_u32(&self, data: &[u32]) -> Result<(), TensorError> {
         if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {
-            return Err(Error::WrongFormat {
+            return Err(TensorError::WrongFormat {
                 have: self.inner.format,
                 want: "I32 or U32",
             });
@@ -522,9 +522,9 @@ impl Tensor {
     }
 
     /// Reads an I32 or U32 tensor as unsigned integers.
-    pub fn download_u32(&self) -> Result<Vec<u32>, Error> {
+    pub fn download_u32(&self) -> Result<Vec<u32>, TensorError> {
         if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {
-            return Err(Error::WrongFormat {
+            return Err(TensorError::WrongFormat {
                 have: self.inner.format,
                 want: "I32 or U32",
             });
@@ -537,19 +537,19 @@ impl Tensor {
     }
 
     /// Writes 32-bit signed integers into an I32 or U32 tensor.
-    pub fn upload_i32(&self, data: &[i32]) -> Result<(), Error> {
+    pub fn upload_i32(&self, data: &[i32]) -> Result<(), TensorError> {
         self.upload_u32(bytemuck::cast_slice(data))
     }
 
     /// Reads an I32 or U32 tensor as signed integers.
-    pub fn download_i32(&self) -> Result<Vec<i32>, Error> {
+    pub fn download_i32(&self) -> Result<Vec<i32>, TensorError> {
         Ok(self.download_u32()?.into_iter().map(|v| v as i32).collect())
     }
 
     /// Writes raw bytes (exactly `size_bytes()`).
-    pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), Error> {
+    pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), TensorError> {
         if bytes.len() as u64 != self.inner.size {
-            return Err(Error::LengthMismatch {
+            return Err(TensorError::LengthMismatch {
                 got: bytes.len(),
                 want: self.inner.size as usize,
             });
@@ -567,7 +567,7 @@ impl Tensor {
         for (i, chunk) in bytes.chunks(chunk_size as usize).enumerate() {
             let s = alloc
                 .mapped_slice_mut()
-                .ok_or_else(|| Error::Allocation("staging memory is not mapped".into()))?;
+                .ok_or_else(|| TensorError::Allocation("staging memory is not mapped".into()))?;
             crate::host_copy::copy(&mut s[..chunk.len()], chunk);
             let region = vk::BufferCopy {
                 src_offset: 0,
@@ -587,7 +587,7 @@ impl Tensor {
     }
 
     /// Reads the raw bytes (`size_bytes()` of them).
-    pub fn read_bytes(&self) -> Result<Vec<u8>, Error> {
+    pub fn read_bytes(&self) -> Result<Vec<u8>, TensorError> {
         let mut out = vec![0u8; self.inner.size as usize];
         self.read_bytes_into(&mut out)?;
         Ok(out)
@@ -599,11 +599,11 @@ impl Tensor {
     /// the context's two readback buffers, chunk by chunk
     /// ([`ContextOptions::staging_chunk`](crate::ContextOptions::staging_chunk)), the GPU
     /// copying the next chunk while the host copies the last one out.
-    pub fn read_bytes_into(&self, out: &mut [u8]) -> Result<(), Error> {
+    pub fn read_bytes_into(&self, out: &mut [u8]) -> Result<(), TensorError> {
         let inner = &self.inner;
         let size = inner.size as usize;
         if out.len() != size {
-            return Err(Error::LengthMismatch {
+            return Err(TensorError::LengthMismatch {
                 got: out.len(),
                 want: size,
             });
@@ -627,7 +627,7 @@ impl Tensor {
         &self,
         out: &mut [u8],
         buffers: [&(vk::Buffer, Allocation); 2],
-    ) -> Result<(), Error> {
+    ) -> Result<(), TensorError> {
         let shared = &self.inner.shared;
         let chunk_size = shared.staging_chunk;
         let submit = |i: usize, size: usize| {
@@ -663,11 +663,11 @@ impl Tensor {
                     return Err(e.into());
                 }
             };
-            let copied = shared.finish(pending).map_err(Error::from).and_then(|()| {
+            let copied = shared.finish(pending).map_err(TensorError::from).and_then(|()| {
                 buffers[i % 2]
                     .1
                     .mapped_slice()
-                    .ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))
+                    .ok_or_else(|| TensorError::Allocation("readback memory is not mapped".into()))
             });
             match copied {
                 Ok(staged) => crate::host_copy::copy(chunk, &staged[..chunk.len()]),
@@ -699,7 +699,7 @@ impl Tensor {
         &self,
         write: bool,
         f: impl FnOnce(&mut [u8]) -> R,
-    ) -> Result<Option<R>, Error> {
+    ) -> Result<Option<R>, TensorError> {
         let inner = &self.inner;
         if !(inner.mapped || write && inner.writes_in_place) {
             inner.shared.check_usable()?;
@@ -718,9 +718,9 @@ impl Tensor {
             .map(f))
     }
 
-    fn check_len(&self, got: usize) -> Result<(), Error> {
+    fn check_len(&self, got: usize) -> Result<(), TensorError> {
         if got != self.len() {
-            return Err(Error::LengthMismatch {
+            return Err(TensorError::LengthMismatch {
                 got,
                 want: self.len(),
             });
@@ -728,9 +728,9 @@ impl Tensor {
         Ok(())
     }
 
-    fn require(&self, f: TensorFormat, name: &'static str) -> Result<(), Error> {
+    fn require(&self, f: TensorFormat, name: &'static str) -> Result<(), TensorError> {
         if self.inner.format != f {
-            return Err(Error::WrongFormat {
+            return Err(TensorError::WrongFormat {
                 have: self.inner.format,
                 want: name,
             });
@@ -739,4 +739,4 @@ impl Tensor {
     }
 }
 
-debug_as_display!(Error);
+debug_as_display!(TensorError);

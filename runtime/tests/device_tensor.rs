@@ -2,8 +2,8 @@
 //! both the mapped and the staged path, and their error paths. Validation on throughout.
 
 use std::num::NonZeroU64;
-use vkprism_runtime::context::Error as ContextError;
-use vkprism_runtime::tensor::Error as TensorError;
+use vkprism_runtime::DeviceError;
+use vkprism_runtime::TensorError;
 use vkprism_runtime::{
     Context, ContextOptions, DeviceSelector, Error, Feature, Image, Tensor, TensorFormat,
 };
@@ -77,7 +77,7 @@ fn devices_are_chosen_by_index_and_name() {
     })
     .unwrap_err();
     assert!(
-        matches!(&e, ContextError::DeviceNotFound { available, .. } if available.contains(&name)),
+        matches!(&e, DeviceError::DeviceNotFound { available, .. } if available.contains(&name)),
         "{e}"
     );
     let e = Context::with_options(ContextOptions {
@@ -85,7 +85,7 @@ fn devices_are_chosen_by_index_and_name() {
         ..Default::default()
     })
     .unwrap_err();
-    assert!(matches!(e, ContextError::DeviceNotFound { .. }), "{e}");
+    assert!(matches!(e, DeviceError::DeviceNotFound { .. }), "{e}");
 }
 
 #[test]
@@ -371,7 +371,7 @@ fn validation_messages_are_recorded_not_panicked() {
     );
     let e = ctx.check_validation().unwrap_err();
     assert!(
-        matches!(&e, ContextError::Validation(m) if m == &seen),
+        matches!(&e, DeviceError::ValidationMessages(m) if m == &seen),
         "{e}"
     );
     assert!(

@@ -5,10 +5,10 @@ mod fixtures;
 
 use fixtures::{oob, scale, tiny};
 use vkprism_runtime::__private::VariantInfo;
-use vkprism_runtime::command::{Error as CommandError, MAX_TIMED_DISPATCHES};
-use vkprism_runtime::context::Error as ContextError;
-use vkprism_runtime::pipeline::Error as PipelineError;
-use vkprism_runtime::tensor::Error as TensorError;
+use vkprism_runtime::command::{CommandError, MAX_TIMED_DISPATCHES};
+use vkprism_runtime::DeviceError;
+use vkprism_runtime::PipelineError;
+use vkprism_runtime::TensorError;
 use vkprism_runtime::{
     CommandList, Context, ContextOptions, DeviceSelector, Image, KernelInfo, LoadOptions,
     NoPushConstants, Tensor, TensorFormat,
@@ -65,7 +65,7 @@ fn dispatch_after_submit_is_refused_and_the_list_still_replays() {
     // The crate-level error sorts it as the caller's to fix.
     assert!(matches!(
         vkprism_runtime::Error::from(e),
-        vkprism_runtime::Error::Validation(_)
+        vkprism_runtime::Error::Invalid(_)
     ));
     assert_clean(&ctx);
 }
@@ -415,7 +415,7 @@ fn main_returning_an_error_prints_its_message_not_its_structure() {
             device: DeviceSelector::Name("no-such-device-anywhere".into()),
             ..Default::default()
         }),
-        Err(ContextError::DeviceNotFound { .. })
+        Err(DeviceError::DeviceNotFound { .. })
     ));
     assert_clean(&ctx);
 }

@@ -5,8 +5,8 @@
 mod fixtures;
 
 use fixtures::{scale, tiny, widen};
-use vkprism_runtime::command::Error as CommandError;
-use vkprism_runtime::pipeline::Error as PipelineError;
+use vkprism_runtime::CommandError;
+use vkprism_runtime::PipelineError;
 use vkprism_runtime::{
     select_variant, CommandList, Context, DeviceFeatures, Feature, FeatureSet, Image, LoadOptions,
     MemoryKind, NoPushConstants, Options, Tensor, TensorFormat,

@@ -5,10 +5,10 @@ mod fixtures;
 
 use fixtures::spin;
 use std::time::{Duration, Instant};
-use vkprism_runtime::command::Error as CommandError;
-use vkprism_runtime::context::Error as ContextError;
-use vkprism_runtime::pipeline::Error as PipelineError;
-use vkprism_runtime::tensor::Error as TensorError;
+use vkprism_runtime::CommandError;
+use vkprism_runtime::DeviceError;
+use vkprism_runtime::PipelineError;
+use vkprism_runtime::TensorError;
 use vkprism_runtime::{CommandList, ContextOptions, LoadOptions, Tensor, TensorFormat};
 use vkprism_testkit::{assert_clean, ctx_with};
 
@@ -20,7 +20,7 @@ const GROUPS: usize = 1000;
 const TIMEOUT: Duration = Duration::from_millis(20);
 
 fn is_poisoned(e: &TensorError) -> bool {
-    matches!(e, TensorError::Context(ContextError::Poisoned(t)) if *t == TIMEOUT)
+    matches!(e, TensorError::Device(DeviceError::Poisoned(t)) if *t == TIMEOUT)
 }
 
 #[test]
@@ -45,7 +45,7 @@ fn a_timed_out_wait_poisons_the_context_and_drops_do_not_hang() {
         .unwrap();
     let e = list.submit_and_wait().unwrap_err();
     assert!(
-        matches!(e, CommandError::Context(ContextError::Timeout(t)) if t == TIMEOUT),
+        matches!(e, CommandError::Device(DeviceError::Timeout(t)) if t == TIMEOUT),
         "{e}"
     );
     assert!(e.to_string().contains("fence_timeout"), "{e}");
@@ -67,19 +67,19 @@ fn a_timed_out_wait_poisons_the_context_and_drops_do_not_hang() {
     ));
     assert!(matches!(
         list.submit_and_wait().unwrap_err(),
-        CommandError::Context(ContextError::Poisoned(_))
+        CommandError::Device(DeviceError::Poisoned(_))
     ));
     assert!(matches!(
         CommandList::new(&ctx).map(|_| ()).unwrap_err(),
-        CommandError::Context(ContextError::Poisoned(_))
+        CommandError::Device(DeviceError::Poisoned(_))
     ));
     assert!(matches!(
         ctx.load::<spin::Kernel>().map(|_| ()).unwrap_err(),
-        PipelineError::Context(ContextError::Poisoned(_))
+        PipelineError::Device(DeviceError::Poisoned(_))
     ));
     assert!(matches!(
         ctx.wait_idle().unwrap_err(),
-        ContextError::Poisoned(_)
+        DeviceError::Poisoned(_)
     ));
     // The crate-level error says the context is the problem.
     let top: vkprism_runtime::Error = x.download_u32().unwrap_err().into();
@@ -148,13 +148,13 @@ fn a_timed_out_transfer_poisons_a_staged_context() {
     let t = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
     let e = t.upload_f32(&vec![1.0; n]).unwrap_err();
     assert!(
-        matches!(e, TensorError::Context(ContextError::Timeout(_))),
+        matches!(e, TensorError::Device(DeviceError::Timeout(_))),
         "{e}"
     );
     assert!(ctx.is_poisoned());
     let e = t.download_f32().unwrap_err();
     assert!(
-        matches!(e, TensorError::Context(ContextError::Poisoned(_))),
+        matches!(e, TensorError::Device(DeviceError::Poisoned(_))),
         "{e}"
     );
     let start = Instant::now();
@@ -180,14 +180,14 @@ fn a_timed_out_download_poisons_a_staged_context() {
     let t = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
     let e = t.download_f32().unwrap_err();
     assert!(
-        matches!(e, TensorError::Context(ContextError::Timeout(_))),
+        matches!(e, TensorError::Device(DeviceError::Timeout(_))),
         "{e}"
     );
     assert!(ctx.is_poisoned());
     let mut into = vec![0u8; 4 * n];
     let e = t.read_bytes_into(&mut into).unwrap_err();
     assert!(
-        matches!(e, TensorError::Context(ContextError::Poisoned(_))),
+        matches!(e, TensorError::Device(DeviceError::Poisoned(_))),
         "{e}"
     );
     let start = Instant::now();

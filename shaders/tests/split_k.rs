@@ -414,7 +414,7 @@ fn the_runtime_refuses_what_shared_memory_bytes_says_does_not_fit() {
     let want = shared_memory_bytes(&cfg, &problem, &key);
     assert_eq!(want, 2 * 256 * (128 / 4 + 1) * 16);
     match k.pipeline(&cfg.gemm_spec(Default::default()), Some(cfg.local_size())) {
-        Err(vkprism::pipeline::Error::SharedMemoryTooLarge { bytes, limit, .. }) => {
+        Err(vkprism::PipelineError::SharedMemoryTooLarge { bytes, limit, .. }) => {
             assert_eq!(bytes, want);
             assert_eq!(limit, ctx.features().limits.max_compute_shared_memory_size);
         }

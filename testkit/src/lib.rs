@@ -5,7 +5,7 @@
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use vkprism_runtime::{
-    pipeline, Context, ContextOptions, Feature, FloatMode, Kernel, LoadOptions, LoadedKernel,
+    Context, ContextOptions, Feature, FloatMode, Kernel, LoadOptions, LoadedKernel, PipelineError,
     ScalarKind, SelectFailure, TensorFormat, VariantKey,
 };
 
@@ -54,7 +54,7 @@ pub fn load_unless_device_lacks_matrices<K: Kernel>(
 ) -> Option<Arc<LoadedKernel<K>>> {
     match ctx.load_with::<K>(&LoadOptions::variant(name)) {
         Ok(k) => Some(k),
-        Err(pipeline::Error::Select(e))
+        Err(PipelineError::Select(e))
             if e.kind == SelectFailure::DeviceLacks && device_lacks_matrices_for(ctx, name) =>
         {
             let s = e.to_string();

@@ -5,13 +5,13 @@
 //! A list keeps a clone of every tensor, image and pipeline it binds: nothing it uses can be
 //! freed while it exists, and its work is always waited for before it is dropped.
 //!
-//! - `error.rs`: [`Error`];
+//! - `error.rs`: [`CommandError`];
 //! - `dispatch.rs`: checking a dispatch (a plan) and recording it (`unsafe`, trusting the plan).
 
 mod dispatch;
 mod error;
 
-pub use error::Error;
+pub use error::CommandError;
 
 use crate::device::{api_lock, vkerr, Shared};
 use crate::kernel::{Bindings, Kernel, Resource};
@@ -96,7 +96,7 @@ const POOL_SIZES: [vk::DescriptorPoolSize; 4] = [
 ];
 
 /// A descriptor pool for `SETS_PER_POOL` sets of `POOL_SIZES`.
-fn new_descriptor_pool(device: &ash::Device) -> Result<vk::DescriptorPool, Error> {
+fn new_descriptor_pool(device: &ash::Device) -> Result<vk::DescriptorPool, CommandError> {
     let info = vk::DescriptorPoolCreateInfo::default()
         .max_sets(SETS_PER_POOL)
         .pool_sizes(&POOL_SIZES);
@@ -109,7 +109,7 @@ fn new_descriptor_pool(device: &ash::Device) -> Result<vk::DescriptorPool, Error
 /// On an error nothing is left behind.
 fn create_command_objects(
     shared: &Shared,
-) -> Result<(vk::CommandPool, vk::CommandBuffer, vk::Fence), Error> {
+) -> Result<(vk::CommandPool, vk::CommandBuffer, vk::Fence), CommandError> {
     shared.check_usable()?;
     let _api = api_lock();
     let d = &shared.device;
@@ -142,7 +142,7 @@ fn create_command_objects(
 
 impl CommandList {
     /// An empty list, recording.
-    pub fn new(ctx: &Context) -> Result<CommandList, Error> {
+    pub fn new(ctx: &Context) -> Result<CommandList, CommandError> {
         let shared = ctx.shared.clone();
         let (pool, cmd, fence) = create_command_objects(&shared)?;
         let d = &shared.device;
@@ -176,10 +176,10 @@ impl CommandList {
     }
 
     /// The same, timing every dispatch with GPU timestamps (up to `max_dispatches` of them, at
-    /// most [`MAX_TIMED_DISPATCHES`]: more is [`Error::TooManyTimestamps`]).
-    pub fn with_timestamps(ctx: &Context, max_dispatches: u32) -> Result<CommandList, Error> {
+    /// most [`MAX_TIMED_DISPATCHES`]: more is [`CommandError::TooManyTimestamps`]).
+    pub fn with_timestamps(ctx: &Context, max_dispatches: u32) -> Result<CommandList, CommandError> {
         if max_dispatches > MAX_TIMED_DISPATCHES {
-            return Err(Error::TooManyTimestamps {
+            return Err(CommandError::TooManyTimestamps {
                 asked: max_dispatches,
                 max: MAX_TIMED_DISPATCHES,
             });
@@ -187,7 +187,7 @@ impl CommandList {
         let mut list = CommandList::new(ctx)?;
         if list.shared.timestamp_bits == 0 || list.shared.features.limits.timestamp_period_ns == 0.0
         {
-            return Err(Error::NoTimestamps);
+            return Err(CommandError::NoTimestamps);
         }
         let d = &list.shared.device;
         let _api = api_lock();
@@ -214,7 +214,7 @@ impl CommandList {
 
     /// The same, timing only the whole list with two timestamps (per-dispatch timestamps
     /// serialize the GPU on some drivers, so this is the figure for throughput).
-    pub fn with_total_timing(ctx: &Context) -> Result<CommandList, Error> {
+    pub fn with_total_timing(ctx: &Context) -> Result<CommandList, CommandError> {
         let mut list = CommandList::with_timestamps(ctx, 1)?;
         list.query_capacity = 0;
         Ok(list)
@@ -224,7 +224,7 @@ impl CommandList {
     /// checking it against the loaded variant and the device; on an error nothing is recorded.
     ///
     /// A list records until it is first submitted ([`CommandList::submit_and_wait`]); after
-    /// that it can only be replayed, and a dispatch is [`Error::NotRecording`] (make a new
+    /// that it can only be replayed, and a dispatch is [`CommandError::NotRecording`] (make a new
     /// list for more work: recording is cheap, and a replayed list stays what it was).
     pub fn dispatch<'a, B: Bindings<'a>>(
         &mut self,
@@ -232,9 +232,9 @@ impl CommandList {
         bindings: &B,
         push: &<B::Kernel as Kernel>::PushConstants,
         global: [u32; 3],
-    ) -> Result<(), Error> {
+    ) -> Result<(), CommandError> {
         if !self.recording {
-            return Err(Error::NotRecording {
+            return Err(CommandError::NotRecording {
                 dispatches: self.names.len(),
             });
         }
@@ -249,7 +249,7 @@ impl CommandList {
     fn allocate_set(
         &mut self,
         layout: vk::DescriptorSetLayout,
-    ) -> Result<vk::DescriptorSet, Error> {
+    ) -> Result<vk::DescriptorSet, CommandError> {
         let d = &self.shared.device;
         if self.sets_left == 0 {
             self.descriptor_pools.push(new_descriptor_pool(d)?);
@@ -294,7 +294,7 @@ impl CommandList {
         self.barriers
     }
 
-    fn finish(&mut self) -> Result<(), Error> {
+    fn finish(&mut self) -> Result<(), CommandError> {
         if self.recording {
             let d = &self.shared.device;
             let _api = api_lock();
@@ -336,7 +336,7 @@ impl CommandList {
     /// running the list: the context is poisoned before host access to mapped memory is
     /// released, so no mapped read or write can race with the GPU (see
     /// [`crate::Context::is_poisoned`]).
-    pub fn submit_and_wait(&mut self) -> Result<(), Error> {
+    pub fn submit_and_wait(&mut self) -> Result<(), CommandError> {
         self.shared.check_usable()?;
         if self.in_flight {
             // An earlier wait failed without timing out: the last run may still be pending, and
@@ -372,25 +372,25 @@ impl CommandList {
     }
 
     /// GPU time of each dispatch in the last run (with its barrier, if any), in order.
-    pub fn timings(&self) -> Result<Vec<Duration>, Error> {
+    pub fn timings(&self) -> Result<Vec<Duration>, CommandError> {
         if self.query_capacity == 0 {
-            return Err(Error::NoTimestamps);
+            return Err(CommandError::NoTimestamps);
         }
         self.read_timestamps(self.names.len() + 1)
     }
 
     /// GPU time of the whole last run.
-    pub fn total_time(&self) -> Result<Duration, Error> {
+    pub fn total_time(&self) -> Result<Duration, CommandError> {
         if self.query_capacity == 0 {
             return Ok(self.read_timestamps(2)?[0]);
         }
         Ok(self.timings()?.iter().sum())
     }
 
-    fn read_timestamps(&self, n: usize) -> Result<Vec<Duration>, Error> {
-        let qp = self.query_pool.ok_or(Error::NoTimestamps)?;
+    fn read_timestamps(&self, n: usize) -> Result<Vec<Duration>, CommandError> {
+        let qp = self.query_pool.ok_or(CommandError::NoTimestamps)?;
         if self.runs == 0 {
-            return Err(Error::NotRun);
+            return Err(CommandError::NotRun);
         }
         let mut ticks = vec![0u64; n];
         let _api = api_lock();

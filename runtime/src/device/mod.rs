@@ -20,7 +20,8 @@ mod properties;
 mod shared;
 
 pub(crate) use error::vkerr;
-pub use error::Error;
+pub use error::DeviceError;
+pub(crate) use error::Error;
 pub use physical::DeviceSelector;
 pub(crate) use shared::{
     api_lock, lifecycle_lock, Shared, DEFAULT_FENCE_TIMEOUT, DEFAULT_STAGING_CHUNK,

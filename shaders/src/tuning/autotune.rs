@@ -162,14 +162,14 @@ impl From<vkprism::Error> for TuneError {
     }
 }
 
-impl From<vkprism::tensor::Error> for TuneError {
-    fn from(e: vkprism::tensor::Error) -> Self {
+impl From<vkprism::TensorError> for TuneError {
+    fn from(e: vkprism::TensorError) -> Self {
         TuneError::Runtime(e.into())
     }
 }
 
-impl From<vkprism::command::Error> for TuneError {
-    fn from(e: vkprism::command::Error) -> Self {
+impl From<vkprism::CommandError> for TuneError {
+    fn from(e: vkprism::CommandError) -> Self {
         TuneError::Runtime(e.into())
     }
 }
@@ -579,7 +579,7 @@ impl GemmTuner {
             let (mut list, clock) = match record(&cfg) {
                 Ok(l) => l,
                 // The call was refused before the driver ran anything: this candidate only.
-                Err(vkprism::Error::Validation(e)) => {
+                Err(vkprism::Error::Invalid(e)) => {
                     rejected.push((cfg, e.to_string()));
                     continue;
                 }
@@ -635,7 +635,7 @@ const MAX_WARM_UP_ROUNDS: usize = 2000;
 fn time_interleaved(
     runnable: &mut [(GemmConfig, CommandList, Clock)],
     repetitions: u32,
-) -> Result<Vec<(GemmConfig, Duration)>, vkprism::command::Error> {
+) -> Result<Vec<(GemmConfig, Duration)>, vkprism::CommandError> {
     let warm_up = Instant::now();
     for _ in 0..MAX_WARM_UP_ROUNDS {
         if warm_up.elapsed() >= WARM_UP {
@@ -671,7 +671,7 @@ fn time_interleaved(
 fn timing_list(ctx: &Context) -> Result<(CommandList, Clock), vkprism::Error> {
     match CommandList::with_total_timing(ctx) {
         Ok(list) => Ok((list, Clock::Gpu)),
-        Err(vkprism::command::Error::NoTimestamps) => Ok((CommandList::new(ctx)?, Clock::Host)),
+        Err(vkprism::CommandError::NoTimestamps) => Ok((CommandList::new(ctx)?, Clock::Host)),
         Err(e) => Err(e.into()),
     }
 }
