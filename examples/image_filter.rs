@@ -97,10 +97,7 @@ pub struct Outcome {
 
 /// The options that allow image variants: everything [`Options::default`] allows, plus images.
 pub fn image_options() -> Options {
-    Options {
-        use_image_storage: true,
-        ..Options::default()
-    }
+    Options::default().with_image_storage(true)
 }
 
 /// A `w` × `h` RGBA picture in [0, 1]: a diagonal gradient, three discs and a band of stripes.

@@ -61,7 +61,7 @@ fn run_axpb(
     variant: &str,
     x: &[f32],
 ) -> Result<(Vec<f32>, vkprism::VariantKey), vkprism::Error> {
-    let k = ctx.load_with::<axpb::Kernel>(&LoadOptions::variant(variant))?;
+    let k = ctx.load_with::<axpb::Kernel>(&LoadOptions::variant_named(variant).unwrap())?;
     let key = k.variant().key;
     let fmt = k.variant().bindings[0].format;
     let n = x.len();
@@ -112,7 +112,7 @@ fn mixed_functions_every_variant_match_cpu() {
     let b = random(n8 * 8, 3);
     for name in mixed::VARIANT_NAMES {
         let k = ctx
-            .load_with::<mixed::Kernel>(&LoadOptions::variant(name))
+            .load_with::<mixed::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         let f = |i: usize| k.variant().bindings[i].format;
@@ -184,7 +184,7 @@ fn image_and_buffer_variants_match_cpu() {
     assert_eq!(double::VARIANTS.len(), 12);
     for name in double::VARIANT_NAMES {
         let k = ctx
-            .load_with::<double::Kernel>(&LoadOptions::variant(name))
+            .load_with::<double::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         let fmt = k.variant().bindings[0].format;
@@ -280,7 +280,7 @@ fn int8_every_variant_matches_cpu() {
     let mut ran = 0;
     for name in dequant::VARIANT_NAMES {
         let k = ctx
-            .load_with::<dequant::Kernel>(&LoadOptions::variant(name))
+            .load_with::<dequant::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         assert_eq!(k.variant().bindings[0].format, TensorFormat::I8);
@@ -349,7 +349,7 @@ fn gl_workgroup_size_is_the_specialized_size() {
     let x = random(n, 12);
     for name in grid_stride::VARIANT_NAMES {
         let k = ctx
-            .load_with::<grid_stride::Kernel>(&LoadOptions::variant(name))
+            .load_with::<grid_stride::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         let fmt = k.variant().bindings[0].format;
@@ -429,7 +429,7 @@ fn image_8_wide_and_one_channel_every_variant() {
     );
     for name in image_wide::VARIANT_NAMES {
         let k = ctx
-            .load_with::<image_wide::Kernel>(&LoadOptions::variant(name))
+            .load_with::<image_wide::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
@@ -547,7 +547,7 @@ fn shared_memory_reduction_every_variant_matches_cpu() {
     assert_eq!(reduce::VARIANTS.len(), 7);
     for name in reduce::VARIANT_NAMES {
         let k = ctx
-            .load_with::<reduce::Kernel>(&LoadOptions::variant(name))
+            .load_with::<reduce::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         let f = |i: usize| k.variant().bindings[i].format;
@@ -622,7 +622,7 @@ fn matrices_every_variant_match_cpu() {
     assert_eq!(matvec::VARIANTS.len(), 7);
     for name in matvec::VARIANT_NAMES {
         let k = ctx
-            .load_with::<matvec::Kernel>(&LoadOptions::variant(name))
+            .load_with::<matvec::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         let f = |i: usize| k.variant().bindings[i].format;
@@ -744,7 +744,7 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
     assert_eq!(int8_current::VARIANTS.len(), 21);
     for name in int8_current::VARIANT_NAMES {
         let k = ctx
-            .load_with::<int8_current::Kernel>(&LoadOptions::variant(name))
+            .load_with::<int8_current::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let f = |i: usize| k.variant().bindings[i].format;
         let fx = f(0);
@@ -880,7 +880,9 @@ fn int16_vocabulary_every_variant_matches_cpu() {
         ["fp32_int16p", "fp32_int16s", "fp32_int16a"]
     );
     for name in int16_vocabulary::VARIANT_NAMES {
-        let k = match ctx.load_with::<int16_vocabulary::Kernel>(&LoadOptions::variant(name)) {
+        let k = match ctx
+            .load_with::<int16_vocabulary::Kernel>(&LoadOptions::variant_named(name).unwrap())
+        {
             Ok(k) => k,
             Err(e) => {
                 eprintln!("{name}: not on this device ({e})");
@@ -996,7 +998,9 @@ fn device_facts_are_the_devices_in_every_variant() {
         ["fp32", "fp16s", "fp16sa", "bf16s"]
     );
     for name in device_facts::VARIANT_NAMES {
-        let k = match ctx.load_with::<device_facts::Kernel>(&LoadOptions::variant(name)) {
+        let k = match ctx
+            .load_with::<device_facts::Kernel>(&LoadOptions::variant_named(name).unwrap())
+        {
             Ok(k) => k,
             Err(e) => {
                 eprintln!("{name}: not on this device ({e})");
@@ -1017,10 +1021,8 @@ fn device_facts_are_the_devices_in_every_variant() {
             let o = Tensor::new(&ctx, &[15], TensorFormat::I32).unwrap();
             o.upload_i32(&[0x5555; 15]).unwrap();
             let a = Tensor::from_f32(&ctx, &[1], fmt, &[1.5]).unwrap();
-            let desc = PipelineDesc {
-                local_size: None,
-                subgroup_size: *size,
-            };
+            let mut desc = PipelineDesc::new();
+            desc.subgroup_size = *size;
             let pipe = k.pipeline_with(&Default::default(), &desc).unwrap();
             ctx.run(|l| {
                 l.dispatch(

@@ -65,7 +65,7 @@ fn one(
     input: &[f32],
     weight: &[f32],
 ) -> Result<Record, Box<dyn std::error::Error>> {
-    let kernel = ctx.load_with::<conv2d_dw_nhwc::Kernel>(&LoadOptions::variant(variant))?;
+    let kernel = ctx.load_with::<conv2d_dw_nhwc::Kernel>(&LoadOptions::variant_named(variant)?)?;
     let key = kernel.variant().key;
     let f = kernel.variant().bindings[0].format;
     let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, input)?;

@@ -52,7 +52,7 @@ fn one(
     a: &[f32],
     b: &[f32],
 ) -> Result<Record, Box<dyn std::error::Error>> {
-    let kernel = ctx.load_with::<gemm_image::Kernel>(&LoadOptions::variant(variant))?;
+    let kernel = ctx.load_with::<gemm_image::Kernel>(&LoadOptions::variant_named(variant)?)?;
     let f = kernel.variant().bindings[0].format;
     let texel = kernel.variant().bindings[1].format;
     let at = Tensor::from_f32(ctx, &[m, k], f, a)?;

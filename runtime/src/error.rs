@@ -7,6 +7,7 @@
 use ash::vk;
 
 /// Any vkprism runtime error.
+#[non_exhaustive]
 #[derive(thiserror::Error)]
 pub enum Error {
     /// vkprism refused the call before the driver saw it (a wrong format, size, variant or
@@ -29,6 +30,7 @@ pub enum Error {
 }
 
 /// A call vkprism refused, by module.
+#[non_exhaustive]
 #[derive(thiserror::Error)]
 pub enum Invalid {
     /// No variant fits the device and options.
@@ -43,6 +45,9 @@ pub enum Invalid {
     /// Recording a dispatch, or timings.
     #[error(transparent)]
     Command(crate::command::CommandError),
+    /// A string that is not a variant name ([`crate::LoadOptions::variant_named`]).
+    #[error(transparent)]
+    VariantName(vkprism_core::ParseVariantError),
 }
 
 debug_as_display!(Error, Invalid);
@@ -68,6 +73,12 @@ impl From<crate::device::DeviceError> for Error {
 impl From<crate::select::SelectError> for Error {
     fn from(e: crate::select::SelectError) -> Error {
         Error::Invalid(Invalid::Select(e))
+    }
+}
+
+impl From<vkprism_core::ParseVariantError> for Error {
+    fn from(e: vkprism_core::ParseVariantError) -> Error {
+        Error::Invalid(Invalid::VariantName(e))
     }
 }
 

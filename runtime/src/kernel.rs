@@ -64,6 +64,7 @@ pub trait Bindings<'a> {
 }
 
 /// One bound resource.
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug)]
 pub enum Resource<'a> {
     /// A tensor, for a storage or uniform buffer binding.

@@ -8,6 +8,7 @@ use crate::pipeline::Pipeline;
 use ash::vk;
 
 /// One statistic of one executable (a pipeline may compile to several; compute has one).
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
 pub struct PipelineStatistic {
     /// The executable's name, as the driver gives it.
@@ -21,6 +22,7 @@ pub struct PipelineStatistic {
 }
 
 /// A statistic's value, in the type the driver reports it.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum StatisticValue {
     /// A yes/no fact.

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use vkprism_core::TensorFormat;
 
 /// Errors making tensors and images, and moving data in and out.
+#[non_exhaustive]
 #[derive(thiserror::Error)]
 pub enum TensorError {
     /// A shape (or image extent) that is empty, too long, has a zero, or overflows.

@@ -58,33 +58,24 @@ fn device_is_created_and_reported() {
 
 #[test]
 fn devices_are_chosen_by_index_and_name() {
-    let by_index = ctx_with(ContextOptions {
-        device: DeviceSelector::Index(0),
-        ..Default::default()
-    });
+    let by_index = ctx_with(ContextOptions::default().with_device(DeviceSelector::Index(0)));
     let name = by_index.device_name();
     // A case-changed substring of the name finds the same device.
     let part: String = name.chars().take(4).collect::<String>().to_uppercase();
-    let by_name = ctx_with(ContextOptions {
-        device: DeviceSelector::Name(part),
-        ..Default::default()
-    });
+    let by_name = ctx_with(ContextOptions::default().with_device(DeviceSelector::Name(part)));
     assert_eq!(by_name.device_name(), name);
 
-    let e = Context::with_options(ContextOptions {
-        device: DeviceSelector::Name("no such gpu 9000".into()),
-        ..Default::default()
-    })
+    let e = Context::with_options(
+        ContextOptions::default().with_device(DeviceSelector::Name("no such gpu 9000".into())),
+    )
     .unwrap_err();
     assert!(
         matches!(&e, DeviceError::DeviceNotFound { available, .. } if available.contains(&name)),
         "{e}"
     );
-    let e = Context::with_options(ContextOptions {
-        device: DeviceSelector::Index(1000),
-        ..Default::default()
-    })
-    .unwrap_err();
+    let e =
+        Context::with_options(ContextOptions::default().with_device(DeviceSelector::Index(1000)))
+            .unwrap_err();
     assert!(matches!(e, DeviceError::DeviceNotFound { .. }), "{e}");
 }
 
@@ -165,10 +156,7 @@ fn tensors_round_trip_mapped() {
 
 #[test]
 fn tensors_round_trip_staged() {
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_force_staging(true));
     assert!(!ctx.unified_memory());
     round_trips(&ctx);
     assert!(!Tensor::new(&ctx, &[4], TensorFormat::F32)
@@ -179,10 +167,7 @@ fn tensors_round_trip_staged() {
 
 #[test]
 fn large_staged_tensor_is_copied_in_chunks() {
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_force_staging(true));
     // Over the 64 MiB staging chunk, not a multiple of it.
     let n = (64 << 20) + 4096 + 3;
     let q: Vec<i8> = (0..n).map(|i| (i % 251) as u8 as i8).collect();
@@ -210,11 +195,11 @@ fn large_staged_tensor_is_copied_in_chunks() {
 #[test]
 fn staged_downloads_alternate_two_readback_buffers() {
     const CHUNK: usize = 1 << 20;
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        staging_chunk: NonZeroU64::new(CHUNK as u64),
-        ..Default::default()
-    });
+    let ctx = ctx_with(
+        ContextOptions::default()
+            .with_force_staging(true)
+            .with_staging_chunk(NonZeroU64::new(CHUNK as u64).unwrap()),
+    );
     let mut kept = 0;
     for n in [CHUNK - 1, CHUNK, 2 * CHUNK, 3 * CHUNK + 5, 5 * CHUNK - 4096] {
         let q: Vec<i8> = (0..n).map(|i| (i % 253) as u8 as i8).collect();

@@ -63,11 +63,7 @@ fn environment_values_are_validated() {
     // Accepted values still work: an explicit option overrides a bad variable only where the
     // option decides (validation), and `1`/`0` with spaces are accepted.
     std::env::set_var("VKPRISM_VALIDATION", "yes");
-    let ctx = Context::with_options(ContextOptions {
-        validation: Some(true),
-        ..Default::default()
-    })
-    .unwrap();
+    let ctx = Context::with_options(ContextOptions::default().with_validation(true)).unwrap();
     assert!(ctx.validation_enabled());
     drop(ctx);
     std::env::set_var("VKPRISM_VALIDATION", " 1 ");
@@ -99,11 +95,7 @@ fn environment_chooses_device_and_validation() {
     let name = ctx.device_name();
     drop(ctx);
     // The option overrides the variable.
-    let ctx = Context::with_options(ContextOptions {
-        validation: Some(false),
-        ..Default::default()
-    })
-    .unwrap();
+    let ctx = Context::with_options(ContextOptions::default().with_validation(false)).unwrap();
     assert!(!ctx.validation_enabled());
     drop(ctx);
     std::env::set_var("VKPRISM_VALIDATION", "0");
@@ -125,11 +117,9 @@ fn environment_chooses_device_and_validation() {
         Err(DeviceError::DeviceNotFound { .. })
     ));
     // An explicit selector wins over the variable.
-    let ctx = Context::with_options(ContextOptions {
-        device: DeviceSelector::Index(0),
-        ..Default::default()
-    })
-    .unwrap();
+    let ctx =
+        Context::with_options(ContextOptions::default().with_device(DeviceSelector::Index(0)))
+            .unwrap();
     assert_eq!(ctx.device_name(), name);
     std::env::remove_var("VKPRISM_DEVICE");
     std::env::remove_var("VKPRISM_VALIDATION");

@@ -174,10 +174,7 @@ fn an_image_over_the_resource_limits_is_refused_before_the_driver_sees_it() {
 #[test]
 fn robust_buffer_access_keeps_out_of_bounds_writes_inside_their_tensor() {
     let _heap = sharing_the_heap();
-    let ctx = ctx_with(ContextOptions {
-        robust_buffer_access: true,
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_robust_buffer_access(true));
     assert!(
         ctx.robust_buffer_access(),
         "lavapipe has robustBufferAccess"
@@ -187,7 +184,7 @@ fn robust_buffer_access_keeps_out_of_bounds_writes_inside_their_tensor() {
         "off by default"
     );
     let k = ctx
-        .load_with::<oob::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<oob::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     // Small tensors share one allocator block: `short` and `next` are neighbours in memory.
@@ -308,7 +305,7 @@ fn hand_written_kernels_that_lie_are_refused_where_the_lie_is_checkable() {
     let _heap = sharing_the_heap();
     assert_eq!(scale::INFO.spec_constants[0].id, 0);
     let ctx = ctx();
-    let fp32 = LoadOptions::variant("fp32");
+    let fp32 = LoadOptions::variant_named("fp32").unwrap();
     let e = ctx.load_with::<Garbage>(&fp32).map(|_| ()).unwrap_err();
     assert!(matches!(e, PipelineError::BadSpirv { .. }), "{e}");
     let e = ctx.load_with::<ShortPush>(&fp32).map(|_| ()).unwrap_err();
@@ -356,10 +353,9 @@ fn contexts_made_used_and_dropped_on_many_threads_at_once() {
             for t in 0..THREADS {
                 s.spawn(move || {
                     let validation = (t + round) % 2 == 0;
-                    let ctx = Context::with_options(ContextOptions {
-                        validation: Some(validation),
-                        ..Default::default()
-                    })
+                    let ctx = Context::with_options(
+                        ContextOptions::default().with_validation(validation),
+                    )
                     .unwrap();
                     assert_eq!(ctx.validation_enabled(), validation);
                     // Several waits per context, so calls overlap other threads' creation.
@@ -382,11 +378,11 @@ fn contexts_made_used_and_dropped_on_many_threads_at_once() {
 fn main_returning_an_error_prints_its_message_not_its_structure() {
     let _heap = sharing_the_heap();
     // `fn main() -> Result<(), Box<dyn Error>>` prints `Error: {err:?}` (std's Termination).
-    let e = Context::with_options(ContextOptions {
-        device: DeviceSelector::Name("no-such-device-anywhere".into()),
-        validation: Some(true),
-        ..Default::default()
-    })
+    let e = Context::with_options(
+        ContextOptions::default()
+            .with_device(DeviceSelector::Name("no-such-device-anywhere".into()))
+            .with_validation(true),
+    )
     .unwrap_err();
     let display = e.to_string();
     let boxed: Box<dyn std::error::Error> = Box::new(e);
@@ -411,10 +407,10 @@ fn main_returning_an_error_prints_its_message_not_its_structure() {
         "{shown}"
     );
     assert!(matches!(
-        Context::with_options(ContextOptions {
-            device: DeviceSelector::Name("no-such-device-anywhere".into()),
-            ..Default::default()
-        }),
+        Context::with_options(
+            ContextOptions::default()
+                .with_device(DeviceSelector::Name("no-such-device-anywhere".into()))
+        ),
         Err(DeviceError::DeviceNotFound { .. })
     ));
     assert_clean(&ctx);

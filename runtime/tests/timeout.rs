@@ -25,13 +25,10 @@ fn is_poisoned(e: &TensorError) -> bool {
 
 #[test]
 fn a_timed_out_wait_poisons_the_context_and_drops_do_not_hang() {
-    let ctx = ctx_with(ContextOptions {
-        fence_timeout: Some(TIMEOUT),
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_fence_timeout(TIMEOUT));
     assert_eq!(ctx.fence_timeout(), TIMEOUT);
     let k = ctx
-        .load_with::<spin::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<spin::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let n = 64 * GROUPS;
@@ -106,12 +103,9 @@ fn a_timed_out_wait_poisons_the_context_and_drops_do_not_hang() {
 
 #[test]
 fn a_wait_within_the_timeout_is_not_poisoned() {
-    let ctx = ctx_with(ContextOptions {
-        fence_timeout: Some(Duration::from_secs(60)),
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_fence_timeout(Duration::from_secs(60)));
     let k = ctx
-        .load_with::<spin::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<spin::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let x = Tensor::new(&ctx, &[64], TensorFormat::U32).unwrap();
@@ -137,12 +131,12 @@ fn a_wait_within_the_timeout_is_not_poisoned() {
 /// command buffer, fence and staging buffer are leaked, not freed under the GPU.
 #[test]
 fn a_timed_out_transfer_poisons_a_staged_context() {
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        // Far shorter than a 64 MiB copy: the first status check finds it unfinished.
-        fence_timeout: Some(Duration::from_nanos(1)),
-        ..Default::default()
-    });
+    let ctx = ctx_with(
+        ContextOptions::default()
+            .with_force_staging(true)
+            // Far shorter than a copy of a chunk: the first status check finds it unfinished.
+            .with_fence_timeout(Duration::from_nanos(1)),
+    );
     assert!(!ctx.unified_memory());
     let n = 16 << 20; // 64 MiB of f32: one full staging chunk
     let t = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
@@ -168,13 +162,13 @@ fn a_timed_out_transfer_poisons_a_staged_context() {
 /// abandoned (leaked with their buffers, not freed under the GPU) and drops return at once.
 #[test]
 fn a_timed_out_download_poisons_a_staged_context() {
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        staging_chunk: std::num::NonZeroU64::new(32 << 20),
-        // Far shorter than a 32 MiB copy: the first status check finds it unfinished.
-        fence_timeout: Some(Duration::from_nanos(1)),
-        ..Default::default()
-    });
+    let ctx = ctx_with(
+        ContextOptions::default()
+            .with_force_staging(true)
+            .with_staging_chunk(std::num::NonZeroU64::new(32 << 20).unwrap())
+            // Far shorter than a copy of a chunk: the first status check finds it unfinished.
+            .with_fence_timeout(Duration::from_nanos(1)),
+    );
     // Three 32 MiB chunks and a bit: a copy in flight in each readback buffer.
     let n = 3 * (8 << 20) + 7;
     let t = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();

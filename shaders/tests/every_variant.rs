@@ -18,7 +18,7 @@ fn activations() {
     let x = random(n, 1, 0.05, 5.0);
     for name in activation::VARIANT_NAMES {
         let k = ctx
-            .load_with::<activation::Kernel>(&LoadOptions::variant(name))
+            .load_with::<activation::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
@@ -71,7 +71,7 @@ fn binary_ops() {
     let b = random(n, 3, 0.5, 4.0);
     for name in binary_op::VARIANT_NAMES {
         let k = ctx
-            .load_with::<binary_op::Kernel>(&LoadOptions::variant(name))
+            .load_with::<binary_op::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;
@@ -332,7 +332,7 @@ fn run_gemm_image_case(ctx: &vkprism::Context, case: &ImageGemmCase, seed: u64) 
     let bias = random(n, seed + 2, 0.1, 1.0);
     for name in gemm_image::VARIANT_NAMES {
         let k = ctx
-            .load_with::<gemm_image::Kernel>(&LoadOptions::variant(name))
+            .load_with::<gemm_image::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         // The buffers' element format and the image's texel format (the same precision).
@@ -421,10 +421,7 @@ fn gemm_image_every_variant() {
             .contains("options exclude image storage"),
         "{refused}"
     );
-    let images = vkprism::Options {
-        use_image_storage: true,
-        ..Default::default()
-    };
+    let images = vkprism::Options::default().with_image_storage(true);
     let chosen = ctx
         .load_with::<gemm_image::Kernel>(&LoadOptions::options(images))
         .unwrap();
@@ -592,7 +589,7 @@ fn conv2d_every_variant() {
         let (oh, ow) = (shape.out_h(), shape.out_w());
         for name in conv2d::VARIANT_NAMES {
             let k = ctx
-                .load_with::<conv2d::Kernel>(&LoadOptions::variant(name))
+                .load_with::<conv2d::Kernel>(&LoadOptions::variant_named(name).unwrap())
                 .unwrap();
             let key = k.variant().key;
             let f = k.variant().bindings[0].format;
@@ -764,7 +761,7 @@ fn run_conv_dw_case(ctx: &vkprism::Context, s: Conv2dDwShape, activation: i32, s
     let len = s.pixels() * s.c;
     for name in conv2d_dw_nhwc::VARIANT_NAMES {
         let k = ctx
-            .load_with::<conv2d_dw_nhwc::Kernel>(&LoadOptions::variant(name))
+            .load_with::<conv2d_dw_nhwc::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         let f = k.variant().bindings[0].format;

@@ -39,7 +39,9 @@ fn reduce(
     out: &Tensor,
 ) {
     let reduce = ctx
-        .load_with::<gemm_split_reduce::Kernel>(&LoadOptions::variant(key.float.name()))
+        .load_with::<gemm_split_reduce::Kernel>(
+            &LoadOptions::variant_named(key.float.name()).unwrap(),
+        )
         .unwrap();
     let pipe = reduce
         .pipeline(&cfg.reduce_spec(bias_term, activation), None)

@@ -117,7 +117,7 @@ fn load_all<K: vkprism::Kernel>(
         .filter(|n| !device_lacks_matrices_for(ctx, n))
         .map(|n| {
             let k = ctx
-                .load_with::<K>(&LoadOptions::variant(n))
+                .load_with::<K>(&LoadOptions::variant_named(n).unwrap())
                 .unwrap_or_else(|e| panic!("{n}: {e}"));
             (n.to_string(), k)
         })

@@ -406,7 +406,7 @@ fn autotune_times_candidates_once_then_answers_from_the_cache() {
     let path = GemmTuner::cache_path_for(&pipelines);
     assert_eq!(path, dir.join("pipelines.bin.tuning"));
     let kernel = ctx
-        .load_with::<gemm::Kernel>(&LoadOptions::variant("fp32_lm_nocm"))
+        .load_with::<gemm::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
         .unwrap();
     let key = kernel.variant().key;
     let (m, n, k) = (96, 80, 64);
@@ -644,7 +644,7 @@ fn damaged_truncated_foreign_and_other_version_files_are_reported_and_replaced()
     let dir = temp_dir("files");
     let path = dir.join("pipelines.bin.tuning");
     let kernel = ctx
-        .load_with::<gemm::Kernel>(&LoadOptions::variant("fp32_lm_nocm"))
+        .load_with::<gemm::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
         .unwrap();
     let device = CacheDevice::of(&ctx);
     assert!(

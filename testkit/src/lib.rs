@@ -16,10 +16,7 @@ pub fn ctx() -> Context {
 
 /// As [`ctx`], with these options (validation forced on).
 pub fn ctx_with(opts: ContextOptions) -> Context {
-    let ctx = Context::with_options(ContextOptions {
-        validation: Some(true),
-        ..opts
-    })
+    let ctx = Context::with_options(opts.with_validation(true))
     .unwrap_or_else(|e| {
         panic!(
             "a Vulkan device with the validation layer is required (scripts/setup.sh installs \
@@ -52,7 +49,8 @@ pub fn load_unless_device_lacks_matrices<K: Kernel>(
     ctx: &Context,
     name: &str,
 ) -> Option<Arc<LoadedKernel<K>>> {
-    match ctx.load_with::<K>(&LoadOptions::variant(name)) {
+    let load = LoadOptions::variant_named(name).unwrap_or_else(|e| panic!("{e}"));
+    match ctx.load_with::<K>(&load) {
         Ok(k) => Some(k),
         Err(PipelineError::Select(e))
             if e.kind == SelectFailure::DeviceLacks && device_lacks_matrices_for(ctx, name) =>

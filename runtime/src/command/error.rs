@@ -4,6 +4,7 @@
 use vkprism_core::{BindingKind, MemoryKind, TensorFormat};
 
 /// Errors recording or running a [`crate::CommandList`].
+#[non_exhaustive]
 #[derive(thiserror::Error)]
 pub enum CommandError {
     /// The bindings are for buffer variants and the loaded variant uses images, or the reverse.

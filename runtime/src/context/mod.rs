@@ -22,7 +22,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use vkprism_core::{DeviceFeatures, VariantInfo};
 
-/// How to create a [`Context`].
+/// How to create a [`Context`]. Build with `ContextOptions::default()` and the `with_*` setters
+/// (`ContextOptions::default().with_validation(true)`).
+#[non_exhaustive]
 #[derive(Clone, Debug, Default)]
 pub struct ContextOptions {
     /// Which physical device.
@@ -60,6 +62,56 @@ pub struct ContextOptions {
     /// registers per invocation, shared memory, spills, as the driver names them). Off by
     /// default: capturing can slow pipeline creation. For tuning kernels.
     pub pipeline_statistics: bool,
+}
+
+impl ContextOptions {
+    /// These options on device `device`.
+    pub fn with_device(mut self, device: DeviceSelector) -> ContextOptions {
+        self.device = device;
+        self
+    }
+
+    /// These options with the validation layer on or off (whatever `VKPRISM_VALIDATION` says).
+    pub fn with_validation(mut self, on: bool) -> ContextOptions {
+        self.validation = Some(on);
+        self
+    }
+
+    /// These options with every transfer staged (or not).
+    pub fn with_force_staging(mut self, on: bool) -> ContextOptions {
+        self.force_staging = on;
+        self
+    }
+
+    /// These options with staged copies of `bytes` each.
+    pub fn with_staging_chunk(mut self, bytes: std::num::NonZeroU64) -> ContextOptions {
+        self.staging_chunk = Some(bytes);
+        self
+    }
+
+    /// These options with variant `options` for every kernel.
+    pub fn with_options(mut self, options: Options) -> ContextOptions {
+        self.options = options;
+        self
+    }
+
+    /// These options with waits for the GPU giving up after `timeout`.
+    pub fn with_fence_timeout(mut self, timeout: Duration) -> ContextOptions {
+        self.fence_timeout = Some(timeout);
+        self
+    }
+
+    /// These options with `robustBufferAccess` asked for (or not).
+    pub fn with_robust_buffer_access(mut self, on: bool) -> ContextOptions {
+        self.robust_buffer_access = on;
+        self
+    }
+
+    /// These options with pipelines' statistics captured (or not).
+    pub fn with_pipeline_statistics(mut self, on: bool) -> ContextOptions {
+        self.pipeline_statistics = on;
+        self
+    }
 }
 
 /// A Vulkan device ready for compute, with the variant options in force. Cheap to clone.

@@ -3,6 +3,7 @@
 use ash::vk;
 
 /// Errors creating or using the context (the device layer's; `vkprism::context` re-exports it).
+#[non_exhaustive]
 #[derive(thiserror::Error)]
 pub enum DeviceError {
     /// No Vulkan loader library could be loaded.

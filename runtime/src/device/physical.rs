@@ -5,6 +5,7 @@ use super::error::{vkerr, Error};
 use ash::vk;
 
 /// Which physical device to use.
+#[non_exhaustive]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum DeviceSelector {
     /// `VKPRISM_DEVICE` if set (an index, or a case-insensitive name substring), else the first
