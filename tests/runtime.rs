@@ -184,7 +184,7 @@ fn setup(
     let k = ctx
         .load_with::<inc::Kernel>(&LoadOptions::variant_named(variant).unwrap())
         .unwrap();
-    let f = k.variant().bindings[0].format;
+    let f = k.format_of("x_blob").unwrap();
     let x = Tensor::from_f32(ctx, &[n4 * 4], f, &random(n4 * 4, 9)).unwrap();
     let y = Tensor::new(ctx, &[n4 * 4], f).unwrap();
     (k, x, y)

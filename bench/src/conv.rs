@@ -75,7 +75,7 @@ fn one(
 ) -> Result<(Record, Option<String>), Box<dyn std::error::Error>> {
     let kernel = ctx.load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant_named(variant)?)?;
     let key = kernel.variant().key;
-    let f = kernel.variant().bindings[0].format;
+    let f = kernel.format_of("in_blob")?;
     let (m, n, k) = s.gemm_mnk();
     let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, input)?;
     let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, weight)?;

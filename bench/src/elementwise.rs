@@ -89,9 +89,7 @@ fn one(
 fn format_of(ctx: &Context, variant: &str) -> Result<TensorFormat, vkprism::Error> {
     Ok(ctx
         .load_with::<copy::Kernel>(&LoadOptions::variant_named(variant)?)?
-        .variant()
-        .bindings[0]
-        .format)
+        .format_of("x_blob")?)
 }
 
 /// Records `op` into `list`; returns how many n-element streams it reads and writes.

@@ -70,7 +70,7 @@ fn one(
     tuner: Option<&mut GemmTuner>,
 ) -> Result<(Record, Option<String>), Box<dyn std::error::Error>> {
     let kernel = ctx.load_with::<gemm::Kernel>(&LoadOptions::variant_named(variant)?)?;
-    let f = kernel.variant().bindings[0].format;
+    let f = kernel.format_of("a_blob")?;
     // VKPRISM_BENCH_TRANSPOSE=a, b or ab: the operands stored transposed (the same op(A) and
     // op(B), so the same check), to compare the fragment loads of both layouts.
     let transpose = std::env::var("VKPRISM_BENCH_TRANSPOSE").unwrap_or_default();

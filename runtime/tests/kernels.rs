@@ -197,6 +197,18 @@ fn missing_features_and_forbidding_options_are_named() {
         e.to_string().contains("no variant named `fp32_int8p`") && e.to_string().contains("fp16sa"),
         "{e}"
     );
+    // Bindings are found by name: the format to make a tensor in, or an error listing them.
+    let fp16s = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp16s").unwrap())
+        .unwrap();
+    assert_eq!(fp16s.format_of("X").unwrap(), TensorFormat::F16);
+    assert_eq!(fp16s.variant().format_of("Y"), Some(TensorFormat::F16));
+    let e = fp16s.format_of("Z").unwrap_err();
+    assert!(
+        matches!(&e, PipelineError::NoSuchBinding { name, .. } if name == "Z")
+            && e.to_string().contains("its bindings: X, Y"),
+        "{e}"
+    );
     // A string that is no variant name at all is refused before anything loads.
     let e = LoadOptions::variant_named("fp64").unwrap_err();
     assert!(

@@ -21,7 +21,7 @@ fn activations() {
             .load_with::<activation::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("x_blob").unwrap();
         let xt = Tensor::from_f32(&ctx, &[n], f, &x).unwrap();
         // One invocation per vec4, half as many (activation_grid, an odd count of 513), and
         // 64: each invocation loops over vec4s a grid apart, two at a time.
@@ -74,7 +74,7 @@ fn binary_ops() {
             .load_with::<binary_op::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("a_blob").unwrap();
         let (at, bt) = (
             Tensor::from_f32(&ctx, &[n], f, &a).unwrap(),
             Tensor::from_f32(&ctx, &[n], f, &b).unwrap(),
@@ -157,7 +157,7 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
             continue;
         };
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("a_blob").unwrap();
         let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
         let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
         let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
@@ -336,8 +336,8 @@ fn run_gemm_image_case(ctx: &vkprism::Context, case: &ImageGemmCase, seed: u64) 
             .unwrap();
         let key = k.variant().key;
         // The buffers' element format and the image's texel format (the same precision).
-        let f = k.variant().bindings[0].format;
-        let texel = k.variant().bindings[1].format;
+        let f = k.format_of("a_blob").unwrap();
+        let texel = k.format_of("b_tex").unwrap();
         // Every fp16 variant really moves halves: packed or 16-bit buffers and rgba16f texels.
         let want_format = if key.float.is_fp16() {
             vkprism::TensorFormat::F16
@@ -592,7 +592,7 @@ fn conv2d_every_variant() {
                 .load_with::<conv2d::Kernel>(&LoadOptions::variant_named(name).unwrap())
                 .unwrap();
             let key = k.variant().key;
-            let f = k.variant().bindings[0].format;
+            let f = k.format_of("in_blob").unwrap();
             let it = Tensor::from_f32(&ctx, &[shape.c, shape.h, shape.w], f, &input).unwrap();
             let wt = Tensor::from_f32(&ctx, &[shape.outc, shape.c, shape.k, shape.k], f, &weight)
                 .unwrap();
@@ -667,7 +667,7 @@ fn run_conv_nhwc_case(
             continue;
         };
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("in_blob").unwrap();
         let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
         let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, &weight).unwrap();
         let bt = Tensor::from_f32(ctx, &[s.outc], f, &bias).unwrap();
@@ -764,7 +764,7 @@ fn run_conv_dw_case(ctx: &vkprism::Context, s: Conv2dDwShape, activation: i32, s
             .load_with::<conv2d_dw_nhwc::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("in_blob").unwrap();
         let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
         let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c], f, &weight).unwrap();
         let bt = Tensor::from_f32(ctx, &[s.c], f, &bias).unwrap();

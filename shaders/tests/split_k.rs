@@ -88,7 +88,7 @@ fn run_gemm_split(
             continue;
         };
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("a_blob").unwrap();
         let cfg = split_config(ctx, &key, (m, n, kk), split);
         let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
         let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
@@ -189,7 +189,7 @@ fn conv2d_nhwc_split_every_variant() {
             continue;
         };
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("in_blob").unwrap();
         let cfg = GemmConfig {
             split_k: 3,
             ..GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s)

@@ -347,7 +347,7 @@ fn check_gemm(
         alpha: 1.0,
         ..Default::default()
     };
-    let f = kernel.variant().bindings[0].format;
+    let f = kernel.format_of("a_blob").unwrap();
     let a = random(m * k, seed, 0.1, 1.0);
     let b = random(k * n, seed + 1, 0.1, 1.0);
     let a_shape = if transpose_a { [k, m] } else { [m, k] };
@@ -555,7 +555,7 @@ fn autotune_int8_gemm_and_convolution() {
         tuner.last_timed() > 1 && report.rejected.is_empty(),
         "{report:?}"
     );
-    let f = kernel.variant().bindings[0].format;
+    let f = kernel.format_of("in_blob").unwrap();
     let (oh, ow) = (s.outh(), s.outw());
     let input = random(s.batch * s.h * s.w * s.c, 3, 0.1, 1.0);
     let weight = random(s.kh * s.kw * s.c * s.outc, 4, 0.1, 1.0);
