@@ -417,10 +417,46 @@ impl Tensor {
         Ok(t)
     }
 
-    /// An int8 tensor holding `data`.
+    /// An I8 tensor holding `data`. (Constructors take a format only where the data converts to
+    /// several: `f32` to F32, F16 or Bf16 in [`Tensor::from_f32`]; every integer type has one
+    /// format, and [`Tensor::from_bytes`] takes any.)
     pub fn from_i8(ctx: &Context, shape: &[usize], data: &[i8]) -> Result<Tensor, TensorError> {
         let t = Tensor::new(ctx, shape, TensorFormat::I8)?;
         t.upload_i8(data)?;
+        Ok(t)
+    }
+
+    /// An I16 tensor holding `data`.
+    pub fn from_i16(ctx: &Context, shape: &[usize], data: &[i16]) -> Result<Tensor, TensorError> {
+        let t = Tensor::new(ctx, shape, TensorFormat::I16)?;
+        t.upload_i16(data)?;
+        Ok(t)
+    }
+
+    /// An I32 tensor holding `data`.
+    pub fn from_i32(ctx: &Context, shape: &[usize], data: &[i32]) -> Result<Tensor, TensorError> {
+        let t = Tensor::new(ctx, shape, TensorFormat::I32)?;
+        t.upload_i32(data)?;
+        Ok(t)
+    }
+
+    /// A U32 tensor holding `data`.
+    pub fn from_u32(ctx: &Context, shape: &[usize], data: &[u32]) -> Result<Tensor, TensorError> {
+        let t = Tensor::new(ctx, shape, TensorFormat::U32)?;
+        t.upload_u32(data)?;
+        Ok(t)
+    }
+
+    /// A tensor of `format` holding `bytes` as they are (exactly `shape`'s elements of
+    /// `format.size()` bytes; any format, [`TensorFormat::Raw`] included).
+    pub fn from_bytes(
+        ctx: &Context,
+        shape: &[usize],
+        format: TensorFormat,
+        bytes: &[u8],
+    ) -> Result<Tensor, TensorError> {
+        let t = Tensor::new(ctx, shape, format)?;
+        t.write_bytes(bytes)?;
         Ok(t)
     }
 

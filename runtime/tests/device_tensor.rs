@@ -140,6 +140,20 @@ fn round_trips(ctx: &Context) {
     let t = Tensor::new(ctx, &[3], TensorFormat::I32).unwrap();
     t.upload_i32(&[-1, 0, i32::MIN]).unwrap();
     assert_eq!(t.download_i32().unwrap(), [-1, 0, i32::MIN]);
+
+    // A constructor per element type, each making its format.
+    let t = Tensor::from_i16(ctx, &[3], &[-2, 7, i16::MIN]).unwrap();
+    assert_eq!(t.format(), TensorFormat::I16);
+    assert_eq!(t.download_i16().unwrap(), [-2, 7, i16::MIN]);
+    let t = Tensor::from_i32(ctx, &[2], &[-5, i32::MAX]).unwrap();
+    assert_eq!(t.format(), TensorFormat::I32);
+    assert_eq!(t.download_i32().unwrap(), [-5, i32::MAX]);
+    let t = Tensor::from_u32(ctx, &[2], &[9, u32::MAX]).unwrap();
+    assert_eq!(t.format(), TensorFormat::U32);
+    assert_eq!(t.download_u32().unwrap(), [9, u32::MAX]);
+    let t = Tensor::from_bytes(ctx, &[3], TensorFormat::Raw, &[1, 2, 3]).unwrap();
+    assert_eq!(t.read_bytes().unwrap(), [1, 2, 3]);
+    assert!(Tensor::from_bytes(ctx, &[2], TensorFormat::F16, &[1, 2, 3]).is_err());
 }
 
 #[test]

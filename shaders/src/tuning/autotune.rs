@@ -83,7 +83,7 @@ pub struct TuneReport {
     pub timed: Vec<(GemmConfig, Duration)>,
     /// Candidates not timed, and why: the driver refused the pipeline, or the result of the
     /// warm-up run was wrong.
-    pub rejected: Vec<(GemmConfig, String)>,
+    pub rejected: Vec<(GemmConfig, CandidateRejection)>,
     /// The clock used (`None` when nothing was timed).
     pub clock: Option<Clock>,
     /// Writing the cache file failed (the choice is kept in memory and returned all the same;
@@ -123,20 +123,44 @@ fn describe(cfg: &GemmConfig) -> String {
     }
 }
 
+/// Why a candidate configuration was not timed. `Display` says it in words.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum CandidateRejection {
+    /// vkprism refused the candidate's pipeline or dispatch before the driver saw it.
+    Refused(vkprism::Invalid),
+    /// The warm-up run's result was wrong (which sampled element, what it held and should).
+    WrongResult(String),
+}
+
+impl fmt::Display for CandidateRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CandidateRejection::Refused(e) => write!(f, "{e}"),
+            CandidateRejection::WrongResult(why) => write!(f, "wrong result: {why}"),
+        }
+    }
+}
+
 /// Why a tuning failed.
+#[non_exhaustive]
 #[derive(Debug)]
 pub enum TuneError {
     /// A runtime call failed (making the problem's tensors, a lost device, ...).
     Runtime(vkprism::Error),
-    /// No candidate could be run: each one's reason.
-    NoCandidate(Vec<String>),
+    /// No candidate could be run: each one with its reason.
+    NoCandidate(Vec<(GemmConfig, CandidateRejection)>),
 }
 
 impl fmt::Display for TuneError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TuneError::Runtime(e) => write!(f, "tuning: {e}"),
-            TuneError::NoCandidate(why) => {
+            TuneError::NoCandidate(rejected) => {
+                let why: Vec<String> = rejected
+                    .iter()
+                    .map(|(c, why)| format!("{c:?}: {why}"))
+                    .collect();
                 write!(
                     f,
                     "tuning: no candidate configuration ran: {}",
@@ -580,14 +604,14 @@ impl GemmTuner {
                 Ok(l) => l,
                 // The call was refused before the driver ran anything: this candidate only.
                 Err(vkprism::Error::Invalid(e)) => {
-                    rejected.push((cfg, e.to_string()));
+                    rejected.push((cfg, CandidateRejection::Refused(e)));
                     continue;
                 }
                 Err(e) => return Err(e.into()),
             };
             list.submit_and_wait()?;
             if let Err(why) = check()? {
-                rejected.push((cfg, format!("wrong result: {why}")));
+                rejected.push((cfg, CandidateRejection::WrongResult(why)));
                 continue;
             }
             runnable.push((cfg, list, clock));
@@ -595,12 +619,7 @@ impl GemmTuner {
         let used_clock = runnable.first().map(|(_, _, clock)| *clock);
         let timed = time_interleaved(&mut runnable, self.budget.repetitions)?;
         let Some(&(first, first_time)) = timed.first() else {
-            return Err(TuneError::NoCandidate(
-                rejected
-                    .iter()
-                    .map(|(c, why)| format!("{c:?}: {why}"))
-                    .collect(),
-            ));
+            return Err(TuneError::NoCandidate(rejected));
         };
         let &(best, best_time) = timed.iter().min_by_key(|(_, t)| *t).expect("one was timed");
         let chosen = if best_time.as_secs_f64() * (1.0 + MARGIN) < first_time.as_secs_f64() {
