@@ -414,7 +414,10 @@ fn missing_feature_or_option_is_an_error_naming_what_lacks() {
         .load_with::<inc::Kernel>(&LoadOptions::variant_named("fp32_int8p").unwrap())
         .err()
         .unwrap();
-    assert!(e.to_string().contains("no variant named `fp32_int8p`"), "{e}");
+    assert!(
+        e.to_string().contains("no variant named `fp32_int8p`"),
+        "{e}"
+    );
     assert!(
         matches!(&e, PipelineError::Select(s) if s.kind == SelectFailure::NoSuchVariant),
         "{e}"

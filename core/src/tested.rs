@@ -187,8 +187,18 @@ impl FactChoice {
             }
         }
         let ids = [
-            (IdFact::Vendor, self.vendor, device.vendor_id, &compared.vendors),
-            (IdFact::Driver, self.driver, device.driver_id, &compared.drivers),
+            (
+                IdFact::Vendor,
+                self.vendor,
+                device.vendor_id,
+                &compared.vendors,
+            ),
+            (
+                IdFact::Driver,
+                self.driver,
+                device.driver_id,
+                &compared.drivers,
+            ),
         ];
         for (fact, choice, device, values) in ids {
             let fits = match choice {

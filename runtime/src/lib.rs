@@ -77,16 +77,17 @@ pub use image::Image;
 pub use kernel::{Bindings, Kernel, NoPushConstants, Resource, SpecConstants};
 pub use pipeline::{LoadOptions, LoadedKernel, Pipeline, PipelineDesc, PipelineError};
 pub use select::{
-    force_variant, select_variant, unrunnable_reason, Options, SelectError, SelectFailure,
-    Selection,
+    force_variant, select_variant, unrunnable_reason, Excluded, Options, Rejection, SelectError,
+    SelectFailure, Selection,
 };
 pub use statistics::{PipelineStatistic, StatisticValue};
 pub use tensor::{Tensor, TensorError};
 pub use vkprism_core::{
     api_version, api_version_name, Access, BindingInfo, BindingKind, ComparedIds, CoopMatShape,
-    DeviceFact, DeviceFeatures, DeviceLimits, FactChoice, FactFamily, Feature, FeatureSet,
-    FloatMode, IdChoice, Int8Mode, KernelInfo, MemoryKind, ScalarKind, TensorFormat, VariantInfo,
-    VariantKey,
+    CoopMatShapes, DeviceFact, DeviceFeatures, DeviceLimits, ElementType, FactChoice, FactFamily,
+    FactMismatch, Feature, FeatureSet, FloatMode, IdChoice, IdFact, Int16Mode, Int8Mode,
+    KernelInfo, LocalSizeDim, MemoryKind, ParseVariantError, PushConstantInfo, ScalarKind,
+    SpecConstantInfo, TensorFormat, VariantInfo, VariantKey,
 };
 
 /// Includes a SPIR-V file (as `include_bytes!` finds it) as `&'static [u32]`, usable in `const`

@@ -356,7 +356,11 @@ impl Tensor {
     /// The memory is checked against what is left of its heap first (the driver's budget with
     /// `VK_EXT_memory_budget`, else the heap's size less what vkprism allocated):
     /// [`TensorError::OverBudget`] with the figures rather than an allocation the driver can't back.
-    pub fn new(ctx: &Context, shape: &[usize], format: TensorFormat) -> Result<Tensor, TensorError> {
+    pub fn new(
+        ctx: &Context,
+        shape: &[usize],
+        format: TensorFormat,
+    ) -> Result<Tensor, TensorError> {
         if shape.is_empty() || shape.len() > 4 || shape.contains(&0) {
             return Err(TensorError::BadShape(shape.to_vec()));
         }
@@ -700,12 +704,14 @@ impl Tensor {
                     return Err(e.into());
                 }
             };
-            let copied = shared.finish(pending).map_err(TensorError::from).and_then(|()| {
-                buffers[i % 2]
-                    .1
-                    .mapped_slice()
-                    .ok_or_else(|| TensorError::Allocation("readback memory is not mapped".into()))
-            });
+            let copied = shared
+                .finish(pending)
+                .map_err(TensorError::from)
+                .and_then(|()| {
+                    buffers[i % 2].1.mapped_slice().ok_or_else(|| {
+                        TensorError::Allocation("readback memory is not mapped".into())
+                    })
+                });
             match copied {
                 Ok(staged) => crate::host_copy::copy(chunk, &staged[..chunk.len()]),
                 Err(e) => {

@@ -16,8 +16,7 @@ pub fn ctx() -> Context {
 
 /// As [`ctx`], with these options (validation forced on).
 pub fn ctx_with(opts: ContextOptions) -> Context {
-    let ctx = Context::with_options(opts.with_validation(true))
-    .unwrap_or_else(|e| {
+    let ctx = Context::with_options(opts.with_validation(true)).unwrap_or_else(|e| {
         panic!(
             "a Vulkan device with the validation layer is required (scripts/setup.sh installs \
              lavapipe and the layer): {e}"

@@ -2,7 +2,7 @@
 //! variant and the device and returns a [`Plan`]; the `unsafe` [`CommandList::record`] writes
 //! the descriptors and records the commands the plan describes, trusting it.
 
-use super::{CommandList, CommandError, ResId};
+use super::{CommandError, CommandList, ResId};
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::{descriptor_type, LoadedKernel, Pipeline};
 use ash::vk;

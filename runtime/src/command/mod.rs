@@ -177,7 +177,10 @@ impl CommandList {
 
     /// The same, timing every dispatch with GPU timestamps (up to `max_dispatches` of them, at
     /// most [`MAX_TIMED_DISPATCHES`]: more is [`CommandError::TooManyTimestamps`]).
-    pub fn with_timestamps(ctx: &Context, max_dispatches: u32) -> Result<CommandList, CommandError> {
+    pub fn with_timestamps(
+        ctx: &Context,
+        max_dispatches: u32,
+    ) -> Result<CommandList, CommandError> {
         if max_dispatches > MAX_TIMED_DISPATCHES {
             return Err(CommandError::TooManyTimestamps {
                 asked: max_dispatches,
