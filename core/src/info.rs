@@ -188,6 +188,7 @@ pub struct ElementType {
 }
 
 /// How a tensor's elements are stored in GPU memory.
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TensorFormat {
     /// IEEE single precision.

@@ -16,6 +16,7 @@ use crate::{DeviceFact, DeviceFeatures, Feature};
 use std::fmt;
 
 /// The family of a boolean device fact: each family a kernel tests is one variant axis.
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FactFamily {
     /// Integer dot products (`ncnn_VK_KHR_shader_integer_dot_product`,
