@@ -1013,6 +1013,23 @@ mod tests {
     }
 
     #[test]
+    fn setters_set_their_switch() {
+        let o = Options::fp32_only()
+            .with_fp16_storage(true)
+            .with_image_storage(true)
+            .with_cooperative_matrix(false);
+        assert_eq!(
+            o,
+            Options {
+                use_fp16_storage: true,
+                use_image_storage: true,
+                use_cooperative_matrix: false,
+                ..Options::fp32_only()
+            }
+        );
+    }
+
+    #[test]
     fn clamping_clears_what_the_device_lacks() {
         let c = Options::default().clamp_to(&dev(&[Feature::ShaderFloat16]));
         assert!(
