@@ -355,7 +355,8 @@ impl Tensor {
     ///
     /// The memory is checked against what is left of its heap first (the driver's budget with
     /// `VK_EXT_memory_budget`, else the heap's size less what vkprism allocated):
-    /// [`TensorError::OverBudget`] with the figures rather than an allocation the driver can't back.
+    /// [`TensorError::OverBudget`] with the figures rather than an allocation the driver can't
+    /// back.
     pub fn new(
         ctx: &Context,
         shape: &[usize],
