@@ -71,7 +71,7 @@ impl ContextOptions {
         self
     }
 
-    /// These options with the validation layer on or off (whatever `VKPRISM_VALIDATION` says).
+    /// These options with the validation layer on or off, overriding `VKPRISM_VALIDATION`.
     pub fn with_validation(mut self, on: bool) -> ContextOptions {
         self.validation = Some(on);
         self
