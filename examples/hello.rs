@@ -41,7 +41,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let x: Vec<f32> = (0..n)
         .map(|i| ((i % 1000) as f32 - 499.5) / 100.0)
         .collect();
-    let format = kernel.variant().bindings[0].format;
+    let format = kernel.format_of("x_blob")?;
     let xt = Tensor::from_f32(&ctx, &[n], format, &x)?;
     let yt = Tensor::new(&ctx, &[n], format)?;
     let pipeline = kernel.pipeline(&axpb::SpecConstants::default(), Some([256, 1, 1]))?;

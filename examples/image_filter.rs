@@ -97,10 +97,7 @@ pub struct Outcome {
 
 /// The options that allow image variants: everything [`Options::default`] allows, plus images.
 pub fn image_options() -> Options {
-    Options {
-        use_image_storage: true,
-        ..Options::default()
-    }
+    Options::default().with_image_storage(true)
 }
 
 /// A `w` × `h` RGBA picture in [0, 1]: a diagonal gradient, three discs and a band of stripes.
@@ -230,10 +227,10 @@ pub fn filter(
 ) -> Result<Outcome, Box<dyn Error>> {
     let blur_kernel = ctx.load_with::<blur::Kernel>(load)?;
     let edges_kernel = ctx.load_with::<edges::Kernel>(load)?;
-    let format = blur_kernel.variant().bindings[0].format;
+    let format = blur_kernel.format_of("src")?;
     // Both kernels have the same variant list, so the same options pick the same precision; the
     // intermediate image is written by one and read by the other, so check.
-    if edges_kernel.variant().bindings[0].format != format {
+    if edges_kernel.format_of("src")? != format {
         return Err("the two kernels picked different texel formats".into());
     }
 

@@ -296,11 +296,11 @@ impl Session {
         let relu_k = ctx.load::<activation::Kernel>()?;
         let gemm_k = ctx.load::<gemm::Kernel>()?;
         let add_k = ctx.load::<binary_op::Kernel>()?;
-        let format = gemm_k.variant().bindings[0].format;
+        let format = gemm_k.format_of("a_blob")?;
         for (name, f) in [
-            ("conv2d", conv_k.variant().bindings[0].format),
-            ("activation", relu_k.variant().bindings[0].format),
-            ("binary_op", add_k.variant().bindings[0].format),
+            ("conv2d", conv_k.format_of("in_blob")?),
+            ("activation", relu_k.format_of("x_blob")?),
+            ("binary_op", add_k.format_of("a_blob")?),
         ] {
             if f != format {
                 return Err(format!(

@@ -120,7 +120,7 @@ fn every_fact_variant_computes_the_same_and_the_devices_own_is_chosen() {
     let (at, bt) = (tensor(&a), tensor(&b));
     for name in facts::VARIANT_NAMES {
         let key = VariantKey::parse(name).unwrap();
-        let k = match ctx.load_with::<facts::Kernel>(&LoadOptions::variant(name)) {
+        let k = match ctx.load_with::<facts::Kernel>(&LoadOptions::variant_named(name).unwrap()) {
             Ok(k) => k,
             // A `_dot` or `_sg` variant needs what its module declares; lavapipe and the H100
             // have both, so only a device without them may leave one out, saying why.

@@ -47,9 +47,14 @@ fn image_filter_every_image_variant() {
             continue;
         }
         let name = v.key.name();
-        let outcome =
-            image_filter::filter(&ctx, &LoadOptions::variant(&name), w, h, &out.join(&name))
-                .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let outcome = image_filter::filter(
+            &ctx,
+            &LoadOptions::variant_named(&name).unwrap(),
+            w,
+            h,
+            &out.join(&name),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(outcome.variants[0].name(), name);
         assert_clean(&ctx);
         ran += 1;
@@ -80,10 +85,7 @@ fn network_replays_and_matches_cpu() {
     }
 
     // The fp32-only context: the same network in the other storage format.
-    let fp32 = ctx_with(ContextOptions {
-        options: Options::fp32_only(),
-        ..Default::default()
-    });
+    let fp32 = ctx_with(ContextOptions::default().with_options(Options::fp32_only()));
     let fp32_session = network::Session::new(&fp32, &net).unwrap();
     assert_eq!(fp32_session.format, TensorFormat::F32);
     for (ctx, mut session) in [

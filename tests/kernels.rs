@@ -61,9 +61,9 @@ fn run_axpb(
     variant: &str,
     x: &[f32],
 ) -> Result<(Vec<f32>, vkprism::VariantKey), vkprism::Error> {
-    let k = ctx.load_with::<axpb::Kernel>(&LoadOptions::variant(variant))?;
+    let k = ctx.load_with::<axpb::Kernel>(&LoadOptions::variant_named(variant).unwrap())?;
     let key = k.variant().key;
-    let fmt = k.variant().bindings[0].format;
+    let fmt = k.format_of("x_blob")?;
     let n = x.len();
     let xt = Tensor::from_f32(ctx, &[n], fmt, x)?;
     let yt = Tensor::from_f32(ctx, &[n], fmt, &vec![f32::NAN; n])?;
@@ -112,14 +112,14 @@ fn mixed_functions_every_variant_match_cpu() {
     let b = random(n8 * 8, 3);
     for name in mixed::VARIANT_NAMES {
         let k = ctx
-            .load_with::<mixed::Kernel>(&LoadOptions::variant(name))
+            .load_with::<mixed::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = |i: usize| k.variant().bindings[i].format;
-        let at = Tensor::from_f32(&ctx, &[n8 * 8], f(0), &a).unwrap();
-        let bt = Tensor::from_f32(&ctx, &[n8 * 8], f(1), &b).unwrap();
-        let ct = Tensor::from_f32(&ctx, &[n8 * 8], f(2), &vec![f32::NAN; n8 * 8]).unwrap();
-        let dt = Tensor::from_f32(&ctx, &[n8 * 8], f(3), &vec![f32::NAN; n8 * 8]).unwrap();
+        let f = |name: &str| k.format_of(name).unwrap();
+        let at = Tensor::from_f32(&ctx, &[n8 * 8], f("a_blob"), &a).unwrap();
+        let bt = Tensor::from_f32(&ctx, &[n8 * 8], f("b_blob"), &b).unwrap();
+        let ct = Tensor::from_f32(&ctx, &[n8 * 8], f("c_blob"), &vec![f32::NAN; n8 * 8]).unwrap();
+        let dt = Tensor::from_f32(&ctx, &[n8 * 8], f("d_blob"), &vec![f32::NAN; n8 * 8]).unwrap();
         let pipe = k.pipeline(&Default::default(), None).unwrap();
         ctx.run(|l| {
             l.dispatch(
@@ -136,14 +136,14 @@ fn mixed_functions_every_variant_match_cpu() {
         })
         .unwrap();
         let tol = tolerance(&key);
-        let bq = quantize(&b, f(1));
+        let bq = quantize(&b, f("b_blob"));
         assert_close(
             &ct.download_f32().unwrap(),
             &bq.iter().map(|v| v * 2.0).collect::<Vec<_>>(),
             tol,
             &format!("{name} c"),
         );
-        let aq = quantize(&a, f(0));
+        let aq = quantize(&a, f("a_blob"));
         assert_close(&dt.download_f32().unwrap(), &aq, tol, &format!("{name} d"));
     }
     assert_clean(&ctx);
@@ -184,10 +184,10 @@ fn image_and_buffer_variants_match_cpu() {
     assert_eq!(double::VARIANTS.len(), 12);
     for name in double::VARIANT_NAMES {
         let k = ctx
-            .load_with::<double::Kernel>(&LoadOptions::variant(name))
+            .load_with::<double::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let fmt = k.variant().bindings[0].format;
+        let fmt = k.format_of("bottom_blob").unwrap();
         let pipe = k.pipeline(&Default::default(), None).unwrap();
         let push = double::PushConstants {
             w: w as i32,
@@ -280,11 +280,11 @@ fn int8_every_variant_matches_cpu() {
     let mut ran = 0;
     for name in dequant::VARIANT_NAMES {
         let k = ctx
-            .load_with::<dequant::Kernel>(&LoadOptions::variant(name))
+            .load_with::<dequant::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        assert_eq!(k.variant().bindings[0].format, TensorFormat::I8);
-        let fmt = k.variant().bindings[1].format;
+        assert_eq!(k.format_of("q_blob").unwrap(), TensorFormat::I8);
+        let fmt = k.format_of("y_blob").unwrap();
         let qt = Tensor::from_i8(&ctx, &[n4 * 4], &q).unwrap();
         let yt = Tensor::from_f32(&ctx, &[n4 * 4], fmt, &vec![f32::NAN; n4 * 4]).unwrap();
         let pipe = k.pipeline(&Default::default(), None).unwrap();
@@ -349,10 +349,10 @@ fn gl_workgroup_size_is_the_specialized_size() {
     let x = random(n, 12);
     for name in grid_stride::VARIANT_NAMES {
         let k = ctx
-            .load_with::<grid_stride::Kernel>(&LoadOptions::variant(name))
+            .load_with::<grid_stride::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let fmt = k.variant().bindings[0].format;
+        let fmt = k.format_of("x_blob").unwrap();
         for local in [32u32, 64, 256] {
             let xt = Tensor::from_f32(&ctx, &[n], fmt, &x).unwrap();
             let yt = Tensor::from_f32(&ctx, &[n], fmt, &vec![f32::NAN; n]).unwrap();
@@ -429,10 +429,10 @@ fn image_8_wide_and_one_channel_every_variant() {
     );
     for name in image_wide::VARIANT_NAMES {
         let k = ctx
-            .load_with::<image_wide::Kernel>(&LoadOptions::variant(name))
+            .load_with::<image_wide::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("a").unwrap();
         let wide = [2 * w as u32, h as u32, 1];
         let narrow = [w as u32, h as u32, 1];
         let at = vkprism::Image::new(&ctx, 2, wide, 4, f).unwrap();
@@ -547,14 +547,20 @@ fn shared_memory_reduction_every_variant_matches_cpu() {
     assert_eq!(reduce::VARIANTS.len(), 7);
     for name in reduce::VARIANT_NAMES {
         let k = ctx
-            .load_with::<reduce::Kernel>(&LoadOptions::variant(name))
+            .load_with::<reduce::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = |i: usize| k.variant().bindings[i].format;
-        let xt = Tensor::from_f32(&ctx, &[n * 4], f(0), &x).unwrap();
-        let st = Tensor::from_f32(&ctx, &[n], f(1), &s).unwrap();
-        let yt = Tensor::from_f32(&ctx, &[groups * 4], f(2), &vec![f32::NAN; groups * 4]).unwrap();
-        let zt = Tensor::from_f32(&ctx, &[groups], f(3), &vec![f32::NAN; groups]).unwrap();
+        let f = |name: &str| k.format_of(name).unwrap();
+        let xt = Tensor::from_f32(&ctx, &[n * 4], f("x_blob"), &x).unwrap();
+        let st = Tensor::from_f32(&ctx, &[n], f("s_blob"), &s).unwrap();
+        let yt = Tensor::from_f32(
+            &ctx,
+            &[groups * 4],
+            f("y_blob"),
+            &vec![f32::NAN; groups * 4],
+        )
+        .unwrap();
+        let zt = Tensor::from_f32(&ctx, &[groups], f("z_blob"), &vec![f32::NAN; groups]).unwrap();
         let pipe = k.pipeline(&Default::default(), None).unwrap();
         ctx.run(|l| {
             l.dispatch(
@@ -570,7 +576,7 @@ fn shared_memory_reduction_every_variant_matches_cpu() {
             )
         })
         .unwrap();
-        let (xq, sq) = (quantize(&x, f(0)), quantize(&s, f(1)));
+        let (xq, sq) = (quantize(&x, f("x_blob")), quantize(&s, f("s_blob")));
         let (mut want_y, mut scale_y) = (vec![0f32; groups * 4], vec![0f32; groups * 4]);
         for (i, v) in xq.iter().enumerate() {
             want_y[(i / 4 / 64) * 4 + i % 4] += v;
@@ -622,17 +628,17 @@ fn matrices_every_variant_match_cpu() {
     assert_eq!(matvec::VARIANTS.len(), 7);
     for name in matvec::VARIANT_NAMES {
         let k = ctx
-            .load_with::<matvec::Kernel>(&LoadOptions::variant(name))
+            .load_with::<matvec::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = |i: usize| k.variant().bindings[i].format;
+        let f = |name: &str| k.format_of(name).unwrap();
         // Every binding follows the precision: a matrix is 16 values of the storage format.
-        assert_eq!(f(0), key.float.storage_format(), "{name}");
-        assert_eq!(f(3), key.float.storage_format(), "{name}");
-        let wt = Tensor::from_f32(&ctx, &[n * 16], f(0), &w).unwrap();
-        let xt = Tensor::from_f32(&ctx, &[n * 4], f(1), &x).unwrap();
-        let yt = Tensor::from_f32(&ctx, &[n * 4], f(2), &vec![f32::NAN; n * 4]).unwrap();
-        let tt = Tensor::from_f32(&ctx, &[n * 16], f(3), &vec![f32::NAN; n * 16]).unwrap();
+        assert_eq!(f("w_blob"), key.float.storage_format(), "{name}");
+        assert_eq!(f("t_blob"), key.float.storage_format(), "{name}");
+        let wt = Tensor::from_f32(&ctx, &[n * 16], f("w_blob"), &w).unwrap();
+        let xt = Tensor::from_f32(&ctx, &[n * 4], f("x_blob"), &x).unwrap();
+        let yt = Tensor::from_f32(&ctx, &[n * 4], f("y_blob"), &vec![f32::NAN; n * 4]).unwrap();
+        let tt = Tensor::from_f32(&ctx, &[n * 16], f("t_blob"), &vec![f32::NAN; n * 16]).unwrap();
         let pipe = k.pipeline(&Default::default(), None).unwrap();
         ctx.run(|l| {
             l.dispatch(
@@ -648,7 +654,7 @@ fn matrices_every_variant_match_cpu() {
             )
         })
         .unwrap();
-        let (wq, xq) = (quantize(&w, f(0)), quantize(&x, f(1)));
+        let (wq, xq) = (quantize(&w, f("w_blob")), quantize(&x, f("x_blob")));
         // Column-major: element (row r, column c) of matrix i is wq[i*16 + c*4 + r].
         let (mut want_y, mut scale_y) = (vec![0f32; n * 4], vec![0f32; n * 4]);
         let mut want_t = vec![0f32; n * 16];
@@ -744,18 +750,18 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
     assert_eq!(int8_current::VARIANTS.len(), 21);
     for name in int8_current::VARIANT_NAMES {
         let k = ctx
-            .load_with::<int8_current::Kernel>(&LoadOptions::variant(name))
+            .load_with::<int8_current::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
-        let f = |i: usize| k.variant().bindings[i].format;
-        let fx = f(0);
+        let f = |name: &str| k.format_of(name).unwrap();
+        let fx = f("x_blob");
         let xt = Tensor::from_f32(&ctx, &[n * 4], fx, &x).unwrap();
-        let q1t = int8_tensor(&ctx, f(1), &q1);
-        let q4t = int8_tensor(&ctx, f(2), &q4);
+        let q1t = int8_tensor(&ctx, f("q1_blob"), &q1);
+        let q4t = int8_tensor(&ctx, f("q4_blob"), &q4);
         let poison = vec![0x55u8 as i8; n * 4];
         let (at, bt, ct) = (
-            int8_tensor(&ctx, f(3), &poison),
-            int8_tensor(&ctx, f(4), &poison),
-            int8_tensor(&ctx, f(5), &poison),
+            int8_tensor(&ctx, f("a_blob"), &poison),
+            int8_tensor(&ctx, f("b_blob"), &poison),
+            int8_tensor(&ctx, f("c_blob"), &poison),
         );
         let int_tensor = |len: usize| {
             let t = Tensor::new(&ctx, &[len], TensorFormat::I32).unwrap();
@@ -765,7 +771,7 @@ fn int8_and_bf16_helpers_every_variant_match_cpu() {
         let (dt, et, ut) = (int_tensor(n), int_tensor(n * 4), int_tensor(n));
         let gt = Tensor::new(&ctx, &[n * 2], TensorFormat::U32).unwrap();
         gt.upload_u32(&vec![0x5555_5555; n * 2]).unwrap();
-        let ht = int8_tensor(&ctx, f(9), &poison);
+        let ht = int8_tensor(&ctx, f("h_blob"), &poison);
         let pipe = k.pipeline(&Default::default(), None).unwrap();
         ctx.run(|l| {
             l.dispatch(
@@ -880,7 +886,9 @@ fn int16_vocabulary_every_variant_matches_cpu() {
         ["fp32_int16p", "fp32_int16s", "fp32_int16a"]
     );
     for name in int16_vocabulary::VARIANT_NAMES {
-        let k = match ctx.load_with::<int16_vocabulary::Kernel>(&LoadOptions::variant(name)) {
+        let k = match ctx
+            .load_with::<int16_vocabulary::Kernel>(&LoadOptions::variant_named(name).unwrap())
+        {
             Ok(k) => k,
             Err(e) => {
                 eprintln!("{name}: not on this device ({e})");
@@ -996,7 +1004,9 @@ fn device_facts_are_the_devices_in_every_variant() {
         ["fp32", "fp16s", "fp16sa", "bf16s"]
     );
     for name in device_facts::VARIANT_NAMES {
-        let k = match ctx.load_with::<device_facts::Kernel>(&LoadOptions::variant(name)) {
+        let k = match ctx
+            .load_with::<device_facts::Kernel>(&LoadOptions::variant_named(name).unwrap())
+        {
             Ok(k) => k,
             Err(e) => {
                 eprintln!("{name}: not on this device ({e})");
@@ -1013,14 +1023,12 @@ fn device_facts_are_the_devices_in_every_variant() {
         );
         assert_eq!(variant.device_facts.len(), 14 + usize::from(fp16_storage));
         for size in &sizes {
-            let fmt = variant.bindings[1].format;
+            let fmt = variant.format_of("a_blob").unwrap();
             let o = Tensor::new(&ctx, &[15], TensorFormat::I32).unwrap();
             o.upload_i32(&[0x5555; 15]).unwrap();
             let a = Tensor::from_f32(&ctx, &[1], fmt, &[1.5]).unwrap();
-            let desc = PipelineDesc {
-                local_size: None,
-                subgroup_size: *size,
-            };
+            let mut desc = PipelineDesc::new();
+            desc.subgroup_size = *size;
             let pipe = k.pipeline_with(&Default::default(), &desc).unwrap();
             ctx.run(|l| {
                 l.dispatch(

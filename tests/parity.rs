@@ -86,7 +86,7 @@ macro_rules! check_every_variant {
         for v in runnable {
             let name = v.key.name();
             let kernel = ctx
-                .load_with::<k::Kernel>(&LoadOptions::variant(&name))
+                .load_with::<k::Kernel>(&LoadOptions::variant_named(&name).unwrap())
                 .unwrap();
             let fmt = kernel.variant().binding("x_blob").unwrap().format;
             let xt = Tensor::from_f32(ctx, &[n], fmt, &x).unwrap();

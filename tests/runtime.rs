@@ -1,9 +1,9 @@
 //! The runtime on the real driver with validation on: tensors, error paths, pipeline cache,
 //! command-list replay, ownership.
 
-use vkprism::command::Error as CommandError;
-use vkprism::pipeline::Error as PipelineError;
-use vkprism::tensor::Error as TensorError;
+use vkprism::CommandError;
+use vkprism::PipelineError;
+use vkprism::TensorError;
 use vkprism::{
     CommandList, Context, ContextOptions, DeviceSelector, Error, LoadOptions, Options, Tensor,
     TensorFormat,
@@ -55,18 +55,18 @@ fn report_names_the_device_and_its_features() {
 
 #[test]
 fn device_selector_that_matches_nothing_is_an_error() {
-    let e = Context::with_options(ContextOptions {
-        device: DeviceSelector::Name("no such gpu 9000".into()),
-        validation: Some(false),
-        ..Default::default()
-    })
+    let e = Context::with_options(
+        ContextOptions::default()
+            .with_device(DeviceSelector::Name("no such gpu 9000".into()))
+            .with_validation(false),
+    )
     .unwrap_err();
     assert!(e.to_string().contains("matches none of"), "{e}");
-    let e = Context::with_options(ContextOptions {
-        device: DeviceSelector::Index(999),
-        validation: Some(false),
-        ..Default::default()
-    })
+    let e = Context::with_options(
+        ContextOptions::default()
+            .with_device(DeviceSelector::Index(999))
+            .with_validation(false),
+    )
     .unwrap_err();
     assert!(e.to_string().contains("Index(999)"), "{e}");
 }
@@ -105,11 +105,11 @@ fn tensors_round_trip_every_format() {
 
 #[test]
 fn staged_transfers_in_chunks_round_trip() {
-    let ctx = Context::with_options(ContextOptions {
-        validation: Some(true),
-        force_staging: true,
-        ..Default::default()
-    })
+    let ctx = Context::with_options(
+        ContextOptions::default()
+            .with_validation(true)
+            .with_force_staging(true),
+    )
     .unwrap();
     assert!(!ctx.unified_memory());
     // 80 MB: more than one 64 MiB staging chunk each way.
@@ -182,9 +182,9 @@ fn setup(
     Tensor,
 ) {
     let k = ctx
-        .load_with::<inc::Kernel>(&LoadOptions::variant(variant))
+        .load_with::<inc::Kernel>(&LoadOptions::variant_named(variant).unwrap())
         .unwrap();
-    let f = k.variant().bindings[0].format;
+    let f = k.format_of("x_blob").unwrap();
     let x = Tensor::from_f32(ctx, &[n4 * 4], f, &random(n4 * 4, 9)).unwrap();
     let y = Tensor::new(ctx, &[n4 * 4], f).unwrap();
     (k, x, y)
@@ -397,15 +397,7 @@ fn missing_feature_or_option_is_an_error_naming_what_lacks() {
     assert!(msg.contains("fp16sa: needs storageBuffer16BitAccess, shaderFloat16; device lacks storageBuffer16BitAccess"), "{msg}");
     // The device has it, the options forbid it.
     let dev = DeviceFeatures::new(FeatureSet::all());
-    let e = select_variant(
-        info,
-        &Options {
-            use_fp16_storage: false,
-            ..Options::default()
-        },
-        &dev,
-    )
-    .unwrap_err();
+    let e = select_variant(info, &Options::default().with_fp16_storage(false), &dev).unwrap_err();
     assert!(e.to_string().contains("options exclude fp16s"), "{e}");
     // On the real device, through the context, per-kernel options.
     let ctx = ctx();
@@ -414,12 +406,16 @@ fn missing_feature_or_option_is_an_error_naming_what_lacks() {
         .err()
         .unwrap();
     assert!(matches!(e, PipelineError::Select(_)), "{e}");
+    // A string that names no variant is refused as it is parsed; a variant the kernel lacks
+    // when it loads.
+    let e = LoadOptions::variant_named("no_such_variant").unwrap_err();
+    assert!(e.to_string().contains("not a variant name"), "{e}");
     let e = ctx
-        .load_with::<inc::Kernel>(&LoadOptions::variant("no_such_variant"))
+        .load_with::<inc::Kernel>(&LoadOptions::variant_named("fp32_int8p").unwrap())
         .err()
         .unwrap();
     assert!(
-        e.to_string().contains("no variant named `no_such_variant`"),
+        e.to_string().contains("no variant named `fp32_int8p`"),
         "{e}"
     );
     assert!(
@@ -435,7 +431,7 @@ fn missing_feature_or_option_is_an_error_naming_what_lacks() {
     assert_eq!(e.kind, SelectFailure::NoneFits);
     // A variant the device can't run, forced: told apart from an unknown name.
     let lacking = DeviceFeatures::new(FeatureSet::from_slice(&[Feature::ShaderFloat16]));
-    let e = vkprism::force_variant(info, "fp16s", &lacking).unwrap_err();
+    let e = vkprism::force_variant(info, &"fp16s".parse().unwrap(), &lacking).unwrap_err();
     assert_eq!(e.kind, SelectFailure::DeviceLacks);
     // What the device can run, for tests of every variant.
     let runnable: Vec<String> = ctx
@@ -451,10 +447,9 @@ fn missing_feature_or_option_is_an_error_naming_what_lacks() {
         .collect();
     assert_eq!(runnable, want);
     let k = ctx
-        .load_with::<inc::Kernel>(&LoadOptions::options(Options {
-            use_fp16_arithmetic: false,
-            ..Options::default()
-        }))
+        .load_with::<inc::Kernel>(&LoadOptions::options(
+            Options::default().with_fp16_arithmetic(false),
+        ))
         .unwrap();
     assert_eq!(k.variant().key.name(), "fp16s", "{}", k.selection());
     assert_clean(&ctx);
@@ -624,11 +619,8 @@ fn no_vulkan_device_is_an_error_not_a_crash() {
     // The loader with no driver to load: run this test again in a child process that points
     // the loader at a driver manifest that does not exist.
     if std::env::var_os("VKPRISM_TEST_NO_DEVICE").is_some() {
-        let e = Context::with_options(ContextOptions {
-            validation: Some(false),
-            ..Default::default()
-        })
-        .unwrap_err();
+        let e =
+            Context::with_options(ContextOptions::default().with_validation(false)).unwrap_err();
         assert!(
             e.to_string().contains("no Vulkan device")
                 || e.to_string().contains("vkCreateInstance"),
@@ -666,10 +658,9 @@ fn subgroup_size_is_chosen_at_pipeline_creation_or_refused() {
         let pipe = k
             .pipeline_with(
                 &Default::default(),
-                &PipelineDesc {
-                    local_size: Some([size * 2, 1, 1]),
-                    subgroup_size: Some(size),
-                },
+                &PipelineDesc::default()
+                    .with_local_size([size * 2, 1, 1])
+                    .with_subgroup_size(size),
             )
             .unwrap();
         let t = Tensor::from_f32(&ctx, &[100], TensorFormat::F32, &random(100, 3)).unwrap();
@@ -692,10 +683,7 @@ fn subgroup_size_is_chosen_at_pipeline_creation_or_refused() {
     let e = k
         .pipeline_with(
             &Default::default(),
-            &PipelineDesc {
-                local_size: None,
-                subgroup_size: Some(3),
-            },
+            &PipelineDesc::default().with_subgroup_size(3),
         )
         .err()
         .unwrap();
@@ -708,10 +696,7 @@ fn subgroup_size_is_chosen_at_pipeline_creation_or_refused() {
 
 #[test]
 fn pipeline_statistics_come_from_the_driver_when_asked_for() {
-    let ctx = ctx_with(ContextOptions {
-        pipeline_statistics: true,
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_pipeline_statistics(true));
     let kernel = ctx.load::<inc::Kernel>().unwrap();
     let pipe = kernel.pipeline(&Default::default(), None).unwrap();
     let stats = pipe.statistics().unwrap();

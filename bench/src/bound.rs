@@ -19,7 +19,9 @@ vkprism::compute_shader! {
 const MODES: [(i32, &str); 3] = [(0, "loop"), (1, "no_global_loads"), (2, "multiplies_only")];
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
-    let kernel = match ctx.load_with::<coopmat_bound::Kernel>(&LoadOptions::variant("fp16s_cm")) {
+    let kernel = match ctx
+        .load_with::<coopmat_bound::Kernel>(&LoadOptions::variant_named("fp16s_cm").unwrap())
+    {
         Ok(k) => k,
         Err(e) => {
             println!("# bound: not run: {e}");

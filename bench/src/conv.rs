@@ -73,9 +73,9 @@ fn one(
     weight: &[f32],
     tuner: Option<&mut GemmTuner>,
 ) -> Result<(Record, Option<String>), Box<dyn std::error::Error>> {
-    let kernel = ctx.load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant(variant))?;
+    let kernel = ctx.load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant_named(variant)?)?;
     let key = kernel.variant().key;
-    let f = kernel.variant().bindings[0].format;
+    let f = kernel.format_of("in_blob")?;
     let (m, n, k) = s.gemm_mnk();
     let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, input)?;
     let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, weight)?;
@@ -97,7 +97,8 @@ fn one(
             label(&s),
             conv_cfg.split_k
         );
-        let split = ctx.load_with::<conv2d_nhwc_split::Kernel>(&LoadOptions::variant(variant))?;
+        let split =
+            ctx.load_with::<conv2d_nhwc_split::Kernel>(&LoadOptions::variant_named(variant)?)?;
         let spec = conv_cfg.spec(Default::default());
         let pipe = split.pipeline(&spec, Some(conv_cfg.local_size()))?;
         crate::print_statistics(&format!("conv2d_split {variant} {conv_cfg:?}"), &pipe);

@@ -88,10 +88,8 @@ fn one(
 /// The storage format of `variant` (every elementwise kernel stores the same way).
 fn format_of(ctx: &Context, variant: &str) -> Result<TensorFormat, vkprism::Error> {
     Ok(ctx
-        .load_with::<copy::Kernel>(&LoadOptions::variant(variant))?
-        .variant()
-        .bindings[0]
-        .format)
+        .load_with::<copy::Kernel>(&LoadOptions::variant_named(variant)?)?
+        .format_of("x_blob")?)
 }
 
 /// Records `op` into `list`; returns how many n-element streams it reads and writes.
@@ -110,7 +108,7 @@ fn record(
     match op {
         "axpb" => {
             let pipe = ctx
-                .load_with::<axpb::Kernel>(&LoadOptions::variant(variant))?
+                .load_with::<axpb::Kernel>(&LoadOptions::variant_named(variant)?)?
                 .pipeline(&Default::default(), local)?;
             let push = axpb::PushConstants {
                 n: n4,
@@ -130,7 +128,7 @@ fn record(
         }
         "copy" => {
             let pipe = ctx
-                .load_with::<copy::Kernel>(&LoadOptions::variant(variant))?
+                .load_with::<copy::Kernel>(&LoadOptions::variant_named(variant)?)?
                 .pipeline(&Default::default(), local)?;
             let push = copy::PushConstants { n: n4 };
             list.dispatch(
@@ -145,7 +143,7 @@ fn record(
             Ok(2)
         }
         "add" => {
-            let k = ctx.load_with::<binary_op::Kernel>(&LoadOptions::variant(variant))?;
+            let k = ctx.load_with::<binary_op::Kernel>(&LoadOptions::variant_named(variant)?)?;
             let pipe = k.pipeline(&binary_op::SpecConstants { op: 0 }, local)?;
             let b = binary_op::BufferBindings {
                 a_blob: &t.x,
@@ -156,7 +154,7 @@ fn record(
             Ok(3)
         }
         _ => {
-            let k = ctx.load_with::<activation::Kernel>(&LoadOptions::variant(variant))?;
+            let k = ctx.load_with::<activation::Kernel>(&LoadOptions::variant_named(variant)?)?;
             let pipe = k.pipeline(&activation::SpecConstants { op: 0, n: 0 }, local)?;
             let push = activation::PushConstants { n: n4, alpha: 0.0 };
             list.dispatch(

@@ -69,8 +69,8 @@ fn one(
     b: &[f32],
     tuner: Option<&mut GemmTuner>,
 ) -> Result<(Record, Option<String>), Box<dyn std::error::Error>> {
-    let kernel = ctx.load_with::<gemm::Kernel>(&LoadOptions::variant(variant))?;
-    let f = kernel.variant().bindings[0].format;
+    let kernel = ctx.load_with::<gemm::Kernel>(&LoadOptions::variant_named(variant)?)?;
+    let f = kernel.format_of("a_blob")?;
     // VKPRISM_BENCH_TRANSPOSE=a, b or ab: the operands stored transposed (the same op(A) and
     // op(B), so the same check), to compare the fragment loads of both layouts.
     let transpose = std::env::var("VKPRISM_BENCH_TRANSPOSE").unwrap_or_default();
@@ -107,7 +107,7 @@ fn one(
     // Kept alive until the list has run.
     let (_pipe, _split) = if gemm_cfg.split_k > 1 {
         println!("# gemm {variant} {m}x{n}x{k}: split_k {}", gemm_cfg.split_k);
-        let split = ctx.load_with::<gemm_split::Kernel>(&LoadOptions::variant(variant))?;
+        let split = ctx.load_with::<gemm_split::Kernel>(&LoadOptions::variant_named(variant)?)?;
         let spec = gemm_cfg.spec(gemm_split::SpecConstants {
             transpose_a: ta as i32,
             transpose_b: tb as i32,

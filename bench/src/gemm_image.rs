@@ -53,9 +53,9 @@ fn one(
     a: &[f32],
     b: &[f32],
 ) -> Result<Record, Box<dyn std::error::Error>> {
-    let kernel = ctx.load_with::<gemm_image::Kernel>(&LoadOptions::variant(variant))?;
-    let f = kernel.variant().bindings[0].format;
-    let texel = kernel.variant().bindings[1].format;
+    let kernel = ctx.load_with::<gemm_image::Kernel>(&LoadOptions::variant_named(variant)?)?;
+    let f = kernel.format_of("a_blob")?;
+    let texel = kernel.format_of("b_tex")?;
     let at = Tensor::from_f32(ctx, &[m, k], f, a)?;
     // Row-major K×N is the image's texel order (4 columns a texel, x fastest).
     let bt = Image::new(ctx, 2, [(n / 4) as u32, k as u32, 1], 4, texel)?;

@@ -42,7 +42,7 @@ fn one(
     b: &[i8],
     tuner: Option<&mut GemmTuner>,
 ) -> Result<(Record, Option<String>), Box<dyn std::error::Error>> {
-    let kernel = ctx.load_with::<gemm_int8::Kernel>(&LoadOptions::variant(variant))?;
+    let kernel = ctx.load_with::<gemm_int8::Kernel>(&LoadOptions::variant_named(variant)?)?;
     let key = kernel.variant().key;
     let at = Tensor::from_i8(ctx, &[m, k], a)?;
     let bt = Tensor::from_i8(ctx, &[k, n], b)?;

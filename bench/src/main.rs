@@ -68,10 +68,10 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse_args()?;
     // VKPRISM_BENCH_STATS=1: print the driver's statistics of each GEMM pipeline (registers,
     // shared memory, spills) beside its figure.
-    let ctx = Context::with_options(vkprism::ContextOptions {
-        pipeline_statistics: std::env::var_os("VKPRISM_BENCH_STATS").is_some(),
-        ..Default::default()
-    })?;
+    let ctx = Context::with_options(
+        vkprism::ContextOptions::default()
+            .with_pipeline_statistics(std::env::var_os("VKPRISM_BENCH_STATS").is_some()),
+    )?;
     println!("# device: {}", ctx.device_name());
     let mut records: Vec<Record> = Vec::new();
     for case in &args.cases {

@@ -15,7 +15,7 @@ pub fn reduce(
     (bias, partial, out): (&Tensor, &Tensor, &Tensor),
 ) -> Result<Pipeline<gemm_split_reduce::Kernel>, Box<dyn std::error::Error>> {
     let kernel =
-        ctx.load_with::<gemm_split_reduce::Kernel>(&LoadOptions::variant(key.float.name()))?;
+        ctx.load_with::<gemm_split_reduce::Kernel>(&LoadOptions::variant_named(key.float.name())?)?;
     let pipe = kernel.pipeline(&cfg.reduce_spec(false, 0), None)?;
     let bindings = gemm_split_reduce::BufferBindings {
         partial_blob: partial,

@@ -9,10 +9,7 @@ use vkprism::{Context, ContextOptions, Tensor, TensorFormat};
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let mib: usize = if cfg.quick { 1 } else { 1024 };
     let bytes: Vec<u8> = (0..mib << 20).map(|i| (i % 251) as u8 + 1).collect();
-    let staged = Context::with_options(ContextOptions {
-        force_staging: true,
-        ..Default::default()
-    })?;
+    let staged = Context::with_options(ContextOptions::default().with_force_staging(true))?;
     let mut records = Vec::new();
     for (c, forced) in [(ctx, false), (&staged, true)] {
         let t = Tensor::new(c, &[bytes.len() / 4], TensorFormat::U32)?;

@@ -71,6 +71,14 @@ impl VariantInfo {
     pub fn binding(&self, name: &str) -> Option<&BindingInfo> {
         self.bindings.iter().find(|b| b.name == name)
     }
+
+    /// The tensor format of the binding named `name` in this variant (what [`binding`]
+    /// finds, its `.format`).
+    ///
+    /// [`binding`]: VariantInfo::binding
+    pub fn format_of(&self, name: &str) -> Option<TensorFormat> {
+        self.binding(name).map(|b| b.format)
+    }
 }
 
 /// One descriptor binding of one variant.
@@ -180,6 +188,7 @@ pub struct ElementType {
 }
 
 /// How a tensor's elements are stored in GPU memory.
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TensorFormat {
     /// IEEE single precision.

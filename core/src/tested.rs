@@ -16,6 +16,7 @@ use crate::{DeviceFact, DeviceFeatures, Feature};
 use std::fmt;
 
 /// The family of a boolean device fact: each family a kernel tests is one variant axis.
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FactFamily {
     /// Integer dot products (`ncnn_VK_KHR_shader_integer_dot_product`,
@@ -163,7 +164,7 @@ impl FactChoice {
         tested: &[DeviceFact],
         compared: &ComparedIds,
         device: &DeviceFeatures,
-    ) -> Option<String> {
+    ) -> Option<FactMismatch> {
         for family in FactFamily::ALL {
             let Some(assumed) = self.family(family) else {
                 continue;
@@ -179,32 +180,38 @@ impl FactChoice {
                 .collect();
             let has_all = facts.iter().all(|f| device.features.contains(*f));
             if has_all != assumed {
-                let names: Vec<&str> = facts.iter().map(|f| f.vulkan_name()).collect();
-                return Some(match (assumed, names.len()) {
-                    (true, _) => format!("compiled for a device with {}", names.join(", ")),
-                    (false, 1) => format!("compiled for a device without {}", names[0]),
-                    (false, _) => {
-                        format!("compiled for a device without one of {}", names.join(", "))
-                    }
+                return Some(if assumed {
+                    FactMismatch::CompiledWith(facts)
+                } else {
+                    FactMismatch::CompiledWithout(facts)
                 });
             }
         }
         let ids = [
-            ("vendorID", self.vendor, device.vendor_id, &compared.vendors),
-            ("driverID", self.driver, device.driver_id, &compared.drivers),
+            (
+                IdFact::Vendor,
+                self.vendor,
+                device.vendor_id,
+                &compared.vendors,
+            ),
+            (
+                IdFact::Driver,
+                self.driver,
+                device.driver_id,
+                &compared.drivers,
+            ),
         ];
-        for (what, choice, actual, values) in ids {
+        for (fact, choice, device, values) in ids {
             let fits = match choice {
                 None => true,
-                Some(IdChoice::Is(v)) => v == actual,
-                Some(IdChoice::Other) => !values.contains(&actual),
+                Some(IdChoice::Is(v)) => v == device,
+                Some(IdChoice::Other) => !values.contains(&device),
             };
             if !fits {
-                return Some(match choice {
-                    Some(IdChoice::Is(v)) => {
-                        format!("compiled for {what} {v}, the device's is {actual}")
-                    }
-                    _ => format!("compiled for a {what} other than the device's ({actual})"),
+                return Some(FactMismatch::Id {
+                    fact,
+                    compiled: choice.unwrap_or(IdChoice::Other),
+                    device,
                 });
             }
         }
@@ -215,6 +222,88 @@ impl FactChoice {
 impl fmt::Display for FactChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name_parts())
+    }
+}
+
+/// Why a variant's [`FactChoice`] is not the device's ([`FactChoice::mismatch`]); `Display`
+/// says it in words.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FactMismatch {
+    /// Compiled for a device with all of these features; the device lacks one.
+    CompiledWith(Vec<Feature>),
+    /// Compiled for a device without these features (one of them, when several); the device
+    /// has them all.
+    CompiledWithout(Vec<Feature>),
+    /// Compiled for another value of a numeric fact.
+    Id {
+        /// Which fact.
+        fact: IdFact,
+        /// The value compiled for: one the kernel compares with, or any other.
+        compiled: IdChoice,
+        /// The device's value.
+        device: u32,
+    },
+}
+
+/// A numeric device fact a kernel compares in `#if`.
+#[non_exhaustive]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum IdFact {
+    /// `ncnn_vendorID`.
+    Vendor,
+    /// `ncnn_driverID`.
+    Driver,
+}
+
+impl IdFact {
+    /// Its Vulkan name: `vendorID`, `driverID`.
+    pub const fn vulkan_name(self) -> &'static str {
+        match self {
+            IdFact::Vendor => "vendorID",
+            IdFact::Driver => "driverID",
+        }
+    }
+}
+
+impl fmt::Display for FactMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names = |facts: &[Feature]| {
+            facts
+                .iter()
+                .map(|f| f.vulkan_name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            FactMismatch::CompiledWith(facts) => {
+                write!(f, "compiled for a device with {}", names(facts))
+            }
+            FactMismatch::CompiledWithout(facts) if facts.len() == 1 => {
+                write!(f, "compiled for a device without {}", names(facts))
+            }
+            FactMismatch::CompiledWithout(facts) => {
+                write!(f, "compiled for a device without one of {}", names(facts))
+            }
+            FactMismatch::Id {
+                fact,
+                compiled: IdChoice::Is(v),
+                device,
+            } => write!(
+                f,
+                "compiled for {} {v}, the device's is {device}",
+                fact.vulkan_name()
+            ),
+            FactMismatch::Id {
+                fact,
+                compiled: IdChoice::Other,
+                device,
+            } => write!(
+                f,
+                "compiled for a {} other than the device's ({device})",
+                fact.vulkan_name()
+            ),
+        }
     }
 }
 
@@ -306,7 +395,7 @@ mod tests {
             ..FactChoice::NONE
         };
         let ids = ComparedIds::default();
-        let why = dot.mismatch(&tested, &ids, &device).unwrap();
+        let why = dot.mismatch(&tested, &ids, &device).unwrap().to_string();
         assert!(
             why.contains("integerDotProduct4x8BitPackedSignedAccelerated"),
             "{why}"

@@ -342,6 +342,15 @@ impl VariantKey {
     }
 }
 
+impl std::str::FromStr for VariantKey {
+    type Err = ParseVariantError;
+
+    /// [`VariantKey::parse`].
+    fn from_str(name: &str) -> Result<VariantKey, ParseVariantError> {
+        VariantKey::parse(name)
+    }
+}
+
 impl fmt::Display for VariantKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.name())

@@ -132,7 +132,7 @@ use proc_macro::TokenStream;
 ///
 /// - `Kernel`: a unit struct implementing `vkprism::Kernel`; load it with
 ///   `ctx.load::<name::Kernel>()` (best variant) or `ctx.load_with::<name::Kernel>(&options)`
-///   (`LoadOptions::variant("fp16s")` forces one).
+///   (`LoadOptions::variant_named("fp16s")?` forces one).
 /// - `INFO: KernelInfo`: the kernel's name, variants, push-constant size, specialization
 ///   constants and workgroup size, for the runtime.
 /// - `VARIANTS: &[VariantInfo]`: per variant its `key` (a `VariantKey`; `requires()` gives the

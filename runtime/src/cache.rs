@@ -3,7 +3,7 @@
 //! file is rejected with a reason instead of being handed to the driver.
 
 use crate::device::{merge_pipeline_cache, pipeline_cache_data, Shared};
-use crate::pipeline::Error;
+use crate::pipeline::PipelineError;
 use std::path::Path;
 use vkprism_core::store::fnv1a;
 
@@ -13,7 +13,7 @@ const TRAILER_LEN: usize = 32;
 const HEADER_LEN: usize = 32;
 
 /// Merges the cache saved at `path` into the device's cache (see `Context::load_pipeline_cache`).
-pub(crate) fn load(shared: &Shared, path: &Path) -> Result<(), Error> {
+pub(crate) fn load(shared: &Shared, path: &Path) -> Result<(), PipelineError> {
     let file = std::fs::read(path)?;
     check_header(shared, &file)?;
     let data = check_trailer(shared, &file)?;
@@ -24,7 +24,7 @@ pub(crate) fn load(shared: &Shared, path: &Path) -> Result<(), Error> {
 }
 
 /// Writes the device's cache to `path` (atomically: `vkprism_core::store::write_atomically`).
-pub(crate) fn save(shared: &Shared, path: &Path) -> Result<(), Error> {
+pub(crate) fn save(shared: &Shared, path: &Path) -> Result<(), PipelineError> {
     let data = pipeline_cache_data(shared)?;
     let mut file = data.clone();
     file.extend_from_slice(&trailer(shared, &data));
@@ -46,8 +46,8 @@ fn trailer(shared: &Shared, data: &[u8]) -> [u8; TRAILER_LEN] {
 }
 
 /// Checks the trailer written by [`save`] and returns the driver's data without it.
-fn check_trailer<'d>(shared: &Shared, file: &'d [u8]) -> Result<&'d [u8], Error> {
-    let reject = |m: String| Err(Error::CacheRejected(m));
+fn check_trailer<'d>(shared: &Shared, file: &'d [u8]) -> Result<&'d [u8], PipelineError> {
+    let reject = |m: String| Err(PipelineError::CacheRejected(m));
     if file.len() < HEADER_LEN + TRAILER_LEN {
         return reject("truncated: no vkprism trailer after the driver's data".into());
     }
@@ -80,9 +80,9 @@ fn check_trailer<'d>(shared: &Shared, file: &'d [u8]) -> Result<&'d [u8], Error>
 }
 
 /// The header Vulkan puts at the start of cache data (`VkPipelineCacheHeaderVersionOne`).
-fn check_header(shared: &Shared, data: &[u8]) -> Result<(), Error> {
+fn check_header(shared: &Shared, data: &[u8]) -> Result<(), PipelineError> {
     if data.len() < HEADER_LEN {
-        return Err(Error::CacheRejected(format!(
+        return Err(PipelineError::CacheRejected(format!(
             "{} bytes is shorter than the 32-byte header",
             data.len()
         )));
@@ -91,18 +91,18 @@ fn check_header(shared: &Shared, data: &[u8]) -> Result<(), Error> {
     let (len, version, vendor, device) = (word(0), word(4), word(8), word(12));
     let p = &shared.properties;
     if len < 32 || version != 1 {
-        return Err(Error::CacheRejected(format!(
+        return Err(PipelineError::CacheRejected(format!(
             "bad header (length {len}, version {version})"
         )));
     }
     if vendor != p.vendor_id || device != p.device_id {
-        return Err(Error::CacheRejected(format!(
+        return Err(PipelineError::CacheRejected(format!(
             "made for vendor {vendor:#x} device {device:#x}, this is vendor {:#x} device {:#x}",
             p.vendor_id, p.device_id
         )));
     }
     if data[16..32] != p.pipeline_cache_uuid {
-        return Err(Error::CacheRejected(
+        return Err(PipelineError::CacheRejected(
             "made by another driver version (pipelineCacheUUID differs)".into(),
         ));
     }

@@ -1,18 +1,19 @@
 //! The crate-level error. Every module has its own enum; converting one into [`Error`] sorts it
 //! by what the caller can do about it (as wgpu separates validation errors from device loss and
-//! out-of-memory): fix the call ([`Error::Validation`]), recreate the context
+//! out-of-memory): fix the call ([`Error::Invalid`]), recreate the context
 //! ([`Error::DeviceLost`]), free memory ([`Error::OutOfMemory`]), or look at the system
 //! ([`Error::Device`], [`Error::Io`]).
 
 use ash::vk;
 
 /// Any vkprism runtime error.
+#[non_exhaustive]
 #[derive(thiserror::Error)]
 pub enum Error {
     /// vkprism refused the call before the driver saw it (a wrong format, size, variant or
     /// option): the caller's to fix. Holds the module's error.
     #[error(transparent)]
-    Validation(Invalid),
+    Invalid(Invalid),
     /// The device was lost (`VK_ERROR_DEVICE_LOST`): the context is unusable.
     #[error("the device was lost")]
     DeviceLost,
@@ -22,13 +23,14 @@ pub enum Error {
     /// The system: no loader or device, the validation layer's messages, a failed Vulkan call,
     /// a GPU that did not finish.
     #[error(transparent)]
-    Device(crate::device::Error),
+    Device(crate::device::DeviceError),
     /// Reading or writing a pipeline cache file.
     #[error("pipeline cache file: {0}")]
     Io(std::io::Error),
 }
 
 /// A call vkprism refused, by module.
+#[non_exhaustive]
 #[derive(thiserror::Error)]
 pub enum Invalid {
     /// No variant fits the device and options.
@@ -36,13 +38,16 @@ pub enum Invalid {
     Select(crate::select::SelectError),
     /// A tensor or image request or transfer.
     #[error(transparent)]
-    Tensor(crate::tensor::Error),
+    Tensor(crate::tensor::TensorError),
     /// Loading a kernel, making a pipeline, or a rejected pipeline cache.
     #[error(transparent)]
-    Pipeline(crate::pipeline::Error),
+    Pipeline(crate::pipeline::PipelineError),
     /// Recording a dispatch, or timings.
     #[error(transparent)]
-    Command(crate::command::Error),
+    Command(crate::command::CommandError),
+    /// A string that is not a variant name ([`crate::LoadOptions::variant_named`]).
+    #[error(transparent)]
+    VariantName(vkprism_core::ParseVariantError),
 }
 
 debug_as_display!(Error, Invalid);
@@ -50,9 +55,9 @@ debug_as_display!(Error, Invalid);
 /// The crate's `Result`.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl From<crate::device::Error> for Error {
-    fn from(e: crate::device::Error) -> Error {
-        use crate::device::Error as D;
+impl From<crate::device::DeviceError> for Error {
+    fn from(e: crate::device::DeviceError) -> Error {
+        use crate::device::DeviceError as D;
         match e {
             D::DeviceLost => Error::DeviceLost,
             D::Vk {
@@ -67,39 +72,45 @@ impl From<crate::device::Error> for Error {
 
 impl From<crate::select::SelectError> for Error {
     fn from(e: crate::select::SelectError) -> Error {
-        Error::Validation(Invalid::Select(e))
+        Error::Invalid(Invalid::Select(e))
     }
 }
 
-impl From<crate::tensor::Error> for Error {
-    fn from(e: crate::tensor::Error) -> Error {
-        use crate::tensor::Error as T;
+impl From<vkprism_core::ParseVariantError> for Error {
+    fn from(e: vkprism_core::ParseVariantError) -> Error {
+        Error::Invalid(Invalid::VariantName(e))
+    }
+}
+
+impl From<crate::tensor::TensorError> for Error {
+    fn from(e: crate::tensor::TensorError) -> Error {
+        use crate::tensor::TensorError as T;
         match e {
-            T::Context(e) => e.into(),
+            T::Device(e) => e.into(),
             T::Allocation(why) => Error::OutOfMemory(why),
             e @ T::OverBudget { .. } => Error::OutOfMemory(e.to_string()),
-            e => Error::Validation(Invalid::Tensor(e)),
+            e => Error::Invalid(Invalid::Tensor(e)),
         }
     }
 }
 
-impl From<crate::pipeline::Error> for Error {
-    fn from(e: crate::pipeline::Error) -> Error {
-        use crate::pipeline::Error as P;
+impl From<crate::pipeline::PipelineError> for Error {
+    fn from(e: crate::pipeline::PipelineError) -> Error {
+        use crate::pipeline::PipelineError as P;
         match e {
-            P::Context(e) => e.into(),
+            P::Device(e) => e.into(),
             P::Select(e) => e.into(),
             P::CacheIo(e) => Error::Io(e),
-            e => Error::Validation(Invalid::Pipeline(e)),
+            e => Error::Invalid(Invalid::Pipeline(e)),
         }
     }
 }
 
-impl From<crate::command::Error> for Error {
-    fn from(e: crate::command::Error) -> Error {
+impl From<crate::command::CommandError> for Error {
+    fn from(e: crate::command::CommandError) -> Error {
         match e {
-            crate::command::Error::Context(e) => e.into(),
-            e => Error::Validation(Invalid::Command(e)),
+            crate::command::CommandError::Device(e) => e.into(),
+            e => Error::Invalid(Invalid::Command(e)),
         }
     }
 }
@@ -110,29 +121,29 @@ mod tests {
 
     #[test]
     fn errors_are_sorted_by_what_the_caller_can_do() {
-        let lost = crate::command::Error::Context(crate::device::Error::DeviceLost);
+        let lost = crate::command::CommandError::Device(crate::device::DeviceError::DeviceLost);
         assert!(matches!(Error::from(lost), Error::DeviceLost));
-        let oom = crate::device::Error::Vk {
+        let oom = crate::device::DeviceError::Vk {
             call: "vkAllocateMemory",
             result: vk::Result::ERROR_OUT_OF_DEVICE_MEMORY,
         };
         assert!(matches!(
-            Error::from(crate::tensor::Error::Context(oom)),
+            Error::from(crate::tensor::TensorError::Device(oom)),
             Error::OutOfMemory(_)
         ));
-        let alloc = crate::tensor::Error::Allocation("no memory type".into());
+        let alloc = crate::tensor::TensorError::Allocation("no memory type".into());
         assert!(matches!(Error::from(alloc), Error::OutOfMemory(_)));
-        let zero = crate::command::Error::ZeroSize([0, 1, 1]);
+        let zero = crate::command::CommandError::ZeroSize([0, 1, 1]);
         assert!(matches!(
             Error::from(zero),
-            Error::Validation(Invalid::Command(_))
+            Error::Invalid(Invalid::Command(_))
         ));
         let io = std::io::Error::other("disk");
         assert!(matches!(
-            Error::from(crate::pipeline::Error::CacheIo(io)),
+            Error::from(crate::pipeline::PipelineError::CacheIo(io)),
             Error::Io(_)
         ));
-        let timeout = crate::device::Error::Timeout(std::time::Duration::from_secs(1));
+        let timeout = crate::device::DeviceError::Timeout(std::time::Duration::from_secs(1));
         assert!(matches!(Error::from(timeout), Error::Device(_)));
     }
 }

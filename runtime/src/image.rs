@@ -7,7 +7,7 @@ use crate::device::{
     copy_buffer_to_image, copy_image_to_buffer, create_image, destroy_image, free_buffer,
     image_format_properties, ImageObjects, Shared,
 };
-use crate::tensor::{allocate_checked, create_buffer, Error};
+use crate::tensor::{allocate_checked, create_buffer, TensorError};
 use crate::Context;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
@@ -85,9 +85,9 @@ fn check_request(
     extent: [u32; 3],
     channels: u32,
     format: TensorFormat,
-) -> Result<(vk::Format, vk::ImageType, vk::ImageViewType), Error> {
-    let bad = || Error::BadShape(extent.iter().map(|e| *e as usize).collect());
-    let vkf = vk_format(format, channels).ok_or(Error::WrongFormat {
+) -> Result<(vk::Format, vk::ImageType, vk::ImageViewType), TensorError> {
+    let bad = || TensorError::BadShape(extent.iter().map(|e| *e as usize).collect());
+    let vkf = vk_format(format, channels).ok_or(TensorError::WrongFormat {
         have: format,
         want: "F32 or F16 with 1 or 4 channels",
     })?;
@@ -97,7 +97,7 @@ fn check_request(
         Feature::ImageFormatsFp32
     };
     if !shared.features.supports(needed) {
-        return Err(Error::WrongFormat {
+        return Err(TensorError::WrongFormat {
             have: format,
             want: "an image format this device can sample and store",
         });
@@ -125,7 +125,7 @@ fn check_request(
         return Err(bad());
     }
     if let Some(e) = extent.iter().find(|e| **e > max) {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size: *e as u64,
             limit_name: "maxImageDimension",
             limit: max as u64,
@@ -153,9 +153,9 @@ fn check_resource_limits(
     extent: [u32; 3],
     channels: u32,
     tensor_format: TensorFormat,
-) -> Result<(), Error> {
+) -> Result<(), TensorError> {
     let props = image_format_properties(shared, format, ty, IMAGE_USAGE);
-    let props = props.map_err(|_| Error::WrongFormat {
+    let props = props.map_err(|_| TensorError::WrongFormat {
         have: tensor_format,
         want: "an image format this device supports for sampling, storage and transfers",
     })?;
@@ -165,7 +165,7 @@ fn check_resource_limits(
         props.max_extent.depth,
     ];
     if let Some(i) = (0..3).find(|i| extent[*i] > max[*i]) {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size: extent[i] as u64,
             limit_name: "maxExtent (vkGetPhysicalDeviceImageFormatProperties)",
             limit: max[i] as u64,
@@ -175,7 +175,7 @@ fn check_resource_limits(
         * channels as u64
         * tensor_format.size() as u64;
     if bytes > props.max_resource_size {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size: bytes,
             limit_name: "maxResourceSize (vkGetPhysicalDeviceImageFormatProperties)",
             limit: props.max_resource_size,
@@ -183,7 +183,7 @@ fn check_resource_limits(
     }
     let limit = shared.features.limits.max_memory_allocation_size;
     if bytes > limit {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size: bytes,
             limit_name: "maxMemoryAllocationSize",
             limit,
@@ -200,7 +200,7 @@ fn create_objects(
     format: vk::Format,
     view_type: vk::ImageViewType,
     extent: [u32; 3],
-) -> Result<ImageObjects, Error> {
+) -> Result<ImageObjects, TensorError> {
     let info = vk::ImageCreateInfo::default()
         .image_type(ty)
         .format(format)
@@ -242,7 +242,7 @@ impl Image {
         extent: [u32; 3],
         channels: u32,
         format: TensorFormat,
-    ) -> Result<Image, Error> {
+    ) -> Result<Image, TensorError> {
         let shared = &ctx.shared;
         let (vk_format, ty, view_type) = check_request(shared, dims, extent, channels, format)?;
         let objects = create_objects(shared, ty, vk_format, view_type, extent)?;
@@ -308,9 +308,9 @@ impl Image {
     }
 
     /// Writes `data`, x fastest then y then z, channels interleaved (fp16 rounds to nearest even).
-    pub fn upload_f32(&self, data: &[f32]) -> Result<(), Error> {
+    pub fn upload_f32(&self, data: &[f32]) -> Result<(), TensorError> {
         if data.len() != self.len() {
-            return Err(Error::LengthMismatch {
+            return Err(TensorError::LengthMismatch {
                 got: data.len(),
                 want: self.len(),
             });
@@ -337,7 +337,7 @@ impl Image {
     }
 
     /// Reads the texels as `f32`, in the order `upload_f32` takes.
-    pub fn download_f32(&self) -> Result<Vec<f32>, Error> {
+    pub fn download_f32(&self) -> Result<Vec<f32>, TensorError> {
         let texel = if self.inner.format == TensorFormat::F16 {
             2
         } else {
@@ -361,6 +361,6 @@ impl Image {
             .and_then(|s| decode_f32(self.inner.format, &s[..size as usize]));
         free_buffer(shared, staging, Some(alloc));
         r?;
-        out.ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))
+        out.ok_or_else(|| TensorError::Allocation("readback memory is not mapped".into()))
     }
 }

@@ -40,7 +40,7 @@ pub unsafe trait Kernel: 'static {
 /// Specialization-constant values for pipeline creation.
 ///
 /// Safe to implement: the runtime refuses an id given twice (also against the workgroup
-/// size's ids) with `pipeline::Error::DuplicateSpecId`; an id the module does not have is
+/// size's ids) with `PipelineError::DuplicateSpecId`; an id the module does not have is
 /// ignored by Vulkan.
 pub trait SpecConstants {
     /// `(constant_id, 32-bit value bits)` for every constant.
@@ -64,6 +64,7 @@ pub trait Bindings<'a> {
 }
 
 /// One bound resource.
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug)]
 pub enum Resource<'a> {
     /// A tensor, for a storage or uniform buffer binding.

@@ -15,7 +15,9 @@
 //! - [`include_spirv!`]: SPIR-V files as `&'static [u32]` for hand-written [`KernelInfo`]s (the
 //!   runtime's own tests and benchmark use it; `compute_shader!` embeds its words itself).
 //! - [`Error`]: any error, sorted by what the caller can do (fix the call, recreate the context
-//!   after device loss, free memory, look at the system); each module has its own enum.
+//!   after device loss, free memory, look at the system); each module has its own enum, named
+//!   for it ([`DeviceError`], [`TensorError`], [`PipelineError`], [`CommandError`],
+//!   [`SelectError`]), and `Error` is the only one named `Error`.
 //!
 //! Layers: `device/` is the raw layer, a thin layer over ash that makes every ash call of the
 //! runtime; its functions take plain parameters (no variant policy), take the API lock
@@ -69,27 +71,28 @@ mod spirv;
 mod statistics;
 pub mod tensor;
 
-pub use command::CommandList;
+pub use command::{CommandError, CommandList};
 pub use context::{
-    AllocatorStats, Context, ContextOptions, DeviceIdentity, DeviceReport, DeviceSelector,
-    DeviceType,
+    AllocatorStats, Context, ContextOptions, DeviceError, DeviceIdentity, DeviceReport,
+    DeviceSelector, DeviceType,
 };
 pub use error::{Error, Invalid, Result};
 pub use image::Image;
 pub use kernel::{Bindings, Kernel, NoPushConstants, Resource, SpecConstants};
-pub use pipeline::{LoadOptions, LoadedKernel, Pipeline, PipelineDesc};
+pub use pipeline::{LoadOptions, LoadedKernel, Pipeline, PipelineDesc, PipelineError};
 pub use select::{
-    force_variant, select_variant, unrunnable_reason, Options, SelectError, SelectFailure,
-    Selection,
+    force_variant, select_variant, unrunnable_reason, Excluded, Options, Rejection, SelectError,
+    SelectFailure, Selection,
 };
 pub use spirv::workgroup_bytes;
 pub use statistics::{PipelineStatistic, StatisticValue};
-pub use tensor::Tensor;
+pub use tensor::{Tensor, TensorError};
 pub use vkprism_core::{
     api_version, api_version_name, Access, BindingInfo, BindingKind, ComparedIds, CoopMatShape,
-    DeviceFact, DeviceFeatures, DeviceLimits, FactChoice, FactFamily, Feature, FeatureSet,
-    FloatMode, IdChoice, Int8Mode, KernelInfo, MemoryKind, ScalarKind, TensorFormat, VariantInfo,
-    VariantKey,
+    CoopMatShapes, DeviceFact, DeviceFeatures, DeviceLimits, ElementType, FactChoice, FactFamily,
+    FactMismatch, Feature, FeatureSet, FloatMode, IdChoice, IdFact, Int16Mode, Int8Mode,
+    KernelInfo, LocalSizeDim, MemoryKind, ParseVariantError, PushConstantInfo, ScalarKind,
+    SpecConstantInfo, TensorFormat, VariantInfo, VariantKey,
 };
 
 /// Includes a SPIR-V file (as `include_bytes!` finds it) as `&'static [u32]`, usable in `const`

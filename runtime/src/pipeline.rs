@@ -9,11 +9,14 @@ use ash::vk;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::sync::{Arc, Mutex};
-use vkprism_core::{BindingKind, Feature, KernelInfo, VariantInfo};
+use vkprism_core::{
+    BindingKind, Feature, KernelInfo, ParseVariantError, TensorFormat, VariantInfo, VariantKey,
+};
 
 /// Errors loading a kernel, making a pipeline, or reading and writing the pipeline cache.
+#[non_exhaustive]
 #[derive(thiserror::Error)]
-pub enum Error {
+pub enum PipelineError {
     /// No variant fits (or the forced one can't run).
     #[error(transparent)]
     Select(#[from] SelectError),
@@ -91,6 +94,18 @@ pub enum Error {
         /// What disagrees.
         why: String,
     },
+    /// A binding name the loaded variant does not have ([`LoadedKernel::format_of`]).
+    #[error("kernel `{kernel}` variant `{variant}` has no binding named `{name}`; its bindings: {}", .available.join(", "))]
+    NoSuchBinding {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The variant's name.
+        variant: String,
+        /// The name asked for.
+        name: String,
+        /// The variant's binding names.
+        available: Vec<&'static str>,
+    },
     /// A pipeline cache file from another device or driver, or damaged.
     #[error("pipeline cache rejected: {0}")]
     CacheRejected(String),
@@ -99,27 +114,37 @@ pub enum Error {
     CacheIo(#[from] std::io::Error),
     /// A device error.
     #[error(transparent)]
-    Context(#[from] crate::device::Error),
+    Device(#[from] crate::device::DeviceError),
 }
 
 /// How to load one kernel (see [`crate::Context::load_with`]); the default loads as
-/// [`crate::Context::load`] does.
+/// [`crate::Context::load`] does. Build one with [`LoadOptions::variant`],
+/// [`LoadOptions::variant_named`] or [`LoadOptions::options`] (or `default()` and the setters).
+#[non_exhaustive]
 #[derive(Clone, Debug, Default)]
 pub struct LoadOptions {
     /// Variant options for this kernel (clamped to the device); `None`: the context's.
     pub options: Option<Options>,
-    /// Use exactly this variant (a [`vkprism_core::VariantKey::name`], e.g. `"fp16s"`), failing
-    /// if the device can't run it; options are then ignored. For tests and comparisons.
-    pub variant: Option<String>,
+    /// Use exactly this variant (e.g. `fp16s`), failing if the kernel has none such or the
+    /// device can't run it; options are then ignored. For tests and comparisons.
+    pub variant: Option<VariantKey>,
 }
 
 impl LoadOptions {
-    /// Load exactly the variant named `name` (e.g. to test every variant).
-    pub fn variant(name: &str) -> LoadOptions {
+    /// Load exactly the variant `key` (e.g. to test every variant: `v.key` of each of
+    /// `K::INFO.variants`).
+    pub fn variant(key: VariantKey) -> LoadOptions {
         LoadOptions {
-            variant: Some(name.to_string()),
+            variant: Some(key),
             options: None,
         }
+    }
+
+    /// Load exactly the variant named `name` (a [`VariantKey::name`], e.g. `"fp16s"`): the
+    /// name parsed, then as [`LoadOptions::variant`]. A string that is no variant name is a
+    /// [`ParseVariantError`] here (a name the kernel lacks fails when it is loaded).
+    pub fn variant_named(name: &str) -> Result<LoadOptions, ParseVariantError> {
+        Ok(LoadOptions::variant(VariantKey::parse(name)?))
     }
 
     /// Load with these per-kernel options instead of the context's.
@@ -128,6 +153,18 @@ impl LoadOptions {
             options: Some(options),
             variant: None,
         }
+    }
+
+    /// These load options, forcing the variant `key`.
+    pub fn with_variant(mut self, key: VariantKey) -> LoadOptions {
+        self.variant = Some(key);
+        self
+    }
+
+    /// These load options, with per-kernel `options` instead of the context's.
+    pub fn with_options(mut self, options: Options) -> LoadOptions {
+        self.options = Some(options);
+        self
     }
 }
 
@@ -217,11 +254,11 @@ impl<K: Kernel> LoadedKernel<K> {
         shared: &Arc<Shared>,
         context_options: &Options,
         load: &LoadOptions,
-    ) -> Result<Arc<Self>, Error> {
+    ) -> Result<Arc<Self>, PipelineError> {
         shared.check_usable()?;
         let features = &shared.features;
         let selection = match (&load.variant, &load.options) {
-            (Some(name), _) => force_variant(K::INFO, name, features)?,
+            (Some(key), _) => force_variant(K::INFO, key, features)?,
             (None, options) => {
                 let options = options.as_ref().unwrap_or(context_options);
                 select_variant(K::INFO, &options.clamp_to(features), features)?
@@ -232,7 +269,7 @@ impl<K: Kernel> LoadedKernel<K> {
         let push_range = push_range(K::INFO);
         let limit = features.limits.max_push_constants_size;
         if push_range > limit {
-            return Err(Error::PushConstantsTooLarge {
+            return Err(PipelineError::PushConstantsTooLarge {
                 kernel: K::INFO.name,
                 size: push_range,
                 limit,
@@ -267,6 +304,19 @@ impl<K: Kernel> LoadedKernel<K> {
     pub fn variant(&self) -> &'static VariantInfo {
         self.variant
     }
+    /// The tensor (or image texel) format of the binding named `name` (its block or variable
+    /// name in the GLSL, e.g. `"a_blob"`) in the loaded variant: the format to make its tensor
+    /// in. A name the variant lacks is [`PipelineError::NoSuchBinding`], listing its bindings.
+    pub fn format_of(&self, name: &str) -> Result<TensorFormat, PipelineError> {
+        self.variant
+            .format_of(name)
+            .ok_or_else(|| PipelineError::NoSuchBinding {
+                kernel: K::INFO.name,
+                variant: self.variant.key.name(),
+                name: name.to_string(),
+                available: self.variant.bindings.iter().map(|b| b.name).collect(),
+            })
+    }
     /// Which variant was chosen and why.
     pub fn selection(&self) -> &Selection {
         &self.selection
@@ -278,7 +328,7 @@ impl<K: Kernel> LoadedKernel<K> {
         self: &Arc<Self>,
         spec: &K::SpecConstants,
         local_size: Option<[u32; 3]>,
-    ) -> Result<Pipeline<K>, Error> {
+    ) -> Result<Pipeline<K>, PipelineError> {
         self.pipeline_with(
             spec,
             &PipelineDesc {
@@ -294,7 +344,7 @@ impl<K: Kernel> LoadedKernel<K> {
         self: &Arc<Self>,
         spec: &K::SpecConstants,
         desc: &PipelineDesc,
-    ) -> Result<Pipeline<K>, Error> {
+    ) -> Result<Pipeline<K>, PipelineError> {
         let local = desc
             .local_size
             .unwrap_or(K::INFO.local_size.map(|d| d.default));
@@ -312,7 +362,7 @@ impl<K: Kernel> LoadedKernel<K> {
         }
         entries.sort();
         if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(Error::DuplicateSpecId {
+            return Err(PipelineError::DuplicateSpecId {
                 kernel: K::INFO.name,
                 id: w[0].0,
             });
@@ -350,7 +400,7 @@ impl<K: Kernel> LoadedKernel<K> {
     }
 
     /// Checks a pipeline's subgroup and workgroup sizes against the device.
-    fn check_desc(&self, desc: &PipelineDesc, local: [u32; 3]) -> Result<(), Error> {
+    fn check_desc(&self, desc: &PipelineDesc, local: [u32; 3]) -> Result<(), PipelineError> {
         let features = &self.shared.features;
         let l = &features.limits;
         if let Some(size) = desc.subgroup_size {
@@ -368,11 +418,11 @@ impl<K: Kernel> LoadedKernel<K> {
                 None
             };
             if let Some(why) = why {
-                return Err(Error::SubgroupSize { size, why });
+                return Err(PipelineError::SubgroupSize { size, why });
             }
         }
         if local.contains(&0) {
-            return Err(Error::WorkgroupZero(local));
+            return Err(PipelineError::WorkgroupZero(local));
         }
         let invocations = local.iter().map(|x| *x as u64).product::<u64>();
         if local
@@ -381,7 +431,7 @@ impl<K: Kernel> LoadedKernel<K> {
             .any(|(a, b)| *a > b)
             || invocations > l.max_compute_work_group_invocations as u64
         {
-            return Err(Error::WorkgroupTooLarge {
+            return Err(PipelineError::WorkgroupTooLarge {
                 size: local,
                 max: l.max_compute_work_group_size,
                 invocations: l.max_compute_work_group_invocations,
@@ -392,10 +442,10 @@ impl<K: Kernel> LoadedKernel<K> {
 
     /// The variant's shared memory with these specialization entries, against the device's
     /// limit (no check where the module's sizes can't be evaluated: see `spirv::workgroup_bytes`).
-    fn check_shared_memory(&self, entries: &[(u32, u32)]) -> Result<(), Error> {
+    fn check_shared_memory(&self, entries: &[(u32, u32)]) -> Result<(), PipelineError> {
         let limit = self.shared.features.limits.max_compute_shared_memory_size;
         match crate::spirv::workgroup_bytes(self.variant.spirv, entries) {
-            Some(bytes) if bytes > u64::from(limit) => Err(Error::SharedMemoryTooLarge {
+            Some(bytes) if bytes > u64::from(limit) => Err(PipelineError::SharedMemoryTooLarge {
                 kernel: K::INFO.name,
                 variant: self.variant.key.name(),
                 bytes,
@@ -407,12 +457,32 @@ impl<K: Kernel> LoadedKernel<K> {
 }
 
 /// What is chosen per device when a pipeline is created.
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct PipelineDesc {
     /// Workgroup size; `None`: the kernel's default.
     pub local_size: Option<[u32; 3]>,
     /// Required subgroup size (needs `subgroupSizeControl`); `None`: the driver's choice.
     pub subgroup_size: Option<u32>,
+}
+
+impl PipelineDesc {
+    /// The kernel's default workgroup size, the driver's subgroup size.
+    pub fn new() -> PipelineDesc {
+        PipelineDesc::default()
+    }
+
+    /// This description with workgroup size `local_size`.
+    pub fn with_local_size(mut self, local_size: [u32; 3]) -> PipelineDesc {
+        self.local_size = Some(local_size);
+        self
+    }
+
+    /// This description with required subgroup size `size`.
+    pub fn with_subgroup_size(mut self, size: u32) -> PipelineDesc {
+        self.subgroup_size = Some(size);
+        self
+    }
 }
 
 /// A compute pipeline of kernel `K`. Holds its kernel alive.
@@ -450,4 +520,4 @@ impl<K: Kernel> Pipeline<K> {
     }
 }
 
-debug_as_display!(Error);
+debug_as_display!(PipelineError);

@@ -3,11 +3,14 @@
 
 use std::fmt;
 use vkprism_core::{
-    ComparedIds, DeviceFeatures, FeatureSet, FloatMode, Int16Mode, Int8Mode, KernelInfo,
-    MemoryKind, VariantInfo, VariantKey,
+    ComparedIds, CoopMatShape, DeviceFeatures, FactMismatch, FeatureSet, FloatMode, Int16Mode,
+    Int8Mode, KernelInfo, MemoryKind, VariantInfo, VariantKey,
 };
 
-/// Which variant kinds may be used. Defaults: everything on except bf16 and images.
+/// Which variant kinds may be used. Defaults: everything on except bf16 and images. Build with
+/// `Options::default()` or [`Options::fp32_only`] and the `with_*` setters
+/// (`Options::default().with_fp16_arithmetic(false)`).
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Options {
     /// fp16 packed in `uint`s, 32-bit arithmetic (`fp16p`, `fp16pa`).
@@ -62,6 +65,90 @@ impl Default for Options {
 }
 
 impl Options {
+    /// These options with [`Options::use_fp16_packed`] set to `on`.
+    pub fn with_fp16_packed(mut self, on: bool) -> Options {
+        self.use_fp16_packed = on;
+        self
+    }
+
+    /// These options with [`Options::use_fp16_storage`] set to `on`.
+    pub fn with_fp16_storage(mut self, on: bool) -> Options {
+        self.use_fp16_storage = on;
+        self
+    }
+
+    /// These options with [`Options::use_fp16_arithmetic`] set to `on`.
+    pub fn with_fp16_arithmetic(mut self, on: bool) -> Options {
+        self.use_fp16_arithmetic = on;
+        self
+    }
+
+    /// These options with [`Options::use_bf16_packed`] set to `on`.
+    pub fn with_bf16_packed(mut self, on: bool) -> Options {
+        self.use_bf16_packed = on;
+        self
+    }
+
+    /// These options with [`Options::use_bf16_storage`] set to `on`.
+    pub fn with_bf16_storage(mut self, on: bool) -> Options {
+        self.use_bf16_storage = on;
+        self
+    }
+
+    /// These options with [`Options::use_int8_packed`] set to `on`.
+    pub fn with_int8_packed(mut self, on: bool) -> Options {
+        self.use_int8_packed = on;
+        self
+    }
+
+    /// These options with [`Options::use_int8_storage`] set to `on`.
+    pub fn with_int8_storage(mut self, on: bool) -> Options {
+        self.use_int8_storage = on;
+        self
+    }
+
+    /// These options with [`Options::use_int8_arithmetic`] set to `on`.
+    pub fn with_int8_arithmetic(mut self, on: bool) -> Options {
+        self.use_int8_arithmetic = on;
+        self
+    }
+
+    /// These options with [`Options::use_int16_packed`] set to `on`.
+    pub fn with_int16_packed(mut self, on: bool) -> Options {
+        self.use_int16_packed = on;
+        self
+    }
+
+    /// These options with [`Options::use_int16_storage`] set to `on`.
+    pub fn with_int16_storage(mut self, on: bool) -> Options {
+        self.use_int16_storage = on;
+        self
+    }
+
+    /// These options with [`Options::use_int16_arithmetic`] set to `on`.
+    pub fn with_int16_arithmetic(mut self, on: bool) -> Options {
+        self.use_int16_arithmetic = on;
+        self
+    }
+
+    /// These options with [`Options::use_image_storage`] set to `on`.
+    pub fn with_image_storage(mut self, on: bool) -> Options {
+        self.use_image_storage = on;
+        self
+    }
+
+    /// These options with [`Options::use_shader_local_memory`] set to `on`.
+    pub fn with_shader_local_memory(mut self, on: bool) -> Options {
+        self.use_shader_local_memory = on;
+        self
+    }
+
+    /// These options with [`Options::use_cooperative_matrix`] set to `on`.
+    pub fn with_cooperative_matrix(mut self, on: bool) -> Options {
+        self.use_cooperative_matrix = on;
+        self
+    }
+
     /// Only fp32 buffers, no int8 or int16 arithmetic or storage: the most portable.
     pub fn fp32_only() -> Self {
         Options {
@@ -104,7 +191,7 @@ impl Options {
     }
 
     /// Why these options forbid `key`, if they do.
-    fn forbids(&self, key: &VariantKey) -> Option<String> {
+    fn forbids(&self, key: &VariantKey) -> Option<Excluded> {
         let float_ok = match key.float {
             FloatMode::Fp32 => true,
             FloatMode::Fp16p => self.use_fp16_packed,
@@ -115,18 +202,15 @@ impl Options {
             FloatMode::Bf16s => self.use_bf16_storage,
         };
         if !float_ok {
-            return Some(format!("options exclude {}", key.float.name()));
+            return Some(Excluded::Float(key.float));
         }
         let int8_ok = match key.int8 {
             None | Some(Int8Mode::Int8p) => key.int8.is_none() || self.use_int8_packed,
             Some(Int8Mode::Int8s) => self.use_int8_storage,
             Some(Int8Mode::Int8a) => self.use_int8_storage && self.use_int8_arithmetic,
         };
-        if !int8_ok {
-            return Some(format!(
-                "options exclude {}",
-                key.int8.map(|i| i.name()).unwrap_or("")
-            ));
+        if let (false, Some(int8)) = (int8_ok, key.int8) {
+            return Some(Excluded::Int8(int8));
         }
         let int16_ok = match key.int16 {
             None => true,
@@ -134,20 +218,17 @@ impl Options {
             Some(Int16Mode::Int16s) => self.use_int16_storage,
             Some(Int16Mode::Int16a) => self.use_int16_storage && self.use_int16_arithmetic,
         };
-        if !int16_ok {
-            return Some(format!(
-                "options exclude {}",
-                key.int16.map(|i| i.name()).unwrap_or("")
-            ));
+        if let (false, Some(int16)) = (int16_ok, key.int16) {
+            return Some(Excluded::Int16(int16));
         }
         if key.memory == MemoryKind::Image && !self.use_image_storage {
-            return Some("options exclude image storage".into());
+            return Some(Excluded::ImageStorage);
         }
         if key.local_memory == Some(true) && !self.use_shader_local_memory {
-            return Some("options exclude shader local memory".into());
+            return Some(Excluded::ShaderLocalMemory);
         }
         if key.coopmat == Some(true) && !self.use_cooperative_matrix {
-            return Some("options exclude cooperative matrices".into());
+            return Some(Excluded::CooperativeMatrix);
         }
         None
     }
@@ -219,6 +300,7 @@ fn rank(key: &VariantKey) -> (u8, u8, u8, u8, u8, u8, u8) {
 }
 
 /// The chosen variant and why.
+#[non_exhaustive]
 #[derive(Clone, Debug)]
 pub struct Selection {
     /// The chosen variant.
@@ -226,7 +308,7 @@ pub struct Selection {
     /// Index into the kernel's `VARIANTS`.
     pub index: usize,
     /// Every variant that was not eligible, with the reason.
-    pub rejected: Vec<(VariantKey, String)>,
+    pub rejected: Vec<(VariantKey, Rejection)>,
     /// The eligible variants, best first.
     pub eligible: Vec<VariantKey>,
 }
@@ -246,21 +328,162 @@ impl fmt::Display for Selection {
     }
 }
 
-/// No variant fits.
+/// No variant fits. `Display` gives one line per variant: what it needs and what is missing.
+#[non_exhaustive]
 #[derive(Clone, thiserror::Error)]
-#[error("kernel `{kernel}` has no variant this device can run with these options:{}", .details.iter().map(|d| format!("\n  {d}")).collect::<String>())]
+#[error("kernel `{kernel}` has no variant this device can run with these options:{}", self.detail_lines())]
 pub struct SelectError {
     /// The kernel's name.
     pub kernel: &'static str,
     /// Which failure: a name the kernel doesn't have, a variant this device can't run, or no
     /// variant left by the options and the device.
     pub kind: SelectFailure,
-    /// One line per variant: what it needs and what is missing.
-    pub details: Vec<String>,
+    /// Each variant considered and why it can't be used ([`SelectFailure::NoneFits`]: every
+    /// variant; [`SelectFailure::DeviceLacks`]: the one asked for; empty for
+    /// [`SelectFailure::NoSuchVariant`]).
+    pub rejected: Vec<(VariantKey, Rejection)>,
+    /// [`SelectFailure::NoSuchVariant`]: the variant asked for.
+    pub requested: Option<VariantKey>,
+    /// [`SelectFailure::NoSuchVariant`]: the kernel's variants (empty otherwise).
+    pub available: Vec<VariantKey>,
+}
+
+impl SelectError {
+    /// The lines after the headline, each starting with a newline.
+    fn detail_lines(&self) -> String {
+        if let Some(requested) = self.requested {
+            let names: Vec<String> = self.available.iter().map(|k| k.name()).collect();
+            return format!(
+                "\n  no variant named `{}`; variants: {}",
+                requested.name(),
+                names.join(", ")
+            );
+        }
+        if self.rejected.is_empty() {
+            return "\n  (the kernel has no variants: it failed to compile)".into();
+        }
+        self.rejected
+            .iter()
+            .map(|(k, why)| format!("\n  {k}: {why}"))
+            .collect()
+    }
+}
+
+/// Why a variant can't be used: the device can't run it, it was compiled for another device's
+/// facts, or the options exclude it. `Display` says it in words.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rejection {
+    /// Compiled for a newer Vulkan than the device offers (API version numbers, as
+    /// [`vkprism_core::api_version`] encodes them).
+    VulkanVersion {
+        /// The variant's `vulkan_version`.
+        compiled: u32,
+        /// The device's API version.
+        device: u32,
+    },
+    /// Needs features the device lacks.
+    MissingFeatures {
+        /// Everything the variant needs.
+        needs: FeatureSet,
+        /// What of it the device lacks.
+        missing: FeatureSet,
+    },
+    /// Multiplies cooperative-matrix shapes the device does not offer.
+    MissingMatrixShapes {
+        /// The shapes it needs that the device lacks.
+        lacking: Vec<CoopMatShape>,
+        /// The shapes the device offers.
+        offered: Vec<CoopMatShape>,
+    },
+    /// Runnable, but compiled for the device facts of another device (`#if` on device facts).
+    OtherDeviceFacts(FactMismatch),
+    /// The options exclude it.
+    Excluded(Excluded),
+}
+
+impl Rejection {
+    /// Whether the device can't run the variant (the options and device facts aside).
+    pub fn is_unrunnable(&self) -> bool {
+        matches!(
+            self,
+            Rejection::VulkanVersion { .. }
+                | Rejection::MissingFeatures { .. }
+                | Rejection::MissingMatrixShapes { .. }
+        )
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |shapes: &[CoopMatShape]| {
+            shapes
+                .iter()
+                .map(|s| s.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            Rejection::VulkanVersion { compiled, device } => write!(
+                f,
+                "compiled for Vulkan {} (`vulkan_version`); the device offers Vulkan {}",
+                vkprism_core::api_version_name(*compiled),
+                vkprism_core::api_version_name(*device)
+            ),
+            Rejection::MissingFeatures { needs, missing } => {
+                write!(f, "needs {needs}; device lacks {missing}")
+            }
+            Rejection::MissingMatrixShapes { lacking, offered } => write!(
+                f,
+                "needs cooperative matrices {}; device offers {}",
+                list(lacking),
+                if offered.is_empty() {
+                    "none".to_string()
+                } else {
+                    list(offered)
+                }
+            ),
+            Rejection::OtherDeviceFacts(why) => write!(f, "{why}"),
+            Rejection::Excluded(what) => write!(f, "{what}"),
+        }
+    }
+}
+
+/// What of a variant the [`Options`] exclude. `Display`: `options exclude …`.
+#[non_exhaustive]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Excluded {
+    /// Its float mode.
+    Float(FloatMode),
+    /// Its int8 mode.
+    Int8(Int8Mode),
+    /// Its int16 mode.
+    Int16(Int16Mode),
+    /// Image storage ([`Options::use_image_storage`]).
+    ImageStorage,
+    /// Shared local memory ([`Options::use_shader_local_memory`]).
+    ShaderLocalMemory,
+    /// Cooperative matrices ([`Options::use_cooperative_matrix`]).
+    CooperativeMatrix,
+}
+
+impl fmt::Display for Excluded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("options exclude ")?;
+        match self {
+            Excluded::Float(m) => f.write_str(m.name()),
+            Excluded::Int8(m) => f.write_str(m.name()),
+            Excluded::Int16(m) => f.write_str(m.name()),
+            Excluded::ImageStorage => f.write_str("image storage"),
+            Excluded::ShaderLocalMemory => f.write_str("shader local memory"),
+            Excluded::CooperativeMatrix => f.write_str("cooperative matrices"),
+        }
+    }
 }
 
 /// What kind of [`SelectError`] it is, for callers that act on it (a test that skips variants
 /// the device lacks must still fail on a misspelled name).
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum SelectFailure {
     /// `LoadOptions::variant` named no variant of the kernel.
@@ -273,19 +496,21 @@ pub enum SelectFailure {
 
 /// Why `device` can't run `v` (a feature it lacks, a cooperative-matrix shape it doesn't
 /// offer), or `None` when it can. Options are not considered.
-pub fn unrunnable_reason(v: &VariantInfo, device: &DeviceFeatures) -> Option<String> {
+pub fn unrunnable_reason(v: &VariantInfo, device: &DeviceFeatures) -> Option<Rejection> {
     // Patch numbers aside: a 1.3.250 device runs what was compiled for 1.3.
     let minor_of = |v: u32| v >> 12;
     if minor_of(v.vulkan_version) > minor_of(device.api_version) {
-        return Some(format!(
-            "compiled for Vulkan {} (`vulkan_version`); the device offers Vulkan {}",
-            vkprism_core::api_version_name(v.vulkan_version),
-            vkprism_core::api_version_name(device.api_version)
-        ));
+        return Some(Rejection::VulkanVersion {
+            compiled: v.vulkan_version,
+            device: device.api_version,
+        });
     }
     let missing = v.requires().difference(device.features);
     if !missing.is_empty() {
-        return Some(format!("needs {}; device lacks {missing}", v.requires()));
+        return Some(Rejection::MissingFeatures {
+            needs: v.requires(),
+            missing,
+        });
     }
     lacking_coopmat(v, device)
 }
@@ -307,9 +532,9 @@ pub fn select_variant(
             rejected.push((v.key, why));
         } else if let Some(why) = v.key.facts.mismatch(v.tested_facts, &compared, device) {
             // Runnable (a forced variant may be), but compiled for another device's facts.
-            rejected.push((v.key, why));
+            rejected.push((v.key, Rejection::OtherDeviceFacts(why)));
         } else if let Some(why) = options.forbids(&v.key) {
-            rejected.push((v.key, why));
+            rejected.push((v.key, Rejection::Excluded(why)));
         } else {
             eligible.push((i, v.key));
         }
@@ -326,63 +551,43 @@ pub fn select_variant(
         None => Err(SelectError {
             kernel: info.name,
             kind: SelectFailure::NoneFits,
-            details: if rejected.is_empty() {
-                vec!["(the kernel has no variants: it failed to compile)".into()]
-            } else {
-                rejected
-                    .iter()
-                    .map(|(k, why)| format!("{k}: {why}"))
-                    .collect()
-            },
+            rejected,
+            requested: None,
+            available: Vec::new(),
         }),
     }
 }
 
 /// Why `device` can't run the cooperative-matrix shapes `v` multiplies, if it can't.
-fn lacking_coopmat(v: &VariantInfo, device: &DeviceFeatures) -> Option<String> {
-    let lacking: Vec<String> = v
+fn lacking_coopmat(v: &VariantInfo, device: &DeviceFeatures) -> Option<Rejection> {
+    let lacking: Vec<CoopMatShape> = v
         .cooperative_matrices
         .iter()
         .filter(|s| !device.cooperative_matrices.contains(s))
-        .map(|s| s.to_string())
+        .copied()
         .collect();
     if lacking.is_empty() {
         return None;
     }
-    let offered: Vec<String> = device
-        .cooperative_matrices
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    Some(format!(
-        "needs cooperative matrices {}; device offers {}",
-        lacking.join(", "),
-        if offered.is_empty() {
-            "none".to_string()
-        } else {
-            offered.join(", ")
-        }
-    ))
+    Some(Rejection::MissingMatrixShapes {
+        lacking,
+        offered: device.cooperative_matrices.iter().collect(),
+    })
 }
 
-/// Like [`select_variant`], restricted to one variant name (forcing a variant, e.g. in tests).
+/// Like [`select_variant`], restricted to one variant (forcing a variant, e.g. in tests).
 pub fn force_variant(
     info: &KernelInfo,
-    name: &str,
+    key: &VariantKey,
     device: &DeviceFeatures,
 ) -> Result<Selection, SelectError> {
-    let Some(index) = info.variants.iter().position(|v| v.key.name() == name) else {
+    let Some(index) = info.variants.iter().position(|v| v.key == *key) else {
         return Err(SelectError {
             kernel: info.name,
             kind: SelectFailure::NoSuchVariant,
-            details: vec![format!(
-                "no variant named `{name}`; variants: {}",
-                info.variants
-                    .iter()
-                    .map(|v| v.key.name())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )],
+            rejected: Vec::new(),
+            requested: Some(*key),
+            available: info.variants.iter().map(|v| v.key).collect(),
         });
     };
     let v = &info.variants[index];
@@ -390,7 +595,9 @@ pub fn force_variant(
         return Err(SelectError {
             kernel: info.name,
             kind: SelectFailure::DeviceLacks,
-            details: vec![format!("{}: {why}", v.key)],
+            rejected: vec![(v.key, why)],
+            requested: None,
+            available: Vec::new(),
         });
     }
     Ok(Selection {
@@ -532,7 +739,7 @@ mod tests {
             ..d
         };
         assert_eq!(pick(k, &Options::default(), &d), "fp16sa_nocm");
-        assert!(force_variant(k, "fp16s_cm", &d).is_err());
+        assert!(force_variant(k, &"fp16s_cm".parse().unwrap(), &d).is_err());
     }
 
     #[test]
@@ -573,7 +780,7 @@ mod tests {
         assert_eq!(pick(k, &bf16, &d), "bf16s_nocm");
         let s = select_variant(k, &bf16, &d).unwrap().to_string();
         assert!(s.contains("shaderBFloat16CooperativeMatrix"), "{s}");
-        assert!(force_variant(k, "bf16s_cm", &d).is_err());
+        assert!(force_variant(k, &"bf16s_cm".parse().unwrap(), &d).is_err());
     }
 
     #[test]
@@ -585,6 +792,14 @@ mod tests {
         let mut d = DeviceFeatures::new(FeatureSet::all());
         d.api_version = vkprism_core::api_version(1, 2) | 250; // patch numbers don't count
         let why = unrunnable_reason(&v, &d).expect("a 1.2 device can't run a 1.3 variant");
+        assert_eq!(
+            why,
+            Rejection::VulkanVersion {
+                compiled: v.vulkan_version,
+                device: d.api_version
+            }
+        );
+        let why = why.to_string();
         assert!(
             why.contains("compiled for Vulkan 1.3") && why.contains("the device offers Vulkan 1.2"),
             "{why}"
@@ -743,7 +958,11 @@ mod tests {
             &dev(&[]),
         )
         .unwrap_err();
-        assert_eq!(e.details.len(), 6, "{e}");
+        assert_eq!(e.rejected.len(), 6, "{e}");
+        assert!(e
+            .rejected
+            .iter()
+            .any(|(_, why)| *why == Rejection::Excluded(Excluded::Int8(Int8Mode::Int8p))));
         assert!(e.to_string().contains("fp32_int8a_lm: needs storageBuffer8BitAccess, shaderInt8; device lacks storageBuffer8BitAccess, shaderInt8"), "{e}");
     }
 
@@ -790,6 +1009,23 @@ mod tests {
             e.to_string()
                 .contains("fp32_int16p: options exclude int16p"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn setters_set_their_switch() {
+        let o = Options::fp32_only()
+            .with_fp16_storage(true)
+            .with_image_storage(true)
+            .with_cooperative_matrix(false);
+        assert_eq!(
+            o,
+            Options {
+                use_fp16_storage: true,
+                use_image_storage: true,
+                use_cooperative_matrix: false,
+                ..Options::fp32_only()
+            }
         );
     }
 
@@ -870,8 +1106,8 @@ mod tests {
             "{why}"
         );
         // Forced, a variant for other facts runs where the device can run it.
-        assert!(force_variant(k, "fp32_nodot_vendor4318", &d).is_ok());
-        let e = force_variant(k, "fp32_dot_vendorother", &d).unwrap_err();
+        assert!(force_variant(k, &"fp32_nodot_vendor4318".parse().unwrap(), &d).is_ok());
+        let e = force_variant(k, &"fp32_dot_vendorother".parse().unwrap(), &d).unwrap_err();
         assert_eq!(e.kind, SelectFailure::DeviceLacks);
     }
 }

@@ -25,7 +25,7 @@
 //! blocks, ...) makes it answer `None`, and no check is made: it never refuses a module a
 //! driver would run.
 
-use crate::pipeline::{push_range, Error};
+use crate::pipeline::{push_range, PipelineError};
 use std::collections::HashMap;
 use vkprism_core::{KernelInfo, VariantInfo};
 
@@ -296,8 +296,8 @@ const SPIRV_MAGIC: u32 = 0x0723_0203;
 /// `NumWorkgroups`, and a push-constant block exactly where the kernel declares push constants
 /// (its last member starting inside the declared range). Not a full `spirv-val`: the [`crate::Kernel`] contract covers
 /// the rest.
-pub(crate) fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), Error> {
-    let bad = |why| Error::BadSpirv {
+pub(crate) fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<(), PipelineError> {
+    let bad = |why| PipelineError::BadSpirv {
         kernel: info.name,
         variant: variant.key.name(),
         why,
@@ -313,7 +313,7 @@ pub(crate) fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<()
             "it reads gl_NumWorkGroups (BuiltIn NumWorkgroups) but the variant says it does not",
         ));
     }
-    check_push_block(&facts, push_range(info)).map_err(|why| Error::PushConstantsMismatch {
+    check_push_block(&facts, push_range(info)).map_err(|why| PipelineError::PushConstantsMismatch {
         kernel: info.name,
         variant: variant.key.name(),
         why,
@@ -547,7 +547,7 @@ mod tests {
     #[test]
     fn spirv_checks_refuse_what_is_not_a_compute_module() {
         use vkprism_core::{FloatMode, VariantKey};
-        fn check(words: &'static [u32], push: Option<u32>) -> Result<(), Error> {
+        fn check(words: &'static [u32], push: Option<u32>) -> Result<(), PipelineError> {
             let variants: &'static [VariantInfo] = Box::leak(Box::new([VariantInfo {
                 key: VariantKey::new(FloatMode::Fp32),
                 spirv: words,
@@ -577,8 +577,8 @@ mod tests {
         let header = vec![SPIRV_MAGIC, 0x0001_0300, 0, 100, 0];
         // OpEntryPoint GLCompute %1 "main" (count 5: opcode word, model, id, "main", NUL).
         let entry = [(5 << 16) | 15, 5, 1, 0x6e69_616d, 0];
-        let why = |r: Result<(), Error>| match r {
-            Err(Error::BadSpirv { why, .. }) => why,
+        let why = |r: Result<(), PipelineError>| match r {
+            Err(PipelineError::BadSpirv { why, .. }) => why,
             other => panic!("{other:?}"),
         };
         let mut ok = header.clone();
@@ -605,7 +605,7 @@ mod tests {
         // Push constants declared but no block in the module.
         assert!(matches!(
             check(leak(ok), Some(16)),
-            Err(Error::PushConstantsMismatch { .. })
+            Err(PipelineError::PushConstantsMismatch { .. })
         ));
     }
 }

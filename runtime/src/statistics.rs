@@ -2,12 +2,13 @@
 //! per invocation, shared memory, spills, under the names the driver gives them. For tuning
 //! kernels: what bounds a kernel's occupancy is in here, not in the SPIR-V.
 
-use crate::device::Error;
+use crate::device::DeviceError;
 use crate::kernel::Kernel;
 use crate::pipeline::Pipeline;
 use ash::vk;
 
 /// One statistic of one executable (a pipeline may compile to several; compute has one).
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq)]
 pub struct PipelineStatistic {
     /// The executable's name, as the driver gives it.
@@ -21,6 +22,7 @@ pub struct PipelineStatistic {
 }
 
 /// A statistic's value, in the type the driver reports it.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum StatisticValue {
     /// A yes/no fact.
@@ -49,7 +51,7 @@ impl<K: Kernel> Pipeline<K> {
     /// (the context was made without [`crate::ContextOptions::pipeline_statistics`], or the
     /// device lacks `VK_KHR_pipeline_executable_properties`: [`crate::Context::pipeline_statistics`]
     /// tells).
-    pub fn statistics(&self) -> Result<Vec<PipelineStatistic>, Error> {
+    pub fn statistics(&self) -> Result<Vec<PipelineStatistic>, DeviceError> {
         let shared = &self.kernel.shared;
         if !shared.pipeline_statistics {
             return Ok(Vec::new());

@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex};
 use vkprism_core::TensorFormat;
 
 /// Errors making tensors and images, and moving data in and out.
+#[non_exhaustive]
 #[derive(thiserror::Error)]
-pub enum Error {
+pub enum TensorError {
     /// A shape (or image extent) that is empty, too long, has a zero, or overflows.
     #[error("tensor shape {0:?}: give 1 to 4 dimensions, none zero")]
     BadShape(Vec<usize>),
@@ -69,7 +70,7 @@ pub enum Error {
     },
     /// A device error.
     #[error(transparent)]
-    Context(#[from] crate::device::Error),
+    Device(#[from] crate::device::DeviceError),
 }
 
 pub(crate) struct TensorInner {
@@ -101,7 +102,7 @@ pub(crate) fn check_budget(
     shared: &Shared,
     requirements: &vk::MemoryRequirements,
     location: MemoryLocation,
-) -> Result<(), Error> {
+) -> Result<(), TensorError> {
     let flags = match location {
         MemoryLocation::GpuOnly => vk::MemoryPropertyFlags::DEVICE_LOCAL,
         MemoryLocation::CpuToGpu | MemoryLocation::GpuToCpu => {
@@ -111,7 +112,7 @@ pub(crate) fn check_budget(
     };
     let rooms = shared.heap_room(requirements.memory_type_bits, flags);
     match rooms.iter().max_by_key(|r| r.available) {
-        Some(best) if best.available < requirements.size => Err(Error::OverBudget {
+        Some(best) if best.available < requirements.size => Err(TensorError::OverBudget {
             requested: requirements.size,
             available: best.available,
             budget: best.budget,
@@ -131,9 +132,9 @@ pub(crate) fn check_budget(
 pub(crate) fn allocate_checked(
     shared: &Shared,
     desc: &AllocationCreateDesc<'_>,
-) -> Result<Allocation, Error> {
+) -> Result<Allocation, TensorError> {
     check_budget(shared, &desc.requirements, desc.location)?;
-    allocate_memory_counted(shared, desc).map_err(Error::Allocation)
+    allocate_memory_counted(shared, desc).map_err(TensorError::Allocation)
 }
 
 /// A buffer and its memory, created and bound (used for tensors and staging).
@@ -143,10 +144,10 @@ pub(crate) fn create_buffer(
     usage: vk::BufferUsageFlags,
     location: MemoryLocation,
     name: &str,
-) -> Result<(vk::Buffer, Allocation), Error> {
+) -> Result<(vk::Buffer, Allocation), TensorError> {
     let limits = &shared.features.limits;
     if size > limits.max_memory_allocation_size {
-        return Err(Error::TooLarge {
+        return Err(TensorError::TooLarge {
             size,
             limit_name: "maxMemoryAllocationSize",
             limit: limits.max_memory_allocation_size,
@@ -177,7 +178,7 @@ fn staging_buffer<'a>(
     shared: &Arc<Shared>,
     slot: &'a mut Option<(vk::Buffer, Allocation)>,
     direction: Direction,
-) -> Result<&'a mut (vk::Buffer, Allocation), Error> {
+) -> Result<&'a mut (vk::Buffer, Allocation), TensorError> {
     let kept = match slot.take() {
         Some(kept) => kept,
         None => {
@@ -208,7 +209,7 @@ fn tensor_buffer(
     shared: &Arc<Shared>,
     size: u64,
     usage: vk::BufferUsageFlags,
-) -> Result<(vk::Buffer, Allocation), Error> {
+) -> Result<(vk::Buffer, Allocation), TensorError> {
     const NAME: &str = "vkprism tensor";
     if shared.unified_memory {
         return create_buffer(shared, size, usage, MemoryLocation::CpuToGpu, NAME);
@@ -235,7 +236,7 @@ fn allocate_memory(
     size: u64,
     location: MemoryLocation,
     name: &str,
-) -> Result<Allocation, Error> {
+) -> Result<Allocation, TensorError> {
     allocate_checked(
         shared,
         &AllocationCreateDesc {
@@ -277,22 +278,27 @@ impl Tensor {
     ///
     /// The memory is checked against what is left of its heap first (the driver's budget with
     /// `VK_EXT_memory_budget`, else the heap's size less what vkprism allocated):
-    /// [`Error::OverBudget`] with the figures rather than an allocation the driver can't back.
-    pub fn new(ctx: &Context, shape: &[usize], format: TensorFormat) -> Result<Tensor, Error> {
+    /// [`TensorError::OverBudget`] with the figures rather than an allocation the driver can't
+    /// back.
+    pub fn new(
+        ctx: &Context,
+        shape: &[usize],
+        format: TensorFormat,
+    ) -> Result<Tensor, TensorError> {
         if shape.is_empty() || shape.len() > 4 || shape.contains(&0) {
-            return Err(Error::BadShape(shape.to_vec()));
+            return Err(TensorError::BadShape(shape.to_vec()));
         }
         let elements = shape
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
-            .ok_or_else(|| Error::BadShape(shape.to_vec()))?;
+            .ok_or_else(|| TensorError::BadShape(shape.to_vec()))?;
         let size = elements
             .checked_mul(format.size() as u64)
-            .ok_or_else(|| Error::BadShape(shape.to_vec()))?;
+            .ok_or_else(|| TensorError::BadShape(shape.to_vec()))?;
         let shared = &ctx.shared;
         let limit = shared.features.limits.max_storage_buffer_range;
         if size > limit {
-            return Err(Error::TooLarge {
+            return Err(TensorError::TooLarge {
                 size,
                 limit_name: "maxStorageBufferRange",
                 limit,
@@ -333,16 +339,52 @@ impl Tensor {
         shape: &[usize],
         format: TensorFormat,
         data: &[f32],
-    ) -> Result<Tensor, Error> {
+    ) -> Result<Tensor, TensorError> {
         let t = Tensor::new(ctx, shape, format)?;
         t.upload_f32(data)?;
         Ok(t)
     }
 
-    /// An int8 tensor holding `data`.
-    pub fn from_i8(ctx: &Context, shape: &[usize], data: &[i8]) -> Result<Tensor, Error> {
+    /// An I8 tensor holding `data`. (Constructors take a format only where the data converts to
+    /// several: `f32` to F32, F16 or Bf16 in [`Tensor::from_f32`]; every integer type has one
+    /// format, and [`Tensor::from_bytes`] takes any.)
+    pub fn from_i8(ctx: &Context, shape: &[usize], data: &[i8]) -> Result<Tensor, TensorError> {
         let t = Tensor::new(ctx, shape, TensorFormat::I8)?;
         t.upload_i8(data)?;
+        Ok(t)
+    }
+
+    /// An I16 tensor holding `data`.
+    pub fn from_i16(ctx: &Context, shape: &[usize], data: &[i16]) -> Result<Tensor, TensorError> {
+        let t = Tensor::new(ctx, shape, TensorFormat::I16)?;
+        t.upload_i16(data)?;
+        Ok(t)
+    }
+
+    /// An I32 tensor holding `data`.
+    pub fn from_i32(ctx: &Context, shape: &[usize], data: &[i32]) -> Result<Tensor, TensorError> {
+        let t = Tensor::new(ctx, shape, TensorFormat::I32)?;
+        t.upload_i32(data)?;
+        Ok(t)
+    }
+
+    /// A U32 tensor holding `data`.
+    pub fn from_u32(ctx: &Context, shape: &[usize], data: &[u32]) -> Result<Tensor, TensorError> {
+        let t = Tensor::new(ctx, shape, TensorFormat::U32)?;
+        t.upload_u32(data)?;
+        Ok(t)
+    }
+
+    /// A tensor of `format` holding `bytes` as they are (exactly `shape`'s elements of
+    /// `format.size()` bytes; any format, [`TensorFormat::Raw`] included).
+    pub fn from_bytes(
+        ctx: &Context,
+        shape: &[usize],
+        format: TensorFormat,
+        bytes: &[u8],
+    ) -> Result<Tensor, TensorError> {
+        let t = Tensor::new(ctx, shape, format)?;
+        t.write_bytes(bytes)?;
         Ok(t)
     }
 
@@ -383,9 +425,9 @@ impl Tensor {
 
     /// Converts and writes `data` (one `f32` per element) into an F32, F16 or BF16 tensor
     /// (fp16 and bf16 round to nearest, ties to even; NaN stays NaN, overflow is infinity).
-    pub fn upload_f32(&self, data: &[f32]) -> Result<(), Error> {
+    pub fn upload_f32(&self, data: &[f32]) -> Result<(), TensorError> {
         self.check_len(data.len())?;
-        let bytes = encode_f32(self.inner.format, data).ok_or(Error::WrongFormat {
+        let bytes = encode_f32(self.inner.format, data).ok_or(TensorError::WrongFormat {
             have: self.inner.format,
             want: "F32, F16 or Bf16 for f32 data",
         })?;
@@ -393,29 +435,29 @@ impl Tensor {
     }
 
     /// Reads an F32, F16 or BF16 tensor as `f32`.
-    pub fn download_f32(&self) -> Result<Vec<f32>, Error> {
+    pub fn download_f32(&self) -> Result<Vec<f32>, TensorError> {
         let bytes = self.read_bytes()?;
-        decode_f32(self.inner.format, &bytes).ok_or(Error::WrongFormat {
+        decode_f32(self.inner.format, &bytes).ok_or(TensorError::WrongFormat {
             have: self.inner.format,
             want: "F32, F16 or Bf16 to read f32",
         })
     }
 
     /// Writes `data` into an I8 tensor.
-    pub fn upload_i8(&self, data: &[i8]) -> Result<(), Error> {
+    pub fn upload_i8(&self, data: &[i8]) -> Result<(), TensorError> {
         self.require(TensorFormat::I8, "I8")?;
         self.check_len(data.len())?;
         self.write_bytes(bytemuck::cast_slice(data))
     }
 
     /// Reads an I8 tensor.
-    pub fn download_i8(&self) -> Result<Vec<i8>, Error> {
+    pub fn download_i8(&self) -> Result<Vec<i8>, TensorError> {
         self.require(TensorFormat::I8, "I8")?;
         Ok(self.read_bytes()?.into_iter().map(|b| b as i8).collect())
     }
 
     /// Writes `data` into an I16 tensor.
-    pub fn upload_i16(&self, data: &[i16]) -> Result<(), Error> {
+    pub fn upload_i16(&self, data: &[i16]) -> Result<(), TensorError> {
         self.require(TensorFormat::I16, "I16")?;
         self.check_len(data.len())?;
         let bytes: Vec<u8> = data.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -423,7 +465,7 @@ impl Tensor {
     }
 
     /// Reads an I16 tensor.
-    pub fn download_i16(&self) -> Result<Vec<i16>, Error> {
+    pub fn download_i16(&self) -> Result<Vec<i16>, TensorError> {
         self.require(TensorFormat::I16, "I16")?;
         Ok(self
             .read_bytes()?
@@ -433,9 +475,9 @@ impl Tensor {
     }
 
     /// Writes 32-bit integers into an I32 or U32 tensor.
-    pub fn upload_u32(&self, data: &[u32]) -> Result<(), Error> {
+    pub fn upload_u32(&self, data: &[u32]) -> Result<(), TensorError> {
         if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {
-            return Err(Error::WrongFormat {
+            return Err(TensorError::WrongFormat {
                 have: self.inner.format,
                 want: "I32 or U32",
             });
@@ -445,9 +487,9 @@ impl Tensor {
     }
 
     /// Reads an I32 or U32 tensor as unsigned integers.
-    pub fn download_u32(&self) -> Result<Vec<u32>, Error> {
+    pub fn download_u32(&self) -> Result<Vec<u32>, TensorError> {
         if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {
-            return Err(Error::WrongFormat {
+            return Err(TensorError::WrongFormat {
                 have: self.inner.format,
                 want: "I32 or U32",
             });
@@ -460,19 +502,19 @@ impl Tensor {
     }
 
     /// Writes 32-bit signed integers into an I32 or U32 tensor.
-    pub fn upload_i32(&self, data: &[i32]) -> Result<(), Error> {
+    pub fn upload_i32(&self, data: &[i32]) -> Result<(), TensorError> {
         self.upload_u32(bytemuck::cast_slice(data))
     }
 
     /// Reads an I32 or U32 tensor as signed integers.
-    pub fn download_i32(&self) -> Result<Vec<i32>, Error> {
+    pub fn download_i32(&self) -> Result<Vec<i32>, TensorError> {
         Ok(self.download_u32()?.into_iter().map(|v| v as i32).collect())
     }
 
     /// Writes raw bytes (exactly `size_bytes()`).
-    pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), Error> {
+    pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), TensorError> {
         if bytes.len() as u64 != self.inner.size {
-            return Err(Error::LengthMismatch {
+            return Err(TensorError::LengthMismatch {
                 got: bytes.len(),
                 want: self.inner.size as usize,
             });
@@ -490,7 +532,7 @@ impl Tensor {
         for (i, chunk) in bytes.chunks(chunk_size as usize).enumerate() {
             let s = alloc
                 .mapped_slice_mut()
-                .ok_or_else(|| Error::Allocation("staging memory is not mapped".into()))?;
+                .ok_or_else(|| TensorError::Allocation("staging memory is not mapped".into()))?;
             crate::host_copy::copy(&mut s[..chunk.len()], chunk);
             let region = vk::BufferCopy {
                 src_offset: 0,
@@ -507,7 +549,7 @@ impl Tensor {
     }
 
     /// Reads the raw bytes (`size_bytes()` of them).
-    pub fn read_bytes(&self) -> Result<Vec<u8>, Error> {
+    pub fn read_bytes(&self) -> Result<Vec<u8>, TensorError> {
         let mut out = vec![0u8; self.inner.size as usize];
         self.read_bytes_into(&mut out)?;
         Ok(out)
@@ -519,11 +561,11 @@ impl Tensor {
     /// the context's two readback buffers, chunk by chunk
     /// ([`ContextOptions::staging_chunk`](crate::ContextOptions::staging_chunk)), the GPU
     /// copying the next chunk while the host copies the last one out.
-    pub fn read_bytes_into(&self, out: &mut [u8]) -> Result<(), Error> {
+    pub fn read_bytes_into(&self, out: &mut [u8]) -> Result<(), TensorError> {
         let inner = &self.inner;
         let size = inner.size as usize;
         if out.len() != size {
-            return Err(Error::LengthMismatch {
+            return Err(TensorError::LengthMismatch {
                 got: out.len(),
                 want: size,
             });
@@ -547,7 +589,7 @@ impl Tensor {
         &self,
         out: &mut [u8],
         buffers: [&(vk::Buffer, Allocation); 2],
-    ) -> Result<(), Error> {
+    ) -> Result<(), TensorError> {
         let shared = &self.inner.shared;
         let chunk_size = shared.staging_chunk;
         let submit = |i: usize, size: usize| {
@@ -579,12 +621,14 @@ impl Tensor {
                     return Err(e.into());
                 }
             };
-            let copied = shared.finish(pending).map_err(Error::from).and_then(|()| {
-                buffers[i % 2]
-                    .1
-                    .mapped_slice()
-                    .ok_or_else(|| Error::Allocation("readback memory is not mapped".into()))
-            });
+            let copied = shared
+                .finish(pending)
+                .map_err(TensorError::from)
+                .and_then(|()| {
+                    buffers[i % 2].1.mapped_slice().ok_or_else(|| {
+                        TensorError::Allocation("readback memory is not mapped".into())
+                    })
+                });
             match copied {
                 Ok(staged) => crate::host_copy::copy(chunk, &staged[..chunk.len()]),
                 Err(e) => {
@@ -615,7 +659,7 @@ impl Tensor {
         &self,
         write: bool,
         f: impl FnOnce(&mut [u8]) -> R,
-    ) -> Result<Option<R>, Error> {
+    ) -> Result<Option<R>, TensorError> {
         let inner = &self.inner;
         if !(inner.mapped || write && inner.writes_in_place) {
             inner.shared.check_usable()?;
@@ -634,9 +678,9 @@ impl Tensor {
             .map(f))
     }
 
-    fn check_len(&self, got: usize) -> Result<(), Error> {
+    fn check_len(&self, got: usize) -> Result<(), TensorError> {
         if got != self.len() {
-            return Err(Error::LengthMismatch {
+            return Err(TensorError::LengthMismatch {
                 got,
                 want: self.len(),
             });
@@ -644,9 +688,9 @@ impl Tensor {
         Ok(())
     }
 
-    fn require(&self, f: TensorFormat, name: &'static str) -> Result<(), Error> {
+    fn require(&self, f: TensorFormat, name: &'static str) -> Result<(), TensorError> {
         if self.inner.format != f {
-            return Err(Error::WrongFormat {
+            return Err(TensorError::WrongFormat {
                 have: self.inner.format,
                 want: name,
             });
@@ -655,4 +699,4 @@ impl Tensor {
     }
 }
 
-debug_as_display!(Error);
+debug_as_display!(TensorError);

@@ -2,8 +2,8 @@
 //! both the mapped and the staged path, and their error paths. Validation on throughout.
 
 use std::num::NonZeroU64;
-use vkprism_runtime::context::Error as ContextError;
-use vkprism_runtime::tensor::Error as TensorError;
+use vkprism_runtime::DeviceError;
+use vkprism_runtime::TensorError;
 use vkprism_runtime::{
     Context, ContextOptions, DeviceSelector, Error, Feature, Image, Tensor, TensorFormat,
 };
@@ -58,34 +58,25 @@ fn device_is_created_and_reported() {
 
 #[test]
 fn devices_are_chosen_by_index_and_name() {
-    let by_index = ctx_with(ContextOptions {
-        device: DeviceSelector::Index(0),
-        ..Default::default()
-    });
+    let by_index = ctx_with(ContextOptions::default().with_device(DeviceSelector::Index(0)));
     let name = by_index.device_name();
     // A case-changed substring of the name finds the same device.
     let part: String = name.chars().take(4).collect::<String>().to_uppercase();
-    let by_name = ctx_with(ContextOptions {
-        device: DeviceSelector::Name(part),
-        ..Default::default()
-    });
+    let by_name = ctx_with(ContextOptions::default().with_device(DeviceSelector::Name(part)));
     assert_eq!(by_name.device_name(), name);
 
-    let e = Context::with_options(ContextOptions {
-        device: DeviceSelector::Name("no such gpu 9000".into()),
-        ..Default::default()
-    })
+    let e = Context::with_options(
+        ContextOptions::default().with_device(DeviceSelector::Name("no such gpu 9000".into())),
+    )
     .unwrap_err();
     assert!(
-        matches!(&e, ContextError::DeviceNotFound { available, .. } if available.contains(&name)),
+        matches!(&e, DeviceError::DeviceNotFound { available, .. } if available.contains(&name)),
         "{e}"
     );
-    let e = Context::with_options(ContextOptions {
-        device: DeviceSelector::Index(1000),
-        ..Default::default()
-    })
-    .unwrap_err();
-    assert!(matches!(e, ContextError::DeviceNotFound { .. }), "{e}");
+    let e =
+        Context::with_options(ContextOptions::default().with_device(DeviceSelector::Index(1000)))
+            .unwrap_err();
+    assert!(matches!(e, DeviceError::DeviceNotFound { .. }), "{e}");
 }
 
 #[test]
@@ -149,6 +140,20 @@ fn round_trips(ctx: &Context) {
     let t = Tensor::new(ctx, &[3], TensorFormat::I32).unwrap();
     t.upload_i32(&[-1, 0, i32::MIN]).unwrap();
     assert_eq!(t.download_i32().unwrap(), [-1, 0, i32::MIN]);
+
+    // A constructor per element type, each making its format.
+    let t = Tensor::from_i16(ctx, &[3], &[-2, 7, i16::MIN]).unwrap();
+    assert_eq!(t.format(), TensorFormat::I16);
+    assert_eq!(t.download_i16().unwrap(), [-2, 7, i16::MIN]);
+    let t = Tensor::from_i32(ctx, &[2], &[-5, i32::MAX]).unwrap();
+    assert_eq!(t.format(), TensorFormat::I32);
+    assert_eq!(t.download_i32().unwrap(), [-5, i32::MAX]);
+    let t = Tensor::from_u32(ctx, &[2], &[9, u32::MAX]).unwrap();
+    assert_eq!(t.format(), TensorFormat::U32);
+    assert_eq!(t.download_u32().unwrap(), [9, u32::MAX]);
+    let t = Tensor::from_bytes(ctx, &[3], TensorFormat::Raw, &[1, 2, 3]).unwrap();
+    assert_eq!(t.read_bytes().unwrap(), [1, 2, 3]);
+    assert!(Tensor::from_bytes(ctx, &[2], TensorFormat::F16, &[1, 2, 3]).is_err());
 }
 
 #[test]
@@ -165,10 +170,7 @@ fn tensors_round_trip_mapped() {
 
 #[test]
 fn tensors_round_trip_staged() {
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_force_staging(true));
     assert!(!ctx.unified_memory());
     round_trips(&ctx);
     assert!(!Tensor::new(&ctx, &[4], TensorFormat::F32)
@@ -179,10 +181,7 @@ fn tensors_round_trip_staged() {
 
 #[test]
 fn large_staged_tensor_is_copied_in_chunks() {
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_force_staging(true));
     // Over the 64 MiB staging chunk, not a multiple of it.
     let n = (64 << 20) + 4096 + 3;
     let q: Vec<i8> = (0..n).map(|i| (i % 251) as u8 as i8).collect();
@@ -210,11 +209,11 @@ fn large_staged_tensor_is_copied_in_chunks() {
 #[test]
 fn staged_downloads_alternate_two_readback_buffers() {
     const CHUNK: usize = 1 << 20;
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        staging_chunk: NonZeroU64::new(CHUNK as u64),
-        ..Default::default()
-    });
+    let ctx = ctx_with(
+        ContextOptions::default()
+            .with_force_staging(true)
+            .with_staging_chunk(NonZeroU64::new(CHUNK as u64).unwrap()),
+    );
     let mut kept = 0;
     for n in [CHUNK - 1, CHUNK, 2 * CHUNK, 3 * CHUNK + 5, 5 * CHUNK - 4096] {
         let q: Vec<i8> = (0..n).map(|i| (i % 253) as u8 as i8).collect();
@@ -373,7 +372,7 @@ fn validation_messages_are_recorded_not_panicked() {
     );
     let e = ctx.check_validation().unwrap_err();
     assert!(
-        matches!(&e, ContextError::Validation(m) if m == &seen),
+        matches!(&e, DeviceError::ValidationMessages(m) if m == &seen),
         "{e}"
     );
     assert!(

@@ -4,7 +4,7 @@
 //! glslang the macro links.
 
 use std::sync::Mutex;
-use vkprism_runtime::context::Error as ContextError;
+use vkprism_runtime::DeviceError;
 use vkprism_runtime::{Context, ContextOptions, DeviceSelector};
 
 /// Held by every test that sets environment variables.
@@ -24,7 +24,7 @@ fn refused(name: &str, value: &str) -> String {
     let e = Context::new().unwrap_err();
     std::env::remove_var(name);
     match &e {
-        ContextError::BadEnvironment {
+        DeviceError::BadEnvironment {
             name: n, value: v, ..
         } => assert_eq!((*n, v.as_str()), (name, value)),
         other => panic!("{name}={value:?}: {other}"),
@@ -57,17 +57,13 @@ fn environment_values_are_validated() {
     let e = Context::new().unwrap_err();
     std::env::remove_var("VKPRISM_QUEUE_FAMILY");
     assert!(
-        matches!(&e, ContextError::NoSuchQueueFamily { index: 99, compute, .. } if !compute.is_empty()),
+        matches!(&e, DeviceError::NoSuchQueueFamily { index: 99, compute, .. } if !compute.is_empty()),
         "{e}"
     );
     // Accepted values still work: an explicit option overrides a bad variable only where the
     // option decides (validation), and `1`/`0` with spaces are accepted.
     std::env::set_var("VKPRISM_VALIDATION", "yes");
-    let ctx = Context::with_options(ContextOptions {
-        validation: Some(true),
-        ..Default::default()
-    })
-    .unwrap();
+    let ctx = Context::with_options(ContextOptions::default().with_validation(true)).unwrap();
     assert!(ctx.validation_enabled());
     drop(ctx);
     std::env::set_var("VKPRISM_VALIDATION", " 1 ");
@@ -99,11 +95,7 @@ fn environment_chooses_device_and_validation() {
     let name = ctx.device_name();
     drop(ctx);
     // The option overrides the variable.
-    let ctx = Context::with_options(ContextOptions {
-        validation: Some(false),
-        ..Default::default()
-    })
-    .unwrap();
+    let ctx = Context::with_options(ContextOptions::default().with_validation(false)).unwrap();
     assert!(!ctx.validation_enabled());
     drop(ctx);
     std::env::set_var("VKPRISM_VALIDATION", "0");
@@ -116,20 +108,18 @@ fn environment_chooses_device_and_validation() {
     std::env::set_var("VKPRISM_DEVICE", "no-such-device-anywhere");
     let e = Context::new().unwrap_err();
     assert!(
-        matches!(&e, ContextError::DeviceNotFound { selector, available } if selector.contains("no-such-device-anywhere") && available.contains(&name)),
+        matches!(&e, DeviceError::DeviceNotFound { selector, available } if selector.contains("no-such-device-anywhere") && available.contains(&name)),
         "{e}"
     );
     std::env::set_var("VKPRISM_DEVICE", "99");
     assert!(matches!(
         Context::new(),
-        Err(ContextError::DeviceNotFound { .. })
+        Err(DeviceError::DeviceNotFound { .. })
     ));
     // An explicit selector wins over the variable.
-    let ctx = Context::with_options(ContextOptions {
-        device: DeviceSelector::Index(0),
-        ..Default::default()
-    })
-    .unwrap();
+    let ctx =
+        Context::with_options(ContextOptions::default().with_device(DeviceSelector::Index(0)))
+            .unwrap();
     assert_eq!(ctx.device_name(), name);
     std::env::remove_var("VKPRISM_DEVICE");
     std::env::remove_var("VKPRISM_VALIDATION");

@@ -5,10 +5,10 @@ mod fixtures;
 
 use fixtures::{oob, scale, tiny};
 use vkprism_runtime::__private::VariantInfo;
-use vkprism_runtime::command::{Error as CommandError, MAX_TIMED_DISPATCHES};
-use vkprism_runtime::context::Error as ContextError;
-use vkprism_runtime::pipeline::Error as PipelineError;
-use vkprism_runtime::tensor::Error as TensorError;
+use vkprism_runtime::command::{CommandError, MAX_TIMED_DISPATCHES};
+use vkprism_runtime::DeviceError;
+use vkprism_runtime::PipelineError;
+use vkprism_runtime::TensorError;
 use vkprism_runtime::{
     CommandList, Context, ContextOptions, DeviceSelector, Image, KernelInfo, LoadOptions,
     NoPushConstants, Tensor, TensorFormat,
@@ -65,7 +65,7 @@ fn dispatch_after_submit_is_refused_and_the_list_still_replays() {
     // The crate-level error sorts it as the caller's to fix.
     assert!(matches!(
         vkprism_runtime::Error::from(e),
-        vkprism_runtime::Error::Validation(_)
+        vkprism_runtime::Error::Invalid(_)
     ));
     assert_clean(&ctx);
 }
@@ -174,10 +174,7 @@ fn an_image_over_the_resource_limits_is_refused_before_the_driver_sees_it() {
 #[test]
 fn robust_buffer_access_keeps_out_of_bounds_writes_inside_their_tensor() {
     let _heap = sharing_the_heap();
-    let ctx = ctx_with(ContextOptions {
-        robust_buffer_access: true,
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_robust_buffer_access(true));
     assert!(
         ctx.robust_buffer_access(),
         "lavapipe has robustBufferAccess"
@@ -187,7 +184,7 @@ fn robust_buffer_access_keeps_out_of_bounds_writes_inside_their_tensor() {
         "off by default"
     );
     let k = ctx
-        .load_with::<oob::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<oob::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     // Small tensors share one allocator block: `short` and `next` are neighbours in memory.
@@ -308,7 +305,7 @@ fn hand_written_kernels_that_lie_are_refused_where_the_lie_is_checkable() {
     let _heap = sharing_the_heap();
     assert_eq!(scale::INFO.spec_constants[0].id, 0);
     let ctx = ctx();
-    let fp32 = LoadOptions::variant("fp32");
+    let fp32 = LoadOptions::variant_named("fp32").unwrap();
     let e = ctx.load_with::<Garbage>(&fp32).map(|_| ()).unwrap_err();
     assert!(matches!(e, PipelineError::BadSpirv { .. }), "{e}");
     let e = ctx.load_with::<ShortPush>(&fp32).map(|_| ()).unwrap_err();
@@ -356,10 +353,9 @@ fn contexts_made_used_and_dropped_on_many_threads_at_once() {
             for t in 0..THREADS {
                 s.spawn(move || {
                     let validation = (t + round) % 2 == 0;
-                    let ctx = Context::with_options(ContextOptions {
-                        validation: Some(validation),
-                        ..Default::default()
-                    })
+                    let ctx = Context::with_options(
+                        ContextOptions::default().with_validation(validation),
+                    )
                     .unwrap();
                     assert_eq!(ctx.validation_enabled(), validation);
                     // Several waits per context, so calls overlap other threads' creation.
@@ -382,11 +378,11 @@ fn contexts_made_used_and_dropped_on_many_threads_at_once() {
 fn main_returning_an_error_prints_its_message_not_its_structure() {
     let _heap = sharing_the_heap();
     // `fn main() -> Result<(), Box<dyn Error>>` prints `Error: {err:?}` (std's Termination).
-    let e = Context::with_options(ContextOptions {
-        device: DeviceSelector::Name("no-such-device-anywhere".into()),
-        validation: Some(true),
-        ..Default::default()
-    })
+    let e = Context::with_options(
+        ContextOptions::default()
+            .with_device(DeviceSelector::Name("no-such-device-anywhere".into()))
+            .with_validation(true),
+    )
     .unwrap_err();
     let display = e.to_string();
     let boxed: Box<dyn std::error::Error> = Box::new(e);
@@ -400,7 +396,7 @@ fn main_returning_an_error_prints_its_message_not_its_structure() {
     let e: vkprism_runtime::Error = t.upload_f32(&[1.0]).unwrap_err().into();
     let shown = format!("{e:?}");
     assert!(
-        shown.contains("data has 1 elements, the tensor holds 4") && !shown.contains("Validation("),
+        shown.contains("data has 1 elements, the tensor holds 4") && !shown.contains("Invalid("),
         "{shown}"
     );
     let missing = std::env::temp_dir().join("vkprism-no-such-cache-file.bin");
@@ -411,11 +407,11 @@ fn main_returning_an_error_prints_its_message_not_its_structure() {
         "{shown}"
     );
     assert!(matches!(
-        Context::with_options(ContextOptions {
-            device: DeviceSelector::Name("no-such-device-anywhere".into()),
-            ..Default::default()
-        }),
-        Err(ContextError::DeviceNotFound { .. })
+        Context::with_options(
+            ContextOptions::default()
+                .with_device(DeviceSelector::Name("no-such-device-anywhere".into()))
+        ),
+        Err(DeviceError::DeviceNotFound { .. })
     ));
     assert_clean(&ctx);
 }

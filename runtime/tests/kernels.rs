@@ -5,8 +5,8 @@
 mod fixtures;
 
 use fixtures::{scale, tiny, widen};
-use vkprism_runtime::command::Error as CommandError;
-use vkprism_runtime::pipeline::Error as PipelineError;
+use vkprism_runtime::CommandError;
+use vkprism_runtime::PipelineError;
 use vkprism_runtime::{
     select_variant, CommandList, Context, DeviceFeatures, Feature, FeatureSet, Image, LoadOptions,
     MemoryKind, NoPushConstants, Options, Tensor, TensorFormat,
@@ -16,10 +16,7 @@ use vkprism_testkit::{assert_clean, assert_close, ctx, quantize, random, toleran
 /// Runs `scale` in one variant on `n` random elements and checks it.
 fn check_scale_variant(ctx: &Context, name: &str, n: usize, seed: u64) {
     let k = ctx
-        .load_with::<scale::Kernel>(&LoadOptions {
-            variant: Some(name.into()),
-            ..Default::default()
-        })
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named(name).unwrap())
         .unwrap_or_else(|e| panic!("{name}: {e}"));
     let key = k.variant().key;
     assert_eq!(key.name(), name);
@@ -81,10 +78,7 @@ fn every_variant_the_device_supports_runs_and_agrees_with_the_cpu() {
         } else {
             // Forcing a variant the device can't run names what it lacks.
             let e = ctx
-                .load_with::<scale::Kernel>(&LoadOptions {
-                    variant: Some(name.clone()),
-                    ..Default::default()
-                })
+                .load_with::<scale::Kernel>(&LoadOptions::default().with_variant(v.key))
                 .err()
                 .unwrap_or_else(|| panic!("{name} loaded without {missing}"));
             assert!(e.to_string().contains("lacks"), "{e}");
@@ -105,10 +99,7 @@ fn every_variant_the_device_supports_runs_and_agrees_with_the_cpu() {
             continue;
         }
         let k = ctx
-            .load_with::<widen::Kernel>(&LoadOptions {
-                variant: Some(name.clone()),
-                ..Default::default()
-            })
+            .load_with::<widen::Kernel>(&LoadOptions::default().with_variant(v.key))
             .unwrap();
         let n: usize = 1001;
         let q: Vec<i8> = (0..n).map(|i| (i * 97 % 256) as u8 as i8).collect();
@@ -155,26 +146,22 @@ fn default_choice_follows_options_and_is_explained() {
     assert_eq!(sel.eligible[0], sel.key);
 
     let fp32 = ctx
-        .load_with::<scale::Kernel>(&LoadOptions {
-            options: Some(Options::fp32_only()),
-            ..Default::default()
-        })
+        .load_with::<scale::Kernel>(&LoadOptions::default().with_options(Options::fp32_only()))
         .unwrap();
     assert_eq!(fp32.variant().key.name(), "fp32");
     let img = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::options(Options {
-            use_image_storage: true,
-            use_fp16_storage: false,
-            use_fp16_packed: false,
-            ..Options::default()
-        }))
+        .load_with::<scale::Kernel>(&LoadOptions::options(
+            Options::default()
+                .with_image_storage(true)
+                .with_fp16_storage(false)
+                .with_fp16_packed(false),
+        ))
         .unwrap();
     assert_eq!(img.variant().key.name(), "fp32_image");
     let bf = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::options(Options {
-            use_bf16_storage: true,
-            ..Options::default()
-        }))
+        .load_with::<scale::Kernel>(&LoadOptions::options(
+            Options::default().with_bf16_storage(true),
+        ))
         .unwrap();
     assert_eq!(bf.variant().key.name(), "bf16s");
     let i8 = ctx.load::<widen::Kernel>().unwrap();
@@ -188,10 +175,7 @@ fn missing_features_and_forbidding_options_are_named() {
     let none = DeviceFeatures::new(FeatureSet::EMPTY);
     let e = select_variant(
         &widen::INFO,
-        &Options {
-            use_int8_packed: false,
-            ..Options::default()
-        },
+        &Options::default().with_int8_packed(false),
         &none,
     )
     .unwrap_err();
@@ -202,18 +186,33 @@ fn missing_features_and_forbidding_options_are_named() {
         text.contains("fp32_int8a: needs storageBuffer8BitAccess, shaderInt8; device lacks storageBuffer8BitAccess, shaderInt8"),
         "{text}"
     );
-    assert_eq!(e.details.len(), 3);
+    assert_eq!(e.rejected.len(), 3);
 
     let ctx = ctx();
     let e = ctx
-        .load_with::<scale::Kernel>(&LoadOptions {
-            variant: Some("fp64".into()),
-            ..Default::default()
-        })
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp32_int8p").unwrap())
         .err()
         .unwrap();
     assert!(
-        e.to_string().contains("no variant named `fp64`") && e.to_string().contains("fp16sa"),
+        e.to_string().contains("no variant named `fp32_int8p`") && e.to_string().contains("fp16sa"),
+        "{e}"
+    );
+    // Bindings are found by name: the format to make a tensor in, or an error listing them.
+    let fp16s = ctx
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp16s").unwrap())
+        .unwrap();
+    assert_eq!(fp16s.format_of("X").unwrap(), TensorFormat::F16);
+    assert_eq!(fp16s.variant().format_of("Y"), Some(TensorFormat::F16));
+    let e = fp16s.format_of("Z").unwrap_err();
+    assert!(
+        matches!(&e, PipelineError::NoSuchBinding { name, .. } if name == "Z")
+            && e.to_string().contains("its bindings: X, Y"),
+        "{e}"
+    );
+    // A string that is no variant name at all is refused before anything loads.
+    let e = LoadOptions::variant_named("fp64").unwrap_err();
+    assert!(
+        e.to_string().contains("`fp64` is not a variant name"),
         "{e}"
     );
     assert_clean(&ctx);
@@ -223,7 +222,7 @@ fn missing_features_and_forbidding_options_are_named() {
 fn specialization_constants_and_workgroup_sizes_make_distinct_cached_pipelines() {
     let ctx = ctx();
     let k = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let n = 1000usize;
     let x = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &random(n, 3)).unwrap();
@@ -279,7 +278,7 @@ fn specialization_constants_and_workgroup_sizes_make_distinct_cached_pipelines()
 fn dispatch_checks_bindings_sizes_and_limits() {
     let ctx = ctx();
     let k = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::variant("fp16s"))
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp16s").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let push = scale::PushConstants {
@@ -362,7 +361,7 @@ fn dispatch_checks_bindings_sizes_and_limits() {
     ));
     // fp16 packed reads whole uints: an odd fp16 tensor can't be bound there.
     let kp = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::variant("fp16p"))
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp16p").unwrap())
         .unwrap();
     let pp = kp.pipeline(&Default::default(), None).unwrap();
     let odd = Tensor::new(&ctx, &[63], TensorFormat::F16).unwrap();
@@ -443,7 +442,7 @@ fn lists_replay_with_barriers_only_where_needed_and_time_each_dispatch() {
     // Read after write across kernels: scale reads what tiny wrote, then tiny writes what scale
     // read (write after read): two barriers.
     let ks = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let ps = ks.pipeline(&Default::default(), None).unwrap();
     let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
@@ -480,7 +479,7 @@ fn lists_keep_what_they_use_alive() {
     let x = {
         // The kernel, pipeline and input go out of scope; the list holds them.
         let k = ctx
-            .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+            .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
             .unwrap();
         let p = k.pipeline(&Default::default(), None).unwrap();
         let x = Tensor::from_f32(&ctx, &[64], TensorFormat::F32, &[1.0; 64]).unwrap();
@@ -537,7 +536,7 @@ fn many_dispatches_span_several_descriptor_pools() {
 fn pipeline_cache_round_trips_and_rejects_bad_files() {
     let ctx = ctx();
     let k = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     k.pipeline(&Default::default(), None).unwrap();
     let dir = std::env::temp_dir().join(format!("vkprism-rt-cache-{}", std::process::id()));
@@ -627,7 +626,7 @@ impl<'a> vkprism_runtime::Bindings<'a> for LiarBindings<'a> {
 fn push_constants_smaller_than_the_block_are_refused() {
     let ctx = ctx();
     let k = ctx
-        .load_with::<Liar>(&LoadOptions::variant("fp32"))
+        .load_with::<Liar>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let t = Tensor::new(&ctx, &[64], TensorFormat::F32).unwrap();
@@ -661,7 +660,7 @@ fn push_constants_smaller_than_the_block_are_refused() {
         }
     }
     let ks = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let ps = ks.pipeline(&Default::default(), None).unwrap();
     let e = list
@@ -722,7 +721,7 @@ fn a_variant_needing_a_missing_feature_is_skipped_and_named() {
         "{why}"
     );
     let e = ctx
-        .load_with::<NeedsCoop>(&LoadOptions::variant("fp16sa_cm"))
+        .load_with::<NeedsCoop>(&LoadOptions::variant_named("fp16sa_cm").unwrap())
         .err()
         .unwrap();
     assert!(
@@ -756,7 +755,7 @@ fn dispatches_over_the_group_count_limit_are_split_and_exact() {
         4096
     };
     let k = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), Some([1, 1, 1])).unwrap();
     let x = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &random(n, 5)).unwrap();
@@ -804,7 +803,7 @@ fn dispatches_over_the_group_count_limit_are_split_and_exact() {
 fn contexts_tensors_and_lists_work_from_several_threads() {
     let ctx = ctx();
     let k = ctx
-        .load_with::<scale::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     std::thread::scope(|s| {

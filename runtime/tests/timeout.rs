@@ -5,10 +5,10 @@ mod fixtures;
 
 use fixtures::spin;
 use std::time::{Duration, Instant};
-use vkprism_runtime::command::Error as CommandError;
-use vkprism_runtime::context::Error as ContextError;
-use vkprism_runtime::pipeline::Error as PipelineError;
-use vkprism_runtime::tensor::Error as TensorError;
+use vkprism_runtime::CommandError;
+use vkprism_runtime::DeviceError;
+use vkprism_runtime::PipelineError;
+use vkprism_runtime::TensorError;
 use vkprism_runtime::{CommandList, ContextOptions, LoadOptions, Tensor, TensorFormat};
 use vkprism_testkit::{assert_clean, ctx_with};
 
@@ -20,18 +20,15 @@ const GROUPS: usize = 1000;
 const TIMEOUT: Duration = Duration::from_millis(20);
 
 fn is_poisoned(e: &TensorError) -> bool {
-    matches!(e, TensorError::Context(ContextError::Poisoned(t)) if *t == TIMEOUT)
+    matches!(e, TensorError::Device(DeviceError::Poisoned(t)) if *t == TIMEOUT)
 }
 
 #[test]
 fn a_timed_out_wait_poisons_the_context_and_drops_do_not_hang() {
-    let ctx = ctx_with(ContextOptions {
-        fence_timeout: Some(TIMEOUT),
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_fence_timeout(TIMEOUT));
     assert_eq!(ctx.fence_timeout(), TIMEOUT);
     let k = ctx
-        .load_with::<spin::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<spin::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let n = 64 * GROUPS;
@@ -45,7 +42,7 @@ fn a_timed_out_wait_poisons_the_context_and_drops_do_not_hang() {
         .unwrap();
     let e = list.submit_and_wait().unwrap_err();
     assert!(
-        matches!(e, CommandError::Context(ContextError::Timeout(t)) if t == TIMEOUT),
+        matches!(e, CommandError::Device(DeviceError::Timeout(t)) if t == TIMEOUT),
         "{e}"
     );
     assert!(e.to_string().contains("fence_timeout"), "{e}");
@@ -67,19 +64,19 @@ fn a_timed_out_wait_poisons_the_context_and_drops_do_not_hang() {
     ));
     assert!(matches!(
         list.submit_and_wait().unwrap_err(),
-        CommandError::Context(ContextError::Poisoned(_))
+        CommandError::Device(DeviceError::Poisoned(_))
     ));
     assert!(matches!(
         CommandList::new(&ctx).map(|_| ()).unwrap_err(),
-        CommandError::Context(ContextError::Poisoned(_))
+        CommandError::Device(DeviceError::Poisoned(_))
     ));
     assert!(matches!(
         ctx.load::<spin::Kernel>().map(|_| ()).unwrap_err(),
-        PipelineError::Context(ContextError::Poisoned(_))
+        PipelineError::Device(DeviceError::Poisoned(_))
     ));
     assert!(matches!(
         ctx.wait_idle().unwrap_err(),
-        ContextError::Poisoned(_)
+        DeviceError::Poisoned(_)
     ));
     // The crate-level error says the context is the problem.
     let top: vkprism_runtime::Error = x.download_u32().unwrap_err().into();
@@ -106,12 +103,9 @@ fn a_timed_out_wait_poisons_the_context_and_drops_do_not_hang() {
 
 #[test]
 fn a_wait_within_the_timeout_is_not_poisoned() {
-    let ctx = ctx_with(ContextOptions {
-        fence_timeout: Some(Duration::from_secs(60)),
-        ..Default::default()
-    });
+    let ctx = ctx_with(ContextOptions::default().with_fence_timeout(Duration::from_secs(60)));
     let k = ctx
-        .load_with::<spin::Kernel>(&LoadOptions::variant("fp32"))
+        .load_with::<spin::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
     let x = Tensor::new(&ctx, &[64], TensorFormat::U32).unwrap();
@@ -137,24 +131,24 @@ fn a_wait_within_the_timeout_is_not_poisoned() {
 /// command buffer, fence and staging buffer are leaked, not freed under the GPU.
 #[test]
 fn a_timed_out_transfer_poisons_a_staged_context() {
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        // Far shorter than a 64 MiB copy: the first status check finds it unfinished.
-        fence_timeout: Some(Duration::from_nanos(1)),
-        ..Default::default()
-    });
+    let ctx = ctx_with(
+        ContextOptions::default()
+            .with_force_staging(true)
+            // Far shorter than a copy of a chunk: the first status check finds it unfinished.
+            .with_fence_timeout(Duration::from_nanos(1)),
+    );
     assert!(!ctx.unified_memory());
     let n = 16 << 20; // 64 MiB of f32: one full staging chunk
     let t = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
     let e = t.upload_f32(&vec![1.0; n]).unwrap_err();
     assert!(
-        matches!(e, TensorError::Context(ContextError::Timeout(_))),
+        matches!(e, TensorError::Device(DeviceError::Timeout(_))),
         "{e}"
     );
     assert!(ctx.is_poisoned());
     let e = t.download_f32().unwrap_err();
     assert!(
-        matches!(e, TensorError::Context(ContextError::Poisoned(_))),
+        matches!(e, TensorError::Device(DeviceError::Poisoned(_))),
         "{e}"
     );
     let start = Instant::now();
@@ -168,26 +162,26 @@ fn a_timed_out_transfer_poisons_a_staged_context() {
 /// abandoned (leaked with their buffers, not freed under the GPU) and drops return at once.
 #[test]
 fn a_timed_out_download_poisons_a_staged_context() {
-    let ctx = ctx_with(ContextOptions {
-        force_staging: true,
-        staging_chunk: std::num::NonZeroU64::new(32 << 20),
-        // Far shorter than a 32 MiB copy: the first status check finds it unfinished.
-        fence_timeout: Some(Duration::from_nanos(1)),
-        ..Default::default()
-    });
+    let ctx = ctx_with(
+        ContextOptions::default()
+            .with_force_staging(true)
+            .with_staging_chunk(std::num::NonZeroU64::new(32 << 20).unwrap())
+            // Far shorter than a copy of a chunk: the first status check finds it unfinished.
+            .with_fence_timeout(Duration::from_nanos(1)),
+    );
     // Three 32 MiB chunks and a bit: a copy in flight in each readback buffer.
     let n = 3 * (8 << 20) + 7;
     let t = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
     let e = t.download_f32().unwrap_err();
     assert!(
-        matches!(e, TensorError::Context(ContextError::Timeout(_))),
+        matches!(e, TensorError::Device(DeviceError::Timeout(_))),
         "{e}"
     );
     assert!(ctx.is_poisoned());
     let mut into = vec![0u8; 4 * n];
     let e = t.read_bytes_into(&mut into).unwrap_err();
     assert!(
-        matches!(e, TensorError::Context(ContextError::Poisoned(_))),
+        matches!(e, TensorError::Device(DeviceError::Poisoned(_))),
         "{e}"
     );
     let start = Instant::now();

@@ -18,10 +18,10 @@ fn activations() {
     let x = random(n, 1, 0.05, 5.0);
     for name in activation::VARIANT_NAMES {
         let k = ctx
-            .load_with::<activation::Kernel>(&LoadOptions::variant(name))
+            .load_with::<activation::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("x_blob").unwrap();
         let xt = Tensor::from_f32(&ctx, &[n], f, &x).unwrap();
         // One invocation per vec4, half as many (activation_grid, an odd count of 513), and
         // 64: each invocation loops over vec4s a grid apart, two at a time.
@@ -71,10 +71,10 @@ fn binary_ops() {
     let b = random(n, 3, 0.5, 4.0);
     for name in binary_op::VARIANT_NAMES {
         let k = ctx
-            .load_with::<binary_op::Kernel>(&LoadOptions::variant(name))
+            .load_with::<binary_op::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("a_blob").unwrap();
         let (at, bt) = (
             Tensor::from_f32(&ctx, &[n], f, &a).unwrap(),
             Tensor::from_f32(&ctx, &[n], f, &b).unwrap(),
@@ -157,7 +157,7 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
             continue;
         };
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("a_blob").unwrap();
         let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
         let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
         let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
@@ -332,12 +332,12 @@ fn run_gemm_image_case(ctx: &vkprism::Context, case: &ImageGemmCase, seed: u64) 
     let bias = random(n, seed + 2, 0.1, 1.0);
     for name in gemm_image::VARIANT_NAMES {
         let k = ctx
-            .load_with::<gemm_image::Kernel>(&LoadOptions::variant(name))
+            .load_with::<gemm_image::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
         // The buffers' element format and the image's texel format (the same precision).
-        let f = k.variant().bindings[0].format;
-        let texel = k.variant().bindings[1].format;
+        let f = k.format_of("a_blob").unwrap();
+        let texel = k.format_of("b_tex").unwrap();
         // Every fp16 variant really moves halves: packed or 16-bit buffers and rgba16f texels.
         let want_format = if key.float.is_fp16() {
             vkprism::TensorFormat::F16
@@ -421,10 +421,7 @@ fn gemm_image_every_variant() {
             .contains("options exclude image storage"),
         "{refused}"
     );
-    let images = vkprism::Options {
-        use_image_storage: true,
-        ..Default::default()
-    };
+    let images = vkprism::Options::default().with_image_storage(true);
     let chosen = ctx
         .load_with::<gemm_image::Kernel>(&LoadOptions::options(images))
         .unwrap();
@@ -592,10 +589,10 @@ fn conv2d_every_variant() {
         let (oh, ow) = (shape.out_h(), shape.out_w());
         for name in conv2d::VARIANT_NAMES {
             let k = ctx
-                .load_with::<conv2d::Kernel>(&LoadOptions::variant(name))
+                .load_with::<conv2d::Kernel>(&LoadOptions::variant_named(name).unwrap())
                 .unwrap();
             let key = k.variant().key;
-            let f = k.variant().bindings[0].format;
+            let f = k.format_of("in_blob").unwrap();
             let it = Tensor::from_f32(&ctx, &[shape.c, shape.h, shape.w], f, &input).unwrap();
             let wt = Tensor::from_f32(&ctx, &[shape.outc, shape.c, shape.k, shape.k], f, &weight)
                 .unwrap();
@@ -670,7 +667,7 @@ fn run_conv_nhwc_case(
             continue;
         };
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("in_blob").unwrap();
         let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
         let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, &weight).unwrap();
         let bt = Tensor::from_f32(ctx, &[s.outc], f, &bias).unwrap();
@@ -764,10 +761,10 @@ fn run_conv_dw_case(ctx: &vkprism::Context, s: Conv2dDwShape, activation: i32, s
     let len = s.pixels() * s.c;
     for name in conv2d_dw_nhwc::VARIANT_NAMES {
         let k = ctx
-            .load_with::<conv2d_dw_nhwc::Kernel>(&LoadOptions::variant(name))
+            .load_with::<conv2d_dw_nhwc::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("in_blob").unwrap();
         let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
         let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c], f, &weight).unwrap();
         let bt = Tensor::from_f32(ctx, &[s.c], f, &bias).unwrap();

@@ -39,7 +39,9 @@ fn reduce(
     out: &Tensor,
 ) {
     let reduce = ctx
-        .load_with::<gemm_split_reduce::Kernel>(&LoadOptions::variant(key.float.name()))
+        .load_with::<gemm_split_reduce::Kernel>(
+            &LoadOptions::variant_named(key.float.name()).unwrap(),
+        )
         .unwrap();
     let pipe = reduce
         .pipeline(&cfg.reduce_spec(bias_term, activation), None)
@@ -86,7 +88,7 @@ fn run_gemm_split(
             continue;
         };
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("a_blob").unwrap();
         let cfg = split_config(ctx, &key, (m, n, kk), split);
         let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
         let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
@@ -187,7 +189,7 @@ fn conv2d_nhwc_split_every_variant() {
             continue;
         };
         let key = k.variant().key;
-        let f = k.variant().bindings[0].format;
+        let f = k.format_of("in_blob").unwrap();
         let cfg = GemmConfig {
             split_k: 3,
             ..GemmConfig::for_conv(&key, ctx.features().limits.subgroup_size, &s)
@@ -418,7 +420,7 @@ fn the_runtime_refuses_what_shared_memory_bytes_says_does_not_fit() {
     let want = shared_memory_bytes(&cfg, &problem, &key).expect("evaluated");
     assert_eq!(want, 2 * 256 * (128 / 4 + 1) * 16);
     match k.pipeline(&cfg.spec(Default::default()), Some(cfg.local_size())) {
-        Err(vkprism::pipeline::Error::SharedMemoryTooLarge { bytes, limit, .. }) => {
+        Err(vkprism::PipelineError::SharedMemoryTooLarge { bytes, limit, .. }) => {
             assert_eq!(bytes, want);
             assert_eq!(limit, ctx.features().limits.max_compute_shared_memory_size);
         }

@@ -117,7 +117,7 @@ fn load_all<K: vkprism::Kernel>(
         .filter(|n| !device_lacks_matrices_for(ctx, n))
         .map(|n| {
             let k = ctx
-                .load_with::<K>(&LoadOptions::variant(n))
+                .load_with::<K>(&LoadOptions::variant_named(n).unwrap())
                 .unwrap_or_else(|e| panic!("{n}: {e}"));
             (n.to_string(), k)
         })
@@ -140,7 +140,7 @@ fn activations(ctx: &Context, k: &Loaded, round: u64, f: &mut Figures) {
     let x = random(N, round, 0.05, 5.0);
     for (name, kernel) in &k.activation {
         let key = kernel.variant().key;
-        let fmt = kernel.variant().bindings[0].format;
+        let fmt = kernel.format_of("x_blob").unwrap();
         let xt = f.tensor(ctx, &[N], fmt, &x);
         let yt = f.poisoned(ctx, &[N], fmt);
         let pipe = kernel
@@ -179,7 +179,7 @@ fn binary_ops(ctx: &Context, k: &Loaded, round: u64, replays: u64, f: &mut Figur
     let b = random(N, round + 2, 0.5, 4.0);
     for (name, kernel) in &k.binary_op {
         let key = kernel.variant().key;
-        let fmt = kernel.variant().bindings[0].format;
+        let fmt = kernel.format_of("a_blob").unwrap();
         let at = f.tensor(ctx, &[N], fmt, &a);
         let bt = f.tensor(ctx, &[N], fmt, &b);
         let tt = f.poisoned(ctx, &[N], fmt);
@@ -237,7 +237,7 @@ fn gemms(ctx: &Context, k: &Loaded, round: u64, f: &mut Figures) {
     };
     for (name, kernel) in &k.gemm {
         let key = kernel.variant().key;
-        let fmt = kernel.variant().bindings[0].format;
+        let fmt = kernel.format_of("a_blob").unwrap();
         let at = f.tensor(ctx, &[m, kk], fmt, &a);
         let bt = f.tensor(ctx, &[kk, n], fmt, &b);
         let biast = f.tensor(ctx, &[n], fmt, &bias);
@@ -292,7 +292,7 @@ fn short_lived_context(round: u64, f: &mut Figures) {
     f.contexts += 1;
     let kernel = ctx.load::<activation::Kernel>().unwrap();
     let key = kernel.variant().key;
-    let fmt = kernel.variant().bindings[0].format;
+    let fmt = kernel.format_of("x_blob").unwrap();
     let x = random(N, round + 6, 0.05, 5.0);
     let xt = f.tensor(&ctx, &[N], fmt, &x);
     let yt = f.poisoned(&ctx, &[N], fmt);

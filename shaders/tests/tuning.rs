@@ -347,7 +347,7 @@ fn check_gemm(
         alpha: 1.0,
         ..Default::default()
     };
-    let f = kernel.variant().bindings[0].format;
+    let f = kernel.format_of("a_blob").unwrap();
     let a = random(m * k, seed, 0.1, 1.0);
     let b = random(k * n, seed + 1, 0.1, 1.0);
     let a_shape = if transpose_a { [k, m] } else { [m, k] };
@@ -406,7 +406,7 @@ fn autotune_times_candidates_once_then_answers_from_the_cache() {
     let path = GemmTuner::cache_path_for(&pipelines);
     assert_eq!(path, dir.join("pipelines.bin.tuning"));
     let kernel = ctx
-        .load_with::<gemm::Kernel>(&LoadOptions::variant("fp32_lm_nocm"))
+        .load_with::<gemm::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
         .unwrap();
     let key = kernel.variant().key;
     let (m, n, k) = (96, 80, 64);
@@ -555,7 +555,7 @@ fn autotune_int8_gemm_and_convolution() {
         tuner.last_timed() > 1 && report.rejected.is_empty(),
         "{report:?}"
     );
-    let f = kernel.variant().bindings[0].format;
+    let f = kernel.format_of("in_blob").unwrap();
     let (oh, ow) = (s.outh(), s.outw());
     let input = random(s.batch * s.h * s.w * s.c, 3, 0.1, 1.0);
     let weight = random(s.kh * s.kw * s.c * s.outc, 4, 0.1, 1.0);
@@ -644,7 +644,7 @@ fn damaged_truncated_foreign_and_other_version_files_are_reported_and_replaced()
     let dir = temp_dir("files");
     let path = dir.join("pipelines.bin.tuning");
     let kernel = ctx
-        .load_with::<gemm::Kernel>(&LoadOptions::variant("fp32_lm_nocm"))
+        .load_with::<gemm::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
         .unwrap();
     let device = CacheDevice::of(&ctx);
     assert!(

@@ -5,7 +5,7 @@
 use rand::{Rng, SeedableRng};
 use std::sync::Arc;
 use vkprism_runtime::{
-    pipeline, Context, ContextOptions, Feature, FloatMode, Kernel, LoadOptions, LoadedKernel,
+    Context, ContextOptions, Feature, FloatMode, Kernel, LoadOptions, LoadedKernel, PipelineError,
     ScalarKind, SelectFailure, TensorFormat, VariantKey,
 };
 
@@ -16,11 +16,7 @@ pub fn ctx() -> Context {
 
 /// As [`ctx`], with these options (validation forced on).
 pub fn ctx_with(opts: ContextOptions) -> Context {
-    let ctx = Context::with_options(ContextOptions {
-        validation: Some(true),
-        ..opts
-    })
-    .unwrap_or_else(|e| {
+    let ctx = Context::with_options(opts.with_validation(true)).unwrap_or_else(|e| {
         panic!(
             "a Vulkan device with the validation layer is required (scripts/setup.sh installs \
              lavapipe and the layer): {e}"
@@ -52,9 +48,10 @@ pub fn load_unless_device_lacks_matrices<K: Kernel>(
     ctx: &Context,
     name: &str,
 ) -> Option<Arc<LoadedKernel<K>>> {
-    match ctx.load_with::<K>(&LoadOptions::variant(name)) {
+    let load = LoadOptions::variant_named(name).unwrap_or_else(|e| panic!("{e}"));
+    match ctx.load_with::<K>(&load) {
         Ok(k) => Some(k),
-        Err(pipeline::Error::Select(e))
+        Err(PipelineError::Select(e))
             if e.kind == SelectFailure::DeviceLacks && device_lacks_matrices_for(ctx, name) =>
         {
             let s = e.to_string();

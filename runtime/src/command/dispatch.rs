@@ -2,7 +2,7 @@
 //! variant and the device and returns a [`Plan`]; the `unsafe` [`CommandList::record`] writes
 //! the descriptors and records the commands the plan describes, trusting it.
 
-use super::{CommandList, Error, ResId};
+use super::{CommandList, CommandError, ResId};
 use crate::device::{record_dispatch, DispatchCommands};
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::{descriptor_type, LoadedKernel, Pipeline};
@@ -40,18 +40,18 @@ impl CommandList {
         bindings: &B,
         push: &'r <B::Kernel as Kernel>::PushConstants,
         global: [u32; 3],
-    ) -> Result<Plan<'r>, Error>
+    ) -> Result<Plan<'r>, CommandError>
     where
         'a: 'r,
     {
         let info = <B::Kernel as Kernel>::INFO;
         let kernel = &pipeline.kernel;
         if !Arc::ptr_eq(&kernel.shared, &self.shared) {
-            return Err(Error::ForeignResource);
+            return Err(CommandError::ForeignResource);
         }
         let variant = kernel.variant;
         if B::MEMORY != variant.key.memory {
-            return Err(Error::MemoryKindMismatch {
+            return Err(CommandError::MemoryKindMismatch {
                 kernel: info.name,
                 variant: variant.key.name(),
                 given: B::MEMORY,
@@ -59,7 +59,7 @@ impl CommandList {
             });
         }
         if global.contains(&0) {
-            return Err(Error::ZeroSize(global));
+            return Err(CommandError::ZeroSize(global));
         }
         let push = push_bytes(info, kernel, push)?;
         let (groups, split) = self.grid(kernel, pipeline.local_size, global)?;
@@ -67,7 +67,7 @@ impl CommandList {
             && self.query_capacity > 0
             && self.names.len() as u32 >= self.query_capacity
         {
-            return Err(Error::TimestampsFull(self.query_capacity));
+            return Err(CommandError::TimestampsFull(self.query_capacity));
         }
         let resources = self.bind(info, variant, bindings)?;
         Ok(Plan {
@@ -87,7 +87,7 @@ impl CommandList {
         kernel: &LoadedKernel<K>,
         local: [u32; 3],
         global: [u32; 3],
-    ) -> Result<([u64; 3], Option<[u32; 3]>), Error> {
+    ) -> Result<([u64; 3], Option<[u32; 3]>), CommandError> {
         let groups = [0, 1, 2].map(|i| (global[i] as u64).div_ceil(local[i] as u64));
         let limit = self.shared.features.limits.max_compute_work_group_count;
         if !groups.iter().zip(limit).any(|(g, l)| *g > l as u64) {
@@ -103,7 +103,7 @@ impl CommandList {
         } else {
             return Ok((groups, Some(limit)));
         };
-        Err(Error::TooManyGroups {
+        Err(CommandError::TooManyGroups {
             global,
             groups,
             limit,
@@ -119,7 +119,7 @@ impl CommandList {
         info: &KernelInfo,
         variant: &'static VariantInfo,
         bindings: &B,
-    ) -> Result<Vec<Option<Resource<'a>>>, Error> {
+    ) -> Result<Vec<Option<Resource<'a>>>, CommandError> {
         let mut given: Vec<Option<Resource<'a>>> = vec![None; variant.bindings.len()];
         for (number, resource) in bindings.resources() {
             if let Some(i) = variant.bindings.iter().position(|b| b.binding == number) {
@@ -128,7 +128,7 @@ impl CommandList {
         }
         for (b, resource) in variant.bindings.iter().zip(&given) {
             let Some(resource) = resource else {
-                return Err(Error::MissingBinding {
+                return Err(CommandError::MissingBinding {
                     kernel: info.name,
                     variant: variant.key.name(),
                     binding: b.binding,
@@ -147,8 +147,8 @@ impl CommandList {
         variant: &VariantInfo,
         b: &BindingInfo,
         resource: Resource<'_>,
-    ) -> Result<(), Error> {
-        let mismatch = |got| Error::FormatMismatch {
+    ) -> Result<(), CommandError> {
+        let mismatch = |got| CommandError::FormatMismatch {
             kernel: info.name,
             variant: variant.key.name(),
             binding: b.binding,
@@ -159,7 +159,7 @@ impl CommandList {
         match (b.kind, resource) {
             (BindingKind::StorageBuffer | BindingKind::UniformBuffer, Resource::Buffer(t)) => {
                 if !Arc::ptr_eq(&t.inner.shared, &self.shared) {
-                    return Err(Error::ForeignResource);
+                    return Err(CommandError::ForeignResource);
                 }
                 if b.format != TensorFormat::Raw && t.format() != b.format {
                     return Err(mismatch(t.format()));
@@ -168,13 +168,13 @@ impl CommandList {
             }
             (BindingKind::SampledImage | BindingKind::StorageImage, Resource::Image(im)) => {
                 if !Arc::ptr_eq(&im.inner.shared, &self.shared) {
-                    return Err(Error::ForeignResource);
+                    return Err(CommandError::ForeignResource);
                 }
                 if im.format() != b.format {
                     return Err(mismatch(im.format()));
                 }
                 if b.dims != 0 && im.dims() != b.dims {
-                    return Err(Error::ImageDims {
+                    return Err(CommandError::ImageDims {
                         kernel: info.name,
                         binding: b.binding,
                         name: b.name,
@@ -184,7 +184,7 @@ impl CommandList {
                 }
                 Ok(())
             }
-            (kind, resource) => Err(Error::KindMismatch {
+            (kind, resource) => Err(CommandError::KindMismatch {
                 kernel: info.name,
                 binding: b.binding,
                 name: b.name,
@@ -203,10 +203,10 @@ impl CommandList {
         info: &KernelInfo,
         b: &BindingInfo,
         size: u64,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CommandError> {
         let stride = b.element.stride as u64;
         if stride > 0 && !size.is_multiple_of(stride) {
-            return Err(Error::PartialElement {
+            return Err(CommandError::PartialElement {
                 kernel: info.name,
                 binding: b.binding,
                 name: b.name,
@@ -221,7 +221,7 @@ impl CommandList {
             (limits.max_storage_buffer_range, "maxStorageBufferRange")
         };
         if size > limit {
-            return Err(Error::RangeTooLarge {
+            return Err(CommandError::RangeTooLarge {
                 kernel: info.name,
                 binding: b.binding,
                 name: b.name,
@@ -245,7 +245,7 @@ impl CommandList {
         &mut self,
         pipeline: &Pipeline<K>,
         plan: Plan<'_>,
-    ) -> Result<(), Error> {
+    ) -> Result<(), CommandError> {
         let kernel = &pipeline.kernel;
         let set = self.allocate_set(kernel.set_layout)?;
         let infos = descriptor_infos(&plan);
@@ -378,11 +378,11 @@ fn push_bytes<'r, T: bytemuck::Pod, K: Kernel>(
     info: &KernelInfo,
     kernel: &LoadedKernel<K>,
     push: &'r T,
-) -> Result<&'r [u8], Error> {
+) -> Result<&'r [u8], CommandError> {
     let range = kernel.push_range;
     let bytes = bytemuck::bytes_of(push);
     if bytes.len() < range as usize {
-        return Err(Error::PushConstantsSize {
+        return Err(CommandError::PushConstantsSize {
             kernel: info.name,
             given: bytes.len(),
             range,

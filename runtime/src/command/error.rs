@@ -4,8 +4,9 @@
 use vkprism_core::{BindingKind, MemoryKind, TensorFormat};
 
 /// Errors recording or running a [`crate::CommandList`].
+#[non_exhaustive]
 #[derive(thiserror::Error)]
-pub enum Error {
+pub enum CommandError {
     /// The bindings are for buffer variants and the loaded variant uses images, or the reverse.
     #[error("kernel `{kernel}`: bindings for {given:?} variants, but the loaded variant `{variant}` uses {wanted:?}")]
     MemoryKindMismatch {
@@ -160,7 +161,7 @@ pub enum Error {
     NotRun,
     /// A device error while recording or running.
     #[error(transparent)]
-    Context(#[from] crate::device::Error),
+    Device(#[from] crate::device::DeviceError),
 }
 
-debug_as_display!(Error);
+debug_as_display!(CommandError);

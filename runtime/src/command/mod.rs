@@ -5,13 +5,13 @@
 //! A list keeps a clone of every tensor, image and pipeline it binds: nothing it uses can be
 //! freed while it exists, and its work is always waited for before it is dropped.
 //!
-//! - `error.rs`: [`Error`];
+//! - `error.rs`: [`CommandError`];
 //! - `dispatch.rs`: checking a dispatch (a plan) and recording it (`unsafe`, trusting the plan).
 
 mod dispatch;
 mod error;
 
-pub use error::Error;
+pub use error::CommandError;
 
 use crate::device::{
     allocate_descriptor_set, cmd_start_timestamps, create_command_objects, create_descriptor_pool,
@@ -100,7 +100,7 @@ const POOL_SIZES: [vk::DescriptorPoolSize; 4] = [
 
 impl CommandList {
     /// An empty list, recording.
-    pub fn new(ctx: &Context) -> Result<CommandList, Error> {
+    pub fn new(ctx: &Context) -> Result<CommandList, CommandError> {
         let shared = ctx.shared.clone();
         shared.check_usable()?;
         let (pool, cmd, fence) = create_command_objects(&shared)?;
@@ -126,10 +126,13 @@ impl CommandList {
     }
 
     /// The same, timing every dispatch with GPU timestamps (up to `max_dispatches` of them, at
-    /// most [`MAX_TIMED_DISPATCHES`]: more is [`Error::TooManyTimestamps`]).
-    pub fn with_timestamps(ctx: &Context, max_dispatches: u32) -> Result<CommandList, Error> {
+    /// most [`MAX_TIMED_DISPATCHES`]: more is [`CommandError::TooManyTimestamps`]).
+    pub fn with_timestamps(
+        ctx: &Context,
+        max_dispatches: u32,
+    ) -> Result<CommandList, CommandError> {
         if max_dispatches > MAX_TIMED_DISPATCHES {
-            return Err(Error::TooManyTimestamps {
+            return Err(CommandError::TooManyTimestamps {
                 asked: max_dispatches,
                 max: MAX_TIMED_DISPATCHES,
             });
@@ -137,7 +140,7 @@ impl CommandList {
         let mut list = CommandList::new(ctx)?;
         if list.shared.timestamp_bits == 0 || list.shared.features.limits.timestamp_period_ns == 0.0
         {
-            return Err(Error::NoTimestamps);
+            return Err(CommandError::NoTimestamps);
         }
         let qp = create_timestamp_pool(&list.shared, max_dispatches + 1)?;
         list.query_pool = Some(qp);
@@ -150,7 +153,7 @@ impl CommandList {
 
     /// The same, timing only the whole list with two timestamps (per-dispatch timestamps
     /// serialize the GPU on some drivers, so this is the figure for throughput).
-    pub fn with_total_timing(ctx: &Context) -> Result<CommandList, Error> {
+    pub fn with_total_timing(ctx: &Context) -> Result<CommandList, CommandError> {
         let mut list = CommandList::with_timestamps(ctx, 1)?;
         list.query_capacity = 0;
         Ok(list)
@@ -160,7 +163,7 @@ impl CommandList {
     /// checking it against the loaded variant and the device; on an error nothing is recorded.
     ///
     /// A list records until it is first submitted ([`CommandList::submit_and_wait`]); after
-    /// that it can only be replayed, and a dispatch is [`Error::NotRecording`] (make a new
+    /// that it can only be replayed, and a dispatch is [`CommandError::NotRecording`] (make a new
     /// list for more work: recording is cheap, and a replayed list stays what it was).
     pub fn dispatch<'a, B: Bindings<'a>>(
         &mut self,
@@ -168,9 +171,9 @@ impl CommandList {
         bindings: &B,
         push: &<B::Kernel as Kernel>::PushConstants,
         global: [u32; 3],
-    ) -> Result<(), Error> {
+    ) -> Result<(), CommandError> {
         if !self.recording {
-            return Err(Error::NotRecording {
+            return Err(CommandError::NotRecording {
                 dispatches: self.names.len(),
             });
         }
@@ -184,7 +187,7 @@ impl CommandList {
     fn allocate_set(
         &mut self,
         layout: vk::DescriptorSetLayout,
-    ) -> Result<vk::DescriptorSet, Error> {
+    ) -> Result<vk::DescriptorSet, CommandError> {
         if self.sets_left == 0 {
             let pool = create_descriptor_pool(&self.shared, SETS_PER_POOL, &POOL_SIZES)?;
             self.descriptor_pools.push(pool);
@@ -222,7 +225,7 @@ impl CommandList {
         self.barriers
     }
 
-    fn finish(&mut self) -> Result<(), Error> {
+    fn finish(&mut self) -> Result<(), CommandError> {
         if self.recording {
             let end_timestamp = match (self.query_pool, self.query_capacity) {
                 (Some(qp), 0) => Some(qp),
@@ -243,7 +246,7 @@ impl CommandList {
     /// running the list: the context is poisoned before host access to mapped memory is
     /// released, so no mapped read or write can race with the GPU (see
     /// [`crate::Context::is_poisoned`]).
-    pub fn submit_and_wait(&mut self) -> Result<(), Error> {
+    pub fn submit_and_wait(&mut self) -> Result<(), CommandError> {
         self.shared.check_usable()?;
         if self.in_flight {
             // An earlier wait failed without timing out: the last run may still be pending, and
@@ -271,25 +274,25 @@ impl CommandList {
     }
 
     /// GPU time of each dispatch in the last run (with its barrier, if any), in order.
-    pub fn timings(&self) -> Result<Vec<Duration>, Error> {
+    pub fn timings(&self) -> Result<Vec<Duration>, CommandError> {
         if self.query_capacity == 0 {
-            return Err(Error::NoTimestamps);
+            return Err(CommandError::NoTimestamps);
         }
         self.read_timestamps(self.names.len() + 1)
     }
 
     /// GPU time of the whole last run.
-    pub fn total_time(&self) -> Result<Duration, Error> {
+    pub fn total_time(&self) -> Result<Duration, CommandError> {
         if self.query_capacity == 0 {
             return Ok(self.read_timestamps(2)?[0]);
         }
         Ok(self.timings()?.iter().sum())
     }
 
-    fn read_timestamps(&self, n: usize) -> Result<Vec<Duration>, Error> {
-        let qp = self.query_pool.ok_or(Error::NoTimestamps)?;
+    fn read_timestamps(&self, n: usize) -> Result<Vec<Duration>, CommandError> {
+        let qp = self.query_pool.ok_or(CommandError::NoTimestamps)?;
         if self.runs == 0 {
-            return Err(Error::NotRun);
+            return Err(CommandError::NotRun);
         }
         let mut ticks = vec![0u64; n];
         // SAFETY: the pool is the list's; WAIT returns the results of the last run, which has

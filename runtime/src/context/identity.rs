@@ -5,6 +5,7 @@ use crate::device::Shared;
 use ash::vk;
 
 /// What kind of device it is (`VkPhysicalDeviceType`).
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum DeviceType {
     /// `VK_PHYSICAL_DEVICE_TYPE_OTHER`, or a value this version of vkprism does not know.
@@ -34,6 +35,7 @@ impl DeviceType {
 /// Who made the device and its driver, as `VkPhysicalDeviceProperties` (and, from Vulkan 1.2,
 /// `VkPhysicalDeviceDriverProperties`) report them: what a per-device choice or a cache of
 /// measurements is keyed by ([`Context::identity`](crate::Context::identity)).
+#[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DeviceIdentity {
     /// The device's name (`deviceName`).

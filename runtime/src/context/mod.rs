@@ -5,7 +5,7 @@
 mod identity;
 mod report;
 
-pub use crate::device::{DeviceSelector, Error};
+pub use crate::device::{DeviceError, DeviceSelector};
 pub use identity::{DeviceIdentity, DeviceType};
 pub use report::{AllocatorStats, DeviceReport};
 
@@ -22,7 +22,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use vkprism_core::{DeviceFeatures, VariantInfo};
 
-/// How to create a [`Context`].
+/// How to create a [`Context`]. Build with `ContextOptions::default()` and the `with_*` setters
+/// (`ContextOptions::default().with_validation(true)`).
+#[non_exhaustive]
 #[derive(Clone, Debug, Default)]
 pub struct ContextOptions {
     /// Which physical device.
@@ -45,7 +47,7 @@ pub struct ContextOptions {
     pub options: Options,
     /// How long a wait for GPU work blocks before giving up; `None`: 120 s. When a wait times
     /// out, the GPU may still be running work that uses the context's memory, so the context
-    /// becomes unusable ([`Error::Poisoned`]: mapped reads and writes, submissions and new
+    /// becomes unusable ([`DeviceError::Poisoned`]: mapped reads and writes, submissions and new
     /// objects are refused) and dropping it leaks its GPU objects instead of waiting.
     pub fence_timeout: Option<Duration>,
     /// Enable `robustBufferAccess` where the device has it ([`Context::robust_buffer_access`]
@@ -62,6 +64,56 @@ pub struct ContextOptions {
     pub pipeline_statistics: bool,
 }
 
+impl ContextOptions {
+    /// These options on device `device`.
+    pub fn with_device(mut self, device: DeviceSelector) -> ContextOptions {
+        self.device = device;
+        self
+    }
+
+    /// These options with the validation layer on or off, overriding `VKPRISM_VALIDATION`.
+    pub fn with_validation(mut self, on: bool) -> ContextOptions {
+        self.validation = Some(on);
+        self
+    }
+
+    /// These options with every transfer staged (or not).
+    pub fn with_force_staging(mut self, on: bool) -> ContextOptions {
+        self.force_staging = on;
+        self
+    }
+
+    /// These options with staged copies of `bytes` each.
+    pub fn with_staging_chunk(mut self, bytes: std::num::NonZeroU64) -> ContextOptions {
+        self.staging_chunk = Some(bytes);
+        self
+    }
+
+    /// These options with variant `options` for every kernel.
+    pub fn with_options(mut self, options: Options) -> ContextOptions {
+        self.options = options;
+        self
+    }
+
+    /// These options with waits for the GPU giving up after `timeout`.
+    pub fn with_fence_timeout(mut self, timeout: Duration) -> ContextOptions {
+        self.fence_timeout = Some(timeout);
+        self
+    }
+
+    /// These options with `robustBufferAccess` asked for (or not).
+    pub fn with_robust_buffer_access(mut self, on: bool) -> ContextOptions {
+        self.robust_buffer_access = on;
+        self
+    }
+
+    /// These options with pipelines' statistics captured (or not).
+    pub fn with_pipeline_statistics(mut self, on: bool) -> ContextOptions {
+        self.pipeline_statistics = on;
+        self
+    }
+}
+
 /// A Vulkan device ready for compute, with the variant options in force. Cheap to clone.
 #[derive(Clone)]
 pub struct Context {
@@ -72,7 +124,7 @@ pub struct Context {
 
 impl Context {
     /// A context on the default device (see [`DeviceSelector::Auto`]).
-    pub fn new() -> Result<Context, Error> {
+    pub fn new() -> Result<Context, DeviceError> {
         Context::with_options(ContextOptions::default())
     }
 
@@ -81,8 +133,8 @@ impl Context {
     /// forces a queue family, to compare engines).
     ///
     /// Environment variables are checked: a value vkprism does not accept is
-    /// [`Error::BadEnvironment`], saying what is accepted (never silently ignored).
-    pub fn with_options(opts: ContextOptions) -> Result<Context, Error> {
+    /// [`DeviceError::BadEnvironment`], saying what is accepted (never silently ignored).
+    pub fn with_options(opts: ContextOptions) -> Result<Context, DeviceError> {
         let validation = match opts.validation {
             Some(v) => v,
             None => validation_from_env()?,
@@ -152,7 +204,7 @@ impl Context {
     }
 
     /// Whether a wait for GPU work timed out, making the context unusable: every later
-    /// submission, mapped access and creation returns [`Error::Poisoned`].
+    /// submission, mapped access and creation returns [`DeviceError::Poisoned`].
     pub fn is_poisoned(&self) -> bool {
         self.shared.is_poisoned()
     }
@@ -193,12 +245,12 @@ impl Context {
 
     /// `Err` listing every validation message recorded since the last check (and clears them):
     /// what tests call after GPU work.
-    pub fn check_validation(&self) -> Result<(), Error> {
+    pub fn check_validation(&self) -> Result<(), DeviceError> {
         let m = self.take_validation_messages();
         if m.is_empty() {
             Ok(())
         } else {
-            Err(Error::Validation(m))
+            Err(DeviceError::ValidationMessages(m))
         }
     }
 
@@ -227,12 +279,12 @@ impl Context {
     }
 
     /// Waits until the device is idle.
-    pub fn wait_idle(&self) -> Result<(), Error> {
+    pub fn wait_idle(&self) -> Result<(), DeviceError> {
         self.shared.wait_idle()
     }
 
     /// Loads `K` with the context's options: the best variant the device can run.
-    pub fn load<K: Kernel>(&self) -> Result<Arc<LoadedKernel<K>>, pipeline::Error> {
+    pub fn load<K: Kernel>(&self) -> Result<Arc<LoadedKernel<K>>, pipeline::PipelineError> {
         self.load_with::<K>(&LoadOptions::default())
     }
 
@@ -252,7 +304,7 @@ impl Context {
     pub fn load_with<K: Kernel>(
         &self,
         load: &LoadOptions,
-    ) -> Result<Arc<LoadedKernel<K>>, pipeline::Error> {
+    ) -> Result<Arc<LoadedKernel<K>>, pipeline::PipelineError> {
         LoadedKernel::load(&self.shared, &self.options, load)
     }
 
@@ -264,20 +316,20 @@ impl Context {
     /// length and a checksum) catch accidents, not attacks: the checksum is not a signature, and
     /// a forged file with a valid header and trailer is handed to the driver. Keep the file
     /// where only the program's owner can write it (not a shared or world-writable directory).
-    pub fn load_pipeline_cache(&self, path: &Path) -> Result<(), pipeline::Error> {
+    pub fn load_pipeline_cache(&self, path: &Path) -> Result<(), pipeline::PipelineError> {
         crate::cache::load(&self.shared, path)
     }
 
     /// Writes the pipeline cache to `path` (atomically: a temporary file, then a rename).
-    pub fn save_pipeline_cache(&self, path: &Path) -> Result<(), pipeline::Error> {
+    pub fn save_pipeline_cache(&self, path: &Path) -> Result<(), pipeline::PipelineError> {
         crate::cache::save(&self.shared, path)
     }
 
     /// Records with `f`, runs once, waits: for one-off work.
     pub fn run(
         &self,
-        f: impl FnOnce(&mut CommandList) -> Result<(), command::Error>,
-    ) -> Result<(), command::Error> {
+        f: impl FnOnce(&mut CommandList) -> Result<(), command::CommandError>,
+    ) -> Result<(), command::CommandError> {
         let mut list = CommandList::new(self)?;
         f(&mut list)?;
         list.submit_and_wait()
@@ -302,12 +354,12 @@ const QUEUE_FAMILY_ACCEPTS: &str = "a queue family index (0, 1, ...) of a family
      unset or empty: a compute-only family if there is one";
 
 /// An environment variable's value: `None` when unset or empty, an error when not Unicode.
-fn env_value(name: &'static str, accepted: &'static str) -> Result<Option<String>, Error> {
+fn env_value(name: &'static str, accepted: &'static str) -> Result<Option<String>, DeviceError> {
     match std::env::var(name) {
         Ok(v) if v.is_empty() => Ok(None),
         Ok(v) => Ok(Some(v)),
         Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(std::env::VarError::NotUnicode(v)) => Err(Error::BadEnvironment {
+        Err(std::env::VarError::NotUnicode(v)) => Err(DeviceError::BadEnvironment {
             name,
             value: v.to_string_lossy().into_owned(),
             accepted,
@@ -316,7 +368,7 @@ fn env_value(name: &'static str, accepted: &'static str) -> Result<Option<String
 }
 
 /// `VKPRISM_VALIDATION` when the options leave validation open: `1` on, `0` (or unset) off.
-fn validation_from_env() -> Result<bool, Error> {
+fn validation_from_env() -> Result<bool, DeviceError> {
     let name = "VKPRISM_VALIDATION";
     match env_value(name, VALIDATION_ACCEPTS)?
         .as_deref()
@@ -324,7 +376,7 @@ fn validation_from_env() -> Result<bool, Error> {
     {
         None | Some("0") => Ok(false),
         Some("1") => Ok(true),
-        Some(other) => Err(Error::BadEnvironment {
+        Some(other) => Err(DeviceError::BadEnvironment {
             name,
             value: other.to_string(),
             accepted: VALIDATION_ACCEPTS,
@@ -335,7 +387,7 @@ fn validation_from_env() -> Result<bool, Error> {
 /// `Auto` refined by `VKPRISM_DEVICE` (an index, or a name substring) when that is set. A value
 /// that looks like a number but is no index (`-1`, `1.5`, `+2`, a number that overflows), or
 /// one of only spaces, is an error: it would otherwise be taken as a name.
-fn selector_with_env(selector: &DeviceSelector) -> Result<DeviceSelector, Error> {
+fn selector_with_env(selector: &DeviceSelector) -> Result<DeviceSelector, DeviceError> {
     let name = "VKPRISM_DEVICE";
     Ok(match selector {
         DeviceSelector::Auto => match env_value(name, DEVICE_ACCEPTS)? {
@@ -348,7 +400,7 @@ fn selector_with_env(selector: &DeviceSelector) -> Result<DeviceSelector, Error>
                             .all(|c| c.is_ascii_digit() || matches!(c, '-' | '+' | '.' | 'e'))
                         && t.chars().any(|c| c.is_ascii_digit());
                     if t.is_empty() || numeric {
-                        return Err(Error::BadEnvironment {
+                        return Err(DeviceError::BadEnvironment {
                             name,
                             value: v,
                             accepted: DEVICE_ACCEPTS,
@@ -364,13 +416,13 @@ fn selector_with_env(selector: &DeviceSelector) -> Result<DeviceSelector, Error>
 }
 
 /// `VKPRISM_QUEUE_FAMILY`: a queue family index, if set.
-fn queue_family_from_env() -> Result<Option<usize>, Error> {
+fn queue_family_from_env() -> Result<Option<usize>, DeviceError> {
     let name = "VKPRISM_QUEUE_FAMILY";
     match env_value(name, QUEUE_FAMILY_ACCEPTS)? {
         None => Ok(None),
         Some(v) => match v.trim().parse::<usize>() {
             Ok(i) => Ok(Some(i)),
-            Err(_) => Err(Error::BadEnvironment {
+            Err(_) => Err(DeviceError::BadEnvironment {
                 name,
                 value: v,
                 accepted: QUEUE_FAMILY_ACCEPTS,

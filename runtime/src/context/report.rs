@@ -8,6 +8,7 @@ use std::fmt;
 use vkprism_core::DeviceFeatures;
 
 /// A human-readable description of the device (its `Display` is the report).
+#[non_exhaustive]
 #[derive(Clone, Debug)]
 pub struct DeviceReport {
     /// The device's name.
@@ -138,6 +139,7 @@ impl fmt::Display for DeviceReport {
 /// gpu-allocator's own figures (its `generate_report`), the other side of
 /// [`Context::allocated_bytes`](crate::Context::allocated_bytes): a leak test checks both return
 /// to where they were.
+#[non_exhaustive]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct AllocatorStats {
     /// Live allocations (tensors, images, staging buffers).

@@ -1,7 +1,7 @@
 //! Buffers: created, given memory and bound in one call (or nothing is left behind), freed, and
 //! copied between by one-shot submissions.
 
-use super::error::{vkerr, Error};
+use super::error::{vkerr, DeviceError};
 use super::heap::free_memory;
 use super::lock::api_lock;
 use super::shared::Shared;
@@ -15,7 +15,7 @@ use gpu_allocator::vulkan::Allocation;
 ///
 /// # Safety
 /// `size` is nonzero and at most the device's `maxMemoryAllocationSize`.
-pub(crate) unsafe fn create_buffer<E: From<Error>>(
+pub(crate) unsafe fn create_buffer<E: From<DeviceError>>(
     shared: &Shared,
     size: u64,
     usage: vk::BufferUsageFlags,
@@ -88,7 +88,7 @@ pub(crate) unsafe fn copy_buffer(
     src: vk::Buffer,
     dst: vk::Buffer,
     region: vk::BufferCopy,
-) -> Result<(), Error> {
+) -> Result<(), DeviceError> {
     // SAFETY: `cmd` is recording (one_shot's contract); the caller vouches for the buffers and
     // the region, and they outlive the wait.
     shared.one_shot(|cmd| unsafe { shared.device.cmd_copy_buffer(cmd, src, dst, &[region]) })
@@ -105,7 +105,7 @@ pub(crate) unsafe fn copy_buffer_submit(
     src: vk::Buffer,
     dst: vk::Buffer,
     region: vk::BufferCopy,
-) -> Result<PendingOneShot, Error> {
+) -> Result<PendingOneShot, DeviceError> {
     // SAFETY: `cmd` is recording (one_shot_submit's contract); the caller vouches for the
     // buffers and the region until the copy is finished.
     shared.one_shot_submit(|cmd| unsafe { shared.device.cmd_copy_buffer(cmd, src, dst, &[region]) })

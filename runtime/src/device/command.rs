@@ -2,7 +2,7 @@
 //! descriptor pools and sets, and the commands a list records (a dispatch with its
 //! descriptors, barrier and timestamp; the end of recording); everything destroyed together.
 
-use super::error::{vkerr, Error};
+use super::error::{vkerr, DeviceError};
 use super::lock::api_lock;
 use super::shared::Shared;
 use ash::vk;
@@ -11,7 +11,7 @@ use ash::vk;
 /// (recording), and an unsignalled fence. On an error nothing is left behind.
 pub(crate) fn create_command_objects(
     shared: &Shared,
-) -> Result<(vk::CommandPool, vk::CommandBuffer, vk::Fence), Error> {
+) -> Result<(vk::CommandPool, vk::CommandBuffer, vk::Fence), DeviceError> {
     let _api = api_lock();
     let d = &shared.device;
     let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(shared.queue_family);
@@ -56,7 +56,7 @@ pub(crate) fn create_descriptor_pool(
     shared: &Shared,
     max_sets: u32,
     sizes: &[vk::DescriptorPoolSize],
-) -> Result<vk::DescriptorPool, Error> {
+) -> Result<vk::DescriptorPool, DeviceError> {
     let info = vk::DescriptorPoolCreateInfo::default()
         .max_sets(max_sets)
         .pool_sizes(sizes);
@@ -218,7 +218,7 @@ pub(crate) unsafe fn end_recording(
     shared: &Shared,
     cmd: vk::CommandBuffer,
     end_timestamp: Option<vk::QueryPool>,
-) -> Result<(), Error> {
+) -> Result<(), DeviceError> {
     let d = &shared.device;
     let _api = api_lock();
     // SAFETY: the caller's contract; the barrier names no handles.

@@ -2,9 +2,10 @@
 
 use ash::vk;
 
-/// Errors creating or using the context.
+/// Errors creating or using the context (the device layer's; `vkprism::context` re-exports it).
+#[non_exhaustive]
 #[derive(thiserror::Error)]
-pub enum Error {
+pub enum DeviceError {
     /// No Vulkan loader library could be loaded.
     #[error(
         "no Vulkan loader found (install libvulkan1 and a driver, e.g. mesa-vulkan-drivers): {0}"
@@ -43,14 +44,16 @@ pub enum Error {
     /// Validation was asked for and the Khronos layer is not installed.
     #[error("validation was asked for but the layer VK_LAYER_KHRONOS_validation is not installed (Debian: vulkan-validationlayers)")]
     ValidationLayerMissing,
-    /// Messages the validation layer recorded (from [`crate::Context::check_validation`]).
+    /// Messages the Khronos validation layer recorded (from
+    /// [`crate::Context::check_validation`]); not the caller's mistakes, which are
+    /// [`crate::Error::Invalid`].
     #[error("the validation layer reported {} message(s):\n{}", .0.len(), .0.join("\n"))]
-    Validation(Vec<String>),
+    ValidationMessages(Vec<String>),
     /// `VK_ERROR_DEVICE_LOST` from any call.
     #[error("the device was lost")]
     DeviceLost,
     /// A fence wait gave up after this long; the context is poisoned from then on (see
-    /// [`Error::Poisoned`]).
+    /// [`DeviceError::Poisoned`]).
     #[error("the GPU did not finish within {0:?} (ContextOptions::fence_timeout); it may be hung, or the work is longer than the timeout: this context is now unusable (see the error its next calls return)")]
     Timeout(std::time::Duration),
     /// A fence wait timed out earlier: the GPU may still be running work that uses this
@@ -80,15 +83,16 @@ pub enum Error {
     },
 }
 
-/// Maps a failed `call`'s result to an [`Error`], singling out device loss.
-pub(crate) fn vkerr(call: &'static str) -> impl Fn(vk::Result) -> Error {
+
+/// Maps a failed `call`'s result to a [`DeviceError`], singling out device loss.
+pub(crate) fn vkerr(call: &'static str) -> impl Fn(vk::Result) -> DeviceError {
     move |result| {
         if result == vk::Result::ERROR_DEVICE_LOST {
-            Error::DeviceLost
+            DeviceError::DeviceLost
         } else {
-            Error::Vk { call, result }
+            DeviceError::Vk { call, result }
         }
     }
 }
 
-debug_as_display!(Error);
+debug_as_display!(DeviceError);

@@ -2,7 +2,7 @@
 //! GENERAL layout in one call (or nothing is left behind), destroyed, and copied to and from
 //! buffers by one-shot submissions.
 
-use super::error::{vkerr, Error};
+use super::error::{vkerr, DeviceError};
 use super::heap::free_memory;
 use super::lock::api_lock;
 use super::shared::Shared;
@@ -59,7 +59,7 @@ pub(crate) struct ImageObjects {
 /// `info` is a single-level, single-layer color image whose format, type, extent and usage the
 /// device supports (checked against its limits and `vkGetPhysicalDeviceImageFormatProperties`),
 /// and `view_type` fits its type.
-pub(crate) unsafe fn create_image<E: From<Error>>(
+pub(crate) unsafe fn create_image<E: From<DeviceError>>(
     shared: &Shared,
     info: &vk::ImageCreateInfo<'_>,
     view_type: vk::ImageViewType,
@@ -120,7 +120,7 @@ unsafe fn finish_image(
     format: vk::Format,
     view_type: vk::ImageViewType,
     sampler: &vk::SamplerCreateInfo<'_>,
-) -> Result<(), Error> {
+) -> Result<(), DeviceError> {
     let device = &shared.device;
     let image = objects.image;
     let api = api_lock();
@@ -206,7 +206,7 @@ pub(crate) unsafe fn copy_buffer_to_image(
     buffer: vk::Buffer,
     image: vk::Image,
     region: vk::BufferImageCopy,
-) -> Result<(), Error> {
+) -> Result<(), DeviceError> {
     // SAFETY: `cmd` is recording (one_shot's contract); the caller vouches for the buffer, the
     // image and the region, and they outlive the wait.
     shared.one_shot(|cmd| unsafe {
@@ -230,7 +230,7 @@ pub(crate) unsafe fn copy_image_to_buffer(
     image: vk::Image,
     buffer: vk::Buffer,
     region: vk::BufferImageCopy,
-) -> Result<(), Error> {
+) -> Result<(), DeviceError> {
     // SAFETY: `cmd` is recording (one_shot's contract); the caller vouches for the image, the
     // buffer and the region, and they outlive the wait.
     shared.one_shot(|cmd| unsafe {

@@ -1,6 +1,6 @@
 //! The Vulkan loader and instance (with the validation layer and its messenger when asked).
 
-use super::error::{vkerr, Error};
+use super::error::{vkerr, DeviceError};
 use super::messenger::{self, MessageLog, Messenger};
 use ash::vk;
 use std::ffi::{CStr, CString};
@@ -25,10 +25,10 @@ impl Instance {
     /// # Safety
     /// `log` must stay at its address until the returned instance is dropped (the validation
     /// callback writes to it).
-    pub unsafe fn create(validation: bool, log: &MessageLog) -> Result<Instance, Error> {
+    pub unsafe fn create(validation: bool, log: &MessageLog) -> Result<Instance, DeviceError> {
         // SAFETY: loading the system's Vulkan loader runs its initialization; nothing else in
         // this process depends on its absence.
-        let entry = unsafe { ash::Entry::load() }.map_err(|e| Error::NoLoader(e.to_string()))?;
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| DeviceError::NoLoader(e.to_string()))?;
         let api_version = supported_version(&entry)?;
         // SAFETY: the caller keeps `log` alive for the instance's lifetime.
         let raw = unsafe { create_raw(&entry, api_version, validation, log)? };
@@ -87,13 +87,13 @@ impl Drop for Instance {
 }
 
 /// The instance version to ask for: what the loader offers, capped at 1.3; 1.0 is refused.
-fn supported_version(entry: &ash::Entry) -> Result<u32, Error> {
+fn supported_version(entry: &ash::Entry) -> Result<u32, DeviceError> {
     // SAFETY: a global command with no preconditions on a loaded entry.
     let version = unsafe { entry.try_enumerate_instance_version() }
         .map_err(vkerr("vkEnumerateInstanceVersion"))?
         .unwrap_or(vk::API_VERSION_1_0);
     if vk::api_version_major(version) == 1 && vk::api_version_minor(version) < 1 {
-        return Err(Error::InstanceTooOld(1, vk::api_version_minor(version)));
+        return Err(DeviceError::InstanceTooOld(1, vk::api_version_minor(version)));
     }
     Ok(version.min(vk::API_VERSION_1_3))
 }
@@ -107,12 +107,12 @@ unsafe fn create_raw(
     api_version: u32,
     validation: bool,
     log: &MessageLog,
-) -> Result<ash::Instance, Error> {
+) -> Result<ash::Instance, DeviceError> {
     let mut layers = Vec::new();
     let mut exts = Vec::new();
     if validation {
         if !has_layer(entry, VALIDATION_LAYER)? {
-            return Err(Error::ValidationLayerMissing);
+            return Err(DeviceError::ValidationLayerMissing);
         }
         layers.push(VALIDATION_LAYER.as_ptr());
         exts.push(ash::ext::debug_utils::NAME.as_ptr());
@@ -143,14 +143,14 @@ unsafe fn create_raw(
     unsafe { entry.create_instance(&info, None) }.map_err(vkerr("vkCreateInstance"))
 }
 
-fn has_layer(entry: &ash::Entry, name: &CStr) -> Result<bool, Error> {
+fn has_layer(entry: &ash::Entry, name: &CStr) -> Result<bool, DeviceError> {
     // SAFETY: a global command with no preconditions on a loaded entry.
     let layers = unsafe { entry.enumerate_instance_layer_properties() }
         .map_err(vkerr("vkEnumerateInstanceLayerProperties"))?;
     Ok(layers.iter().any(|l| l.layer_name_as_c_str() == Ok(name)))
 }
 
-fn has_extension(entry: &ash::Entry, name: &CStr) -> Result<bool, Error> {
+fn has_extension(entry: &ash::Entry, name: &CStr) -> Result<bool, DeviceError> {
     // SAFETY: a global command with no preconditions on a loaded entry.
     let exts = unsafe { entry.enumerate_instance_extension_properties(None) }
         .map_err(vkerr("vkEnumerateInstanceExtensionProperties"))?;

@@ -1,6 +1,6 @@
 //! The logical device: created with one compute queue and the features asked for.
 
-use super::error::{vkerr, Error};
+use super::error::{vkerr, DeviceError};
 use super::features::PhysicalDeviceFeatures;
 use ash::vk;
 use std::ffi::CStr;
@@ -29,7 +29,7 @@ impl Device {
         available_extensions: &[String],
         memory_budget: bool,
         pipeline_statistics: bool,
-    ) -> Result<Device, Error> {
+    ) -> Result<Device, DeviceError> {
         let mut extensions: Vec<&CStr> = enabled.extensions();
         if memory_budget {
             extensions.push(ash::ext::memory_budget::NAME);

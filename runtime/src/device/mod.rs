@@ -50,7 +50,7 @@ pub(crate) use command::{
     destroy_command_objects, end_recording, record_dispatch, DispatchCommands,
 };
 pub(crate) use error::vkerr;
-pub use error::Error;
+pub use error::DeviceError;
 pub(crate) use heap::allocate_memory_counted;
 pub(crate) use image::{
     copy_buffer_to_image, copy_image_to_buffer, create_image, destroy_image,
@@ -111,7 +111,7 @@ struct Chosen {
 ///
 /// # Safety
 /// The caller holds [`lifecycle_lock`].
-pub(crate) unsafe fn open(request: &OpenRequest) -> Result<Shared, Error> {
+pub(crate) unsafe fn open(request: &OpenRequest) -> Result<Shared, DeviceError> {
     let messages = Box::<messenger::MessageLog>::default();
     // SAFETY: the log is boxed and moves into `Shared` with the instance, which drops the
     // instance before the log (see `Shared`'s fields).
@@ -167,7 +167,7 @@ struct Enabled {
 ///
 /// # Safety
 /// `instance` is alive.
-unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, Error> {
+unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, DeviceError> {
     // SAFETY: the caller guarantees `instance` is alive; every handle below comes from it.
     unsafe {
         let physical = physical::choose(instance, &request.device, instance.api_version)?;
@@ -224,7 +224,7 @@ unsafe fn finish(
     chosen: Chosen,
     request: &OpenRequest,
     enabled: Enabled,
-) -> Result<Shared, Error> {
+) -> Result<Shared, DeviceError> {
     let pd = chosen.physical.handle;
     let allocator = Allocator::new(&AllocatorCreateDesc {
         instance: (*instance).clone(),
@@ -234,7 +234,7 @@ unsafe fn finish(
         buffer_device_address: false,
         allocation_sizes: Default::default(),
     })
-    .map_err(|e| Error::Allocator(e.to_string()))?;
+    .map_err(|e| DeviceError::Allocator(e.to_string()))?;
     let (pipeline_cache, transfer_pool) = match create_cache_and_pool(&device, chosen.queue_family)
     {
         Ok(objects) => objects,
@@ -285,7 +285,7 @@ unsafe fn finish(
 fn create_cache_and_pool(
     device: &Device,
     queue_family: u32,
-) -> Result<(vk::PipelineCache, vk::CommandPool), Error> {
+) -> Result<(vk::PipelineCache, vk::CommandPool), DeviceError> {
     // SAFETY: a plain creation on the live device.
     let cache =
         unsafe { device.create_pipeline_cache(&vk::PipelineCacheCreateInfo::default(), None) }

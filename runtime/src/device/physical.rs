@@ -1,10 +1,11 @@
 //! Choosing the physical device and its compute queue family, from plain parameters (the safe
 //! layer resolves `VKPRISM_DEVICE` / `VKPRISM_QUEUE_FAMILY` before calling).
 
-use super::error::{vkerr, Error};
+use super::error::{vkerr, DeviceError};
 use ash::vk;
 
 /// Which physical device to use.
+#[non_exhaustive]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum DeviceSelector {
     /// `VKPRISM_DEVICE` if set (an index, or a case-insensitive name substring), else the first
@@ -33,11 +34,11 @@ pub(crate) unsafe fn choose(
     instance: &ash::Instance,
     selector: &DeviceSelector,
     instance_api: u32,
-) -> Result<Physical, Error> {
+) -> Result<Physical, DeviceError> {
     // SAFETY: the caller guarantees `instance` is alive.
     let devices = unsafe { enumerate(instance)? };
     if devices.is_empty() {
-        return Err(Error::NoDevice);
+        return Err(DeviceError::NoDevice);
     }
     let chosen = match selector {
         DeviceSelector::Auto => devices
@@ -51,15 +52,15 @@ pub(crate) unsafe fn choose(
             .position(|d| d.name.to_lowercase().contains(&s.to_lowercase())),
     };
     let Some(index) = chosen else {
-        return Err(Error::DeviceNotFound {
+        return Err(DeviceError::DeviceNotFound {
             selector: format!("{selector:?}"),
             available: list(&devices),
         });
     };
-    let device = devices.into_iter().nth(index).ok_or(Error::NoDevice)?;
+    let device = devices.into_iter().nth(index).ok_or(DeviceError::NoDevice)?;
     let api = device.properties.api_version.min(instance_api);
     if vk::api_version_minor(api) < 1 && vk::api_version_major(api) == 1 {
-        return Err(Error::DeviceTooOld(
+        return Err(DeviceError::DeviceTooOld(
             device.name,
             1,
             vk::api_version_minor(api),
@@ -72,7 +73,7 @@ pub(crate) unsafe fn choose(
 ///
 /// # Safety
 /// `instance` is a live instance.
-unsafe fn enumerate(instance: &ash::Instance) -> Result<Vec<Physical>, Error> {
+unsafe fn enumerate(instance: &ash::Instance) -> Result<Vec<Physical>, DeviceError> {
     // SAFETY: the caller guarantees `instance` is alive.
     let handles = unsafe { instance.enumerate_physical_devices() }
         .map_err(vkerr("vkEnumeratePhysicalDevices"))?;
@@ -124,7 +125,7 @@ pub(crate) unsafe fn compute_queue_family(
     instance: &ash::Instance,
     device: &Physical,
     forced: Option<usize>,
-) -> Result<(u32, u32), Error> {
+) -> Result<(u32, u32), DeviceError> {
     // SAFETY: the caller guarantees the handle belongs to this live instance.
     let families = unsafe { instance.get_physical_device_queue_family_properties(device.handle) };
     let (index, family) = families
@@ -135,7 +136,7 @@ pub(crate) unsafe fn compute_queue_family(
         })
         .min_by_key(|(_, f)| f.queue_flags.contains(vk::QueueFlags::GRAPHICS))
         .ok_or_else(|| match forced {
-            Some(index) => Error::NoSuchQueueFamily {
+            Some(index) => DeviceError::NoSuchQueueFamily {
                 index,
                 device: device.name.clone(),
                 compute: families
@@ -146,7 +147,7 @@ pub(crate) unsafe fn compute_queue_family(
                     .collect::<Vec<_>>()
                     .join(", "),
             },
-            None => Error::NoComputeQueue(device.name.clone()),
+            None => DeviceError::NoComputeQueue(device.name.clone()),
         })?;
     Ok((index as u32, family.timestamp_valid_bits))
 }

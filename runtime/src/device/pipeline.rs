@@ -1,7 +1,7 @@
 //! Shader modules, layouts and compute pipelines; the device's `VkPipelineCache` (merging saved
 //! data in, reading it out); and the driver's statistics of a pipeline.
 
-use super::error::{vkerr, Error};
+use super::error::{vkerr, DeviceError};
 use super::lock::api_lock;
 use super::shared::Shared;
 use ash::vk;
@@ -29,7 +29,7 @@ pub(crate) unsafe fn create_layouts(
         vk::DescriptorSetLayout,
         vk::PipelineLayout,
     ),
-    Error,
+    DeviceError,
 > {
     let d = &shared.device;
     let _api = api_lock();
@@ -86,7 +86,7 @@ pub(crate) unsafe fn create_compute_pipeline(
     entries: &[(u32, u32)],
     subgroup_size: Option<u32>,
     dispatch_base: bool,
-) -> Result<vk::Pipeline, Error> {
+) -> Result<vk::Pipeline, DeviceError> {
     let map: Vec<vk::SpecializationMapEntry> = entries
         .iter()
         .enumerate()
@@ -168,7 +168,7 @@ pub(crate) unsafe fn destroy_kernel(
 /// # Safety
 /// `data` passed the runtime's checks of a saved cache (the header Vulkan puts first, for this
 /// device; vkprism's trailer and checksum); the driver still validates it.
-pub(crate) unsafe fn merge_pipeline_cache(shared: &Shared, data: &[u8]) -> Result<(), Error> {
+pub(crate) unsafe fn merge_pipeline_cache(shared: &Shared, data: &[u8]) -> Result<(), DeviceError> {
     let d = &shared.device;
     let _api = api_lock();
     // SAFETY: `data` passed the header and checksum checks (the caller's contract; the driver
@@ -193,7 +193,7 @@ pub(crate) unsafe fn merge_pipeline_cache(shared: &Shared, data: &[u8]) -> Resul
 }
 
 /// The device's pipeline cache data (`vkGetPipelineCacheData`).
-pub(crate) fn pipeline_cache_data(shared: &Shared) -> Result<Vec<u8>, Error> {
+pub(crate) fn pipeline_cache_data(shared: &Shared) -> Result<Vec<u8>, DeviceError> {
     // The API lock before any other lock (see `api_lock`).
     let _api = api_lock();
     let _cache = CACHE_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -215,7 +215,7 @@ pub(crate) unsafe fn pipeline_statistics(
         &vk::PipelineExecutablePropertiesKHR<'_>,
         &[vk::PipelineExecutableStatisticKHR<'_>],
     ),
-) -> Result<(), Error> {
+) -> Result<(), DeviceError> {
     let _api = api_lock();
     let ext =
         ash::khr::pipeline_executable_properties::Device::new(&shared.instance, &shared.device);

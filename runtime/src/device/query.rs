@@ -1,12 +1,12 @@
 //! Timestamp queries: a query pool, the timestamps a list records, and reading them back.
 
-use super::error::{vkerr, Error};
+use super::error::{vkerr, DeviceError};
 use super::lock::api_lock;
 use super::shared::Shared;
 use ash::vk;
 
 /// A query pool of `count` timestamp queries.
-pub(crate) fn create_timestamp_pool(shared: &Shared, count: u32) -> Result<vk::QueryPool, Error> {
+pub(crate) fn create_timestamp_pool(shared: &Shared, count: u32) -> Result<vk::QueryPool, DeviceError> {
     let _api = api_lock();
     // SAFETY: a plain creation on the live device.
     unsafe {
@@ -49,7 +49,7 @@ pub(crate) unsafe fn timestamps(
     shared: &Shared,
     qp: vk::QueryPool,
     ticks: &mut [u64],
-) -> Result<(), Error> {
+) -> Result<(), DeviceError> {
     let _api = api_lock();
     // SAFETY: the caller's contract.
     unsafe {

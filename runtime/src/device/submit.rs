@@ -2,7 +2,7 @@
 //! waits bounded by the fence timeout, and poisoning: a wait that times out marks the context
 //! poisoned, after which nothing is submitted, mapped or freed.
 
-use super::error::{vkerr, Error};
+use super::error::{vkerr, DeviceError};
 use super::lock::api_lock;
 use super::shared::Shared;
 use ash::vk;
@@ -26,9 +26,9 @@ impl Shared {
 
     /// `Err` once the context is poisoned: what every submission, mapped access and creation
     /// checks first.
-    pub fn check_usable(&self) -> Result<(), Error> {
+    pub fn check_usable(&self) -> Result<(), DeviceError> {
         if self.is_poisoned() {
-            Err(Error::Poisoned(self.fence_timeout))
+            Err(DeviceError::Poisoned(self.fence_timeout))
         } else {
             Ok(())
         }
@@ -37,7 +37,7 @@ impl Shared {
     /// Records and submits a one-shot command buffer, and waits for it. `record` gets a
     /// command buffer in the recording state, after a barrier making earlier GPU work visible;
     /// a barrier making its writes visible to the host follows it.
-    pub fn one_shot(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<(), Error> {
+    pub fn one_shot(&self, record: impl FnOnce(vk::CommandBuffer)) -> Result<(), DeviceError> {
         let pending = self.one_shot_submit(record)?;
         self.finish(pending)
     }
@@ -48,7 +48,7 @@ impl Shared {
     pub fn one_shot_submit(
         &self,
         record: impl FnOnce(vk::CommandBuffer),
-    ) -> Result<PendingOneShot, Error> {
+    ) -> Result<PendingOneShot, DeviceError> {
         self.check_usable()?;
         let cmd = {
             let _api = api_lock();
@@ -105,7 +105,7 @@ impl Shared {
     /// frees its command buffer and fence. On a poisoned context it does not wait: the GPU may
     /// never finish, so both are leaked (the pool with the device, see `Drop for Shared`) and
     /// the caller must not touch what the work used.
-    pub fn finish(&self, pending: PendingOneShot) -> Result<(), Error> {
+    pub fn finish(&self, pending: PendingOneShot) -> Result<(), DeviceError> {
         let PendingOneShot { cmd, fence } = pending;
         self.check_usable()?;
         let result = self.wait(fence);
@@ -140,7 +140,7 @@ impl Shared {
         &self,
         cmd: vk::CommandBuffer,
         record: impl FnOnce(vk::CommandBuffer),
-    ) -> Result<(), Error> {
+    ) -> Result<(), DeviceError> {
         let d = &self.device;
         // SAFETY: `cmd` is in the initial state and exclusively ours (the caller's contract).
         unsafe {
@@ -185,7 +185,7 @@ impl Shared {
     /// # Safety
     /// `cmd` must be a finished command buffer of this device whose resources stay alive until
     /// `fence` signals; `fence` belongs to this device and is unsignalled.
-    pub unsafe fn submit(&self, cmd: vk::CommandBuffer, fence: vk::Fence) -> Result<(), Error> {
+    pub unsafe fn submit(&self, cmd: vk::CommandBuffer, fence: vk::Fence) -> Result<(), DeviceError> {
         self.check_usable()?;
         let cmds = [cmd];
         let submit = vk::SubmitInfo::default().command_buffers(&cmds);
@@ -206,7 +206,7 @@ impl Shared {
         &self,
         cmd: vk::CommandBuffer,
         fence: vk::Fence,
-    ) -> Result<(), Error> {
+    ) -> Result<(), DeviceError> {
         let _api = api_lock();
         // SAFETY: the fence belongs to this device and is not pending (the caller's contract).
         unsafe { self.device.reset_fences(&[fence]) }.map_err(vkerr("vkResetFences"))?;
@@ -219,15 +219,15 @@ impl Shared {
     /// after [`Shared::fence_timeout`] rather than hanging on a stuck GPU. A timeout poisons
     /// the context (see [`Shared::poisoned`]) before this returns, so a caller holding
     /// `mapped_access` releases it only once host access is refused.
-    pub fn wait(&self, fence: vk::Fence) -> Result<(), Error> {
+    pub fn wait(&self, fence: vk::Fence) -> Result<(), DeviceError> {
         let r = self.wait_unpoisoned(fence);
-        if let Err(Error::Timeout(_)) = r {
+        if let Err(DeviceError::Timeout(_)) = r {
             self.poisoned.store(true, Ordering::Release);
         }
         r
     }
 
-    fn wait_unpoisoned(&self, fence: vk::Fence) -> Result<(), Error> {
+    fn wait_unpoisoned(&self, fence: vk::Fence) -> Result<(), DeviceError> {
         let start = Instant::now();
         let timeout = self.fence_timeout;
         while start.elapsed() < SPIN.min(timeout) {
@@ -251,7 +251,7 @@ impl Shared {
             } {
                 Ok(()) => return Ok(()),
                 Err(vk::Result::TIMEOUT) if left > slice => continue,
-                Err(vk::Result::TIMEOUT) => return Err(Error::Timeout(timeout)),
+                Err(vk::Result::TIMEOUT) => return Err(DeviceError::Timeout(timeout)),
                 Err(e) => return Err(vkerr("vkWaitForFences")(e)),
             }
         }
@@ -259,7 +259,7 @@ impl Shared {
 
     /// Waits until the device is idle (the queue locked meanwhile): bounded as fence waits
     /// are (a fence submitted after everything else signals when the queue is idle).
-    pub fn wait_idle(&self) -> Result<(), Error> {
+    pub fn wait_idle(&self) -> Result<(), DeviceError> {
         self.check_usable()?;
         let api = api_lock();
         // SAFETY: a plain fence creation on this live device.

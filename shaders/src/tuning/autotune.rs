@@ -83,7 +83,7 @@ pub struct TuneReport {
     pub timed: Vec<(GemmConfig, Duration)>,
     /// Candidates not timed, and why: the driver refused the pipeline, or the result of the
     /// warm-up run was wrong.
-    pub rejected: Vec<(GemmConfig, String)>,
+    pub rejected: Vec<(GemmConfig, CandidateRejection)>,
     /// The clock used (`None` when nothing was timed).
     pub clock: Option<Clock>,
     /// Writing the cache file failed (the choice is kept in memory and returned all the same;
@@ -123,20 +123,44 @@ fn describe(cfg: &GemmConfig) -> String {
     }
 }
 
+/// Why a candidate configuration was not timed. `Display` says it in words.
+#[non_exhaustive]
+#[derive(Debug)]
+pub enum CandidateRejection {
+    /// vkprism refused the candidate's pipeline or dispatch before the driver saw it.
+    Refused(vkprism::Invalid),
+    /// The warm-up run's result was wrong (which sampled element, what it held and should).
+    WrongResult(String),
+}
+
+impl fmt::Display for CandidateRejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CandidateRejection::Refused(e) => write!(f, "{e}"),
+            CandidateRejection::WrongResult(why) => write!(f, "wrong result: {why}"),
+        }
+    }
+}
+
 /// Why a tuning failed.
+#[non_exhaustive]
 #[derive(Debug)]
 pub enum TuneError {
     /// A runtime call failed (making the problem's tensors, a lost device, ...).
     Runtime(vkprism::Error),
-    /// No candidate could be run: each one's reason.
-    NoCandidate(Vec<String>),
+    /// No candidate could be run: each one with its reason.
+    NoCandidate(Vec<(GemmConfig, CandidateRejection)>),
 }
 
 impl fmt::Display for TuneError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TuneError::Runtime(e) => write!(f, "tuning: {e}"),
-            TuneError::NoCandidate(why) => {
+            TuneError::NoCandidate(rejected) => {
+                let why: Vec<String> = rejected
+                    .iter()
+                    .map(|(c, why)| format!("{c:?}: {why}"))
+                    .collect();
                 write!(
                     f,
                     "tuning: no candidate configuration ran: {}",
@@ -162,14 +186,20 @@ impl From<vkprism::Error> for TuneError {
     }
 }
 
-impl From<vkprism::tensor::Error> for TuneError {
-    fn from(e: vkprism::tensor::Error) -> Self {
+impl From<vkprism::TensorError> for TuneError {
+    fn from(e: vkprism::TensorError) -> Self {
         TuneError::Runtime(e.into())
     }
 }
 
-impl From<vkprism::command::Error> for TuneError {
-    fn from(e: vkprism::command::Error) -> Self {
+impl From<vkprism::PipelineError> for TuneError {
+    fn from(e: vkprism::PipelineError) -> Self {
+        TuneError::Runtime(e.into())
+    }
+}
+
+impl From<vkprism::CommandError> for TuneError {
+    fn from(e: vkprism::CommandError) -> Self {
         TuneError::Runtime(e.into())
     }
 }
@@ -348,7 +378,7 @@ impl GemmTuner {
             return Ok(cfg);
         }
         let ctx = self.ctx.clone();
-        let f = variant.bindings[0].format;
+        let f = kernel.format_of("a_blob")?;
         let (a, b) = (eighths(m * k, 1), eighths(k * n, 2));
         let a_shape = if transpose_a { [k, m] } else { [m, k] };
         let b_shape = if transpose_b { [n, k] } else { [k, n] };
@@ -480,7 +510,7 @@ impl GemmTuner {
         let s = *shape;
         let (m, n, k) = s.gemm_mnk();
         let (oh, ow) = (s.outh(), s.outw());
-        let f = variant.bindings[0].format;
+        let f = kernel.format_of("in_blob")?;
         let input = eighths(s.batch * s.h * s.w * s.c, 5);
         let weight = eighths(s.kh * s.kw * s.c * s.outc, 6);
         let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input)?;
@@ -580,15 +610,15 @@ impl GemmTuner {
             let (mut list, clock) = match record(&cfg) {
                 Ok(l) => l,
                 // The call was refused before the driver ran anything: this candidate only.
-                Err(vkprism::Error::Validation(e)) => {
-                    rejected.push((cfg, e.to_string()));
+                Err(vkprism::Error::Invalid(e)) => {
+                    rejected.push((cfg, CandidateRejection::Refused(e)));
                     continue;
                 }
                 Err(e) => return Err(e.into()),
             };
             list.submit_and_wait()?;
             if let Err(why) = check()? {
-                rejected.push((cfg, format!("wrong result: {why}")));
+                rejected.push((cfg, CandidateRejection::WrongResult(why)));
                 continue;
             }
             runnable.push((cfg, list, clock));
@@ -596,12 +626,7 @@ impl GemmTuner {
         let used_clock = runnable.first().map(|(_, _, clock)| *clock);
         let timed = time_interleaved(&mut runnable, self.budget.repetitions)?;
         let Some(&(first, first_time)) = timed.first() else {
-            return Err(TuneError::NoCandidate(
-                rejected
-                    .iter()
-                    .map(|(c, why)| format!("{c:?}: {why}"))
-                    .collect(),
-            ));
+            return Err(TuneError::NoCandidate(rejected));
         };
         let &(best, best_time) = timed.iter().min_by_key(|(_, t)| *t).expect("one was timed");
         let chosen = if best_time.as_secs_f64() * (1.0 + MARGIN) < first_time.as_secs_f64() {
@@ -636,7 +661,7 @@ const MAX_WARM_UP_ROUNDS: usize = 2000;
 fn time_interleaved(
     runnable: &mut [(GemmConfig, CommandList, Clock)],
     repetitions: u32,
-) -> Result<Vec<(GemmConfig, Duration)>, vkprism::command::Error> {
+) -> Result<Vec<(GemmConfig, Duration)>, vkprism::CommandError> {
     let warm_up = Instant::now();
     for _ in 0..MAX_WARM_UP_ROUNDS {
         if warm_up.elapsed() >= WARM_UP {
@@ -672,7 +697,7 @@ fn time_interleaved(
 fn timing_list(ctx: &Context) -> Result<(CommandList, Clock), vkprism::Error> {
     match CommandList::with_total_timing(ctx) {
         Ok(list) => Ok((list, Clock::Gpu)),
-        Err(vkprism::command::Error::NoTimestamps) => Ok((CommandList::new(ctx)?, Clock::Host)),
+        Err(vkprism::CommandError::NoTimestamps) => Ok((CommandList::new(ctx)?, Clock::Host)),
         Err(e) => Err(e.into()),
     }
 }

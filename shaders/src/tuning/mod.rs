@@ -46,6 +46,10 @@ pub mod autotune;
 pub mod cache;
 pub mod table;
 
-pub use autotune::{CacheStatus, Clock, GemmTuner, TuneBudget, TuneError, TuneReport};
+pub use autotune::{
+    CacheStatus, CandidateRejection, Clock, GemmTuner, TuneBudget, TuneError, TuneReport,
+};
 pub use cache::{CacheDevice, CacheError, TuneKey, Tuned, TuningCache};
-pub use table::{fits, shared_memory_bytes, DeviceClass, DeviceInfo, GemmKernel, GemmProblem};
+pub use table::{
+    fits, shared_memory_bytes, DeviceClass, DeviceInfo, GemmKernel, GemmProblem, Misfit,
+};

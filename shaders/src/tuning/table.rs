@@ -6,6 +6,7 @@
 use super::Tuned;
 use crate::config::PLAIN_CM_TILES;
 use crate::{Conv2dShape, GemmConfig};
+use std::fmt;
 use vkprism::{Context, DeviceLimits, DeviceType, FloatMode, VariantKey};
 
 /// Which GEMM-shaped kernel a configuration is for: they share the tiles, not the constraints
@@ -684,6 +685,101 @@ pub fn shared_memory_bytes(
     vkprism::workgroup_bytes(module.spirv, &entries)
 }
 
+/// Why a configuration does not fit a device or problem ([`fits`]); `Display` says it in words.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Misfit {
+    /// A workgroup with a zero dimension.
+    EmptyWorkgroup,
+    /// A workgroup over the device's `maxComputeWorkGroupSize` or
+    /// `maxComputeWorkGroupInvocations`.
+    WorkgroupTooLarge {
+        /// The configuration's workgroup.
+        local: [u32; 2],
+        /// `maxComputeWorkGroupSize`.
+        max_size: [u32; 3],
+        /// `maxComputeWorkGroupInvocations`.
+        max_invocations: u32,
+    },
+    /// Cooperative matrices on in only one of the variant and the configuration.
+    MatrixMismatch,
+    /// A step depth that is not a positive multiple of 4.
+    StepDepth(i32),
+    /// A cooperative-matrix workgroup whose x is not the subgroup size.
+    NotSubgroupWide {
+        /// The workgroup's x.
+        x: u32,
+        /// The configuration's subgroup size.
+        subgroup_size: u32,
+    },
+    /// Subgroups that don't make the configuration's grid of fragments.
+    SubgroupGrid {
+        /// Subgroups per workgroup (the workgroup's y).
+        subgroups: u32,
+        /// Subgroups along N.
+        warps_n: u32,
+        /// Fragments per subgroup along M and N.
+        fragments: [u32; 2],
+    },
+    /// 16-byte loads without cooperative matrices.
+    WideLoadsWithoutMatrices,
+    /// 16-byte loads on rows that are not multiples of 16 bytes.
+    WideLoadsUnaligned,
+    /// The kernel has no such variant, or its shared memory can't be evaluated from its SPIR-V.
+    SharedMemoryUnknown,
+    /// More shared memory than `maxComputeSharedMemorySize`.
+    SharedMemory {
+        /// Bytes the configuration declares.
+        bytes: u64,
+        /// `maxComputeSharedMemorySize`.
+        limit: u32,
+    },
+}
+
+impl fmt::Display for Misfit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Misfit::EmptyWorkgroup => f.write_str("an empty workgroup"),
+            Misfit::WorkgroupTooLarge {
+                local: [x, y],
+                max_size,
+                max_invocations,
+            } => write!(
+                f,
+                "workgroup {x}×{y} over the device's {max_size:?} / {max_invocations} invocations"
+            ),
+            Misfit::MatrixMismatch => f.write_str(
+                "cooperative matrices on in one of the variant and the configuration only",
+            ),
+            Misfit::StepDepth(bk) => write!(f, "step depth {bk} is not a positive multiple of 4"),
+            Misfit::NotSubgroupWide { x, subgroup_size } => {
+                write!(f, "workgroup x {x} is not the subgroup size {subgroup_size}")
+            }
+            Misfit::SubgroupGrid {
+                subgroups,
+                warps_n,
+                fragments: [wfm, wfn],
+            } => write!(
+                f,
+                "{subgroups} subgroups don't make a grid of {warps_n} along N with {wfm}×{wfn} fragments"
+            ),
+            Misfit::WideLoadsWithoutMatrices => {
+                f.write_str("16-byte loads without cooperative matrices")
+            }
+            Misfit::WideLoadsUnaligned => {
+                f.write_str("16-byte loads on rows that are not multiples of one")
+            }
+            Misfit::SharedMemoryUnknown => f.write_str(
+                "no variant of the kernel whose shared memory can be evaluated from its SPIR-V",
+            ),
+            Misfit::SharedMemory { bytes, limit } => write!(
+                f,
+                "{bytes} bytes of shared memory, over the device's {limit}"
+            ),
+        }
+    }
+}
+
 /// Whether a device with `limits` runs `cfg` for `problem` in `variant`: the workgroup within
 /// its sizes, the subgroups of a cooperative-matrix workgroup in a whole grid, the shared
 /// memory within `maxComputeSharedMemorySize`, a step depth the kernel takes. `Err` says what
@@ -693,62 +789,56 @@ pub fn fits(
     problem: &GemmProblem,
     variant: &VariantKey,
     limits: &DeviceLimits,
-) -> Result<(), String> {
+) -> Result<(), Misfit> {
     let [x, y] = cfg.local;
     if x == 0 || y == 0 {
-        return Err("an empty workgroup".into());
+        return Err(Misfit::EmptyWorkgroup);
     }
     if x > limits.max_compute_work_group_size[0]
         || y > limits.max_compute_work_group_size[1]
         || x as u64 * y as u64 > limits.max_compute_work_group_invocations as u64
     {
-        return Err(format!(
-            "workgroup {x}×{y} over the device's {:?} / {} invocations",
-            limits.max_compute_work_group_size, limits.max_compute_work_group_invocations
-        ));
+        return Err(Misfit::WorkgroupTooLarge {
+            local: cfg.local,
+            max_size: limits.max_compute_work_group_size,
+            max_invocations: limits.max_compute_work_group_invocations,
+        });
     }
     if cfg.coopmat != (variant.coopmat == Some(true)) {
-        return Err(
-            "cooperative matrices on in one of the variant and the configuration only".into(),
-        );
+        return Err(Misfit::MatrixMismatch);
     }
     if cfg.bk <= 0 || cfg.bk % 4 != 0 {
-        return Err(format!(
-            "step depth {} is not a positive multiple of 4",
-            cfg.bk
-        ));
+        return Err(Misfit::StepDepth(cfg.bk));
     }
     if cfg.coopmat {
         let [wfm, wfn, warps_n] = cfg.cm_tiles;
         if cfg.subgroup_size == 0 || x != cfg.subgroup_size {
-            return Err(format!(
-                "workgroup x {x} is not the subgroup size {}",
-                cfg.subgroup_size
-            ));
+            return Err(Misfit::NotSubgroupWide {
+                x,
+                subgroup_size: cfg.subgroup_size,
+            });
         }
         if wfm == 0 || wfn == 0 || warps_n == 0 || y % warps_n != 0 {
-            return Err(format!(
-                "{y} subgroups don't make a grid of {warps_n} along N with {wfm}×{wfn} fragments"
-            ));
+            return Err(Misfit::SubgroupGrid {
+                subgroups: y,
+                warps_n,
+                fragments: [wfm, wfn],
+            });
         }
     } else if cfg.wide_loads {
-        return Err("16-byte loads without cooperative matrices".into());
+        return Err(Misfit::WideLoadsWithoutMatrices);
     }
     if cfg.wide_loads && !problem.aligned {
-        return Err("16-byte loads on rows that are not multiples of one".into());
+        return Err(Misfit::WideLoadsUnaligned);
     }
     let Some(shared) = shared_memory_bytes(cfg, problem, variant) else {
-        return Err(format!(
-            "no variant `{}` of `{}` whose shared memory can be evaluated",
-            variant.name(),
-            problem.kernel.name()
-        ));
+        return Err(Misfit::SharedMemoryUnknown);
     };
     if shared > limits.max_compute_shared_memory_size as u64 {
-        return Err(format!(
-            "{shared} bytes of shared memory, over the device's {}",
-            limits.max_compute_shared_memory_size
-        ));
+        return Err(Misfit::SharedMemory {
+            bytes: shared,
+            limit: limits.max_compute_shared_memory_size,
+        });
     }
     Ok(())
 }
