@@ -15,11 +15,14 @@
 //!   ([`Conv2dShape`]); [`conv2d_nhwc_split`] splits it along K;
 //! - [`conv2d_dw_nhwc`]: depthwise 2D convolution, channels-last ([`Conv2dDwShape`]).
 //!
+//! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
+//! kernels loaded once, tiles chosen, scratch allocated and operands checked ([`mod@ops`]).
+//!
 //! [`GemmConfig`] chooses the tiles of the GEMM-shaped kernels; [`tuning`] chooses them per
 //! device: a table keyed by vendor / architecture ([`DeviceClass`]) and [`GemmTuner`], which
 //! measures on first use and caches the choice beside the pipeline cache.
 //!
-//! Files: `elementwise.rs`, `gemm_family.rs` (the GEMM-shaped kernels, one invocation sharing their
+//! Files: `ops/` (the operation layer), `elementwise.rs`, `gemm_family.rs` (the GEMM-shaped kernels, one invocation sharing their
 //! `SpecConstants`), `conv.rs`, `depthwise.rs`, `config.rs` ([`GemmConfig`]), `reference.rs`,
 //! `tuning/`; the GLSL beside them.
 
@@ -28,6 +31,7 @@ mod conv;
 mod depthwise;
 mod elementwise;
 mod gemm_family;
+pub mod ops;
 pub mod reference;
 pub mod tuning;
 
@@ -39,4 +43,5 @@ pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8, gemm_kernels,
     gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
 };
+pub use ops::{Activation, Gemm, OpError, Ops};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};

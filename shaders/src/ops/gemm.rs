@@ -1,0 +1,480 @@
+//! The GEMM-shaped operations: [`Ops::gemm`], [`Ops::gemm_int8`] and [`Ops::conv2d`]. Each checks
+//! its operands, loads the variant for their format (with cooperative matrices where the
+//! operands' sizes allow), chooses tiles through the one tile policy, and records one dispatch,
+//! or, where the grid of tiles is too small to fill the GPU ([`GemmConfig::split_for`]), the
+//! split-K pair: partial sums into scratch, then [`gemm_split_reduce`] (written here once).
+
+use super::{recorded, OpError, Ops};
+use crate::tuning::GemmProblem;
+use crate::{
+    conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, Conv2dShape,
+    GemmConfig,
+};
+use std::sync::Arc;
+use vkprism::{CommandList, FloatMode, LoadedKernel, Tensor, TensorFormat, VariantKey};
+
+/// The function applied to each result of a GEMM or convolution (the kernels' `activation`).
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub enum Activation {
+    /// None.
+    #[default]
+    None,
+    /// max(x, 0).
+    Relu,
+    /// x, or x · slope below 0.
+    LeakyRelu(f32),
+    /// 1 / (1 + e^-x).
+    Sigmoid,
+}
+
+impl Activation {
+    /// The kernels' `activation` constant and `slope` push constant.
+    fn code(self) -> (i32, f32) {
+        match self {
+            Activation::None => (0, 0.0),
+            Activation::Relu => (1, 0.0),
+            Activation::LeakyRelu(slope) => (2, slope),
+            Activation::Sigmoid => (3, 0.0),
+        }
+    }
+}
+
+/// `C = act(alpha · op(A) · op(B) + bias)`: what [`Ops::gemm`] computes. Built with
+/// [`Gemm::new`] and the `with_*` setters.
+#[derive(Copy, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Gemm {
+    /// A is stored K×M (op(A) = Aᵀ).
+    pub transpose_a: bool,
+    /// B is stored N×K (op(B) = Bᵀ).
+    pub transpose_b: bool,
+    /// The product's scale.
+    pub alpha: f32,
+    /// The function applied last.
+    pub activation: Activation,
+}
+
+impl Default for Gemm {
+    fn default() -> Self {
+        Gemm::new()
+    }
+}
+
+impl Gemm {
+    /// C = A · B.
+    pub fn new() -> Gemm {
+        Gemm {
+            transpose_a: false,
+            transpose_b: false,
+            alpha: 1.0,
+            activation: Activation::None,
+        }
+    }
+    /// This product with A stored K×M (`on`).
+    pub fn with_transpose_a(mut self, on: bool) -> Gemm {
+        self.transpose_a = on;
+        self
+    }
+    /// This product with B stored N×K (`on`).
+    pub fn with_transpose_b(mut self, on: bool) -> Gemm {
+        self.transpose_b = on;
+        self
+    }
+    /// This product scaled by `alpha`.
+    pub fn with_alpha(mut self, alpha: f32) -> Gemm {
+        self.alpha = alpha;
+        self
+    }
+    /// This product with `activation` applied last.
+    pub fn with_activation(mut self, activation: Activation) -> Gemm {
+        self.activation = activation;
+        self
+    }
+}
+
+/// The second pass of a split, and the first pass's constants, shared by the GEMM and the
+/// convolution.
+struct Epilogue<'a> {
+    bias: Option<&'a Tensor>,
+    alpha: f32,
+    activation: Activation,
+}
+
+impl Ops {
+    /// Records `c = act(alpha · op(a) · op(b) + bias)` into `list`: `a` M×K (K×M with
+    /// `transpose_a`), `b` K×N (N×K with `transpose_b`), `c` M×N, `bias` N values added to each
+    /// row, all of one format (F32, F16 or Bf16), every stored row a multiple of 4 elements.
+    /// Nothing is recorded when a check fails.
+    pub fn gemm(
+        &self,
+        list: &mut CommandList,
+        a: &Tensor,
+        b: &Tensor,
+        bias: Option<&Tensor>,
+        c: &Tensor,
+        op: &Gemm,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemm";
+        let (ta, tb) = (op.transpose_a, op.transpose_b);
+        let [a0, a1] = matrix(OP, "a", a)?;
+        let (m, k) = if ta { (a1, a0) } else { (a0, a1) };
+        let [b0, b1] = matrix(OP, "b", b)?;
+        let n = if tb { b0 } else { b1 };
+        let want_b = if tb { [n, k] } else { [k, n] };
+        shape(OP, "b", b, &want_b, if tb { "[N, K]" } else { "[K, N]" })?;
+        shape(OP, "c", c, &[m, n], "[M, N]")?;
+        if let Some(bias) = bias {
+            shape(OP, "bias", bias, &[n], "[N]")?;
+        }
+        let format = float_format(OP, "a", a)?;
+        for (name, t) in [("b", Some(b)), ("c", Some(c)), ("bias", bias)] {
+            same_format(OP, name, t, format)?;
+        }
+        rows_of_four(OP, &[("a", a1), ("b", b1), ("c", n)])?;
+        not_aliased(OP, c, &[("a", Some(a)), ("b", Some(b)), ("bias", bias)])?;
+        // Cooperative-matrix variants read A and B in octets of halves.
+        let matrices = a.len() % 8 == 0 && b.len() % 8 == 0;
+        let kernel = self.kernel_for::<gemm::Kernel>(OP, "a_blob", format, matrices)?;
+        let problem = GemmProblem::gemm(m, n, k, ta, tb);
+        let cfg = match self.tuner() {
+            Some(mut t) => t.gemm(&kernel, m, n, k, ta, tb)?,
+            None => self.default_config(&problem, &kernel.variant().key),
+        };
+        let cfg = cfg.split_for((m, n, k));
+        let epilogue = Epilogue {
+            bias,
+            alpha: op.alpha,
+            activation: op.activation,
+        };
+        let spec = gemm::SpecConstants {
+            transpose_a: ta as i32,
+            transpose_b: tb as i32,
+            ..Default::default()
+        };
+        let push = gemm::PushConstants::new(m as i32, n as i32, k as i32, op.alpha, 0.0);
+        let key = kernel.variant().key;
+        if cfg.split_k > 1 {
+            let split = self.kernel_exact::<gemm_split::Kernel>(OP, key)?;
+            let partial = self.partial(OP, &cfg, m, n)?;
+            let bindings = gemm_split::BufferBindings {
+                a_blob: a,
+                b_blob: b,
+                partial_blob: &partial,
+            };
+            let pipe = pipeline(OP, &split, &cfg.spec(spec), &cfg)?;
+            recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))?;
+            return self.reduce(list, OP, key, &cfg, (m, n), &partial, c, &epilogue);
+        }
+        let (activation, slope) = op.activation.code();
+        let spec = gemm::SpecConstants {
+            bias_term: bias.is_some() as i32,
+            activation,
+            ..spec
+        };
+        let push = gemm::PushConstants { slope, ..push };
+        let bindings = gemm::BufferBindings {
+            a_blob: a,
+            b_blob: b,
+            // Unread without a bias (bias_term 0): any tensor of the format binds.
+            bias_blob: bias.unwrap_or(a),
+            c_blob: c,
+        };
+        let pipe = pipeline(OP, &kernel, &cfg.spec(spec), &cfg)?;
+        recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
+    }
+
+    /// Records `c = a · b` over int8 with exact int32 results: `a` M×K and `b` K×N I8 tensors,
+    /// `c` an M×N I32 tensor; K and N multiples of 4.
+    pub fn gemm_int8(
+        &self,
+        list: &mut CommandList,
+        a: &Tensor,
+        b: &Tensor,
+        c: &Tensor,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemm_int8";
+        let [m, k] = matrix(OP, "a", a)?;
+        let [_, n] = matrix(OP, "b", b)?;
+        shape(OP, "b", b, &[k, n], "[K, N]")?;
+        shape(OP, "c", c, &[m, n], "[M, N]")?;
+        for (name, t, want) in [
+            ("a", a, TensorFormat::I8),
+            ("b", b, TensorFormat::I8),
+            ("c", c, TensorFormat::I32),
+        ] {
+            same_format(OP, name, Some(t), want)?;
+        }
+        rows_of_four(OP, &[("a", k), ("b", n)])?;
+        not_aliased(OP, c, &[("a", Some(a)), ("b", Some(b))])?;
+        // Cooperative-matrix variants read A and B in lines of 16 int8.
+        let matrices = a.len() % 16 == 0 && b.len() % 16 == 0;
+        let kernel = self.kernel_for::<gemm_int8::Kernel>(OP, "a_blob", TensorFormat::I8, matrices)?;
+        let problem = GemmProblem::gemm_int8(m, n, k);
+        let cfg = match self.tuner() {
+            Some(mut t) => t.gemm_int8(&kernel, m, n, k)?,
+            None => self.default_config(&problem, &kernel.variant().key),
+        };
+        let bindings = gemm_int8::BufferBindings {
+            a_blob: a,
+            b_blob: b,
+            c_blob: c,
+        };
+        let push = gemm_int8::PushConstants {
+            M: m as i32,
+            N: n as i32,
+            K: k as i32,
+        };
+        let pipe = pipeline(OP, &kernel, &cfg.spec(Default::default()), &cfg)?;
+        recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
+    }
+
+    /// Records the channels-last convolution `out = act(alpha · conv(input, weight) + bias)` of
+    /// `shape`: `input` `[batch, h, w, c]`, `weight` `[kh, kw, c, outc]`, `bias` `[outc]`,
+    /// `out` `[batch, outh, outw, outc]`, one float format, `c` and `outc` multiples of 4.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv2d(
+        &self,
+        list: &mut CommandList,
+        input: &Tensor,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        out: &Tensor,
+        shape_: &Conv2dShape,
+        alpha: f32,
+        activation: Activation,
+    ) -> Result<(), OpError> {
+        const OP: &str = "conv2d";
+        let s = shape_;
+        if s.stride == 0 || s.kh == 0 || s.kw == 0 || s.h + 2 * s.pad < s.kh || s.w + 2 * s.pad < s.kw
+        {
+            return Err(OpError::Unsupported {
+                op: OP,
+                why: format!("{s:?}: a zero stride or kernel, or a kernel larger than the padded input"),
+            });
+        }
+        shape(OP, "input", input, &[s.batch, s.h, s.w, s.c], "[batch, h, w, c]")?;
+        shape(OP, "weight", weight, &[s.kh, s.kw, s.c, s.outc], "[kh, kw, c, outc]")?;
+        let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
+        shape(OP, "out", out, &out_shape, "[batch, outh, outw, outc]")?;
+        if let Some(bias) = bias {
+            shape(OP, "bias", bias, &[s.outc], "[outc]")?;
+        }
+        let format = float_format(OP, "input", input)?;
+        for (name, t) in [("weight", Some(weight)), ("out", Some(out)), ("bias", bias)] {
+            same_format(OP, name, t, format)?;
+        }
+        rows_of_four(OP, &[("input", s.c), ("out", s.outc)])?;
+        not_aliased(OP, out, &[("input", Some(input)), ("weight", Some(weight)), ("bias", bias)])?;
+        let matrices = input.len() % 8 == 0 && weight.len() % 8 == 0;
+        let kernel = self.kernel_for::<conv2d_nhwc::Kernel>(OP, "in_blob", format, matrices)?;
+        let cfg = match self.tuner() {
+            Some(mut t) => t.conv2d_nhwc(&kernel, s)?,
+            None => self.default_config(&GemmProblem::conv2d_nhwc(s), &kernel.variant().key),
+        };
+        let (m, n, k) = s.gemm_mnk();
+        let cfg = cfg.split_for((m, n, k));
+        let key = kernel.variant().key;
+        if cfg.split_k > 1 {
+            let split = self.kernel_exact::<conv2d_nhwc_split::Kernel>(OP, key)?;
+            let partial = self.partial(OP, &cfg, m, n)?;
+            let bindings = conv2d_nhwc_split::BufferBindings {
+                in_blob: input,
+                w_blob: weight,
+                partial_blob: &partial,
+            };
+            let pipe = pipeline(OP, &split, &cfg.spec(Default::default()), &cfg)?;
+            let push = s.push(1.0, 0.0);
+            recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))?;
+            let epilogue = Epilogue {
+                bias,
+                alpha,
+                activation,
+            };
+            return self.reduce(list, OP, key, &cfg, (m, n), &partial, out, &epilogue);
+        }
+        let (code, slope) = activation.code();
+        let spec = gemm::SpecConstants {
+            bias_term: bias.is_some() as i32,
+            activation: code,
+            ..Default::default()
+        };
+        let bindings = conv2d_nhwc::BufferBindings {
+            in_blob: input,
+            w_blob: weight,
+            bias_blob: bias.unwrap_or(input),
+            out_blob: out,
+        };
+        let pipe = pipeline(OP, &kernel, &cfg.spec(spec), &cfg)?;
+        let push = s.push(alpha, slope);
+        recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
+    }
+
+    /// The tile policy's configuration of `problem` in `variant` on this device.
+    fn default_config(&self, problem: &GemmProblem, variant: &VariantKey) -> GemmConfig {
+        let subgroup = self.ctx.features().limits.subgroup_size;
+        self.class.config(problem, variant, subgroup)
+    }
+
+    /// Scratch for a split's fp32 partial sums (the list keeps it alive while it exists).
+    fn partial(
+        &self,
+        op: &'static str,
+        cfg: &GemmConfig,
+        m: usize,
+        n: usize,
+    ) -> Result<Tensor, OpError> {
+        Tensor::new(&self.ctx, &cfg.partial_shape(m, n), TensorFormat::F32)
+            .map_err(|source| OpError::Scratch { op, source })
+    }
+
+    /// Records the second pass of a split: `out = act(alpha · Σ partial + bias)` in the first
+    /// pass's float mode.
+    #[allow(clippy::too_many_arguments)]
+    fn reduce(
+        &self,
+        list: &mut CommandList,
+        op: &'static str,
+        first: VariantKey,
+        cfg: &GemmConfig,
+        (m, n): (usize, usize),
+        partial: &Tensor,
+        out: &Tensor,
+        epilogue: &Epilogue<'_>,
+    ) -> Result<(), OpError> {
+        let key = reduce_variant(first.float);
+        let kernel = self.kernel_exact::<gemm_split_reduce::Kernel>(op, key)?;
+        let (activation, slope) = epilogue.activation.code();
+        let spec = cfg.reduce_spec(epilogue.bias.is_some(), activation);
+        let pipe = kernel
+            .pipeline(&spec, None)
+            .map_err(|source| OpError::Load { op, source })?;
+        let bindings = gemm_split_reduce::BufferBindings {
+            partial_blob: partial,
+            bias_blob: epilogue.bias.unwrap_or(out),
+            c_blob: out,
+        };
+        let push = gemm_split_reduce::PushConstants {
+            M: m as i32,
+            N: n as i32,
+            alpha: epilogue.alpha,
+            slope,
+        };
+        recorded(op, list.dispatch(&pipe, &bindings, &push, cfg.reduce_grid(m, n)))
+    }
+}
+
+/// `gemm_split_reduce`'s variant of float mode `float` (its only axis).
+fn reduce_variant(float: FloatMode) -> VariantKey {
+    VariantKey::parse(float.name()).expect("every float mode's name is a variant name")
+}
+
+/// `kernel`'s pipeline for `spec` with `cfg`'s workgroup.
+fn pipeline<K: vkprism::Kernel>(
+    op: &'static str,
+    kernel: &Arc<LoadedKernel<K>>,
+    spec: &K::SpecConstants,
+    cfg: &GemmConfig,
+) -> Result<vkprism::Pipeline<K>, OpError> {
+    kernel
+        .pipeline(spec, Some(cfg.local_size()))
+        .map_err(|source| OpError::Load { op, source })
+}
+
+/// The two dimensions of a matrix operand.
+fn matrix(op: &'static str, operand: &'static str, t: &Tensor) -> Result<[usize; 2], OpError> {
+    match *t.shape() {
+        [r, c] => Ok([r, c]),
+        _ => Err(OpError::Shape {
+            op,
+            operand,
+            got: t.shape().to_vec(),
+            want: "a matrix, [rows, columns]".into(),
+        }),
+    }
+}
+
+/// `t`'s shape is `want` (described as `names`).
+fn shape(
+    op: &'static str,
+    operand: &'static str,
+    t: &Tensor,
+    want: &[usize],
+    names: &str,
+) -> Result<(), OpError> {
+    if t.shape() == want {
+        return Ok(());
+    }
+    Err(OpError::Shape {
+        op,
+        operand,
+        got: t.shape().to_vec(),
+        want: format!("{names} = {want:?}"),
+    })
+}
+
+/// `t`'s format, one the float kernels take.
+fn float_format(
+    op: &'static str,
+    operand: &'static str,
+    t: &Tensor,
+) -> Result<TensorFormat, OpError> {
+    let f = t.format();
+    if matches!(f, TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16) {
+        return Ok(f);
+    }
+    Err(OpError::Format {
+        op,
+        operand,
+        got: f,
+        want: "F32, F16 or Bf16".into(),
+    })
+}
+
+/// `t`, where given, has format `want`.
+fn same_format(
+    op: &'static str,
+    operand: &'static str,
+    t: Option<&Tensor>,
+    want: TensorFormat,
+) -> Result<(), OpError> {
+    match t {
+        Some(t) if t.format() != want => Err(OpError::Format {
+            op,
+            operand,
+            got: t.format(),
+            want: format!("{want:?}, as the other operands"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Every stored row (its length given) is a multiple of 4 elements: the kernels read quads.
+fn rows_of_four(op: &'static str, rows: &[(&'static str, usize)]) -> Result<(), OpError> {
+    match rows.iter().find(|(_, len)| len % 4 != 0) {
+        Some((operand, len)) => Err(OpError::Unsupported {
+            op,
+            why: format!("`{operand}`'s rows are {len} elements long, not a multiple of 4"),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `out` shares no memory with any of `inputs`.
+fn not_aliased(
+    op: &'static str,
+    out: &Tensor,
+    inputs: &[(&'static str, Option<&Tensor>)],
+) -> Result<(), OpError> {
+    let output = if op == "conv2d" { "out" } else { "c" };
+    for (name, t) in inputs {
+        if t.is_some_and(|t| t.raw_buffer() == out.raw_buffer()) {
+            return Err(OpError::Aliased {
+                op,
+                output,
+                other: name,
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,164 @@
+//! The operation layer: one call per operation. [`Ops`] belongs to one [`Context`]; it loads
+//! each kernel once per tensor format and keeps it, chooses tiles through the one tile policy
+//! ([`DeviceClass`]'s table, or a [`GemmTuner`] when given one), allocates the scratch an
+//! operation needs, and checks shapes, formats and aliasing before recording anything.
+//!
+//! Each operation records into a [`CommandList`] (`ops.gemm(&mut list, ...)`), so a whole step
+//! is one list replayed; [`Ops::run`] is the one-line eager form (record one list, submit, wait).
+//!
+//! - `gemm.rs`: [`Gemm`] (`C = act(alpha · op(A) · op(B) + bias)`, split along K where that
+//!   fills the GPU better), the same product over int8 ([`Ops::gemm_int8`]) and the
+//!   channels-last convolution ([`Ops::conv2d`]), all through one split-K path;
+//! - `error.rs`: [`OpError`].
+
+mod error;
+mod gemm;
+
+pub use error::OpError;
+pub use gemm::{Activation, Gemm};
+
+use crate::{DeviceClass, GemmTuner};
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use vkprism::{
+    CommandError, CommandList, Context, Kernel, LoadOptions, LoadedKernel, Options, TensorFormat,
+    VariantKey,
+};
+
+/// The operations of the kernel library on one context: kernels loaded once and kept, tiles
+/// chosen per device. Cheap to share (`&Ops` records from any thread).
+pub struct Ops {
+    ctx: Context,
+    class: DeviceClass,
+    tuner: Option<Mutex<GemmTuner>>,
+    /// Loaded kernels by (kernel type, what the variant was chosen for).
+    kernels: Mutex<HashMap<(TypeId, Choice), Arc<dyn Any + Send + Sync>>>,
+}
+
+/// What a kernel's variant is chosen for: the tensor format its operands have, and whether
+/// cooperative-matrix variants may be used; or one exact variant.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+enum Choice {
+    Format { format: TensorFormat, matrices: bool },
+    Exact(VariantKey),
+}
+
+impl Ops {
+    /// The operations on `ctx`, with tiles from the device class's table.
+    pub fn new(ctx: &Context) -> Ops {
+        Ops {
+            ctx: ctx.clone(),
+            class: DeviceClass::of(ctx),
+            tuner: None,
+            kernels: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The operations on `ctx`, with GEMM-shaped tiles measured by `tuner` on first use (and
+    /// cached where the tuner caches).
+    pub fn with_tuner(ctx: &Context, tuner: GemmTuner) -> Ops {
+        Ops {
+            tuner: Some(Mutex::new(tuner)),
+            ..Ops::new(ctx)
+        }
+    }
+
+    /// The context the operations run on.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Records what `record` records into one list, submits it and waits: the eager form of
+    /// any operation (`ops.run(|l| ops.gemm(l, &a, &b, None, &c, &Gemm::new()))`).
+    pub fn run(
+        &self,
+        record: impl FnOnce(&mut CommandList) -> Result<(), OpError>,
+    ) -> Result<(), OpError> {
+        let mut list = CommandList::new(&self.ctx).map_err(OpError::Command)?;
+        record(&mut list)?;
+        list.submit_and_wait().map_err(OpError::Command)
+    }
+
+    /// The tuner, where the operations have one.
+    pub(crate) fn tuner(&self) -> Option<MutexGuard<'_, GemmTuner>> {
+        let t = self.tuner.as_ref()?;
+        Some(t.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// `K` in the best variant this device runs whose binding `binding` holds `format` (with
+    /// or without cooperative matrices), loaded once per context.
+    pub(crate) fn kernel_for<K: Kernel>(
+        &self,
+        op: &'static str,
+        binding: &str,
+        format: TensorFormat,
+        matrices: bool,
+    ) -> Result<Arc<LoadedKernel<K>>, OpError> {
+        let choice = Choice::Format { format, matrices };
+        self.cached::<K>(choice, || {
+            let options = options_for(format).with_cooperative_matrix(matrices);
+            let kernel = self
+                .ctx
+                .load_with::<K>(&LoadOptions::options(options))
+                .map_err(|e| OpError::Load { op, source: e })?;
+            let chosen = kernel.format_of(binding).map_err(|e| OpError::Load { op, source: e })?;
+            if chosen != format {
+                return Err(OpError::FormatUnsupported {
+                    op,
+                    format,
+                    variant: kernel.variant().key,
+                });
+            }
+            Ok(kernel)
+        })
+    }
+
+    /// `K` in exactly `variant` (a second pass that must match the first's), loaded once.
+    pub(crate) fn kernel_exact<K: Kernel>(
+        &self,
+        op: &'static str,
+        variant: VariantKey,
+    ) -> Result<Arc<LoadedKernel<K>>, OpError> {
+        self.cached::<K>(Choice::Exact(variant), || {
+            self.ctx
+                .load_with::<K>(&LoadOptions::variant(variant))
+                .map_err(|e| OpError::Load { op, source: e })
+        })
+    }
+
+    fn cached<K: Kernel>(
+        &self,
+        choice: Choice,
+        load: impl FnOnce() -> Result<Arc<LoadedKernel<K>>, OpError>,
+    ) -> Result<Arc<LoadedKernel<K>>, OpError> {
+        let key = (TypeId::of::<K>(), choice);
+        let mut kernels = self.kernels.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(k) = kernels.get(&key) {
+            if let Ok(k) = k.clone().downcast::<LoadedKernel<K>>() {
+                return Ok(k);
+            }
+        }
+        let kernel = load()?;
+        kernels.insert(key, kernel.clone());
+        Ok(kernel)
+    }
+}
+
+/// Load options that make the best variant for tensors of `format` one that stores `format`:
+/// fp16 variants for F16, bf16 for Bf16, fp32 for F32 (the integer formats have their own axes).
+fn options_for(format: TensorFormat) -> Options {
+    let fp16 = format == TensorFormat::F16;
+    let bf16 = format == TensorFormat::Bf16;
+    Options::default()
+        .with_fp16_packed(fp16)
+        .with_fp16_storage(fp16)
+        .with_fp16_arithmetic(fp16)
+        .with_bf16_packed(bf16)
+        .with_bf16_storage(bf16)
+}
+
+/// Records one dispatch, mapping its error to the operation's.
+pub(crate) fn recorded(op: &'static str, r: Result<(), CommandError>) -> Result<(), OpError> {
+    r.map_err(|source| OpError::Record { op, source })
+}
