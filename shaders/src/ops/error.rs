@@ -34,7 +34,9 @@ pub enum OpError {
     },
     /// An output is also an input (or two outputs are one tensor): the kernel would read what
     /// it is writing.
-    #[error("{op}: `{output}` and `{other}` are one tensor; the output must be a tensor of its own")]
+    #[error(
+        "{op}: `{output}` and `{other}` are one tensor; the output must be a tensor of its own"
+    )]
     Aliased {
         /// The operation.
         op: &'static str,

@@ -134,7 +134,7 @@ impl Ops {
         rows_of_four(OP, &[("a", a1), ("b", b1), ("c", n)])?;
         not_aliased(OP, c, &[("a", Some(a)), ("b", Some(b)), ("bias", bias)])?;
         // Cooperative-matrix variants read A and B in octets of halves.
-        let matrices = a.len() % 8 == 0 && b.len() % 8 == 0;
+        let matrices = a.len().is_multiple_of(8) && b.len().is_multiple_of(8);
         let kernel = self.kernel_for::<gemm::Kernel>(OP, "a_blob", format, matrices)?;
         let problem = GemmProblem::gemm(m, n, k, ta, tb);
         let cfg = match self.tuner() {
@@ -208,8 +208,9 @@ impl Ops {
         rows_of_four(OP, &[("a", k), ("b", n)])?;
         not_aliased(OP, c, &[("a", Some(a)), ("b", Some(b))])?;
         // Cooperative-matrix variants read A and B in lines of 16 int8.
-        let matrices = a.len() % 16 == 0 && b.len() % 16 == 0;
-        let kernel = self.kernel_for::<gemm_int8::Kernel>(OP, "a_blob", TensorFormat::I8, matrices)?;
+        let matrices = a.len().is_multiple_of(16) && b.len().is_multiple_of(16);
+        let kernel =
+            self.kernel_for::<gemm_int8::Kernel>(OP, "a_blob", TensorFormat::I8, matrices)?;
         let problem = GemmProblem::gemm_int8(m, n, k);
         let cfg = match self.tuner() {
             Some(mut t) => t.gemm_int8(&kernel, m, n, k)?,
@@ -246,15 +247,33 @@ impl Ops {
     ) -> Result<(), OpError> {
         const OP: &str = "conv2d";
         let s = shape_;
-        if s.stride == 0 || s.kh == 0 || s.kw == 0 || s.h + 2 * s.pad < s.kh || s.w + 2 * s.pad < s.kw
+        if s.stride == 0
+            || s.kh == 0
+            || s.kw == 0
+            || s.h + 2 * s.pad < s.kh
+            || s.w + 2 * s.pad < s.kw
         {
             return Err(OpError::Unsupported {
                 op: OP,
-                why: format!("{s:?}: a zero stride or kernel, or a kernel larger than the padded input"),
+                why: format!(
+                    "{s:?}: a zero stride or kernel, or a kernel larger than the padded input"
+                ),
             });
         }
-        shape(OP, "input", input, &[s.batch, s.h, s.w, s.c], "[batch, h, w, c]")?;
-        shape(OP, "weight", weight, &[s.kh, s.kw, s.c, s.outc], "[kh, kw, c, outc]")?;
+        shape(
+            OP,
+            "input",
+            input,
+            &[s.batch, s.h, s.w, s.c],
+            "[batch, h, w, c]",
+        )?;
+        shape(
+            OP,
+            "weight",
+            weight,
+            &[s.kh, s.kw, s.c, s.outc],
+            "[kh, kw, c, outc]",
+        )?;
         let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
         shape(OP, "out", out, &out_shape, "[batch, outh, outw, outc]")?;
         if let Some(bias) = bias {
@@ -265,8 +284,16 @@ impl Ops {
             same_format(OP, name, t, format)?;
         }
         rows_of_four(OP, &[("input", s.c), ("out", s.outc)])?;
-        not_aliased(OP, out, &[("input", Some(input)), ("weight", Some(weight)), ("bias", bias)])?;
-        let matrices = input.len() % 8 == 0 && weight.len() % 8 == 0;
+        not_aliased(
+            OP,
+            out,
+            &[
+                ("input", Some(input)),
+                ("weight", Some(weight)),
+                ("bias", bias),
+            ],
+        )?;
+        let matrices = input.len().is_multiple_of(8) && weight.len().is_multiple_of(8);
         let kernel = self.kernel_for::<conv2d_nhwc::Kernel>(OP, "in_blob", format, matrices)?;
         let cfg = match self.tuner() {
             Some(mut t) => t.conv2d_nhwc(&kernel, s)?,
@@ -360,7 +387,10 @@ impl Ops {
             alpha: epilogue.alpha,
             slope,
         };
-        recorded(op, list.dispatch(&pipe, &bindings, &push, cfg.reduce_grid(m, n)))
+        recorded(
+            op,
+            list.dispatch(&pipe, &bindings, &push, cfg.reduce_grid(m, n)),
+        )
     }
 }
 
@@ -420,7 +450,10 @@ fn float_format(
     t: &Tensor,
 ) -> Result<TensorFormat, OpError> {
     let f = t.format();
-    if matches!(f, TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16) {
+    if matches!(
+        f,
+        TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16
+    ) {
         return Ok(f);
     }
     Err(OpError::Format {
@@ -451,7 +484,7 @@ fn same_format(
 
 /// Every stored row (its length given) is a multiple of 4 elements: the kernels read quads.
 fn rows_of_four(op: &'static str, rows: &[(&'static str, usize)]) -> Result<(), OpError> {
-    match rows.iter().find(|(_, len)| len % 4 != 0) {
+    match rows.iter().find(|(_, len)| !len.is_multiple_of(4)) {
         Some((operand, len)) => Err(OpError::Unsupported {
             op,
             why: format!("`{operand}`'s rows are {len} elements long, not a multiple of 4"),

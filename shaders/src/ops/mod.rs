@@ -40,7 +40,10 @@ pub struct Ops {
 /// cooperative-matrix variants may be used; or one exact variant.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 enum Choice {
-    Format { format: TensorFormat, matrices: bool },
+    Format {
+        format: TensorFormat,
+        matrices: bool,
+    },
     Exact(VariantKey),
 }
 
@@ -102,7 +105,9 @@ impl Ops {
                 .ctx
                 .load_with::<K>(&LoadOptions::options(options))
                 .map_err(|e| OpError::Load { op, source: e })?;
-            let chosen = kernel.format_of(binding).map_err(|e| OpError::Load { op, source: e })?;
+            let chosen = kernel
+                .format_of(binding)
+                .map_err(|e| OpError::Load { op, source: e })?;
             if chosen != format {
                 return Err(OpError::FormatUnsupported {
                     op,
