@@ -43,5 +43,5 @@ pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8, gemm_kernels,
     gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
 };
-pub use ops::{Activation, Gemm, OpError, Ops};
+pub use ops::{Activation, Conv2d, Gemm, OpError, Ops};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};

@@ -93,6 +93,40 @@ impl Gemm {
     }
 }
 
+/// `out = act(alpha · conv(input, weight) + bias)` over a channels-last input: what
+/// [`Ops::conv2d`] computes. Built with [`Conv2d::new`] and the `with_*` setters.
+#[derive(Copy, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Conv2d {
+    /// The input, kernel, stride and padding.
+    pub shape: Conv2dShape,
+    /// The convolution's scale.
+    pub alpha: f32,
+    /// The function applied last.
+    pub activation: Activation,
+}
+
+impl Conv2d {
+    /// The plain convolution of `shape`.
+    pub fn new(shape: Conv2dShape) -> Conv2d {
+        Conv2d {
+            shape,
+            alpha: 1.0,
+            activation: Activation::None,
+        }
+    }
+    /// This convolution scaled by `alpha`.
+    pub fn with_alpha(mut self, alpha: f32) -> Conv2d {
+        self.alpha = alpha;
+        self
+    }
+    /// This convolution with `activation` applied last.
+    pub fn with_activation(mut self, activation: Activation) -> Conv2d {
+        self.activation = activation;
+        self
+    }
+}
+
 /// The second pass of a split, and the first pass's constants, shared by the GEMM and the
 /// convolution.
 struct Epilogue<'a> {
@@ -105,7 +139,9 @@ impl Ops {
     /// Records `c = act(alpha · op(a) · op(b) + bias)` into `list`: `a` M×K (K×M with
     /// `transpose_a`), `b` K×N (N×K with `transpose_b`), `c` M×N, `bias` N values added to each
     /// row, all of one format (F32, F16 or Bf16), every stored row a multiple of 4 elements.
-    /// Nothing is recorded when a check fails.
+    /// The variant is the best this device runs on that format (cooperative matrices where A
+    /// and B hold multiples of 8 elements), the tiles the tile policy's (or the tuner's), split
+    /// along K where that fills the GPU better. Nothing is recorded when a check fails.
     pub fn gemm(
         &self,
         list: &mut CommandList,
@@ -115,56 +151,60 @@ impl Ops {
         c: &Tensor,
         op: &Gemm,
     ) -> Result<(), OpError> {
-        const OP: &str = "gemm";
-        let (ta, tb) = (op.transpose_a, op.transpose_b);
-        let [a0, a1] = matrix(OP, "a", a)?;
-        let (m, k) = if ta { (a1, a0) } else { (a0, a1) };
-        let [b0, b1] = matrix(OP, "b", b)?;
-        let n = if tb { b0 } else { b1 };
-        let want_b = if tb { [n, k] } else { [k, n] };
-        shape(OP, "b", b, &want_b, if tb { "[N, K]" } else { "[K, N]" })?;
-        shape(OP, "c", c, &[m, n], "[M, N]")?;
-        if let Some(bias) = bias {
-            shape(OP, "bias", bias, &[n], "[N]")?;
-        }
-        let format = float_format(OP, "a", a)?;
-        for (name, t) in [("b", Some(b)), ("c", Some(c)), ("bias", bias)] {
-            same_format(OP, name, t, format)?;
-        }
-        rows_of_four(OP, &[("a", a1), ("b", b1), ("c", n)])?;
-        not_aliased(OP, c, &[("a", Some(a)), ("b", Some(b)), ("bias", bias)])?;
-        // Cooperative-matrix variants read A and B in octets of halves.
+        let (m, n, k, format) = check_gemm(a, b, bias, c, op)?;
         let matrices = a.len().is_multiple_of(8) && b.len().is_multiple_of(8);
-        let kernel = self.kernel_for::<gemm::Kernel>(OP, "a_blob", format, matrices)?;
-        let problem = GemmProblem::gemm(m, n, k, ta, tb);
+        let kernel = self.kernel_for::<gemm::Kernel>("gemm", "a_blob", format, matrices)?;
+        let (ta, tb) = (op.transpose_a, op.transpose_b);
         let cfg = match self.tuner() {
             Some(mut t) => t.gemm(&kernel, m, n, k, ta, tb)?,
-            None => self.default_config(&problem, &kernel.variant().key),
+            None => self.default_config(&GemmProblem::gemm(m, n, k, ta, tb), &kernel.variant().key),
         };
         let cfg = cfg.split_for((m, n, k));
-        let epilogue = Epilogue {
-            bias,
-            alpha: op.alpha,
-            activation: op.activation,
-        };
+        self.gemm_with(list, &kernel, &cfg, a, b, bias, c, op)
+    }
+
+    /// As [`Ops::gemm`] in `kernel`'s variant with the configuration `cfg` (a benchmark's or a
+    /// tuner's choice): one dispatch, or the split-K pair where `cfg.split_k` > 1 (partial sums
+    /// into scratch, then [`gemm_split_reduce`] in the same float mode). The same checks, and
+    /// `kernel`'s format must be the operands'.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_with(
+        &self,
+        list: &mut CommandList,
+        kernel: &Arc<LoadedKernel<gemm::Kernel>>,
+        cfg: &GemmConfig,
+        a: &Tensor,
+        b: &Tensor,
+        bias: Option<&Tensor>,
+        c: &Tensor,
+        op: &Gemm,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemm";
+        let (m, n, k, format) = check_gemm(a, b, bias, c, op)?;
+        kernel_takes(OP, kernel.format_of("a_blob"), format)?;
         let spec = gemm::SpecConstants {
-            transpose_a: ta as i32,
-            transpose_b: tb as i32,
+            transpose_a: op.transpose_a as i32,
+            transpose_b: op.transpose_b as i32,
             ..Default::default()
         };
         let push = gemm::PushConstants::new(m as i32, n as i32, k as i32, op.alpha, 0.0);
         let key = kernel.variant().key;
         if cfg.split_k > 1 {
             let split = self.kernel_exact::<gemm_split::Kernel>(OP, key)?;
-            let partial = self.partial(OP, &cfg, m, n)?;
+            let partial = self.partial(OP, cfg, m, n)?;
             let bindings = gemm_split::BufferBindings {
                 a_blob: a,
                 b_blob: b,
                 partial_blob: &partial,
             };
-            let pipe = pipeline(OP, &split, &cfg.spec(spec), &cfg)?;
+            let pipe = pipeline(OP, &split, &cfg.spec(spec), cfg)?;
             recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))?;
-            return self.reduce(list, OP, key, &cfg, (m, n), &partial, c, &epilogue);
+            let epilogue = Epilogue {
+                bias,
+                alpha: op.alpha,
+                activation: op.activation,
+            };
+            return self.reduce(list, OP, key, cfg, (m, n), &partial, c, &epilogue);
         }
         let (activation, slope) = op.activation.code();
         let spec = gemm::SpecConstants {
@@ -180,7 +220,7 @@ impl Ops {
             bias_blob: bias.unwrap_or(a),
             c_blob: c,
         };
-        let pipe = pipeline(OP, &kernel, &cfg.spec(spec), &cfg)?;
+        let pipe = pipeline(OP, kernel, &cfg.spec(spec), cfg)?;
         recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
     }
 
@@ -231,9 +271,9 @@ impl Ops {
     }
 
     /// Records the channels-last convolution `out = act(alpha · conv(input, weight) + bias)` of
-    /// `shape`: `input` `[batch, h, w, c]`, `weight` `[kh, kw, c, outc]`, `bias` `[outc]`,
-    /// `out` `[batch, outh, outw, outc]`, one float format, `c` and `outc` multiples of 4.
-    #[allow(clippy::too_many_arguments)]
+    /// `op.shape`: `input` `[batch, h, w, c]`, `weight` `[kh, kw, c, outc]`, `bias` `[outc]`,
+    /// `out` `[batch, outh, outw, outc]`, one float format, `c` and `outc` multiples of 4; an
+    /// implicit GEMM with [`Ops::gemm`]'s choice of variant, tiles and split.
     pub fn conv2d(
         &self,
         list: &mut CommandList,
@@ -241,86 +281,60 @@ impl Ops {
         weight: &Tensor,
         bias: Option<&Tensor>,
         out: &Tensor,
-        shape_: &Conv2dShape,
-        alpha: f32,
-        activation: Activation,
+        op: &Conv2d,
     ) -> Result<(), OpError> {
-        const OP: &str = "conv2d";
-        let s = shape_;
-        if s.stride == 0
-            || s.kh == 0
-            || s.kw == 0
-            || s.h + 2 * s.pad < s.kh
-            || s.w + 2 * s.pad < s.kw
-        {
-            return Err(OpError::Unsupported {
-                op: OP,
-                why: format!(
-                    "{s:?}: a zero stride or kernel, or a kernel larger than the padded input"
-                ),
-            });
-        }
-        shape(
-            OP,
-            "input",
-            input,
-            &[s.batch, s.h, s.w, s.c],
-            "[batch, h, w, c]",
-        )?;
-        shape(
-            OP,
-            "weight",
-            weight,
-            &[s.kh, s.kw, s.c, s.outc],
-            "[kh, kw, c, outc]",
-        )?;
-        let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
-        shape(OP, "out", out, &out_shape, "[batch, outh, outw, outc]")?;
-        if let Some(bias) = bias {
-            shape(OP, "bias", bias, &[s.outc], "[outc]")?;
-        }
-        let format = float_format(OP, "input", input)?;
-        for (name, t) in [("weight", Some(weight)), ("out", Some(out)), ("bias", bias)] {
-            same_format(OP, name, t, format)?;
-        }
-        rows_of_four(OP, &[("input", s.c), ("out", s.outc)])?;
-        not_aliased(
-            OP,
-            out,
-            &[
-                ("input", Some(input)),
-                ("weight", Some(weight)),
-                ("bias", bias),
-            ],
-        )?;
+        let format = check_conv(input, weight, bias, out, &op.shape)?;
         let matrices = input.len().is_multiple_of(8) && weight.len().is_multiple_of(8);
-        let kernel = self.kernel_for::<conv2d_nhwc::Kernel>(OP, "in_blob", format, matrices)?;
+        let kernel =
+            self.kernel_for::<conv2d_nhwc::Kernel>("conv2d", "in_blob", format, matrices)?;
+        let s = &op.shape;
         let cfg = match self.tuner() {
             Some(mut t) => t.conv2d_nhwc(&kernel, s)?,
             None => self.default_config(&GemmProblem::conv2d_nhwc(s), &kernel.variant().key),
         };
-        let (m, n, k) = s.gemm_mnk();
-        let cfg = cfg.split_for((m, n, k));
+        let cfg = cfg.split_for(s.gemm_mnk());
+        self.conv2d_with(list, &kernel, &cfg, input, weight, bias, out, op)
+    }
+
+    /// As [`Ops::conv2d`] in `kernel`'s variant with the configuration `cfg`: one dispatch, or
+    /// the split-K pair where `cfg.split_k` > 1.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv2d_with(
+        &self,
+        list: &mut CommandList,
+        kernel: &Arc<LoadedKernel<conv2d_nhwc::Kernel>>,
+        cfg: &GemmConfig,
+        input: &Tensor,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        out: &Tensor,
+        op: &Conv2d,
+    ) -> Result<(), OpError> {
+        const OP: &str = "conv2d";
+        let s = &op.shape;
+        let format = check_conv(input, weight, bias, out, s)?;
+        kernel_takes(OP, kernel.format_of("in_blob"), format)?;
+        let (m, n, _) = s.gemm_mnk();
         let key = kernel.variant().key;
         if cfg.split_k > 1 {
             let split = self.kernel_exact::<conv2d_nhwc_split::Kernel>(OP, key)?;
-            let partial = self.partial(OP, &cfg, m, n)?;
+            let partial = self.partial(OP, cfg, m, n)?;
             let bindings = conv2d_nhwc_split::BufferBindings {
                 in_blob: input,
                 w_blob: weight,
                 partial_blob: &partial,
             };
-            let pipe = pipeline(OP, &split, &cfg.spec(Default::default()), &cfg)?;
+            let pipe = pipeline(OP, &split, &cfg.spec(Default::default()), cfg)?;
             let push = s.push(1.0, 0.0);
             recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))?;
             let epilogue = Epilogue {
                 bias,
-                alpha,
-                activation,
+                alpha: op.alpha,
+                activation: op.activation,
             };
-            return self.reduce(list, OP, key, &cfg, (m, n), &partial, out, &epilogue);
+            return self.reduce(list, OP, key, cfg, (m, n), &partial, out, &epilogue);
         }
-        let (code, slope) = activation.code();
+        let (code, slope) = op.activation.code();
         let spec = gemm::SpecConstants {
             bias_term: bias.is_some() as i32,
             activation: code,
@@ -332,8 +346,8 @@ impl Ops {
             bias_blob: bias.unwrap_or(input),
             out_blob: out,
         };
-        let pipe = pipeline(OP, &kernel, &cfg.spec(spec), &cfg)?;
-        let push = s.push(alpha, slope);
+        let pipe = pipeline(OP, kernel, &cfg.spec(spec), cfg)?;
+        let push = s.push(op.alpha, slope);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
     }
 
@@ -391,6 +405,106 @@ impl Ops {
             op,
             list.dispatch(&pipe, &bindings, &push, cfg.reduce_grid(m, n)),
         )
+    }
+}
+
+/// The GEMM's operands checked: (M, N, K) and their one float format.
+fn check_gemm(
+    a: &Tensor,
+    b: &Tensor,
+    bias: Option<&Tensor>,
+    c: &Tensor,
+    op: &Gemm,
+) -> Result<(usize, usize, usize, TensorFormat), OpError> {
+    const OP: &str = "gemm";
+    let (ta, tb) = (op.transpose_a, op.transpose_b);
+    let [a0, a1] = matrix(OP, "a", a)?;
+    let (m, k) = if ta { (a1, a0) } else { (a0, a1) };
+    let [b0, b1] = matrix(OP, "b", b)?;
+    let n = if tb { b0 } else { b1 };
+    let want_b = if tb { [n, k] } else { [k, n] };
+    shape(OP, "b", b, &want_b, if tb { "[N, K]" } else { "[K, N]" })?;
+    shape(OP, "c", c, &[m, n], "[M, N]")?;
+    if let Some(bias) = bias {
+        shape(OP, "bias", bias, &[n], "[N]")?;
+    }
+    let format = float_format(OP, "a", a)?;
+    for (name, t) in [("b", Some(b)), ("c", Some(c)), ("bias", bias)] {
+        same_format(OP, name, t, format)?;
+    }
+    rows_of_four(OP, &[("a", a1), ("b", b1), ("c", n)])?;
+    not_aliased(OP, c, &[("a", Some(a)), ("b", Some(b)), ("bias", bias)])?;
+    Ok((m, n, k, format))
+}
+
+/// The convolution's operands checked: their one float format.
+fn check_conv(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    out: &Tensor,
+    s: &Conv2dShape,
+) -> Result<TensorFormat, OpError> {
+    const OP: &str = "conv2d";
+    if s.stride == 0 || s.kh == 0 || s.kw == 0 || s.h + 2 * s.pad < s.kh || s.w + 2 * s.pad < s.kw {
+        return Err(OpError::Unsupported {
+            op: OP,
+            why: format!(
+                "{s:?}: a zero stride or kernel, or a kernel larger than the padded input"
+            ),
+        });
+    }
+    shape(
+        OP,
+        "input",
+        input,
+        &[s.batch, s.h, s.w, s.c],
+        "[batch, h, w, c]",
+    )?;
+    shape(
+        OP,
+        "weight",
+        weight,
+        &[s.kh, s.kw, s.c, s.outc],
+        "[kh, kw, c, outc]",
+    )?;
+    let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
+    shape(OP, "out", out, &out_shape, "[batch, outh, outw, outc]")?;
+    if let Some(bias) = bias {
+        shape(OP, "bias", bias, &[s.outc], "[outc]")?;
+    }
+    let format = float_format(OP, "input", input)?;
+    for (name, t) in [("weight", Some(weight)), ("out", Some(out)), ("bias", bias)] {
+        same_format(OP, name, t, format)?;
+    }
+    rows_of_four(OP, &[("input", s.c), ("out", s.outc)])?;
+    not_aliased(
+        OP,
+        out,
+        &[
+            ("input", Some(input)),
+            ("weight", Some(weight)),
+            ("bias", bias),
+        ],
+    )?;
+    Ok(format)
+}
+
+/// A kernel given by the caller stores the operands' format.
+fn kernel_takes(
+    op: &'static str,
+    stored: Result<TensorFormat, vkprism::PipelineError>,
+    format: TensorFormat,
+) -> Result<(), OpError> {
+    match stored {
+        Ok(f) if f == format => Ok(()),
+        Ok(f) => Err(OpError::Format {
+            op,
+            operand: "the kernel's variant",
+            got: f,
+            want: format!("{format:?}, the operands' format"),
+        }),
+        Err(source) => Err(OpError::Load { op, source }),
     }
 }
 

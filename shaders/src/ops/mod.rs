@@ -15,7 +15,7 @@ mod error;
 mod gemm;
 
 pub use error::OpError;
-pub use gemm::{Activation, Gemm};
+pub use gemm::{Activation, Conv2d, Gemm};
 
 use crate::{DeviceClass, GemmTuner};
 use std::any::{Any, TypeId};

@@ -1,0 +1,365 @@
+//! The operation layer (`Ops`): each GEMM-shaped operation in every tensor format the device
+//! runs, against the f64 CPU reference on random non-zero data, outputs poisoned first; the
+//! split-K path through `*_with` and a split configuration (the tile policy splits only with
+//! cooperative matrices, which lavapipe lacks); and the checks, which record nothing.
+
+use vkprism::{CommandList, LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::{
+    conv2d_nhwc, gemm, reference, Activation, Conv2d, Conv2dShape, Gemm, GemmConfig, OpError, Ops,
+};
+use vkprism_testkit::{
+    assert_clean, assert_close_scaled as check, ctx, quantize, random_i8, random_in as random,
+    tolerance,
+};
+
+const FORMATS: [TensorFormat; 3] = [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16];
+
+/// The tolerance of the variant `ops` runs on `format`: that of a variant storing it.
+fn tolerance_of(format: TensorFormat) -> f32 {
+    let name = match format {
+        TensorFormat::F16 => "fp16s",
+        TensorFormat::Bf16 => "bf16s",
+        _ => "fp32",
+    };
+    tolerance(&vkprism::VariantKey::parse(name).unwrap())
+}
+
+/// `want` stored in `f`, the error scale widened to |want| (the output's own rounding).
+fn expected(want: &[f32], scale: &[f32], f: TensorFormat) -> (Vec<f32>, Vec<f32>) {
+    let scale = scale
+        .iter()
+        .zip(want)
+        .map(|(s, w)| s.max(w.abs()))
+        .collect();
+    (quantize(want, f), scale)
+}
+
+fn poisoned(ctx: &vkprism::Context, shape: &[usize], f: TensorFormat) -> Tensor {
+    let len = shape.iter().product();
+    Tensor::from_f32(ctx, shape, f, &vec![f32::NAN; len]).unwrap()
+}
+
+/// Runs `o` on an M×N×K problem through `Ops::gemm` in format `f`; `None` where the device runs
+/// no variant on `f`.
+fn gemm_case(
+    ops: &Ops,
+    f: TensorFormat,
+    (m, n, k): (usize, usize, usize),
+    o: reference::Gemm,
+) -> Option<()> {
+    let ctx = ops.context();
+    let a = random(m * k, 11, 0.1, 1.0);
+    let b = random(k * n, 12, 0.1, 1.0);
+    let bias = random(n, 13, 0.1, 1.0);
+    let a_shape = if o.transpose_a { [k, m] } else { [m, k] };
+    let b_shape = if o.transpose_b { [n, k] } else { [k, n] };
+    let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
+    let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
+    let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
+    let ct = poisoned(ctx, &[m, n], f);
+    let activation = match o.activation {
+        1 => Activation::Relu,
+        2 => Activation::LeakyRelu(o.slope),
+        3 => Activation::Sigmoid,
+        _ => Activation::None,
+    };
+    let op = Gemm::new()
+        .with_transpose_a(o.transpose_a)
+        .with_transpose_b(o.transpose_b)
+        .with_alpha(o.alpha)
+        .with_activation(activation);
+    match ops.run(|l| ops.gemm(l, &at, &bt, Some(&biast), &ct, &op)) {
+        Err(OpError::FormatUnsupported { .. }) => {
+            println!("gemm: the device runs no variant on {f:?}");
+            return None;
+        }
+        r => r.unwrap(),
+    }
+    let q = |x: &[f32]| quantize(x, f);
+    let (want, scale) = reference::gemm_with(o, m, n, k, &q(&a), &q(&b), Some(&q(&bias)));
+    let (want, scale) = expected(&want, &scale, f);
+    let what = format!("gemm {f:?} {m}x{n}x{k} {o:?}");
+    check(
+        &ct.download_f32().unwrap(),
+        &want,
+        &scale,
+        tolerance_of(f),
+        &what,
+    );
+    Some(())
+}
+
+#[test]
+fn gemm_every_format() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let leaky = reference::Gemm {
+        alpha: 0.5,
+        activation: 2,
+        slope: 0.1,
+        ..Default::default()
+    };
+    let transposed = reference::Gemm {
+        transpose_a: true,
+        transpose_b: true,
+        alpha: 1.0,
+        activation: 1,
+        slope: 0.0,
+    };
+    let mut ran = 0;
+    for f in FORMATS {
+        // Edges in M, N and K (none a multiple of the tile), then both operands transposed.
+        ran += gemm_case(&ops, f, (33, 44, 52), leaky).is_some() as usize;
+        gemm_case(&ops, f, (40, 136, 48), transposed);
+        gemm_case(
+            &ops,
+            f,
+            (1, 4, 4),
+            reference::Gemm {
+                alpha: 1.0,
+                ..Default::default()
+            },
+        );
+    }
+    assert!(ran >= 1, "no format ran");
+    assert_clean(&ctx);
+}
+
+/// `gemm_with` a configuration split three ways: the split pass and the reduce pass the layer
+/// records, against the one-pass reference.
+#[test]
+fn gemm_split_through_the_layer() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let (m, n, k) = (70, 72, 104);
+    let kernel = ctx
+        .load_with::<gemm::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
+        .unwrap();
+    let key = kernel.variant().key;
+    let cfg = GemmConfig {
+        split_k: 3,
+        ..GemmConfig::for_gemm(&key, ctx.features().limits.subgroup_size, m, n, k)
+    };
+    let f = TensorFormat::F32;
+    let (a, b, bias) = (
+        random(m * k, 1, 0.1, 1.0),
+        random(k * n, 2, 0.1, 1.0),
+        random(n, 3, 0.1, 1.0),
+    );
+    let at = Tensor::from_f32(&ctx, &[m, k], f, &a).unwrap();
+    let bt = Tensor::from_f32(&ctx, &[k, n], f, &b).unwrap();
+    let biast = Tensor::from_f32(&ctx, &[n], f, &bias).unwrap();
+    let ct = poisoned(&ctx, &[m, n], f);
+    let op = Gemm::new()
+        .with_alpha(0.5)
+        .with_activation(Activation::LeakyRelu(0.1));
+    let mut list = CommandList::new(&ctx).unwrap();
+    ops.gemm_with(&mut list, &kernel, &cfg, &at, &bt, Some(&biast), &ct, &op)
+        .unwrap();
+    assert_eq!(list.len(), 2, "the split pass and the reduce pass");
+    list.submit_and_wait().unwrap();
+    let o = reference::Gemm {
+        alpha: 0.5,
+        activation: 2,
+        slope: 0.1,
+        ..Default::default()
+    };
+    let (want, scale) = reference::gemm_with(o, m, n, k, &a, &b, Some(&bias));
+    let (want, scale) = expected(&want, &scale, f);
+    check(
+        &ct.download_f32().unwrap(),
+        &want,
+        &scale,
+        tolerance(&key),
+        "gemm split 3",
+    );
+    assert_clean(&ctx);
+}
+
+#[test]
+fn conv2d_every_format_and_split() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let s = Conv2dShape {
+        batch: 2,
+        h: 7,
+        w: 6,
+        c: 8,
+        outc: 12,
+        kh: 3,
+        kw: 3,
+        stride: 2,
+        pad: 1,
+    };
+    let input = random(s.batch * s.h * s.w * s.c, 21, 0.1, 1.0);
+    let weight = random(s.kh * s.kw * s.c * s.outc, 22, 0.1, 1.0);
+    let bias = random(s.outc, 23, 0.1, 1.0);
+    let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
+    let op = Conv2d::new(s);
+    let check_out = |out: &Tensor, f: TensorFormat, tol: f32, what: &str| {
+        let q = |x: &[f32]| quantize(x, f);
+        let (want, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
+        let (want, scale) = expected(&want, &scale, f);
+        check(&out.download_f32().unwrap(), &want, &scale, tol, what);
+    };
+    for f in FORMATS {
+        let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
+        let wt = Tensor::from_f32(&ctx, &[s.kh, s.kw, s.c, s.outc], f, &weight).unwrap();
+        let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
+        let ot = poisoned(&ctx, &out_shape, f);
+        match ops.run(|l| ops.conv2d(l, &it, &wt, Some(&bt), &ot, &op)) {
+            Err(OpError::FormatUnsupported { .. }) => continue,
+            r => r.unwrap(),
+        }
+        check_out(&ot, f, tolerance_of(f), &format!("conv2d {f:?}"));
+    }
+    // Split three ways along K = 3 × 3 × 8.
+    let f = TensorFormat::F32;
+    let kernel = ctx
+        .load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
+        .unwrap();
+    let cfg = GemmConfig {
+        split_k: 3,
+        ..GemmConfig::for_conv(
+            &kernel.variant().key,
+            ctx.features().limits.subgroup_size,
+            &s,
+        )
+    };
+    let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
+    let wt = Tensor::from_f32(&ctx, &[s.kh, s.kw, s.c, s.outc], f, &weight).unwrap();
+    let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
+    let ot = poisoned(&ctx, &out_shape, f);
+    ops.run(|l| ops.conv2d_with(l, &kernel, &cfg, &it, &wt, Some(&bt), &ot, &op))
+        .unwrap();
+    check_out(&ot, f, tolerance_of(f), "conv2d split 3");
+    assert_clean(&ctx);
+}
+
+#[test]
+fn gemm_int8_exact() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let (m, n, k) = (37, 20, 44);
+    let (a, b) = (random_i8(m * k, 41), random_i8(k * n, 42));
+    let at = Tensor::from_i8(&ctx, &[m, k], &a).unwrap();
+    let bt = Tensor::from_i8(&ctx, &[k, n], &b).unwrap();
+    let ct = Tensor::from_i32(&ctx, &[m, n], &vec![i32::MIN; m * n]).unwrap();
+    ops.run(|l| ops.gemm_int8(l, &at, &bt, &ct)).unwrap();
+    let got = ct.download_i32().unwrap();
+    for i in 0..m {
+        for j in 0..n {
+            let want: i32 = (0..k)
+                .map(|l| a[i * k + l] as i32 * b[l * n + j] as i32)
+                .sum();
+            assert_eq!(got[i * n + j], want, "C[{i}][{j}]");
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// Each mistake is its own error, and the list stays as it was.
+#[test]
+fn gemm_mistakes_are_errors_and_record_nothing() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let f = TensorFormat::F32;
+    let t = |shape: &[usize], f: TensorFormat| Tensor::new(&ctx, shape, f).unwrap();
+    let (a, b, c) = (t(&[8, 12], f), t(&[12, 16], f), t(&[8, 16], f));
+    let mut list = CommandList::new(&ctx).unwrap();
+    let op = Gemm::new();
+    let e = ops
+        .gemm(&mut list, &a, &t(&[8, 16], f), None, &c, &op)
+        .unwrap_err();
+    assert!(matches!(e, OpError::Shape { operand: "b", .. }), "{e}");
+    let e = ops
+        .gemm(&mut list, &a, &b, None, &t(&[16, 8], f), &op)
+        .unwrap_err();
+    assert!(matches!(e, OpError::Shape { operand: "c", .. }), "{e}");
+    let e = ops
+        .gemm(&mut list, &a, &b, Some(&t(&[8], f)), &c, &op)
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                operand: "bias",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = ops
+        .gemm(&mut list, &t(&[96], f), &b, None, &c, &op)
+        .unwrap_err();
+    assert!(matches!(e, OpError::Shape { operand: "a", .. }), "{e}");
+    let e = ops
+        .gemm(
+            &mut list,
+            &a,
+            &t(&[12, 16], TensorFormat::F16),
+            None,
+            &c,
+            &op,
+        )
+        .unwrap_err();
+    assert!(matches!(e, OpError::Format { operand: "b", .. }), "{e}");
+    let e = ops
+        .gemm(
+            &mut list,
+            &t(&[8, 12], TensorFormat::I32),
+            &b,
+            None,
+            &c,
+            &op,
+        )
+        .unwrap_err();
+    assert!(matches!(e, OpError::Format { operand: "a", .. }), "{e}");
+    let e = ops
+        .gemm(&mut list, &a, &t(&[12, 6], f), None, &t(&[8, 6], f), &op)
+        .unwrap_err();
+    assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
+    let square = t(&[8, 8], f);
+    let e = ops
+        .gemm(&mut list, &square, &t(&[8, 8], f), None, &square, &op)
+        .unwrap_err();
+    assert!(matches!(e, OpError::Aliased { other: "a", .. }), "{e}");
+    assert!(e.to_string().contains("`c` and `a` are one tensor"), "{e}");
+    let s = Conv2dShape {
+        batch: 1,
+        h: 4,
+        w: 4,
+        c: 4,
+        outc: 4,
+        kh: 3,
+        kw: 3,
+        stride: 0,
+        pad: 1,
+    };
+    let (x, w) = (t(&[1, 4, 4, 4], f), t(&[3, 3, 4, 4], f));
+    let e = ops
+        .conv2d(
+            &mut list,
+            &x,
+            &w,
+            None,
+            &t(&[1, 4, 4, 4], f),
+            &Conv2d::new(s),
+        )
+        .unwrap_err();
+    assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
+    let e = ops
+        .gemm_int8(
+            &mut list,
+            &t(&[4, 4], TensorFormat::I8),
+            &t(&[4, 4], TensorFormat::I8),
+            &t(&[4, 4], f),
+        )
+        .unwrap_err();
+    assert!(matches!(e, OpError::Format { operand: "c", .. }), "{e}");
+    assert_eq!(list.len(), 0, "nothing recorded");
+    // The list is still usable.
+    ops.gemm(&mut list, &a, &b, None, &c, &op).unwrap();
+    list.submit_and_wait().unwrap();
+    assert_clean(&ctx);
+}
