@@ -4,8 +4,10 @@
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{conv2d_nhwc, conv2d_nhwc_split, Conv2dShape, GemmConfig, GemmTuner};
+use vkprism::{CommandList, Context, LoadOptions, Tensor};
+use vkprism_shaders::{
+    conv2d_nhwc, conv2d_nhwc_split, Conv2d, Conv2dShape, GemmConfig, GemmTuner, Ops,
+};
 
 /// (spatial size, channels in = out).
 const SHAPES: [(usize, usize); 4] = [(56, 64), (14, 64), (56, 256), (14, 256)];
@@ -79,7 +81,6 @@ fn one(
     let (m, n, k) = s.gemm_mnk();
     let it = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, input)?;
     let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c, s.outc], f, weight)?;
-    let bias = Tensor::new(ctx, &[s.outc], f)?;
     let ot = Tensor::new(ctx, &[s.batch, s.outh(), s.outw(), s.outc], f)?;
     let (conv_cfg, tuned) = match tuner {
         Some(t) => (t.conv2d_nhwc(&kernel, &s)?, crate::gemm::tuned(t)),
@@ -90,8 +91,10 @@ fn one(
         }
     };
     let mut list = CommandList::with_total_timing(ctx)?;
-    // Kept alive until the list has run.
-    let (_pipe, _split) = if conv_cfg.split_k > 1 {
+    // The split pair or the one pass, as the operation layer records them; its pipelines are
+    // the ones made here for their statistics (cached per constants and workgroup).
+    let spec = conv_cfg.spec(Default::default());
+    if conv_cfg.split_k > 1 {
         println!(
             "# conv2d {variant} {}: split_k {}",
             label(&s),
@@ -99,38 +102,14 @@ fn one(
         );
         let split =
             ctx.load_with::<conv2d_nhwc_split::Kernel>(&LoadOptions::variant_named(variant)?)?;
-        let spec = conv_cfg.spec(Default::default());
         let pipe = split.pipeline(&spec, Some(conv_cfg.local_size()))?;
         crate::print_statistics(&format!("conv2d_split {variant} {conv_cfg:?}"), &pipe);
-        let partial = Tensor::new(ctx, &conv_cfg.partial_shape(m, n), TensorFormat::F32)?;
-        let b = conv2d_nhwc_split::BufferBindings {
-            in_blob: &it,
-            w_blob: &wt,
-            partial_blob: &partial,
-        };
-        list.dispatch(&pipe, &b, &s.push(1.0, 0.0), conv_cfg.grid(m, n))?;
-        let reduce = crate::split::reduce(
-            ctx,
-            &mut list,
-            &key,
-            &conv_cfg,
-            (m, n),
-            (&bias, &partial, &ot),
-        )?;
-        (None, Some((pipe, partial, reduce)))
     } else {
-        let spec = conv_cfg.spec(Default::default());
         let pipe = kernel.pipeline(&spec, Some(conv_cfg.local_size()))?;
         crate::print_statistics(&format!("conv2d {variant} {conv_cfg:?}"), &pipe);
-        let b = conv2d_nhwc::BufferBindings {
-            in_blob: &it,
-            w_blob: &wt,
-            bias_blob: &bias,
-            out_blob: &ot,
-        };
-        list.dispatch(&pipe, &b, &s.push(1.0, 0.0), conv_cfg.grid(m, n))?;
-        (Some(pipe), None)
-    };
+    }
+    let ops = Ops::new(ctx);
+    ops.conv2d_with(&mut list, &kernel, &conv_cfg, &it, &wt, None, &ot, &Conv2d::new(s))?;
     list.submit_and_wait()?;
     check(
         &ot.download_f32()?,

@@ -3,8 +3,8 @@
 
 use crate::harness::{print, time_list, Config, Record};
 use crate::{quantize, random};
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{gemm, gemm_split, GemmConfig, GemmTuner};
+use vkprism::{CommandList, Context, LoadOptions, Tensor};
+use vkprism_shaders::{gemm, gemm_split, Gemm, GemmConfig, GemmTuner, Ops};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
 const SHAPES: [(usize, usize, usize); 4] = [
@@ -85,7 +85,6 @@ fn one(
     } else {
         Tensor::from_f32(ctx, &[k, n], f, b)?
     };
-    let bias = Tensor::new(ctx, &[n], f)?;
     let ct = Tensor::new(ctx, &[m, n], f)?;
     let key = kernel.variant().key;
     let coopmat = key.coopmat == Some(true);
@@ -97,64 +96,24 @@ fn one(
         ),
     };
     let mut list = CommandList::with_total_timing(ctx)?;
-    let push = gemm::PushConstants {
-        M: m as i32,
-        N: n as i32,
-        K: k as i32,
-        alpha: 1.0,
-        slope: 0.0,
-    };
-    // Kept alive until the list has run.
-    let (_pipe, _split) = if gemm_cfg.split_k > 1 {
+    // The split pair or the one pass, as the operation layer records them; its pipelines are
+    // the ones made here for their statistics (cached per constants and workgroup).
+    let spec = gemm_cfg.spec(gemm::SpecConstants {
+        transpose_a: ta as i32,
+        transpose_b: tb as i32,
+        ..Default::default()
+    });
+    if gemm_cfg.split_k > 1 {
         println!("# gemm {variant} {m}x{n}x{k}: split_k {}", gemm_cfg.split_k);
         let split = ctx.load_with::<gemm_split::Kernel>(&LoadOptions::variant_named(variant)?)?;
-        let spec = gemm_cfg.spec(gemm_split::SpecConstants {
-            transpose_a: ta as i32,
-            transpose_b: tb as i32,
-            ..Default::default()
-        });
         let pipe = split.pipeline(&spec, Some(gemm_cfg.local_size()))?;
         crate::print_statistics(&format!("gemm_split {variant} {gemm_cfg:?}"), &pipe);
-        let partial = Tensor::new(ctx, &gemm_cfg.partial_shape(m, n), TensorFormat::F32)?;
-        let bindings = gemm_split::BufferBindings {
-            a_blob: &at,
-            b_blob: &bt,
-            partial_blob: &partial,
-        };
-        let push = gemm_split::PushConstants {
-            M: push.M,
-            N: push.N,
-            K: push.K,
-            alpha: 0.0,
-            slope: 0.0,
-        };
-        list.dispatch(&pipe, &bindings, &push, gemm_cfg.grid(m, n))?;
-        let reduce = crate::split::reduce(
-            ctx,
-            &mut list,
-            &key,
-            &gemm_cfg,
-            (m, n),
-            (&bias, &partial, &ct),
-        )?;
-        (None, Some((pipe, partial, reduce)))
     } else {
-        let spec = gemm_cfg.spec(gemm::SpecConstants {
-            transpose_a: ta as i32,
-            transpose_b: tb as i32,
-            ..Default::default()
-        });
         let pipe = kernel.pipeline(&spec, Some(gemm_cfg.local_size()))?;
         crate::print_statistics(&format!("gemm {variant} {gemm_cfg:?}"), &pipe);
-        let bindings = gemm::BufferBindings {
-            a_blob: &at,
-            b_blob: &bt,
-            bias_blob: &bias,
-            c_blob: &ct,
-        };
-        list.dispatch(&pipe, &bindings, &push, gemm_cfg.grid(m, n))?;
-        (Some(pipe), None)
-    };
+    }
+    let op = Gemm::new().with_transpose_a(ta).with_transpose_b(tb);
+    Ops::new(ctx).gemm_with(&mut list, &kernel, &gemm_cfg, &at, &bt, None, &ct, &op)?;
     list.submit_and_wait()?;
     check(
         &ct.download_f32()?,

@@ -14,7 +14,6 @@ mod gemm;
 mod gemm_image;
 mod gemm_int8;
 mod harness;
-mod split;
 mod transfer;
 
 use harness::{Config, Record};
