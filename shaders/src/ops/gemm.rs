@@ -164,7 +164,7 @@ impl Ops {
             };
             let pipe = pipeline(OP, &split, &cfg.spec(spec), &cfg)?;
             recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))?;
-            return self.reduce(list, OP, key, &cfg, (m, n), &partial, c, &epilogue);
+            return self.split_reduce(list, OP, key, &cfg, (m, n), &partial, c, &epilogue);
         }
         let (activation, slope) = op.activation.code();
         let spec = gemm::SpecConstants {
@@ -318,7 +318,7 @@ impl Ops {
                 alpha,
                 activation,
             };
-            return self.reduce(list, OP, key, &cfg, (m, n), &partial, out, &epilogue);
+            return self.split_reduce(list, OP, key, &cfg, (m, n), &partial, out, &epilogue);
         }
         let (code, slope) = activation.code();
         let spec = gemm::SpecConstants {
@@ -358,7 +358,7 @@ impl Ops {
     /// Records the second pass of a split: `out = act(alpha · Σ partial + bias)` in the first
     /// pass's float mode.
     #[allow(clippy::too_many_arguments)]
-    fn reduce(
+    fn split_reduce(
         &self,
         list: &mut CommandList,
         op: &'static str,
