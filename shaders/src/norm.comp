@@ -1,4 +1,8 @@
 #version 450
+#if ncnn_subgroup_basic && ncnn_subgroup_arithmetic
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 // Normalization over groups of values, channels-last: x is [batch, hw, c] with c channels in
 // `groups` groups of cpg = c / groups; group (n, g) is the hw · cpg values x[n][·][g·cpg ..
 // (g+1)·cpg]. One workgroup per group (grid [workgroup, batch · groups, 1]).

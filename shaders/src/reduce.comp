@@ -1,4 +1,8 @@
 #version 450
+#if ncnn_subgroup_basic && ncnn_subgroup_arithmetic
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 // A reduction along one axis of a tensor viewed as [outer, axis, inner] (any axis of an N-D
 // tensor is one: outer the product of the dimensions before it, inner of those after), into
 // [outer, inner]: out[o][i] = op over a of x[o][a][i]. Values are read one at a time (rows of

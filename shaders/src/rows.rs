@@ -3,7 +3,11 @@
 //! along the last ([`SoftmaxShape`]), [`norm`]: layer, RMS and group norm ([`NormShape`]).
 //! Every one reads values one at a time (rows of any length) and computes in fp32 in every
 //! variant, so each has the float variants that store scalars: `fp32`, `fp16s`, `fp16sa`,
-//! `bf16s` (no packed ones: a packed pair would straddle rows).
+//! `bf16s` (no packed ones: a packed pair would straddle rows), each `_sg` (a workgroup's
+//! reduction through subgroup arithmetic, then one partial per subgroup in shared memory) and
+//! `_nosg` (a tree through shared memory alone): eight variants, `fp32_sg` ... `bf16s_nosg`.
+//! The runtime picks `_sg` where the device has subgroup arithmetic; either works with any
+//! workgroup size.
 
 vkprism::compute_shader! {
     /// `out[o][i] = op over a of x[o][a][i]` for x viewed as `[outer, axis, inner]`, into
@@ -11,8 +15,8 @@ vkprism::compute_shader! {
     /// every variant (a tree for sums across a workgroup, compensated sums in one invocation).
     /// `per_invocation` (constant 1): 0 one workgroup per output, 1 one invocation per output
     /// ([`ReduceShape::per_invocation`](crate::ReduceShape::per_invocation) chooses). Values
-    /// are read one at a time, so any lengths; the float variants that store scalars:
-    /// `fp32`, `fp16s`, `fp16sa`, `bf16s` (no packed ones: a packed pair would straddle rows).
+    /// are read one at a time, so any lengths; the float variants that store scalars,
+    /// `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` (subgroup arithmetic) and `_nosg`.
     pub mod reduce,
     path: "reduce.comp",
     define: [("ARGMAX", "0")],
@@ -120,7 +124,7 @@ vkprism::compute_shader! {
     /// numerically stable (the row's maximum subtracted) and in fp32 in every variant; with
     /// `causal` (constant 0), row r of each block of `block` rows sees only columns
     /// `c <= r % block + offset`, the others 0. Any `cols`. In place is safe (x and y one
-    /// tensor). Variants: `fp32`, `fp16s`, `fp16sa`, `bf16s`.
+    /// tensor). Variants: `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
     pub mod softmax,
     path: "softmax.comp",
 }
@@ -179,7 +183,7 @@ vkprism::compute_shader! {
     /// and `beta` per channel, read with `gamma_term` / `beta_term` (constants 1, 2). One
     /// workgroup per group; fp32 statistics in two passes (centred on the group's first value,
     /// so a large mean cancels exactly). Any `c`; in place is safe. Variants: `fp32`, `fp16s`,
-    /// `fp16sa`, `bf16s`.
+    /// `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
     pub mod norm,
     path: "norm.comp",
 }

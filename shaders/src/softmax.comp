@@ -1,4 +1,8 @@
 #version 450
+#if ncnn_subgroup_basic && ncnn_subgroup_arithmetic
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
 // Softmax along the last axis, one workgroup per row: y[r][c] = e^(s·x[r][c] - m) / Σ e^(s·x - m)
 // with s the `scale` and m the row's largest s·x (so no exponential overflows). Rows of any
 // length: values are read one at a time, in fp32 in every variant. Three passes over the row:

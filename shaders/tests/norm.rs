@@ -109,7 +109,19 @@ const ROWS: &[(usize, usize)] = &[(5, 1), (300, 3), (9, 257), (4, 1000), (3, 409
 
 fn rows_every_variant(rms: bool) {
     let ctx = ctx();
-    assert_eq!(norm::VARIANT_NAMES, ["fp32", "fp16s", "fp16sa", "bf16s"]);
+    assert_eq!(
+        norm::VARIANT_NAMES,
+        [
+            "fp32_sg",
+            "fp32_nosg",
+            "fp16s_sg",
+            "fp16s_nosg",
+            "fp16sa_sg",
+            "fp16sa_nosg",
+            "bf16s_sg",
+            "bf16s_nosg"
+        ]
+    );
     let affines = [
         BOTH,
         Affine {
@@ -230,30 +242,33 @@ fn group_norm() {
 #[test]
 fn norms_of_data_with_a_large_mean_are_accurate() {
     let ctx = ctx();
-    for s in [
-        rows(4, 4099),
-        rows(200, 3),
-        NormShape {
-            batch: 2,
-            hw: 100,
-            c: 12,
-            groups: 3,
-        },
-    ] {
-        run_case(&ctx, "fp32", s, false, BOTH, 1000.0, 70, None, false);
-        run_case(&ctx, "fp32", s, false, BOTH, -3000.0, 71, None, true);
+    // Both reduction paths: subgroups and shared memory alone.
+    for name in ["fp32_sg", "fp32_nosg"] {
+        for s in [
+            rows(4, 4099),
+            rows(200, 3),
+            NormShape {
+                batch: 2,
+                hw: 100,
+                c: 12,
+                groups: 3,
+            },
+        ] {
+            run_case(&ctx, name, s, false, BOTH, 1000.0, 70, None, false);
+            run_case(&ctx, name, s, false, BOTH, -3000.0, 71, None, true);
+        }
+        run_case(
+            &ctx,
+            name,
+            rows(4, 4099),
+            true,
+            BOTH,
+            1000.0,
+            72,
+            None,
+            false,
+        );
     }
-    run_case(
-        &ctx,
-        "fp32",
-        rows(4, 4099),
-        true,
-        BOTH,
-        1000.0,
-        72,
-        None,
-        false,
-    );
     assert_clean(&ctx);
 }
 

@@ -99,7 +99,19 @@ fn run_case(
 #[test]
 fn reduce() {
     let ctx = ctx();
-    assert_eq!(reduce::VARIANT_NAMES, ["fp32", "fp16s", "fp16sa", "bf16s"]);
+    assert_eq!(
+        reduce::VARIANT_NAMES,
+        [
+            "fp32_sg",
+            "fp32_nosg",
+            "fp16s_sg",
+            "fp16s_nosg",
+            "fp16sa_sg",
+            "fp16sa_nosg",
+            "bf16s_sg",
+            "bf16s_nosg"
+        ]
+    );
     assert_eq!(argmax::VARIANT_NAMES, reduce::VARIANT_NAMES);
     for name in reduce::VARIANT_NAMES {
         for (i, (shape, axis)) in CASES.iter().enumerate() {

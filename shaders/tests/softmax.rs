@@ -85,7 +85,19 @@ fn run_case(
 #[test]
 fn softmax() {
     let ctx = ctx();
-    assert_eq!(softmax::VARIANT_NAMES, ["fp32", "fp16s", "fp16sa", "bf16s"]);
+    assert_eq!(
+        softmax::VARIANT_NAMES,
+        [
+            "fp32_sg",
+            "fp32_nosg",
+            "fp16s_sg",
+            "fp16s_nosg",
+            "fp16sa_sg",
+            "fp16sa_nosg",
+            "bf16s_sg",
+            "bf16s_nosg"
+        ]
+    );
     for name in softmax::VARIANT_NAMES {
         for (i, shape) in SHAPES.iter().enumerate() {
             for (j, (scale, causal)) in OPTIONS.iter().enumerate() {
