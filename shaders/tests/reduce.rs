@@ -295,3 +295,32 @@ fn reduce_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
     );
     assert_clean(&ctx);
 }
+
+/// More outputs than one dispatch's workgroups along y (65535 on many devices), a workgroup
+/// per output and an invocation per output: the runtime splits the grid.
+#[test]
+fn reduce_of_more_outputs_than_one_dispatch_holds() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let cases: [(&[usize], usize); 2] = [(&[70_001, 3], 1), (&[70_001, 2, 32], 1)];
+    for (shape, axis) in cases {
+        let s = ReduceShape::of(shape, axis);
+        let x = random_in(shape.iter().product(), 11, 0.1, 4.0);
+        let xt = Tensor::from_f32(&ctx, shape, TensorFormat::F32, &x).unwrap();
+        let mut out_shape = shape.to_vec();
+        out_shape.remove(axis);
+        let ot = Tensor::from_f32(
+            &ctx,
+            &out_shape,
+            TensorFormat::F32,
+            &vec![f32::NAN; s.outputs()],
+        )
+        .unwrap();
+        ops.run(|l| ops.reduce(l, &xt, &ot, axis, ReduceOp::Sum))
+            .unwrap();
+        let (want, scale) = reference::reduce(0, s.outer, s.axis, s.inner, &x);
+        let what = format!("{shape:?} axis {axis}");
+        assert_close_scaled(&ot.download_f32().unwrap(), &want, &scale, 1e-5, &what);
+    }
+    assert_clean(&ctx);
+}

@@ -222,3 +222,20 @@ fn softmax_shape_mismatch_is_an_error_and_records_nothing() {
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     assert_clean(&ctx);
 }
+
+/// More rows than one dispatch's workgroups along y (65535 on many devices): the runtime splits
+/// the grid (the kernel never reads `gl_NumWorkGroups`), every row is done once.
+#[test]
+fn softmax_of_more_rows_than_one_dispatch_holds() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let (rows, cols) = (70_001, 3);
+    let x = random_in(rows * cols, 9, 0.1, 4.0);
+    let xt = Tensor::from_f32(&ctx, &[rows, cols], TensorFormat::F32, &x).unwrap();
+    ops.run(|l| ops.softmax(l, &xt, &xt, &Softmax::new().with_causal(Some(1))))
+        .unwrap();
+    let want = reference::softmax(cols, rows, 1.0, Some(1), &x);
+    let ones = vec![1.0; rows * cols];
+    assert_close_scaled(&xt.download_f32().unwrap(), &want, &ones, 1e-5, "rows");
+    assert_clean(&ctx);
+}
