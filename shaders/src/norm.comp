@@ -45,9 +45,10 @@ void main()
     const int cpg = p.c / p.groups;
     const int len = p.hw * cpg;
     const int lid = int(gl_LocalInvocationID.x), size = int(gl_WorkGroupSize.x);
-    // Element e of the group: pixel e / cpg, channel g · cpg + e % cpg.
+    // Element e of the group: pixel e / cpg, channel g · cpg + e % cpg; one pixel (layer and
+    // RMS norm) needs no division.
     const int base = n * p.hw * p.c + g * cpg;
-#define AT(e) (base + ((e) / cpg) * p.c + (e) % cpg)
+#define AT(e) (p.hw == 1 ? base + (e) : base + ((e) / cpg) * p.c + (e) % cpg)
 
     float x0 = 0.0;
     float d = 0.0;
