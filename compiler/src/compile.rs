@@ -14,7 +14,7 @@ pub const LOCAL_SIZE_IDS: [u32; 3] = [233, 234, 235];
 pub const DEFAULT_LOCAL_SIZE_X: u32 = 64;
 
 /// One message from the GLSL compiler, located.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Diagnostic {
     /// `file:line` (Rust file for inline kernels), or empty when glslang gave no line.
     pub location: String,

@@ -5,7 +5,8 @@
 //! 1. `ast`: parse the macro input, validate its keys.
 //! 2. `source`: read the kernel text and its `#include`s.
 //! 3. `scan` + `valid`: the identifiers the text uses, which decide the variant axes; lexical
-//!    checks (unknown extended functions, `psc` without a block named `p`).
+//!    checks (unknown extended functions, `psc` without a block named `p`); `budget`: the size
+//!    the kernel's macros expand to, bounded before any preprocessor runs.
 //! 4. `variants`: enumerate the variants, apply the user's list; `expanded`: each variant's
 //!    text after the preprocessor, for the per-variant checks of `valid` (unknown extended
 //!    names, constructors that store the wrong bits).
@@ -21,6 +22,7 @@
 #![deny(missing_docs)]
 
 mod ast;
+mod budget;
 mod codegen;
 mod compile;
 mod ctxt;
@@ -199,6 +201,10 @@ pub fn compile_kernel(
     let idents = Identifiers::of(&source.text, &source.all_text);
     let tested = tested::TestedFacts::of(&source.all_text, &scan::defined_names(&source.all_text));
     let text_ok = valid::check(cx, source, &idents, &tested);
+    // Nothing reaches glslang (its preprocessor included) whose macros expand past the budget.
+    if !budget::check(cx, source) {
+        return None;
+    }
     let axes = scan::Axes::of(&idents.all);
     let emit = variants::select(cx, source.span, &axes, &tested.choices(), requested)?;
     let uses = expanded::variant_uses(source, &emit, &tested);
@@ -276,6 +282,9 @@ fn compile_variants(
     let mut reflect_errors: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut glsl_errors = GroupedDiagnostics::default();
     let mut compiled = BTreeMap::new();
+    // The main text's lines, for the messages that quote one (made once: a kernel may have
+    // thousands of messages).
+    let mut kernel_lines: Option<Vec<&str>> = None;
     for (key, result) in compile::compile_all(&source.meta, jobs) {
         // Reflection reads glslang's output; a module it can't handle is an error, not a panic.
         let reflected = result.map(|words| {
@@ -292,8 +301,9 @@ fn compile_variants(
             }
             Ok((Err(e), _)) => reflect_errors.entry(e.0).or_default().push(key.name()),
             Err(mut diagnostics) if emit.contains(&key) => {
+                let lines = kernel_lines.get_or_insert_with(|| source.text.lines().collect());
                 for d in &mut diagnostics {
-                    if let Some(line) = kernel_line(source, &d.location) {
+                    if let Some(line) = kernel_line(source, lines, &d.location) {
                         diagnostics::name_unknown_type(d, line);
                     }
                 }
@@ -316,9 +326,9 @@ fn compile_variants(
     (ok && glsl_ok).then_some(compiled)
 }
 
-/// The main text's line that a message located at `location` (`file:line`, as
+/// The main text's line (of its `lines`) that a message located at `location` (`file:line`, as
 /// `Source::locate` writes it) is about; `None` for a place in an include.
-fn kernel_line<'a>(source: &'a Source, location: &str) -> Option<&'a str> {
+fn kernel_line<'a>(source: &Source, lines: &[&'a str], location: &str) -> Option<&'a str> {
     let (file, line) = location.rsplit_once(':')?;
     let first = source.locate(1);
     let (first_file, first_line) = first.rsplit_once(':')?;
@@ -329,7 +339,7 @@ fn kernel_line<'a>(source: &'a Source, location: &str) -> Option<&'a str> {
         .parse::<usize>()
         .ok()?
         .checked_sub(first_line.parse().ok()?)?;
-    source.text.lines().nth(k)
+    lines.get(k).copied()
 }
 
 /// The full GLSL text of variant `key` of `source`: the preamble of extended-GLSL definitions for
