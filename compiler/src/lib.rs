@@ -207,12 +207,14 @@ pub fn compile_kernel(
     }
     let axes = scan::Axes::of(&idents.all);
     let emit = variants::select(cx, source.span, &axes, &tested.choices(), requested)?;
-    let uses = expanded::variant_uses(source, &emit, &tested);
+    // Preprocessing and compiling share one deadline.
+    let deadline = std::time::Instant::now() + compile::time_limit();
+    let uses = expanded::variant_uses(source, &emit, &tested, deadline);
     let variants_ok = valid::check_variants(cx, source, &uses, emit.len());
     if !(text_ok && variants_ok) {
         return None;
     }
-    let compiled = compile_variants(cx, source, &idents, &tested, &emit)?;
+    let compiled = compile_variants(cx, source, &idents, &tested, &emit, deadline)?;
     let idents = &idents;
     match model::build(&compiled, &emit) {
         Ok(mut m) => {
@@ -266,6 +268,7 @@ fn compile_variants(
     idents: &Identifiers,
     tested: &tested::TestedFacts,
     emit: &[VariantKey],
+    deadline: std::time::Instant,
 ) -> Option<BTreeMap<VariantKey, (Vec<u32>, Reflection)>> {
     let mut keys: Vec<VariantKey> = emit.to_vec();
     for k in emit {
@@ -285,7 +288,7 @@ fn compile_variants(
     // The main text's lines, for the messages that quote one (made once: a kernel may have
     // thousands of messages).
     let mut kernel_lines: Option<Vec<&str>> = None;
-    for (key, result) in compile::compile_all(&source.meta, jobs) {
+    for (key, result) in compile::compile_all(&source.meta, jobs, deadline) {
         // Reflection reads glslang's output; a module it can't handle is an error, not a panic.
         let reflected = result.map(|words| {
             let r = std::panic::catch_unwind(|| reflect::reflect(&words)).unwrap_or_else(|_| {
