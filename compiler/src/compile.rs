@@ -54,19 +54,27 @@ pub fn switches_text(source: &Source, key: &VariantKey, tested: &TestedFacts) ->
     splice(source, &pre)
 }
 
-/// `pre` spliced after the kernel's `#version` line (or after `#version 450`), then a `#line`
-/// directive so messages keep the kernel's own line numbers.
+/// The file name glslang's messages give the text vkprism writes before the kernel (the
+/// preamble, the `define` key's macros): such a message is placed at the kernel's first line
+/// and says what it is about (`toolchain::parse_messages`).
+pub const PREAMBLE_NAME: &str = "vkprism-preamble";
+
+/// `pre` spliced after the kernel's `#version` line (or after `#version 450`) under the name
+/// [`PREAMBLE_NAME`], then a `#line` directive so messages keep the kernel's own name and line
+/// numbers.
 fn splice(source: &Source, pre: &str) -> String {
     let text = &source.text;
     let mut out = String::with_capacity(text.len() + pre.len() + 256);
+    let name = crate::includes::quoted(&source.meta.name);
     match version_line(text) {
         Some(k) => {
             for l in text.lines().take(k + 1) {
                 out.push_str(l);
                 out.push('\n');
             }
+            out.push_str(&format!("#line 1 \"{PREAMBLE_NAME}\"\n"));
             out.push_str(pre);
-            out.push_str(&format!("#line {}\n", k + 2));
+            out.push_str(&format!("#line {} {name}\n", k + 2));
             for l in text.lines().skip(k + 1) {
                 out.push_str(l);
                 out.push('\n');
@@ -74,8 +82,9 @@ fn splice(source: &Source, pre: &str) -> String {
         }
         None => {
             out.push_str("#version 450\n");
+            out.push_str(&format!("#line 1 \"{PREAMBLE_NAME}\"\n"));
             out.push_str(pre);
-            out.push_str("#line 1\n");
+            out.push_str(&format!("#line 1 {name}\n"));
             out.push_str(text);
             out.push('\n');
         }

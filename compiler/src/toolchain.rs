@@ -35,7 +35,8 @@ pub fn compile(source: &Meta, text: &str, version: (i32, GlslProfile)) -> Compil
     let text = prepare(source, text)?;
     let compiler = glslang::Compiler::acquire()
         .ok_or_else(|| vec![unlocated("glslang could not be initialized".into())])?;
-    let text = ShaderSource::from(text);
+    let prepared = text;
+    let text = ShaderSource::from(prepared.clone());
     let options = compiler_options(source.options.vulkan_version, version);
     let input = ShaderInput::new(
         &text,
@@ -47,10 +48,10 @@ pub fn compile(source: &Meta, text: &str, version: (i32, GlslProfile)) -> Compil
     .map_err(|e| vec![unlocated(format!("glslang refused the options: {e}"))])?;
     let shader = compiler
         .create_shader(input)
-        .map_err(|e| parse_messages(source, &log_of(e)))?;
+        .map_err(|e| parse_messages(source, &log_of(e), &prepared))?;
     shader
         .compile()
-        .map_err(|e| parse_messages(source, &log_of(e)))
+        .map_err(|e| parse_messages(source, &log_of(e), &prepared))
 }
 
 /// glslang's preprocessor output for one variant's text, or `None` where the preprocessor
@@ -126,8 +127,11 @@ fn with_line_directive(text: &str) -> String {
 }
 
 /// glslang's info log (`ERROR: file:line: text`, `WARNING: …`, continuation lines) as located
-/// diagnostics. The main text is string `0` until a `#line N "name"` names it.
-fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
+/// diagnostics. The main text is string `0` until a `#line N "name"` names it; a message on the
+/// text vkprism generated (`compile::PREAMBLE_NAME`, or a `<parsed string N>` glslang names
+/// itself) is placed at the kernel's first line and quotes the generated line (`text`: what
+/// glslang compiled).
+fn parse_messages(source: &Meta, log: &str, text: &str) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for line in log.lines() {
         let line = line.trim_end();
@@ -151,6 +155,17 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
             continue;
         }
         let diagnostic = match crate::compile::split_location(rest) {
+            Some((file, lno, message))
+                if file == crate::compile::PREAMBLE_NAME || file.starts_with("<parsed string") =>
+            {
+                Diagnostic {
+                    location: source.locate(1),
+                    message: format!(
+                        "{severity}: {message} (in the text vkprism writes before the kernel{})",
+                        generated_line(source, text, file, lno)
+                    ),
+                }
+            }
             Some((file, lno, message)) if !file.contains(' ') => Diagnostic {
                 location: if file == "0" || file == source.name {
                     source.locate(lno)
@@ -169,6 +184,34 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
         out.push(unlocated(format!("glslang failed: {}", log.trim())));
     }
     out
+}
+
+/// What a message on generated text is about: the line of the preamble quoted, and for a
+/// `define` key's macro, that key.
+fn generated_line(source: &Meta, text: &str, file: &str, lno: u32) -> String {
+    if file != crate::compile::PREAMBLE_NAME {
+        return String::new();
+    }
+    let start = format!("#line 1 \"{}\"", crate::compile::PREAMBLE_NAME);
+    let line = text
+        .lines()
+        .skip_while(|l| l.trim() != start)
+        .nth(lno as usize)
+        .map(str::trim);
+    let Some(line) = line else {
+        return String::new();
+    };
+    let defined = line
+        .strip_prefix("#define")
+        .and_then(|r| r.split_whitespace().next());
+    let shown: String = line.chars().take(120).collect();
+    let more = if shown.len() < line.len() { "…" } else { "" };
+    match defined {
+        Some(name) if source.options.defines.iter().any(|(n, _)| n == name) => {
+            format!(": the `define` key's `{name}`, `{shown}{more}`")
+        }
+        _ => format!(", line {lno}: `{shown}{more}`"),
+    }
 }
 
 /// An include error (`file:line: text`, the file being the main text's name or an included
