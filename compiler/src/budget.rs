@@ -425,15 +425,15 @@ fn bytes(n: u64) -> String {
 }
 
 /// A logical line: physical lines joined at backslash-newlines, comments replaced by a space.
-struct Logical {
-    text: String,
+pub(crate) struct Logical {
+    pub(crate) text: String,
     /// The physical line (1-based) it starts on.
     first: u32,
 }
 
 /// `text`'s logical lines, comments removed (a block comment spanning lines ends the logical
 /// line it started on and the rest continues on the line it ends, as a space).
-fn logical_lines(text: &str) -> Vec<Logical> {
+pub(crate) fn logical_lines(text: &str) -> Vec<Logical> {
     let bytes = text.as_bytes();
     let mut out = Vec::new();
     let mut cur = String::new();
@@ -537,7 +537,13 @@ fn places(lines: &[Logical], define: bool) -> Vec<Place> {
     out
 }
 
-/// The tokens of one logical line: identifiers, numbers, one-character punctuation.
+/// The tokens of one logical line, as text.
+pub(crate) fn line_tokens(line: &str) -> Vec<&str> {
+    tokens(line, 0).into_iter().map(|t| t.text).collect()
+}
+
+/// The tokens of one logical line (the `index`-th): identifiers, numbers, one-character
+/// punctuation.
 fn tokens(line: &str, index: usize) -> Vec<Tok<'_>> {
     let bytes = line.as_bytes();
     let mut out = Vec::new();

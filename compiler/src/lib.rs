@@ -27,6 +27,7 @@ mod codegen;
 mod compile;
 mod ctxt;
 mod diagnostics;
+mod declared;
 mod dump;
 mod expanded;
 mod includes;
@@ -170,13 +171,14 @@ fn finish_kernel(built: Built, spec: &ast::KernelSpec, shared: &share::Shared) -
             };
             codegen::kernel(spec, &model, &files, shared)
         }
-        (Err(errors), _) => codegen::fallback(spec, errors),
+        (Err(errors), _) => codegen::fallback(spec, errors, source.as_ref()),
         (Ok(()), None) => codegen::fallback(
             spec,
             syn::Error::new(
                 spec.name.span(),
                 "internal error: the kernel failed to compile but no phase said why",
             ),
+            source.as_ref(),
         ),
     };
     Expanded { tokens, dump }
