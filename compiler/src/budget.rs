@@ -99,7 +99,10 @@ struct Affine {
 
 impl Affine {
     fn zero(n: usize) -> Affine {
-        Affine { c: 0, k: vec![0; n] }
+        Affine {
+            c: 0,
+            k: vec![0; n],
+        }
     }
     /// `self += m · other`.
     fn add_scaled(&mut self, m: u64, other: &Affine) {
@@ -133,10 +136,7 @@ pub fn measure(defines: &str, text: &str, budget: u64) -> Result<u64, Over> {
         too_deep: false,
     };
     let mut total = 0u64;
-    let texts = [
-        (true, logical_lines(defines)),
-        (false, logical_lines(text)),
-    ];
+    let texts = [(true, logical_lines(defines)), (false, logical_lines(text))];
     for (origin, lines) in &texts {
         let places = places(lines, *origin);
         // Code between directives, measured as one run (a call's arguments may span lines).
@@ -194,7 +194,10 @@ impl<'a> Measure<'a> {
         // A function-like macro's `(` follows its name without a space.
         let (params, body) = match toks.get(1) {
             Some(t) if t.text == "(" && adjacent(name, t) => {
-                let close = toks.iter().position(|t| t.text == ")").unwrap_or(toks.len());
+                let close = toks
+                    .iter()
+                    .position(|t| t.text == ")")
+                    .unwrap_or(toks.len());
                 let params = toks[2..close.max(2)]
                     .iter()
                     .filter(|t| t.ident || t.text == "...")
@@ -242,7 +245,11 @@ impl<'a> Measure<'a> {
                 }
                 if total > budget {
                     let what = if size.c > budget {
-                        format!("this use of macro `{}` expands to {}", t.text, bytes(size.c))
+                        format!(
+                            "this use of macro `{}` expands to {}",
+                            t.text,
+                            bytes(size.c)
+                        )
                     } else {
                         format!(
                             "with this use of macro `{}` ({}), the kernel's macros expand to {}",
@@ -368,7 +375,10 @@ impl<'a> Measure<'a> {
             return f.clone();
         }
         let Some(m) = self.macros.get(name) else {
-            return Affine { c: name.len() as u64 + 1, k: Vec::new() };
+            return Affine {
+                c: name.len() as u64 + 1,
+                k: Vec::new(),
+            };
         };
         let params = m.params.clone().unwrap_or_default();
         let body = m.body.clone();
@@ -562,9 +572,13 @@ fn tokens(line: &str, index: usize) -> Vec<Tok<'_>> {
                 ident: true,
                 line: index,
             });
-        } else if c.is_ascii_digit() || (c == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit)) {
+        } else if c.is_ascii_digit()
+            || (c == b'.' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+        {
             let s = i;
-            while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.' || bytes[i] == b'_') {
+            while i < bytes.len()
+                && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'.' || bytes[i] == b'_')
+            {
                 i += 1;
             }
             out.push(Tok {
@@ -622,7 +636,8 @@ mod tests {
         let text = "#define D(x) x x\n#define Q(x) D(D(x))\nQ(Q(Q(Q(Q(Q(Q(Q(Q(Q(abc))))))))))\n";
         // Q repeats its argument 4 times: 4^10 copies of `abc` (4 bytes).
         assert_eq!(measure("", text, u64::MAX).unwrap(), 4 * 4u64.pow(10));
-        let text = "#define D(x) x x\n#define Q(x) D(D(x))\n#define E(x) Q(Q(Q(Q(x))))\nE(E(E(E(a))))\n";
+        let text =
+            "#define D(x) x x\n#define Q(x) D(D(x))\n#define E(x) Q(Q(Q(Q(x))))\nE(E(E(E(a))))\n";
         assert!(measure("", text, EXPANSION_BUDGET).is_err());
     }
 
@@ -639,7 +654,11 @@ mod tests {
         assert_eq!(over.at, Place::File("main".into(), 4));
         let over = measure("#define A B B B B B B B B\n#define B C C C C C C C C\n#define C 1 2 3 4 5 6 7 8\n#define X A A\n", "", 1000);
         assert!(over.is_ok(), "definitions alone expand nothing");
-        let over = measure("#define B 1 2 3 4 5 6 7 8\n#define A B B B B B B B B\n", "A A A A A A A A\n", 1000);
+        let over = measure(
+            "#define B 1 2 3 4 5 6 7 8\n#define A B B B B B B B B\n",
+            "A A A A A A A A\n",
+            1000,
+        );
         assert_eq!(over.unwrap_err().at, Place::Main(1));
     }
 

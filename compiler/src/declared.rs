@@ -49,7 +49,11 @@ impl Declared {
             i = close + 1;
             if qualifiers.contains(&"push_constant") && out.push.is_none() {
                 // `uniform NAME { members } instance;`
-                let Some(open) = toks[i..].iter().take(8).position(|t| *t == "{").map(|p| i + p)
+                let Some(open) = toks[i..]
+                    .iter()
+                    .take(8)
+                    .position(|t| *t == "{")
+                    .map(|p| i + p)
                 else {
                     continue;
                 };
@@ -61,7 +65,10 @@ impl Declared {
                 i = end;
             } else if qualifiers.contains(&"constant_id") {
                 // `const T name = …;`
-                let end = toks[i..].iter().position(|t| *t == ";").map_or(toks.len(), |p| i + p);
+                let end = toks[i..]
+                    .iter()
+                    .position(|t| *t == ";")
+                    .map_or(toks.len(), |p| i + p);
                 let decl = &toks[i..end];
                 let decl = decl.strip_prefix(&["const"][..]).unwrap_or(decl);
                 let decl: Vec<&str> = decl.iter().copied().filter(|t| !is_precision(t)).collect();

@@ -9,7 +9,8 @@ use vkprism_compiler::{compile_kernel, Ctxt, Source};
 #[test]
 fn a_compile_past_the_deadline_is_a_located_error_naming_the_variant() {
     // Under the expansion budget (2^16 doublings: 0.75 MiB) but longer than 0.1 s of glslang.
-    let mut text = String::from("#version 450\nlayout (binding = 0) buffer b { float d[]; };\n#define M0 1\n");
+    let mut text =
+        String::from("#version 450\nlayout (binding = 0) buffer b { float d[]; };\n#define M0 1\n");
     for i in 1..=16 {
         text.push_str(&format!("#define M{i} (M{}+M{})\n", i - 1, i - 1));
     }
@@ -22,7 +23,12 @@ fn a_compile_past_the_deadline_is_a_located_error_naming_the_variant() {
     let took = t.elapsed();
     std::env::remove_var("VKPRISM_COMPILE_DEADLINE_SECS");
     assert!(model.is_none());
-    let errs: Vec<String> = cx.check().unwrap_err().into_iter().map(|e| e.to_string()).collect();
+    let errs: Vec<String> = cx
+        .check()
+        .unwrap_err()
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect();
     eprintln!("{took:?}: {errs:#?}");
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(

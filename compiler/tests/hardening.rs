@@ -462,7 +462,9 @@ fn coopmat_variant_include_hidden_by_a_line_continuation_is_refused() {
 #[test]
 fn exponential_macros_are_refused_before_glslang_at_the_use() {
     // Issue 20: 40 doubling macros, 936 bytes, used once: 2^40 tokens.
-    let mut text = String::from("#version 450\nlayout (binding = 0) buffer b { float d[]; };\n#define M0 (1)\n");
+    let mut text = String::from(
+        "#version 450\nlayout (binding = 0) buffer b { float d[]; };\n#define M0 (1)\n",
+    );
     for i in 1..=40 {
         text.push_str(&format!("#define M{i} (M{}+M{})\n", i - 1, i - 1));
     }
@@ -472,7 +474,9 @@ fn exponential_macros_are_refused_before_glslang_at_the_use() {
     assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(
-        errs[0].contains("test.comp:45:") && errs[0].contains("`M40`") && errs[0].contains("budget"),
+        errs[0].contains("test.comp:45:")
+            && errs[0].contains("`M40`")
+            && errs[0].contains("budget"),
         "{errs:?}"
     );
 }
@@ -488,7 +492,12 @@ fn an_error_in_the_define_key_is_placed_and_explained() {
     let text = format!("#version 450\n{BODY}");
     let _ = Source::from_text_with(&cx, &text, "test.comp", Path::new("."), options)
         .and_then(|s| compile_kernel(&cx, &s, None));
-    let errs: Vec<String> = cx.check().unwrap_err().into_iter().map(|e| e.to_string()).collect();
+    let errs: Vec<String> = cx
+        .check()
+        .unwrap_err()
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect();
     eprintln!("{errs:#?}");
     for e in &errs {
         assert!(located(e) && !e.contains("parsed string"), "{e}");
@@ -496,7 +505,9 @@ fn an_error_in_the_define_key_is_placed_and_explained() {
     assert_eq!(errs.len(), 1, "{errs:?}");
     assert!(
         errs[0].contains("test.comp:1:")
-            && errs[0].contains("in the text vkprism writes before the kernel: the `define` key's `VKP_BAD`"),
+            && errs[0].contains(
+                "in the text vkprism writes before the kernel: the `define` key's `VKP_BAD`"
+            ),
         "{errs:?}"
     );
 }

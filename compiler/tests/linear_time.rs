@@ -77,21 +77,43 @@ fn one_long_unknown_type() {
     // An undeclared type in a declaration: the message names it and looks for near misses.
     linear("one long unknown type", |size| {
         let n = size.saturating_sub(HEAD.len() + 40);
-        format!("{HEAD}void main() {{ {} x = 1.0; }}\n", "sfpvec".repeat(n / 6))
+        format!(
+            "{HEAD}void main() {{ {} x = 1.0; }}\n",
+            "sfpvec".repeat(n / 6)
+        )
+    });
+}
+
+#[test]
+fn one_long_unknown_extended_function() {
+    // A reserved prefix: the message looks for the nearest known extended functions.
+    linear("one long unknown extended function", |size| {
+        let n = size.saturating_sub(HEAD.len() + 40);
+        format!("{HEAD}void main() {{ d[0] = buffer_{}(d, 0); }}\n", "ld".repeat(n / 2))
     });
 }
 
 #[test]
 fn many_identifiers() {
     linear("many identifiers", |size| {
-        kernel(size, &format!("{HEAD}void main() {{\n"), &|k| format!("float v{k} = 1.0;\n"), "}\n")
+        kernel(
+            size,
+            &format!("{HEAD}void main() {{\n"),
+            &|k| format!("float v{k} = 1.0;\n"),
+            "}\n",
+        )
     });
 }
 
 #[test]
 fn many_undeclared_identifiers() {
     linear("many undeclared identifiers", |size| {
-        kernel(size, &format!("{HEAD}void main() {{\n"), &|k| format!("d[0] = u{k};\n"), "}\n")
+        kernel(
+            size,
+            &format!("{HEAD}void main() {{\n"),
+            &|k| format!("d[0] = u{k};\n"),
+            "}\n",
+        )
     });
 }
 
@@ -101,7 +123,9 @@ fn comments() {
         kernel(
             size,
             HEAD,
-            &|k| format!("// a comment {k} with buffer_ld4 and sfpvec4 in it\n/* a block {k}\n comment */\n"),
+            &|k| {
+                format!("// a comment {k} with buffer_ld4 and sfpvec4 in it\n/* a block {k}\n comment */\n")
+            },
             "void main() {}\n",
         )
     });
@@ -124,14 +148,24 @@ fn if_nesting() {
     // Nested blocks 50 deep (glslang's limit is 64), one after another.
     linear("#if nesting", |size| {
         let block = format!("{}{}", "#if VKP_X > 0\n".repeat(50), "#endif\n".repeat(50));
-        kernel(size, &format!("{HEAD}#define VKP_X 1\n"), &|_| block.clone(), "void main() {}\n")
+        kernel(
+            size,
+            &format!("{HEAD}#define VKP_X 1\n"),
+            &|_| block.clone(),
+            "void main() {}\n",
+        )
     });
 }
 
 #[test]
 fn long_lines() {
     linear("one long line", |size| {
-        kernel(size, &format!("{HEAD}void main() {{ "), &|k| format!("d[{k}] = 1.0; "), "}\n")
+        kernel(
+            size,
+            &format!("{HEAD}void main() {{ "),
+            &|k| format!("d[{k}] = 1.0; "),
+            "}\n",
+        )
     });
 }
 

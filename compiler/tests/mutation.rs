@@ -374,9 +374,14 @@ fn snippets(files: &Path) -> Vec<String> {
 fn runaway_snippets() -> Vec<String> {
     let mut doubling = String::from("#define VKPF_M0 (1)\n");
     for i in 1..=40 {
-        doubling.push_str(&format!("#define VKPF_M{i} (VKPF_M{}+VKPF_M{})\n", i - 1, i - 1));
+        doubling.push_str(&format!(
+            "#define VKPF_M{i} (VKPF_M{}+VKPF_M{})\n",
+            i - 1,
+            i - 1
+        ));
     }
-    let mut nested = String::from("#define VKPF_D(x) x x\n#define VKPF_Q(x) VKPF_D(VKPF_D(VKPF_D(x)))\n");
+    let mut nested =
+        String::from("#define VKPF_D(x) x x\n#define VKPF_Q(x) VKPF_D(VKPF_D(VKPF_D(x)))\n");
     nested.push_str(&format!("{}1{}\n", "VKPF_Q(".repeat(12), ")".repeat(12)));
     vec![
         format!("{doubling}float vkpf_x = float(VKPF_M40);\n"),

@@ -34,9 +34,16 @@ fn check_located(items: &[syn::Item]) {
         match item {
             syn::Item::Mod(m) => check_located(m.content.as_ref().map_or(&[][..], |(_, i)| i)),
             syn::Item::Macro(m) if m.mac.path.is_ident("compile_error") => {
-                let message = m.mac.parse_body::<syn::LitStr>().expect("a message").value();
+                let message = m
+                    .mac
+                    .parse_body::<syn::LitStr>()
+                    .expect("a message")
+                    .value();
                 let located = message.match_indices(':').any(|(i, _)| {
-                    let digits = message[i + 1..].bytes().take_while(u8::is_ascii_digit).count();
+                    let digits = message[i + 1..]
+                        .bytes()
+                        .take_while(u8::is_ascii_digit)
+                        .count();
                     digits > 0 && i > 0 && !message[..i].ends_with(' ')
                 });
                 assert!(located, "an error without a file:line: {message}");

@@ -35,7 +35,9 @@ pub fn fallback(spec: &KernelSpec, errors: syn::Error, source: Option<&Source>) 
     let (attrs, vis, name) = (&spec.attrs, &spec.vis, &spec.name);
     let name_str = name.to_string();
     let errors = errors.to_compile_error();
-    let declared = source.map(|s| Declared::of(&s.all_text)).unwrap_or_default();
+    let declared = source
+        .map(|s| Declared::of(&s.all_text))
+        .unwrap_or_default();
     let push = push_stub(&p, declared.push.as_deref());
     let spec_fields = fields(&declared.spec);
     let spec_fields = spec_fields.iter().map(|(f, ty)| quote!(pub #f: #ty));
