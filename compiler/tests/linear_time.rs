@@ -158,6 +158,20 @@ fn if_nesting() {
 }
 
 #[test]
+fn deep_if_nesting() {
+    // One block nested as deep as the size allows (glslang refuses past 64: the error must come
+    // as fast).
+    linear("deep #if nesting", |size| {
+        let levels = size.saturating_sub(HEAD.len() + 20) / 23;
+        format!(
+            "{HEAD}{}{}void main() {{}}\n",
+            "#ifdef VKP_DEEP\n".repeat(levels),
+            "#endif\n".repeat(levels)
+        )
+    });
+}
+
+#[test]
 fn long_lines() {
     linear("one long line", |size| {
         kernel(
