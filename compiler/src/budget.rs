@@ -47,6 +47,10 @@ pub fn check(cx: &Ctxt, source: &Source) -> bool {
             let at = match &over.at {
                 Place::Define => "the `define` key".to_string(),
                 Place::Main(line) => source.locate(*line),
+                // Back in the main text after an include.
+                Place::File(file, line) if *file == source.meta.name.replace('"', "'") => {
+                    source.locate(*line)
+                }
                 Place::File(file, line) => format!("{file}:{line}"),
             };
             cx.error(source.span, format!("{at}: {}", over.message));

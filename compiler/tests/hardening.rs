@@ -511,3 +511,17 @@ fn an_error_in_the_define_key_is_placed_and_explained() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn exponential_macros_from_an_include_are_refused_at_the_use_in_the_kernel() {
+    let dir = scratch("expmacros");
+    let mut defines = String::from("#define M0 (1)\n");
+    for i in 1..=30 {
+        defines.push_str(&format!("#define M{i} (M{}+M{})\n", i - 1, i - 1));
+    }
+    std::fs::write(dir.join("m.glsl"), defines).unwrap();
+    let text = format!("#version 450\n#include \"m.glsl\"\n{BODY}float f() {{ return M30; }}\n");
+    let errs = errors(&dir, &text);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].starts_with("test.comp:5:") && errs[0].contains("`M30`"), "{errs:?}");
+}
