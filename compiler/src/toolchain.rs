@@ -327,3 +327,43 @@ mod raw {
         std::ptr::from_ref(&LIMITS).cast()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::parse_messages;
+    use crate::source::{Meta, Origin};
+
+    fn meta() -> Meta {
+        Meta {
+            name: "<inline>".into(),
+            dir: Default::default(),
+            origin: Origin::Inline {
+                file: "src/lib.rs".into(),
+                lines: vec![10, 11, 12],
+            },
+            options: crate::options::KernelOptions {
+                defines: vec![("N".into(), "4 4".into())],
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn messages_on_generated_text_are_placed_at_the_kernel_and_explained() {
+        let text = "#version 450\n#extension GL_GOOGLE_cpp_style_line_directive : require\n#line 1 \"vkprism-preamble\"\n#define afp float\n#define N 4 4\n#line 2 \"<inline>\"\nvoid main() {}\n";
+        let log = "ERROR: vkprism-preamble:2: '' : bad\nERROR: <parsed string 1>:2: '' : name too long\nERROR: <inline>:3: 'x' : undeclared identifier\n";
+        let d = parse_messages(&meta(), log, text);
+        let shown: Vec<(&str, &str)> = d
+            .iter()
+            .map(|d| (d.location.as_str(), d.message.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("src/lib.rs:10", "error: '' : bad (in the text vkprism writes before the kernel: the `define` key's `N`, `#define N 4 4`)"),
+                ("src/lib.rs:10", "error: '' : name too long (in the text vkprism writes before the kernel)"),
+                ("src/lib.rs:12", "error: 'x' : undeclared identifier"),
+            ]
+        );
+    }
+}

@@ -523,5 +523,8 @@ fn exponential_macros_from_an_include_are_refused_at_the_use_in_the_kernel() {
     let text = format!("#version 450\n#include \"m.glsl\"\n{BODY}float f() {{ return M30; }}\n");
     let errs = errors(&dir, &text);
     assert_eq!(errs.len(), 1, "{errs:?}");
-    assert!(errs[0].starts_with("test.comp:5:") && errs[0].contains("`M30`"), "{errs:?}");
+    assert!(
+        errs[0].starts_with("test.comp:5:") && errs[0].contains("`M30`"),
+        "{errs:?}"
+    );
 }

@@ -89,7 +89,10 @@ fn one_long_unknown_extended_function() {
     // A reserved prefix: the message looks for the nearest known extended functions.
     linear("one long unknown extended function", |size| {
         let n = size.saturating_sub(HEAD.len() + 40);
-        format!("{HEAD}void main() {{ d[0] = buffer_{}(d, 0); }}\n", "ld".repeat(n / 2))
+        format!(
+            "{HEAD}void main() {{ d[0] = buffer_{}(d, 0); }}\n",
+            "ld".repeat(n / 2)
+        )
     });
 }
 
