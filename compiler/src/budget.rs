@@ -309,12 +309,15 @@ impl<'a> Measure<'a> {
                         let end = close[*i];
                         if end < toks.len() {
                             let args = self.arguments(toks, close, *i + 1, end, params);
+                            let ranges = argument_ranges(close, *i + 1, end, toks);
                             *i = end + 1;
                             let form = self.form(t.text);
                             out.c = form.c;
                             for (k, arg) in form.k.iter().zip(&args) {
                                 out.add_scaled(*k, arg);
                             }
+                            let pasted = self.pasted(t.text, toks, &ranges, params);
+                            out.c = out.c.saturating_add(pasted);
                             return out;
                         }
                     }
@@ -394,10 +397,91 @@ impl<'a> Measure<'a> {
             let size = self.token(&body, &close, &mut i, &params);
             form.add_scaled(1, &size);
         }
+        // Pastes of the body's own tokens (`M ## 3`); those of parameters count at each call.
+        let pasted = self.pasted(name, &[], &[], &[]);
+        form.c = form.c.saturating_add(pasted);
         self.active.pop();
         self.forms.insert(name, form.clone());
         form
     }
+
+    /// What the pastes (`a ## b`) of macro `name`'s body make, called with the arguments
+    /// `ranges` of `toks` (none for its own measure): the preprocessor expands a pasted token
+    /// again when it names a macro. An operand that is a parameter takes its argument's last
+    /// (left of `##`) or first (right) token; one whose text is unknown here (an argument that
+    /// is itself a parameter of the macro being measured) makes nothing counted.
+    fn pasted(
+        &mut self,
+        name: &'a str,
+        toks: &[Tok<'a>],
+        ranges: &[(usize, usize)],
+        outer: &[&'a str],
+    ) -> u64 {
+        let Some(m) = self.macros.get(name) else {
+            return 0;
+        };
+        let params = m.params.clone().unwrap_or_default();
+        let body = &m.body;
+        let mut names: Vec<String> = Vec::new();
+        for j in 1..body.len().saturating_sub(2) {
+            if body[j].text != "#" || body[j + 1].text != "#" {
+                continue;
+            }
+            let operand = |t: &Tok<'a>, last: bool| -> Option<&'a str> {
+                match params.iter().position(|p| *p == t.text) {
+                    None => Some(t.text),
+                    Some(p) => {
+                        let (from, to) = *ranges.get(p)?;
+                        let k = if last { to.checked_sub(1)? } else { from };
+                        let arg = toks.get(k).filter(|_| from < to)?;
+                        (!outer.contains(&arg.text)).then_some(arg.text)
+                    }
+                }
+            };
+            if let (Some(l), Some(r)) = (operand(&body[j - 1], true), operand(&body[j + 2], false))
+            {
+                names.push(format!("{l}{r}"));
+            }
+        }
+        let mut size = 0u64;
+        for n in names {
+            let Some((&key, _)) = self.macros.get_key_value(n.as_str()) else {
+                continue;
+            };
+            if !self.active.contains(&key) && self.active.len() < MAX_CALL_DEPTH {
+                size = size.saturating_add(self.form(key).c);
+            } else if self.active.len() >= MAX_CALL_DEPTH {
+                self.too_deep = true;
+            }
+        }
+        size
+    }
+}
+
+/// The token ranges of a call's arguments between `from` and `end` (its `)`), split at top-level
+/// commas.
+fn argument_ranges(
+    close: &[usize],
+    from: usize,
+    end: usize,
+    toks: &[Tok<'_>],
+) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut start = from;
+    let mut j = from;
+    while j < end {
+        match toks[j].text {
+            "," => {
+                out.push((start, j));
+                start = j + 1;
+            }
+            "(" => j = close[j].min(end),
+            _ => {}
+        }
+        j += 1;
+    }
+    out.push((start, end));
+    out
 }
 
 /// For each `(` of `toks`, the index of its `)` (`toks.len()` when unmatched); other entries 0.
@@ -664,6 +748,29 @@ mod tests {
             1000,
         );
         assert_eq!(over.unwrap_err().at, Place::Main(1));
+    }
+
+    #[test]
+    fn pasted_names_are_expanded_again() {
+        let mut text = String::from("#define CAT(a, b) a ## b\n#define M0 (1)\n");
+        for i in 1..=40 {
+            text.push_str(&format!(
+                "#define M{i} (CAT(M, {})+CAT(M, {}))\n",
+                i - 1,
+                i - 1
+            ));
+        }
+        text.push_str("M40\n");
+        let over = measure("", &text, EXPANSION_BUDGET).unwrap_err();
+        assert_eq!(over.at, Place::Main(43));
+        let own =
+            "#define A 1 2 3 4 5 6 7 8 9\n#define AA 1\n#define B A ## A\n#define C x ## A\nB C\n";
+        // Counted over: `B` as `A`, `#`, `#`, `A` and the pasted `AA` (a macro); `C` as `x`,
+        // `#`, `#`, `A` (the pasted `xA` is no macro).
+        assert_eq!(
+            measure("", own, u64::MAX).unwrap(),
+            (18 + 4 + 18 + 2) + (2 + 4 + 18)
+        );
     }
 
     #[test]
