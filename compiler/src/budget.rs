@@ -10,7 +10,8 @@
 //! each parameter appears once the body's own macro calls are expanded), so measuring is linear in
 //! the text and the definitions, never in the expansion. The sum of the expansions of every use
 //! (in code and in `#if` / `#elif`) must stay under [`EXPANSION_BUDGET`]; the use that crosses it
-//! is the error. The measure is conservative where the preprocessor is subtle: every branch of an
+//! is the error. A `#line` directive that is not a plain number (and file name) is refused here
+//! too: glslang would write a newline for each line it skips after one. The measure is conservative where the preprocessor is subtle: every branch of an
 //! `#if` counts, `#`/`##` count as their operands, a macro that names itself is one token.
 
 use crate::ctxt::Ctxt;
@@ -156,6 +157,15 @@ pub fn measure(defines: &str, text: &str, budget: u64) -> Result<u64, Over> {
             let name = toks.get(1).map_or("", |t| t.text);
             match name {
                 "define" => m.define(&toks[2..]),
+                "line" if !crate::toolchain::line_directives_plain(&line.text) => {
+                    let shown: String = line.text.trim().chars().take(80).collect();
+                    return Err(Over {
+                        at: places[index].clone(),
+                        message: format!(
+                            "`{shown}`: vkprism takes `#line` with a number (at most 4294967295) and optionally a \"file\" name only: glslang's preprocessor keeps the line count of a `#line` it can't evaluate by writing one newline per line skipped, billions of them; the kernel is refused before the GLSL compiler sees it"
+                        ),
+                    });
+                }
                 "undef" => {
                     if let Some(t) = toks.get(2) {
                         m.macros.remove(t.text);

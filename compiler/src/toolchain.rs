@@ -58,8 +58,37 @@ pub fn compile(source: &Meta, text: &str, version: (i32, GlslProfile)) -> Compil
 /// rejects it (the variant's compile reports why).
 pub fn preprocess(source: &Meta, text: &str, version: (i32, GlslProfile)) -> Option<String> {
     let text = prepare(source, text).ok()?;
+    if !line_directives_plain(&text) {
+        return None;
+    }
     glslang::Compiler::acquire()?;
     raw::preprocess(&text, source.options.vulkan_version, version)
+}
+
+/// Whether every `#line` directive of `text` is `#line N` or `#line N "file"` with `N` a number
+/// glslang keeps. After one it can't evaluate (`#line 429496729#line 1`), glslang's
+/// preprocessor (which its compile runs too) keeps the line count by writing a newline per line
+/// it skipped: half a billion of them, seconds per variant, from a 40-byte directive. The budget
+/// phase refuses such a kernel (`budget::check`); [`preprocess`] checks again.
+pub(crate) fn line_directives_plain(text: &str) -> bool {
+    text.lines().all(|l| {
+        let Some(rest) = l.trim_start().strip_prefix('#') else {
+            return true;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("line") else {
+            return true;
+        };
+        let rest = rest.trim();
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let after = rest[digits..].trim_start();
+        (1..=10).contains(&digits)
+            && rest[..digits]
+                .parse::<u64>()
+                .is_ok_and(|n| n <= u64::from(u32::MAX))
+            && (after.is_empty()
+                || after.starts_with("//")
+                || (after.starts_with('"') && after[1..].contains('"')))
+    })
 }
 
 /// `text` with its includes spliced in and the `#line "file"` form enabled; a NUL byte (which

@@ -528,3 +528,19 @@ fn exponential_macros_from_an_include_are_refused_at_the_use_in_the_kernel() {
         "{errs:?}"
     );
 }
+
+#[test]
+fn a_line_directive_glslang_cannot_evaluate_is_refused_fast() {
+    // Found by the mutation run: 9 s for 188 bytes (glslang writes a newline per skipped line).
+    let t = Instant::now();
+    let errs = errors(
+        Path::new("."),
+        "#version 450\n#line 429496729#line 18446744073709551615\nlayout (push_constant) uniform parameter { sfpvec2 x; } p;\nvoid main() {}\n",
+    );
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("test.comp:2:") && errs[0].contains("#line"),
+        "{errs:?}"
+    );
+}
