@@ -38,8 +38,13 @@ fn kernel(size: usize, head: &str, unit: &dyn Fn(usize) -> String, tail: &str) -
     text
 }
 
+/// One measure at a time: tests run on parallel threads, and a ratio of times taken under
+/// different loads would mean nothing.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Checks time(LARGE) / median(time(SMALL)) ≤ 100 × SLACK for the kernels `make(size)`.
 fn linear(shape: &str, make: impl Fn(usize) -> String) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let small = make(SMALL);
     let large = make(LARGE);
     assert!(large.len() <= 1 << 20, "{shape}: {} bytes", large.len());
