@@ -182,6 +182,19 @@ impl CommandList {
                         alignment,
                     });
                 }
+                // A buffer over maxUniformBufferRange was made without uniform usage: a view of
+                // it can't be bound as a uniform buffer, however small.
+                let uniform_limit = self.shared.features.limits.max_uniform_buffer_range;
+                if b.kind == BindingKind::UniformBuffer && t.inner.size > uniform_limit {
+                    return Err(CommandError::RangeTooLarge {
+                        kernel: info.name,
+                        binding: b.binding,
+                        name: b.name,
+                        size: t.inner.size,
+                        limit_name: "maxUniformBufferRange (of the view's whole buffer)",
+                        limit: uniform_limit,
+                    });
+                }
                 self.check_buffer_size(info, b, t.size_bytes())
             }
             (BindingKind::SampledImage | BindingKind::StorageImage, Resource::Image(im)) => {

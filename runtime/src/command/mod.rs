@@ -345,7 +345,8 @@ impl CommandList {
         unsafe { self.run.submit(self.cmd, &self.tensors) }
     }
 
-    /// GPU time of each dispatch in the last run (with its barrier, if any), in order.
+    /// GPU time of each dispatch in the last run (with its barrier, if any, and the transfers
+    /// recorded between it and the dispatch before it), in order.
     pub fn timings(&self) -> Result<Vec<Duration>, CommandError> {
         if self.query_capacity == 0 {
             return Err(CommandError::NoTimestamps);
