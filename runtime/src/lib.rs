@@ -75,7 +75,7 @@ mod spirv;
 mod statistics;
 pub mod tensor;
 
-pub use command::{CommandError, CommandList, Readback, Submission};
+pub use command::{CommandError, CommandList, Readback, Submission, UploadSlot};
 pub use context::{
     AllocatorStats, Context, ContextOptions, DeviceError, DeviceIdentity, DeviceReport,
     DeviceSelector, DeviceType,

@@ -498,3 +498,70 @@ fn pending_work_refuses_resubmission_and_host_access() {
     assert_eq!(x.download_u32().unwrap(), got);
     assert_clean(&ctx);
 }
+
+/// Proves: an upload slot uploads what it holds at each submission (new data per run of one
+/// recorded list, the inference loop), starts as zeros, refuses data of the wrong length, and
+/// refuses a write while a run is in flight.
+#[test]
+fn upload_slots_take_new_data_per_run() {
+    let ctx = ctx();
+    let (_k, p) = scale_pipeline(&ctx);
+    let n = 512;
+    let x = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
+    let y = Tensor::new(&ctx, &[n], TensorFormat::F32).unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+    let input = list.upload_slot(&x).unwrap();
+    scale_into(&mut list, &p, &x, &y, 2.0, 1.0);
+    let output = list.download(&y).unwrap();
+    list.submit_and_wait().unwrap();
+    assert_eq!(output.read_f32().unwrap(), vec![1.0; n]);
+    for step in 0..3 {
+        let xs = random(n, 10 + step);
+        input.write_f32(&xs).unwrap();
+        let mut s = list.submit().unwrap();
+        if !s.is_done().unwrap() {
+            let e = input.write_f32(&xs).unwrap_err();
+            assert!(matches!(e, CommandError::StillPending), "{e}");
+        }
+        s.wait().unwrap();
+        assert_close(
+            &output.read_f32().unwrap(),
+            &affine(&xs, 2.0, 1.0),
+            1e-6,
+            "step",
+        );
+    }
+    let e = input.write_f32(&[1.0]).unwrap_err();
+    assert!(
+        matches!(e, CommandError::Tensor(TensorError::LengthMismatch { .. })),
+        "{e}"
+    );
+    assert_clean(&ctx);
+}
+
+/// Proves: `submit_and_wait` after an unwaited `submit` waits for that run first and runs
+/// again; a submission outlives its list (the list's drop waited for it) and still answers.
+#[test]
+fn submit_and_wait_waits_for_a_pending_run_and_submissions_outlive_lists() {
+    let ctx = ctx();
+    let (_k, p) = scale_pipeline(&ctx);
+    let xs = random(300, 7);
+    let x = f32_tensor(&ctx, &xs);
+    let y = Tensor::new(&ctx, &[300], TensorFormat::F32).unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+    scale_into(&mut list, &p, &x, &y, 4.0, 0.0);
+    let mut first = list.submit().unwrap();
+    list.submit_and_wait().unwrap();
+    first.wait().unwrap();
+    let mut second = list.submit().unwrap();
+    drop(list);
+    assert!(second.is_done().unwrap());
+    second.wait().unwrap();
+    assert_close(
+        &y.download_f32().unwrap(),
+        &affine(&xs, 4.0, 0.0),
+        1e-6,
+        "y",
+    );
+    assert_clean(&ctx);
+}

@@ -18,7 +18,7 @@
 //! - `error.rs`: [`CommandError`];
 //! - `dispatch.rs`: checking a dispatch (a plan) and recording it (`unsafe`, trusting the plan);
 //! - `transfer.rs`: uploads, copies, fills and downloads recorded in a list, their staging
-//!   buffers, [`Readback`];
+//!   buffers, [`Readback`], [`UploadSlot`];
 //! - `submission.rs`: [`Submission`], the run in flight and its fence.
 
 mod dispatch;
@@ -28,7 +28,7 @@ mod transfer;
 
 pub use error::CommandError;
 pub use submission::Submission;
-pub use transfer::Readback;
+pub use transfer::{Readback, UploadSlot};
 
 use crate::device::{
     allocate_descriptor_set, cmd_start_timestamps, create_command_objects, create_descriptor_pool,
@@ -430,6 +430,7 @@ const _: () = {
     assert_send::<CommandList>();
     assert_send::<Submission>();
     assert_send::<Readback>();
+    assert_send::<UploadSlot>();
     assert_send::<Tensor>();
     assert_send::<Image>();
 };

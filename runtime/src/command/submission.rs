@@ -119,21 +119,36 @@ impl RunCell {
         Ok(())
     }
 
-    /// Runs `f` with the state locked if a run finished and none is in flight (a finished one
-    /// is noted), else [`CommandError::NotComplete`].
-    pub fn with_finished<R>(&self, f: impl FnOnce() -> R) -> Result<R, CommandError> {
+    /// Runs `f` with the state locked (no run can be submitted meanwhile) if no run is in
+    /// flight (a finished one is noted), else [`CommandError::StillPending`].
+    pub fn with_idle<R>(
+        &self,
+        f: impl FnOnce(&RunState) -> Result<R, CommandError>,
+    ) -> Result<R, CommandError> {
         let mut state = self.lock();
         if state.pending() {
             self.shared.check_usable()?;
             if !self.shared.fence_signalled(self.fence)? {
-                return Err(CommandError::NotComplete);
+                return Err(CommandError::StillPending);
             }
             state.complete();
         }
-        if state.completed == 0 {
-            return Err(CommandError::NotComplete);
+        f(&state)
+    }
+
+    /// As [`RunCell::with_idle`], also needing a finished run: else
+    /// [`CommandError::NotComplete`].
+    pub fn with_finished<R>(&self, f: impl FnOnce() -> R) -> Result<R, CommandError> {
+        let r = self.with_idle(|state| {
+            if state.completed == 0 {
+                return Err(CommandError::NotComplete);
+            }
+            Ok(f())
+        });
+        match r {
+            Err(CommandError::StillPending) => Err(CommandError::NotComplete),
+            r => r,
         }
-        Ok(f())
     }
 
     /// Submits `cmd` signalling the fence, raising the pending count of `tensors` under

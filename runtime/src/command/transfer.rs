@@ -1,5 +1,5 @@
 //! Transfers recorded in a list: uploads from host data (through a staging buffer the list
-//! owns, written when the upload is recorded), copies between tensors (or views), fills with a
+//! owns, written when the upload is recorded, or between runs through an [`UploadSlot`]), copies between tensors (or views), fills with a
 //! 32-bit pattern, and downloads into a staging buffer read after the run ([`Readback`]). They
 //! take part in the list's barrier tracking like dispatches: a transfer reads its source and
 //! writes its destination.
@@ -126,6 +126,62 @@ impl Readback {
     }
 }
 
+/// The data of an upload recorded with [`CommandList::upload_slot`]: written by the host
+/// between runs, uploaded by each run as it is at submission. Writing while a run of the list
+/// is in flight is [`CommandError::StillPending`] (the GPU may be reading it).
+pub struct UploadSlot {
+    staging: Arc<Staging>,
+    run: Arc<RunCell>,
+    format: TensorFormat,
+    len: usize,
+    size: u64,
+}
+
+impl UploadSlot {
+    /// Writes `data` (one `f32` per element of the tensor, converted to its F32, F16 or BF16
+    /// format) for the next runs.
+    pub fn write_f32(&self, data: &[f32]) -> Result<(), CommandError> {
+        if data.len() != self.len {
+            return Err(TensorError::LengthMismatch {
+                got: data.len(),
+                want: self.len,
+            }
+            .into());
+        }
+        let bytes = encode_f32(self.format, data).ok_or(TensorError::WrongFormat {
+            have: self.format,
+            want: "F32, F16 or Bf16 for f32 data",
+        })?;
+        self.write_bytes(&bytes)
+    }
+
+    /// Writes raw bytes (exactly the tensor's size) for the next runs.
+    pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), CommandError> {
+        if bytes.len() as u64 != self.size {
+            return Err(TensorError::LengthMismatch {
+                got: bytes.len(),
+                want: self.size as usize,
+            }
+            .into());
+        }
+        // The run state stays locked while the host writes: no run starts meanwhile.
+        self.run.with_idle(|_| {
+            self.staging
+                .with_mapped(bytes.len(), |m| crate::host_copy::copy(m, bytes))
+                .map_err(CommandError::from)
+        })
+    }
+}
+
+impl std::fmt::Debug for UploadSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UploadSlot")
+            .field("len", &self.len)
+            .field("format", &self.format)
+            .finish()
+    }
+}
+
 impl std::fmt::Debug for Readback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Readback")
@@ -140,8 +196,8 @@ impl CommandList {
     /// or BF16 format) into `tensor` (or a view).
     ///
     /// The data is written now, into a staging buffer the list owns: every run of the list
-    /// (re-submitting it) uploads these same values again. For new values per run, write the
-    /// tensor from the host between runs ([`Tensor::upload_f32`]) or record a new list.
+    /// (re-submitting it) uploads these same values again. For new values per run, record
+    /// [`CommandList::upload_slot`] instead and write its [`UploadSlot`] between runs.
     pub fn upload(&mut self, tensor: &Tensor, data: &[f32]) -> Result<(), CommandError> {
         if data.len() != tensor.len() {
             return Err(TensorError::LengthMismatch {
@@ -169,8 +225,32 @@ impl CommandList {
             }
             .into());
         }
-        let staging = Staging::new(&self.shared, tensor.size_bytes(), true)?;
+        let staging = self.record_upload(tensor)?;
         staging.with_mapped(bytes.len(), |m| crate::host_copy::copy(m, bytes))?;
+        Ok(())
+    }
+
+    /// Records an upload into `tensor` (or a view) from a staging buffer the caller writes
+    /// between runs through the [`UploadSlot`] (zeros until then): each run uploads what the
+    /// slot holds when it is submitted. For a list replayed per step with new inputs.
+    pub fn upload_slot(&mut self, tensor: &Tensor) -> Result<UploadSlot, CommandError> {
+        self.check_recording()?;
+        self.check_tensor(tensor)?;
+        let staging = self.record_upload(tensor)?;
+        let size = tensor.size_bytes();
+        staging.with_mapped(size as usize, |m| m.fill(0))?;
+        Ok(UploadSlot {
+            staging,
+            run: self.run.clone(),
+            format: tensor.format(),
+            len: tensor.len(),
+            size,
+        })
+    }
+
+    /// Records a copy from a new staging buffer (kept with the list, returned) into `tensor`.
+    fn record_upload(&mut self, tensor: &Tensor) -> Result<Arc<Staging>, CommandError> {
+        let staging = Arc::new(Staging::new(&self.shared, tensor.size_bytes(), true)?);
         let command = TransferCommand::Copy {
             src: staging.buffer,
             dst: tensor.inner.buffer,
@@ -180,11 +260,12 @@ impl CommandList {
                 size: tensor.size_bytes(),
             },
         };
-        // SAFETY: the staging buffer is TRANSFER_SRC and holds the tensor's bytes; the region
-        // is the tensor's range of its (TRANSFER_DST) buffer; both are kept with the list.
+        // SAFETY: the staging buffer is TRANSFER_SRC and at least the tensor's size; the region
+        // is the tensor's range of its (TRANSFER_DST) buffer; both are kept with the list (the
+        // list is recording: checked by the callers).
         unsafe { self.record_transfer(&[], &[tensor], command) };
-        self.keep.push(Arc::new(staging));
-        Ok(())
+        self.keep.push(staging.clone());
+        Ok(staging)
     }
 
     /// Records a copy of `src` into `dst` (tensors or views of the same size in bytes and the
