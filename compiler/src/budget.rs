@@ -156,7 +156,16 @@ pub fn measure(defines: &str, text: &str, budget: u64) -> Result<u64, Over> {
             total = m.uses(&std::mem::take(&mut run), total, budget, &places)?;
             let name = toks.get(1).map_or("", |t| t.text);
             match name {
-                "define" => m.define(&toks[2..]),
+                "define" => {
+                    if let Some(name) = m.define(&toks[2..]) {
+                        return Err(Over {
+                            at: places[index].clone(),
+                            message: format!(
+                                "`{name}` is defined again with another number of parameters (or as the other kind of macro) without an `#undef` between: the expansion budget, which counts every `#if` branch, can't bound what a use of `{name}` expands to; `#undef {name}` first, or give each definition its own name"
+                            ),
+                        });
+                    }
+                }
                 "line" if !crate::toolchain::line_directives_plain(&line.text) => {
                     let shown: String = line.text.trim().chars().take(80).collect();
                     return Err(Over {
@@ -200,10 +209,12 @@ pub fn measure(defines: &str, text: &str, budget: u64) -> Result<u64, Over> {
 }
 
 impl<'a> Measure<'a> {
-    /// Records `#define` with `toks` after the `define`.
-    fn define(&mut self, toks: &[Tok<'a>]) {
+    /// Records `#define` with `toks` after the `define`; the macro's name when it is already
+    /// defined with another number of parameters (or as the other kind), which no single
+    /// measure bounds.
+    fn define(&mut self, toks: &[Tok<'a>]) -> Option<&'a str> {
         let Some(name) = toks.first().filter(|t| t.ident) else {
-            return;
+            return None;
         };
         // A function-like macro's `(` follows its name without a space.
         let (params, body) = match toks.get(1) {
@@ -221,11 +232,35 @@ impl<'a> Measure<'a> {
             }
             _ => (None, toks[1..].to_vec()),
         };
-        if self.missed.contains(name.text) || self.macros.contains_key(name.text) {
+        if let Some(old) = self.macros.get_mut(name.text) {
+            let arity = |p: &Option<Vec<&'a str>>| p.as_ref().map(Vec::len);
+            if arity(&old.params) != arity(&params) {
+                return Some(name.text);
+            }
+            // Another replacement of the same shape (`#if`/`#else` branches, which this count
+            // doesn't evaluate, or a second define glslang may refuse and so keep the first):
+            // measured as both bodies one after the other, at least the larger expansion.
+            let texts = |b: &[Tok<'a>]| b.iter().map(|t| t.text).collect::<Vec<_>>();
+            if texts(&old.body) != texts(&body) {
+                let names = params.unwrap_or_default();
+                let old_names = old.params.clone().unwrap_or_default();
+                old.body.extend(body.into_iter().map(|mut t| {
+                    if let Some(i) = names.iter().position(|n| *n == t.text) {
+                        t.text = old_names[i];
+                    }
+                    t
+                }));
+                self.forms.clear();
+                self.missed.clear();
+            }
+            return None;
+        }
+        if self.missed.contains(name.text) {
             self.forms.clear();
             self.missed.clear();
         }
         self.macros.insert(name.text, Macro { params, body });
+        None
     }
 
     /// Adds the expansions of the macro uses in `toks` to `total`; the use that crosses
@@ -758,6 +793,27 @@ mod tests {
             1000,
         );
         assert_eq!(over.unwrap_err().at, Place::Main(1));
+    }
+
+    #[test]
+    fn a_macro_defined_again_is_measured_by_both_definitions() {
+        // glslang refuses the second define (`#` without a parameter) and keeps the first, a
+        // doubling macro: measured by the second alone, this ran glslang for minutes.
+        let text = "#define D(x) x x\n#define D(y) y #foo\n#define Q(x) D(D(D(x)))\nQ(Q(Q(Q(Q(Q(Q(Q(Q(Q(1))))))))))\n";
+        let over = measure("", text, 1 << 20).unwrap_err();
+        assert!(over.message.contains("expands to"), "{}", over.message);
+        // `#if` / `#else` alternatives of one shape are fine, and counted as the larger.
+        let branches = "#if A\n#define X 1\n#else\n#define X 22\n#endif\nX\n";
+        assert!(measure("", branches, 1 << 20).is_ok());
+        let same = "#define D(x) x x\n#define D(x) x x\nD(1)\n";
+        assert!(measure("", same, 1 << 20).is_ok());
+        let kinds = "#define D(x) x x\n#define D 1\nD(1)\n";
+        let over = measure("", kinds, 1 << 20).unwrap_err();
+        assert!(
+            over.message.contains("`D` is defined again"),
+            "{}",
+            over.message
+        );
     }
 
     #[test]
