@@ -9,11 +9,15 @@
 //! - `gemm.rs`: [`Gemm`] (`C = act(alpha · op(A) · op(B) + bias)`, split along K where that
 //!   fills the GPU better), the same product over int8 ([`Ops::gemm_int8`]) and the
 //!   channels-last convolution ([`Ops::conv2d`]), all through one split-K path;
+//! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
+//!   broadcasting, [`broadcast_shape`]);
 //! - `error.rs`: [`OpError`].
 
+mod elementwise;
 mod error;
 mod gemm;
 
+pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use gemm::{Activation, Conv2d, Gemm};
 
