@@ -30,10 +30,10 @@
 //! `SpecConstants`), `conv.rs`, `depthwise.rs`, `config.rs` ([`GemmConfig`]), `reference.rs`,
 //! `tuning/`; the GLSL beside them.
 
+mod broadcast;
 mod config;
 mod conv;
 mod depthwise;
-mod broadcast;
 mod elementwise;
 mod gemm_family;
 pub mod ops;
@@ -41,8 +41,8 @@ pub mod reference;
 pub mod tuning;
 mod unary_kernels;
 
-pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use broadcast::{binary_bcast, binary_bcast4};
+pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use conv::{conv2d, Conv2dShape};
 pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
 pub use elementwise::{activation, activation_grid, binary_op};

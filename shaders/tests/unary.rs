@@ -77,7 +77,10 @@ fn signed(seed: u64, lo: f32, hi: f32) -> Vec<f32> {
 
 /// Random positive values in [lo, hi).
 fn positive(seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-    random_in(N4, seed, lo, hi).iter().map(|v| v.abs()).collect()
+    random_in(N4, seed, lo, hi)
+        .iter()
+        .map(|v| v.abs())
+        .collect()
 }
 
 #[test]

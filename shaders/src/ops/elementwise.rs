@@ -182,7 +182,9 @@ fn plan(a: &[usize], b: &[usize], out_shape: &[usize]) -> Option<Plan> {
     }
     let n: usize = dims.iter().map(|d| d.0).product();
     let contiguous = dims.len() <= 1 && dims.iter().all(|d| d.1 && d.2);
-    let vec4 = dims.last().is_some_and(|&(s, ha, hb)| ha && hb && s % 4 == 0);
+    let vec4 = dims
+        .last()
+        .is_some_and(|&(s, ha, hb)| ha && hb && s % 4 == 0);
     let unit = if vec4 { 4 } else { 1 };
     while dims.len() < 4 {
         dims.insert(0, (1, false, false));
@@ -314,7 +316,10 @@ impl Ops {
         kernel_takes(OP_UNARY, kernel.format_of("x_blob"), format)?;
         let (code, a, b) = op.code();
         let pipe = kernel
-            .pipeline(&unary_scalar::SpecConstants { op: code }, Some([LOCAL, 1, 1]))
+            .pipeline(
+                &unary_scalar::SpecConstants { op: code },
+                Some([LOCAL, 1, 1]),
+            )
             .map_err(|source| OpError::Load {
                 op: OP_UNARY,
                 source,
@@ -587,11 +592,17 @@ mod tests {
         // A row vector: b broadcast over the merged outer dims.
         let p = plan(&[2, 3, 8], &[8], &[2, 3, 8]).unwrap();
         assert!(p.vec4 && !p.contiguous);
-        assert_eq!((p.dims, p.a, p.b), ([1, 1, 6, 2], [0, 0, 2, 1], [0, 0, 0, 1]));
+        assert_eq!(
+            (p.dims, p.a, p.b),
+            ([1, 1, 6, 2], [0, 0, 2, 1], [0, 0, 0, 1])
+        );
         // A column: scalar path.
         let p = plan(&[5, 3], &[5, 1], &[5, 3]).unwrap();
         assert!(!p.vec4);
-        assert_eq!((p.dims, p.a, p.b), ([1, 1, 5, 3], [0, 0, 3, 1], [0, 0, 1, 0]));
+        assert_eq!(
+            (p.dims, p.a, p.b),
+            ([1, 1, 5, 3], [0, 0, 3, 1], [0, 0, 1, 0])
+        );
         // Six dims alternating: too many after merging.
         assert!(plan(&[2, 1, 2, 1, 2], &[1, 2, 1, 2, 1], &[2, 2, 2, 2, 2]).is_none());
     }
