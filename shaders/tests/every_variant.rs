@@ -481,6 +481,31 @@ fn gemm_image_every_variant() {
             bias: true,
             local: [8, 8],
         },
+        // GELU (erf form) and SiLU, activation.glsl's codes 4 and 5.
+        ImageGemmCase {
+            m: 20,
+            n: 40,
+            k: 36,
+            o: reference::Gemm {
+                alpha: 0.5,
+                activation: 4,
+                ..Default::default()
+            },
+            bias: true,
+            local: [8, 8],
+        },
+        ImageGemmCase {
+            m: 20,
+            n: 40,
+            k: 36,
+            o: reference::Gemm {
+                alpha: 0.5,
+                activation: 5,
+                ..Default::default()
+            },
+            bias: true,
+            local: [8, 8],
+        },
     ];
     for (i, case) in cases.iter().enumerate() {
         run_gemm_image_case(&ctx, case, 90 + 10 * i as u64);
