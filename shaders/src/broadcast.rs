@@ -17,7 +17,8 @@ vkprism::compute_shader! {
 
 vkprism::compute_shader! {
     /// As [`binary_bcast4`] over single elements, any shapes (`d3` and the strides count
-    /// elements, `n` out's elements). Its packed variants (`fp16p`, `bf16p`) store fp32.
+    /// elements, `n` out's elements). No packed variants (a packed format has no single
+    /// element): `fp32`, `fp16s`, `fp16sa`, `bf16s`.
     pub mod binary_bcast,
     path: "binary_bcast.comp",
 }

@@ -15,8 +15,8 @@ vkprism::compute_shader! {
 
 vkprism::compute_shader! {
     /// As [`unary`] over single elements, for any length `n` (elements): each invocation takes
-    /// 4 consecutive ones, a grid apart. Its packed variants (`fp16p`, `bf16p`) store fp32
-    /// (a packed format has no single element).
+    /// 4 consecutive ones, a grid apart. No packed variants (a packed format has no single
+    /// element): `fp32`, `fp16s`, `fp16sa`, `bf16s`.
     pub mod unary_scalar,
     path: "unary_scalar.comp",
 }

@@ -243,9 +243,9 @@ impl Ops {
     /// Records `y = f(x)` element by element into `list`: `x` and `y` of one shape and one
     /// float format (F32, F16 or Bf16); `y` may be `x` (in place: each element is read before
     /// it is written, by the invocation writing it). One dispatch: [`unary`] over vec4s where
-    /// the length is a multiple of 4, [`unary_scalar`] otherwise (whose packed variants store
-    /// fp32, so F16 tensors of such a length need 16-bit storage). Nothing is recorded when a
-    /// check fails.
+    /// the length is a multiple of 4, [`unary_scalar`] otherwise (which has no packed
+    /// variants: F16 and Bf16 tensors of such a length need 16-bit storage, else
+    /// [`OpError::FormatUnsupported`]). Nothing is recorded when a check fails.
     pub fn unary(
         &self,
         list: &mut CommandList,
@@ -343,8 +343,9 @@ impl Ops {
     /// place). One dispatch: [`binary_bcast4`] over vec4s where out's innermost dim (after
     /// merging the dims broadcast alike) is a multiple of 4 along which neither operand is
     /// broadcast (same shapes, a row or per-channel vector in channels-last layout),
-    /// [`binary_bcast`] otherwise. Shapes must collapse to at most 4 dims. Nothing is recorded
-    /// when a check fails.
+    /// [`binary_bcast`] otherwise (no packed variants: F16 and Bf16 need 16-bit storage there,
+    /// else [`OpError::FormatUnsupported`]). Shapes must collapse to at most 4 dims. Nothing
+    /// is recorded when a check fails.
     pub fn binary(
         &self,
         list: &mut CommandList,
