@@ -17,7 +17,10 @@
 //! - [`conv2d`]: direct 2D convolution with bias, stride and zero padding, CHW layout;
 //! - [`conv2d_nhwc`]: 2D convolution as an implicit GEMM, channels-last, every GEMM variant
 //!   ([`Conv2dShape`]); [`conv2d_nhwc_split`] splits it along K;
-//! - [`conv2d_dw_nhwc`]: depthwise 2D convolution, channels-last ([`Conv2dDwShape`]).
+//! - [`conv2d_dw_nhwc`]: depthwise 2D convolution, channels-last ([`Conv2dDwShape`]);
+//! - [`reduce`], [`argmax`]: sum, mean, max, min and argmax along one axis ([`ReduceShape`]);
+//! - [`softmax`]: softmax along the last axis, scaled, optionally causal ([`SoftmaxShape`]);
+//! - [`norm`]: layer norm, RMS norm and channels-last group norm ([`NormShape`]).
 //!
 //! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
 //! kernels loaded once, tiles chosen, scratch allocated and operands checked ([`mod@ops`]).
@@ -26,8 +29,9 @@
 //! device: a table keyed by vendor / architecture ([`DeviceClass`]) and [`GemmTuner`], which
 //! measures on first use and caches the choice beside the pipeline cache.
 //!
-//! Files: `ops/` (the operation layer), `elementwise.rs`, `unary_kernels.rs`, `broadcast.rs`, `gemm_family.rs` (the GEMM-shaped kernels, one invocation sharing their
-//! `SpecConstants`), `conv.rs`, `depthwise.rs`, `config.rs` ([`GemmConfig`]), `reference.rs`,
+//! Files: `ops/` (the operation layer), `elementwise.rs`, `rows.rs` (reductions, softmax,
+//! norms), `unary_kernels.rs`, `broadcast.rs`, `gemm_family.rs` (the GEMM-shaped kernels, one
+//! invocation sharing their `SpecConstants`), `conv.rs`, `depthwise.rs`, `config.rs` ([`GemmConfig`]), `reference.rs`,
 //! `tuning/`; the GLSL beside them.
 
 mod broadcast;
@@ -38,6 +42,7 @@ mod elementwise;
 mod gemm_family;
 pub mod ops;
 pub mod reference;
+mod rows;
 pub mod tuning;
 mod unary_kernels;
 
@@ -50,6 +55,9 @@ pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8, gemm_kernels,
     gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
 };
-pub use ops::{broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, UnaryOp};
+pub use ops::{
+    broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax, UnaryOp,
+};
+pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};
 pub use unary_kernels::{unary, unary_scalar};

@@ -369,6 +369,122 @@ pub fn binary_broadcast(
     Some(out)
 }
 
+/// The reductions of `x` viewed as `[outer, axis, inner]` along its middle dimension, in f64:
+/// `op` 0 sum, 1 mean, 2 max, 3 min, 4 argmax (the index as f32, the first on ties). Also
+/// returns, per output, the scale of its rounding error: `Σ |x|` (divided by the length for
+/// the mean), `|result|` for max and min.
+pub fn reduce(op: i32, outer: usize, axis: usize, inner: usize, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let mut out = Vec::with_capacity(outer * inner);
+    let mut scale = Vec::with_capacity(outer * inner);
+    for o in 0..outer {
+        for i in 0..inner {
+            let v = |a: usize| x[(o * axis + a) * inner + i] as f64;
+            let abs: f64 = (0..axis).map(|a| v(a).abs()).sum();
+            let (r, s) = match op {
+                0 => ((0..axis).map(v).sum::<f64>(), abs),
+                1 => (
+                    (0..axis).map(v).sum::<f64>() / axis as f64,
+                    abs / axis as f64,
+                ),
+                2 => {
+                    let m = (0..axis).map(v).fold(f64::NEG_INFINITY, f64::max);
+                    (m, m.abs())
+                }
+                3 => {
+                    let m = (0..axis).map(v).fold(f64::INFINITY, f64::min);
+                    (m, m.abs())
+                }
+                _ => {
+                    let mut best = 0;
+                    for a in 1..axis {
+                        if v(a) > v(best) {
+                            best = a;
+                        }
+                    }
+                    (best as f64, 0.0)
+                }
+            };
+            out.push(r as f32);
+            scale.push(s as f32);
+        }
+    }
+    (out, scale)
+}
+
+/// Softmax of `scale · x` along rows of `cols`, in f64; with `causal`, row r of each block of
+/// `block` rows sees only columns `c <= r % block + offset` (the others 0, an empty row all 0).
+pub fn softmax(cols: usize, block: usize, scale: f32, causal: Option<i32>, x: &[f32]) -> Vec<f32> {
+    let mut y = vec![0f32; x.len()];
+    for (r, (row, out)) in x.chunks(cols).zip(y.chunks_mut(cols)).enumerate() {
+        let visible = match causal {
+            Some(offset) => ((r % block) as i64 + offset as i64 + 1).clamp(0, cols as i64) as usize,
+            None => cols,
+        };
+        let s: Vec<f64> = row[..visible]
+            .iter()
+            .map(|v| *v as f64 * scale as f64)
+            .collect();
+        let m = s.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let sum: f64 = s.iter().map(|v| (v - m).exp()).sum();
+        for (o, v) in out.iter_mut().zip(&s) {
+            *o = ((v - m).exp() / sum) as f32;
+        }
+    }
+    y
+}
+
+/// Normalization of a channels-last `[batch, hw, c]` tensor over `groups` groups of channels,
+/// in f64: `(x - mean) / sqrt(var + eps) · gamma + beta` per group of `hw · c / groups`
+/// values, or with `rms`, `x / sqrt(mean(x²) + eps) · gamma + beta` (layer and RMS norm: hw 1,
+/// one group). Also returns, per value, the scale of its rounding error:
+/// `|normalized · gamma| + |beta|`.
+#[allow(clippy::too_many_arguments)]
+pub fn norm(
+    batch: usize,
+    hw: usize,
+    c: usize,
+    groups: usize,
+    rms: bool,
+    gamma: Option<&[f32]>,
+    beta: Option<&[f32]>,
+    eps: f32,
+    x: &[f32],
+) -> (Vec<f32>, Vec<f32>) {
+    let cpg = c / groups;
+    let mut y = vec![0f32; x.len()];
+    let mut scale = vec![0f32; x.len()];
+    for n in 0..batch {
+        for g in 0..groups {
+            let at: Vec<usize> = (0..hw)
+                .flat_map(|p| (0..cpg).map(move |k| (n * hw + p) * c + g * cpg + k))
+                .collect();
+            let len = at.len() as f64;
+            let mean = if rms {
+                0.0
+            } else {
+                at.iter().map(|&i| x[i] as f64).sum::<f64>() / len
+            };
+            let var = at
+                .iter()
+                .map(|&i| (x[i] as f64 - mean).powi(2))
+                .sum::<f64>()
+                / len;
+            let r = 1.0 / (var + eps as f64).sqrt();
+            for &i in &at {
+                let ch = i % c;
+                let mut v = (x[i] as f64 - mean) * r;
+                if let Some(gm) = gamma {
+                    v *= gm[ch] as f64;
+                }
+                let b = beta.map_or(0.0, |b| b[ch] as f64);
+                y[i] = (v + b) as f32;
+                scale[i] = (v.abs() + b.abs()) as f32;
+            }
+        }
+    }
+    (y, scale)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

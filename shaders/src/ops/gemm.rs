@@ -210,7 +210,7 @@ impl Ops {
                 alpha: op.alpha,
                 activation: op.activation,
             };
-            return self.reduce(list, OP, key, cfg, (m, n), &partial, c, &epilogue);
+            return self.split_reduce(list, OP, key, cfg, (m, n), &partial, c, &epilogue);
         }
         let (activation, slope) = op.activation.code();
         let spec = gemm::SpecConstants {
@@ -338,7 +338,7 @@ impl Ops {
                 alpha: op.alpha,
                 activation: op.activation,
             };
-            return self.reduce(list, OP, key, cfg, (m, n), &partial, out, &epilogue);
+            return self.split_reduce(list, OP, key, cfg, (m, n), &partial, out, &epilogue);
         }
         let (code, slope) = op.activation.code();
         let spec = gemm::SpecConstants {
@@ -378,7 +378,7 @@ impl Ops {
     /// Records the second pass of a split: `out = act(alpha · Σ partial + bias)` in the first
     /// pass's float mode.
     #[allow(clippy::too_many_arguments)]
-    fn reduce(
+    fn split_reduce(
         &self,
         list: &mut CommandList,
         op: &'static str,

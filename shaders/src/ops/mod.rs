@@ -9,6 +9,9 @@
 //! - `gemm.rs`: [`Gemm`] (`C = act(alpha · op(A) · op(B) + bias)`, split along K where that
 //!   fills the GPU better), the same product over int8 ([`Ops::gemm_int8`]) and the
 //!   channels-last convolution ([`Ops::conv2d`]), all through one split-K path;
+//! - `reduce.rs`: [`Ops::reduce`] along one axis ([`ReduceOp`]: sum, mean, max, min, argmax);
+//! - `norm.rs`: [`Ops::softmax`] ([`Softmax`]: scaled, causal), [`Ops::layer_norm`],
+//!   [`Ops::rms_norm`], [`Ops::group_norm`] (channels-last), each allowed in place;
 //! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
 //!   broadcasting, [`broadcast_shape`]);
 //! - `error.rs`: [`OpError`].
@@ -16,10 +19,14 @@
 mod elementwise;
 mod error;
 mod gemm;
+mod norm;
+mod reduce;
 
 pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use gemm::{Activation, Conv2d, Gemm};
+pub use norm::Softmax;
+pub use reduce::ReduceOp;
 
 use crate::{DeviceClass, GemmTuner};
 use std::any::{Any, TypeId};

@@ -1,0 +1,213 @@
+//! Reductions along one axis: [`Ops::reduce`] with a [`ReduceOp`]; and the checks the row
+//! operations share (`norm.rs` uses them too).
+
+use super::{recorded, OpError, Ops};
+use crate::{argmax, reduce, ReduceShape};
+use vkprism::{CommandList, Tensor, TensorFormat};
+
+/// What [`Ops::reduce`] computes along its axis.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ReduceOp {
+    /// The sum (a tree in fp32).
+    Sum,
+    /// The sum divided by the axis's length.
+    Mean,
+    /// The largest value.
+    Max,
+    /// The smallest value.
+    Min,
+    /// The index of the largest value, the first on ties, into an I32 tensor.
+    ArgMax,
+}
+
+impl ReduceOp {
+    /// The [`reduce`] kernel's `op` constant (none for [`ReduceOp::ArgMax`], its own kernel).
+    fn code(self) -> Option<i32> {
+        match self {
+            ReduceOp::Sum => Some(0),
+            ReduceOp::Mean => Some(1),
+            ReduceOp::Max => Some(2),
+            ReduceOp::Min => Some(3),
+            ReduceOp::ArgMax => None,
+        }
+    }
+}
+
+impl Ops {
+    /// Records `out = op(x)` along dimension `axis` of `x` into `list`: `out`'s shape is
+    /// `x`'s with that dimension removed, or set to 1 (kept); one float format for both (F32,
+    /// F16 or Bf16), except [`ReduceOp::ArgMax`], whose `out` is I32. Any shape, any axis
+    /// (`x` is viewed as `[outer, axis, inner]`); one dispatch, a workgroup per output where
+    /// the outputs are few and far apart, an invocation per output where they are neighbours
+    /// ([`ReduceShape::per_invocation`]). Nothing is recorded when a check fails.
+    pub fn reduce(
+        &self,
+        list: &mut CommandList,
+        x: &Tensor,
+        out: &Tensor,
+        axis: usize,
+        op: ReduceOp,
+    ) -> Result<(), OpError> {
+        const OP: &str = "reduce";
+        let xs = x.shape();
+        if axis >= xs.len() {
+            return Err(OpError::Unsupported {
+                op: OP,
+                why: format!("axis {axis} of a tensor of shape {xs:?}"),
+            });
+        }
+        nonempty(OP, "x", x)?;
+        let mut kept = xs.to_vec();
+        kept[axis] = 1;
+        let mut removed = xs.to_vec();
+        removed.remove(axis);
+        if out.shape() != kept && (removed.is_empty() || out.shape() != removed) {
+            return Err(OpError::Shape {
+                op: OP,
+                operand: "out",
+                got: out.shape().to_vec(),
+                want: format!("x's shape without axis {axis}: {removed:?} or {kept:?}"),
+            });
+        }
+        let format = float_format(OP, "x", x)?;
+        let want = if op == ReduceOp::ArgMax {
+            TensorFormat::I32
+        } else {
+            format
+        };
+        if out.format() != want {
+            return Err(OpError::Format {
+                op: OP,
+                operand: "out",
+                got: out.format(),
+                want: format!("{want:?}"),
+            });
+        }
+        not_aliased(OP, out, "out", &[("x", Some(x))])?;
+        let s = ReduceShape::of(xs, axis);
+        let local = s.local_size();
+        match op.code() {
+            Some(code) => {
+                let kernel = self.kernel_for::<reduce::Kernel>(OP, "x_blob", format, false)?;
+                let pipe = kernel
+                    .pipeline(&s.spec(code), Some(local))
+                    .map_err(|source| OpError::Load { op: OP, source })?;
+                let bindings = reduce::BufferBindings {
+                    x_blob: x,
+                    out_blob: out,
+                };
+                recorded(
+                    OP,
+                    list.dispatch(&pipe, &bindings, &s.push(), s.grid(local)),
+                )
+            }
+            None => {
+                let kernel = self.kernel_for::<argmax::Kernel>(OP, "x_blob", format, false)?;
+                let spec = argmax::SpecConstants {
+                    op: 0,
+                    per_invocation: s.per_invocation() as i32,
+                };
+                let pipe = kernel
+                    .pipeline(&spec, Some(local))
+                    .map_err(|source| OpError::Load { op: OP, source })?;
+                let bindings = argmax::BufferBindings {
+                    x_blob: x,
+                    out_blob: out,
+                };
+                let push = s.argmax_push();
+                recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid(local)))
+            }
+        }
+    }
+}
+
+/// `t` has at least one dimension and no dimension of 0.
+pub(super) fn nonempty(op: &'static str, operand: &'static str, t: &Tensor) -> Result<(), OpError> {
+    if !t.shape().is_empty() && !t.shape().contains(&0) {
+        return Ok(());
+    }
+    Err(OpError::Shape {
+        op,
+        operand,
+        got: t.shape().to_vec(),
+        want: "at least one dimension, none of them 0".into(),
+    })
+}
+
+/// `t`'s shape is `want` (described as `names`).
+pub(super) fn shape_is(
+    op: &'static str,
+    operand: &'static str,
+    t: &Tensor,
+    want: &[usize],
+    names: &str,
+) -> Result<(), OpError> {
+    if t.shape() == want {
+        return Ok(());
+    }
+    Err(OpError::Shape {
+        op,
+        operand,
+        got: t.shape().to_vec(),
+        want: format!("{names} = {want:?}"),
+    })
+}
+
+/// `t`'s format, one the float kernels take.
+pub(super) fn float_format(
+    op: &'static str,
+    operand: &'static str,
+    t: &Tensor,
+) -> Result<TensorFormat, OpError> {
+    let f = t.format();
+    if matches!(
+        f,
+        TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16
+    ) {
+        return Ok(f);
+    }
+    Err(OpError::Format {
+        op,
+        operand,
+        got: f,
+        want: "F32, F16 or Bf16".into(),
+    })
+}
+
+/// `t`, where given, has format `want`.
+pub(super) fn same_format(
+    op: &'static str,
+    operand: &'static str,
+    t: Option<&Tensor>,
+    want: TensorFormat,
+) -> Result<(), OpError> {
+    match t {
+        Some(t) if t.format() != want => Err(OpError::Format {
+            op,
+            operand,
+            got: t.format(),
+            want: format!("{want:?}, as the other operands"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `out` (named `output`) shares no memory with any of `inputs`.
+pub(super) fn not_aliased(
+    op: &'static str,
+    out: &Tensor,
+    output: &'static str,
+    inputs: &[(&'static str, Option<&Tensor>)],
+) -> Result<(), OpError> {
+    for (name, t) in inputs {
+        if t.is_some_and(|t| t.raw_buffer() == out.raw_buffer()) {
+            return Err(OpError::Aliased {
+                op,
+                output,
+                other: name,
+            });
+        }
+    }
+    Ok(())
+}

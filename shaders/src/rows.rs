@@ -1,0 +1,241 @@
+//! The row kernels, one workgroup per row (or per output) reduced through shared memory
+//! (`rows.glsl`): [`reduce`] and [`argmax`] along one axis ([`ReduceShape`]), [`softmax`]
+//! along the last ([`SoftmaxShape`]), [`norm`]: layer, RMS and group norm ([`NormShape`]).
+//! Every one reads values one at a time (rows of any length) and computes in fp32 in every
+//! variant, so each has the float variants that store scalars: `fp32`, `fp16s`, `fp16sa`,
+//! `bf16s` (no packed ones: a packed pair would straddle rows), each `_sg` (a workgroup's
+//! reduction through subgroup arithmetic, then one partial per subgroup in shared memory) and
+//! `_nosg` (a tree through shared memory alone): eight variants, `fp32_sg` ... `bf16s_nosg`.
+//! The runtime picks `_sg` where the device has subgroup arithmetic; either works with any
+//! workgroup size.
+
+vkprism::compute_shader! {
+    /// `out[o][i] = op over a of x[o][a][i]` for x viewed as `[outer, axis, inner]`, into
+    /// `[outer, inner]`; `op` (constant 0): 0 sum, 1 mean, 2 max, 3 min, reduced in fp32 in
+    /// every variant (a tree for sums across a workgroup, compensated sums in one invocation).
+    /// `per_invocation` (constant 1): 0 one workgroup per output, 1 one invocation per output
+    /// ([`ReduceShape::per_invocation`](crate::ReduceShape::per_invocation) chooses). Values
+    /// are read one at a time, so any lengths; the float variants that store scalars,
+    /// `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` (subgroup arithmetic) and `_nosg`.
+    pub mod reduce,
+    path: "reduce.comp",
+    define: [("ARGMAX", "0")],
+}
+
+vkprism::compute_shader! {
+    /// The index along the axis of the largest value of x viewed as `[outer, axis, inner]`,
+    /// into an I32 `[outer, inner]` (the first index on ties): [`reduce`]'s grids and push
+    /// constants (`op` ignored).
+    pub mod argmax,
+    path: "reduce.comp",
+    define: [("ARGMAX", "1")],
+}
+
+/// A tensor viewed as `[outer, axis, inner]` for a reduction along `axis`: the grid, workgroup
+/// and push constants of [`reduce`] and [`argmax`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ReduceShape {
+    /// The product of the dimensions before the axis.
+    pub outer: usize,
+    /// The length of the axis reduced.
+    pub axis: usize,
+    /// The product of the dimensions after the axis.
+    pub inner: usize,
+}
+
+impl ReduceShape {
+    /// The view of a tensor of `shape` for a reduction along dimension `axis` (< its rank).
+    pub fn of(shape: &[usize], axis: usize) -> ReduceShape {
+        ReduceShape {
+            outer: shape[..axis].iter().product(),
+            axis: shape[axis],
+            inner: shape[axis + 1..].iter().product(),
+        }
+    }
+
+    /// Outputs: `outer · inner`.
+    pub fn outputs(&self) -> usize {
+        self.outer * self.inner
+    }
+
+    /// Whether one invocation computes each output (an inner of 32 or more: neighbouring
+    /// outputs read neighbouring values, and there are many) rather than one workgroup (the
+    /// axis's values spread over a workgroup, a tree across it).
+    pub fn per_invocation(&self) -> bool {
+        self.inner >= 32
+    }
+
+    /// The specialization constants for `op` (0 sum, 1 mean, 2 max, 3 min; ignored by
+    /// [`argmax`]) on this grid.
+    pub fn spec(&self, op: i32) -> reduce::SpecConstants {
+        reduce::SpecConstants {
+            op,
+            per_invocation: self.per_invocation() as i32,
+        }
+    }
+
+    /// The workgroup: 64 invocations along the inner outputs, or, one workgroup per output,
+    /// the axis rounded up to a power of two, at most 256.
+    pub fn local_size(&self) -> [u32; 3] {
+        if self.per_invocation() {
+            [64, 1, 1]
+        } else {
+            [self.axis.next_power_of_two().clamp(1, 256) as u32, 1, 1]
+        }
+    }
+
+    /// The invocation grid for the workgroup `local`: `[inner, outer, 1]` one invocation per
+    /// output, or `[local x, outputs, 1]` (a workgroup per output).
+    pub fn grid(&self, local: [u32; 3]) -> [u32; 3] {
+        if self.per_invocation() {
+            [self.inner as u32, self.outer as u32, 1]
+        } else {
+            [local[0], self.outputs() as u32, 1]
+        }
+    }
+
+    /// The push constants.
+    pub fn push(&self) -> reduce::PushConstants {
+        reduce::PushConstants {
+            outer: self.outer as i32,
+            axis: self.axis as i32,
+            inner: self.inner as i32,
+        }
+    }
+
+    /// [`argmax`]'s push constants.
+    pub fn argmax_push(&self) -> argmax::PushConstants {
+        argmax::PushConstants {
+            outer: self.outer as i32,
+            axis: self.axis as i32,
+            inner: self.inner as i32,
+        }
+    }
+}
+
+/// The workgroup of a kernel with one workgroup per row of `len` values: `len` rounded up to a
+/// power of two, at most 256.
+pub(crate) fn row_workgroup(len: usize) -> [u32; 3] {
+    [len.next_power_of_two().clamp(1, 256) as u32, 1, 1]
+}
+
+vkprism::compute_shader! {
+    /// `y = softmax(scale · x)` along the last axis of `[rows, cols]`, one workgroup per row,
+    /// numerically stable (the row's maximum subtracted) and in fp32 in every variant; with
+    /// `causal` (constant 0), row r of each block of `block` rows sees only columns
+    /// `c <= r % block + offset`, the others 0. Any `cols`. In place is safe (x and y one
+    /// tensor). Variants: `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
+    pub mod softmax,
+    path: "softmax.comp",
+}
+
+/// Rows of a [`softmax`]: the grid, workgroup and push constants.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SoftmaxShape {
+    /// Rows (the product of every dimension but the last).
+    pub rows: usize,
+    /// The last dimension.
+    pub cols: usize,
+    /// Rows of one causal block (the second-last dimension; 1 for a vector): row r's position
+    /// in its block is `r % block`.
+    pub block: usize,
+}
+
+impl SoftmaxShape {
+    /// The rows of a tensor of `shape` (at least one dimension).
+    pub fn of(shape: &[usize]) -> SoftmaxShape {
+        let cols = shape.last().copied().unwrap_or(1);
+        let n = shape.len();
+        SoftmaxShape {
+            rows: shape[..n.saturating_sub(1)].iter().product(),
+            cols,
+            block: if n >= 2 { shape[n - 2] } else { 1 },
+        }
+    }
+
+    /// The workgroup: the row rounded up to a power of two, at most 256.
+    pub fn local_size(&self) -> [u32; 3] {
+        row_workgroup(self.cols)
+    }
+
+    /// The invocation grid for workgroup `local`: one workgroup per row.
+    pub fn grid(&self, local: [u32; 3]) -> [u32; 3] {
+        [local[0], self.rows as u32, 1]
+    }
+
+    /// The push constants for `scale` and the causal `offset` (ignored without `causal`).
+    pub fn push(&self, scale: f32, offset: i32) -> softmax::PushConstants {
+        softmax::PushConstants {
+            rows: self.rows as i32,
+            cols: self.cols as i32,
+            block: self.block.max(1) as i32,
+            offset,
+            scale,
+        }
+    }
+}
+
+vkprism::compute_shader! {
+    /// `y = (x - mean) / sqrt(var + eps) · gamma + beta` over groups of a channels-last
+    /// `[batch, hw, c]` tensor: `groups` groups of `c / groups` channels, each group's mean and
+    /// variance over its `hw · c / groups` values (layer norm: hw 1, one group; group norm: NHWC
+    /// images). With `rms` (constant 0): `y = x / sqrt(mean(x²) + eps) · gamma + beta`. `gamma`
+    /// and `beta` per channel, read with `gamma_term` / `beta_term` (constants 1, 2). One
+    /// workgroup per group; fp32 statistics in two passes (centred on the group's first value,
+    /// so a large mean cancels exactly). Any `c`; in place is safe. Variants: `fp32`, `fp16s`,
+    /// `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
+    pub mod norm,
+    path: "norm.comp",
+}
+
+/// Groups of a [`norm`]: the grid, workgroup and push constants.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct NormShape {
+    /// Images (or rows, for layer and RMS norm).
+    pub batch: usize,
+    /// Pixels per image (1 for layer and RMS norm).
+    pub hw: usize,
+    /// Channels (the row's length, for layer and RMS norm).
+    pub c: usize,
+    /// Groups of channels, dividing `c` (1 for layer and RMS norm).
+    pub groups: usize,
+}
+
+impl NormShape {
+    /// Layer or RMS norm over the last dimension of `shape`: every other dimension is a row.
+    pub fn rows(shape: &[usize]) -> NormShape {
+        let n = shape.len();
+        NormShape {
+            batch: shape[..n.saturating_sub(1)].iter().product(),
+            hw: 1,
+            c: shape.last().copied().unwrap_or(1),
+            groups: 1,
+        }
+    }
+
+    /// Values per group: `hw · c / groups`.
+    pub fn group_len(&self) -> usize {
+        self.hw * self.c / self.groups.max(1)
+    }
+
+    /// The workgroup: a group's values rounded up to a power of two, at most 256.
+    pub fn local_size(&self) -> [u32; 3] {
+        row_workgroup(self.group_len())
+    }
+
+    /// The invocation grid for workgroup `local`: one workgroup per group.
+    pub fn grid(&self, local: [u32; 3]) -> [u32; 3] {
+        [local[0], (self.batch * self.groups) as u32, 1]
+    }
+
+    /// The push constants for `eps`.
+    pub fn push(&self, eps: f32) -> norm::PushConstants {
+        norm::PushConstants {
+            batch: self.batch as i32,
+            hw: self.hw as i32,
+            c: self.c as i32,
+            groups: self.groups as i32,
+            eps,
+        }
+    }
+}
