@@ -14,7 +14,7 @@ pub const LOCAL_SIZE_IDS: [u32; 3] = [233, 234, 235];
 pub const DEFAULT_LOCAL_SIZE_X: u32 = 64;
 
 /// One message from the GLSL compiler, located.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Diagnostic {
     /// `file:line` (Rust file for inline kernels), or empty when glslang gave no line.
     pub location: String,
@@ -54,19 +54,27 @@ pub fn switches_text(source: &Source, key: &VariantKey, tested: &TestedFacts) ->
     splice(source, &pre)
 }
 
-/// `pre` spliced after the kernel's `#version` line (or after `#version 450`), then a `#line`
-/// directive so messages keep the kernel's own line numbers.
+/// The file name glslang's messages give the text vkprism writes before the kernel (the
+/// preamble, the `define` key's macros): such a message is placed at the kernel's first line
+/// and says what it is about (`toolchain::parse_messages`).
+pub const PREAMBLE_NAME: &str = "vkprism-preamble";
+
+/// `pre` spliced after the kernel's `#version` line (or after `#version 450`) under the name
+/// [`PREAMBLE_NAME`], then a `#line` directive so messages keep the kernel's own name and line
+/// numbers.
 fn splice(source: &Source, pre: &str) -> String {
     let text = &source.text;
     let mut out = String::with_capacity(text.len() + pre.len() + 256);
+    let name = crate::includes::quoted(&source.meta.name);
     match version_line(text) {
         Some(k) => {
             for l in text.lines().take(k + 1) {
                 out.push_str(l);
                 out.push('\n');
             }
+            out.push_str(&format!("#line 1 \"{PREAMBLE_NAME}\"\n"));
             out.push_str(pre);
-            out.push_str(&format!("#line {}\n", k + 2));
+            out.push_str(&format!("#line {} {name}\n", k + 2));
             for l in text.lines().skip(k + 1) {
                 out.push_str(l);
                 out.push('\n');
@@ -74,8 +82,9 @@ fn splice(source: &Source, pre: &str) -> String {
         }
         None => {
             out.push_str("#version 450\n");
+            out.push_str(&format!("#line 1 \"{PREAMBLE_NAME}\"\n"));
             out.push_str(pre);
-            out.push_str("#line 1\n");
+            out.push_str(&format!("#line 1 {name}\n"));
             out.push_str(text);
             out.push('\n');
         }
@@ -175,47 +184,110 @@ fn local_size_layout(idents: &[(String, u32)]) -> String {
 /// One variant's SPIR-V, or the compiler's messages.
 pub type Compiled = Result<Vec<u32>, Vec<Diagnostic>>;
 
-/// Compiles every `(key, text)` pair, spreading them over the machine's cores; results in key
-/// order.
-pub fn compile_all(source: &Meta, jobs: Vec<(VariantKey, String)>) -> Vec<(VariantKey, Compiled)> {
+/// The default of [`time_limit`], in seconds.
+pub const DEFAULT_DEADLINE_SECS: u64 = 60;
+
+/// How long one kernel's variants may take to preprocess and compile, together:
+/// `VKPRISM_COMPILE_DEADLINE_SECS` (seconds, fractions allowed; default
+/// [`DEFAULT_DEADLINE_SECS`]). The last line of defence behind the bounds on the input (sizes,
+/// includes, the macro-expansion budget): a variant that has not finished by then is an error
+/// naming it, and the macro returns rather than holding rustc.
+pub fn time_limit() -> std::time::Duration {
+    std::env::var("VKPRISM_COMPILE_DEADLINE_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(|s| std::time::Duration::from_secs_f64(s.min(1e9)))
+        .unwrap_or(std::time::Duration::from_secs(DEFAULT_DEADLINE_SECS))
+}
+
+/// Runs `work` on every `(key, text)` job over the machine's cores until `deadline`; results in
+/// key order, `late(key)` for a job not done by then.
+///
+/// glslang is C++ that can't be interrupted, so a job past the deadline can't be stopped: its
+/// thread is detached and left to finish in the background (the process, rustc for the macro,
+/// ends without waiting for it; no job starts after the deadline). Each job catches its own
+/// panic (`work` turns it into its result).
+fn run_jobs<T: Send + 'static>(
+    source: &Meta,
+    jobs: Vec<(VariantKey, String)>,
+    deadline: std::time::Instant,
+    work: fn(&Meta, &str) -> T,
+    late: impl Fn(VariantKey) -> T,
+) -> Vec<(VariantKey, T)> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{mpsc, Arc, Mutex};
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(jobs.len().max(1));
-    let chunks: Vec<Vec<(VariantKey, String)>> = {
-        let mut c: Vec<Vec<_>> = (0..threads).map(|_| Vec::new()).collect();
-        for (i, j) in jobs.into_iter().enumerate() {
-            c[i % threads].push(j);
+    let keys: Vec<VariantKey> = jobs.iter().map(|(k, _)| *k).collect();
+    let queue = Arc::new(Mutex::new(std::collections::VecDeque::from(jobs)));
+    let stop = Arc::new(AtomicBool::new(false));
+    let meta = Arc::new(source.clone());
+    let (send, receive) = mpsc::channel::<(VariantKey, T)>();
+    for _ in 0..threads {
+        let (queue, stop, meta, send) = (queue.clone(), stop.clone(), meta.clone(), send.clone());
+        let spawned = std::thread::Builder::new()
+            .name("vkprism-glslang".into())
+            .stack_size(16 << 20)
+            .spawn(move || loop {
+                if stop.load(Ordering::SeqCst) {
+                    return;
+                }
+                let job = queue.lock().ok().and_then(|mut q| q.pop_front());
+                let Some((key, text)) = job else { return };
+                if send.send((key, work(&meta, &text))).is_err() {
+                    return;
+                }
+            });
+        // A thread that can't start leaves its share to the others (or to `late`).
+        drop(spawned);
+    }
+    drop(send);
+    let mut results: Vec<(VariantKey, T)> = Vec::with_capacity(keys.len());
+    while results.len() < keys.len() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match receive.recv_timeout(left) {
+            Ok(r) => results.push(r),
+            // Past the deadline, or every thread gone (none could start).
+            Err(_) => break,
         }
-        c
-    };
-    let mut results: Vec<_> = std::thread::scope(|s| {
-        let handles: Vec<_> = chunks
-            .into_iter()
-            .map(|chunk| {
-                s.spawn(move || {
-                    chunk
-                        .into_iter()
-                        .map(|(key, text)| {
-                            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                                crate::toolchain::compile(source, &text, forced_version(&text))
-                            }))
-                            .unwrap_or_else(|panic| Err(vec![panicked(source, &*panic)]));
-                            (key, r.map_err(|d| locate_all(source, d)))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        // Each job catches its own panic, so a join error is a panic outside any job: it has no
-        // key to report at, so it is re-raised rather than swallowed.
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    });
+    }
+    stop.store(true, Ordering::SeqCst);
+    for k in keys {
+        if !results.iter().any(|(r, _)| *r == k) {
+            results.push((k, late(k)));
+        }
+    }
     results.sort_by_key(|(k, _)| *k);
     results
+}
+
+/// Compiles every `(key, text)` pair, spreading them over the machine's cores, until `deadline`
+/// (a variant not compiled by then is an error naming it); results in key order.
+pub fn compile_all(
+    source: &Meta,
+    jobs: Vec<(VariantKey, String)>,
+    deadline: std::time::Instant,
+) -> Vec<(VariantKey, Compiled)> {
+    fn work(source: &Meta, text: &str) -> Compiled {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::toolchain::compile(source, text, forced_version(text))
+        }))
+        .unwrap_or_else(|panic| Err(vec![panicked(source, &*panic)]));
+        r.map_err(|d| locate_all(source, d))
+    }
+    run_jobs(source, jobs, deadline, work, |key| {
+        Err(vec![Diagnostic {
+            location: source.locate(1),
+            message: format!(
+                "error: variant `{}` did not finish compiling within the deadline of {:.0?} (VKPRISM_COMPILE_DEADLINE_SECS): the GLSL compiler is stuck on this kernel, most likely on its macros or its size; vkprism stopped waiting (the compile thread finishes in the background)",
+                key.name(),
+                time_limit(),
+            ),
+        }])
+    })
 }
 
 /// A panic in the GLSL compiler as an error (the kernel reached a bug in glslang or vkprism).
@@ -242,22 +314,22 @@ fn locate_all(source: &Meta, mut diagnostics: Vec<Diagnostic>) -> Vec<Diagnostic
     diagnostics
 }
 
-/// glslang's preprocessor output for each `(key, text)`, or `None` for a text it rejects (its
-/// compile reports why). A panic in glslang is a `None` too.
+/// glslang's preprocessor output for each `(key, text)`, or `None` for a text it rejects or
+/// one not preprocessed by `deadline` (its compile reports why). A panic in glslang is a `None`
+/// too.
 pub fn preprocess_all(
     source: &Meta,
     jobs: Vec<(VariantKey, String)>,
+    deadline: std::time::Instant,
 ) -> Vec<(VariantKey, Option<String>)> {
-    jobs.into_iter()
-        .map(|(key, text)| {
-            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                crate::toolchain::preprocess(source, &text, forced_version(&text))
-            }))
-            .ok()
-            .flatten();
-            (key, out)
-        })
-        .collect()
+    fn work(source: &Meta, text: &str) -> Option<String> {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            crate::toolchain::preprocess(source, text, forced_version(text))
+        }))
+        .ok()
+        .flatten()
+    }
+    run_jobs(source, jobs, deadline, work, |_| None)
 }
 
 /// `file:12: error: text` -> (file, 12, "error: text").

@@ -12,7 +12,16 @@ use vkprism_core::VariantKey;
 #[derive(Default)]
 pub struct GroupedDiagnostics {
     variants_of: Vec<(Diagnostic, Vec<String>)>,
+    /// Where each message is in `variants_of`.
+    index: std::collections::HashMap<Diagnostic, usize>,
+    /// The most messages a variant had past [`MAX_MESSAGES`], and the first of them.
+    omitted: Option<(usize, Diagnostic)>,
 }
+
+/// The most messages of one variant reported: a kernel of 60,000 undeclared names is 60,000
+/// glslang messages, of which the first hundred say all there is to say (and grouping them all
+/// would cost time for nothing).
+const MAX_MESSAGES: usize = 100;
 
 /// The order messages are reported in: by file, then by line as a number (`:68` before
 /// `:1016`); messages without a line last. A stable sort keeps glslang's order within a line,
@@ -28,11 +37,18 @@ fn position(d: &Diagnostic) -> (bool, &str, u64) {
 
 impl GroupedDiagnostics {
     /// Adds the messages of the variant `key`.
-    pub fn add(&mut self, key: VariantKey, diagnostics: Vec<Diagnostic>) {
+    pub fn add(&mut self, key: VariantKey, mut diagnostics: Vec<Diagnostic>) {
+        if diagnostics.len() > MAX_MESSAGES {
+            let rest = diagnostics.split_off(MAX_MESSAGES);
+            if self.omitted.as_ref().is_none_or(|(n, _)| *n < rest.len()) {
+                self.omitted = Some((rest.len(), rest[0].clone()));
+            }
+        }
         for d in diagnostics {
-            let at = match self.variants_of.iter().position(|(x, _)| *x == d) {
-                Some(at) => at,
+            let at = match self.index.get(&d) {
+                Some(&at) => at,
                 None => {
+                    self.index.insert(d.clone(), self.variants_of.len());
                     self.variants_of.push((d, Vec::new()));
                     self.variants_of.len() - 1
                 }
@@ -64,6 +80,15 @@ impl GroupedDiagnostics {
             cx.error(
                 span,
                 format!("GLSL ({which}): {at}{}{}", d.message, hint(&d.message)),
+            );
+        }
+        if let Some((n, first)) = self.omitted {
+            cx.error(
+                span,
+                format!(
+                    "GLSL: {}: {n} more messages not shown (the first {MAX_MESSAGES} of each variant are): fix the ones above first",
+                    first.location
+                ),
             );
         }
         none

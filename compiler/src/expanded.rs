@@ -27,12 +27,13 @@ pub fn variant_uses(
     source: &Source,
     keys: &[VariantKey],
     tested: &TestedFacts,
+    deadline: std::time::Instant,
 ) -> Vec<(VariantKey, Vec<Use>)> {
     let jobs = keys
         .iter()
         .map(|k| (*k, compile::switches_text(source, k, tested)))
         .collect();
-    compile::preprocess_all(&source.meta, jobs)
+    compile::preprocess_all(&source.meta, jobs, deadline)
         .into_iter()
         .filter_map(|(key, text)| Some((key, located(&source.meta, &text?))))
         .collect()

@@ -146,7 +146,7 @@ fn line_directive(line: &str) -> Option<u64> {
 }
 
 /// A file name as a `#line` directive's string (glslang reads no escapes in it).
-fn quoted(name: &str) -> String {
+pub(crate) fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "'"))
 }
 

@@ -5,7 +5,8 @@
 //! 1. `ast`: parse the macro input, validate its keys.
 //! 2. `source`: read the kernel text and its `#include`s.
 //! 3. `scan` + `valid`: the identifiers the text uses, which decide the variant axes; lexical
-//!    checks (unknown extended functions, `psc` without a block named `p`).
+//!    checks (unknown extended functions, `psc` without a block named `p`); `budget`: the size
+//!    the kernel's macros expand to, bounded before any preprocessor runs.
 //! 4. `variants`: enumerate the variants, apply the user's list; `expanded`: each variant's
 //!    text after the preprocessor, for the per-variant checks of `valid` (unknown extended
 //!    names, constructors that store the wrong bits).
@@ -19,9 +20,11 @@
 //! Errors are collected in a [`Ctxt`] and taken out once, by [`Ctxt::check`].
 
 mod ast;
+mod budget;
 mod codegen;
 mod compile;
 mod ctxt;
+mod declared;
 mod diagnostics;
 mod dump;
 mod expanded;
@@ -166,13 +169,14 @@ fn finish_kernel(built: Built, spec: &ast::KernelSpec, shared: &share::Shared) -
             };
             codegen::kernel(spec, &model, &files, shared)
         }
-        (Err(errors), _) => codegen::fallback(spec, errors),
+        (Err(errors), _) => codegen::fallback(spec, errors, source.as_ref()),
         (Ok(()), None) => codegen::fallback(
             spec,
             syn::Error::new(
                 spec.name.span(),
                 "internal error: the kernel failed to compile but no phase said why",
             ),
+            source.as_ref(),
         ),
     };
     Expanded { tokens, dump }
@@ -197,14 +201,20 @@ pub fn compile_kernel(
     let idents = Identifiers::of(&source.text, &source.all_text);
     let tested = tested::TestedFacts::of(&source.all_text, &scan::defined_names(&source.all_text));
     let text_ok = valid::check(cx, source, &idents, &tested);
+    // Nothing reaches glslang (its preprocessor included) whose macros expand past the budget.
+    if !budget::check(cx, source) {
+        return None;
+    }
     let axes = scan::Axes::of(&idents.all);
     let emit = variants::select(cx, source.span, &axes, &tested.choices(), requested)?;
-    let uses = expanded::variant_uses(source, &emit, &tested);
+    // Preprocessing and compiling share one deadline.
+    let deadline = std::time::Instant::now() + compile::time_limit();
+    let uses = expanded::variant_uses(source, &emit, &tested, deadline);
     let variants_ok = valid::check_variants(cx, source, &uses, emit.len());
     if !(text_ok && variants_ok) {
         return None;
     }
-    let compiled = compile_variants(cx, source, &idents, &tested, &emit)?;
+    let compiled = compile_variants(cx, source, &idents, &tested, &emit, deadline)?;
     let idents = &idents;
     match model::build(&compiled, &emit) {
         Ok(mut m) => {
@@ -258,6 +268,7 @@ fn compile_variants(
     idents: &Identifiers,
     tested: &tested::TestedFacts,
     emit: &[VariantKey],
+    deadline: std::time::Instant,
 ) -> Option<BTreeMap<VariantKey, (Vec<u32>, Reflection)>> {
     let mut keys: Vec<VariantKey> = emit.to_vec();
     for k in emit {
@@ -274,7 +285,10 @@ fn compile_variants(
     let mut reflect_errors: BTreeMap<String, Vec<String>> = BTreeMap::new();
     let mut glsl_errors = GroupedDiagnostics::default();
     let mut compiled = BTreeMap::new();
-    for (key, result) in compile::compile_all(&source.meta, jobs) {
+    // The main text's lines, for the messages that quote one (made once: a kernel may have
+    // thousands of messages).
+    let mut kernel_lines: Option<Vec<&str>> = None;
+    for (key, result) in compile::compile_all(&source.meta, jobs, deadline) {
         // Reflection reads glslang's output; a module it can't handle is an error, not a panic.
         let reflected = result.map(|words| {
             let r = std::panic::catch_unwind(|| reflect::reflect(&words)).unwrap_or_else(|_| {
@@ -290,8 +304,9 @@ fn compile_variants(
             }
             Ok((Err(e), _)) => reflect_errors.entry(e.0).or_default().push(key.name()),
             Err(mut diagnostics) if emit.contains(&key) => {
+                let lines = kernel_lines.get_or_insert_with(|| source.text.lines().collect());
                 for d in &mut diagnostics {
-                    if let Some(line) = kernel_line(source, &d.location) {
+                    if let Some(line) = kernel_line(source, lines, &d.location) {
                         diagnostics::name_unknown_type(d, line);
                     }
                 }
@@ -314,9 +329,9 @@ fn compile_variants(
     (ok && glsl_ok).then_some(compiled)
 }
 
-/// The main text's line that a message located at `location` (`file:line`, as
+/// The main text's line (of its `lines`) that a message located at `location` (`file:line`, as
 /// `Source::locate` writes it) is about; `None` for a place in an include.
-fn kernel_line<'a>(source: &'a Source, location: &str) -> Option<&'a str> {
+fn kernel_line<'a>(source: &Source, lines: &[&'a str], location: &str) -> Option<&'a str> {
     let (file, line) = location.rsplit_once(':')?;
     let first = source.locate(1);
     let (first_file, first_line) = first.rsplit_once(':')?;
@@ -327,7 +342,7 @@ fn kernel_line<'a>(source: &'a Source, location: &str) -> Option<&'a str> {
         .parse::<usize>()
         .ok()?
         .checked_sub(first_line.parse().ok()?)?;
-    source.text.lines().nth(k)
+    lines.get(k).copied()
 }
 
 /// The full GLSL text of variant `key` of `source`: the preamble of extended-GLSL definitions for

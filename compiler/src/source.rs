@@ -23,6 +23,7 @@ pub struct Source {
 
 /// Where the kernel text came from: what the compile threads need (everything but the span,
 /// which is not `Sync`).
+#[derive(Clone)]
 pub struct Meta {
     /// Name glslang's messages give the main text.
     pub name: String,
@@ -35,6 +36,7 @@ pub struct Meta {
 }
 
 /// The Rust-side origin of the kernel text, for messages.
+#[derive(Clone)]
 pub enum Origin {
     /// Inline literal: GLSL line `k` starts on line `lines[k - 1]` of `file`.
     Inline {

@@ -35,7 +35,8 @@ pub fn compile(source: &Meta, text: &str, version: (i32, GlslProfile)) -> Compil
     let text = prepare(source, text)?;
     let compiler = glslang::Compiler::acquire()
         .ok_or_else(|| vec![unlocated("glslang could not be initialized".into())])?;
-    let text = ShaderSource::from(text);
+    let prepared = text;
+    let text = ShaderSource::from(prepared.clone());
     let options = compiler_options(source.options.vulkan_version, version);
     let input = ShaderInput::new(
         &text,
@@ -47,18 +48,47 @@ pub fn compile(source: &Meta, text: &str, version: (i32, GlslProfile)) -> Compil
     .map_err(|e| vec![unlocated(format!("glslang refused the options: {e}"))])?;
     let shader = compiler
         .create_shader(input)
-        .map_err(|e| parse_messages(source, &log_of(e)))?;
+        .map_err(|e| parse_messages(source, &log_of(e), &prepared))?;
     shader
         .compile()
-        .map_err(|e| parse_messages(source, &log_of(e)))
+        .map_err(|e| parse_messages(source, &log_of(e), &prepared))
 }
 
 /// glslang's preprocessor output for one variant's text, or `None` where the preprocessor
 /// rejects it (the variant's compile reports why).
 pub fn preprocess(source: &Meta, text: &str, version: (i32, GlslProfile)) -> Option<String> {
     let text = prepare(source, text).ok()?;
+    if !line_directives_plain(&text) {
+        return None;
+    }
     glslang::Compiler::acquire()?;
     raw::preprocess(&text, source.options.vulkan_version, version)
+}
+
+/// Whether every `#line` directive of `text` is `#line N` or `#line N "file"` with `N` a number
+/// glslang keeps. After one it can't evaluate (`#line 429496729#line 1`), glslang's
+/// preprocessor (which its compile runs too) keeps the line count by writing a newline per line
+/// it skipped: half a billion of them, seconds per variant, from a 40-byte directive. The budget
+/// phase refuses such a kernel (`budget::check`); [`preprocess`] checks again.
+pub(crate) fn line_directives_plain(text: &str) -> bool {
+    text.lines().all(|l| {
+        let Some(rest) = l.trim_start().strip_prefix('#') else {
+            return true;
+        };
+        let Some(rest) = rest.trim_start().strip_prefix("line") else {
+            return true;
+        };
+        let rest = rest.trim();
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let after = rest[digits..].trim_start();
+        (1..=10).contains(&digits)
+            && rest[..digits]
+                .parse::<u64>()
+                .is_ok_and(|n| n <= u64::from(u32::MAX))
+            && (after.is_empty()
+                || after.starts_with("//")
+                || (after.starts_with('"') && after[1..].contains('"')))
+    })
 }
 
 /// `text` with its includes spliced in and the `#line "file"` form enabled; a NUL byte (which
@@ -126,8 +156,11 @@ fn with_line_directive(text: &str) -> String {
 }
 
 /// glslang's info log (`ERROR: file:line: text`, `WARNING: …`, continuation lines) as located
-/// diagnostics. The main text is string `0` until a `#line N "name"` names it.
-fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
+/// diagnostics. The main text is string `0` until a `#line N "name"` names it; a message on the
+/// text vkprism generated (`compile::PREAMBLE_NAME`, or a `<parsed string N>` glslang names
+/// itself) is placed at the kernel's first line and quotes the generated line (`text`: what
+/// glslang compiled).
+fn parse_messages(source: &Meta, log: &str, text: &str) -> Vec<Diagnostic> {
     let mut out: Vec<Diagnostic> = Vec::new();
     for line in log.lines() {
         let line = line.trim_end();
@@ -151,6 +184,17 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
             continue;
         }
         let diagnostic = match crate::compile::split_location(rest) {
+            Some((file, lno, message))
+                if file == crate::compile::PREAMBLE_NAME || file.starts_with("<parsed string") =>
+            {
+                Diagnostic {
+                    location: source.locate(1),
+                    message: format!(
+                        "{severity}: {message} (in the text vkprism writes before the kernel{})",
+                        generated_line(source, text, file, lno)
+                    ),
+                }
+            }
             Some((file, lno, message)) if !file.contains(' ') => Diagnostic {
                 location: if file == "0" || file == source.name {
                     source.locate(lno)
@@ -169,6 +213,34 @@ fn parse_messages(source: &Meta, log: &str) -> Vec<Diagnostic> {
         out.push(unlocated(format!("glslang failed: {}", log.trim())));
     }
     out
+}
+
+/// What a message on generated text is about: the line of the preamble quoted, and for a
+/// `define` key's macro, that key.
+fn generated_line(source: &Meta, text: &str, file: &str, lno: u32) -> String {
+    if file != crate::compile::PREAMBLE_NAME {
+        return String::new();
+    }
+    let start = format!("#line 1 \"{}\"", crate::compile::PREAMBLE_NAME);
+    let line = text
+        .lines()
+        .skip_while(|l| l.trim() != start)
+        .nth(lno as usize)
+        .map(str::trim);
+    let Some(line) = line else {
+        return String::new();
+    };
+    let defined = line
+        .strip_prefix("#define")
+        .and_then(|r| r.split_whitespace().next());
+    let shown: String = line.chars().take(120).collect();
+    let more = if shown.len() < line.len() { "…" } else { "" };
+    match defined {
+        Some(name) if source.options.defines.iter().any(|(n, _)| n == name) => {
+            format!(": the `define` key's `{name}`, `{shown}{more}`")
+        }
+        _ => format!(", line {lno}: `{shown}{more}`"),
+    }
 }
 
 /// An include error (`file:line: text`, the file being the main text's name or an included
@@ -282,5 +354,45 @@ mod raw {
         // `ResourceLimits` is `#[repr(transparent)]` over `glslang_resource_t`, so a pointer to
         // one is a pointer to the other.
         std::ptr::from_ref(&LIMITS).cast()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_messages;
+    use crate::source::{Meta, Origin};
+
+    fn meta() -> Meta {
+        Meta {
+            name: "<inline>".into(),
+            dir: Default::default(),
+            origin: Origin::Inline {
+                file: "src/lib.rs".into(),
+                lines: vec![10, 11, 12],
+            },
+            options: crate::options::KernelOptions {
+                defines: vec![("N".into(), "4 4".into())],
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn messages_on_generated_text_are_placed_at_the_kernel_and_explained() {
+        let text = "#version 450\n#extension GL_GOOGLE_cpp_style_line_directive : require\n#line 1 \"vkprism-preamble\"\n#define afp float\n#define N 4 4\n#line 2 \"<inline>\"\nvoid main() {}\n";
+        let log = "ERROR: vkprism-preamble:2: '' : bad\nERROR: <parsed string 1>:2: '' : name too long\nERROR: <inline>:3: 'x' : undeclared identifier\n";
+        let d = parse_messages(&meta(), log, text);
+        let shown: Vec<(&str, &str)> = d
+            .iter()
+            .map(|d| (d.location.as_str(), d.message.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("src/lib.rs:10", "error: '' : bad (in the text vkprism writes before the kernel: the `define` key's `N`, `#define N 4 4`)"),
+                ("src/lib.rs:10", "error: '' : name too long (in the text vkprism writes before the kernel)"),
+                ("src/lib.rs:12", "error: 'x' : undeclared identifier"),
+            ]
+        );
     }
 }

@@ -458,3 +458,89 @@ fn coopmat_variant_include_hidden_by_a_line_continuation_is_refused() {
     assert!(errs.iter().all(|e| located(e)), "{errs:?}");
     assert!(errs.iter().any(|e| e.contains("include")), "{errs:?}");
 }
+
+#[test]
+fn exponential_macros_are_refused_before_glslang_at_the_use() {
+    // Issue 20: 40 doubling macros, 936 bytes, used once: 2^40 tokens.
+    let mut text = String::from(
+        "#version 450\nlayout (binding = 0) buffer b { float d[]; };\n#define M0 (1)\n",
+    );
+    for i in 1..=40 {
+        text.push_str(&format!("#define M{i} (M{}+M{})\n", i - 1, i - 1));
+    }
+    text.push_str("void main() {\n    d[0] = float(M40);\n}\n");
+    let t = Instant::now();
+    let errs = errors(Path::new("."), &text);
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].contains("test.comp:45:")
+            && errs[0].contains("`M40`")
+            && errs[0].contains("budget"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn an_error_in_the_define_key_is_placed_and_explained() {
+    let cx = Ctxt::new();
+    let options = vkprism_compiler::KernelOptions {
+        // glslang refuses a name over 1024 characters where it reads it: in the preamble.
+        defines: vec![("VKP_BAD".into(), "a".repeat(2000))],
+        ..Default::default()
+    };
+    let text = format!("#version 450\n{BODY}");
+    let _ = Source::from_text_with(&cx, &text, "test.comp", Path::new("."), options)
+        .and_then(|s| compile_kernel(&cx, &s, None));
+    let errs: Vec<String> = cx
+        .check()
+        .unwrap_err()
+        .into_iter()
+        .map(|e| e.to_string())
+        .collect();
+    eprintln!("{errs:#?}");
+    for e in &errs {
+        assert!(located(e) && !e.contains("parsed string"), "{e}");
+    }
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].contains("test.comp:1:")
+            && errs[0].contains(
+                "in the text vkprism writes before the kernel: the `define` key's `VKP_BAD`"
+            ),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn exponential_macros_from_an_include_are_refused_at_the_use_in_the_kernel() {
+    let dir = scratch("expmacros");
+    let mut defines = String::from("#define M0 (1)\n");
+    for i in 1..=30 {
+        defines.push_str(&format!("#define M{i} (M{}+M{})\n", i - 1, i - 1));
+    }
+    std::fs::write(dir.join("m.glsl"), defines).unwrap();
+    let text = format!("#version 450\n#include \"m.glsl\"\n{BODY}float f() {{ return M30; }}\n");
+    let errs = errors(&dir, &text);
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("test.comp:5:") && errs[0].contains("`M30`"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn a_line_directive_glslang_cannot_evaluate_is_refused_fast() {
+    // Found by the mutation run: 9 s for 188 bytes (glslang writes a newline per skipped line).
+    let t = Instant::now();
+    let errs = errors(
+        Path::new("."),
+        "#version 450\n#line 429496729#line 18446744073709551615\nlayout (push_constant) uniform parameter { sfpvec2 x; } p;\nvoid main() {}\n",
+    );
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].starts_with("test.comp:2:") && errs[0].contains("#line"),
+        "{errs:?}"
+    );
+}

@@ -1,7 +1,9 @@
 //! A deterministic, time-boxed mutation run over `expand` (the macro's whole work): kernels made
-//! from the repository's own kernels and hostile snippets, each of which must come back as tokens
-//! that parse (a module, or its errors) without a panic, within a time bound, and without a byte
-//! on the process's stdout. The coverage-guided run is `compiler/fuzz` (cargo-fuzz).
+//! from the repository's own kernels and hostile snippets (issue 20's among them: exponential
+//! macros, huge identifiers, deep `#if` nesting, long lines), each of which must come back as
+//! tokens that parse (a module, or its errors, each naming a `file:line`) without a panic, within
+//! a time bound (over [`slow_limit`] is a failure, over 60 s a hang that ends the run), and
+//! without a byte on the process's stdout. The coverage-guided run is `compiler/fuzz` (cargo-fuzz).
 //!
 //! CI runs it for 60 s. The long run (issue 9: at least 100,000 inputs) is the same test built in
 //! release and run as shards in parallel by `scripts/fuzz.sh`; the binary needs no repository:
@@ -15,6 +17,8 @@
 //! - `VKPRISM_MUTATION_SEED`: another sequence;
 //! - `VKPRISM_MUTATION_FAILURES` (default `<temp>/vkprism-mutation-failures`): where each
 //!   failing input is written;
+//! - `VKPRISM_MUTATION_SLOW_SECS` (default 5 in release, 30 in debug): an input slower than
+//!   this is a failure;
 //! - `VKPRISM_MUTATION_BLESS=1`: rewrite `mutation/corpus.rs` from the repository.
 //!
 //! Each run prints one line, `mutation: shard=i/n inputs=... compiled=... rejected=... ...`,
@@ -35,8 +39,35 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// The longest one input may take (a debug build on a loaded machine compiling every variant).
+/// The longest one input may take before the run counts it as a hang and stops (a debug build on
+/// a loaded machine compiling every variant).
 const PER_INPUT: Duration = Duration::from_secs(60);
+
+/// An input slower than this is a failure (`slow`): 5 s in a release build (issue 20: no input
+/// of at most 1 MB keeps the compiler longer), 30 s in a debug build, which compiles a kernel's
+/// dozens of variants several times slower. `VKPRISM_MUTATION_SLOW_SECS` overrides it.
+fn slow_limit() -> Duration {
+    let default = if cfg!(debug_assertions) { 30.0 } else { 5.0 };
+    let secs = std::env::var("VKPRISM_MUTATION_SLOW_SECS")
+        .ok()
+        .map(|v| {
+            v.trim()
+                .parse::<f64>()
+                .unwrap_or_else(|_| panic!("VKPRISM_MUTATION_SLOW_SECS={v:?}: expected seconds"))
+        })
+        .unwrap_or(default);
+    Duration::from_secs_f64(secs)
+}
+
+/// Whether an error message names a place: `name:<line>` somewhere (for an inline kernel outside
+/// rustc, the file is `<unspecified>`, still followed by the line).
+fn located(message: &str) -> bool {
+    message.match_indices(':').any(|(i, _)| {
+        let rest = &message[i + 1..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        digits > 0 && i > 0 && !message[..i].ends_with(' ')
+    })
+}
 
 /// A fixed sequence for a fixed seed (the workspace's one generator, `rand`'s `StdRng`).
 struct Rng(StdRng);
@@ -324,7 +355,37 @@ fn snippets(files: &Path) -> Vec<String> {
     }
     v.push(format!("{}\n", "buffer_x ".repeat(2000)));
     v.push("a".repeat(70_000));
+    // Issue 20: inputs that made the compiler run away or go superlinear.
+    v.extend(runaway_snippets());
     v
+}
+
+/// Exponential macros (object-like and function-like), a huge identifier, deep `#if` nesting and
+/// long lines (issue 20).
+fn runaway_snippets() -> Vec<String> {
+    let mut doubling = String::from("#define VKPF_M0 (1)\n");
+    for i in 1..=40 {
+        doubling.push_str(&format!(
+            "#define VKPF_M{i} (VKPF_M{}+VKPF_M{})\n",
+            i - 1,
+            i - 1
+        ));
+    }
+    let mut nested =
+        String::from("#define VKPF_D(x) x x\n#define VKPF_Q(x) VKPF_D(VKPF_D(VKPF_D(x)))\n");
+    nested.push_str(&format!("{}1{}\n", "VKPF_Q(".repeat(12), ")".repeat(12)));
+    vec![
+        format!("{doubling}float vkpf_x = float(VKPF_M40);\n"),
+        format!("{doubling}VKPF_M24\n"),
+        nested,
+        "b".repeat(300_000),
+        format!("float {} = 1.0;\n", "c".repeat(300_000)),
+        format!("{}{}", "#if 1\n".repeat(100), "#endif\n".repeat(100)),
+        format!("{}{}", "#ifdef X\n".repeat(5000), "#endif\n".repeat(5000)),
+        format!("{}\n", "x = 1.0; ".repeat(30_000)),
+        format!("{}\n", "((".repeat(20_000)),
+        format!("#define VKPF_L {}\n", "1 + ".repeat(50_000)),
+    ]
 }
 
 /// One mutation of `text`, at char boundaries.
@@ -434,7 +495,8 @@ fn input(form: usize, text: &str, dir: &Path) -> TokenStream {
     }
 }
 
-/// Checks what `expand` gave back: items that parse, and no struct with two fields of one name.
+/// Checks what `expand` gave back: items that parse, no struct with two fields of one name, and
+/// every error at a `file:line` (`Err` with `unlocated: ` and the message otherwise).
 fn check_output(out: &TokenStream) -> Result<bool, String> {
     let file: syn::File =
         syn::parse2(out.clone()).map_err(|e| format!("output does not parse: {e}"))?;
@@ -444,6 +506,15 @@ fn check_output(out: &TokenStream) -> Result<bool, String> {
                 syn::Item::Mod(m) => {
                     if let Some((_, items)) = &m.content {
                         walk(items)?;
+                    }
+                }
+                syn::Item::Macro(m) if m.mac.path.is_ident("compile_error") => {
+                    let message: syn::LitStr = m
+                        .mac
+                        .parse_body()
+                        .map_err(|e| format!("compile_error! without a string: {e}"))?;
+                    if !located(&message.value()) {
+                        return Err(format!("unlocated: {}", message.value()));
                     }
                 }
                 syn::Item::Struct(s) => {
@@ -549,6 +620,8 @@ enum Outcome {
     Ok(bool),
     /// Tokens that don't parse, or a struct with two fields of one name.
     BadOutput(String),
+    /// An error without a `file:line`.
+    Unlocated(String),
     /// `expand` panicked.
     Panicked(String),
 }
@@ -582,7 +655,10 @@ fn spawn_worker(
             restore_stdout();
             let outcome = match r {
                 Ok(Ok(compiled)) => Outcome::Ok(compiled),
-                Ok(Err(bad)) => Outcome::BadOutput(bad),
+                Ok(Err(bad)) => match bad.strip_prefix("unlocated: ") {
+                    Some(message) => Outcome::Unlocated(message.to_string()),
+                    None => Outcome::BadOutput(bad),
+                },
                 Err(p) => Outcome::Panicked(
                     p.downcast_ref::<String>()
                         .cloned()
@@ -609,6 +685,10 @@ struct Tally {
     panics: u64,
     hangs: u64,
     bad_outputs: u64,
+    /// Inputs over [`slow_limit`].
+    slow: u64,
+    /// Inputs with an error that names no place.
+    unlocated: u64,
     stdout_inputs: u64,
     stdout_bytes: u64,
     slowest: (Duration, u64),
@@ -646,6 +726,7 @@ fn hostile_kernels_never_panic_or_hang() {
     let (reports, from_worker) = mpsc::channel::<Report>();
     spawn_worker(files.dir.clone(), inputs, reports);
 
+    let slow = slow_limit();
     let start = Instant::now();
     let mut tally = Tally::default();
     let mut index = config.shard;
@@ -673,8 +754,17 @@ fn hostile_kernels_never_panic_or_hang() {
         if took > tally.slowest.0 {
             tally.slowest = (took, index);
         }
+        if took > slow {
+            tally.slow += 1;
+            let what = format!("took {took:.2?}, over {slow:?}");
+            tally.fail(&config.failures, index, "slow", &what, form, &text);
+        }
         match report.outcome {
             Outcome::Ok(compiled) => tally.compiled += u64::from(compiled),
+            Outcome::Unlocated(message) => {
+                tally.unlocated += 1;
+                tally.fail(&config.failures, index, "unlocated", &message, form, &text);
+            }
             Outcome::BadOutput(bad) => {
                 tally.bad_outputs += 1;
                 tally.fail(&config.failures, index, "bad-output", &bad, form, &text);
@@ -696,17 +786,19 @@ fn hostile_kernels_never_panic_or_hang() {
     }
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
-        "mutation: shard={}/{} inputs={} compiled={} rejected={} secs={secs:.1} inputs_per_s={:.1} slowest_s={:.2} slowest_input={} panics={} hangs={} bad_outputs={} stdout_inputs={} stdout_bytes={} seeds={} snippets={} corpus={} corpus_checked={checked}",
+        "mutation: shard={}/{} inputs={} compiled={} rejected={} secs={secs:.1} inputs_per_s={:.1} slowest_s={:.2} slowest_input={} panics={} hangs={} slow={} unlocated={} bad_outputs={} stdout_inputs={} stdout_bytes={} seeds={} snippets={} corpus={} corpus_checked={checked}",
         config.shard,
         config.shards,
         tally.inputs,
         tally.compiled,
-        tally.inputs - tally.compiled - tally.panics - tally.hangs - tally.bad_outputs,
+        tally.inputs - tally.compiled - tally.panics - tally.hangs - tally.bad_outputs - tally.unlocated,
         tally.inputs as f64 / secs.max(1e-9),
         tally.slowest.0.as_secs_f64(),
         tally.slowest.1,
         tally.panics,
         tally.hangs,
+        tally.slow,
+        tally.unlocated,
         tally.bad_outputs,
         tally.stdout_inputs,
         tally.stdout_bytes,

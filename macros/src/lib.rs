@@ -188,6 +188,15 @@ use proc_macro::TokenStream;
 /// files only, 1 MiB of kernel text, 1 MiB per included file, 4 MiB in all, 256 files, 4096
 /// inclusions with repeats counted.
 ///
+/// Macro expansion is bounded too, before any preprocessor runs: the kernel's `#define`s (its
+/// own, its includes' and the `define` key's) may expand to at most 1 MiB of text, all uses
+/// together, with macro calls nested at most 200 deep. A kernel over that (`#define M2 (M1+M1)`
+/// forty levels deep is 2^40 tokens from a kilobyte) is an error at the use that crosses it,
+/// naming the macro. As a last line of defence, a kernel whose variants are not compiled within
+/// `VKPRISM_COMPILE_DEADLINE_SECS` (default 60 s) is an error naming the variants left, and the
+/// macro returns; the GLSL compiler can't be interrupted, so its thread finishes in the
+/// background.
+///
 /// # Several kernels in one invocation
 ///
 /// As with vulkano-shaders' `shaders: { ... }`, one invocation can hold several kernels; `mod
@@ -271,7 +280,11 @@ use proc_macro::TokenStream;
 /// # Errors
 ///
 /// Every error is a Rust compile error at the place it concerns, all reported at once, with stub
-/// items so that code using the kernel does not add a cascade of "not found" errors:
+/// items so that code using the kernel does not add a cascade of "not found" errors (a failed
+/// kernel's `PushConstants` and `SpecConstants` keep the fields its text declares, so
+/// `k::PushConstants { n: 4, .. }` still type-checks; a message about text vkprism writes before
+/// the kernel, such as a `define` key's macro, is placed at the kernel's first line and quotes
+/// that text):
 ///
 /// - input: an unknown or duplicate key, a value of the wrong type, none or several of `src`,
 ///   `path` and `bytes`, an empty `variants` list, a bad `define` (see above), an `include`

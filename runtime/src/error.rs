@@ -42,7 +42,7 @@ pub enum Invalid {
     /// Loading a kernel, making a pipeline, or a rejected pipeline cache.
     #[error(transparent)]
     Pipeline(crate::pipeline::PipelineError),
-    /// Recording a dispatch, or timings.
+    /// Recording a dispatch or transfer, submitting and waiting, or timings.
     #[error(transparent)]
     Command(crate::command::CommandError),
     /// A string that is not a variant name ([`crate::LoadOptions::variant_named`]).
@@ -110,6 +110,7 @@ impl From<crate::command::CommandError> for Error {
     fn from(e: crate::command::CommandError) -> Error {
         match e {
             crate::command::CommandError::Device(e) => e.into(),
+            crate::command::CommandError::Tensor(e) => e.into(),
             e => Error::Invalid(Invalid::Command(e)),
         }
     }

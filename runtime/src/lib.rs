@@ -10,8 +10,11 @@
 //!   values and workgroup size; the `VkPipelineCache` saved to disk with a checked header and
 //!   trailer.
 //! - [`CommandList`]: record once, replay with one submit, barriers only between dependent
-//!   dispatches, timestamps per dispatch; a dispatch over `maxComputeWorkGroupCount` is split
-//!   with `vkCmdDispatchBase` when the shader can't tell (it never reads `gl_NumWorkGroups`).
+//!   dispatches and transfers (uploads, copies, fills, downloads into a [`Readback`]),
+//!   timestamps per dispatch; a dispatch over `maxComputeWorkGroupCount` is split with
+//!   `vkCmdDispatchBase` when the shader can't tell (it never reads `gl_NumWorkGroups`). Run and
+//!   wait, or submit and wait later ([`Submission`]), several lists in flight in order.
+//! - Views of part of a tensor ([`Tensor::view`]) and a [`ScratchArena`] of them.
 //! - [`include_spirv!`]: SPIR-V files as `&'static [u32]` for hand-written [`KernelInfo`]s (the
 //!   runtime's own tests and benchmark use it; `compute_shader!` embeds its words itself).
 //! - [`Error`]: any error, sorted by what the caller can do (fix the call, recreate the context
@@ -66,12 +69,13 @@ mod host_copy;
 mod image;
 mod kernel;
 pub mod pipeline;
+mod scratch;
 pub mod select;
 mod spirv;
 mod statistics;
 pub mod tensor;
 
-pub use command::{CommandError, CommandList};
+pub use command::{CommandError, CommandList, Readback, Submission, UploadSlot};
 pub use context::{
     AllocatorStats, Context, ContextOptions, DeviceError, DeviceIdentity, DeviceReport,
     DeviceSelector, DeviceType,
@@ -80,6 +84,7 @@ pub use error::{Error, Invalid, Result};
 pub use image::Image;
 pub use kernel::{Bindings, Kernel, NoPushConstants, Resource, SpecConstants};
 pub use pipeline::{LoadOptions, LoadedKernel, Pipeline, PipelineDesc, PipelineError};
+pub use scratch::ScratchArena;
 pub use select::{
     force_variant, select_variant, unrunnable_reason, Excluded, Options, Rejection, SelectError,
     SelectFailure, Selection,

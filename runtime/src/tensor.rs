@@ -12,6 +12,7 @@ use crate::Context;
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use vkprism_core::TensorFormat;
 
@@ -68,6 +69,33 @@ pub enum TensorError {
         /// Where the budget comes from.
         source_of_budget: &'static str,
     },
+    /// A view ([`Tensor::view`]) or scratch allocation reaching past the end of its tensor.
+    #[error("a view of {len} elements at element {offset} reaches past the end of a tensor of {parent_len} elements")]
+    ViewOutOfBounds {
+        /// The view's first element, in the parent's elements.
+        offset: usize,
+        /// The view's elements.
+        len: usize,
+        /// The parent's elements.
+        parent_len: usize,
+    },
+    /// A host read or write of a tensor that a submitted, not yet finished command list binds
+    /// (its buffer, through this tensor or any view of it).
+    #[error("the tensor is in use by {pending} submitted command list(s) not yet waited for: wait for their Submission before reading or writing it from the host")]
+    Pending {
+        /// Pending submissions that bind the tensor's buffer.
+        pending: usize,
+    },
+    /// A scratch arena ([`crate::ScratchArena`]) without room for an allocation.
+    #[error("the scratch arena has {available} of its {capacity} bytes left, the allocation needs {requested} (aligned); make a larger arena or reset it")]
+    ScratchFull {
+        /// Bytes the allocation needs, with its alignment padding.
+        requested: u64,
+        /// Bytes left.
+        available: u64,
+        /// The arena's size.
+        capacity: u64,
+    },
     /// A device error.
     #[error(transparent)]
     Device(#[from] crate::device::DeviceError),
@@ -77,12 +105,16 @@ pub(crate) struct TensorInner {
     pub shared: Arc<Shared>,
     pub buffer: vk::Buffer,
     allocation: Mutex<Option<Allocation>>,
-    pub shape: Vec<usize>,
-    pub format: TensorFormat,
+    /// Bytes of data of the whole buffer (without the padding to 4 bytes).
     pub size: u64,
     mapped: bool,
     /// Host writes go straight into the memory (`mapped`, or mapped VRAM on a resizable-BAR GPU).
     writes_in_place: bool,
+    /// Submitted command lists ([`crate::command::Submission`]) binding this buffer that have
+    /// not been seen to finish: host reads and writes are refused meanwhile. Raised and checked
+    /// under `Shared::mapped_access` (shared to raise, exclusive to check and touch memory), so
+    /// a host access and a submission never overlap.
+    pub pending: AtomicUsize,
 }
 
 impl Drop for TensorInner {
@@ -259,16 +291,27 @@ fn allocate_memory(
 const DEDICATED_THRESHOLD: u64 = 32 << 20;
 
 /// A tensor in GPU memory: shape (1 to 4 dims) and storage format. Cheap to clone.
+///
+/// A tensor may be a view of part of another's buffer ([`Tensor::view`],
+/// [`crate::ScratchArena::alloc`]): it shares the buffer (and keeps it alive), and everything a
+/// tensor does (binding in a dispatch, transfers, host reads and writes) works on its range.
 #[derive(Clone)]
 pub struct Tensor {
     pub(crate) inner: Arc<TensorInner>,
+    /// Where this tensor starts in the buffer, in bytes (0 unless a view).
+    pub(crate) offset: u64,
+    /// Bytes of data.
+    pub(crate) size: u64,
+    format: TensorFormat,
+    shape: Arc<[usize]>,
 }
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Tensor")
-            .field("shape", &self.inner.shape)
-            .field("format", &self.inner.format)
+            .field("shape", &self.shape)
+            .field("format", &self.format)
+            .field("offset", &self.offset)
             .finish()
     }
 }
@@ -285,16 +328,7 @@ impl Tensor {
         shape: &[usize],
         format: TensorFormat,
     ) -> Result<Tensor, TensorError> {
-        if shape.is_empty() || shape.len() > 4 || shape.contains(&0) {
-            return Err(TensorError::BadShape(shape.to_vec()));
-        }
-        let elements = shape
-            .iter()
-            .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
-            .ok_or_else(|| TensorError::BadShape(shape.to_vec()))?;
-        let size = elements
-            .checked_mul(format.size() as u64)
-            .ok_or_else(|| TensorError::BadShape(shape.to_vec()))?;
+        let (_, size) = shape_bytes(shape, format)?;
         let shared = &ctx.shared;
         let limit = shared.features.limits.max_storage_buffer_range;
         if size > limit {
@@ -324,13 +358,97 @@ impl Tensor {
                 shared: shared.clone(),
                 buffer,
                 allocation: Mutex::new(Some(allocation)),
-                shape: shape.to_vec(),
-                format,
                 size,
                 mapped,
                 writes_in_place,
+                pending: AtomicUsize::new(0),
             }),
+            offset: 0,
+            size,
+            format,
+            shape: shape.into(),
         })
+    }
+
+    /// A view of `shape` starting `offset` elements into this tensor (a view of a view starts
+    /// within it), in the same format, sharing the buffer: no copy, and the view keeps the
+    /// buffer alive. Past the end is [`TensorError::ViewOutOfBounds`].
+    ///
+    /// Any whole-element offset makes a view usable in transfers and host reads and writes. To
+    /// bind a view in a dispatch, its byte offset in the buffer must be a multiple of the
+    /// device's `minStorageBufferOffsetAlignment` (`minUniformBufferOffsetAlignment` for a
+    /// uniform binding; [`Tensor::binding_alignment`]): the dispatch refuses it otherwise
+    /// ([`crate::CommandError::MisalignedView`]). Command lists track hazards per buffer, so
+    /// views of one buffer are one resource to them (a barrier between a write to one view and
+    /// any use of another: conservative, never wrong).
+    pub fn view(&self, offset: usize, shape: &[usize]) -> Result<Tensor, TensorError> {
+        let (elements, size) = shape_bytes(shape, self.format)?;
+        let out = || TensorError::ViewOutOfBounds {
+            offset,
+            len: elements as usize,
+            parent_len: self.len(),
+        };
+        let end = (offset as u64).checked_add(elements).ok_or_else(out)?;
+        if end > self.len() as u64 {
+            return Err(out());
+        }
+        Ok(Tensor {
+            inner: self.inner.clone(),
+            offset: self.offset + offset as u64 * self.format.size() as u64,
+            size,
+            format: self.format,
+            shape: shape.into(),
+        })
+    }
+
+    /// A view of `shape` in `format` at byte `offset` of this tensor's buffer (the scratch
+    /// arena's allocations), or [`TensorError::ViewOutOfBounds`] (in bytes) past the end of
+    /// the buffer's data.
+    pub(crate) fn view_bytes(
+        &self,
+        offset: u64,
+        shape: &[usize],
+        format: TensorFormat,
+    ) -> Result<Tensor, TensorError> {
+        let (_, size) = shape_bytes(shape, format)?;
+        if offset
+            .checked_add(size)
+            .is_none_or(|end| end > self.inner.size)
+        {
+            return Err(TensorError::ViewOutOfBounds {
+                offset: offset as usize,
+                len: size as usize,
+                parent_len: self.inner.size as usize,
+            });
+        }
+        Ok(Tensor {
+            inner: self.inner.clone(),
+            offset,
+            size,
+            format,
+            shape: shape.into(),
+        })
+    }
+
+    /// Where this tensor starts in its buffer, in bytes: 0, unless it is a view.
+    pub fn offset_bytes(&self) -> u64 {
+        self.offset
+    }
+
+    /// Whether this tensor is a view of part of a buffer (it starts past the buffer's start, or
+    /// covers less of it).
+    pub fn is_view(&self) -> bool {
+        self.offset != 0 || self.size != self.inner.size
+    }
+
+    /// The byte alignment a view's offset needs to be bound as a storage buffer: the device's
+    /// `minStorageBufferOffsetAlignment`.
+    pub fn binding_alignment(&self) -> u64 {
+        self.inner
+            .shared
+            .properties
+            .limits
+            .min_storage_buffer_offset_alignment
     }
 
     /// A tensor of `format` holding `data` (converted: fp16 and bf16 round to nearest even).
@@ -390,15 +508,15 @@ impl Tensor {
 
     /// The dimensions, outermost first.
     pub fn shape(&self) -> &[usize] {
-        &self.inner.shape
+        &self.shape
     }
     /// The storage format.
     pub fn format(&self) -> TensorFormat {
-        self.inner.format
+        self.format
     }
     /// Number of elements.
     pub fn len(&self) -> usize {
-        self.inner.shape.iter().product()
+        self.shape.iter().product()
     }
     /// Whether it holds no elements (never: shapes have no zero dimension).
     pub fn is_empty(&self) -> bool {
@@ -406,7 +524,7 @@ impl Tensor {
     }
     /// Bytes of data (without the padding to 4 bytes).
     pub fn size_bytes(&self) -> u64 {
-        self.inner.size
+        self.size
     }
     /// Whether the memory is mapped directly (no staging copies).
     pub fn is_mapped(&self) -> bool {
@@ -418,7 +536,8 @@ impl Tensor {
         self.inner.writes_in_place
     }
 
-    /// The raw buffer handle. Valid while this tensor (or a clone) lives.
+    /// The raw buffer handle (a view's is its parent's: add [`Tensor::offset_bytes`]). Valid
+    /// while this tensor (or a clone) lives.
     pub fn raw_buffer(&self) -> vk::Buffer {
         self.inner.buffer
     }
@@ -427,8 +546,8 @@ impl Tensor {
     /// (fp16 and bf16 round to nearest, ties to even; NaN stays NaN, overflow is infinity).
     pub fn upload_f32(&self, data: &[f32]) -> Result<(), TensorError> {
         self.check_len(data.len())?;
-        let bytes = encode_f32(self.inner.format, data).ok_or(TensorError::WrongFormat {
-            have: self.inner.format,
+        let bytes = encode_f32(self.format, data).ok_or(TensorError::WrongFormat {
+            have: self.format,
             want: "F32, F16 or Bf16 for f32 data",
         })?;
         self.write_bytes(&bytes)
@@ -437,8 +556,8 @@ impl Tensor {
     /// Reads an F32, F16 or BF16 tensor as `f32`.
     pub fn download_f32(&self) -> Result<Vec<f32>, TensorError> {
         let bytes = self.read_bytes()?;
-        decode_f32(self.inner.format, &bytes).ok_or(TensorError::WrongFormat {
-            have: self.inner.format,
+        decode_f32(self.format, &bytes).ok_or(TensorError::WrongFormat {
+            have: self.format,
             want: "F32, F16 or Bf16 to read f32",
         })
     }
@@ -476,9 +595,9 @@ impl Tensor {
 
     /// Writes 32-bit integers into an I32 or U32 tensor.
     pub fn upload_u32(&self, data: &[u32]) -> Result<(), TensorError> {
-        if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {
+        if !matches!(self.format, TensorFormat::I32 | TensorFormat::U32) {
             return Err(TensorError::WrongFormat {
-                have: self.inner.format,
+                have: self.format,
                 want: "I32 or U32",
             });
         }
@@ -488,9 +607,9 @@ impl Tensor {
 
     /// Reads an I32 or U32 tensor as unsigned integers.
     pub fn download_u32(&self) -> Result<Vec<u32>, TensorError> {
-        if !matches!(self.inner.format, TensorFormat::I32 | TensorFormat::U32) {
+        if !matches!(self.format, TensorFormat::I32 | TensorFormat::U32) {
             return Err(TensorError::WrongFormat {
-                have: self.inner.format,
+                have: self.format,
                 want: "I32 or U32",
             });
         }
@@ -513,16 +632,14 @@ impl Tensor {
 
     /// Writes raw bytes (exactly `size_bytes()`).
     pub fn write_bytes(&self, bytes: &[u8]) -> Result<(), TensorError> {
-        if bytes.len() as u64 != self.inner.size {
+        if bytes.len() as u64 != self.size {
             return Err(TensorError::LengthMismatch {
                 got: bytes.len(),
-                want: self.inner.size as usize,
+                want: self.size as usize,
             });
         }
         let inner = &self.inner;
-        if let Some(()) = self.with_mapped(true, |m| {
-            crate::host_copy::copy(&mut m[..bytes.len()], bytes)
-        })? {
+        if let Some(()) = self.with_mapped(true, |m| crate::host_copy::copy(m, bytes))? {
             return Ok(());
         }
         let shared = &inner.shared;
@@ -536,7 +653,7 @@ impl Tensor {
             crate::host_copy::copy(&mut s[..chunk.len()], chunk);
             let region = vk::BufferCopy {
                 src_offset: 0,
-                dst_offset: i as u64 * chunk_size,
+                dst_offset: self.offset + i as u64 * chunk_size,
                 size: chunk.len() as u64,
             };
             // SAFETY: both buffers are live until the copy was waited for (the staging buffer is
@@ -550,7 +667,7 @@ impl Tensor {
 
     /// Reads the raw bytes (`size_bytes()` of them).
     pub fn read_bytes(&self) -> Result<Vec<u8>, TensorError> {
-        let mut out = vec![0u8; self.inner.size as usize];
+        let mut out = vec![0u8; self.size as usize];
         self.read_bytes_into(&mut out)?;
         Ok(out)
     }
@@ -563,14 +680,14 @@ impl Tensor {
     /// copying the next chunk while the host copies the last one out.
     pub fn read_bytes_into(&self, out: &mut [u8]) -> Result<(), TensorError> {
         let inner = &self.inner;
-        let size = inner.size as usize;
+        let size = self.size as usize;
         if out.len() != size {
             return Err(TensorError::LengthMismatch {
                 got: out.len(),
                 want: size,
             });
         }
-        if let Some(()) = self.with_mapped(false, |m| crate::host_copy::copy(out, &m[..size]))? {
+        if let Some(()) = self.with_mapped(false, |m| crate::host_copy::copy(out, m))? {
             return Ok(());
         }
         let shared = &inner.shared;
@@ -594,7 +711,7 @@ impl Tensor {
         let chunk_size = shared.staging_chunk;
         let submit = |i: usize, size: usize| {
             let region = vk::BufferCopy {
-                src_offset: i as u64 * chunk_size,
+                src_offset: self.offset + i as u64 * chunk_size,
                 dst_offset: 0,
                 size: size as u64,
             };
@@ -648,11 +765,14 @@ impl Tensor {
         Ok(())
     }
 
-    /// Runs `f` on the tensor's mapped memory, or answers `None` when it is not mapped (then the
-    /// caller stages a copy). Holds `Shared::mapped_access` exclusively meanwhile, so no command
-    /// list runs while the host touches memory a dispatch may use; refuses once the context is
-    /// poisoned (checked under that lock: a list whose wait timed out poisons the context before
-    /// releasing it), as the GPU may then still be using the memory.
+    /// Runs `f` on the tensor's mapped memory (its range of the buffer), or answers `None` when
+    /// it is not mapped (then the caller stages a copy). Holds `Shared::mapped_access`
+    /// exclusively meanwhile, so no command list runs while the host touches memory a dispatch
+    /// may use; refuses once the context is poisoned (checked under that lock: a list whose wait
+    /// timed out poisons the context before releasing it), as the GPU may then still be using
+    /// the memory; refuses ([`TensorError::Pending`]) while a submitted list binding the buffer
+    /// has not been seen to finish, mapped or staged alike (checked under that lock too:
+    /// submissions raise the count holding it shared).
     /// `write` says which way: VRAM mapped through a resizable BAR is written in place but read
     /// through a staging copy.
     fn with_mapped<R>(
@@ -661,8 +781,15 @@ impl Tensor {
         f: impl FnOnce(&mut [u8]) -> R,
     ) -> Result<Option<R>, TensorError> {
         let inner = &self.inner;
+        let idle = || match inner.pending.load(Ordering::Acquire) {
+            0 => Ok(()),
+            pending => Err(TensorError::Pending { pending }),
+        };
         if !(inner.mapped || write && inner.writes_in_place) {
+            // A staged copy is a submission on the queue, ordered after every earlier one (so
+            // no lock is needed for it to be sound); a pending list is refused all the same.
             inner.shared.check_usable()?;
+            idle()?;
             return Ok(None);
         }
         let _host = inner
@@ -671,11 +798,13 @@ impl Tensor {
             .write()
             .unwrap_or_else(|e| e.into_inner());
         inner.shared.check_usable()?;
+        idle()?;
         let mut allocation = inner.allocation.lock().unwrap_or_else(|e| e.into_inner());
+        let range = self.offset as usize..(self.offset + self.size) as usize;
         Ok(allocation
             .as_mut()
             .and_then(|a| a.mapped_slice_mut())
-            .map(f))
+            .map(|m| f(&mut m[range])))
     }
 
     fn check_len(&self, got: usize) -> Result<(), TensorError> {
@@ -689,14 +818,30 @@ impl Tensor {
     }
 
     fn require(&self, f: TensorFormat, name: &'static str) -> Result<(), TensorError> {
-        if self.inner.format != f {
+        if self.format != f {
             return Err(TensorError::WrongFormat {
-                have: self.inner.format,
+                have: self.format,
                 want: name,
             });
         }
         Ok(())
     }
+}
+
+/// A shape's elements and bytes in `format`, or [`TensorError::BadShape`] (empty, more than 4
+/// dimensions, a zero, an overflow).
+fn shape_bytes(shape: &[usize], format: TensorFormat) -> Result<(u64, u64), TensorError> {
+    if shape.is_empty() || shape.len() > 4 || shape.contains(&0) {
+        return Err(TensorError::BadShape(shape.to_vec()));
+    }
+    let elements = shape
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d as u64))
+        .ok_or_else(|| TensorError::BadShape(shape.to_vec()))?;
+    let size = elements
+        .checked_mul(format.size() as u64)
+        .ok_or_else(|| TensorError::BadShape(shape.to_vec()))?;
+    Ok((elements, size))
 }
 
 debug_as_display!(TensorError);

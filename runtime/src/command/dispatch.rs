@@ -2,7 +2,7 @@
 //! variant and the device and returns a [`Plan`]; the `unsafe` [`CommandList::record`] writes
 //! the descriptors and records the commands the plan describes, trusting it.
 
-use super::{CommandList, CommandError, ResId};
+use super::{CommandError, CommandList, ResId};
 use crate::device::{record_dispatch, DispatchCommands};
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::{descriptor_type, LoadedKernel, Pipeline};
@@ -164,6 +164,37 @@ impl CommandList {
                 if b.format != TensorFormat::Raw && t.format() != b.format {
                     return Err(mismatch(t.format()));
                 }
+                let limits = &self.shared.properties.limits;
+                let (alignment, limit_name) = if b.kind == BindingKind::UniformBuffer {
+                    let a = limits.min_uniform_buffer_offset_alignment;
+                    (a, "minUniformBufferOffsetAlignment")
+                } else {
+                    let a = limits.min_storage_buffer_offset_alignment;
+                    (a, "minStorageBufferOffsetAlignment")
+                };
+                if !t.offset.is_multiple_of(alignment.max(1)) {
+                    return Err(CommandError::MisalignedView {
+                        kernel: info.name,
+                        binding: b.binding,
+                        name: b.name,
+                        offset: t.offset,
+                        limit_name,
+                        alignment,
+                    });
+                }
+                // A buffer over maxUniformBufferRange was made without uniform usage: a view of
+                // it can't be bound as a uniform buffer, however small.
+                let uniform_limit = self.shared.features.limits.max_uniform_buffer_range;
+                if b.kind == BindingKind::UniformBuffer && t.inner.size > uniform_limit {
+                    return Err(CommandError::RangeTooLarge {
+                        kernel: info.name,
+                        binding: b.binding,
+                        name: b.name,
+                        size: t.inner.size,
+                        limit_name: "maxUniformBufferRange (of the view's whole buffer)",
+                        limit: uniform_limit,
+                    });
+                }
                 self.check_buffer_size(info, b, t.size_bytes())
             }
             (BindingKind::SampledImage | BindingKind::StorageImage, Resource::Image(im)) => {
@@ -252,14 +283,9 @@ impl CommandList {
         let descriptor_writes = descriptor_writes(set, &infos);
         let id = |(_, r): (&BindingInfo, Resource<'_>)| ResId::of(r);
         let writes = |(b, _): &(&BindingInfo, Resource<'_>)| b.access.writes();
-        // A barrier when this dispatch reads or writes what an earlier one wrote (RAW, WAW), or
-        // writes what an earlier one bound (WAR).
-        let barrier = plan.bound().map(id).any(|u| self.written.contains(&u))
-            || plan
-                .bound()
-                .filter(writes)
-                .map(id)
-                .any(|w| self.bound.contains(&w));
+        let used: Vec<ResId> = plan.bound().map(id).collect();
+        let written: Vec<ResId> = plan.bound().filter(writes).map(id).collect();
+        let barrier = self.needs_barrier(&used, &written);
         // A timestamp per dispatch when timing per dispatch (`plan` checked there is room).
         let timestamp = match (self.query_pool, self.query_capacity > 0) {
             (Some(qp), true) => Some((qp, self.names.len() as u32 + 1)),
@@ -286,19 +312,12 @@ impl CommandList {
         // timestamp's query fits the list's pool (checked by `plan`). That is the plan's trust,
         // the caller's contract.
         unsafe { record_dispatch(&self.shared, self.cmd, &commands) };
-        if barrier {
-            // What earlier dispatches read and wrote is forgotten past the barrier.
-            self.written.clear();
-            self.bound.clear();
-            self.barriers += 1;
-        }
-        self.written.extend(plan.bound().filter(writes).map(id));
-        self.bound.extend(plan.bound().map(id));
+        self.note_accesses(barrier, &used, &written);
         for (_, resource) in plan.bound() {
-            self.keep.push(match resource {
-                Resource::Buffer(t) => t.inner.clone(),
-                Resource::Image(i) => i.inner.clone(),
-            });
+            match resource {
+                Resource::Buffer(t) => self.keep_tensor(t),
+                Resource::Image(i) => self.keep.push(i.inner.clone()),
+            }
         }
         self.keep.push(kernel.clone() as Arc<dyn Any + Send + Sync>);
         self.names.push(K::INFO.name);
@@ -350,14 +369,19 @@ enum DescriptorInfo {
 }
 
 impl DescriptorInfo {
-    /// The whole buffer, or the image's view (with its sampler for a sampled binding) in
-    /// GENERAL layout.
+    /// The whole buffer (a view's range of it: its bytes, padded to 4 where the buffer has
+    /// room), or the image's view (with its sampler for a sampled binding) in GENERAL layout.
     fn new(b: &BindingInfo, resource: Resource<'_>) -> DescriptorInfo {
         match resource {
             Resource::Buffer(t) => DescriptorInfo::Buffer([vk::DescriptorBufferInfo {
                 buffer: t.inner.buffer,
-                offset: 0,
-                range: vk::WHOLE_SIZE,
+                offset: t.offset,
+                range: if t.is_view() {
+                    let buffer_size = t.inner.size.div_ceil(4) * 4;
+                    (t.size.div_ceil(4) * 4).min(buffer_size - t.offset)
+                } else {
+                    vk::WHOLE_SIZE
+                },
             }]),
             Resource::Image(im) => DescriptorInfo::Image([vk::DescriptorImageInfo {
                 sampler: if b.kind == BindingKind::SampledImage {

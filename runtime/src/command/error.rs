@@ -1,5 +1,6 @@
-//! The errors of recording and running command lists. Every variant but `Context` is found
-//! before anything is recorded: the caller's to fix.
+//! The errors of recording and running command lists. Every variant but `Device` (and the
+//! memory errors inside `Tensor`) is found before anything is recorded or submitted: the
+//! caller's to fix.
 
 use vkprism_core::{BindingKind, MemoryKind, TensorFormat};
 
@@ -159,6 +160,70 @@ pub enum CommandError {
     /// Timings asked before the list ran.
     #[error("the list has not been run yet")]
     NotRun,
+    /// A view bound at a byte offset the device can't bind at.
+    #[error("kernel `{kernel}`: binding {binding} (`{name}`) is given a view at byte {offset} of its buffer, which is not a multiple of the device's {limit_name} ({alignment}): make views that are bound start at aligned offsets (Tensor::binding_alignment)")]
+    MisalignedView {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The binding number.
+        binding: u32,
+        /// The binding's name in the shader.
+        name: &'static str,
+        /// The view's byte offset in its buffer.
+        offset: u64,
+        /// The Vulkan limit's name.
+        limit_name: &'static str,
+        /// The limit, in bytes.
+        alignment: u64,
+    },
+    /// A copy between tensors of different byte sizes.
+    #[error("copy of {src} bytes into a tensor of {dst} bytes: copy between tensors (or views) of the same size")]
+    CopySize {
+        /// Bytes of the source.
+        src: u64,
+        /// Bytes of the destination.
+        dst: u64,
+    },
+    /// A copy between tensors of different formats (neither [`TensorFormat::Raw`]).
+    #[error("copy from a {src:?} tensor into a {dst:?} tensor: copies move bytes, so the formats must match (or one be Raw)")]
+    CopyFormat {
+        /// The source's format.
+        src: TensorFormat,
+        /// The destination's format.
+        dst: TensorFormat,
+    },
+    /// A copy whose source and destination overlap in one buffer.
+    #[error("copy between overlapping ranges of one buffer (bytes {src_offset} and {dst_offset}, {size} bytes)")]
+    OverlappingCopy {
+        /// The source's byte offset.
+        src_offset: u64,
+        /// The destination's byte offset.
+        dst_offset: u64,
+        /// Bytes copied.
+        size: u64,
+    },
+    /// A fill of a view that does not start and end on 4-byte boundaries (`vkCmdFillBuffer`
+    /// writes 32-bit words).
+    #[error("fill of {size} bytes at byte {offset}: fills write whole 32-bit words, so a view must start at a multiple of 4 bytes and end at one (or at the end of its buffer)")]
+    FillAlignment {
+        /// The view's byte offset.
+        offset: u64,
+        /// Its bytes.
+        size: u64,
+    },
+    /// The list's last submission has not finished: it can't be submitted again, and its
+    /// timings can't be read, until it is waited for.
+    #[error("the command list's last submission is still running: wait for its Submission (or use submit_and_wait, which waits) before submitting it again or reading its timings")]
+    StillPending,
+    /// [`crate::Submission::wait`] called again after it returned `Ok`.
+    #[error("this submission was already waited for")]
+    AlreadyWaited,
+    /// A [`crate::Readback`] read before its list's run finished (or before any run).
+    #[error("the readback's command list has not finished a run: wait for its Submission (or use submit_and_wait) before reading")]
+    NotComplete,
+    /// A tensor error of a transfer (data of the wrong length or format, staging memory).
+    #[error(transparent)]
+    Tensor(#[from] crate::tensor::TensorError),
     /// A device error while recording or running.
     #[error(transparent)]
     Device(#[from] crate::device::DeviceError),

@@ -1,17 +1,34 @@
-//! Command lists: record many dispatches once, replay them with one submit each (MNN's
-//! record-at-resize / replay-at-run), with barriers between dependent dispatches and optional GPU
-//! timestamps per dispatch.
+//! Command lists: record many dispatches and transfers once, replay them with one submit each
+//! (MNN's record-at-resize / replay-at-run), with barriers between dependent commands and
+//! optional GPU timestamps per dispatch; run and wait ([`CommandList::submit_and_wait`]), or
+//! submit and wait later ([`CommandList::submit`], a [`Submission`]), several lists in flight.
 //!
 //! A list keeps a clone of every tensor, image and pipeline it binds: nothing it uses can be
 //! freed while it exists, and its work is always waited for before it is dropped.
 //!
+//! Between lists: every list begins with a global memory barrier (all commands, all writes
+//! before it; all reads and writes after it). On the one queue, a pipeline barrier's first
+//! scope is every command earlier in submission order, earlier submissions included: so a list
+//! runs after every list submitted before it and sees its writes (no semaphores needed; a list
+//! submitted later depends on every earlier one, the order of `submit` calls being the order of
+//! execution). Within a list, a barrier goes only where a command reads or writes a buffer (or
+//! image) that an earlier command since the last barrier wrote, or writes one that such a
+//! command used.
+//!
 //! - `error.rs`: [`CommandError`];
-//! - `dispatch.rs`: checking a dispatch (a plan) and recording it (`unsafe`, trusting the plan).
+//! - `dispatch.rs`: checking a dispatch (a plan) and recording it (`unsafe`, trusting the plan);
+//! - `transfer.rs`: uploads, copies, fills and downloads recorded in a list, their staging
+//!   buffers, [`Readback`], [`UploadSlot`];
+//! - `submission.rs`: [`Submission`], the run in flight and its fence.
 
 mod dispatch;
 mod error;
+mod submission;
+mod transfer;
 
 pub use error::CommandError;
+pub use submission::Submission;
+pub use transfer::{Readback, UploadSlot};
 
 use crate::device::{
     allocate_descriptor_set, cmd_start_timestamps, create_command_objects, create_descriptor_pool,
@@ -19,11 +36,13 @@ use crate::device::{
 };
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::Pipeline;
+use crate::tensor::TensorInner;
 use crate::{Context, Image, Tensor};
 use ash::vk;
 use std::any::Any;
 use std::sync::Arc;
 use std::time::Duration;
+use submission::RunCell;
 
 /// Identity of a bound resource, for barrier decisions.
 #[derive(Copy, Clone, PartialEq, Eq)]
@@ -41,22 +60,23 @@ impl ResId {
     }
 }
 
-/// A recorded sequence of dispatches that can be submitted many times.
+/// A recorded sequence of dispatches and transfers that can be submitted many times.
 pub struct CommandList {
     shared: Arc<Shared>,
     pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
-    /// Reused by every run (creating a fence per submit costs more than the submit).
-    fence: vk::Fence,
+    /// The fence reused by every run (creating a fence per submit costs more than the submit)
+    /// and what is in flight, shared with the [`Submission`]s.
+    run: Arc<RunCell>,
     descriptor_pools: Vec<vk::DescriptorPool>,
     sets_left: u32,
     query_pool: Option<vk::QueryPool>,
     /// Dispatches the query pool has room for (0: only the list's start and end are timed).
     query_capacity: u32,
-    /// A submission may be running: wait before destroying anything.
-    in_flight: bool,
     /// Clones of everything bound: keeps it alive while the list exists.
     keep: Vec<Arc<dyn Any + Send + Sync>>,
+    /// The tensors' buffers the list uses, once each: a [`Submission`] marks them pending.
+    tensors: Vec<Arc<TensorInner>>,
     names: Vec<&'static str>,
     /// What dispatches since the last barrier write.
     written: Vec<ResId>,
@@ -65,7 +85,8 @@ pub struct CommandList {
     bound: Vec<ResId>,
     barriers: usize,
     recording: bool,
-    runs: u64,
+    /// Transfers recorded.
+    transfers: usize,
 }
 
 /// The most dispatches one list can time ([`CommandList::with_timestamps`]): a query pool of
@@ -108,20 +129,20 @@ impl CommandList {
             shared: shared.clone(),
             pool,
             cmd,
-            fence,
+            run: Arc::new(RunCell::new(shared.clone(), fence)),
             descriptor_pools: Vec::new(),
             sets_left: 0,
             query_pool: None,
             query_capacity: 0,
-            in_flight: false,
             keep: Vec::new(),
+            tensors: Vec::new(),
             names: Vec::new(),
             written: Vec::new(),
             bound: Vec::new(),
             barriers: 0,
             // `create_command_objects` began the buffer.
             recording: true,
-            runs: 0,
+            transfers: 0,
         })
     }
 
@@ -162,9 +183,10 @@ impl CommandList {
     /// Records one dispatch of `global` invocations (rounded up to whole workgroups), after
     /// checking it against the loaded variant and the device; on an error nothing is recorded.
     ///
-    /// A list records until it is first submitted ([`CommandList::submit_and_wait`]); after
-    /// that it can only be replayed, and a dispatch is [`CommandError::NotRecording`] (make a new
-    /// list for more work: recording is cheap, and a replayed list stays what it was).
+    /// A list records until it is first submitted ([`CommandList::submit_and_wait`],
+    /// [`CommandList::submit`]); after that it can only be replayed, and a dispatch (or
+    /// transfer) is [`CommandError::NotRecording`] (make a new list for more work: recording is
+    /// cheap, and a replayed list stays what it was).
     pub fn dispatch<'a, B: Bindings<'a>>(
         &mut self,
         pipeline: &Pipeline<B::Kernel>,
@@ -172,15 +194,50 @@ impl CommandList {
         push: &<B::Kernel as Kernel>::PushConstants,
         global: [u32; 3],
     ) -> Result<(), CommandError> {
+        self.check_recording()?;
+        let plan = self.plan(pipeline, bindings, push, global)?;
+        // SAFETY: the plan was just made for this pipeline on this list, which is recording.
+        unsafe { self.record(pipeline, plan) }
+    }
+
+    /// `Ok` while the list records (and the context is usable).
+    fn check_recording(&self) -> Result<(), CommandError> {
         if !self.recording {
             return Err(CommandError::NotRecording {
                 dispatches: self.names.len(),
             });
         }
         self.shared.check_usable()?;
-        let plan = self.plan(pipeline, bindings, push, global)?;
-        // SAFETY: the plan was just made for this pipeline on this list, which is recording.
-        unsafe { self.record(pipeline, plan) }
+        Ok(())
+    }
+
+    /// Whether a command that uses `used` (reads or writes) and writes `written` needs the
+    /// list's barrier first: it reads or writes what an earlier command since the last barrier
+    /// wrote (RAW, WAW), or writes what such a command used (WAR).
+    fn needs_barrier(&self, used: &[ResId], written: &[ResId]) -> bool {
+        used.iter().any(|u| self.written.contains(u))
+            || written.iter().any(|w| self.bound.contains(w))
+    }
+
+    /// Notes a command recorded (after the barrier if `barrier`) that used `used` and wrote
+    /// `written`. Every barrier orders all earlier compute and transfer accesses before all
+    /// later ones, so what came before one is forgotten.
+    fn note_accesses(&mut self, barrier: bool, used: &[ResId], written: &[ResId]) {
+        if barrier {
+            self.written.clear();
+            self.bound.clear();
+            self.barriers += 1;
+        }
+        self.written.extend_from_slice(written);
+        self.bound.extend_from_slice(used);
+    }
+
+    /// Keeps a tensor's buffer alive with the list, and notes it once for pending marks.
+    fn keep_tensor(&mut self, t: &Tensor) {
+        if !self.tensors.iter().any(|k| Arc::ptr_eq(k, &t.inner)) {
+            self.tensors.push(t.inner.clone());
+            self.keep.push(t.inner.clone());
+        }
     }
 
     /// A descriptor set of `layout` from the list's current pool (a new pool when it is full).
@@ -220,9 +277,13 @@ impl CommandList {
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
-    /// Barriers recorded between dependent dispatches.
+    /// Barriers recorded between dependent commands (dispatches and transfers).
     pub fn barrier_count(&self) -> usize {
         self.barriers
+    }
+    /// Number of transfers recorded (uploads, copies, fills, downloads).
+    pub fn transfer_count(&self) -> usize {
+        self.transfers
     }
 
     fn finish(&mut self) -> Result<(), CommandError> {
@@ -241,6 +302,7 @@ impl CommandList {
     }
 
     /// Ends recording (the first time) and runs the list once: one submit, then a fence wait.
+    /// A run still in flight from [`CommandList::submit`] is waited for first (bounded).
     ///
     /// If the wait times out ([`crate::ContextOptions::fence_timeout`]), the GPU may still be
     /// running the list: the context is poisoned before host access to mapped memory is
@@ -248,12 +310,9 @@ impl CommandList {
     /// [`crate::Context::is_poisoned`]).
     pub fn submit_and_wait(&mut self) -> Result<(), CommandError> {
         self.shared.check_usable()?;
-        if self.in_flight {
-            // An earlier wait failed without timing out: the last run may still be pending, and
-            // a pending buffer can't be resubmitted. Wait for it first (bounded, as every wait).
-            self.shared.wait(self.fence)?;
-            self.in_flight = false;
-        }
+        // An earlier run may still be pending (submitted, or a wait failed without timing
+        // out), and a pending buffer can't be resubmitted: wait for it first (bounded).
+        self.run.wait_pending()?;
         self.finish()?;
         // Mapped tensors are not read or written by the host while this runs.
         let shared = self.shared.clone();
@@ -261,19 +320,33 @@ impl CommandList {
             .mapped_access
             .read()
             .unwrap_or_else(|e| e.into_inner());
-        // SAFETY: the fence is the list's and unused (the last run was waited for, or never
-        // submitted); `cmd` is finished and everything it uses is kept alive by `self.keep`.
-        unsafe { self.shared.reset_and_submit(self.cmd, self.fence) }?;
-        self.in_flight = true;
-        // On a timeout `wait` poisons the context before returning, that is before `_gpu` is
-        // released: a mapped access waiting for it then finds the context poisoned.
-        self.shared.wait(self.fence)?;
-        self.in_flight = false;
-        self.runs += 1;
-        Ok(())
+        // SAFETY: `cmd` is finished and everything it uses is kept alive by `self.keep`; the
+        // run cell is the list's.
+        unsafe { self.run.submit_and_wait(self.cmd) }
     }
 
-    /// GPU time of each dispatch in the last run (with its barrier, if any), in order.
+    /// Ends recording (the first time) and submits the list without waiting: the
+    /// [`Submission`] waits ([`Submission::wait`], bounded by the fence timeout as
+    /// [`CommandList::submit_and_wait`] is) or polls ([`Submission::is_done`]). Several lists
+    /// may be in flight at once; they run in the order they were submitted, each after the
+    /// previous ones' work and seeing their writes (see the module docs: every list starts with
+    /// a global barrier).
+    ///
+    /// While the run is in flight, host reads and writes of the tensors it uses (any view of
+    /// their buffers) are refused with [`crate::TensorError::Pending`], and the list itself can't
+    /// be submitted again: [`CommandError::StillPending`] (wait for the submission first;
+    /// [`CommandList::submit_and_wait`] waits for it). Dropping the list waits for the run.
+    pub fn submit(&mut self) -> Result<Submission, CommandError> {
+        self.shared.check_usable()?;
+        self.run.check_idle()?;
+        self.finish()?;
+        // SAFETY: `cmd` is finished and everything it uses is kept alive by `self.keep` (the
+        // list waits for the run before it is dropped); `self.tensors` are its tensors.
+        unsafe { self.run.submit(self.cmd, &self.tensors) }
+    }
+
+    /// GPU time of each dispatch in the last run (with its barrier, if any, and the transfers
+    /// recorded between it and the dispatch before it), in order.
     pub fn timings(&self) -> Result<Vec<Duration>, CommandError> {
         if self.query_capacity == 0 {
             return Err(CommandError::NoTimestamps);
@@ -291,12 +364,10 @@ impl CommandList {
 
     fn read_timestamps(&self, n: usize) -> Result<Vec<Duration>, CommandError> {
         let qp = self.query_pool.ok_or(CommandError::NoTimestamps)?;
-        if self.runs == 0 {
-            return Err(CommandError::NotRun);
-        }
+        self.run.check_ran()?;
         let mut ticks = vec![0u64; n];
         // SAFETY: the pool is the list's; WAIT returns the results of the last run, which has
-        // finished (`runs > 0`), and `n` queries fit in the pool (`query_capacity + 1`, or 2).
+        // finished (`check_ran`: one has, and none is pending), and `n` queries fit in the pool (`query_capacity + 1`, or 2).
         unsafe { timestamps(&self.shared, qp, &mut ticks) }?;
         let mask = if self.shared.timestamp_bits >= 64 {
             u64::MAX
@@ -327,9 +398,13 @@ impl Drop for CommandList {
         // fence timeout; if it does not finish (or the context is already poisoned), leak the
         // list's objects, what it keeps alive and the device rather than hang or free memory
         // the GPU may be using.
-        if self.in_flight && (self.shared.is_poisoned() || self.shared.wait(self.fence).is_err()) {
+        if self.run.is_pending() && (self.shared.is_poisoned() || self.run.wait_pending().is_err())
+        {
             std::mem::forget(std::mem::take(&mut self.keep));
+            std::mem::forget(std::mem::take(&mut self.tensors));
             std::mem::forget(self.shared.clone());
+            // The fence stays with the run, never destroyed while it may signal.
+            std::mem::forget(self.run.clone());
             return;
         }
         // SAFETY: the list's own objects, destroyed once; its work has finished (waited for
@@ -342,7 +417,6 @@ impl Drop for CommandList {
                 self.descriptor_pools.drain(..),
                 self.query_pool.take(),
                 self.pool,
-                self.fence,
             )
         }
     }
@@ -354,6 +428,9 @@ impl Drop for CommandList {
 const _: () = {
     const fn assert_send<T: Send>() {}
     assert_send::<CommandList>();
+    assert_send::<Submission>();
+    assert_send::<Readback>();
+    assert_send::<UploadSlot>();
     assert_send::<Tensor>();
     assert_send::<Image>();
 };

@@ -1,6 +1,7 @@
 //! Command lists' objects and recording: a command pool with one command buffer and a fence,
-//! descriptor pools and sets, and the commands a list records (a dispatch with its
-//! descriptors, barrier and timestamp; the end of recording); everything destroyed together.
+//! descriptor pools and sets, and the commands a list records (the leading barrier that orders
+//! it after earlier submissions; a dispatch with its descriptors, barrier and timestamp; a
+//! transfer; the end of recording); everything destroyed together.
 
 use super::error::{vkerr, DeviceError};
 use super::lock::api_lock;
@@ -48,7 +49,128 @@ pub(crate) fn create_command_objects(
         }
         return Err(vkerr("vkBeginCommandBuffer")(e));
     }
+    // Every list starts with a global barrier: its first scope is everything earlier in
+    // submission order on the queue (earlier submissions included), so this list's commands run
+    // after earlier submissions' (no write-after-read hazard) and see their writes (no
+    // read-after-write or write-after-write hazard). That is how lists submitted one after
+    // another on the one queue depend on each other without semaphores.
+    let all = vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::MEMORY_WRITE)
+        .dst_access_mask(vk::AccessFlags::MEMORY_READ | vk::AccessFlags::MEMORY_WRITE);
+    let stages = vk::PipelineStageFlags::ALL_COMMANDS;
+    // SAFETY: `cmd` was just begun; the barrier names no handles.
+    unsafe {
+        d.cmd_pipeline_barrier(
+            cmd,
+            stages,
+            stages,
+            vk::DependencyFlags::empty(),
+            &[all],
+            &[],
+            &[],
+        )
+    };
     Ok((pool, cmd, fence))
+}
+
+/// The stages a list's commands run in: compute shaders and transfers.
+const LIST_STAGES: vk::PipelineStageFlags = vk::PipelineStageFlags::from_raw(
+    vk::PipelineStageFlags::COMPUTE_SHADER.as_raw() | vk::PipelineStageFlags::TRANSFER.as_raw(),
+);
+
+/// The barrier between dependent commands of one list, dispatches and transfers alike: every
+/// compute-shader or transfer write before it is made visible to every compute-shader or
+/// transfer read or write after it, and every such command after it waits for those before it.
+/// Always both stages, so that once it is recorded every earlier access is ordered before every
+/// later one (the list's hazard tracking forgets what came before a barrier).
+///
+/// # Safety
+/// `cmd` is a command buffer of this device in the recording state that no other thread uses;
+/// the caller holds the API lock.
+unsafe fn cmd_list_barrier(d: &ash::Device, cmd: vk::CommandBuffer) {
+    let mb = vk::MemoryBarrier::default()
+        .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
+        .dst_access_mask(
+            vk::AccessFlags::SHADER_READ
+                | vk::AccessFlags::SHADER_WRITE
+                | vk::AccessFlags::TRANSFER_READ
+                | vk::AccessFlags::TRANSFER_WRITE,
+        );
+    // SAFETY: the caller's contract; the barrier names no handles.
+    unsafe {
+        d.cmd_pipeline_barrier(
+            cmd,
+            LIST_STAGES,
+            LIST_STAGES,
+            vk::DependencyFlags::empty(),
+            &[mb],
+            &[],
+            &[],
+        )
+    };
+}
+
+/// A transfer a list records (see [`record_transfer`]).
+pub(crate) enum TransferCommand {
+    /// `vkCmdCopyBuffer` of one region.
+    Copy {
+        src: vk::Buffer,
+        dst: vk::Buffer,
+        region: vk::BufferCopy,
+    },
+    /// `vkCmdFillBuffer` of `size` bytes at `offset` with the 32-bit `data`.
+    Fill {
+        dst: vk::Buffer,
+        offset: u64,
+        size: u64,
+        data: u32,
+    },
+}
+
+/// Records a transfer into `cmd`, after the list's barrier (compute and transfer writes before,
+/// compute and transfer accesses after) if `barrier`.
+///
+/// # Safety
+/// `cmd` is a command buffer of this device in the recording state that no other thread uses;
+/// the buffers are live buffers of this device, kept alive until the work has finished, made
+/// with TRANSFER_SRC (a copy's `src`) and TRANSFER_DST usage; a copy's region lies inside both
+/// buffers and, if they are the same buffer, its source and destination do not overlap; a
+/// fill's offset and size are multiples of 4 and lie inside `dst`.
+pub(crate) unsafe fn record_transfer(
+    shared: &Shared,
+    cmd: vk::CommandBuffer,
+    barrier: bool,
+    transfer: &TransferCommand,
+) {
+    let d = &shared.device;
+    let _api = api_lock();
+    // SAFETY: the caller's contract.
+    unsafe {
+        if barrier {
+            cmd_list_barrier(d, cmd);
+        }
+        match *transfer {
+            TransferCommand::Copy { src, dst, region } => {
+                d.cmd_copy_buffer(cmd, src, dst, &[region])
+            }
+            TransferCommand::Fill {
+                dst,
+                offset,
+                size,
+                data,
+            } => d.cmd_fill_buffer(cmd, dst, offset, size, data),
+        }
+    }
+}
+
+/// Destroys a fence.
+///
+/// # Safety
+/// The fence is of this device, destroyed once, and no submission that signals it is pending.
+pub(crate) unsafe fn destroy_fence(shared: &Shared, fence: vk::Fence) {
+    let _api = api_lock();
+    // SAFETY: the caller's contract.
+    unsafe { shared.device.destroy_fence(fence, None) };
 }
 
 /// A descriptor pool for `max_sets` sets with `sizes` descriptors.
@@ -94,7 +216,8 @@ pub(crate) unsafe fn allocate_descriptor_set(
 pub(crate) struct DispatchCommands<'a> {
     /// The descriptor set's writes (each naming `set`).
     pub writes: &'a [vk::WriteDescriptorSet<'a>],
-    /// A compute-to-compute barrier goes before the dispatch.
+    /// The list's barrier (compute and transfer writes before, compute and transfer accesses
+    /// after) goes before the dispatch.
     pub barrier: bool,
     pub pipeline: vk::Pipeline,
     pub layout: vk::PipelineLayout,
@@ -110,8 +233,8 @@ pub(crate) struct DispatchCommands<'a> {
     pub timestamp: Option<(vk::QueryPool, u32)>,
 }
 
-/// Writes the dispatch's descriptors, then records into `cmd`: a compute-to-compute memory
-/// barrier (shader writes before shader reads and writes) if asked for; the pipeline, set 0 and
+/// Writes the dispatch's descriptors, then records into `cmd`: the list's barrier (compute and
+/// transfer writes before, compute and transfer accesses after) if asked for; the pipeline, set 0 and
 /// push constants (if any) bound; the dispatch (as one `vkCmdDispatch`, or its
 /// `vkCmdDispatchBase` pieces); and the timestamp, if asked for.
 ///
@@ -135,22 +258,8 @@ pub(crate) unsafe fn record_dispatch(
     // SAFETY: the caller's contract; the infos the writes point to outlive the call.
     unsafe { d.update_descriptor_sets(dispatch.writes, &[]) };
     if dispatch.barrier {
-        let mb = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
-            .dst_access_mask(vk::AccessFlags::SHADER_READ | vk::AccessFlags::SHADER_WRITE);
-        let stage = vk::PipelineStageFlags::COMPUTE_SHADER;
-        // SAFETY: the caller guarantees the buffer is recording; the barrier names no handles.
-        unsafe {
-            d.cmd_pipeline_barrier(
-                cmd,
-                stage,
-                stage,
-                vk::DependencyFlags::empty(),
-                &[mb],
-                &[],
-                &[],
-            )
-        };
+        // SAFETY: the caller guarantees the buffer is recording; we hold the API lock.
+        unsafe { cmd_list_barrier(d, cmd) };
     }
     let layout = dispatch.layout;
     // SAFETY: the caller's contract: the list is recording; pipeline, layout and set are alive
@@ -206,7 +315,7 @@ unsafe fn cmd_dispatch_pieces(
     }
 }
 
-/// Ends a list's recording: a barrier making shader writes visible to the host (mapped
+/// Ends a list's recording: a barrier making shader and transfer writes visible to the host (mapped
 /// tensors) and to later submissions, the end timestamp (query 1 of `end_timestamp`) when the
 /// list is timed as a whole, then `vkEndCommandBuffer`.
 ///
@@ -223,10 +332,10 @@ pub(crate) unsafe fn end_recording(
     let _api = api_lock();
     // SAFETY: the caller's contract; the barrier names no handles.
     unsafe {
-        // Shader writes become visible to the host (mapped tensors) and to later
-        // submissions.
+        // Shader and transfer writes become visible to the host (mapped tensors, readback
+        // buffers) and to later submissions.
         let mb = vk::MemoryBarrier::default()
-            .src_access_mask(vk::AccessFlags::SHADER_WRITE)
+            .src_access_mask(vk::AccessFlags::SHADER_WRITE | vk::AccessFlags::TRANSFER_WRITE)
             .dst_access_mask(
                 vk::AccessFlags::HOST_READ
                     | vk::AccessFlags::MEMORY_READ
@@ -234,7 +343,7 @@ pub(crate) unsafe fn end_recording(
             );
         d.cmd_pipeline_barrier(
             cmd,
-            vk::PipelineStageFlags::COMPUTE_SHADER,
+            LIST_STAGES,
             vk::PipelineStageFlags::HOST | vk::PipelineStageFlags::ALL_COMMANDS,
             vk::DependencyFlags::empty(),
             &[mb],
@@ -250,7 +359,8 @@ pub(crate) unsafe fn end_recording(
 }
 
 /// Destroys a list's objects: ends its command buffer if it is still `recording`, then
-/// destroys its descriptor pools, its query pool (if any), its command pool and its fence.
+/// destroys its descriptor pools, its query pool (if any) and its command pool (its fence is
+/// destroyed with [`destroy_fence`] by whoever holds it last).
 ///
 /// # Safety
 /// The objects are the list's own, destroyed once, and its work has finished (or was never
@@ -262,7 +372,6 @@ pub(crate) unsafe fn destroy_command_objects(
     descriptor_pools: impl IntoIterator<Item = vk::DescriptorPool>,
     query_pool: Option<vk::QueryPool>,
     pool: vk::CommandPool,
-    fence: vk::Fence,
 ) {
     let d = &shared.device;
     let _api = api_lock();
@@ -278,6 +387,5 @@ pub(crate) unsafe fn destroy_command_objects(
             d.destroy_query_pool(qp, None);
         }
         d.destroy_command_pool(pool, None);
-        d.destroy_fence(fence, None);
     }
 }

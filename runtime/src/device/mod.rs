@@ -47,7 +47,8 @@ mod submit;
 pub(crate) use buffer::{copy_buffer, copy_buffer_submit, create_buffer, free_buffer};
 pub(crate) use command::{
     allocate_descriptor_set, create_command_objects, create_descriptor_pool,
-    destroy_command_objects, end_recording, record_dispatch, DispatchCommands,
+    destroy_command_objects, destroy_fence, end_recording, record_dispatch, record_transfer,
+    DispatchCommands, TransferCommand,
 };
 pub(crate) use error::vkerr;
 pub use error::DeviceError;

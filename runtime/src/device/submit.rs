@@ -185,7 +185,11 @@ impl Shared {
     /// # Safety
     /// `cmd` must be a finished command buffer of this device whose resources stay alive until
     /// `fence` signals; `fence` belongs to this device and is unsignalled.
-    pub unsafe fn submit(&self, cmd: vk::CommandBuffer, fence: vk::Fence) -> Result<(), DeviceError> {
+    pub unsafe fn submit(
+        &self,
+        cmd: vk::CommandBuffer,
+        fence: vk::Fence,
+    ) -> Result<(), DeviceError> {
         self.check_usable()?;
         let cmds = [cmd];
         let submit = vk::SubmitInfo::default().command_buffers(&cmds);
@@ -225,6 +229,13 @@ impl Shared {
             self.poisoned.store(true, Ordering::Release);
         }
         r
+    }
+
+    /// Whether `fence` is signalled, without waiting.
+    pub fn fence_signalled(&self, fence: vk::Fence) -> Result<bool, DeviceError> {
+        let _api = api_lock();
+        // SAFETY: querying a fence of this device has no other precondition.
+        unsafe { self.device.get_fence_status(fence) }.map_err(vkerr("vkGetFenceStatus"))
     }
 
     fn wait_unpoisoned(&self, fence: vk::Fence) -> Result<(), DeviceError> {
