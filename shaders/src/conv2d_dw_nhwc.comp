@@ -10,7 +10,8 @@
 // bytes it moves, not by arithmetic. Sums run in the variant's arithmetic precision (fp16 in
 // fp16pa / fp16sa), fp32 otherwise.
 layout (constant_id = 0) const int bias_term = 0;
-// 0 none, 1 relu, 2 leaky relu (slope in the push constants), 3 sigmoid: the GEMM's numbering
+// 0 none, 1 relu, 2 leaky relu (slope in the push constants), 3 sigmoid, 4 GELU (erf form),
+// 5 SiLU: the GEMM's numbering
 layout (constant_id = 1) const int activation = 0;
 
 layout (local_size_x = 16, local_size_y = 8, local_size_z = 1) in;
@@ -27,12 +28,17 @@ layout (push_constant) uniform parameter {
     float slope;
 } p;
 
+#include "unary_math.glsl"
+
 afpvec4 activate(afpvec4 v)
 {
     if (activation == 1) return max(v, afpvec4(0));
     if (activation == 2) return mix(v * afp(p.slope), v, greaterThan(v, afpvec4(0)));
     // sigmoid in fp32: exp overflows fp16 for |x| > 11
     if (activation == 3) return afpvec4(1.0 / (1.0 + exp(-vec4(v))));
+    // GELU and SiLU in fp32 too (unary_math.glsl, as the GEMM's epilogue)
+    if (activation == 4) return afpvec4(um_gelu(vec4(v)));
+    if (activation == 5) return afpvec4(um_silu(vec4(v)));
     return v;
 }
 

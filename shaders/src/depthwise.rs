@@ -7,7 +7,7 @@ vkprism::compute_shader! {
     /// padding, `out = act(conv(in, w) + bias)`. `c` must be a multiple of 4 (one invocation
     /// computes one output pixel's quad of channels). Specialization constants: `bias_term` (add
     /// `bias[c]`), `activation` (the GEMM's: 0 none, 1 relu, 2 leaky relu with `slope`, 3
-    /// sigmoid). Push constants and grid from [`Conv2dDwShape`](crate::Conv2dDwShape); the
+    /// sigmoid, 4 GELU (erf form), 5 SiLU). Push constants and grid from [`Conv2dDwShape`](crate::Conv2dDwShape); the
     /// workgroup is 16 channel quads × 8 pixels unless `pipeline` is given another
     /// ([`Conv2dDwShape::local_size`](crate::Conv2dDwShape::local_size) fits it to `c`). No
     /// shared memory, so no local-memory axis.

@@ -5,7 +5,7 @@
 // One invocation per 4 consecutive elements of a row (N a multiple of 4).
 layout (constant_id = 0) const int splits = 2;
 layout (constant_id = 1) const int bias_term = 0;
-// 0 none, 1 relu, 2 leaky relu (slope in the push constants), 3 sigmoid
+// 0 none, 1 relu, 2 leaky relu (slope in the push constants), 3 sigmoid, 4 GELU, 5 SiLU
 layout (constant_id = 2) const int activation = 0;
 
 layout (local_size_x = 256) in;

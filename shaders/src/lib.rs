@@ -4,6 +4,10 @@
 //! - [`activation`]: relu, leaky relu, sigmoid, tanh, hardswish, chosen by a specialization
 //!   constant (one pipeline per activation, no branch at run time);
 //! - [`binary_op`]: element-wise add, sub, mul, div, max, min of two tensors;
+//! - [`unary`], [`unary_scalar`]: relu, leaky relu, clip, sigmoid, tanh, GELU (erf and tanh
+//!   forms), SiLU, hardswish, mish, exp, log, sqrt, rsqrt, abs, neg ([`UnaryOp`]);
+//! - [`binary_bcast4`], [`binary_bcast`]: add, sub, mul, div, max, min, pow with numpy
+//!   broadcasting ([`BinaryOp`]);
 //! - [`gemm`]: C = act(alpha · op(A) · op(B) + bias), register-tiled, staged through shared memory
 //!   where `NCNN_shader_local_memory` is on; [`gemm_split`] and [`gemm_split_reduce`] split it
 //!   along K;
@@ -26,10 +30,11 @@
 //! measures on first use and caches the choice beside the pipeline cache.
 //!
 //! Files: `ops/` (the operation layer), `elementwise.rs`, `rows.rs` (reductions, softmax,
-//! norms), `gemm_family.rs` (the GEMM-shaped kernels, one invocation sharing their
-//! `SpecConstants`), `conv.rs`, `depthwise.rs`, `config.rs` ([`GemmConfig`]), `reference.rs`,
+//! norms), `unary_kernels.rs`, `broadcast.rs`, `gemm_family.rs` (the GEMM-shaped kernels, one
+//! invocation sharing their `SpecConstants`), `conv.rs`, `depthwise.rs`, `config.rs` ([`GemmConfig`]), `reference.rs`,
 //! `tuning/`; the GLSL beside them.
 
+mod broadcast;
 mod config;
 mod conv;
 mod depthwise;
@@ -39,7 +44,9 @@ pub mod ops;
 pub mod reference;
 mod rows;
 pub mod tuning;
+mod unary_kernels;
 
+pub use broadcast::{binary_bcast, binary_bcast4};
 pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use conv::{conv2d, Conv2dShape};
 pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
@@ -48,6 +55,9 @@ pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8, gemm_kernels,
     gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
 };
-pub use ops::{Activation, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax};
+pub use ops::{
+    broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax, UnaryOp,
+};
 pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};
+pub use unary_kernels::{unary, unary_scalar};

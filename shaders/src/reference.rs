@@ -106,7 +106,7 @@ pub struct Gemm {
     pub transpose_b: bool,
     /// Scale of the product.
     pub alpha: f32,
-    /// 0 none, 1 relu, 2 leaky relu with `slope`, 3 sigmoid.
+    /// 0 none, 1 relu, 2 leaky relu with `slope`, 3 sigmoid, 4 GELU (erf form), 5 SiLU.
     pub activation: i32,
     /// Leaky relu's slope.
     pub slope: f32,
@@ -245,6 +245,8 @@ pub fn gemm_with(
                     }
                 }
                 3 => 1.0 / (1.0 + (-v).exp()),
+                4 => gelu(v),
+                5 => v / (1.0 + (-v).exp()),
                 _ => v,
             };
             c[i * n + j] = v as f32;
@@ -252,6 +254,119 @@ pub fn gemm_with(
         }
     }
     (c, scale)
+}
+
+/// erf(x) in f64, to about 1e-15: the Maclaurin series below |x| = 2.5, erfc's continued
+/// fraction above (the exact function the kernels' approximations are tested against).
+pub fn erf(x: f64) -> f64 {
+    let z = x.abs();
+    let r = if z < 2.5 {
+        // erf(z) = 2/√π Σ (-1)^k z^(2k+1) / (k! (2k+1))
+        let (mut term, mut sum, mut k) = (z, z, 0.0);
+        while term.abs() > 1e-17 * sum.abs() {
+            k += 1.0;
+            term *= -z * z / k;
+            sum += term / (2.0 * k + 1.0);
+        }
+        sum * 2.0 / std::f64::consts::PI.sqrt()
+    } else {
+        // erfc(z) = e^(-z²)/√π · 1/(z + (1/2)/(z + 1/(z + (3/2)/(z + ...))))
+        let mut f = z;
+        for k in (1..=80).rev() {
+            f = z + (k as f64 / 2.0) / f;
+        }
+        1.0 - (-z * z).exp() / (std::f64::consts::PI.sqrt() * f)
+    };
+    r.copysign(x)
+}
+
+/// GELU, erf form, in f64: x/2 · (1 + erf(x/√2)).
+pub fn gelu(x: f64) -> f64 {
+    0.5 * x * (1.0 + erf(x / std::f64::consts::SQRT_2))
+}
+
+/// `op` (the operation layer's [`UnaryOp`](crate::UnaryOp)) of each element, in f64.
+pub fn unary(op: crate::UnaryOp, x: &[f32]) -> Vec<f32> {
+    use crate::UnaryOp as U;
+    let sigmoid = |v: f64| 1.0 / (1.0 + (-v).exp());
+    x.iter()
+        .map(|&v| {
+            let v = v as f64;
+            let r = match op {
+                U::Relu => v.max(0.0),
+                U::LeakyRelu(s) => {
+                    if v > 0.0 {
+                        v
+                    } else {
+                        v * s as f64
+                    }
+                }
+                U::Clip { min, max } => v.max(min as f64).min(max as f64),
+                U::Sigmoid => sigmoid(v),
+                U::Tanh => v.tanh(),
+                U::Gelu => gelu(v),
+                U::GeluTanh => {
+                    let u = (2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v);
+                    0.5 * v * (1.0 + u.tanh())
+                }
+                U::Silu => v * sigmoid(v),
+                U::HardSwish => v * (v + 3.0).clamp(0.0, 6.0) / 6.0,
+                U::Mish => v * v.exp().ln_1p().tanh(),
+                U::Exp => v.exp(),
+                U::Log => v.ln(),
+                U::Sqrt => v.sqrt(),
+                U::Rsqrt => 1.0 / v.sqrt(),
+                U::Abs => v.abs(),
+                U::Neg => -v,
+            };
+            r as f32
+        })
+        .collect()
+}
+
+/// `a op b` with numpy broadcasting (the operation layer's [`BinaryOp`](crate::BinaryOp)), in
+/// f64, by plain index arithmetic: the result, row-major in the broadcast shape (`None` where
+/// the shapes don't broadcast).
+pub fn binary_broadcast(
+    op: crate::BinaryOp,
+    a: &[f32],
+    a_shape: &[usize],
+    b: &[f32],
+    b_shape: &[usize],
+) -> Option<Vec<f32>> {
+    use crate::BinaryOp as B;
+    let shape = crate::broadcast_shape(a_shape, b_shape)?;
+    let rank = shape.len();
+    let index = |s: &[usize], coord: &[usize]| {
+        let lead = rank - s.len();
+        s.iter().enumerate().fold(0, |acc, (i, &d)| {
+            acc * d + if d == 1 { 0 } else { coord[lead + i] }
+        })
+    };
+    let len: usize = shape.iter().product();
+    let mut coord = vec![0usize; rank];
+    let mut out = Vec::with_capacity(len);
+    for _ in 0..len {
+        let x = a[index(a_shape, &coord)] as f64;
+        let y = b[index(b_shape, &coord)] as f64;
+        out.push(match op {
+            B::Add => x + y,
+            B::Sub => x - y,
+            B::Mul => x * y,
+            B::Div => x / y,
+            B::Max => x.max(y),
+            B::Min => x.min(y),
+            B::Pow => x.powf(y),
+        } as f32);
+        for i in (0..rank).rev() {
+            coord[i] += 1;
+            if coord[i] < shape[i] {
+                break;
+            }
+            coord[i] = 0;
+        }
+    }
+    Some(out)
 }
 
 /// The reductions of `x` viewed as `[outer, axis, inner]` along its middle dimension, in f64:
@@ -368,4 +483,23 @@ pub fn norm(
         }
     }
     (y, scale)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn erf_matches_known_values() {
+        for (x, want) in [
+            (0.0, 0.0),
+            (0.5, 0.520_499_877_813_046_5),
+            (1.0, 0.842_700_792_949_714_9),
+            (2.0, 0.995_322_265_018_952_7),
+            (2.5, 0.999_593_047_982_555),
+            (3.0, 0.999_977_909_503_001_4),
+            (-1.5, -0.966_105_146_475_310_7),
+        ] {
+            let got = super::erf(x);
+            assert!((got - want).abs() < 1e-14, "erf({x}) = {got}, want {want}");
+        }
+    }
 }

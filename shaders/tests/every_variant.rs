@@ -481,6 +481,31 @@ fn gemm_image_every_variant() {
             bias: true,
             local: [8, 8],
         },
+        // GELU (erf form) and SiLU, activation.glsl's codes 4 and 5.
+        ImageGemmCase {
+            m: 20,
+            n: 40,
+            k: 36,
+            o: reference::Gemm {
+                alpha: 0.5,
+                activation: 4,
+                ..Default::default()
+            },
+            bias: true,
+            local: [8, 8],
+        },
+        ImageGemmCase {
+            m: 20,
+            n: 40,
+            k: 36,
+            o: reference::Gemm {
+                alpha: 0.5,
+                activation: 5,
+                ..Default::default()
+            },
+            bias: true,
+            local: [8, 8],
+        },
     ];
     for (i, case) in cases.iter().enumerate() {
         run_gemm_image_case(&ctx, case, 90 + 10 * i as u64);
@@ -790,7 +815,15 @@ fn run_conv_dw_case(ctx: &vkprism::Context, s: Conv2dDwShape, activation: i32, s
             0 => sum,
             1 => reference::activation(0, 0.0, &sum),
             2 => reference::activation(1, 0.1, &sum),
-            _ => reference::activation(2, 0.0, &sum),
+            3 => reference::activation(2, 0.0, &sum),
+            4 => sum
+                .iter()
+                .map(|&v| reference::gelu(v as f64) as f32)
+                .collect(),
+            _ => sum
+                .iter()
+                .map(|&v| (v as f64 / (1.0 + (-v as f64).exp())) as f32)
+                .collect(),
         };
         let scale: Vec<f32> = scale
             .iter()
@@ -836,5 +869,8 @@ fn conv2d_dw_nhwc_every_variant() {
         ..shape(1, 6, 9, 16, 3, 1, 0)
     };
     run_conv_dw_case(&ctx, wide, 3, 103);
+    // GELU and SiLU (unary_math.glsl, as the GEMM's epilogue).
+    run_conv_dw_case(&ctx, shape(1, 5, 7, 12, 3, 1, 1), 4, 107);
+    run_conv_dw_case(&ctx, shape(1, 5, 7, 12, 3, 1, 1), 5, 111);
     assert_clean(&ctx);
 }

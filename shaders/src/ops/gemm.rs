@@ -26,6 +26,10 @@ pub enum Activation {
     LeakyRelu(f32),
     /// 1 / (1 + e^-x).
     Sigmoid,
+    /// GELU, erf form: x · Φ(x) = x/2 · (1 + erf(x/√2)).
+    Gelu,
+    /// SiLU (swish): x · sigmoid(x).
+    Silu,
 }
 
 impl Activation {
@@ -36,6 +40,8 @@ impl Activation {
             Activation::Relu => (1, 0.0),
             Activation::LeakyRelu(slope) => (2, slope),
             Activation::Sigmoid => (3, 0.0),
+            Activation::Gelu => (4, 0.0),
+            Activation::Silu => (5, 0.0),
         }
     }
 }
@@ -491,7 +497,7 @@ fn check_conv(
 }
 
 /// A kernel given by the caller stores the operands' format.
-fn kernel_takes(
+pub(super) fn kernel_takes(
     op: &'static str,
     stored: Result<TensorFormat, vkprism::PipelineError>,
     format: TensorFormat,
@@ -558,7 +564,7 @@ fn shape(
 }
 
 /// `t`'s format, one the float kernels take.
-fn float_format(
+pub(super) fn float_format(
     op: &'static str,
     operand: &'static str,
     t: &Tensor,
@@ -579,7 +585,7 @@ fn float_format(
 }
 
 /// `t`, where given, has format `want`.
-fn same_format(
+pub(super) fn same_format(
     op: &'static str,
     operand: &'static str,
     t: Option<&Tensor>,

@@ -12,13 +12,17 @@
 //! - `reduce.rs`: [`Ops::reduce`] along one axis ([`ReduceOp`]: sum, mean, max, min, argmax);
 //! - `norm.rs`: [`Ops::softmax`] ([`Softmax`]: scaled, causal), [`Ops::layer_norm`],
 //!   [`Ops::rms_norm`], [`Ops::group_norm`] (channels-last), each allowed in place;
+//! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
+//!   broadcasting, [`broadcast_shape`]);
 //! - `error.rs`: [`OpError`].
 
+mod elementwise;
 mod error;
 mod gemm;
 mod norm;
 mod reduce;
 
+pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use gemm::{Activation, Conv2d, Gemm};
 pub use norm::Softmax;
