@@ -101,6 +101,12 @@ fn variant_messages(key: &VariantKey, uses: &[Use], own: &BTreeSet<String>) -> V
             ),
         );
     }
+    if let Some(at) = const_block(uses) {
+        say(
+            at,
+            "`const` on a `buffer` or `uniform` block: GLSL has no constant blocks, and glslang crashes indexing a member of one, so the kernel is refused before it compiles; remove `const` (a read-only buffer is `readonly buffer`)".to_string(),
+        );
+    }
     let mut seen = BTreeSet::new();
     for (ty, at) in scan::packed_constructors(&calls, own, key.float) {
         let Some((_, _, held, instead)) = scan::PACKED_TYPES.iter().find(|(t, ..)| *t == ty) else {
@@ -116,6 +122,52 @@ fn variant_messages(key: &VariantKey, uses: &[Use], own: &BTreeSet<String>) -> V
         }
     }
     out
+}
+
+/// Where `const` qualifies a `buffer` or `uniform` declaration (only qualifiers and `layout`
+/// arguments between them), if it does: glslang 16 dereferences a null constant when a member of
+/// such a block is indexed (`const buffer b { vec4 d[]; }; ... d[0]`), a segmentation fault that
+/// would take rustc down with it.
+fn const_block(uses: &[Use]) -> Option<&str> {
+    const BETWEEN: &[&str] = &[
+        "layout",
+        "binding",
+        "set",
+        "std140",
+        "std430",
+        "scalar",
+        "packed",
+        "shared",
+        "row_major",
+        "column_major",
+        "constant_id",
+        "push_constant",
+        "offset",
+        "align",
+        "readonly",
+        "writeonly",
+        "coherent",
+        "volatile",
+        "restrict",
+        "highp",
+        "mediump",
+        "lowp",
+        "precise",
+        "invariant",
+        "const",
+    ];
+    for (i, u) in uses.iter().enumerate() {
+        if u.name != "const" {
+            continue;
+        }
+        let next = uses[i + 1..]
+            .iter()
+            .find(|n| !BETWEEN.contains(&n.name.as_str()));
+        if next.is_some_and(|n| n.name == "buffer" || n.name == "uniform") {
+            return Some(&u.at);
+        }
+    }
+    None
 }
 
 /// The first [`SHOWN`] of `names`, with one message saying how many more there are: past a

@@ -729,9 +729,15 @@ fn hostile_kernels_never_panic_or_hang() {
     let slow = slow_limit();
     let start = Instant::now();
     let mut tally = Tally::default();
+    let last_input = std::env::var_os("VKPRISM_MUTATION_LAST").map(std::path::PathBuf::from);
     let mut index = config.shard;
     while start.elapsed() < config.budget && config.max_inputs.is_none_or(|m| tally.inputs < m) {
         let (form, text) = make_input(config.seed, index, &seeds, &snippets);
+        // A crash inside the GLSL compiler (C++) ends the process before any report: the input
+        // it was given is left in this file.
+        if let Some(path) = &last_input {
+            let _ = std::fs::write(path, format!("index {index} form {form}\n{text}"));
+        }
         let t0 = Instant::now();
         to_worker.send((form, text.clone())).unwrap();
         let report = match from_worker.recv_timeout(PER_INPUT) {
