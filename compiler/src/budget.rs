@@ -213,9 +213,7 @@ impl<'a> Measure<'a> {
     /// defined with another number of parameters (or as the other kind), which no single
     /// measure bounds.
     fn define(&mut self, toks: &[Tok<'a>]) -> Option<&'a str> {
-        let Some(name) = toks.first().filter(|t| t.ident) else {
-            return None;
-        };
+        let name = toks.first().filter(|t| t.ident)?;
         // A function-like macro's `(` follows its name without a space.
         let (params, body) = match toks.get(1) {
             Some(t) if t.text == "(" && adjacent(name, t) => {
