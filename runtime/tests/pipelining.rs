@@ -2,7 +2,7 @@
 //! list (with the barriers they need), tensor views, the scratch arena, and the misuse of each.
 //!
 //! Every context here has the validation layer's synchronization validation on as well
-//! (`VK_LAYER_ENABLES`, set before the first context): a missing barrier is a `SYNC-HAZARD`
+//! (`VK_LAYER_VALIDATE_SYNC`, or `VK_LAYER_ENABLES` for older layers, set before the first context): a missing barrier is a `SYNC-HAZARD`
 //! message, which fails the test (`assert_clean`), besides the wrong data each test checks.
 
 mod fixtures;
@@ -21,12 +21,33 @@ fn ctx() -> Context {
     SYNC.call_once(|| {
         // Set once, before any context of this binary exists (every test comes through here);
         // the layer reads it when an instance is created.
-        std::env::set_var(
-            "VK_LAYER_ENABLES",
-            "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT",
-        );
+        // Layers from 1.3.275 take `VK_LAYER_VALIDATE_SYNC` and warn about the older
+        // `VK_LAYER_ENABLES` (a message, which fails every test); older ones know only that.
+        if validation_layer_version() >= ash::vk::make_api_version(0, 1, 3, 275) {
+            std::env::set_var("VK_LAYER_VALIDATE_SYNC", "1");
+        } else {
+            std::env::set_var(
+                "VK_LAYER_ENABLES",
+                "VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT",
+            );
+        }
     });
     vkprism_testkit::ctx()
+}
+
+/// The Khronos validation layer's spec version, 0 where the loader or the layer is missing.
+fn validation_layer_version() -> u32 {
+    // SAFETY: loading the Vulkan loader runs its initialisation; nothing else in this process
+    // is making Vulkan calls yet (this runs before the first context).
+    let Ok(entry) = (unsafe { ash::Entry::load() }) else {
+        return 0;
+    };
+    // SAFETY: a global query with no handles.
+    let layers = unsafe { entry.enumerate_instance_layer_properties() }.unwrap_or_default();
+    layers
+        .iter()
+        .find(|l| l.layer_name_as_c_str() == Ok(c"VK_LAYER_KHRONOS_validation"))
+        .map_or(0, |l| l.spec_version)
 }
 
 /// The fp32 `scale` kernel (`y = x * a + b`) with `c = 0`.
