@@ -469,12 +469,28 @@ fn pending_work_refuses_resubmission_and_host_access() {
         .load_with::<spin::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
     let p = k.pipeline(&Default::default(), None).unwrap();
-    // About 0.3 s of lavapipe's time: long enough to be in flight for the checks below.
     let n = 64 * 200;
     let x = Tensor::new(&ctx, &[n], TensorFormat::U32).unwrap();
     let other = Tensor::new(&ctx, &[4], TensorFormat::U32).unwrap();
+    // Long enough to be in flight for the checks below on any device: at least 0.3 s of GPU
+    // time, measured (60,000 steps are about that on lavapipe; a fast GPU needs many more).
+    let mut iterations = 60_000u32;
+    loop {
+        let mut probe = CommandList::with_total_timing(&ctx).unwrap();
+        let push = spin::PushConstants { iterations };
+        probe
+            .dispatch(&p, &spin::BufferBindings { x: &x }, &push, [n as u32, 1, 1])
+            .unwrap();
+        probe.submit_and_wait().unwrap();
+        let took = probe.total_time().unwrap().as_secs_f64();
+        if took >= 0.3 || iterations >= 1 << 30 {
+            break;
+        }
+        let factor = (0.4 / took.max(1e-6)).ceil().clamp(2.0, 1024.0) as u32;
+        iterations = iterations.saturating_mul(factor).min(1 << 30);
+    }
     let mut list = CommandList::with_total_timing(&ctx).unwrap();
-    let push = spin::PushConstants { iterations: 60_000 };
+    let push = spin::PushConstants { iterations };
     list.dispatch(&p, &spin::BufferBindings { x: &x }, &push, [n as u32, 1, 1])
         .unwrap();
     let out = list.download(&x.view(0, &[4]).unwrap()).unwrap();
