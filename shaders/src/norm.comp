@@ -39,7 +39,7 @@ layout (push_constant) uniform parameter {
 
 void main()
 {
-    const int group = int(gl_WorkGroupID.y);
+    const int group = rows_row();
     if (group >= p.batch * p.groups) return;
     const int n = group / p.groups, g = group % p.groups;
     const int cpg = p.c / p.groups;

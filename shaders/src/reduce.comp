@@ -53,7 +53,7 @@ void main()
     if (per_invocation == 1)
     {
         const int i = int(gl_GlobalInvocationID.x);
-        const int o = int(gl_GlobalInvocationID.y);
+        const int o = rows_row();
         if (i >= p.inner || o >= p.outer) return;
         const int base = o * p.axis * p.inner + i;
         precise float acc = op == 2 || ARGMAX == 1 ? rows_neg_inf() : (op == 3 ? -rows_neg_inf() : 0.0);
@@ -84,8 +84,8 @@ void main()
         return;
     }
 
-    // One workgroup per output: the grid's y (split by the runtime past the device's limit).
-    const int out_index = int(gl_WorkGroupID.y);
+    // One workgroup per output: the grid's y and z (`rows_row`).
+    const int out_index = rows_row();
     if (out_index >= p.outer * p.inner) return;
     const int o = out_index / p.inner, i = out_index % p.inner;
     const int base = o * p.axis * p.inner + i;

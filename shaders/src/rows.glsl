@@ -184,3 +184,12 @@ int rows_argmax(float v, int index)
     return rows_index[0];
 }
 #endif
+
+// Rows are spread over the grid's y and z, ROWS_Y per z slice (within the 65,535 workgroups a
+// dimension is guaranteed on every device; `rows_grid` in rows.rs makes the grid): the row (or
+// output) of this workgroup, `rows_row()`.
+const int ROWS_Y = 32768;
+int rows_row()
+{
+    return int(gl_WorkGroupID.y) + ROWS_Y * int(gl_WorkGroupID.z);
+}

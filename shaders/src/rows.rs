@@ -84,13 +84,14 @@ impl ReduceShape {
         }
     }
 
-    /// The invocation grid for the workgroup `local`: `[inner, outer, 1]` one invocation per
-    /// output, or `[local x, outputs, 1]` (a workgroup per output).
+    /// The invocation grid for the workgroup `local`: `inner` × `outer` invocations (one per
+    /// output), or `local x` × `outputs` (a workgroup per output), the second count spread over
+    /// y and z.
     pub fn grid(&self, local: [u32; 3]) -> [u32; 3] {
         if self.per_invocation() {
-            [self.inner as u32, self.outer as u32, 1]
+            rows_grid(self.inner as u32, self.outer)
         } else {
-            [local[0], self.outputs() as u32, 1]
+            rows_grid(local[0], self.outputs())
         }
     }
 
@@ -111,6 +112,16 @@ impl ReduceShape {
             inner: self.inner as i32,
         }
     }
+}
+
+/// Rows per z slice of a row kernel's grid (`ROWS_Y` in rows.glsl): every device takes 65,535
+/// workgroups along y and z, so any number of rows up to 2^31 fits one dispatch, without the
+/// runtime splitting it.
+const ROWS_Y: usize = 32768;
+
+/// The invocation grid `[x, rows over y and z]` of a row kernel (`rows_row` in rows.glsl).
+fn rows_grid(x: u32, rows: usize) -> [u32; 3] {
+    [x, rows.min(ROWS_Y) as u32, rows.div_ceil(ROWS_Y).max(1) as u32]
 }
 
 /// The workgroup of a kernel with one workgroup per row of `len` values: `len` rounded up to a
@@ -160,7 +171,7 @@ impl SoftmaxShape {
 
     /// The invocation grid for workgroup `local`: one workgroup per row.
     pub fn grid(&self, local: [u32; 3]) -> [u32; 3] {
-        [local[0], self.rows as u32, 1]
+        rows_grid(local[0], self.rows)
     }
 
     /// The push constants for `scale` and the causal `offset` (ignored without `causal`).
@@ -225,7 +236,7 @@ impl NormShape {
 
     /// The invocation grid for workgroup `local`: one workgroup per group.
     pub fn grid(&self, local: [u32; 3]) -> [u32; 3] {
-        [local[0], (self.batch * self.groups) as u32, 1]
+        rows_grid(local[0], self.batch * self.groups)
     }
 
     /// The push constants for `eps`.

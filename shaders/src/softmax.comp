@@ -29,7 +29,7 @@ layout (push_constant) uniform parameter {
 
 void main()
 {
-    const int row = int(gl_WorkGroupID.y);
+    const int row = rows_row();
     if (row >= p.rows) return;
     const int lid = int(gl_LocalInvocationID.x), size = int(gl_WorkGroupSize.x);
     const int base = row * p.cols;
