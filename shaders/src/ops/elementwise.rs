@@ -3,7 +3,7 @@
 //! and records one dispatch: over vec4s where the sizes allow ([`unary`], [`binary_bcast4`]),
 //! over single elements otherwise ([`unary_scalar`], [`binary_bcast`]).
 
-use super::gemm::{float_format, kernel_takes, same_format};
+use super::check::{float_format, kernel_takes, same_format};
 use super::{recorded, OpError, Ops};
 use crate::{binary_bcast, binary_bcast4, unary, unary_scalar};
 use std::sync::Arc;
@@ -406,20 +406,6 @@ impl Ops {
             out_blob: out,
         };
         let push = push_of(&plan);
-        let push = binary_bcast4::PushConstants {
-            n: push[0],
-            d1: push[1],
-            d2: push[2],
-            d3: push[3],
-            a0: push[4],
-            a1: push[5],
-            a2: push[6],
-            a3: push[7],
-            b0: push[8],
-            b1: push[9],
-            b2: push[10],
-            b3: push[11],
-        };
         recorded(
             OP_BINARY,
             list.dispatch(&pipe, &bindings, &push, grid(self, plan.n)),
@@ -457,20 +443,6 @@ impl Ops {
             out_blob: out,
         };
         let push = push_of(&plan);
-        let push = binary_bcast::PushConstants {
-            n: push[0],
-            d1: push[1],
-            d2: push[2],
-            d3: push[3],
-            a0: push[4],
-            a1: push[5],
-            a2: push[6],
-            a3: push[7],
-            b0: push[8],
-            b1: push[9],
-            b2: push[10],
-            b3: push[11],
-        };
         recorded(
             OP_BINARY,
             list.dispatch(&pipe, &bindings, &push, grid(self, plan.n)),
@@ -494,23 +466,24 @@ fn scalar_plan(p: Plan) -> Plan {
     }
 }
 
-/// The push constants of both binary kernels, in their order.
-fn push_of(p: &Plan) -> [i32; 12] {
+/// The push constants of both binary kernels (one type: `binary_bcast` shares
+/// `binary_bcast4`'s).
+fn push_of(p: &Plan) -> binary_bcast4::PushConstants {
     let i = |v: usize| v as i32;
-    [
-        i(p.n),
-        i(p.dims[1]),
-        i(p.dims[2]),
-        i(p.dims[3]),
-        i(p.a[0]),
-        i(p.a[1]),
-        i(p.a[2]),
-        i(p.a[3]),
-        i(p.b[0]),
-        i(p.b[1]),
-        i(p.b[2]),
-        i(p.b[3]),
-    ]
+    binary_bcast4::PushConstants {
+        n: i(p.n),
+        d1: i(p.dims[1]),
+        d2: i(p.dims[2]),
+        d3: i(p.dims[3]),
+        a0: i(p.a[0]),
+        a1: i(p.a[1]),
+        a2: i(p.a[2]),
+        a3: i(p.a[3]),
+        b0: i(p.b[0]),
+        b1: i(p.b[1]),
+        b2: i(p.b[2]),
+        b3: i(p.b[3]),
+    }
 }
 
 /// The unary operands checked: their one float format.

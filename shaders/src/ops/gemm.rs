@@ -4,6 +4,9 @@
 //! or, where the grid of tiles is too small to fill the GPU ([`GemmConfig::split_for`]), the
 //! split-K pair: partial sums into scratch, then [`gemm_split_reduce`] (written here once).
 
+use super::check::{
+    float_format, kernel_takes, matrix, not_aliased, rows_of_four, same_format, shape_is,
+};
 use super::{recorded, OpError, Ops};
 use crate::tuning::GemmProblem;
 use crate::{
@@ -242,8 +245,8 @@ impl Ops {
         const OP: &str = "gemm_int8";
         let [m, k] = matrix(OP, "a", a)?;
         let [_, n] = matrix(OP, "b", b)?;
-        shape(OP, "b", b, &[k, n], "[K, N]")?;
-        shape(OP, "c", c, &[m, n], "[M, N]")?;
+        shape_is(OP, "b", b, &[k, n], "[K, N]")?;
+        shape_is(OP, "c", c, &[m, n], "[M, N]")?;
         for (name, t, want) in [
             ("a", a, TensorFormat::I8),
             ("b", b, TensorFormat::I8),
@@ -252,7 +255,7 @@ impl Ops {
             same_format(OP, name, Some(t), want)?;
         }
         rows_of_four(OP, &[("a", k), ("b", n)])?;
-        not_aliased(OP, c, &[("a", Some(a)), ("b", Some(b))])?;
+        not_aliased(OP, c, "c", &[("a", Some(a)), ("b", Some(b))])?;
         // Cooperative-matrix variants read A and B in lines of 16 int8.
         let matrices = a.len().is_multiple_of(16) && b.len().is_multiple_of(16);
         let kernel =
@@ -429,17 +432,22 @@ fn check_gemm(
     let [b0, b1] = matrix(OP, "b", b)?;
     let n = if tb { b0 } else { b1 };
     let want_b = if tb { [n, k] } else { [k, n] };
-    shape(OP, "b", b, &want_b, if tb { "[N, K]" } else { "[K, N]" })?;
-    shape(OP, "c", c, &[m, n], "[M, N]")?;
+    shape_is(OP, "b", b, &want_b, if tb { "[N, K]" } else { "[K, N]" })?;
+    shape_is(OP, "c", c, &[m, n], "[M, N]")?;
     if let Some(bias) = bias {
-        shape(OP, "bias", bias, &[n], "[N]")?;
+        shape_is(OP, "bias", bias, &[n], "[N]")?;
     }
     let format = float_format(OP, "a", a)?;
     for (name, t) in [("b", Some(b)), ("c", Some(c)), ("bias", bias)] {
         same_format(OP, name, t, format)?;
     }
     rows_of_four(OP, &[("a", a1), ("b", b1), ("c", n)])?;
-    not_aliased(OP, c, &[("a", Some(a)), ("b", Some(b)), ("bias", bias)])?;
+    not_aliased(
+        OP,
+        c,
+        "c",
+        &[("a", Some(a)), ("b", Some(b)), ("bias", bias)],
+    )?;
     Ok((m, n, k, format))
 }
 
@@ -460,14 +468,14 @@ fn check_conv(
             ),
         });
     }
-    shape(
+    shape_is(
         OP,
         "input",
         input,
         &[s.batch, s.h, s.w, s.c],
         "[batch, h, w, c]",
     )?;
-    shape(
+    shape_is(
         OP,
         "weight",
         weight,
@@ -475,9 +483,9 @@ fn check_conv(
         "[kh, kw, c, outc]",
     )?;
     let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
-    shape(OP, "out", out, &out_shape, "[batch, outh, outw, outc]")?;
+    shape_is(OP, "out", out, &out_shape, "[batch, outh, outw, outc]")?;
     if let Some(bias) = bias {
-        shape(OP, "bias", bias, &[s.outc], "[outc]")?;
+        shape_is(OP, "bias", bias, &[s.outc], "[outc]")?;
     }
     let format = float_format(OP, "input", input)?;
     for (name, t) in [("weight", Some(weight)), ("out", Some(out)), ("bias", bias)] {
@@ -487,6 +495,7 @@ fn check_conv(
     not_aliased(
         OP,
         out,
+        "out",
         &[
             ("input", Some(input)),
             ("weight", Some(weight)),
@@ -494,24 +503,6 @@ fn check_conv(
         ],
     )?;
     Ok(format)
-}
-
-/// A kernel given by the caller stores the operands' format.
-pub(super) fn kernel_takes(
-    op: &'static str,
-    stored: Result<TensorFormat, vkprism::PipelineError>,
-    format: TensorFormat,
-) -> Result<(), OpError> {
-    match stored {
-        Ok(f) if f == format => Ok(()),
-        Ok(f) => Err(OpError::Format {
-            op,
-            operand: "the kernel's variant",
-            got: f,
-            want: format!("{format:?}, the operands' format"),
-        }),
-        Err(source) => Err(OpError::Load { op, source }),
-    }
 }
 
 /// `gemm_split_reduce`'s variant of float mode `float` (its only axis).
@@ -529,105 +520,4 @@ fn pipeline<K: vkprism::Kernel>(
     kernel
         .pipeline(spec, Some(cfg.local_size()))
         .map_err(|source| OpError::Load { op, source })
-}
-
-/// The two dimensions of a matrix operand.
-fn matrix(op: &'static str, operand: &'static str, t: &Tensor) -> Result<[usize; 2], OpError> {
-    match *t.shape() {
-        [r, c] => Ok([r, c]),
-        _ => Err(OpError::Shape {
-            op,
-            operand,
-            got: t.shape().to_vec(),
-            want: "a matrix, [rows, columns]".into(),
-        }),
-    }
-}
-
-/// `t`'s shape is `want` (described as `names`).
-fn shape(
-    op: &'static str,
-    operand: &'static str,
-    t: &Tensor,
-    want: &[usize],
-    names: &str,
-) -> Result<(), OpError> {
-    if t.shape() == want {
-        return Ok(());
-    }
-    Err(OpError::Shape {
-        op,
-        operand,
-        got: t.shape().to_vec(),
-        want: format!("{names} = {want:?}"),
-    })
-}
-
-/// `t`'s format, one the float kernels take.
-pub(super) fn float_format(
-    op: &'static str,
-    operand: &'static str,
-    t: &Tensor,
-) -> Result<TensorFormat, OpError> {
-    let f = t.format();
-    if matches!(
-        f,
-        TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16
-    ) {
-        return Ok(f);
-    }
-    Err(OpError::Format {
-        op,
-        operand,
-        got: f,
-        want: "F32, F16 or Bf16".into(),
-    })
-}
-
-/// `t`, where given, has format `want`.
-pub(super) fn same_format(
-    op: &'static str,
-    operand: &'static str,
-    t: Option<&Tensor>,
-    want: TensorFormat,
-) -> Result<(), OpError> {
-    match t {
-        Some(t) if t.format() != want => Err(OpError::Format {
-            op,
-            operand,
-            got: t.format(),
-            want: format!("{want:?}, as the other operands"),
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// Every stored row (its length given) is a multiple of 4 elements: the kernels read quads.
-fn rows_of_four(op: &'static str, rows: &[(&'static str, usize)]) -> Result<(), OpError> {
-    match rows.iter().find(|(_, len)| !len.is_multiple_of(4)) {
-        Some((operand, len)) => Err(OpError::Unsupported {
-            op,
-            why: format!("`{operand}`'s rows are {len} elements long, not a multiple of 4"),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// `out` shares no memory with any of `inputs`.
-fn not_aliased(
-    op: &'static str,
-    out: &Tensor,
-    inputs: &[(&'static str, Option<&Tensor>)],
-) -> Result<(), OpError> {
-    let output = if op == "conv2d" { "out" } else { "c" };
-    for (name, t) in inputs {
-        if t.is_some_and(|t| t.raw_buffer() == out.raw_buffer()) {
-            return Err(OpError::Aliased {
-                op,
-                output,
-                other: name,
-            });
-        }
-    }
-    Ok(())
 }

@@ -16,6 +16,7 @@
 //!   broadcasting, [`broadcast_shape`]);
 //! - `error.rs`: [`OpError`].
 
+mod check;
 mod elementwise;
 mod error;
 mod gemm;

@@ -3,7 +3,7 @@
 //! read every value of a row before writing any, and each value is overwritten by the
 //! invocation that read it).
 
-use super::reduce::{float_format, nonempty, not_aliased, same_format, shape_is};
+use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
 use super::{recorded, OpError, Ops};
 use crate::{norm, softmax, NormShape, SoftmaxShape};
 use vkprism::{CommandList, Tensor};

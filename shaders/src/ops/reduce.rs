@@ -1,6 +1,7 @@
 //! Reductions along one axis: [`Ops::reduce`] with a [`ReduceOp`]; and the checks the row
 //! operations share (`norm.rs` uses them too).
 
+use super::check::{float_format, nonempty, not_aliased};
 use super::{recorded, OpError, Ops};
 use crate::{argmax, reduce, ReduceShape};
 use vkprism::{CommandList, Tensor, TensorFormat};
@@ -120,94 +121,4 @@ impl Ops {
             }
         }
     }
-}
-
-/// `t` has at least one dimension and no dimension of 0.
-pub(super) fn nonempty(op: &'static str, operand: &'static str, t: &Tensor) -> Result<(), OpError> {
-    if !t.shape().is_empty() && !t.shape().contains(&0) {
-        return Ok(());
-    }
-    Err(OpError::Shape {
-        op,
-        operand,
-        got: t.shape().to_vec(),
-        want: "at least one dimension, none of them 0".into(),
-    })
-}
-
-/// `t`'s shape is `want` (described as `names`).
-pub(super) fn shape_is(
-    op: &'static str,
-    operand: &'static str,
-    t: &Tensor,
-    want: &[usize],
-    names: &str,
-) -> Result<(), OpError> {
-    if t.shape() == want {
-        return Ok(());
-    }
-    Err(OpError::Shape {
-        op,
-        operand,
-        got: t.shape().to_vec(),
-        want: format!("{names} = {want:?}"),
-    })
-}
-
-/// `t`'s format, one the float kernels take.
-pub(super) fn float_format(
-    op: &'static str,
-    operand: &'static str,
-    t: &Tensor,
-) -> Result<TensorFormat, OpError> {
-    let f = t.format();
-    if matches!(
-        f,
-        TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16
-    ) {
-        return Ok(f);
-    }
-    Err(OpError::Format {
-        op,
-        operand,
-        got: f,
-        want: "F32, F16 or Bf16".into(),
-    })
-}
-
-/// `t`, where given, has format `want`.
-pub(super) fn same_format(
-    op: &'static str,
-    operand: &'static str,
-    t: Option<&Tensor>,
-    want: TensorFormat,
-) -> Result<(), OpError> {
-    match t {
-        Some(t) if t.format() != want => Err(OpError::Format {
-            op,
-            operand,
-            got: t.format(),
-            want: format!("{want:?}, as the other operands"),
-        }),
-        _ => Ok(()),
-    }
-}
-
-/// `out` (named `output`) shares no memory with any of `inputs`.
-pub(super) fn not_aliased(
-    op: &'static str,
-    out: &Tensor,
-    output: &'static str,
-    inputs: &[(&'static str, Option<&Tensor>)],
-) -> Result<(), OpError> {
-    for (name, t) in inputs {
-        if t.is_some_and(|t| t.raw_buffer() == out.raw_buffer()) {
-            return Err(OpError::Aliased {
-                op,
-                output,
-                other: name,
-            });
-        }
-    }
-    Ok(())
 }

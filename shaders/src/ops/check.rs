@@ -1,0 +1,144 @@
+//! The operand checks every operation makes before it records anything, each a located
+//! [`OpError`] naming the operation and the operand.
+
+use super::OpError;
+use vkprism::{Tensor, TensorFormat};
+
+/// A kernel given by the caller stores the operands' format.
+pub(super) fn kernel_takes(
+    op: &'static str,
+    stored: Result<TensorFormat, vkprism::PipelineError>,
+    format: TensorFormat,
+) -> Result<(), OpError> {
+    match stored {
+        Ok(f) if f == format => Ok(()),
+        Ok(f) => Err(OpError::Format {
+            op,
+            operand: "the kernel's variant",
+            got: f,
+            want: format!("{format:?}, the operands' format"),
+        }),
+        Err(source) => Err(OpError::Load { op, source }),
+    }
+}
+
+/// The two dimensions of a matrix operand.
+pub(super) fn matrix(
+    op: &'static str,
+    operand: &'static str,
+    t: &Tensor,
+) -> Result<[usize; 2], OpError> {
+    match *t.shape() {
+        [r, c] => Ok([r, c]),
+        _ => Err(OpError::Shape {
+            op,
+            operand,
+            got: t.shape().to_vec(),
+            want: "a matrix, [rows, columns]".into(),
+        }),
+    }
+}
+
+/// Every stored row (its length given) is a multiple of 4 elements: the kernels read quads.
+pub(super) fn rows_of_four(
+    op: &'static str,
+    rows: &[(&'static str, usize)],
+) -> Result<(), OpError> {
+    match rows.iter().find(|(_, len)| !len.is_multiple_of(4)) {
+        Some((operand, len)) => Err(OpError::Unsupported {
+            op,
+            why: format!("`{operand}`'s rows are {len} elements long, not a multiple of 4"),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// `t` has at least one dimension and no dimension of 0.
+pub(super) fn nonempty(op: &'static str, operand: &'static str, t: &Tensor) -> Result<(), OpError> {
+    if !t.shape().is_empty() && !t.shape().contains(&0) {
+        return Ok(());
+    }
+    Err(OpError::Shape {
+        op,
+        operand,
+        got: t.shape().to_vec(),
+        want: "at least one dimension, none of them 0".into(),
+    })
+}
+
+/// `t`'s shape is `want` (described as `names`).
+pub(super) fn shape_is(
+    op: &'static str,
+    operand: &'static str,
+    t: &Tensor,
+    want: &[usize],
+    names: &str,
+) -> Result<(), OpError> {
+    if t.shape() == want {
+        return Ok(());
+    }
+    Err(OpError::Shape {
+        op,
+        operand,
+        got: t.shape().to_vec(),
+        want: format!("{names} = {want:?}"),
+    })
+}
+
+/// `t`'s format, one the float kernels take.
+pub(super) fn float_format(
+    op: &'static str,
+    operand: &'static str,
+    t: &Tensor,
+) -> Result<TensorFormat, OpError> {
+    let f = t.format();
+    if matches!(
+        f,
+        TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16
+    ) {
+        return Ok(f);
+    }
+    Err(OpError::Format {
+        op,
+        operand,
+        got: f,
+        want: "F32, F16 or Bf16".into(),
+    })
+}
+
+/// `t`, where given, has format `want`.
+pub(super) fn same_format(
+    op: &'static str,
+    operand: &'static str,
+    t: Option<&Tensor>,
+    want: TensorFormat,
+) -> Result<(), OpError> {
+    match t {
+        Some(t) if t.format() != want => Err(OpError::Format {
+            op,
+            operand,
+            got: t.format(),
+            want: format!("{want:?}, as the other operands"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// `out` (named `output`) shares no memory with any of `inputs`.
+pub(super) fn not_aliased(
+    op: &'static str,
+    out: &Tensor,
+    output: &'static str,
+    inputs: &[(&'static str, Option<&Tensor>)],
+) -> Result<(), OpError> {
+    for (name, t) in inputs {
+        if t.is_some_and(|t| t.raw_buffer() == out.raw_buffer()) {
+            return Err(OpError::Aliased {
+                op,
+                output,
+                other: name,
+            });
+        }
+    }
+    Ok(())
+}
