@@ -8,8 +8,8 @@ use vkprism_shaders::{
     conv2d_nhwc, gemm, reference, Activation, Conv2d, Conv2dShape, Gemm, GemmConfig, OpError, Ops,
 };
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled as check, ctx, quantize, random_i8, random_in as random,
-    tolerance,
+    assert_clean, assert_close_scaled as check, ctx, expected_in, poisoned, quantize, random_i8,
+    random_in as random, tolerance,
 };
 
 const FORMATS: [TensorFormat; 3] = [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16];
@@ -22,21 +22,6 @@ fn tolerance_of(format: TensorFormat) -> f32 {
         _ => "fp32",
     };
     tolerance(&vkprism::VariantKey::parse(name).unwrap())
-}
-
-/// `want` stored in `f`, the error scale widened to |want| (the output's own rounding).
-fn expected(want: &[f32], scale: &[f32], f: TensorFormat) -> (Vec<f32>, Vec<f32>) {
-    let scale = scale
-        .iter()
-        .zip(want)
-        .map(|(s, w)| s.max(w.abs()))
-        .collect();
-    (quantize(want, f), scale)
-}
-
-fn poisoned(ctx: &vkprism::Context, shape: &[usize], f: TensorFormat) -> Tensor {
-    let len = shape.iter().product();
-    Tensor::from_f32(ctx, shape, f, &vec![f32::NAN; len]).unwrap()
 }
 
 /// Runs `o` on an M×N×K problem through `Ops::gemm` in format `f`; `None` where the device runs
@@ -77,7 +62,7 @@ fn gemm_case(
     }
     let q = |x: &[f32]| quantize(x, f);
     let (want, scale) = reference::gemm_with(o, m, n, k, &q(&a), &q(&b), Some(&q(&bias)));
-    let (want, scale) = expected(&want, &scale, f);
+    let (want, scale) = expected_in(&want, &scale, f);
     let what = format!("gemm {f:?} {m}x{n}x{k} {o:?}");
     check(
         &ct.download_f32().unwrap(),
@@ -165,7 +150,7 @@ fn gemm_split_through_the_layer() {
         ..Default::default()
     };
     let (want, scale) = reference::gemm_with(o, m, n, k, &a, &b, Some(&bias));
-    let (want, scale) = expected(&want, &scale, f);
+    let (want, scale) = expected_in(&want, &scale, f);
     check(
         &ct.download_f32().unwrap(),
         &want,
@@ -199,7 +184,7 @@ fn conv2d_every_format_and_split() {
     let check_out = |out: &Tensor, f: TensorFormat, tol: f32, what: &str| {
         let q = |x: &[f32]| quantize(x, f);
         let (want, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
-        let (want, scale) = expected(&want, &scale, f);
+        let (want, scale) = expected_in(&want, &scale, f);
         check(&out.download_f32().unwrap(), &want, &scale, tol, what);
     };
     for f in FORMATS {

@@ -9,26 +9,11 @@ use vkprism_shaders::{
     conv2d_nhwc, gemm, reference, Activation, Conv2d, Conv2dShape, Gemm, GemmConfig, OpError, Ops,
 };
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled as check, ctx, load_unless_device_lacks_matrices, quantize,
-    random_in as random, tolerance,
+    assert_clean, assert_close_scaled as check, ctx, expected_in,
+    load_unless_device_lacks_matrices, poisoned, quantize, random_in as random, tolerance,
 };
 
 const ACTIVATIONS: [(Activation, i32); 2] = [(Activation::Gelu, 4), (Activation::Silu, 5)];
-
-/// `want` stored in `f`, the error scale widened to |want| (the output's own rounding).
-fn expected(want: &[f32], scale: &[f32], f: TensorFormat) -> (Vec<f32>, Vec<f32>) {
-    let scale = scale
-        .iter()
-        .zip(want)
-        .map(|(s, w)| s.max(w.abs()))
-        .collect();
-    (quantize(want, f), scale)
-}
-
-fn poisoned(ctx: &vkprism::Context, shape: &[usize], f: TensorFormat) -> Tensor {
-    let len = shape.iter().product();
-    Tensor::from_f32(ctx, shape, f, &vec![f32::NAN; len]).unwrap()
-}
 
 #[test]
 fn gemm_gelu_silu_epilogue() {
@@ -72,7 +57,7 @@ fn gemm_gelu_silu_epilogue() {
                 };
                 let (want, scale) =
                     reference::gemm_with(o, m, n, k, &q(&a), &q(&b), Some(&q(&bias)));
-                let (want, scale) = expected(&want, &scale, f);
+                let (want, scale) = expected_in(&want, &scale, f);
                 check(
                     &ct.download_f32().unwrap(),
                     &want,
@@ -103,7 +88,7 @@ fn gemm_gelu_silu_epilogue() {
                 ..Default::default()
             };
             let (want, scale) = reference::gemm_with(o, m, n, k, &q(&a), &q(&b), None);
-            let (want, scale) = expected(&want, &scale, f);
+            let (want, scale) = expected_in(&want, &scale, f);
             let name = match f {
                 TensorFormat::F16 => "fp16s",
                 TensorFormat::Bf16 => "bf16s",
@@ -190,7 +175,7 @@ fn conv2d_gelu_silu_epilogue() {
             let q = |x: &[f32]| quantize(x, f);
             let (sum, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
             let want: Vec<f32> = sum.iter().map(|&v| f64_act(code, v)).collect();
-            let (want, scale) = expected(&want, &scale, f);
+            let (want, scale) = expected_in(&want, &scale, f);
             let name = match f {
                 TensorFormat::F16 => "fp16s",
                 TensorFormat::Bf16 => "bf16s",

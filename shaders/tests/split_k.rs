@@ -10,8 +10,8 @@ use vkprism_shaders::{
     GemmConfig, SPLIT_K_WORKGROUPS,
 };
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled as check, ctx, load_unless_device_lacks_matrices, quantize,
-    random_in as random, tolerance,
+    assert_clean, assert_close_scaled as check, ctx, expected_in,
+    load_unless_device_lacks_matrices, quantize, random_in as random, tolerance,
 };
 
 /// The split pass's configuration for `key`: the library's own, split `split` ways.
@@ -59,16 +59,6 @@ fn reduce(
     };
     ctx.run(|l| l.dispatch(&pipe, &bindings, &push, cfg.reduce_grid(m, n)))
         .unwrap();
-}
-
-/// `want` stored in format `f`, with the error scale widened to |want| (the output's rounding).
-fn expected(want: &[f32], scale: &[f32], f: TensorFormat) -> (Vec<f32>, Vec<f32>) {
-    let scale = scale
-        .iter()
-        .zip(want)
-        .map(|(s, w)| s.max(w.abs()))
-        .collect();
-    (quantize(want, f), scale)
 }
 
 fn run_gemm_split(
@@ -127,7 +117,7 @@ fn run_gemm_split(
         let q = |x: &[f32]| quantize(x, f);
         let bias_q = q(&bias);
         let (want, scale) = reference::gemm_with(o, m, n, kk, &q(&a), &q(&b), Some(&bias_q));
-        let (want, scale) = expected(&want, &scale, f);
+        let (want, scale) = expected_in(&want, &scale, f);
         let what = format!("{name} split {split} {m}x{n}x{kk} {o:?}");
         check(
             &ct.download_f32().unwrap(),
@@ -226,7 +216,7 @@ fn conv2d_nhwc_split_every_variant() {
         );
         let q = |x: &[f32]| quantize(x, f);
         let (want, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
-        let (want, scale) = expected(&want, &scale, f);
+        let (want, scale) = expected_in(&want, &scale, f);
         let what = format!("{name} split 3 {s:?} (K {kk})");
         check(
             &ot.download_f32().unwrap(),

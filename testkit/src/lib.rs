@@ -107,6 +107,24 @@ pub fn quantize(x: &[f32], format: TensorFormat) -> Vec<f32> {
     x.iter().map(|v| quantize_one(*v, format)).collect()
 }
 
+/// An expected result as an output of `format` holds it (`want` rounded), with its error scale
+/// widened to |want|: the output's own rounding, for `assert_close_scaled`.
+pub fn expected_in(want: &[f32], scale: &[f32], format: TensorFormat) -> (Vec<f32>, Vec<f32>) {
+    let scale = scale
+        .iter()
+        .zip(want)
+        .map(|(s, w)| s.max(w.abs()))
+        .collect();
+    (quantize(want, format), scale)
+}
+
+/// A tensor of `shape` in `format` filled with NaN: an output a kernel must overwrite entirely.
+pub fn poisoned(ctx: &Context, shape: &[usize], format: TensorFormat) -> vkprism_runtime::Tensor {
+    let len = shape.iter().product();
+    vkprism_runtime::Tensor::from_f32(ctx, shape, format, &vec![f32::NAN; len])
+        .expect("a poisoned output tensor")
+}
+
 /// One value rounded to what `format` stores (fp16 and bf16 round; other formats keep it).
 pub fn quantize_one(x: f32, format: TensorFormat) -> f32 {
     match format {
