@@ -20,7 +20,10 @@
 //! - [`conv2d_dw_nhwc`]: depthwise 2D convolution, channels-last ([`Conv2dDwShape`]);
 //! - [`reduce`], [`argmax`]: sum, mean, max, min and argmax along one axis ([`ReduceShape`]);
 //! - [`softmax`]: softmax along the last axis, scaled, optionally causal ([`SoftmaxShape`]);
-//! - [`norm`]: layer norm, RMS norm and channels-last group norm ([`NormShape`]).
+//! - [`norm`]: layer norm, RMS norm and channels-last group norm ([`NormShape`]);
+//! - [`attention`], [`attention_cm`]: scaled dot-product attention (flash: online softmax),
+//!   causal, grouped-query heads, for a prompt or one token against a KV cache
+//!   ([`AttentionShape`]).
 //!
 //! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
 //! kernels loaded once, tiles chosen, scratch allocated and operands checked ([`mod@ops`]).
@@ -34,6 +37,7 @@
 //! invocation sharing their `SpecConstants`), `conv.rs`, `depthwise.rs`, `config.rs` ([`GemmConfig`]), `reference.rs`,
 //! `tuning/`; the GLSL beside them.
 
+mod attention_kernels;
 mod broadcast;
 mod config;
 mod conv;
@@ -46,6 +50,7 @@ mod rows;
 pub mod tuning;
 mod unary_kernels;
 
+pub use attention_kernels::{attention, attention_cm, attention_combine, AttentionShape};
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use conv::{conv2d, Conv2dShape};
@@ -56,7 +61,8 @@ pub use gemm_family::{
     gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
 };
 pub use ops::{
-    broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax, UnaryOp,
+    broadcast_shape, Activation, Attention, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax,
+    UnaryOp,
 };
 pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};

@@ -14,8 +14,10 @@
 //!   [`Ops::rms_norm`], [`Ops::group_norm`] (channels-last), each allowed in place;
 //! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
 //!   broadcasting, [`broadcast_shape`]);
+//! - `attention.rs`: [`Ops::attention`] ([`Attention`]: scaled, causal, grouped-query heads);
 //! - `error.rs`: [`OpError`].
 
+mod attention;
 mod check;
 mod elementwise;
 mod error;
@@ -23,6 +25,7 @@ mod gemm;
 mod norm;
 mod reduce;
 
+pub use attention::Attention;
 pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use gemm::{Activation, Conv2d, Gemm};

@@ -1,0 +1,128 @@
+#version 450
+#if ncnn_subgroup_basic && ncnn_subgroup_arithmetic
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#endif
+// Scaled dot-product attention, one workgroup per (query row, head) and share of the keys:
+// o = softmax(scale · q·Kᵀ) · V with the softmax computed online (flash attention's running
+// maximum and sum), so any number of keys in one pass and no score matrix in memory.
+//
+// Layouts (token-major, heads interleaved: a projection's output as it comes):
+// q, o [batch, sq, hq, d]; k, v [batch, skv, hkv, d], rows `*_stride` elements apart (so views
+// into a larger KV cache work); query head h reads key/value head h / (hq / hkv) (grouped-query
+// attention). With `causal`, query i (of sq) sees keys j <= i + offset (offset = skv - sq for a
+// prompt at the end of the cache); a query that sees no key gives 0.
+//
+// Keys are taken a workgroup at a time: invocation t scores key j0 + t (its dot product with q,
+// which sits in shared memory), the chunk's maximum and sum go through a workgroup reduction
+// (rows.glsl), the chunk's probabilities through shared memory, and invocation t accumulates
+// output dimensions t, t + W, ... (a coalesced read of each value row). fp32 throughout.
+//
+// With `split` the keys are shared between gl_NumWorkGroups.x workgroups (decode: one query
+// row, thousands of keys) and each writes its unnormalized output with its running maximum
+// and sum to part [rows][splits][d + 2]; attention_combine.comp merges them.
+layout (local_size_x = 64) in;
+
+layout (constant_id = 0) const int causal = 0;
+layout (constant_id = 1) const int split = 0;
+
+layout (binding = 0) readonly buffer q_blob { sfp q_data[]; };
+layout (binding = 1) readonly buffer k_blob { sfp k_data[]; };
+layout (binding = 2) readonly buffer v_blob { sfp v_data[]; };
+layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
+layout (binding = 4) writeonly buffer part_blob { float part_data[]; };
+
+layout (push_constant) uniform parameter {
+    int batch; int sq; int skv; int hq; int hkv; int d;
+    int q_stride; int kv_stride; int o_stride; int offset; float scale; int splits;
+} p;
+
+#include "rows.glsl"
+
+// The largest head dimension: output dimensions per invocation times the workgroup.
+const int MAX_D = 256;
+const int PER = MAX_D / int(gl_WorkGroupSize.x) > 0 ? MAX_D / int(gl_WorkGroupSize.x) : 1;
+
+shared float q_shared[MAX_D];
+shared float p_shared[gl_WorkGroupSize.x];
+
+void main()
+{
+    const int row = rows_row();
+    if (row >= p.batch * p.sq * p.hq) return;
+    const int lid = int(gl_LocalInvocationID.x), size = int(gl_WorkGroupSize.x);
+    const int h = row % p.hq, i = (row / p.hq) % p.sq, n = row / (p.hq * p.sq);
+    const int kvh = h / (p.hq / p.hkv);
+    const int q_at = (n * p.sq + i) * p.q_stride + h * p.d;
+    const int kv_at = n * p.skv * p.kv_stride + kvh * p.d;
+
+    const int visible = causal == 1 ? clamp(i + p.offset + 1, 0, p.skv) : p.skv;
+    // This workgroup's share of the keys: whole chunks of the workgroup's size.
+    const int share = (p.skv + p.splits * size - 1) / (p.splits * size) * size;
+    const int j_begin = int(gl_WorkGroupID.x) * share;
+    const int j_end = min(visible, j_begin + share);
+
+    for (int e = lid; e < p.d; e += size)
+        q_shared[e] = float(buffer_ld1(q_data, q_at + e)) * p.scale;
+    barrier();
+
+    float m = rows_neg_inf();
+    float l = 0.0;
+    float acc[PER];
+    for (int r = 0; r < PER; r++) acc[r] = 0.0;
+
+    for (int j0 = j_begin; j0 < j_end; j0 += size)
+    {
+        const int j = j0 + lid;
+        float s = rows_neg_inf();
+        if (j < j_end)
+        {
+            s = 0.0;
+            const int at = kv_at + j * p.kv_stride;
+            for (int e = 0; e < p.d; e++)
+                s += q_shared[e] * float(buffer_ld1(k_data, at + e));
+        }
+        const float m_new = max(m, rows_max(s));
+        // m_new is finite: the chunk holds at least one visible key.
+        const float pj = j < j_end ? exp(s - m_new) : 0.0;
+        const float rescale = exp(m - m_new);
+        l = l * rescale + rows_sum(pj);
+        p_shared[lid] = pj;
+        barrier();
+        const int count = min(size, j_end - j0);
+        for (int r = 0; r < PER; r++)
+        {
+            const int e = lid + r * size;
+            if (e >= p.d) break;
+            float a = acc[r] * rescale;
+            for (int t = 0; t < count; t++)
+                a += p_shared[t] * float(buffer_ld1(v_data, kv_at + (j0 + t) * p.kv_stride + e));
+            acc[r] = a;
+        }
+        m = m_new;
+        barrier();
+    }
+
+    if (split == 1)
+    {
+        const int at = (row * p.splits + int(gl_WorkGroupID.x)) * (p.d + 2);
+        for (int r = 0; r < PER; r++)
+        {
+            const int e = lid + r * size;
+            if (e < p.d) part_data[at + e] = acc[r];
+        }
+        if (lid == 0)
+        {
+            part_data[at + p.d] = m;
+            part_data[at + p.d + 1] = l;
+        }
+        return;
+    }
+    const float inv = l > 0.0 ? 1.0 / l : 0.0;
+    const int o_at = (n * p.sq + i) * p.o_stride + h * p.d;
+    for (int r = 0; r < PER; r++)
+    {
+        const int e = lid + r * size;
+        if (e < p.d) buffer_st1(o_data, o_at + e, afp(acc[r] * inv));
+    }
+}

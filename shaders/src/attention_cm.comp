@@ -1,0 +1,264 @@
+#version 450
+// Scaled dot-product attention on cooperative matrices (flash attention, one pass): one
+// workgroup per block of BR query rows of one head; each subgroup owns 16 query rows, keeps
+// their Q as 16×16 fp16 matrices and their output O as fp32 accumulators, and walks the keys
+// BC at a time: S = Q·Kᵀ on the matrices, the online softmax on S in shared memory (each row's
+// running maximum m and sum l), O rescaled by e^(m_old - m_new) per row, O += P·V.
+//
+// Scaling O per row: a matrix's elements are spread over the subgroup's invocations in a way
+// the implementation chooses, but the same way for every matrix of one type, so an accumulator
+// loaded once with each element's row number (`row_of`) tells each invocation which row each of
+// its elements belongs to.
+//
+// Layouts as attention.comp: q, o [batch, sq, hq, d], k, v [batch, skv, hkv, d] with row
+// strides in elements; d is the constant D (a multiple of 16, at most 256) and every stride a
+// multiple of 8 (q, k, v and o are read and written as octets of halves). Query head h reads
+// key/value head h / (hq / hkv). With `causal`, query i sees keys j <= i + offset; a query that
+// sees none gives 0. Grid: [ceil(sq / BR) · workgroup, hq, batch].
+#extension GL_KHR_shader_subgroup_basic : require
+layout (local_size_x = 128) in;
+
+layout (constant_id = 0) const int causal = 0;
+// The head dimension.
+layout (constant_id = 1) const int D = 128;
+// The device's subgroup size (a divisor of the workgroup, at most 64).
+layout (constant_id = 2) const int subgroup_size = 32;
+
+#if NCNN_cooperative_matrix
+layout (binding = 0) readonly buffer q_blob { uvec4 q_data[]; };
+layout (binding = 1) readonly buffer k_blob { uvec4 k_data[]; };
+layout (binding = 2) readonly buffer v_blob { uvec4 v_data[]; };
+layout (binding = 3) writeonly buffer o_blob { uvec4 o_data[]; };
+#else
+// The fp32 reference the bindings' formats are told from; never shipped.
+layout (binding = 0) readonly buffer q_blob { sfp q_data[]; };
+layout (binding = 1) readonly buffer k_blob { sfp k_data[]; };
+layout (binding = 2) readonly buffer v_blob { sfp v_data[]; };
+layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
+#endif
+
+layout (push_constant) uniform parameter {
+    int batch; int sq; int skv; int hq; int hkv;
+    int q_stride; int kv_stride; int o_stride; int offset; float scale;
+} p;
+
+#if NCNN_cooperative_matrix
+const int THREADS = int(gl_WorkGroupSize.x);
+const int SG = THREADS / subgroup_size;
+const int BR = 16 * SG;
+const int BC = 32;
+// Octets per row of a head, and per staged row (one more: rows start on different banks).
+const int D8 = D / 8;
+const int KS = D8 + 1;
+// Lanes per score row, and the scores each lane owns (a whole number of octets).
+const int LPR = subgroup_size / 16;
+const int CPL = BC / LPR;
+const int PS = BC / 8 + 1;
+
+// Q while it is loaded into matrices, then the K tile (BC rows) and the V tile (BC rows).
+shared uvec4 kv_smem[2 * BC * KS > BR * KS ? 2 * BC * KS : BR * KS];
+// Per subgroup: its 16 × BC scores (fp32), or one 16×16 output matrix on the way out.
+shared float s_smem[SG * 16 * BC];
+// Per subgroup: its 16 × BC probabilities as halves.
+shared uvec4 p_smem[SG * 16 * PS];
+// Per row: running maximum and sum, this step's rescale, and each lane's partial.
+shared float row_m[BR];
+shared float row_l[BR];
+shared float row_a[BR];
+shared float row_part[BR * LPR];
+
+#define ACC coopmat<float, gl_ScopeSubgroup, 16, 16, gl_MatrixUseAccumulator>
+
+float neg_inf()
+{
+    return uintBitsToFloat(0xff800000u);
+}
+
+void sync_subgroup()
+{
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+}
+
+// The K and V rows j0 .. j0 + BC of key/value head kvh into kv_smem (zeros past skv).
+void stage_kv(int tid, int n, int kvh, int j0)
+{
+    for (int l = tid; l < BC * D8; l += THREADS)
+    {
+        const int r = l / D8, c = l % D8, j = j0 + r;
+        uvec4 kq = uvec4(0), vq = uvec4(0);
+        if (j < p.skv)
+        {
+            const int at = ((n * p.skv + j) * p.kv_stride + kvh * D) / 8 + c;
+            kq = k_data[at];
+            vq = v_data[at];
+        }
+        kv_smem[r * KS + c] = kq;
+        kv_smem[(BC + r) * KS + c] = vq;
+    }
+}
+
+// The reduction of the LPR lanes' partials of row r (max or sum).
+float row_combine(int warp, int r, int part, float v, bool is_max)
+{
+    row_part[(warp * 16 + r) * LPR + part] = v;
+    sync_subgroup();
+    float t = is_max ? neg_inf() : 0.0;
+    for (int q = 0; q < LPR; q++)
+    {
+        const float u = row_part[(warp * 16 + r) * LPR + q];
+        t = is_max ? max(t, u) : t + u;
+    }
+    sync_subgroup();
+    return t;
+}
+
+// The online softmax of this subgroup's scores for the keys from j0: probabilities into
+// p_smem as halves, each row's maximum, sum and rescale into row_m, row_l, row_a.
+void softmax_step(int warp, int lane, int i0, int j0)
+{
+    const int r = lane / LPR, part = lane % LPR;
+    const int i = i0 + r;
+    const int last = causal == 1 ? min(p.skv - 1, i + p.offset) : p.skv - 1;
+    const int base = warp * 16 * BC + r * BC + part * CPL;
+    float s[CPL];
+    float mx = neg_inf();
+    for (int c = 0; c < CPL; c++)
+    {
+        const int j = j0 + part * CPL + c;
+        s[c] = j <= last ? s_smem[base + c] * p.scale : neg_inf();
+        mx = max(mx, s[c]);
+    }
+    mx = row_combine(warp, r, part, mx, true);
+    const float m_old = row_m[warp * 16 + r];
+    const float m_new = max(m_old, mx);
+    float sum = 0.0;
+    for (int o = 0; o < CPL / 8; o++)
+    {
+        uint w[4];
+        for (int h = 0; h < 4; h++)
+        {
+            const int c = o * 8 + h * 2;
+            const float a = m_new == neg_inf() ? 0.0 : exp(s[c] - m_new);
+            const float b = m_new == neg_inf() ? 0.0 : exp(s[c + 1] - m_new);
+            w[h] = packHalf2x16(vec2(a, b));
+            // The sum of the probabilities as the multiply sees them (rounded to fp16).
+            const vec2 rounded = unpackHalf2x16(w[h]);
+            sum += rounded.x + rounded.y;
+        }
+        p_smem[(warp * 16 + r) * PS + (part * CPL) / 8 + o] = uvec4(w[0], w[1], w[2], w[3]);
+    }
+    sum = row_combine(warp, r, part, sum, false);
+    if (part == 0)
+    {
+        const float a = m_old == neg_inf() ? 0.0 : exp(m_old - m_new);
+        row_a[warp * 16 + r] = a;
+        row_l[warp * 16 + r] = row_l[warp * 16 + r] * a + sum;
+        row_m[warp * 16 + r] = m_new;
+    }
+    sync_subgroup();
+}
+
+// This subgroup's 16 output rows from the accumulators (already divided by their sums).
+void store_o(int warp, int lane, int n, int h, int i0, ACC o[D / 16])
+{
+    for (int f = 0; f < D / 16; f++)
+    {
+        coopMatStore(o[f], s_smem, warp * 16 * BC, 16, gl_CooperativeMatrixLayoutRowMajor);
+        sync_subgroup();
+        for (int q = lane; q < 32; q += subgroup_size)
+        {
+            const int r = q / 2, c = (q % 2) * 8;
+            const int i = i0 + r;
+            if (i >= p.sq) continue;
+            const int at = warp * 16 * BC + r * 16 + c;
+            uvec4 w;
+            w.x = packHalf2x16(vec2(s_smem[at], s_smem[at + 1]));
+            w.y = packHalf2x16(vec2(s_smem[at + 2], s_smem[at + 3]));
+            w.z = packHalf2x16(vec2(s_smem[at + 4], s_smem[at + 5]));
+            w.w = packHalf2x16(vec2(s_smem[at + 6], s_smem[at + 7]));
+            o_data[((n * p.sq + i) * p.o_stride + h * D) / 8 + f * 2 + c / 8] = w;
+        }
+        sync_subgroup();
+    }
+}
+
+void main()
+{
+    const int tid = int(gl_LocalInvocationID.x);
+    const int warp = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
+    const int n = int(gl_WorkGroupID.z), h = int(gl_WorkGroupID.y);
+    const int r0 = int(gl_WorkGroupID.x) * BR;
+    const int i0 = r0 + warp * 16;
+    const int kvh = h / (p.hq / p.hkv);
+
+    for (int l = tid; l < BR * D8; l += THREADS)
+    {
+        const int r = l / D8, c = l % D8, i = r0 + r;
+        kv_smem[r * KS + c] = i < p.sq ? q_data[((n * p.sq + i) * p.q_stride + h * D) / 8 + c] : uvec4(0);
+    }
+    for (int e = lane; e < 256; e += subgroup_size) s_smem[warp * 16 * BC + e] = float(e / 16);
+    if (lane < 16)
+    {
+        row_m[warp * 16 + lane] = neg_inf();
+        row_l[warp * 16 + lane] = 0.0;
+    }
+    barrier();
+    coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> qf[D / 16];
+    for (int k = 0; k < D / 16; k++)
+        coopMatLoad(qf[k], kv_smem, warp * 16 * KS + k * 2, KS, gl_CooperativeMatrixLayoutRowMajor);
+    ACC row_of;
+    coopMatLoad(row_of, s_smem, warp * 16 * BC, 16, gl_CooperativeMatrixLayoutRowMajor);
+    ACC o[D / 16];
+    for (int f = 0; f < D / 16; f++) o[f] = ACC(0.0);
+
+    // Keys past the block's last query's last visible key are never read.
+    const int kv_end = causal == 1 ? clamp(r0 + BR + p.offset, 0, p.skv) : p.skv;
+    for (int j0 = 0; j0 < kv_end; j0 += BC)
+    {
+        barrier();
+        stage_kv(tid, n, kvh, j0);
+        barrier();
+        for (int c = 0; c < BC / 16; c++)
+        {
+            ACC s = ACC(0.0);
+            for (int k = 0; k < D / 16; k++)
+            {
+                coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> kb;
+                coopMatLoad(kb, kv_smem, c * 16 * KS + k * 2, KS, gl_CooperativeMatrixLayoutColumnMajor);
+                s = coopMatMulAdd(qf[k], kb, s);
+            }
+            coopMatStore(s, s_smem, warp * 16 * BC + c * 16, BC, gl_CooperativeMatrixLayoutRowMajor);
+        }
+        sync_subgroup();
+        softmax_step(warp, lane, i0, j0);
+        for (int f = 0; f < D / 16; f++)
+            for (int e = 0; e < o[f].length(); e++)
+                o[f][e] *= row_a[warp * 16 + int(row_of[e])];
+        for (int kk = 0; kk < BC / 16; kk++)
+        {
+            coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> pa;
+            coopMatLoad(pa, p_smem, warp * 16 * PS + kk * 2, PS, gl_CooperativeMatrixLayoutRowMajor);
+            for (int f = 0; f < D / 16; f++)
+            {
+                coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> vb;
+                coopMatLoad(vb, kv_smem, (BC + kk * 16) * KS + f * 2, KS, gl_CooperativeMatrixLayoutRowMajor);
+                o[f] = coopMatMulAdd(pa, vb, o[f]);
+            }
+        }
+    }
+
+    for (int f = 0; f < D / 16; f++)
+        for (int e = 0; e < o[f].length(); e++)
+        {
+            const float l = row_l[warp * 16 + int(row_of[e])];
+            o[f][e] *= l > 0.0 ? 1.0 / l : 0.0;
+        }
+    sync_subgroup();
+    store_o(warp, lane, n, h, i0, o);
+}
+#else
+void main()
+{
+}
+#endif

@@ -1,0 +1,152 @@
+//! The attention kernels: [`attention`] (flash attention one query row per workgroup, every
+//! float variant, prompt or decode; with `split` its keys shared between workgroups and
+//! [`attention_combine`] merging them) and [`attention_cm`] (flash attention on cooperative
+//! matrices, a block of query rows per workgroup, for prompts). [`AttentionShape`] gives their
+//! grids and push constants.
+
+vkprism::compute_shader! {
+    /// `o = softmax(scale · q·Kᵀ) · V` per query row and head, the softmax computed online in
+    /// fp32 (no score matrix in memory), q and o `[batch, sq, hq, d]`, k and v
+    /// `[batch, skv, hkv, d]` (rows `q_stride`, `kv_stride`, `o_stride` elements apart); query
+    /// head h reads key/value head `h / (hq / hkv)`; with `causal` (constant 0) query i sees
+    /// keys `j <= i + offset`. `d` at most 256. One workgroup of 64 per (row, head) and share
+    /// of the keys: grid x is `splits` workgroups; with `split` (constant 1) each writes its
+    /// unnormalized share to `part` (`[rows, splits, d + 2]` F32) for [`attention_combine`],
+    /// otherwise `o` (then `splits` must be 1; `part` is unread, bind any F32 tensor). Variants:
+    /// `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
+    pub mod attention,
+    path: "attention.comp",
+}
+
+vkprism::compute_shader! {
+    /// The second pass of a split [`attention`]: each row's shares merged by their maxima and
+    /// sums into `o`. One workgroup per row (rows over grid y and z, as the row kernels).
+    pub mod attention_combine,
+    path: "attention_combine.comp",
+}
+
+vkprism::compute_shader! {
+    /// Flash attention on 16×16×16 fp16 cooperative matrices: [`attention`]'s operation and
+    /// layouts for a block of `16 · subgroups` query rows per workgroup, `D` (constant 1) the
+    /// head dimension, a multiple of 16 up to 256, every row stride a multiple of 8;
+    /// `subgroup_size` (constant 2) the device's. Grid `[ceil(sq / rows) · 128, hq, batch]`.
+    /// Variants: `fp16s_cm`, `fp16sa_cm`.
+    pub mod attention_cm,
+    path: "attention_cm.comp",
+    variants: [fp16s_cm, fp16sa_cm],
+}
+
+/// One attention problem: the sizes and strides every attention kernel's push constants hold.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct AttentionShape {
+    /// Independent sequences.
+    pub batch: usize,
+    /// Query rows per sequence.
+    pub sq: usize,
+    /// Keys (and values) per sequence.
+    pub skv: usize,
+    /// Query heads.
+    pub hq: usize,
+    /// Key/value heads (dividing `hq`).
+    pub hkv: usize,
+    /// The head dimension.
+    pub d: usize,
+}
+
+/// Rows per z slice of a per-row grid, as `ROWS_Y` in rows.glsl and attention_combine.comp.
+const ROWS_Y: usize = 32768;
+
+impl AttentionShape {
+    /// Query rows over all heads and sequences: `batch · sq · hq`.
+    pub fn rows(&self) -> usize {
+        self.batch * self.sq * self.hq
+    }
+
+    /// The causal offset of a prompt at the end of the keys: `skv - sq`.
+    pub fn causal_offset(&self) -> i32 {
+        self.skv as i32 - self.sq as i32
+    }
+
+    /// How many workgroups share one row's keys in [`attention`] so that about `target`
+    /// workgroups run: 1 when the rows alone reach it, at most one per 64 keys.
+    pub fn splits_for(&self, target: usize) -> usize {
+        target
+            .div_ceil(self.rows())
+            .clamp(1, self.skv.div_ceil(64).max(1))
+    }
+
+    /// [`attention`]'s grid for `splits` shares per row (workgroups of 64).
+    pub fn grid(&self, splits: usize) -> [u32; 3] {
+        let rows = self.rows();
+        [
+            64 * splits as u32,
+            rows.min(ROWS_Y) as u32,
+            rows.div_ceil(ROWS_Y).max(1) as u32,
+        ]
+    }
+
+    /// [`attention_combine`]'s grid (workgroups of 64).
+    pub fn combine_grid(&self) -> [u32; 3] {
+        self.grid(1)
+    }
+
+    /// [`attention_cm`]'s grid for its workgroup of `threads` invocations covering `rows`
+    /// query rows.
+    pub fn cm_grid(&self, threads: u32, rows: usize) -> [u32; 3] {
+        [
+            self.sq.div_ceil(rows) as u32 * threads,
+            self.hq as u32,
+            self.batch as u32,
+        ]
+    }
+
+    /// The shape of [`attention`]'s partial results for `splits` shares.
+    pub fn part_shape(&self, splits: usize) -> [usize; 3] {
+        [self.rows(), splits, self.d + 2]
+    }
+
+    /// [`attention`]'s push constants for contiguous operands.
+    pub fn push(&self, scale: f32, offset: i32, splits: usize) -> attention::PushConstants {
+        attention::PushConstants {
+            batch: self.batch as i32,
+            sq: self.sq as i32,
+            skv: self.skv as i32,
+            hq: self.hq as i32,
+            hkv: self.hkv as i32,
+            d: self.d as i32,
+            q_stride: (self.hq * self.d) as i32,
+            kv_stride: (self.hkv * self.d) as i32,
+            o_stride: (self.hq * self.d) as i32,
+            offset,
+            scale,
+            splits: splits as i32,
+        }
+    }
+
+    /// [`attention_combine`]'s push constants for `splits` shares.
+    pub fn combine_push(&self, splits: usize) -> attention_combine::PushConstants {
+        attention_combine::PushConstants {
+            rows: self.rows() as i32,
+            hq: self.hq as i32,
+            d: self.d as i32,
+            o_stride: (self.hq * self.d) as i32,
+            splits: splits as i32,
+        }
+    }
+
+    /// [`attention_cm`]'s push constants for contiguous operands.
+    pub fn cm_push(&self, scale: f32, offset: i32) -> attention_cm::PushConstants {
+        attention_cm::PushConstants {
+            batch: self.batch as i32,
+            sq: self.sq as i32,
+            skv: self.skv as i32,
+            hq: self.hq as i32,
+            hkv: self.hkv as i32,
+            q_stride: (self.hq * self.d) as i32,
+            kv_stride: (self.hkv * self.d) as i32,
+            o_stride: (self.hq * self.d) as i32,
+            offset,
+            scale,
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! [`Ops::attention`]: scaled dot-product attention ([`Attention`]), causal or not, with
+//! grouped-query heads, for a prompt or for new tokens against a KV cache. The fp16 path on
+//! devices with cooperative matrices is [`attention_cm`] (a block of query rows per workgroup);
+//! everywhere else, and for few query rows (decode), [`attention`] with the keys shared between
+//! workgroups where the rows alone would leave the GPU idle, then [`attention_combine`].
+
+use super::check::{float_format, not_aliased, same_format};
+use super::{recorded, OpError, Ops};
+use crate::{attention, attention_cm, attention_combine, AttentionShape};
+use std::sync::Arc;
+use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat, VariantKey};
+
+/// `o = softmax(scale · q·Kᵀ + mask) · V`: what [`Ops::attention`] computes. Built with
+/// [`Attention::new`] and the `with_*` setters.
+#[derive(Copy, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct Attention {
+    /// The scores' scale (`None`: 1/√d).
+    pub scale: Option<f32>,
+    /// Query i of sq (the last sq of the skv positions) sees only keys `j <= i + skv - sq`.
+    pub causal: bool,
+}
+
+impl Default for Attention {
+    fn default() -> Self {
+        Attention::new()
+    }
+}
+
+impl Attention {
+    /// Attention without a mask, scaled by 1/√d.
+    pub fn new() -> Attention {
+        Attention {
+            scale: None,
+            causal: false,
+        }
+    }
+    /// This attention with the scores scaled by `scale`.
+    pub fn with_scale(mut self, scale: f32) -> Attention {
+        self.scale = Some(scale);
+        self
+    }
+    /// This attention with the causal mask (`on`).
+    pub fn with_causal(mut self, on: bool) -> Attention {
+        self.causal = on;
+        self
+    }
+}
+
+/// Workgroups the split path aims for: enough to fill a large GPU twice over.
+const SPLIT_TARGET: usize = 512;
+
+impl Ops {
+    /// Records attention into `list`: q and o `[sq, hq, d]` or `[batch, sq, hq, d]`, k and v
+    /// `[skv, hkv, d]` or `[batch, skv, hkv, d]` (token-major, heads interleaved: a projection's
+    /// output as it comes; a KV cache's first skv rows are a [`Tensor::view`]), `hkv` dividing
+    /// `hq` (query head h reads key/value head `h / (hq / hkv)`), `d` at most 256, one float
+    /// format; o must not be q, k or v. With `op.causal`, the queries are the last sq of the
+    /// skv positions. Nothing is recorded when a check fails.
+    pub fn attention(
+        &self,
+        list: &mut CommandList,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        o: &Tensor,
+        op: &Attention,
+    ) -> Result<(), OpError> {
+        const OP: &str = "attention";
+        let s = attention_shape(q, k, v, o)?;
+        let format = float_format(OP, "q", q)?;
+        for (name, t) in [("k", k), ("v", v), ("o", o)] {
+            same_format(OP, name, Some(t), format)?;
+        }
+        not_aliased(OP, o, "o", &[("q", Some(q)), ("k", Some(k)), ("v", Some(v))])?;
+        let scale = op.scale.unwrap_or(1.0 / (s.d as f32).sqrt());
+        let offset = if op.causal { s.causal_offset() } else { 0 };
+        if self.matrices_fit(&s, format) {
+            if let Ok(kernel) = self.kernel_for::<attention_cm::Kernel>(OP, "q_blob", format, true)
+            {
+                return self.attention_cm(list, &kernel, &s, [q, k, v, o], op.causal, scale, offset);
+            }
+        }
+        self.attention_rows(list, &s, [q, k, v, o], op.causal, scale, offset)
+    }
+
+    /// Whether the cooperative-matrix kernel takes this problem: fp16, a head dimension it
+    /// holds, and enough query rows to fill its blocks.
+    fn matrices_fit(&self, s: &AttentionShape, format: TensorFormat) -> bool {
+        let subgroup = self.ctx.features().limits.subgroup_size;
+        format == TensorFormat::F16
+            && s.d.is_multiple_of(16)
+            && s.d <= 256
+            && s.sq >= 16
+            && matches!(subgroup, 16 | 32 | 64)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn attention_cm(
+        &self,
+        list: &mut CommandList,
+        kernel: &Arc<LoadedKernel<attention_cm::Kernel>>,
+        s: &AttentionShape,
+        [q, k, v, o]: [&Tensor; 4],
+        causal: bool,
+        scale: f32,
+        offset: i32,
+    ) -> Result<(), OpError> {
+        const OP: &str = "attention";
+        let subgroup = self.ctx.features().limits.subgroup_size;
+        let spec = attention_cm::SpecConstants {
+            causal: causal as i32,
+            D: s.d as i32,
+            subgroup_size: subgroup as i32,
+        };
+        let threads = 128;
+        let pipe = kernel
+            .pipeline(&spec, Some([threads, 1, 1]))
+            .map_err(|source| OpError::Load { op: OP, source })?;
+        let bindings = attention_cm::BufferBindings {
+            q_blob: q,
+            k_blob: k,
+            v_blob: v,
+            o_blob: o,
+        };
+        let rows = 16 * (threads / subgroup) as usize;
+        let grid = s.cm_grid(threads, rows);
+        recorded(OP, list.dispatch(&pipe, &bindings, &s.cm_push(scale, offset), grid))
+    }
+
+    /// The row kernel, its keys split over workgroups where the rows are few.
+    fn attention_rows(
+        &self,
+        list: &mut CommandList,
+        s: &AttentionShape,
+        [q, k, v, o]: [&Tensor; 4],
+        causal: bool,
+        scale: f32,
+        offset: i32,
+    ) -> Result<(), OpError> {
+        const OP: &str = "attention";
+        let kernel = self.kernel_for::<attention::Kernel>(OP, "q_blob", q.format(), false)?;
+        let splits = s.splits_for(SPLIT_TARGET);
+        let part = if splits > 1 {
+            Tensor::new(&self.ctx, &s.part_shape(splits), TensorFormat::F32)
+        } else {
+            Tensor::new(&self.ctx, &[1], TensorFormat::F32)
+        }
+        .map_err(|source| OpError::Scratch { op: OP, source })?;
+        let spec = attention::SpecConstants {
+            causal: causal as i32,
+            split: (splits > 1) as i32,
+        };
+        let pipe = kernel
+            .pipeline(&spec, Some([64, 1, 1]))
+            .map_err(|source| OpError::Load { op: OP, source })?;
+        let bindings = attention::BufferBindings {
+            q_blob: q,
+            k_blob: k,
+            v_blob: v,
+            o_blob: o,
+            part_blob: &part,
+        };
+        let push = s.push(scale, offset, splits);
+        recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid(splits)))?;
+        if splits == 1 {
+            return Ok(());
+        }
+        // The combine pass has the float axis alone: the same float mode.
+        let float = kernel.variant().key.float;
+        let key = VariantKey::parse(float.name()).expect("a float mode's name is a variant name");
+        let combine = self.kernel_exact::<attention_combine::Kernel>(OP, key)?;
+        let pipe = combine
+            .pipeline(&attention_combine::SpecConstants {}, Some([64, 1, 1]))
+            .map_err(|source| OpError::Load { op: OP, source })?;
+        let bindings = attention_combine::BufferBindings {
+            part_blob: &part,
+            o_blob: o,
+        };
+        recorded(
+            OP,
+            list.dispatch(&pipe, &bindings, &s.combine_push(splits), s.combine_grid()),
+        )
+    }
+}
+
+/// The problem of q, k, v and o, or the located mismatch.
+fn attention_shape(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    o: &Tensor,
+) -> Result<AttentionShape, OpError> {
+    const OP: &str = "attention";
+    let dims = |name: &'static str, t: &Tensor| -> Result<[usize; 4], OpError> {
+        match *t.shape() {
+            [s, h, d] if s * h * d > 0 => Ok([1, s, h, d]),
+            [b, s, h, d] if b * s * h * d > 0 => Ok([b, s, h, d]),
+            _ => Err(OpError::Shape {
+                op: OP,
+                operand: name,
+                got: t.shape().to_vec(),
+                want: "[tokens, heads, d] or [batch, tokens, heads, d], none of them 0".into(),
+            }),
+        }
+    };
+    let [batch, sq, hq, d] = dims("q", q)?;
+    let [kb, skv, hkv, kd] = dims("k", k)?;
+    let want_kv = format!("[{batch}, skv, hkv, {d}] with hkv dividing q's {hq} heads");
+    if kb != batch || kd != d || !hq.is_multiple_of(hkv) {
+        return Err(OpError::Shape {
+            op: OP,
+            operand: "k",
+            got: k.shape().to_vec(),
+            want: want_kv,
+        });
+    }
+    if v.shape() != k.shape() {
+        return Err(OpError::Shape {
+            op: OP,
+            operand: "v",
+            got: v.shape().to_vec(),
+            want: format!("k's shape {:?}", k.shape()),
+        });
+    }
+    if o.shape() != q.shape() {
+        return Err(OpError::Shape {
+            op: OP,
+            operand: "o",
+            got: o.shape().to_vec(),
+            want: format!("q's shape {:?}", q.shape()),
+        });
+    }
+    if d > 256 {
+        return Err(OpError::Unsupported {
+            op: OP,
+            why: format!("head dimension {d} is over 256"),
+        });
+    }
+    Ok(AttentionShape {
+        batch,
+        sq,
+        skv,
+        hq,
+        hkv,
+        d,
+    })
+}

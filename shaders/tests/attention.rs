@@ -1,0 +1,258 @@
+//! Attention ([`attention`], [`attention_combine`], [`attention_cm`]) in every variant the
+//! device runs, against the f64 reference on random non-zero data, outputs poisoned: prompts and
+//! decode, causal or not, grouped-query heads, batches, head dimensions that are not multiples
+//! of 4 (row kernel) or of the cooperative-matrix block, keys split over workgroups; and the
+//! operation layer's choice and checks.
+
+use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::{
+    attention, attention_cm, attention_combine, reference, Attention, AttentionShape, OpError, Ops,
+};
+use vkprism_testkit::{
+    assert_clean, assert_close_scaled, ctx, expected_in, load_unless_device_lacks_matrices,
+    poisoned, quantize, random_in, tolerance,
+};
+
+/// Random q, k, v for `s` in `format`, as uploaded and as the GPU sees them.
+struct Operands {
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    qv: Vec<f32>,
+    kv: Vec<f32>,
+    vv: Vec<f32>,
+}
+
+fn operands(ctx: &Context, s: &AttentionShape, f: TensorFormat, seed: u64) -> Operands {
+    let qs = [s.batch, s.sq, s.hq, s.d];
+    let ks = [s.batch, s.skv, s.hkv, s.d];
+    let qv = random_in(qs.iter().product(), seed, 0.1, 1.0);
+    let kv = random_in(ks.iter().product(), seed + 1, 0.1, 1.0);
+    // Values of both signs: outputs near 0 as well as far from it.
+    let vv: Vec<f32> = random_in(ks.iter().product(), seed + 2, 0.1, 2.0)
+        .iter()
+        .enumerate()
+        .map(|(i, x)| if i % 3 == 0 { -x } else { *x })
+        .collect();
+    Operands {
+        q: Tensor::from_f32(ctx, &qs, f, &qv).unwrap(),
+        k: Tensor::from_f32(ctx, &ks, f, &kv).unwrap(),
+        v: Tensor::from_f32(ctx, &ks, f, &vv).unwrap(),
+        qv: quantize(&qv, f),
+        kv: quantize(&kv, f),
+        vv: quantize(&vv, f),
+    }
+}
+
+fn check(got: &Tensor, s: &AttentionShape, x: &Operands, causal: bool, tol: f32, what: &str) {
+    let scale = 1.0 / (s.d as f32).sqrt();
+    let (want, err) = reference::attention(s, scale, causal, &x.qv, &x.kv, &x.vv);
+    let (want, err) = expected_in(&want, &err, got.format());
+    assert_close_scaled(&got.download_f32().unwrap(), &want, &err, tol, what);
+}
+
+/// Runs the row kernel in variant `name` with `splits` shares per row (and the combine pass
+/// where there are several).
+fn run_rows(ctx: &Context, name: &str, s: AttentionShape, causal: bool, splits: usize, seed: u64) {
+    let load = LoadOptions::variant_named(name).unwrap();
+    let k = ctx.load_with::<attention::Kernel>(&load).unwrap();
+    let f = k.format_of("q_blob").unwrap();
+    let x = operands(ctx, &s, f, seed);
+    let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
+    let part_shape = s.part_shape(splits);
+    let part = poisoned(ctx, &part_shape, TensorFormat::F32);
+    let spec = attention::SpecConstants {
+        causal: causal as i32,
+        split: (splits > 1) as i32,
+    };
+    let pipe = k.pipeline(&spec, Some([64, 1, 1])).unwrap();
+    let combine = ctx
+        .load_with::<attention_combine::Kernel>(&LoadOptions::variant_named(k.variant().key.float.name()).unwrap())
+        .unwrap();
+    let cpipe = combine.pipeline(&Default::default(), Some([64, 1, 1])).unwrap();
+    let scale = 1.0 / (s.d as f32).sqrt();
+    let offset = if causal { s.causal_offset() } else { 0 };
+    ctx.run(|l| {
+        let b = attention::BufferBindings {
+            q_blob: &x.q,
+            k_blob: &x.k,
+            v_blob: &x.v,
+            o_blob: &o,
+            part_blob: &part,
+        };
+        l.dispatch(&pipe, &b, &s.push(scale, offset, splits), s.grid(splits))?;
+        if splits > 1 {
+            let b = attention_combine::BufferBindings {
+                part_blob: &part,
+                o_blob: &o,
+            };
+            l.dispatch(&cpipe, &b, &s.combine_push(splits), s.combine_grid())?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let what = format!("{name} {s:?} causal {causal} splits {splits}");
+    check(&o, &s, &x, causal, tolerance(&k.variant().key), &what);
+}
+
+fn shape(batch: usize, sq: usize, skv: usize, hq: usize, hkv: usize, d: usize) -> AttentionShape {
+    AttentionShape {
+        batch,
+        sq,
+        skv,
+        hq,
+        hkv,
+        d,
+    }
+}
+
+#[test]
+fn attention_rows_every_variant() {
+    let ctx = ctx();
+    assert_eq!(
+        attention::VARIANT_NAMES,
+        ["fp32_sg", "fp32_nosg", "fp16s_sg", "fp16s_nosg", "fp16sa_sg", "fp16sa_nosg", "bf16s_sg", "bf16s_nosg"]
+    );
+    let cases = [
+        // A prompt: grouped-query heads, a head dimension not a multiple of 4.
+        (shape(1, 5, 5, 4, 2, 23), 1),
+        // More keys than a workgroup, more queries than keys (causal rows that see none).
+        (shape(2, 9, 70, 3, 1, 16), 1),
+        (shape(1, 6, 4, 2, 2, 8), 1),
+        // Decode: one query against a cache, the keys split over workgroups.
+        (shape(1, 1, 300, 8, 2, 64), 5),
+        (shape(2, 1, 130, 4, 4, 130), 3),
+        // A head dimension over 128 (three outputs per invocation), split with empty shares.
+        (shape(1, 3, 65, 2, 1, 250), 4),
+    ];
+    for name in attention::VARIANT_NAMES {
+        for (i, (s, splits)) in cases.iter().enumerate() {
+            for causal in [false, true] {
+                run_rows(&ctx, name, *s, causal, *splits, 10 * i as u64);
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn attention_rows_over_the_grid_limit() {
+    let ctx = ctx();
+    // 35,200 rows: z slices of the per-row grid.
+    run_rows(&ctx, "fp32_sg", shape(1, 1100, 3, 32, 8, 4), true, 1, 7);
+    assert_clean(&ctx);
+}
+
+/// Runs the cooperative-matrix kernel in variant `name` (where the device has matrices).
+fn run_cm(ctx: &Context, name: &str, s: AttentionShape, causal: bool, seed: u64) -> bool {
+    let Some(k) = load_unless_device_lacks_matrices::<attention_cm::Kernel>(ctx, name) else {
+        return false;
+    };
+    let f = k.format_of("q_blob").unwrap();
+    assert_eq!(f, TensorFormat::F16);
+    let x = operands(ctx, &s, f, seed);
+    let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
+    let subgroup = ctx.features().limits.subgroup_size;
+    let spec = attention_cm::SpecConstants {
+        causal: causal as i32,
+        D: s.d as i32,
+        subgroup_size: subgroup as i32,
+    };
+    let pipe = k.pipeline(&spec, Some([128, 1, 1])).unwrap();
+    let scale = 1.0 / (s.d as f32).sqrt();
+    let offset = if causal { s.causal_offset() } else { 0 };
+    let rows = 16 * (128 / subgroup) as usize;
+    ctx.run(|l| {
+        let b = attention_cm::BufferBindings {
+            q_blob: &x.q,
+            k_blob: &x.k,
+            v_blob: &x.v,
+            o_blob: &o,
+        };
+        l.dispatch(&pipe, &b, &s.cm_push(scale, offset), s.cm_grid(128, rows))
+    })
+    .unwrap();
+    // The probabilities are rounded to fp16 before they multiply V: a second rounding.
+    let tol = 2.0 * tolerance(&k.variant().key) + 1e-3;
+    check(&o, &s, &x, causal, tol, &format!("{name} {s:?} causal {causal}"));
+    true
+}
+
+#[test]
+fn attention_cm_every_variant() {
+    let ctx = ctx();
+    assert_eq!(attention_cm::VARIANT_NAMES, ["fp16s_cm", "fp16sa_cm"]);
+    let cases = [
+        shape(1, 64, 64, 2, 2, 64),
+        // Rows and keys not multiples of the blocks; grouped-query heads; batches.
+        shape(2, 70, 100, 4, 2, 128),
+        shape(1, 17, 45, 3, 1, 16),
+        // More queries than keys: causal rows that see none.
+        shape(1, 40, 20, 2, 1, 32),
+        shape(1, 33, 200, 2, 2, 256),
+    ];
+    for name in attention_cm::VARIANT_NAMES {
+        for (i, s) in cases.iter().enumerate() {
+            for causal in [false, true] {
+                if !run_cm(&ctx, name, *s, causal, 100 + i as u64) {
+                    break;
+                }
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// The operation layer in each float format: a prompt and a decode step, against the
+/// reference.
+#[test]
+fn attention_ops() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    for f in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+        for (i, s) in [shape(1, 80, 80, 4, 2, 64), shape(1, 1, 700, 4, 1, 128)]
+            .iter()
+            .enumerate()
+        {
+            let x = operands(&ctx, s, f, 200 + i as u64);
+            let o = poisoned(&ctx, &[s.batch, s.sq, s.hq, s.d], f);
+            let op = Attention::new().with_causal(true);
+            ops.run(|l| ops.attention(l, &x.q, &x.k, &x.v, &o, &op))
+                .unwrap();
+            let tol = if f == TensorFormat::F32 { 1e-5 } else { 2e-2 };
+            check(&o, s, &x, true, tol, &format!("ops {f:?} {s:?}"));
+        }
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn attention_ops_refuses_bad_operands() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let t = |shape: &[usize], f| poisoned(&ctx, shape, f);
+    let f = TensorFormat::F32;
+    let (q, k, v, o) = (t(&[4, 4, 8], f), t(&[6, 2, 8], f), t(&[6, 2, 8], f), t(&[4, 4, 8], f));
+    let op = Attention::new();
+    let err = |q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor| {
+        ops.run(|l| ops.attention(l, q, k, v, o, &op)).unwrap_err()
+    };
+    // Three key heads don't divide four query heads.
+    let k3 = t(&[6, 3, 8], f);
+    assert!(matches!(err(&q, &k3, &k3, &o), OpError::Shape { operand: "k", .. }));
+    // A head dimension that differs.
+    let k9 = t(&[6, 2, 9], f);
+    assert!(matches!(err(&q, &k9, &v, &o), OpError::Shape { operand: "k", .. }));
+    assert!(matches!(err(&q, &k, &k9, &o), OpError::Shape { operand: "v", .. }));
+    assert!(matches!(err(&q, &k, &v, &k), OpError::Shape { operand: "o", .. }));
+    assert!(matches!(err(&t(&[4, 32], f), &k, &v, &o), OpError::Shape { operand: "q", .. }));
+    let e = err(&q, &k, &v, &t(&[4, 4, 8], TensorFormat::F16));
+    assert!(matches!(e, OpError::Format { operand: "o", .. }), "{e}");
+    assert!(matches!(err(&q, &k, &v, &q), OpError::Aliased { output: "o", other: "q", .. }));
+    let big = |s: &[usize]| t(s, f);
+    let e = err(&big(&[2, 1, 300]), &big(&[2, 1, 300]), &big(&[2, 1, 300]), &big(&[2, 1, 300]));
+    assert!(e.to_string().contains("head dimension 300"), "{e}");
+    // The context is still usable.
+    ops.run(|l| ops.attention(l, &q, &k, &v, &o, &op)).unwrap();
+    assert_clean(&ctx);
+}
