@@ -50,6 +50,23 @@ def event_time(fn):
     return a.elapsed_time(b) / 1e3
 
 
+def graph_timed(fn, reps=20):
+    """Seconds per call of fn() and the SM clock: a CUDA graph of `reps` calls back to back,
+    replayed and timed as `timed` times a call (no host launch inside the timed span)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(reps):
+            fn()
+    t, mhz = timed(g.replay)
+    return t / reps, mhz
+
+
 def rand(shape, dtype, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     m = torch.rand(shape, device="cuda", generator=g) * 0.9 + 0.1
@@ -186,6 +203,53 @@ def dispatch():
     return out
 
 
+def ops():
+    """The operation layer's case (bench/src/ops.rs): rows, element-wise and attention, each a
+    CUDA graph of 20 calls."""
+    F = torch.nn.functional
+    out = []
+    method = "cuda-graph x20"
+    for dname in ("fp32", "fp16"):
+        dtype = DTYPES[dname]
+        n = 4096
+        x, g = rand((n, n), dtype, 1), rand((n,), dtype, 2)
+        rms = (lambda: F.rms_norm(x, (n,), g, 1e-5)) if hasattr(F, "rms_norm") else \
+            (lambda: x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(dtype) * g)
+        for name, fn, what in (("softmax", lambda: torch.softmax(x, -1), "torch.softmax"),
+                               ("layer_norm", lambda: F.layer_norm(x, (n,), g, g, 1e-5), "F.layer_norm"),
+                               ("rms_norm", rms, "F.rms_norm" if hasattr(F, "rms_norm") else "rms norm, eager ops")):
+            t, mhz = graph_timed(fn)
+            out.append(rec(name, f"{n}x{n}", dname, 2 * n * n * x.element_size() / t / 1e12, "TB/s", mhz,
+                           f"{what} {dname}, {method}"))
+        del x
+        for mib in (64, 256):
+            m = mib << 18
+            x, row = rand((m // 4096, 4096), dtype, 3), rand((4096,), dtype, 4)
+            y = torch.empty_like(x)
+            for shape, fn, what, case in (
+                    (f"gelu {mib}MiB", lambda: F.gelu(x), "F.gelu", "unary"),
+                    (f"silu {mib}MiB", lambda: F.silu(x), "F.silu", "unary"),
+                    (f"add row {mib}MiB", lambda: torch.add(x, row, out=y), "torch.add broadcast", "broadcast")):
+                t, mhz = graph_timed(fn)
+                out.append(rec(case, shape, dname, 2 * m * x.element_size() / t / 1e12, "TB/s", mhz,
+                               f"{what} {dname}, {method}"))
+            del x, y
+    heads, d, prompt, cache = 32, 128, 2048, 4096
+    q, k, v = (rand((1, heads, prompt, d), torch.float16, s) for s in (5, 6, 7))
+    fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    t, mhz = graph_timed(fn)
+    out.append(rec("attention", f"prefill {prompt} h{heads} d{d} causal", "fp16",
+                   4 * prompt * prompt * heads * d / 2 / t / 1e12, "TFLOP/s", mhz,
+                   f"F.scaled_dot_product_attention fp16 (flash), {method}"))
+    q1 = rand((1, heads, 1, d), torch.float16, 9)
+    kc, vc = rand((1, heads, cache, d), torch.float16, 11), rand((1, heads, cache, d), torch.float16, 12)
+    t, mhz = graph_timed(lambda: F.scaled_dot_product_attention(q1, kc, vc))
+    out.append(rec("attention", f"decode kv{cache} h{heads} d{d}", "fp16",
+                   2 * cache * heads * d * 2 / t / 1e12, "TB/s", mhz,
+                   f"F.scaled_dot_product_attention fp16, one query, {method}"))
+    return out
+
+
 def rec(case, shape, dtype, value, unit, mhz, reference):
     r = dict(case=case, shape=shape, dtype=dtype, value=value, unit=unit, sm_clock_mhz=mhz, reference=reference)
     print(f"torch {case:<12} {shape:<30} {dtype:<6} {value:10.3f} {unit:<8} SM clock {mhz} MHz  ({reference})",
@@ -201,7 +265,7 @@ def main():
     records = []
     for case in args.cases.split(","):
         records += {"gemm": gemm, "elementwise": elementwise, "dispatch": dispatch, "conv2d": conv2d,
-                    "transfer": transfer}[case]()
+                    "transfer": transfer, "ops": ops}[case]()
     with open(args.json, "w") as f:
         json.dump(records, f, indent=1)
 

@@ -3,7 +3,7 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops] [--json FILE]
 
 mod bound;
 mod conv;
@@ -14,13 +14,14 @@ mod gemm;
 mod gemm_image;
 mod gemm_int8;
 mod harness;
+mod ops;
 mod transfer;
 
 use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -81,6 +82,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "elementwise" => elementwise::run(&ctx, args.cfg)?,
             "dispatch" => dispatch::run(&ctx, args.cfg)?,
             "bound" => bound::run(&ctx, args.cfg)?,
+            "ops" => ops::run(&ctx, args.cfg)?,
             other => return Err(format!("unknown case `{other}`\n{USAGE}").into()),
         });
     }

@@ -16,6 +16,7 @@
 // key/value head h / (hq / hkv). With `causal`, query i sees keys j <= i + offset; a query that
 // sees none gives 0. Grid: [ceil(sq / BR) · workgroup, hq, batch].
 #extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
 layout (local_size_x = 128) in;
 
 layout (constant_id = 0) const int causal = 0;
@@ -123,7 +124,7 @@ void softmax_step(int warp, int lane, int i0, int j0)
     const int base = warp * 16 * BC + r * BC + part * CPL;
     float s[CPL];
     float mx = neg_inf();
-    for (int c = 0; c < CPL; c++)
+    [[unroll]] for (int c = 0; c < CPL; c++)
     {
         const int j = j0 + part * CPL + c;
         s[c] = j <= last ? s_smem[base + c] * p.scale : neg_inf();
@@ -133,10 +134,10 @@ void softmax_step(int warp, int lane, int i0, int j0)
     const float m_old = row_m[warp * 16 + r];
     const float m_new = max(m_old, mx);
     float sum = 0.0;
-    for (int o = 0; o < CPL / 8; o++)
+    [[unroll]] for (int o = 0; o < CPL / 8; o++)
     {
         uint w[4];
-        for (int h = 0; h < 4; h++)
+        [[unroll]] for (int h = 0; h < 4; h++)
         {
             const int c = o * 8 + h * 2;
             const float a = m_new == neg_inf() ? 0.0 : exp(s[c] - m_new);
@@ -157,30 +158,6 @@ void softmax_step(int warp, int lane, int i0, int j0)
         row_m[warp * 16 + r] = m_new;
     }
     sync_subgroup();
-}
-
-// This subgroup's 16 output rows from the accumulators (already divided by their sums).
-void store_o(int warp, int lane, int n, int h, int i0, ACC o[D / 16])
-{
-    for (int f = 0; f < D / 16; f++)
-    {
-        coopMatStore(o[f], s_smem, warp * 16 * BC, 16, gl_CooperativeMatrixLayoutRowMajor);
-        sync_subgroup();
-        for (int q = lane; q < 32; q += subgroup_size)
-        {
-            const int r = q / 2, c = (q % 2) * 8;
-            const int i = i0 + r;
-            if (i >= p.sq) continue;
-            const int at = warp * 16 * BC + r * 16 + c;
-            uvec4 w;
-            w.x = packHalf2x16(vec2(s_smem[at], s_smem[at + 1]));
-            w.y = packHalf2x16(vec2(s_smem[at + 2], s_smem[at + 3]));
-            w.z = packHalf2x16(vec2(s_smem[at + 4], s_smem[at + 5]));
-            w.w = packHalf2x16(vec2(s_smem[at + 6], s_smem[at + 7]));
-            o_data[((n * p.sq + i) * p.o_stride + h * D) / 8 + f * 2 + c / 8] = w;
-        }
-        sync_subgroup();
-    }
 }
 
 void main()
@@ -205,12 +182,12 @@ void main()
     }
     barrier();
     coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> qf[D / 16];
-    for (int k = 0; k < D / 16; k++)
+    [[unroll]] for (int k = 0; k < D / 16; k++)
         coopMatLoad(qf[k], kv_smem, warp * 16 * KS + k * 2, KS, gl_CooperativeMatrixLayoutRowMajor);
     ACC row_of;
     coopMatLoad(row_of, s_smem, warp * 16 * BC, 16, gl_CooperativeMatrixLayoutRowMajor);
     ACC o[D / 16];
-    for (int f = 0; f < D / 16; f++) o[f] = ACC(0.0);
+    [[unroll]] for (int f = 0; f < D / 16; f++) o[f] = ACC(0.0);
 
     // Keys past the block's last query's last visible key are never read.
     const int kv_end = causal == 1 ? clamp(r0 + BR + p.offset, 0, p.skv) : p.skv;
@@ -219,10 +196,10 @@ void main()
         barrier();
         stage_kv(tid, n, kvh, j0);
         barrier();
-        for (int c = 0; c < BC / 16; c++)
+        [[unroll]] for (int c = 0; c < BC / 16; c++)
         {
             ACC s = ACC(0.0);
-            for (int k = 0; k < D / 16; k++)
+            [[unroll]] for (int k = 0; k < D / 16; k++)
             {
                 coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> kb;
                 coopMatLoad(kb, kv_smem, c * 16 * KS + k * 2, KS, gl_CooperativeMatrixLayoutColumnMajor);
@@ -232,14 +209,14 @@ void main()
         }
         sync_subgroup();
         softmax_step(warp, lane, i0, j0);
-        for (int f = 0; f < D / 16; f++)
-            for (int e = 0; e < o[f].length(); e++)
+        [[unroll]] for (int f = 0; f < D / 16; f++)
+            [[unroll]] for (int e = 0; e < o[f].length(); e++)
                 o[f][e] *= row_a[warp * 16 + int(row_of[e])];
-        for (int kk = 0; kk < BC / 16; kk++)
+        [[unroll]] for (int kk = 0; kk < BC / 16; kk++)
         {
             coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> pa;
             coopMatLoad(pa, p_smem, warp * 16 * PS + kk * 2, PS, gl_CooperativeMatrixLayoutRowMajor);
-            for (int f = 0; f < D / 16; f++)
+            [[unroll]] for (int f = 0; f < D / 16; f++)
             {
                 coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> vb;
                 coopMatLoad(vb, kv_smem, (BC + kk * 16) * KS + f * 2, KS, gl_CooperativeMatrixLayoutRowMajor);
@@ -248,14 +225,33 @@ void main()
         }
     }
 
-    for (int f = 0; f < D / 16; f++)
-        for (int e = 0; e < o[f].length(); e++)
+    [[unroll]] for (int f = 0; f < D / 16; f++)
+        [[unroll]] for (int e = 0; e < o[f].length(); e++)
         {
             const float l = row_l[warp * 16 + int(row_of[e])];
             o[f][e] *= l > 0.0 ? 1.0 / l : 0.0;
         }
     sync_subgroup();
-    store_o(warp, lane, n, h, i0, o);
+    // Each 16×16 output matrix through this subgroup's score scratch, as halves.
+    [[unroll]] for (int f = 0; f < D / 16; f++)
+    {
+        coopMatStore(o[f], s_smem, warp * 16 * BC, 16, gl_CooperativeMatrixLayoutRowMajor);
+        sync_subgroup();
+        for (int q = lane; q < 32; q += subgroup_size)
+        {
+            const int r = q / 2, c = (q % 2) * 8;
+            const int i = i0 + r;
+            if (i >= p.sq) continue;
+            const int at = warp * 16 * BC + r * 16 + c;
+            uvec4 w;
+            w.x = packHalf2x16(vec2(s_smem[at], s_smem[at + 1]));
+            w.y = packHalf2x16(vec2(s_smem[at + 2], s_smem[at + 3]));
+            w.z = packHalf2x16(vec2(s_smem[at + 4], s_smem[at + 5]));
+            w.w = packHalf2x16(vec2(s_smem[at + 6], s_smem[at + 7]));
+            o_data[((n * p.sq + i) * p.o_stride + h * D) / 8 + f * 2 + c / 8] = w;
+        }
+        sync_subgroup();
+    }
 }
 #else
 void main()

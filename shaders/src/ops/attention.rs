@@ -47,8 +47,8 @@ impl Attention {
     }
 }
 
-/// Workgroups the split path aims for: enough to fill a large GPU twice over.
-const SPLIT_TARGET: usize = 512;
+/// Workgroups the split path aims for: enough keys in flight to keep a large GPU's memory busy.
+const SPLIT_TARGET: usize = 2048;
 
 impl Ops {
     /// Records attention into `list`: q and o `[sq, hq, d]` or `[batch, sq, hq, d]`, k and v

@@ -1,0 +1,153 @@
+//! The operation layer's memory-bound and attention operators, each recorded `REPS` times
+//! back to back into one list and timed as one (GPU timestamps around the list, divided by
+//! `REPS`), as `bench/torch_ref.py` times PyTorch's: a CUDA graph of `REPS` calls.
+//! - rows: softmax, layer norm, RMS norm over 4096 × 4096 (bytes read + written per second);
+//! - unary GELU and SiLU, and a broadcast add of one row to every row, 64 and 256 MiB of fp32;
+//! - attention: a causal prompt (fp16, 32 heads of 128, 2048 tokens; FLOP/s of the causal
+//!   half) and one decode step against a 4096-token KV cache (K and V bytes per second).
+
+use crate::harness::{print, time_list, Config, Record};
+use crate::random;
+use vkprism::{CommandList, Context, Tensor, TensorFormat};
+use vkprism_shaders::{Attention, BinaryOp, OpError, Ops, Softmax, UnaryOp};
+
+/// Back-to-back calls in one timed list.
+pub const REPS: usize = 20;
+
+/// What one figure counts: bytes moved or floating-point operations.
+#[derive(Copy, Clone)]
+enum Work {
+    Bytes(usize),
+    Flops(usize),
+}
+
+pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let ops = Ops::new(ctx);
+    let mut records = Vec::new();
+    for f in [TensorFormat::F32, TensorFormat::F16] {
+        rows(ctx, &ops, cfg, f, &mut records)?;
+        elementwise(ctx, &ops, cfg, f, &mut records)?;
+    }
+    attention(ctx, &ops, cfg, &mut records)?;
+    Ok(records)
+}
+
+fn dtype(f: TensorFormat) -> &'static str {
+    match f {
+        TensorFormat::F16 => "fp16",
+        TensorFormat::Bf16 => "bf16",
+        _ => "fp32",
+    }
+}
+
+/// Times `REPS` calls of `record` in one list.
+fn measure(
+    ctx: &Context,
+    cfg: Config,
+    label: (&'static str, String, TensorFormat),
+    work: Work,
+    record: impl Fn(&mut CommandList) -> Result<(), OpError>,
+) -> Result<Record, Box<dyn std::error::Error>> {
+    let mut list = CommandList::with_total_timing(ctx)?;
+    for _ in 0..REPS {
+        record(&mut list)?;
+    }
+    let t = time_list(&mut list, cfg)?;
+    let per_call = t.median_s / REPS as f64;
+    let (value, unit) = match work {
+        Work::Bytes(b) => (b as f64 / per_call / 1e12, "TB/s"),
+        Work::Flops(f) => (f as f64 / per_call / 1e12, "TFLOP/s"),
+    };
+    let r = Record {
+        case: label.0,
+        shape: label.1,
+        variant: dtype(label.2).into(),
+        coopmat: false,
+        value,
+        unit,
+        sm_clock_mhz: t.sm_clock_mhz,
+    };
+    print(&r);
+    Ok(r)
+}
+
+fn rows(
+    ctx: &Context,
+    ops: &Ops,
+    cfg: Config,
+    f: TensorFormat,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let n = if cfg.quick { 64 } else { 4096 };
+    let x = Tensor::from_f32(ctx, &[n, n], f, &random(n * n, 1))?;
+    let y = Tensor::new(ctx, &[n, n], f)?;
+    let g = Tensor::from_f32(ctx, &[n], f, &random(n, 2))?;
+    let bytes = Work::Bytes(2 * n * n * f.size());
+    let shape = format!("{n}x{n}");
+    out.push(measure(ctx, cfg, ("softmax", shape.clone(), f), bytes, |l| {
+        ops.softmax(l, &x, &y, &Softmax::new())
+    })?);
+    out.push(measure(ctx, cfg, ("layer_norm", shape.clone(), f), bytes, |l| {
+        ops.layer_norm(l, &x, Some(&g), Some(&g), &y, 1e-5)
+    })?);
+    out.push(measure(ctx, cfg, ("rms_norm", shape, f), bytes, |l| {
+        ops.rms_norm(l, &x, Some(&g), &y, 1e-5)
+    })?);
+    Ok(())
+}
+
+fn elementwise(
+    ctx: &Context,
+    ops: &Ops,
+    cfg: Config,
+    f: TensorFormat,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let sizes: &[usize] = if cfg.quick { &[1] } else { &[64, 256] };
+    for &mib in sizes {
+        // `mib` MiB of fp32 elements, as the elementwise case counts them.
+        let n = mib << 18;
+        let cols = 4096;
+        let x = Tensor::from_f32(ctx, &[n / cols, cols], f, &random(n, 3))?;
+        let y = Tensor::new(ctx, &[n / cols, cols], f)?;
+        let row = Tensor::from_f32(ctx, &[cols], f, &random(cols, 4))?;
+        let bytes = Work::Bytes(2 * n * f.size());
+        for (name, op) in [("gelu", UnaryOp::Gelu), ("silu", UnaryOp::Silu)] {
+            let label = ("unary", format!("{name} {mib}MiB"), f);
+            out.push(measure(ctx, cfg, label, bytes, |l| ops.unary(l, &x, &y, op))?);
+        }
+        let label = ("broadcast", format!("add row {mib}MiB"), f);
+        out.push(measure(ctx, cfg, label, bytes, |l| {
+            ops.binary(l, &x, &row, &y, BinaryOp::Add)
+        })?);
+    }
+    Ok(())
+}
+
+fn attention(
+    ctx: &Context,
+    ops: &Ops,
+    cfg: Config,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let f = TensorFormat::F16;
+    let (heads, d) = (32, 128);
+    let (prompt, cache) = if cfg.quick { (64, 128) } else { (2048, 4096) };
+    let tokens = |n: usize, seed| Tensor::from_f32(ctx, &[n, heads, d], f, &random(n * heads * d, seed));
+    let (q, k, v, o) = (tokens(prompt, 5)?, tokens(prompt, 6)?, tokens(prompt, 7)?, tokens(prompt, 8)?);
+    let causal = Attention::new().with_causal(true);
+    // The causal half of QKᵀ and PV, as PyTorch's side counts it.
+    let flops = Work::Flops(4 * prompt * prompt * heads * d / 2);
+    let label = ("attention", format!("prefill {prompt} h{heads} d{d} causal"), f);
+    out.push(measure(ctx, cfg, label, flops, |l| {
+        ops.attention(l, &q, &k, &v, &o, &causal)
+    })?);
+    let (q1, o1) = (tokens(1, 9)?, tokens(1, 10)?);
+    let (kc, vc) = (tokens(cache, 11)?, tokens(cache, 12)?);
+    let bytes = Work::Bytes(2 * cache * heads * d * f.size());
+    let label = ("attention", format!("decode kv{cache} h{heads} d{d}"), f);
+    out.push(measure(ctx, cfg, label, bytes, |l| {
+        ops.attention(l, &q1, &kc, &vc, &o1, &causal)
+    })?);
+    Ok(())
+}
