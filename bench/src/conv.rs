@@ -109,7 +109,16 @@ fn one(
         crate::print_statistics(&format!("conv2d {variant} {conv_cfg:?}"), &pipe);
     }
     let ops = Ops::new(ctx);
-    ops.conv2d_with(&mut list, &kernel, &conv_cfg, &it, &wt, None, &ot, &Conv2d::new(s))?;
+    ops.conv2d_with(
+        &mut list,
+        &kernel,
+        &conv_cfg,
+        &it,
+        &wt,
+        None,
+        &ot,
+        &Conv2d::new(s),
+    )?;
     list.submit_and_wait()?;
     check(
         &ot.download_f32()?,

@@ -54,7 +54,10 @@ fn one(
             (GemmConfig::for_gemm_int8(&key, subgroup, m, n, k), None)
         }
     };
-    let pipe = kernel.pipeline(&gemm_cfg.spec(Default::default()), Some(gemm_cfg.local_size()))?;
+    let pipe = kernel.pipeline(
+        &gemm_cfg.spec(Default::default()),
+        Some(gemm_cfg.local_size()),
+    )?;
     crate::print_statistics(&format!("gemm_int8 {variant} {gemm_cfg:?}"), &pipe);
     let mut list = CommandList::with_total_timing(ctx)?;
     let push = gemm_int8::PushConstants {

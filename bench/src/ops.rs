@@ -84,12 +84,20 @@ fn rows(
     let g = Tensor::from_f32(ctx, &[n], f, &random(n, 2))?;
     let bytes = Work::Bytes(2 * n * n * f.size());
     let shape = format!("{n}x{n}");
-    out.push(measure(ctx, cfg, ("softmax", shape.clone(), f), bytes, |l| {
-        ops.softmax(l, &x, &y, &Softmax::new())
-    })?);
-    out.push(measure(ctx, cfg, ("layer_norm", shape.clone(), f), bytes, |l| {
-        ops.layer_norm(l, &x, Some(&g), Some(&g), &y, 1e-5)
-    })?);
+    out.push(measure(
+        ctx,
+        cfg,
+        ("softmax", shape.clone(), f),
+        bytes,
+        |l| ops.softmax(l, &x, &y, &Softmax::new()),
+    )?);
+    out.push(measure(
+        ctx,
+        cfg,
+        ("layer_norm", shape.clone(), f),
+        bytes,
+        |l| ops.layer_norm(l, &x, Some(&g), Some(&g), &y, 1e-5),
+    )?);
     out.push(measure(ctx, cfg, ("rms_norm", shape, f), bytes, |l| {
         ops.rms_norm(l, &x, Some(&g), &y, 1e-5)
     })?);
@@ -114,7 +122,9 @@ fn elementwise(
         let bytes = Work::Bytes(2 * n * f.size());
         for (name, op) in [("gelu", UnaryOp::Gelu), ("silu", UnaryOp::Silu)] {
             let label = ("unary", format!("{name} {mib}MiB"), f);
-            out.push(measure(ctx, cfg, label, bytes, |l| ops.unary(l, &x, &y, op))?);
+            out.push(measure(ctx, cfg, label, bytes, |l| {
+                ops.unary(l, &x, &y, op)
+            })?);
         }
         let label = ("broadcast", format!("add row {mib}MiB"), f);
         out.push(measure(ctx, cfg, label, bytes, |l| {
@@ -133,12 +143,22 @@ fn attention(
     let f = TensorFormat::F16;
     let (heads, d) = (32, 128);
     let (prompt, cache) = if cfg.quick { (64, 128) } else { (2048, 4096) };
-    let tokens = |n: usize, seed| Tensor::from_f32(ctx, &[n, heads, d], f, &random(n * heads * d, seed));
-    let (q, k, v, o) = (tokens(prompt, 5)?, tokens(prompt, 6)?, tokens(prompt, 7)?, tokens(prompt, 8)?);
+    let tokens =
+        |n: usize, seed| Tensor::from_f32(ctx, &[n, heads, d], f, &random(n * heads * d, seed));
+    let (q, k, v, o) = (
+        tokens(prompt, 5)?,
+        tokens(prompt, 6)?,
+        tokens(prompt, 7)?,
+        tokens(prompt, 8)?,
+    );
     let causal = Attention::new().with_causal(true);
     // The causal half of QKᵀ and PV, as PyTorch's side counts it.
     let flops = Work::Flops(4 * prompt * prompt * heads * d / 2);
-    let label = ("attention", format!("prefill {prompt} h{heads} d{d} causal"), f);
+    let label = (
+        "attention",
+        format!("prefill {prompt} h{heads} d{d} causal"),
+        f,
+    );
     out.push(measure(ctx, cfg, label, flops, |l| {
         ops.attention(l, &q, &k, &v, &o, &causal)
     })?);

@@ -16,7 +16,8 @@
 // Keys are taken a workgroup at a time: invocation t scores key j0 + t (its dot product with q,
 // which sits in shared memory), the chunk's maximum and sum go through a workgroup reduction
 // (rows.glsl), the chunk's probabilities through shared memory, and invocation t accumulates
-// output dimensions t, t + W, ... (a coalesced read of each value row). fp32 throughout.
+// output dimensions t, t + W, ... (a coalesced read of each value row), or (attention4) the
+// quad t of each value row, K and V read as quads. fp32 throughout.
 //
 // With `split` the keys are shared between gl_NumWorkGroups.x workgroups (decode: one query
 // row, thousands of keys) and each writes its unnormalized output with its running maximum
@@ -25,10 +26,22 @@ layout (local_size_x = 64) in;
 
 layout (constant_id = 0) const int causal = 0;
 layout (constant_id = 1) const int split = 0;
+// VKPRISM_QUADS (attention4): d and kv_stride are multiples of 4, K and V rows are read as
+// quads, and each invocation accumulates whole quads of the output.
+#if VKPRISM_QUADS
+const int quads = 1;
+#else
+const int quads = 0;
+#endif
 
 layout (binding = 0) readonly buffer q_blob { sfp q_data[]; };
+#if VKPRISM_QUADS
+layout (binding = 1) readonly buffer k_blob { sfpvec4 k_data[]; };
+layout (binding = 2) readonly buffer v_blob { sfpvec4 v_data[]; };
+#else
 layout (binding = 1) readonly buffer k_blob { sfp k_data[]; };
 layout (binding = 2) readonly buffer v_blob { sfp v_data[]; };
+#endif
 layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
 layout (binding = 4) writeonly buffer part_blob { float part_data[]; };
 
@@ -43,8 +56,20 @@ layout (push_constant) uniform parameter {
 const int MAX_D = 256;
 const int PER = MAX_D / int(gl_WorkGroupSize.x) > 0 ? MAX_D / int(gl_WorkGroupSize.x) : 1;
 
-shared float q_shared[MAX_D];
+shared vec4 q_shared[MAX_D / 4];
+
 shared float p_shared[gl_WorkGroupSize.x];
+
+// This invocation's r-th output dimension, lid + r·size, as the scalar or quad path holds
+// it: quads are spread back through shared memory (the quad of dimension e is held by
+// invocation e / 4).
+shared vec4 out_quads[MAX_D / 4];
+float out_value(float acc[PER], vec4 acc4, int r)
+{
+    if (quads == 0) return acc[r];
+    const int e = int(gl_LocalInvocationID.x) + r * int(gl_WorkGroupSize.x);
+    return out_quads[e / 4][e % 4];
+}
 
 void main()
 {
@@ -62,14 +87,16 @@ void main()
     const int j_begin = int(gl_WorkGroupID.x) * share;
     const int j_end = min(visible, j_begin + share);
 
-    for (int e = lid; e < p.d; e += size)
-        q_shared[e] = float(buffer_ld1(q_data, q_at + e)) * p.scale;
+    for (int e = lid; e < MAX_D; e += size)
+        q_shared[e / 4][e % 4] = e < p.d ? float(buffer_ld1(q_data, q_at + e)) * p.scale : 0.0;
     barrier();
 
     float m = rows_neg_inf();
     float l = 0.0;
+    // Output dimensions lid + r·size (scalar rows) or quad lid (quads: d/4 <= 64 quads).
     float acc[PER];
     for (int r = 0; r < PER; r++) acc[r] = 0.0;
+    vec4 acc4 = vec4(0.0);
 
     for (int j0 = j_begin; j0 < j_end; j0 += size)
     {
@@ -79,8 +106,13 @@ void main()
         {
             s = 0.0;
             const int at = kv_at + j * p.kv_stride;
+#if VKPRISM_QUADS
+            for (int e4 = 0; e4 < p.d / 4; e4++)
+                s += dot(q_shared[e4], vec4(buffer_ld4(k_data, at / 4 + e4)));
+#else
             for (int e = 0; e < p.d; e++)
-                s += q_shared[e] * float(buffer_ld1(k_data, at + e));
+                s += q_shared[e / 4][e % 4] * float(buffer_ld1(k_data, at + e));
+#endif
         }
         const float m_new = max(m, rows_max(s));
         // m_new is finite: the chunk holds at least one visible key.
@@ -90,6 +122,15 @@ void main()
         p_shared[lid] = pj;
         barrier();
         const int count = min(size, j_end - j0);
+#if VKPRISM_QUADS
+        if (lid < p.d / 4)
+        {
+            vec4 a = acc4 * rescale;
+            for (int t = 0; t < count; t++)
+                a += p_shared[t] * vec4(buffer_ld4(v_data, (kv_at + (j0 + t) * p.kv_stride) / 4 + lid));
+            acc4 = a;
+        }
+#else
         for (int r = 0; r < PER; r++)
         {
             const int e = lid + r * size;
@@ -99,17 +140,23 @@ void main()
                 a += p_shared[t] * float(buffer_ld1(v_data, kv_at + (j0 + t) * p.kv_stride + e));
             acc[r] = a;
         }
+#endif
         m = m_new;
         barrier();
     }
 
+    if (quads == 1)
+    {
+        if (lid < p.d / 4) out_quads[lid] = acc4;
+        barrier();
+    }
     if (split == 1)
     {
         const int at = (row * p.splits + int(gl_WorkGroupID.x)) * (p.d + 2);
         for (int r = 0; r < PER; r++)
         {
             const int e = lid + r * size;
-            if (e < p.d) part_data[at + e] = acc[r];
+            if (e < p.d) part_data[at + e] = out_value(acc, acc4, r);
         }
         if (lid == 0)
         {
@@ -123,6 +170,6 @@ void main()
     for (int r = 0; r < PER; r++)
     {
         const int e = lid + r * size;
-        if (e < p.d) buffer_st1(o_data, o_at + e, afp(acc[r] * inv));
+        if (e < p.d) buffer_st1(o_data, o_at + e, afp(out_value(acc, acc4, r) * inv));
     }
 }

@@ -15,8 +15,12 @@
 // multiple of 8 (q, k, v and o are read and written as octets of halves). Query head h reads
 // key/value head h / (hq / hkv). With `causal`, query i sees keys j <= i + offset; a query that
 // sees none gives 0. Grid: [ceil(sq / BR) · workgroup, hq, batch].
+//
+// Every loop over matrices is unrolled: the NVIDIA driver computed zeros where an array of
+// accumulators was indexed by a loop variable.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : require
+// 128 or 256 invocations (the operation layer: 256 up to D = 128, where the tiles fit 48 KiB).
 layout (local_size_x = 128) in;
 
 layout (constant_id = 0) const int causal = 0;
@@ -56,8 +60,8 @@ const int LPR = subgroup_size / 16;
 const int CPL = BC / LPR;
 const int PS = BC / 8 + 1;
 
-// Q while it is loaded into matrices, then the K tile (BC rows) and the V tile (BC rows).
-shared uvec4 kv_smem[2 * BC * KS > BR * KS ? 2 * BC * KS : BR * KS];
+// The K tile (BC rows) and the V tile (BC rows); before them, Q, 2 · BC rows at a time.
+shared uvec4 kv_smem[2 * BC * KS];
 // Per subgroup: its 16 × BC scores (fp32), or one 16×16 output matrix on the way out.
 shared float s_smem[SG * 16 * BC];
 // Per subgroup: its 16 × BC probabilities as halves.
@@ -81,21 +85,37 @@ void sync_subgroup()
     subgroupBarrier();
 }
 
-// The K and V rows j0 .. j0 + BC of key/value head kvh into kv_smem (zeros past skv).
-void stage_kv(int tid, int n, int kvh, int j0)
+// Octets of K (and of V) each invocation moves per step.
+const int KV_LOADS = (BC * D8 + THREADS - 1) / THREADS;
+
+// This invocation's octets of the K and V rows j0 .. j0 + BC of key/value head kvh (zeros
+// past skv): loaded a step ahead, so they arrive while the current step multiplies.
+void load_kv(int tid, int n, int kvh, int j0, out uvec4 rk[KV_LOADS], out uvec4 rv[KV_LOADS])
 {
-    for (int l = tid; l < BC * D8; l += THREADS)
+    [[unroll]] for (int i = 0; i < KV_LOADS; i++)
     {
+        const int l = tid + i * THREADS;
         const int r = l / D8, c = l % D8, j = j0 + r;
-        uvec4 kq = uvec4(0), vq = uvec4(0);
-        if (j < p.skv)
+        rk[i] = uvec4(0);
+        rv[i] = uvec4(0);
+        if (l < BC * D8 && j < p.skv)
         {
             const int at = ((n * p.skv + j) * p.kv_stride + kvh * D) / 8 + c;
-            kq = k_data[at];
-            vq = v_data[at];
+            rk[i] = k_data[at];
+            rv[i] = v_data[at];
         }
-        kv_smem[r * KS + c] = kq;
-        kv_smem[(BC + r) * KS + c] = vq;
+    }
+}
+
+void store_kv(int tid, uvec4 rk[KV_LOADS], uvec4 rv[KV_LOADS])
+{
+    [[unroll]] for (int i = 0; i < KV_LOADS; i++)
+    {
+        const int l = tid + i * THREADS;
+        if (l >= BC * D8) break;
+        const int r = l / D8, c = l % D8;
+        kv_smem[r * KS + c] = rk[i];
+        kv_smem[(BC + r) * KS + c] = rv[i];
     }
 }
 
@@ -169,21 +189,29 @@ void main()
     const int i0 = r0 + warp * 16;
     const int kvh = h / (p.hq / p.hkv);
 
-    for (int l = tid; l < BR * D8; l += THREADS)
-    {
-        const int r = l / D8, c = l % D8, i = r0 + r;
-        kv_smem[r * KS + c] = i < p.sq ? q_data[((n * p.sq + i) * p.q_stride + h * D) / 8 + c] : uvec4(0);
-    }
     for (int e = lane; e < 256; e += subgroup_size) s_smem[warp * 16 * BC + e] = float(e / 16);
     if (lane < 16)
     {
         row_m[warp * 16 + lane] = neg_inf();
         row_l[warp * 16 + lane] = 0.0;
     }
-    barrier();
+    // Q into matrices, staged 2 · BC rows (the K and V tiles' room) at a time.
     coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> qf[D / 16];
-    [[unroll]] for (int k = 0; k < D / 16; k++)
-        coopMatLoad(qf[k], kv_smem, warp * 16 * KS + k * 2, KS, gl_CooperativeMatrixLayoutRowMajor);
+    for (int r1 = 0; r1 < BR; r1 += 2 * BC)
+    {
+        barrier();
+        for (int l = tid; l < 2 * BC * D8; l += THREADS)
+        {
+            const int r = l / D8, c = l % D8, i = r0 + r1 + r;
+            kv_smem[r * KS + c] = i < p.sq ? q_data[((n * p.sq + i) * p.q_stride + h * D) / 8 + c] : uvec4(0);
+        }
+        barrier();
+        if (warp * 16 >= r1 && warp * 16 < r1 + 2 * BC)
+        {
+            [[unroll]] for (int k = 0; k < D / 16; k++)
+                coopMatLoad(qf[k], kv_smem, (warp * 16 - r1) * KS + k * 2, KS, gl_CooperativeMatrixLayoutRowMajor);
+        }
+    }
     ACC row_of;
     coopMatLoad(row_of, s_smem, warp * 16 * BC, 16, gl_CooperativeMatrixLayoutRowMajor);
     ACC o[D / 16];
@@ -191,11 +219,15 @@ void main()
 
     // Keys past the block's last query's last visible key are never read.
     const int kv_end = causal == 1 ? clamp(r0 + BR + p.offset, 0, p.skv) : p.skv;
+    uvec4 rk[KV_LOADS];
+    uvec4 rv[KV_LOADS];
+    load_kv(tid, n, kvh, 0, rk, rv);
     for (int j0 = 0; j0 < kv_end; j0 += BC)
     {
         barrier();
-        stage_kv(tid, n, kvh, j0);
+        store_kv(tid, rk, rv);
         barrier();
+        if (j0 + BC < kv_end) load_kv(tid, n, kvh, j0 + BC, rk, rv);
         [[unroll]] for (int c = 0; c < BC / 16; c++)
         {
             ACC s = ACC(0.0);
@@ -209,9 +241,12 @@ void main()
         }
         sync_subgroup();
         softmax_step(warp, lane, i0, j0);
-        [[unroll]] for (int f = 0; f < D / 16; f++)
-            [[unroll]] for (int e = 0; e < o[f].length(); e++)
-                o[f][e] *= row_a[warp * 16 + int(row_of[e])];
+        // Each element's row is the same in every matrix: one rescale read per element.
+        [[unroll]] for (int e = 0; e < row_of.length(); e++)
+        {
+            const float a = row_a[warp * 16 + int(row_of[e])];
+            [[unroll]] for (int f = 0; f < D / 16; f++) o[f][e] *= a;
+        }
         [[unroll]] for (int kk = 0; kk < BC / 16; kk++)
         {
             coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> pa;
@@ -225,12 +260,12 @@ void main()
         }
     }
 
-    [[unroll]] for (int f = 0; f < D / 16; f++)
-        [[unroll]] for (int e = 0; e < o[f].length(); e++)
-        {
-            const float l = row_l[warp * 16 + int(row_of[e])];
-            o[f][e] *= l > 0.0 ? 1.0 / l : 0.0;
-        }
+    [[unroll]] for (int e = 0; e < row_of.length(); e++)
+    {
+        const float l = row_l[warp * 16 + int(row_of[e])];
+        const float inv = l > 0.0 ? 1.0 / l : 0.0;
+        [[unroll]] for (int f = 0; f < D / 16; f++) o[f][e] *= inv;
+    }
     sync_subgroup();
     // Each 16×16 output matrix through this subgroup's score scratch, as halves.
     [[unroll]] for (int f = 0; f < D / 16; f++)

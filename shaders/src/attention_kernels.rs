@@ -1,22 +1,38 @@
-//! The attention kernels: [`attention`] (flash attention one query row per workgroup, every
-//! float variant, prompt or decode; with `split` its keys shared between workgroups and
+//! The attention kernels: [`attention`] and [`attention4`] (flash attention, one query row per
+//! workgroup, every float variant, prompt or decode; with `split` its keys shared between workgroups and
 //! [`attention_combine`] merging them) and [`attention_cm`] (flash attention on cooperative
 //! matrices, a block of query rows per workgroup, for prompts). [`AttentionShape`] gives their
 //! grids and push constants.
 
 vkprism::compute_shader! {
-    /// `o = softmax(scale · q·Kᵀ) · V` per query row and head, the softmax computed online in
-    /// fp32 (no score matrix in memory), q and o `[batch, sq, hq, d]`, k and v
-    /// `[batch, skv, hkv, d]` (rows `q_stride`, `kv_stride`, `o_stride` elements apart); query
-    /// head h reads key/value head `h / (hq / hkv)`; with `causal` (constant 0) query i sees
-    /// keys `j <= i + offset`. `d` at most 256. One workgroup of 64 per (row, head) and share
-    /// of the keys: grid x is `splits` workgroups; with `split` (constant 1) each writes its
-    /// unnormalized share to `part` (`[rows, splits, d + 2]` F32) for [`attention_combine`],
-    /// otherwise `o` (then `splits` must be 1; `part` is unread, bind any F32 tensor). Variants:
-    /// `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
-    pub mod attention,
-    path: "attention.comp",
+    /// The two row kernels, one module each (re-exported at the crate's root): the quad one
+    /// takes the scalar one's constants types (one set of push constants for both).
+    pub mod attention_rows,
+    // Values are read one at a time where rows are not quads, which a packed format can't do.
+    variants: [fp32_sg, fp32_nosg, fp16s_sg, fp16s_nosg, fp16sa_sg, fp16sa_nosg, bf16s_sg, bf16s_nosg],
+    shaders: {
+        /// `o = softmax(scale · q·Kᵀ) · V` per query row and head, the softmax computed online
+        /// in fp32 (no score matrix in memory), q and o `[batch, sq, hq, d]`, k and v
+        /// `[batch, skv, hkv, d]` (rows `q_stride`, `kv_stride`, `o_stride` elements apart);
+        /// query head h reads key/value head `h / (hq / hkv)`; with `causal` (constant 0) query
+        /// i sees keys `j <= i + offset`. `d` at most 256. One workgroup of 64 per (row, head)
+        /// and share of the keys: grid x is `splits` workgroups; with `split` (constant 1) each
+        /// writes its unnormalized share to `part` (`[rows, splits, d + 2]` F32) for
+        /// [`attention_combine`](crate::attention_combine), otherwise `o` (then `splits` must be
+        /// 1; `part` is unread, bind any F32 tensor). Variants: `fp32`, `fp16s`, `fp16sa`,
+        /// `bf16s`, each `_sg` and `_nosg`.
+        attention: { path: "attention.comp" },
+        /// [`attention`](crate::attention) with K and V read as quads: `d` and `kv_stride`
+        /// multiples of 4 (so k and v hold whole quads).
+        attention4: {
+            path: "attention.comp",
+            define: [("VKPRISM_QUADS", "1")],
+            share: [attention::SpecConstants, attention::PushConstants],
+        },
+    },
 }
+
+pub use attention_rows::{attention, attention4};
 
 vkprism::compute_shader! {
     /// The second pass of a split [`attention`]: each row's shares merged by their maxima and
@@ -29,7 +45,8 @@ vkprism::compute_shader! {
     /// Flash attention on 16×16×16 fp16 cooperative matrices: [`attention`]'s operation and
     /// layouts for a block of `16 · subgroups` query rows per workgroup, `D` (constant 1) the
     /// head dimension, a multiple of 16 up to 256, every row stride a multiple of 8;
-    /// `subgroup_size` (constant 2) the device's. Grid `[ceil(sq / rows) · 128, hq, batch]`.
+    /// `subgroup_size` (constant 2) the device's; a workgroup of 128 or 256 (up to `D` = 128).
+    /// Grid `[ceil(sq / rows) · workgroup, hq, batch]`.
     /// Variants: `fp16s_cm`, `fp16sa_cm`.
     pub mod attention_cm,
     path: "attention_cm.comp",
@@ -73,6 +90,11 @@ impl AttentionShape {
         target
             .div_ceil(self.rows())
             .clamp(1, self.skv.div_ceil(64).max(1))
+    }
+
+    /// Whether [`attention4`] takes the problem (K and V rows of whole quads): d a multiple of 4.
+    pub fn quads(&self) -> bool {
+        self.d.is_multiple_of(4)
     }
 
     /// [`attention`]'s grid for `splits` shares per row (workgroups of 64).

@@ -46,11 +46,14 @@ mod elementwise;
 mod gemm_family;
 pub mod ops;
 pub mod reference;
+mod reference_attention;
 mod rows;
 pub mod tuning;
 mod unary_kernels;
 
-pub use attention_kernels::{attention, attention_cm, attention_combine, AttentionShape};
+pub use attention_kernels::{
+    attention, attention4, attention_cm, attention_combine, AttentionShape,
+};
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use conv::{conv2d, Conv2dShape};
@@ -61,8 +64,8 @@ pub use gemm_family::{
     gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
 };
 pub use ops::{
-    broadcast_shape, Activation, Attention, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax,
-    UnaryOp,
+    broadcast_shape, Activation, Attention, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp,
+    Softmax, UnaryOp,
 };
 pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};

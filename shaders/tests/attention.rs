@@ -1,4 +1,4 @@
-//! Attention ([`attention`], [`attention_combine`], [`attention_cm`]) in every variant the
+//! Attention ([`attention`], [`attention4`], [`attention_combine`], [`attention_cm`]) in every variant the
 //! device runs, against the f64 reference on random non-zero data, outputs poisoned: prompts and
 //! decode, causal or not, grouped-query heads, batches, head dimensions that are not multiples
 //! of 4 (row kernel) or of the cooperative-matrix block, keys split over workgroups; and the
@@ -6,7 +6,8 @@
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
-    attention, attention_cm, attention_combine, reference, Attention, AttentionShape, OpError, Ops,
+    attention, attention4, attention_cm, attention_combine, reference, Attention, AttentionShape,
+    OpError, Ops,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, load_unless_device_lacks_matrices,
@@ -51,36 +52,60 @@ fn check(got: &Tensor, s: &AttentionShape, x: &Operands, causal: bool, tol: f32,
     assert_close_scaled(&got.download_f32().unwrap(), &want, &err, tol, what);
 }
 
-/// Runs the row kernel in variant `name` with `splits` shares per row (and the combine pass
-/// where there are several).
-fn run_rows(ctx: &Context, name: &str, s: AttentionShape, causal: bool, splits: usize, seed: u64) {
+/// Runs the row kernel in variant `name` ([`attention4`] with `quads`) with `splits` shares
+/// per row (and the combine pass where there are several).
+fn run_rows(
+    ctx: &Context,
+    name: &str,
+    s: AttentionShape,
+    causal: bool,
+    splits: usize,
+    quads: bool,
+    seed: u64,
+) {
     let load = LoadOptions::variant_named(name).unwrap();
     let k = ctx.load_with::<attention::Kernel>(&load).unwrap();
+    let k4 = ctx.load_with::<attention4::Kernel>(&load).unwrap();
     let f = k.format_of("q_blob").unwrap();
+    assert_eq!(k4.format_of("k_blob").unwrap(), f);
     let x = operands(ctx, &s, f, seed);
     let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
-    let part_shape = s.part_shape(splits);
-    let part = poisoned(ctx, &part_shape, TensorFormat::F32);
+    let part = poisoned(ctx, &s.part_shape(splits), TensorFormat::F32);
     let spec = attention::SpecConstants {
         causal: causal as i32,
         split: (splits > 1) as i32,
     };
-    let pipe = k.pipeline(&spec, Some([64, 1, 1])).unwrap();
-    let combine = ctx
-        .load_with::<attention_combine::Kernel>(&LoadOptions::variant_named(k.variant().key.float.name()).unwrap())
-        .unwrap();
-    let cpipe = combine.pipeline(&Default::default(), Some([64, 1, 1])).unwrap();
+    let local = Some([64, 1, 1]);
+    let (pipe, pipe4) = (
+        k.pipeline(&spec, local).unwrap(),
+        k4.pipeline(&spec, local).unwrap(),
+    );
+    let float = LoadOptions::variant_named(k.variant().key.float.name()).unwrap();
+    let combine = ctx.load_with::<attention_combine::Kernel>(&float).unwrap();
+    let cpipe = combine.pipeline(&Default::default(), local).unwrap();
     let scale = 1.0 / (s.d as f32).sqrt();
     let offset = if causal { s.causal_offset() } else { 0 };
+    let push = s.push(scale, offset, splits);
     ctx.run(|l| {
-        let b = attention::BufferBindings {
-            q_blob: &x.q,
-            k_blob: &x.k,
-            v_blob: &x.v,
-            o_blob: &o,
-            part_blob: &part,
-        };
-        l.dispatch(&pipe, &b, &s.push(scale, offset, splits), s.grid(splits))?;
+        if quads {
+            let b = attention4::BufferBindings {
+                q_blob: &x.q,
+                k_blob: &x.k,
+                v_blob: &x.v,
+                o_blob: &o,
+                part_blob: &part,
+            };
+            l.dispatch(&pipe4, &b, &push, s.grid(splits))?;
+        } else {
+            let b = attention::BufferBindings {
+                q_blob: &x.q,
+                k_blob: &x.k,
+                v_blob: &x.v,
+                o_blob: &o,
+                part_blob: &part,
+            };
+            l.dispatch(&pipe, &b, &push, s.grid(splits))?;
+        }
         if splits > 1 {
             let b = attention_combine::BufferBindings {
                 part_blob: &part,
@@ -91,7 +116,7 @@ fn run_rows(ctx: &Context, name: &str, s: AttentionShape, causal: bool, splits: 
         Ok(())
     })
     .unwrap();
-    let what = format!("{name} {s:?} causal {causal} splits {splits}");
+    let what = format!("{name} {s:?} causal {causal} splits {splits} quads {quads}");
     check(&o, &s, &x, causal, tolerance(&k.variant().key), &what);
 }
 
@@ -111,7 +136,16 @@ fn attention_rows_every_variant() {
     let ctx = ctx();
     assert_eq!(
         attention::VARIANT_NAMES,
-        ["fp32_sg", "fp32_nosg", "fp16s_sg", "fp16s_nosg", "fp16sa_sg", "fp16sa_nosg", "bf16s_sg", "bf16s_nosg"]
+        [
+            "fp32_nosg",
+            "fp32_sg",
+            "fp16s_nosg",
+            "fp16s_sg",
+            "fp16sa_nosg",
+            "fp16sa_sg",
+            "bf16s_nosg",
+            "bf16s_sg"
+        ]
     );
     let cases = [
         // A prompt: grouped-query heads, a head dimension not a multiple of 4.
@@ -124,11 +158,16 @@ fn attention_rows_every_variant() {
         (shape(2, 1, 130, 4, 4, 130), 3),
         // A head dimension over 128 (three outputs per invocation), split with empty shares.
         (shape(1, 3, 65, 2, 1, 250), 4),
+        (shape(1, 2, 90, 2, 1, 256), 2),
+        (shape(1, 4, 9, 2, 2, 4), 1),
     ];
     for name in attention::VARIANT_NAMES {
         for (i, (s, splits)) in cases.iter().enumerate() {
             for causal in [false, true] {
-                run_rows(&ctx, name, *s, causal, *splits, 10 * i as u64);
+                // Rows of quads also through the scalar path.
+                for quads in [false, s.quads()] {
+                    run_rows(&ctx, name, *s, causal, *splits, quads, 10 * i as u64);
+                }
             }
         }
     }
@@ -139,7 +178,15 @@ fn attention_rows_every_variant() {
 fn attention_rows_over_the_grid_limit() {
     let ctx = ctx();
     // 35,200 rows: z slices of the per-row grid.
-    run_rows(&ctx, "fp32_sg", shape(1, 1100, 3, 32, 8, 4), true, 1, 7);
+    run_rows(
+        &ctx,
+        "fp32_sg",
+        shape(1, 1100, 3, 32, 8, 4),
+        true,
+        1,
+        true,
+        7,
+    );
     assert_clean(&ctx);
 }
 
@@ -158,10 +205,11 @@ fn run_cm(ctx: &Context, name: &str, s: AttentionShape, causal: bool, seed: u64)
         D: s.d as i32,
         subgroup_size: subgroup as i32,
     };
-    let pipe = k.pipeline(&spec, Some([128, 1, 1])).unwrap();
+    let threads = if s.d <= 128 { 256 } else { 128 };
+    let pipe = k.pipeline(&spec, Some([threads, 1, 1])).unwrap();
     let scale = 1.0 / (s.d as f32).sqrt();
     let offset = if causal { s.causal_offset() } else { 0 };
-    let rows = 16 * (128 / subgroup) as usize;
+    let rows = 16 * (threads / subgroup) as usize;
     ctx.run(|l| {
         let b = attention_cm::BufferBindings {
             q_blob: &x.q,
@@ -169,12 +217,24 @@ fn run_cm(ctx: &Context, name: &str, s: AttentionShape, causal: bool, seed: u64)
             v_blob: &x.v,
             o_blob: &o,
         };
-        l.dispatch(&pipe, &b, &s.cm_push(scale, offset), s.cm_grid(128, rows))
+        l.dispatch(
+            &pipe,
+            &b,
+            &s.cm_push(scale, offset),
+            s.cm_grid(threads, rows),
+        )
     })
     .unwrap();
     // The probabilities are rounded to fp16 before they multiply V: a second rounding.
     let tol = 2.0 * tolerance(&k.variant().key) + 1e-3;
-    check(&o, &s, &x, causal, tol, &format!("{name} {s:?} causal {causal}"));
+    check(
+        &o,
+        &s,
+        &x,
+        causal,
+        tol,
+        &format!("{name} {s:?} causal {causal}"),
+    );
     true
 }
 
@@ -232,25 +292,57 @@ fn attention_ops_refuses_bad_operands() {
     let ops = Ops::new(&ctx);
     let t = |shape: &[usize], f| poisoned(&ctx, shape, f);
     let f = TensorFormat::F32;
-    let (q, k, v, o) = (t(&[4, 4, 8], f), t(&[6, 2, 8], f), t(&[6, 2, 8], f), t(&[4, 4, 8], f));
+    let (q, k, v, o) = (
+        t(&[4, 4, 8], f),
+        t(&[6, 2, 8], f),
+        t(&[6, 2, 8], f),
+        t(&[4, 4, 8], f),
+    );
     let op = Attention::new();
     let err = |q: &Tensor, k: &Tensor, v: &Tensor, o: &Tensor| {
         ops.run(|l| ops.attention(l, q, k, v, o, &op)).unwrap_err()
     };
     // Three key heads don't divide four query heads.
     let k3 = t(&[6, 3, 8], f);
-    assert!(matches!(err(&q, &k3, &k3, &o), OpError::Shape { operand: "k", .. }));
+    assert!(matches!(
+        err(&q, &k3, &k3, &o),
+        OpError::Shape { operand: "k", .. }
+    ));
     // A head dimension that differs.
     let k9 = t(&[6, 2, 9], f);
-    assert!(matches!(err(&q, &k9, &v, &o), OpError::Shape { operand: "k", .. }));
-    assert!(matches!(err(&q, &k, &k9, &o), OpError::Shape { operand: "v", .. }));
-    assert!(matches!(err(&q, &k, &v, &k), OpError::Shape { operand: "o", .. }));
-    assert!(matches!(err(&t(&[4, 32], f), &k, &v, &o), OpError::Shape { operand: "q", .. }));
+    assert!(matches!(
+        err(&q, &k9, &v, &o),
+        OpError::Shape { operand: "k", .. }
+    ));
+    assert!(matches!(
+        err(&q, &k, &k9, &o),
+        OpError::Shape { operand: "v", .. }
+    ));
+    assert!(matches!(
+        err(&q, &k, &v, &k),
+        OpError::Shape { operand: "o", .. }
+    ));
+    assert!(matches!(
+        err(&t(&[4, 32], f), &k, &v, &o),
+        OpError::Shape { operand: "q", .. }
+    ));
     let e = err(&q, &k, &v, &t(&[4, 4, 8], TensorFormat::F16));
     assert!(matches!(e, OpError::Format { operand: "o", .. }), "{e}");
-    assert!(matches!(err(&q, &k, &v, &q), OpError::Aliased { output: "o", other: "q", .. }));
+    assert!(matches!(
+        err(&q, &k, &v, &q),
+        OpError::Aliased {
+            output: "o",
+            other: "q",
+            ..
+        }
+    ));
     let big = |s: &[usize]| t(s, f);
-    let e = err(&big(&[2, 1, 300]), &big(&[2, 1, 300]), &big(&[2, 1, 300]), &big(&[2, 1, 300]));
+    let e = err(
+        &big(&[2, 1, 300]),
+        &big(&[2, 1, 300]),
+        &big(&[2, 1, 300]),
+        &big(&[2, 1, 300]),
+    );
     assert!(e.to_string().contains("head dimension 300"), "{e}");
     // The context is still usable.
     ops.run(|l| ops.attention(l, &q, &k, &v, &o, &op)).unwrap();

@@ -6,9 +6,11 @@
 
 use super::check::{float_format, not_aliased, same_format};
 use super::{recorded, OpError, Ops};
-use crate::{attention, attention_cm, attention_combine, AttentionShape};
+use crate::{attention, attention4, attention_cm, attention_combine, AttentionShape};
 use std::sync::Arc;
-use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat, VariantKey};
+use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
+
+const OP: &str = "attention";
 
 /// `o = softmax(scale · q·Kᵀ + mask) · V`: what [`Ops::attention`] computes. Built with
 /// [`Attention::new`] and the `with_*` setters.
@@ -66,19 +68,31 @@ impl Ops {
         o: &Tensor,
         op: &Attention,
     ) -> Result<(), OpError> {
-        const OP: &str = "attention";
         let s = attention_shape(q, k, v, o)?;
         let format = float_format(OP, "q", q)?;
         for (name, t) in [("k", k), ("v", v), ("o", o)] {
             same_format(OP, name, Some(t), format)?;
         }
-        not_aliased(OP, o, "o", &[("q", Some(q)), ("k", Some(k)), ("v", Some(v))])?;
+        not_aliased(
+            OP,
+            o,
+            "o",
+            &[("q", Some(q)), ("k", Some(k)), ("v", Some(v))],
+        )?;
         let scale = op.scale.unwrap_or(1.0 / (s.d as f32).sqrt());
         let offset = if op.causal { s.causal_offset() } else { 0 };
         if self.matrices_fit(&s, format) {
             if let Ok(kernel) = self.kernel_for::<attention_cm::Kernel>(OP, "q_blob", format, true)
             {
-                return self.attention_cm(list, &kernel, &s, [q, k, v, o], op.causal, scale, offset);
+                return self.attention_cm(
+                    list,
+                    &kernel,
+                    &s,
+                    [q, k, v, o],
+                    op.causal,
+                    scale,
+                    offset,
+                );
             }
         }
         self.attention_rows(list, &s, [q, k, v, o], op.causal, scale, offset)
@@ -106,14 +120,14 @@ impl Ops {
         scale: f32,
         offset: i32,
     ) -> Result<(), OpError> {
-        const OP: &str = "attention";
         let subgroup = self.ctx.features().limits.subgroup_size;
         let spec = attention_cm::SpecConstants {
             causal: causal as i32,
             D: s.d as i32,
             subgroup_size: subgroup as i32,
         };
-        let threads = 128;
+        // Eight subgroups share each K and V tile where the tiles fit 48 KiB with them.
+        let threads = if s.d <= 128 { 256 } else { 128 };
         let pipe = kernel
             .pipeline(&spec, Some([threads, 1, 1]))
             .map_err(|source| OpError::Load { op: OP, source })?;
@@ -125,10 +139,14 @@ impl Ops {
         };
         let rows = 16 * (threads / subgroup) as usize;
         let grid = s.cm_grid(threads, rows);
-        recorded(OP, list.dispatch(&pipe, &bindings, &s.cm_push(scale, offset), grid))
+        recorded(
+            OP,
+            list.dispatch(&pipe, &bindings, &s.cm_push(scale, offset), grid),
+        )
     }
 
-    /// The row kernel, its keys split over workgroups where the rows are few.
+    /// The row kernel ([`attention4`] where rows are quads), its keys split over workgroups
+    /// where the rows are few, then [`attention_combine`].
     fn attention_rows(
         &self,
         list: &mut CommandList,
@@ -138,8 +156,6 @@ impl Ops {
         scale: f32,
         offset: i32,
     ) -> Result<(), OpError> {
-        const OP: &str = "attention";
-        let kernel = self.kernel_for::<attention::Kernel>(OP, "q_blob", q.format(), false)?;
         let splits = s.splits_for(SPLIT_TARGET);
         let part = if splits > 1 {
             Tensor::new(&self.ctx, &s.part_shape(splits), TensorFormat::F32)
@@ -151,24 +167,36 @@ impl Ops {
             causal: causal as i32,
             split: (splits > 1) as i32,
         };
-        let pipe = kernel
-            .pipeline(&spec, Some([64, 1, 1]))
-            .map_err(|source| OpError::Load { op: OP, source })?;
-        let bindings = attention::BufferBindings {
-            q_blob: q,
-            k_blob: k,
-            v_blob: v,
-            o_blob: o,
-            part_blob: &part,
-        };
         let push = s.push(scale, offset, splits);
-        recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid(splits)))?;
+        let grid = s.grid(splits);
+        let format = q.format();
+        let key = if s.quads() {
+            let kernel = self.kernel_for::<attention4::Kernel>(OP, "q_blob", format, false)?;
+            let b = attention4::BufferBindings {
+                q_blob: q,
+                k_blob: k,
+                v_blob: v,
+                o_blob: o,
+                part_blob: &part,
+            };
+            rows_pass(list, &kernel, &spec, &b, &push, grid)?
+        } else {
+            let kernel = self.kernel_for::<attention::Kernel>(OP, "q_blob", format, false)?;
+            let b = attention::BufferBindings {
+                q_blob: q,
+                k_blob: k,
+                v_blob: v,
+                o_blob: o,
+                part_blob: &part,
+            };
+            rows_pass(list, &kernel, &spec, &b, &push, grid)?
+        };
         if splits == 1 {
             return Ok(());
         }
         // The combine pass has the float axis alone: the same float mode.
-        let float = kernel.variant().key.float;
-        let key = VariantKey::parse(float.name()).expect("a float mode's name is a variant name");
+        let key =
+            VariantKey::parse(key.float.name()).expect("a float mode's name is a variant name");
         let combine = self.kernel_exact::<attention_combine::Kernel>(OP, key)?;
         let pipe = combine
             .pipeline(&attention_combine::SpecConstants {}, Some([64, 1, 1]))
@@ -182,6 +210,25 @@ impl Ops {
             list.dispatch(&pipe, &bindings, &s.combine_push(splits), s.combine_grid()),
         )
     }
+}
+
+/// Records one pass of a row kernel in workgroups of 64; returns the variant it ran.
+fn rows_pass<'a, B>(
+    list: &mut CommandList,
+    kernel: &Arc<LoadedKernel<B::Kernel>>,
+    spec: &<B::Kernel as Kernel>::SpecConstants,
+    bindings: &B,
+    push: &<B::Kernel as Kernel>::PushConstants,
+    grid: [u32; 3],
+) -> Result<VariantKey, OpError>
+where
+    B: Bindings<'a>,
+{
+    let pipe = kernel
+        .pipeline(spec, Some([64, 1, 1]))
+        .map_err(|source| OpError::Load { op: OP, source })?;
+    recorded(OP, list.dispatch(&pipe, bindings, push, grid))?;
+    Ok(kernel.variant().key)
 }
 
 /// The problem of q, k, v and o, or the located mismatch.
