@@ -45,6 +45,7 @@ mod gemm_family;
 mod movement;
 pub mod ops;
 pub mod reference;
+mod reference_movement;
 mod rows;
 pub mod tuning;
 mod unary_kernels;
@@ -67,7 +68,8 @@ pub use movement::{
     transpose_tiled, CopyShape, PadShape, MAX_RANK, MOVE_LOCAL,
 };
 pub use ops::{
-    broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax, UnaryOp,
+    broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, QuantScale, ReduceOp, Softmax,
+    UnaryOp,
 };
 pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};

@@ -503,3 +503,7 @@ mod tests {
         }
     }
 }
+
+pub use crate::reference_movement::{
+    concat, dequantize, embedding, pad, permute, quantize, quotient, slice,
+};

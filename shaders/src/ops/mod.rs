@@ -14,16 +14,22 @@
 //!   [`Ops::rms_norm`], [`Ops::group_norm`] (channels-last), each allowed in place;
 //! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
 //!   broadcasting, [`broadcast_shape`]);
+//! - `movement.rs`: [`Ops::permute`], [`Ops::transpose`], [`Ops::slice`], [`Ops::concat`],
+//!   [`Ops::pad`], [`Ops::embedding`]; `convert.rs`: [`Ops::cast`], [`Ops::quantize`] and
+//!   [`Ops::dequantize`] ([`QuantScale`]);
 //! - `error.rs`: [`OpError`].
 
 mod check;
+mod convert;
 mod elementwise;
 mod error;
 mod gemm;
+mod movement;
 mod norm;
 mod reduce;
 
 pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
+pub use convert::QuantScale;
 pub use error::OpError;
 pub use gemm::{Activation, Conv2d, Gemm};
 pub use norm::Softmax;
