@@ -67,9 +67,9 @@ pub use movement::{
     contiguous_strides, embedding, flat_grid, pad_copy, strided_copy, transpose_grid,
     transpose_tiled, CopyShape, PadShape, MAX_RANK, MOVE_LOCAL,
 };
+pub use ops::QuantScale;
 pub use ops::{
-    broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, QuantScale, ReduceOp, Softmax,
-    UnaryOp,
+    broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax, UnaryOp,
 };
 pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};

@@ -122,10 +122,7 @@ impl CopyShape {
                 continue;
             }
             match out.dims.len() {
-                k if k > 0
-                    && out.src_stride[k - 1] == s * n
-                    && out.dst_stride[k - 1] == t * n =>
-                {
+                k if k > 0 && out.src_stride[k - 1] == s * n && out.dst_stride[k - 1] == t * n => {
                     out.dims[k - 1] *= n;
                     out.src_stride[k - 1] = s;
                     out.dst_stride[k - 1] = t;

@@ -57,14 +57,36 @@ fn cast_errors_record_nothing() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
     let x = ones(&ctx, &[4, 6], TensorFormat::F32);
-    let e = expect_err(&ops, |l| ops.cast(l, &x, &ones(&ctx, &[6, 4], TensorFormat::F16)));
-    assert!(matches!(e, OpError::Shape { op: "cast", operand: "y", .. }), "{e}");
+    let e = expect_err(&ops, |l| {
+        ops.cast(l, &x, &ones(&ctx, &[6, 4], TensorFormat::F16))
+    });
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                op: "cast",
+                operand: "y",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let ints = Tensor::from_i32(&ctx, &[4, 6], &[0; 24]).unwrap();
     let e = expect_err(&ops, |l| ops.cast(l, &x, &ints));
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let e = expect_err(&ops, |l| ops.cast(l, &ints, &x));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     let e = expect_err(&ops, |l| ops.cast(l, &x, &x));
-    assert!(matches!(e, OpError::Aliased { output: "y", other: "x", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Aliased {
+                output: "y",
+                other: "x",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert_clean(&ctx);
 }

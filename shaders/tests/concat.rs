@@ -52,26 +52,66 @@ fn concat_errors_record_nothing() {
     let (a, b) = (f32t(&[2, 3]), f32t(&[2, 4]));
     let y = f32t(&[2, 7]);
     let e = expect_err(&ops, |l| ops.concat(l, &[], 0, &y));
-    assert!(matches!(e, OpError::Unsupported { op: "concat", .. }), "{e}");
+    assert!(
+        matches!(e, OpError::Unsupported { op: "concat", .. }),
+        "{e}"
+    );
     let e = expect_err(&ops, |l| ops.concat(l, &[&a, &b], 2, &y));
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
     // The other dimension differs; the rank differs.
     let e = expect_err(&ops, |l| ops.concat(l, &[&a, &f32t(&[3, 4])], 1, &y));
-    assert!(matches!(e, OpError::Shape { operand: "inputs", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                operand: "inputs",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = expect_err(&ops, |l| ops.concat(l, &[&a, &f32t(&[2, 4, 1])], 1, &y));
-    assert!(matches!(e, OpError::Shape { operand: "inputs", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                operand: "inputs",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = expect_err(&ops, |l| ops.concat(l, &[&a, &b], 1, &f32t(&[2, 8])));
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
     let e = expect_err(&ops, |l| {
         ops.concat(l, &[&a, &ones(&ctx, &[2, 4], TensorFormat::F16)], 1, &y)
     });
-    assert!(matches!(e, OpError::Format { operand: "inputs", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Format {
+                operand: "inputs",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = expect_err(&ops, |l| {
         ops.concat(l, &[&a, &b], 1, &ones(&ctx, &[2, 7], TensorFormat::Bf16))
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let big = f32t(&[2, 7]);
     let e = expect_err(&ops, |l| ops.concat(l, &[&a, &big], 1, &big));
-    assert!(matches!(e, OpError::Aliased { output: "y", other: "inputs", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Aliased {
+                output: "y",
+                other: "inputs",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert_clean(&ctx);
 }

@@ -57,7 +57,9 @@ fn embedding_kernel_past_the_workgroup_limit() {
     let id = ids(n, vocab);
     let it = Tensor::from_i32(&ctx, &[n], &id).unwrap();
     let yt = output(&ctx, &[n, dim], TensorFormat::F32);
-    let pipe = k.pipeline(&embedding::SpecConstants {}, Some(local)).unwrap();
+    let pipe = k
+        .pipeline(&embedding::SpecConstants {}, Some(local))
+        .unwrap();
     let push = embedding::PushConstants {
         total: (n * dim) as i32,
         dim: dim as i32,
@@ -84,7 +86,17 @@ fn embedding_errors_record_nothing() {
     let id = Tensor::from_i32(&ctx, &[4], &[0, 1, 2, 3]).unwrap();
     let y = f32t(&[4, 4]);
     let e = expect_err(&ops, |l| ops.embedding(l, &f32t(&[16]), &id, &y));
-    assert!(matches!(e, OpError::Shape { op: "embedding", operand: "table", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                op: "embedding",
+                operand: "table",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = expect_err(&ops, |l| ops.embedding(l, &table, &f32t(&[4]), &y));
     assert!(matches!(e, OpError::Format { operand: "ids", .. }), "{e}");
     let id2 = Tensor::from_i32(&ctx, &[2, 2], &[0, 1, 2, 3]).unwrap();
@@ -98,8 +110,27 @@ fn embedding_errors_record_nothing() {
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let ints = Tensor::from_i32(&ctx, &[4, 4], &[0; 16]).unwrap();
     let e = expect_err(&ops, |l| ops.embedding(l, &ints, &id, &y));
-    assert!(matches!(e, OpError::Format { operand: "table", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Format {
+                operand: "table",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = expect_err(&ops, |l| ops.embedding(l, &table, &id, &table));
-    assert!(matches!(e, OpError::Aliased { output: "y", other: "table", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Aliased {
+                output: "y",
+                other: "table",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert_clean(&ctx);
 }

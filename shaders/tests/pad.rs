@@ -27,9 +27,12 @@ fn pad_every_format() {
         for (i, (shape, before, after)) in cases.iter().enumerate() {
             let (x, xt) = input(&ctx, shape, format, 30 + i as u64);
             let want = reference::pad(&x, shape, before, after, quantize_one(value, format));
-            let out: Vec<usize> = (0..shape.len()).map(|d| before[d] + shape[d] + after[d]).collect();
+            let out: Vec<usize> = (0..shape.len())
+                .map(|d| before[d] + shape[d] + after[d])
+                .collect();
             let yt = output(&ctx, &out, format);
-            ops.run(|l| ops.pad(l, &xt, before, after, value, &yt)).unwrap();
+            ops.run(|l| ops.pad(l, &xt, before, after, value, &yt))
+                .unwrap();
             let what = format!("pad {format:?} {shape:?} {before:?} {after:?}");
             assert_bits(&yt.download_f32().unwrap(), &want, &what);
         }
@@ -43,7 +46,11 @@ fn pad_every_format() {
 fn pad_kernel_six_dimensions_past_the_workgroup_limit() {
     let ctx = ctx();
     let cases: &[(&[usize], &[usize], &[usize])] = &[
-        (&[2, 3, 1, 5, 2, 3], &[1, 0, 2, 0, 1, 1], &[0, 1, 1, 2, 0, 1]),
+        (
+            &[2, 3, 1, 5, 2, 3],
+            &[1, 0, 2, 0, 1, 1],
+            &[0, 1, 1, 2, 0, 1],
+        ),
         (&[30, 40, 900], &[1, 2, 3], &[1, 2, 3]),
     ];
     for name in ["fp32", "bf16s"] {
@@ -52,13 +59,17 @@ fn pad_kernel_six_dimensions_past_the_workgroup_limit() {
             .unwrap();
         let f = k.format_of("x_blob").unwrap();
         let local = [16, 1, 1];
-        let pipe = k.pipeline(&pad_copy::SpecConstants {}, Some(local)).unwrap();
+        let pipe = k
+            .pipeline(&pad_copy::SpecConstants {}, Some(local))
+            .unwrap();
         for (shape, before, after) in cases {
             let n: usize = shape.iter().product();
             let (x, xt) = input(&ctx, &[n], f, 40);
             let want = reference::pad(&x, shape, before, after, -1.5);
             let s = PadShape {
-                dims: (0..shape.len()).map(|d| before[d] + shape[d] + after[d]).collect(),
+                dims: (0..shape.len())
+                    .map(|d| before[d] + shape[d] + after[d])
+                    .collect(),
                 src_dims: shape.to_vec(),
                 before: before.to_vec(),
             };
@@ -93,10 +104,19 @@ fn pad_errors_record_nothing() {
     let x = f32t(&[4, 6]);
     let e = expect_err(&ops, |l| ops.pad(l, &x, &[1], &[1, 1], 0.0, &f32t(&[6, 8])));
     assert!(matches!(e, OpError::Unsupported { op: "pad", .. }), "{e}");
-    let e = expect_err(&ops, |l| ops.pad(l, &x, &[1, 1], &[1, 1], 0.0, &f32t(&[6, 7])));
+    let e = expect_err(&ops, |l| {
+        ops.pad(l, &x, &[1, 1], &[1, 1], 0.0, &f32t(&[6, 7]))
+    });
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
     let e = expect_err(&ops, |l| {
-        ops.pad(l, &x, &[1, 1], &[1, 1], 0.0, &ones(&ctx, &[6, 8], TensorFormat::F16))
+        ops.pad(
+            l,
+            &x,
+            &[1, 1],
+            &[1, 1],
+            0.0,
+            &ones(&ctx, &[6, 8], TensorFormat::F16),
+        )
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let e = expect_err(&ops, |l| ops.pad(l, &x, &[0, 0], &[0, 0], 0.0, &x));

@@ -34,14 +34,25 @@ fn assert_quantized(got: &[i8], x: &[f32], scales: &[f32], inner: usize, what: &
         let s = scales[(i / inner.max(1)) % scales.len()];
         let q = reference::quotient(x[i], s);
         let near_tie = ((q.abs().fract()) - 0.5).abs() <= 4.0 * f64::from(f32::EPSILON) * q.abs();
-        let ok = got[i] == want[i] || (near_tie && (i16::from(got[i]) - i16::from(want[i])).abs() == 1);
-        assert!(ok, "{what}: element {i}: got {}, want {} (x {} / s {s} = {q})", got[i], want[i], x[i]);
+        let ok =
+            got[i] == want[i] || (near_tie && (i16::from(got[i]) - i16::from(want[i])).abs() == 1);
+        assert!(
+            ok,
+            "{what}: element {i}: got {}, want {} (x {} / s {s} = {q})",
+            got[i], want[i], x[i]
+        );
     }
 }
 
 /// One quantize or dequantize kernel variant `name` on `n` elements (a multiple of 4 for the
 /// packed variants), one scale or `channels` per-channel scales with `inner` elements each.
-fn variant_case(ctx: &Context, name: &str, dequant: bool, n: usize, channels: Option<(usize, usize)>) {
+fn variant_case(
+    ctx: &Context,
+    name: &str,
+    dequant: bool,
+    n: usize,
+    channels: Option<(usize, usize)>,
+) {
     let load = LoadOptions::variant_named(name).unwrap();
     let f = if name.starts_with("fp32") {
         TensorFormat::F32
@@ -52,7 +63,10 @@ fn variant_case(ctx: &Context, name: &str, dequant: bool, n: usize, channels: Op
     };
     let (axis, inner) = channels.unwrap_or((1, 1));
     let scales = match channels {
-        Some(_) => random_in(axis, 7, 0.01, 0.05).iter().map(|s| s.abs()).collect(),
+        Some(_) => random_in(axis, 7, 0.01, 0.05)
+            .iter()
+            .map(|s| s.abs())
+            .collect(),
         None => vec![0.03],
     };
     let st = Tensor::from_f32(ctx, &[axis], TensorFormat::F32, &scales).unwrap();
@@ -77,10 +91,20 @@ fn variant_case(ctx: &Context, name: &str, dequant: bool, n: usize, channels: Op
         let qt = Tensor::from_i8(ctx, &[n], &q).unwrap();
         let yt = output(ctx, &[n], f);
         match channels {
-            None => run!(dequantize, dequantize::BufferBindings { x_blob: &qt, y_blob: &yt }),
+            None => run!(
+                dequantize,
+                dequantize::BufferBindings {
+                    x_blob: &qt,
+                    y_blob: &yt
+                }
+            ),
             Some(_) => run!(
                 dequantize_channels,
-                dequantize_channels::BufferBindings { x_blob: &qt, y_blob: &yt, scale_blob: &st }
+                dequantize_channels::BufferBindings {
+                    x_blob: &qt,
+                    y_blob: &yt,
+                    scale_blob: &st
+                }
             ),
         }
         let want = rounded(&reference::dequantize(&q, &scales, inner), f);
@@ -90,10 +114,20 @@ fn variant_case(ctx: &Context, name: &str, dequant: bool, n: usize, channels: Op
         let xt = Tensor::from_f32(ctx, &[n], f, &x).unwrap();
         let yt = Tensor::from_i8(ctx, &[n], &vec![i8::MIN; n]).unwrap();
         match channels {
-            None => run!(quantize, quantize::BufferBindings { x_blob: &xt, y_blob: &yt }),
+            None => run!(
+                quantize,
+                quantize::BufferBindings {
+                    x_blob: &xt,
+                    y_blob: &yt
+                }
+            ),
             Some(_) => run!(
                 quantize_channels,
-                quantize_channels::BufferBindings { x_blob: &xt, y_blob: &yt, scale_blob: &st }
+                quantize_channels::BufferBindings {
+                    x_blob: &xt,
+                    y_blob: &yt,
+                    scale_blob: &st
+                }
             ),
         }
         assert_quantized(&yt.download_i8().unwrap(), &x, &scales, inner, &what);
@@ -137,7 +171,9 @@ fn int8_kernels_in_every_variant() {
 fn quantize_rounds_half_to_even_and_saturates() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
-    let x = [0.125, 0.375, 0.625, -0.125, -0.375, -0.625, 31.875, 100.0, -100.0, 0.0];
+    let x = [
+        0.125, 0.375, 0.625, -0.125, -0.375, -0.625, 31.875, 100.0, -100.0, 0.0,
+    ];
     let want = [0, 2, 2, 0, -2, -2, 127, 127, -127, 0];
     let xt = Tensor::from_f32(&ctx, &[x.len()], TensorFormat::F32, &x).unwrap();
     let yt = Tensor::from_i8(&ctx, &[x.len()], &[i8::MIN; 10]).unwrap();
@@ -162,7 +198,10 @@ fn quantize_and_dequantize_ops_every_format_and_axis() {
             let (scales, inner) = match axis {
                 None => (vec![0.03], 1),
                 Some(a) => (
-                    random_in(shape[a], 52, 0.01, 0.05).iter().map(|s| s.abs()).collect(),
+                    random_in(shape[a], 52, 0.01, 0.05)
+                        .iter()
+                        .map(|s| s.abs())
+                        .collect(),
                     shape[a + 1..].iter().product(),
                 ),
             };
@@ -191,31 +230,97 @@ fn int8_errors_record_nothing() {
     let x = ones(&ctx, &[4, 6], TensorFormat::F32);
     let q = Tensor::from_i8(&ctx, &[4, 6], &[1; 24]).unwrap();
     let one = QuantScale::PerTensor(0.5);
-    let e = expect_err(&ops, |l| ops.quantize(l, &x, one, &ones(&ctx, &[4, 6], TensorFormat::F32)));
-    assert!(matches!(e, OpError::Format { op: "quantize", operand: "y", .. }), "{e}");
+    let e = expect_err(&ops, |l| {
+        ops.quantize(l, &x, one, &ones(&ctx, &[4, 6], TensorFormat::F32))
+    });
+    assert!(
+        matches!(
+            e,
+            OpError::Format {
+                op: "quantize",
+                operand: "y",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = expect_err(&ops, |l| ops.quantize(l, &q, one, &q));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     let q2 = Tensor::from_i8(&ctx, &[6, 4], &[1; 24]).unwrap();
     let e = expect_err(&ops, |l| ops.quantize(l, &x, one, &q2));
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
-    let e = expect_err(&ops, |l| ops.dequantize(l, &q, one, &ones(&ctx, &[6, 4], TensorFormat::F32)));
-    assert!(matches!(e, OpError::Shape { op: "dequantize", operand: "x", .. }), "{e}");
+    let e = expect_err(&ops, |l| {
+        ops.dequantize(l, &q, one, &ones(&ctx, &[6, 4], TensorFormat::F32))
+    });
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                op: "dequantize",
+                operand: "x",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = expect_err(&ops, |l| ops.dequantize(l, &x, one, &x));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     // Per-channel: the axis, the scales' length and format.
     let s6 = ones(&ctx, &[6], TensorFormat::F32);
     let e = expect_err(&ops, |l| {
-        ops.quantize(l, &x, QuantScale::PerChannel { scales: &s6, axis: 2 }, &q)
+        ops.quantize(
+            l,
+            &x,
+            QuantScale::PerChannel {
+                scales: &s6,
+                axis: 2,
+            },
+            &q,
+        )
     });
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
     let e = expect_err(&ops, |l| {
-        ops.quantize(l, &x, QuantScale::PerChannel { scales: &s6, axis: 0 }, &q)
+        ops.quantize(
+            l,
+            &x,
+            QuantScale::PerChannel {
+                scales: &s6,
+                axis: 0,
+            },
+            &q,
+        )
     });
-    assert!(matches!(e, OpError::Shape { operand: "scales", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                operand: "scales",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let h6 = ones(&ctx, &[6], TensorFormat::F16);
     let e = expect_err(&ops, |l| {
-        ops.dequantize(l, &q, QuantScale::PerChannel { scales: &h6, axis: 1 }, &x)
+        ops.dequantize(
+            l,
+            &q,
+            QuantScale::PerChannel {
+                scales: &h6,
+                axis: 1,
+            },
+            &x,
+        )
     });
-    assert!(matches!(e, OpError::Format { operand: "scales", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Format {
+                operand: "scales",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert_clean(&ctx);
 }

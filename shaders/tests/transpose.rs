@@ -38,7 +38,9 @@ fn strided_case(ctx: &Context, name: &str, shape: &[usize], perm: &[usize], loca
     let (want, _) = reference::permute(&x, shape, perm);
     let yt = output(ctx, &[n], f);
     let copy = permute_copy(shape, perm).collapsed();
-    let pipe = k.pipeline(&strided_copy::SpecConstants {}, Some(local)).unwrap();
+    let pipe = k
+        .pipeline(&strided_copy::SpecConstants {}, Some(local))
+        .unwrap();
     let bindings = strided_copy::BufferBindings {
         x_blob: &xt,
         y_blob: &yt,
@@ -108,7 +110,8 @@ fn tiled_case(ctx: &Context, name: &str, dims: [usize; 3], local: [u32; 3]) {
         y_blob: &yt,
     };
     let grid = transpose_grid(batch, rows, cols, local);
-    ctx.run(|l| l.dispatch(&pipe, &bindings, &push, grid)).unwrap();
+    ctx.run(|l| l.dispatch(&pipe, &bindings, &push, grid))
+        .unwrap();
     let what = format!("{name} {dims:?} local {local:?}");
     assert_bits(&yt.download_f32().unwrap(), &want, &what);
 }
@@ -118,7 +121,13 @@ fn tiled_transpose_in_every_variant() {
     let ctx = ctx();
     assert_eq!(transpose_tiled::VARIANT_NAMES, ["fp32", "fp16s", "bf16s"]);
     for name in transpose_tiled::VARIANT_NAMES {
-        for dims in [[3, 37, 45], [1, 1, 33], [2, 64, 64], [5, 33, 1], [1, 97, 130]] {
+        for dims in [
+            [3, 37, 45],
+            [1, 1, 33],
+            [2, 64, 64],
+            [5, 33, 1],
+            [1, 97, 130],
+        ] {
             for local in [[32, 8, 1], [16, 16, 1], [7, 3, 1]] {
                 tiled_case(&ctx, name, dims, local);
             }
@@ -164,7 +173,11 @@ fn permute_and_transpose_ops_every_format() {
         let (want, out) = reference::permute(&x, &shape, &[0, 1, 3, 2]);
         let yt = output(&ctx, &out, format);
         ops.run(|l| ops.transpose(l, &xt, &yt)).unwrap();
-        assert_bits(&yt.download_f32().unwrap(), &want, &format!("transpose {format:?}"));
+        assert_bits(
+            &yt.download_f32().unwrap(),
+            &want,
+            &format!("transpose {format:?}"),
+        );
     }
     assert_clean(&ctx);
 }
@@ -172,14 +185,21 @@ fn permute_and_transpose_ops_every_format() {
 #[test]
 fn the_copy_plan_merges_and_finds_transposes() {
     let c = permute_copy(&[6, 5, 7], &[1, 0, 2]);
-    assert_eq!(c.as_transpose(), None, "the inner 7 stays contiguous: no plain transpose");
+    assert_eq!(
+        c.as_transpose(),
+        None,
+        "the inner 7 stays contiguous: no plain transpose"
+    );
     let c = permute_copy(&[2, 3, 5, 7], &[0, 1, 3, 2]);
     assert_eq!(c.as_transpose(), Some([6, 5, 7]));
     assert_eq!(c.collapsed().dims, vec![6, 7, 5]);
     let c = permute_copy(&[1, 9, 1, 13], &[3, 1, 0, 2]);
     assert_eq!(c.as_transpose(), Some([1, 9, 13]));
     let c = permute_copy(&[4, 5, 6], &[0, 1, 2]).collapsed();
-    assert_eq!((c.dims, c.src_stride, c.dst_stride), (vec![120], vec![1], vec![1]));
+    assert_eq!(
+        (c.dims, c.src_stride, c.dst_stride),
+        (vec![120], vec![1], vec![1])
+    );
 }
 
 #[test]
@@ -198,17 +218,42 @@ fn permute_errors_record_nothing() {
     let e = expect_err(&ops, |l| ops.permute(l, &x, &[2, 1, 0], &f32t(&[2, 3, 4])));
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
     let e = expect_err(&ops, |l| {
-        ops.permute(l, &x, &[2, 1, 0], &ones(&ctx, &[4, 3, 2], TensorFormat::F16))
+        ops.permute(
+            l,
+            &x,
+            &[2, 1, 0],
+            &ones(&ctx, &[4, 3, 2], TensorFormat::F16),
+        )
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let cube = f32t(&[3, 3, 3]);
     let e = expect_err(&ops, |l| ops.permute(l, &cube, &[2, 1, 0], &cube));
-    assert!(matches!(e, OpError::Aliased { output: "y", other: "x", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Aliased {
+                output: "y",
+                other: "x",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let ints = Tensor::from_i32(&ctx, &[2, 2], &[1, 2, 3, 4]).unwrap();
     let e = expect_err(&ops, |l| ops.transpose(l, &ints, &f32t(&[2, 2])));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     let e = expect_err(&ops, |l| ops.transpose(l, &f32t(&[5]), &f32t(&[5])));
-    assert!(matches!(e, OpError::Shape { op: "transpose", operand: "x", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                op: "transpose",
+                operand: "x",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = expect_err(&ops, |l| ops.transpose(l, &x, &f32t(&[2, 3, 4])));
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
     assert_clean(&ctx);

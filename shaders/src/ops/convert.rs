@@ -228,7 +228,10 @@ fn record_int8<'a, B: Bindings<'a>>(
     let pipe = kernel
         .pipeline(&Default::default(), Some(MOVE_LOCAL))
         .map_err(|source| OpError::Load { op, source })?;
-    recorded(op, list.dispatch(&pipe, bindings, push, flat_grid(n.div_ceil(4), MOVE_LOCAL)))
+    recorded(
+        op,
+        list.dispatch(&pipe, bindings, push, flat_grid(n.div_ceil(4), MOVE_LOCAL)),
+    )
 }
 
 /// The checks of an int8 conversion's float operand `f` and int8 operand `q` (`names`: theirs):
@@ -277,7 +280,11 @@ impl ScaleView {
 
 /// Checks `scale` against the float tensor's `shape`: a per-channel axis within it, its
 /// scales F32 of that dimension's length.
-fn scale_view(op: &'static str, shape: &[usize], scale: &QuantScale<'_>) -> Result<ScaleView, OpError> {
+fn scale_view(
+    op: &'static str,
+    shape: &[usize],
+    scale: &QuantScale<'_>,
+) -> Result<ScaleView, OpError> {
     let QuantScale::PerChannel { scales, axis } = *scale else {
         return Ok(ScaleView { axis: 1, inner: 1 });
     };

@@ -28,8 +28,8 @@ mod movement;
 mod norm;
 mod reduce;
 
-pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use convert::QuantScale;
+pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use gemm::{Activation, Conv2d, Gemm};
 pub use norm::Softmax;

@@ -38,7 +38,10 @@ impl Ops {
         if !is_perm {
             return Err(OpError::Unsupported {
                 op: OP,
-                why: format!("{perm:?} is not a permutation of the {} dimensions of x", xs.len()),
+                why: format!(
+                    "{perm:?} is not a permutation of the {} dimensions of x",
+                    xs.len()
+                ),
             });
         }
         let out: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
@@ -180,7 +183,10 @@ impl Ops {
                 x_blob: t,
                 y_blob: y,
             };
-            recorded(OP, list.dispatch(&pipe, &bindings, &c.push(), c.grid(MOVE_LOCAL)))?;
+            recorded(
+                OP,
+                list.dispatch(&pipe, &bindings, &c.push(), c.grid(MOVE_LOCAL)),
+            )?;
         }
         Ok(())
     }
@@ -212,7 +218,9 @@ impl Ops {
                 ),
             });
         }
-        let out: Vec<usize> = (0..xs.len()).map(|d| before[d] + xs[d] + after[d]).collect();
+        let out: Vec<usize> = (0..xs.len())
+            .map(|d| before[d] + xs[d] + after[d])
+            .collect();
         shape_is(OP, "y", y, &out, "before + x's shape + after")?;
         fits_i32(OP, y)?;
         let s = PadShape {
@@ -228,7 +236,10 @@ impl Ops {
             x_blob: x,
             y_blob: y,
         };
-        recorded(OP, list.dispatch(&pipe, &bindings, &s.push(value), s.grid(MOVE_LOCAL)))
+        recorded(
+            OP,
+            list.dispatch(&pipe, &bindings, &s.push(value), s.grid(MOVE_LOCAL)),
+        )
     }
 
     /// Records `y[r] = table[ids[r]]` into `list`: table `[vocab, dim]` in a float format,
@@ -288,7 +299,10 @@ impl Ops {
             dim: dim as i32,
             vocab: vocab as i32,
         };
-        recorded(OP, list.dispatch(&pipe, &bindings, &push, flat_grid(n * dim, MOVE_LOCAL)))
+        recorded(
+            OP,
+            list.dispatch(&pipe, &bindings, &push, flat_grid(n * dim, MOVE_LOCAL)),
+        )
     }
 
     /// Records one strided copy from `x` into `y`: through [`transpose_tiled`] where it is a
@@ -328,7 +342,10 @@ impl Ops {
             y_blob: y,
         };
         let c = copy.collapsed();
-        recorded(op, list.dispatch(&pipe, &bindings, &c.push(), c.grid(MOVE_LOCAL)))
+        recorded(
+            op,
+            list.dispatch(&pipe, &bindings, &c.push(), c.grid(MOVE_LOCAL)),
+        )
     }
 }
 

@@ -10,7 +10,12 @@ use vkprism_testkit::{poisoned, quantize, random_in};
 pub const FORMATS: [TensorFormat; 3] = [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16];
 
 /// Random non-zero data of `shape` as `format` stores it, and the tensor holding it.
-pub fn input(ctx: &Context, shape: &[usize], format: TensorFormat, seed: u64) -> (Vec<f32>, Tensor) {
+pub fn input(
+    ctx: &Context,
+    shape: &[usize],
+    format: TensorFormat,
+    seed: u64,
+) -> (Vec<f32>, Tensor) {
     let n = shape.iter().product();
     let x = quantize(&random_in(n, seed, 0.1, 4.0), format);
     let t = Tensor::from_f32(ctx, shape, format, &x).unwrap();
@@ -34,7 +39,10 @@ pub fn assert_bits(got: &[f32], want: &[f32], what: &str) {
 }
 
 /// The error `record` returns, after checking it recorded nothing.
-pub fn expect_err(ops: &Ops, record: impl FnOnce(&mut CommandList) -> Result<(), OpError>) -> OpError {
+pub fn expect_err(
+    ops: &Ops,
+    record: impl FnOnce(&mut CommandList) -> Result<(), OpError>,
+) -> OpError {
     let mut list = CommandList::new(ops.context()).unwrap();
     let e = record(&mut list).expect_err("the operation must be refused");
     assert!(list.is_empty(), "nothing recorded: {e}");
