@@ -3,6 +3,7 @@
 //! [`QuantScale`].
 
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
+use super::movement::fits_i32;
 use super::{recorded, OpError, Ops};
 use crate::{
     cast_from_f16, cast_from_f32, cast_to_f16, cast_to_f32, dequantize, dequantize_channels,
@@ -80,11 +81,12 @@ impl Ops {
     ) -> Result<(), OpError> {
         const OP: &str = "quantize";
         let format = int8_pair(OP, x, y, ("x", "y"))?;
+        not_aliased(OP, y, "y", &[("x", Some(x))])?;
         let view = scale_view(OP, x.shape(), &scale)?;
         let n = x.len();
         match scale {
             QuantScale::PerTensor(s) => {
-                let k = self.int8_kernel::<quantize::Kernel>(OP, format, n)?;
+                let k = self.int8_kernel::<quantize::Kernel>(OP, "x_blob", format, n)?;
                 let push = view.push(n, s);
                 let bindings = quantize::BufferBindings {
                     x_blob: x,
@@ -93,7 +95,7 @@ impl Ops {
                 record_int8(OP, list, &k, &bindings, &push, n)
             }
             QuantScale::PerChannel { scales, .. } => {
-                let k = self.int8_kernel::<quantize_channels::Kernel>(OP, format, n)?;
+                let k = self.int8_kernel::<quantize_channels::Kernel>(OP, "x_blob", format, n)?;
                 let p = view.push(n, 0.0);
                 let push = quantize_channels::PushConstants {
                     n: p.n,
@@ -124,11 +126,12 @@ impl Ops {
     ) -> Result<(), OpError> {
         const OP: &str = "dequantize";
         let format = int8_pair(OP, y, x, ("y", "x"))?;
+        not_aliased(OP, y, "y", &[("x", Some(x))])?;
         let view = scale_view(OP, y.shape(), &scale)?;
         let n = x.len();
         match scale {
             QuantScale::PerTensor(s) => {
-                let k = self.int8_kernel::<dequantize::Kernel>(OP, format, n)?;
+                let k = self.int8_kernel::<dequantize::Kernel>(OP, "y_blob", format, n)?;
                 let p = view.push(n, s);
                 let push = dequantize::PushConstants {
                     n: p.n,
@@ -143,7 +146,7 @@ impl Ops {
                 record_int8(OP, list, &k, &bindings, &push, n)
             }
             QuantScale::PerChannel { scales, .. } => {
-                let k = self.int8_kernel::<dequantize_channels::Kernel>(OP, format, n)?;
+                let k = self.int8_kernel::<dequantize_channels::Kernel>(OP, "y_blob", format, n)?;
                 let p = view.push(n, 0.0);
                 let push = dequantize_channels::PushConstants {
                     n: p.n,
@@ -161,15 +164,15 @@ impl Ops {
         }
     }
 
-    /// An int8 kernel whose float side stores `format`; refused where its int8 storage is
-    /// packed and `n` is not a multiple of 4.
+    /// An int8 kernel whose float binding `float_binding` stores `format`; refused where its
+    /// int8 storage is packed and `n` is not a multiple of 4.
     fn int8_kernel<K: Kernel>(
         &self,
         op: &'static str,
+        float_binding: &str,
         format: TensorFormat,
         n: usize,
     ) -> Result<Arc<LoadedKernel<K>>, OpError> {
-        let float_binding = if op == "quantize" { "x_blob" } else { "y_blob" };
         let kernel = self.kernel_for::<K>(op, float_binding, format, false)?;
         if kernel.variant().key.int8 == Some(Int8Mode::Int8p) && !n.is_multiple_of(4) {
             return Err(OpError::Unsupported {
@@ -235,8 +238,7 @@ fn record_int8<'a, B: Bindings<'a>>(
 }
 
 /// The checks of an int8 conversion's float operand `f` and int8 operand `q` (`names`: theirs):
-/// one shape, non-empty, below 2^31 elements, q I8, f in a float format (returned), not one
-/// tensor.
+/// one shape, non-empty, below 2^31 elements, q I8, f in a float format (returned).
 fn int8_pair(
     op: &'static str,
     f: &Tensor,
@@ -255,8 +257,6 @@ fn int8_pair(
             want: "I8".into(),
         });
     }
-    let (y, x) = if op == "quantize" { (q, f) } else { (f, q) };
-    not_aliased(op, y, "y", &[("x", Some(x))])?;
     Ok(format)
 }
 
@@ -299,16 +299,5 @@ fn scale_view(
     Ok(ScaleView {
         axis: shape[axis],
         inner: shape[axis + 1..].iter().product(),
-    })
-}
-
-/// `t` has fewer than 2^31 elements: the kernels index with `int`.
-fn fits_i32(op: &'static str, t: &Tensor) -> Result<(), OpError> {
-    if t.len() <= i32::MAX as usize {
-        return Ok(());
-    }
-    Err(OpError::Unsupported {
-        op,
-        why: format!("{} elements: the kernels index below 2^31", t.len()),
     })
 }

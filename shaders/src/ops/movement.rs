@@ -1,7 +1,8 @@
 //! The data-movement operations: [`Ops::permute`], [`Ops::transpose`], [`Ops::slice`],
 //! [`Ops::concat`], [`Ops::pad`] and [`Ops::embedding`]. Each copies values as stored
 //! (bit-exact) in any float format, through one strided copy ([`CopyShape`]) or its padding
-//! and tiled-transpose siblings, for tensors of up to [`MAX_RANK`] dimensions.
+//! and tiled-transpose siblings, for tensors of up to [`MAX_RANK`] dimensions (the kernels'
+//! limit; a [`Tensor`] itself holds at most 4 today).
 
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
 use super::{recorded, OpError, Ops};
@@ -371,7 +372,7 @@ fn movable(op: &'static str, x: &Tensor, y: &Tensor) -> Result<TensorFormat, OpE
 }
 
 /// `t` has fewer than 2^31 elements: the kernels index with `int`.
-fn fits_i32(op: &'static str, t: &Tensor) -> Result<(), OpError> {
+pub(super) fn fits_i32(op: &'static str, t: &Tensor) -> Result<(), OpError> {
     if t.len() <= i32::MAX as usize {
         return Ok(());
     }
