@@ -23,7 +23,9 @@
 //! - [`norm`]: layer norm, RMS norm and channels-last group norm ([`NormShape`]);
 //! - [`attention`], [`attention_cm`]: scaled dot-product attention (flash: online softmax),
 //!   causal, grouped-query heads, for a prompt or one token against a KV cache
-//!   ([`AttentionShape`]).
+//!   ([`AttentionShape`]);
+//! - data movement and conversion: [`strided_copy`], [`pad_copy`], [`transpose_tiled`],
+//!   [`embedding`], casts ([`cast_to_f32`], ...), int8 [`quantize`] / [`dequantize`].
 //!
 //! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
 //! kernels loaded once, tiles chosen, scratch allocated and operands checked ([`mod@ops`]).
@@ -41,12 +43,15 @@ mod attention_kernels;
 mod broadcast;
 mod config;
 mod conv;
+mod convert_kernels;
 mod depthwise;
 mod elementwise;
 mod gemm_family;
+mod movement;
 pub mod ops;
 pub mod reference;
 mod reference_attention;
+mod reference_movement;
 mod rows;
 pub mod tuning;
 mod unary_kernels;
@@ -57,12 +62,21 @@ pub use attention_kernels::{
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use conv::{conv2d, Conv2dShape};
+pub use convert_kernels::{
+    cast_from_f16, cast_from_f32, cast_to_f16, cast_to_f32, dequantize, dequantize_channels,
+    quantize, quantize_channels,
+};
 pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
 pub use elementwise::{activation, activation_grid, binary_op};
 pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8, gemm_kernels,
     gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
 };
+pub use movement::{
+    contiguous_strides, embedding, flat_grid, pad_copy, strided_copy, transpose_grid,
+    transpose_tiled, CopyShape, PadShape, MAX_RANK, MOVE_LOCAL,
+};
+pub use ops::QuantScale;
 pub use ops::{
     broadcast_shape, Activation, Attention, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp,
     Softmax, UnaryOp,

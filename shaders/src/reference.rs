@@ -1,6 +1,9 @@
 //! CPU references for the kernels, on `f32`.
 
 pub use crate::reference_attention::attention;
+pub use crate::reference_movement::{
+    concat, dequantize, embedding, pad, permute, quantize, quotient, slice,
+};
 
 /// The activation with the same `op` numbering as the kernel.
 pub fn activation(op: i32, alpha: f32, x: &[f32]) -> Vec<f32> {

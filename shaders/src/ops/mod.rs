@@ -15,17 +15,23 @@
 //! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
 //!   broadcasting, [`broadcast_shape`]);
 //! - `attention.rs`: [`Ops::attention`] ([`Attention`]: scaled, causal, grouped-query heads);
+//! - `movement.rs`: [`Ops::permute`], [`Ops::transpose`], [`Ops::slice`], [`Ops::concat`],
+//!   [`Ops::pad`], [`Ops::embedding`]; `convert.rs`: [`Ops::cast`], [`Ops::quantize`] and
+//!   [`Ops::dequantize`] ([`QuantScale`]);
 //! - `error.rs`: [`OpError`].
 
 mod attention;
 mod check;
+mod convert;
 mod elementwise;
 mod error;
 mod gemm;
+mod movement;
 mod norm;
 mod reduce;
 
 pub use attention::Attention;
+pub use convert::QuantScale;
 pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use gemm::{Activation, Conv2d, Gemm};
