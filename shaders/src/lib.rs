@@ -20,7 +20,8 @@
 //! - [`conv2d_dw_nhwc`]: depthwise 2D convolution, channels-last ([`Conv2dDwShape`]);
 //! - [`reduce`], [`argmax`]: sum, mean, max, min and argmax along one axis ([`ReduceShape`]);
 //! - [`softmax`]: softmax along the last axis, scaled, optionally causal ([`SoftmaxShape`]);
-//! - [`norm`]: layer norm, RMS norm and channels-last group norm ([`NormShape`]).
+//! - [`norm`]: layer norm, RMS norm and channels-last group norm ([`NormShape`]);
+//! - [`gemv`], [`gemv_int8`] (and scalar forms): decode's matrix-vector products ([`GemvShape`]).
 //!
 //! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
 //! kernels loaded once, tiles chosen, scratch allocated and operands checked ([`mod@ops`]).
@@ -40,8 +41,10 @@ mod conv;
 mod depthwise;
 mod elementwise;
 mod gemm_family;
+mod gemv_family;
 pub mod ops;
 pub mod reference;
+mod reference_layers;
 mod rows;
 pub mod tuning;
 mod unary_kernels;
@@ -54,6 +57,9 @@ pub use elementwise::{activation, activation_grid, binary_op};
 pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8, gemm_kernels,
     gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
+};
+pub use gemv_family::{
+    gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH, GEMV_ROWS,
 };
 pub use ops::{
     broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax, UnaryOp,

@@ -503,3 +503,6 @@ mod tests {
         }
     }
 }
+
+/// Decode, RoPE, pooling and batch-norm references (`reference_layers.rs`).
+pub use crate::reference_layers::*;

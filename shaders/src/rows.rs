@@ -121,7 +121,11 @@ const ROWS_Y: usize = 32768;
 
 /// The invocation grid `[x, rows over y and z]` of a row kernel (`rows_row` in rows.glsl).
 fn rows_grid(x: u32, rows: usize) -> [u32; 3] {
-    [x, rows.min(ROWS_Y) as u32, rows.div_ceil(ROWS_Y).max(1) as u32]
+    [
+        x,
+        rows.min(ROWS_Y) as u32,
+        rows.div_ceil(ROWS_Y).max(1) as u32,
+    ]
 }
 
 /// The workgroup of a kernel with one workgroup per row of `len` values: `len` rounded up to a

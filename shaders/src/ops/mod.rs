@@ -14,12 +14,14 @@
 //!   [`Ops::rms_norm`], [`Ops::group_norm`] (channels-last), each allowed in place;
 //! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
 //!   broadcasting, [`broadcast_shape`]);
+//! - `gemv.rs`: decode's matrix-vector products, [`Ops::gemv`] and [`Ops::gemv_int8`];
 //! - `error.rs`: [`OpError`].
 
 mod check;
 mod elementwise;
 mod error;
 mod gemm;
+mod gemv;
 mod norm;
 mod reduce;
 
