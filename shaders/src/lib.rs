@@ -21,7 +21,8 @@
 //! - [`reduce`], [`argmax`]: sum, mean, max, min and argmax along one axis ([`ReduceShape`]);
 //! - [`softmax`]: softmax along the last axis, scaled, optionally causal ([`SoftmaxShape`]);
 //! - [`norm`]: layer norm, RMS norm and channels-last group norm ([`NormShape`]);
-//! - [`gemv`], [`gemv_int8`] (and scalar forms): decode's matrix-vector products ([`GemvShape`]).
+//! - [`gemv`], [`gemv_int8`] (and scalar forms): decode's matrix-vector products ([`GemvShape`]);
+//! - [`rope`]: rotary position embedding ([`RopeShape`]).
 //!
 //! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
 //! kernels loaded once, tiles chosen, scratch allocated and operands checked ([`mod@ops`]).
@@ -45,6 +46,7 @@ mod gemv_family;
 pub mod ops;
 pub mod reference;
 mod reference_layers;
+mod rotary;
 mod rows;
 pub mod tuning;
 mod unary_kernels;
@@ -64,6 +66,8 @@ pub use gemv_family::{
 pub use ops::{
     broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax, UnaryOp,
 };
+pub use ops::{Rope, RopeStyle};
+pub use rotary::{rope, RopeShape};
 pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};
 pub use unary_kernels::{unary, unary_scalar};

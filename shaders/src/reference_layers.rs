@@ -46,3 +46,39 @@ pub fn gemv_int8(n: usize, k: usize, w: &[i8], scales: &[f32], x: &[f32]) -> (Ve
             .collect(),
     )
 }
+
+/// Rotary position embedding of x `[tokens, heads, dim]` in f64 (token t at position
+/// `t % seq + offset`, pair i rotated by `pos · base^(-2i/dim)`; pairs `(i, i + dim/2)`, or
+/// `(2i, 2i + 1)` with `interleaved`), and the error scale `|a| + |b|` of each value's pair.
+pub fn rope(
+    seq: usize,
+    heads: usize,
+    dim: usize,
+    offset: usize,
+    base: f32,
+    interleaved: bool,
+    x: &[f32],
+) -> (Vec<f32>, Vec<f32>) {
+    let (mut y, mut scale) = (vec![0f32; x.len()], vec![0f32; x.len()]);
+    let half = dim / 2;
+    for (row, head) in x.chunks(dim).enumerate() {
+        let pos = ((row / heads) % seq + offset) as f64;
+        let at = row * dim;
+        for i in 0..half {
+            let angle = pos * (base as f64).powf(-2.0 * i as f64 / dim as f64);
+            let (ia, ib) = if interleaved {
+                (2 * i, 2 * i + 1)
+            } else {
+                (i, i + half)
+            };
+            let (a, b) = (head[ia] as f64, head[ib] as f64);
+            let (s, c) = angle.sin_cos();
+            y[at + ia] = (a * c - b * s) as f32;
+            y[at + ib] = (b * c + a * s) as f32;
+            let mag = (a.abs() + b.abs()) as f32;
+            scale[at + ia] = mag;
+            scale[at + ib] = mag;
+        }
+    }
+    (y, scale)
+}

@@ -15,6 +15,7 @@
 //! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
 //!   broadcasting, [`broadcast_shape`]);
 //! - `gemv.rs`: decode's matrix-vector products, [`Ops::gemv`] and [`Ops::gemv_int8`];
+//! - `rope.rs`: [`Ops::rope`] ([`Rope`]: rotary position embedding, decode's offset);
 //! - `error.rs`: [`OpError`].
 
 mod check;
@@ -24,12 +25,14 @@ mod gemm;
 mod gemv;
 mod norm;
 mod reduce;
+mod rope;
 
 pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use gemm::{Activation, Conv2d, Gemm};
 pub use norm::Softmax;
 pub use reduce::ReduceOp;
+pub use rope::{Rope, RopeStyle};
 
 use crate::{DeviceClass, GemmTuner};
 use std::any::{Any, TypeId};
