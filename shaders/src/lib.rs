@@ -22,7 +22,8 @@
 //! - [`softmax`]: softmax along the last axis, scaled, optionally causal ([`SoftmaxShape`]);
 //! - [`norm`]: layer norm, RMS norm and channels-last group norm ([`NormShape`]);
 //! - [`gemv`], [`gemv_int8`] (and scalar forms): decode's matrix-vector products ([`GemvShape`]);
-//! - [`rope`]: rotary position embedding ([`RopeShape`]).
+//! - [`rope`]: rotary position embedding ([`RopeShape`]);
+//! - [`pool2d`], [`global_avg_pool`]: channels-last pooling ([`Pool2dShape`], [`GlobalPoolShape`]).
 //!
 //! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
 //! kernels loaded once, tiles chosen, scratch allocated and operands checked ([`mod@ops`]).
@@ -44,6 +45,7 @@ mod elementwise;
 mod gemm_family;
 mod gemv_family;
 pub mod ops;
+mod pool;
 pub mod reference;
 mod reference_layers;
 mod rotary;
@@ -66,7 +68,8 @@ pub use gemv_family::{
 pub use ops::{
     broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax, UnaryOp,
 };
-pub use ops::{Rope, RopeStyle};
+pub use ops::{Pool2d, Rope, RopeStyle};
+pub use pool::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
 pub use rotary::{rope, RopeShape};
 pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};

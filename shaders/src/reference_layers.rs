@@ -82,3 +82,54 @@ pub fn rope(
     }
     (y, scale)
 }
+
+/// Max (`max`) or average pooling of x `[batch, h, w, c]` in f64 over `s`'s windows (average:
+/// the sum over the pixels inside x divided by kh · kw), and the error scale (the largest
+/// |value| of the window).
+pub fn pool2d(s: crate::Pool2dShape, max: bool, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let [batch, oh, ow, c] = s.out_shape();
+    let (mut y, mut scale) = (Vec::new(), Vec::new());
+    for b in 0..batch {
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for ch in 0..c {
+                    let (mut acc, mut mag) = (if max { f64::NEG_INFINITY } else { 0.0 }, 0f64);
+                    for ky in 0..s.kernel.0 {
+                        for kx in 0..s.kernel.1 {
+                            let iy = (oy * s.stride.0 + ky) as isize - s.padding.0 as isize;
+                            let ix = (ox * s.stride.1 + kx) as isize - s.padding.1 as isize;
+                            if iy < 0 || ix < 0 || iy >= s.h as isize || ix >= s.w as isize {
+                                continue;
+                            }
+                            let v =
+                                x[((b * s.h + iy as usize) * s.w + ix as usize) * c + ch] as f64;
+                            acc = if max { acc.max(v) } else { acc + v };
+                            mag = mag.max(v.abs());
+                        }
+                    }
+                    if !max {
+                        acc /= (s.kernel.0 * s.kernel.1) as f64;
+                    }
+                    y.push(acc as f32);
+                    scale.push(mag as f32);
+                }
+            }
+        }
+    }
+    (y, scale)
+}
+
+/// The mean over the pixels of x `[batch, hw, c]` per image and channel, in f64, and the error
+/// scale (the largest |value| averaged).
+pub fn global_avg_pool(batch: usize, hw: usize, c: usize, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
+    let (mut y, mut scale) = (Vec::new(), Vec::new());
+    for b in 0..batch {
+        for ch in 0..c {
+            let vals = (0..hw).map(|i| x[(b * hw + i) * c + ch] as f64);
+            let sum: f64 = vals.clone().sum();
+            y.push((sum / hw as f64) as f32);
+            scale.push(vals.fold(0f64, |m, v| m.max(v.abs())) as f32);
+        }
+    }
+    (y, scale)
+}

@@ -15,6 +15,7 @@
 //! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
 //!   broadcasting, [`broadcast_shape`]);
 //! - `gemv.rs`: decode's matrix-vector products, [`Ops::gemv`] and [`Ops::gemv_int8`];
+//! - `pool.rs`: [`Ops::max_pool2d`], [`Ops::avg_pool2d`] ([`Pool2d`]), [`Ops::global_avg_pool`];
 //! - `rope.rs`: [`Ops::rope`] ([`Rope`]: rotary position embedding, decode's offset);
 //! - `error.rs`: [`OpError`].
 
@@ -24,6 +25,7 @@ mod error;
 mod gemm;
 mod gemv;
 mod norm;
+mod pool;
 mod reduce;
 mod rope;
 
@@ -31,6 +33,7 @@ pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use gemm::{Activation, Conv2d, Gemm};
 pub use norm::Softmax;
+pub use pool::Pool2d;
 pub use reduce::ReduceOp;
 pub use rope::{Rope, RopeStyle};
 
