@@ -68,7 +68,7 @@ pub use gemv_family::{
 pub use ops::{
     broadcast_shape, Activation, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp, Softmax, UnaryOp,
 };
-pub use ops::{Pool2d, Rope, RopeStyle};
+pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
 pub use rotary::{rope, RopeShape};
 pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};

@@ -133,3 +133,17 @@ pub fn global_avg_pool(batch: usize, hw: usize, c: usize, x: &[f32]) -> (Vec<f32
     }
     (y, scale)
 }
+
+/// Inference-mode batch norm of a channels-last x (`c` channels, the last dimension) in f64:
+/// `(x - mean) / sqrt(var + eps) · gamma + beta`.
+pub fn batch_norm(c: usize, bn: &crate::BatchNorm<'_>, x: &[f32]) -> Vec<f32> {
+    x.iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            let o = i % c;
+            let r = 1.0 / (bn.running_var[o] as f64 + bn.eps as f64).sqrt();
+            ((v as f64 - bn.running_mean[o] as f64) * r * bn.gamma[o] as f64 + bn.beta[o] as f64)
+                as f32
+        })
+        .collect()
+}

@@ -17,11 +17,13 @@
 //! - `gemv.rs`: decode's matrix-vector products, [`Ops::gemv`] and [`Ops::gemv_int8`];
 //! - `pool.rs`: [`Ops::max_pool2d`], [`Ops::avg_pool2d`] ([`Pool2d`]), [`Ops::global_avg_pool`];
 //! - `rope.rs`: [`Ops::rope`] ([`Rope`]: rotary position embedding, decode's offset);
+//! - `fold.rs`: [`fold_batch_norm`], batch norm folded into a convolution's weights (host side);
 //! - `error.rs`: [`OpError`].
 
 mod check;
 mod elementwise;
 mod error;
+mod fold;
 mod gemm;
 mod gemv;
 mod norm;
@@ -31,6 +33,7 @@ mod rope;
 
 pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
+pub use fold::{fold_batch_norm, BatchNorm, ConvWeightLayout};
 pub use gemm::{Activation, Conv2d, Gemm};
 pub use norm::Softmax;
 pub use pool::Pool2d;
