@@ -1,5 +1,8 @@
 //! CPU references for the kernels, on `f32`.
 
+/// Decode, RoPE, pooling and batch-norm references (`reference_layers.rs`).
+pub use crate::reference_layers::*;
+
 /// The activation with the same `op` numbering as the kernel.
 pub fn activation(op: i32, alpha: f32, x: &[f32]) -> Vec<f32> {
     x.iter()
@@ -503,6 +506,3 @@ mod tests {
         }
     }
 }
-
-/// Decode, RoPE, pooling and batch-norm references (`reference_layers.rs`).
-pub use crate::reference_layers::*;
