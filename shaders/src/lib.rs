@@ -25,7 +25,10 @@
 //!   causal, grouped-query heads, for a prompt or one token against a KV cache
 //!   ([`AttentionShape`]);
 //! - data movement and conversion: [`strided_copy`], [`pad_copy`], [`transpose_tiled`],
-//!   [`embedding`], casts ([`cast_to_f32`], ...), int8 [`quantize`] / [`dequantize`].
+//!   [`embedding`], casts ([`cast_to_f32`], ...), int8 [`quantize`] / [`dequantize`];
+//! - [`gemv`], [`gemv_int8`] (and scalar forms): decode's matrix-vector products ([`GemvShape`]);
+//! - [`rope`]: rotary position embedding ([`RopeShape`]);
+//! - [`pool2d`], [`global_avg_pool`]: channels-last pooling ([`Pool2dShape`], [`GlobalPoolShape`]).
 //!
 //! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
 //! kernels loaded once, tiles chosen, scratch allocated and operands checked ([`mod@ops`]).
@@ -47,11 +50,15 @@ mod convert_kernels;
 mod depthwise;
 mod elementwise;
 mod gemm_family;
+mod gemv_family;
 mod movement;
 pub mod ops;
+mod pool;
 pub mod reference;
 mod reference_attention;
+mod reference_layers;
 mod reference_movement;
+mod rotary;
 mod rows;
 pub mod tuning;
 mod unary_kernels;
@@ -72,6 +79,9 @@ pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8, gemm_kernels,
     gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
 };
+pub use gemv_family::{
+    gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH, GEMV_ROWS,
+};
 pub use movement::{
     contiguous_strides, embedding, flat_grid, pad_copy, strided_copy, transpose_grid,
     transpose_tiled, CopyShape, PadShape, MAX_RANK, MOVE_LOCAL,
@@ -81,6 +91,9 @@ pub use ops::{
     broadcast_shape, Activation, Attention, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp,
     Softmax, UnaryOp,
 };
+pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
+pub use pool::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
+pub use rotary::{rope, RopeShape};
 pub use rows::{argmax, norm, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};
 pub use unary_kernels::{unary, unary_scalar};

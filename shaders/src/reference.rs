@@ -1,6 +1,8 @@
 //! CPU references for the kernels, on `f32`.
 
 pub use crate::reference_attention::attention;
+/// Decode, RoPE, pooling and batch-norm references (`reference_layers.rs`).
+pub use crate::reference_layers::*;
 pub use crate::reference_movement::{
     concat, dequantize, embedding, pad, permute, quantize, quotient, slice,
 };

@@ -18,6 +18,10 @@
 //! - `movement.rs`: [`Ops::permute`], [`Ops::transpose`], [`Ops::slice`], [`Ops::concat`],
 //!   [`Ops::pad`], [`Ops::embedding`]; `convert.rs`: [`Ops::cast`], [`Ops::quantize`] and
 //!   [`Ops::dequantize`] ([`QuantScale`]);
+//! - `gemv.rs`: decode's matrix-vector products, [`Ops::gemv`] and [`Ops::gemv_int8`];
+//! - `pool.rs`: [`Ops::max_pool2d`], [`Ops::avg_pool2d`] ([`Pool2d`]), [`Ops::global_avg_pool`];
+//! - `rope.rs`: [`Ops::rope`] ([`Rope`]: rotary position embedding, decode's offset);
+//! - `fold.rs`: [`fold_batch_norm`], batch norm folded into a convolution's weights (host side);
 //! - `error.rs`: [`OpError`].
 
 mod attention;
@@ -25,18 +29,25 @@ mod check;
 mod convert;
 mod elementwise;
 mod error;
+mod fold;
 mod gemm;
+mod gemv;
 mod movement;
 mod norm;
+mod pool;
 mod reduce;
+mod rope;
 
 pub use attention::Attention;
 pub use convert::QuantScale;
 pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
+pub use fold::{fold_batch_norm, BatchNorm, ConvWeightLayout};
 pub use gemm::{Activation, Conv2d, Gemm};
 pub use norm::Softmax;
+pub use pool::Pool2d;
 pub use reduce::ReduceOp;
+pub use rope::{Rope, RopeStyle};
 
 use crate::{DeviceClass, GemmTuner};
 use std::any::{Any, TypeId};

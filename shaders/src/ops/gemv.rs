@@ -1,0 +1,189 @@
+//! The matrix-vector products of decoding: [`Ops::gemv`] on float weights and
+//! [`Ops::gemv_int8`] on int8 weights with a scale per output channel. Each checks its operands
+//! and records one dispatch of the wide kernel ([`gemv`], [`gemv_int8`]: 16-byte loads) where
+//! K is a multiple of the chunk, of the scalar one otherwise.
+
+use super::check::{float_format, not_aliased, same_format, shape_is};
+use super::{recorded, OpError, Ops};
+use crate::{gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH};
+use std::sync::Arc;
+use vkprism::{Bindings, CommandList, Int8Mode, Kernel, LoadedKernel, Tensor, TensorFormat};
+
+/// The product's shape from W (`[N, K]`) and x (`[K]` or `[batch, K]`, batch 1 to 8), and y's
+/// shape (x's rank, N for K).
+fn gemv_shape(
+    op: &'static str,
+    w: &Tensor,
+    x: &Tensor,
+) -> Result<(GemvShape, Vec<usize>), OpError> {
+    let [n, k] = *w.shape() else {
+        return Err(OpError::Shape {
+            op,
+            operand: "w",
+            got: w.shape().to_vec(),
+            want: "[N, K] (a Linear layer's weight)".into(),
+        });
+    };
+    let (batch, y_shape) = match *x.shape() {
+        [xk] if xk == k => (1, vec![n]),
+        [b, xk] if xk == k && (1..=GEMV_MAX_BATCH).contains(&b) => (b, vec![b, n]),
+        _ => {
+            return Err(OpError::Shape {
+                op,
+                operand: "x",
+                got: x.shape().to_vec(),
+                want: format!("[{k}] or [batch, {k}] with batch 1 to {GEMV_MAX_BATCH}"),
+            })
+        }
+    };
+    Ok((GemvShape { batch, n, k }, y_shape))
+}
+
+impl Ops {
+    /// Records `y = W · x (+ bias)` into `list`: `w` `[N, K]` row-major (PyTorch's Linear
+    /// weight), `x` `[K]` or `[batch, K]` (batch 1 to 8, each row a vector), `y` `[N]` or
+    /// `[batch, N]` (x's rank), `bias` (optional) `[N]`; one float format (F32, F16 or Bf16),
+    /// fp32 sums. `y` may not be another operand. Nothing is recorded when a check fails.
+    pub fn gemv(
+        &self,
+        list: &mut CommandList,
+        w: &Tensor,
+        x: &Tensor,
+        bias: Option<&Tensor>,
+        y: &Tensor,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemv";
+        let (s, y_shape) = gemv_shape(OP, w, x)?;
+        shape_is(OP, "y", y, &y_shape, "x's rows × N")?;
+        if let Some(b) = bias {
+            shape_is(OP, "bias", b, &[s.n], "[N]")?;
+        }
+        let format = float_format(OP, "w", w)?;
+        for (name, t) in [("x", Some(x)), ("bias", bias), ("y", Some(y))] {
+            same_format(OP, name, t, format)?;
+        }
+        not_aliased(
+            OP,
+            y,
+            "y",
+            &[("w", Some(w)), ("x", Some(x)), ("bias", bias)],
+        )?;
+        let bindings = |k| gemv::BufferBindings {
+            w_blob: w,
+            x_blob: x,
+            bias_blob: bias.unwrap_or(k),
+            y_blob: y,
+        };
+        // Unread without a bias (`bias_term` 0): W binds in its place.
+        let spec = s.spec(bias.is_some());
+        if s.wide(format.size()) {
+            let kernel = self.kernel_for::<gemv::Kernel>(OP, "w_blob", format, false)?;
+            let chunk = GemvShape::chunk(format.size());
+            self.record_gemv(list, OP, &kernel, &s, chunk, &spec, &bindings(w))
+        } else {
+            let kernel = self.kernel_for::<gemv_scalar::Kernel>(OP, "w_blob", format, false)?;
+            let b = bindings(w);
+            let b = gemv_scalar::BufferBindings {
+                w_blob: b.w_blob,
+                x_blob: b.x_blob,
+                bias_blob: b.bias_blob,
+                y_blob: b.y_blob,
+            };
+            self.record_gemv(list, OP, &kernel, &s, 1, &spec, &b)
+        }
+    }
+
+    /// Records `y = scale · (W · x)` into `list`, W in int8 dequantized on the fly: `w` an I8
+    /// `[N, K]` tensor (row-major, one row per output channel), `scales` F32 `[N]` (each row's
+    /// scale), `x` `[K]` or `[batch, K]` (batch 1 to 8) and `y` `[N]` or `[batch, N]` in one
+    /// float format (F32, F16 or Bf16); fp32 sums. Where K is not a multiple of 16 and the
+    /// device lacks 8-bit storage, `N · K` must be a multiple of 4. `y` may not be another
+    /// operand. Nothing is recorded when a check fails.
+    pub fn gemv_int8(
+        &self,
+        list: &mut CommandList,
+        w: &Tensor,
+        scales: &Tensor,
+        x: &Tensor,
+        y: &Tensor,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemv_int8";
+        let (s, y_shape) = gemv_shape(OP, w, x)?;
+        shape_is(OP, "y", y, &y_shape, "x's rows × N")?;
+        shape_is(OP, "scales", scales, &[s.n], "[N]")?;
+        if w.format() != TensorFormat::I8 {
+            return Err(OpError::Format {
+                op: OP,
+                operand: "w",
+                got: w.format(),
+                want: "I8".into(),
+            });
+        }
+        same_format(OP, "scales", Some(scales), TensorFormat::F32)?;
+        let format = float_format(OP, "x", x)?;
+        same_format(OP, "y", Some(y), format)?;
+        not_aliased(
+            OP,
+            y,
+            "y",
+            &[("w", Some(w)), ("scales", Some(scales)), ("x", Some(x))],
+        )?;
+        let spec = s.spec(false);
+        if s.wide(1) {
+            let kernel = self.kernel_for::<gemv_int8::Kernel>(OP, "x_blob", format, false)?;
+            let b = gemv_int8::BufferBindings {
+                w_blob: w,
+                x_blob: x,
+                scale_blob: scales,
+                y_blob: y,
+            };
+            self.record_gemv(list, OP, &kernel, &s, GemvShape::chunk(1), &spec, &b)
+        } else {
+            let kernel =
+                self.kernel_for::<gemv_int8_scalar::Kernel>(OP, "x_blob", format, false)?;
+            let packed = kernel.variant().key.int8 == Some(Int8Mode::Int8p);
+            if packed && !(s.n * s.k).is_multiple_of(4) {
+                return Err(OpError::Unsupported {
+                    op: OP,
+                    why: format!(
+                        "`w` holds {} int8 values, not a multiple of 4, and K = {} is not a \
+                         multiple of 16; this device reads int8 as 32-bit words (no 8-bit storage)",
+                        s.n * s.k,
+                        s.k
+                    ),
+                });
+            }
+            let b = gemv_int8_scalar::BufferBindings {
+                w_blob: w,
+                x_blob: x,
+                scale_blob: scales,
+                y_blob: y,
+            };
+            self.record_gemv(list, OP, &kernel, &s, 1, &spec, &b)
+        }
+    }
+
+    /// One GEMV dispatch of `kernel` (any of the four: they share constants types) reading
+    /// chunks of `chunk` elements.
+    #[allow(clippy::too_many_arguments)]
+    fn record_gemv<'a, B>(
+        &self,
+        list: &mut CommandList,
+        op: &'static str,
+        kernel: &Arc<LoadedKernel<B::Kernel>>,
+        s: &GemvShape,
+        chunk: usize,
+        spec: &gemv::SpecConstants,
+        bindings: &B,
+    ) -> Result<(), OpError>
+    where
+        B: Bindings<'a>,
+        B::Kernel: Kernel<SpecConstants = gemv::SpecConstants, PushConstants = gemv::PushConstants>,
+    {
+        let local = s.local_size(chunk);
+        let pipe = kernel
+            .pipeline(spec, Some(local))
+            .map_err(|source| OpError::Load { op, source })?;
+        recorded(op, list.dispatch(&pipe, bindings, &s.push(), s.grid(local)))
+    }
+}

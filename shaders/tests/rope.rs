@@ -1,0 +1,279 @@
+//! Rotary position embedding ([`rope`]) in every variant, both pair styles, against the f64
+//! reference on random non-zero data, outputs poisoned; odd head counts and sequence lengths,
+//! decode offsets (small and large), in place; and [`Ops::rope`] with its checks.
+
+use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat, VariantKey};
+use vkprism_shaders::{reference, rope, OpError, Ops, Rope, RopeShape, RopeStyle};
+use vkprism_testkit::{
+    assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, tolerance,
+};
+
+/// The variant's tolerance widened by fp32's angle error, which grows with the position: the
+/// angle `pos · inv_freq` is rounded to fp32 (as Hugging Face rounds it) after inv_freq's own
+/// few-ulp error from exp2.
+fn rope_tolerance(key: &VariantKey, max_pos: usize) -> f32 {
+    tolerance(key) + max_pos as f32 * 5e-7
+}
+
+#[allow(clippy::too_many_arguments)]
+fn run_case(
+    ctx: &Context,
+    name: &str,
+    s: RopeShape,
+    offset: usize,
+    base: f32,
+    interleaved: bool,
+    in_place: bool,
+    seed: u64,
+    grid: Option<[u32; 3]>,
+) {
+    let k = ctx
+        .load_with::<rope::Kernel>(&LoadOptions::variant_named(name).unwrap())
+        .unwrap();
+    let key = k.variant().key;
+    let f = k.format_of("x_blob").unwrap();
+    let shape = [s.batch * s.seq, s.heads, s.dim];
+    let x = random_in(shape.iter().product(), seed, 0.1, 2.0);
+    let xt = Tensor::from_f32(ctx, &shape, f, &x).unwrap();
+    let yt = poisoned(ctx, &shape, f);
+    let out = if in_place { &xt } else { &yt };
+    let spec = rope::SpecConstants {
+        interleaved: interleaved as i32,
+    };
+    let pipe = k.pipeline(&spec, Some(s.local_size())).unwrap();
+    ctx.run(|l| {
+        l.dispatch(
+            &pipe,
+            &rope::BufferBindings {
+                x_blob: &xt,
+                y_blob: out,
+            },
+            &s.push(offset as i32, base),
+            grid.unwrap_or(s.grid()),
+        )
+    })
+    .unwrap();
+    let (want, scale) = reference::rope(
+        s.seq,
+        s.heads,
+        s.dim,
+        offset,
+        base,
+        interleaved,
+        &quantize(&x, f),
+    );
+    let (want, scale) = expected_in(&want, &scale, f);
+    assert_close_scaled(
+        &out.download_f32().unwrap(),
+        &want,
+        &scale,
+        rope_tolerance(&key, offset + s.seq),
+        &format!("{name} {s:?} offset {offset} base {base} interleaved {interleaved}"),
+    );
+}
+
+const fn shape(batch: usize, seq: usize, heads: usize, dim: usize) -> RopeShape {
+    RopeShape {
+        batch,
+        seq,
+        heads,
+        dim,
+    }
+}
+
+#[test]
+fn rope_every_variant() {
+    let ctx = ctx();
+    assert_eq!(rope::VARIANT_NAMES, ["fp32", "fp16s", "fp16sa", "bf16s"]);
+    let shapes = [
+        shape(1, 7, 3, 2),
+        shape(2, 5, 3, 6),
+        shape(1, 33, 4, 64),
+        shape(3, 9, 5, 128),
+        shape(1, 1, 32, 128),
+    ];
+    for name in rope::VARIANT_NAMES {
+        for (i, s) in shapes.iter().enumerate() {
+            for interleaved in [false, true] {
+                let seed = 2 * i as u64 + interleaved as u64;
+                run_case(&ctx, name, *s, 0, 10000.0, interleaved, false, seed, None);
+                run_case(
+                    &ctx,
+                    name,
+                    *s,
+                    17,
+                    500000.0,
+                    interleaved,
+                    true,
+                    seed + 20,
+                    None,
+                );
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// Decoding far into a sequence: one token at positions in the thousands, where the angle's
+/// range reduction matters.
+#[test]
+fn rope_at_large_positions() {
+    let ctx = ctx();
+    for name in rope::VARIANT_NAMES {
+        for (offset, interleaved) in [(4095, false), (30000, true), (131071, false)] {
+            run_case(
+                &ctx,
+                name,
+                shape(2, 1, 8, 128),
+                offset,
+                10000.0,
+                interleaved,
+                false,
+                40,
+                None,
+            );
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// A grid smaller than the pairs (as past 65,535 workgroups): invocations take several.
+#[test]
+fn rope_grid_stride_covers_every_pair() {
+    let ctx = ctx();
+    for name in rope::VARIANT_NAMES {
+        let s = shape(2, 13, 7, 66);
+        run_case(
+            &ctx,
+            name,
+            s,
+            3,
+            10000.0,
+            true,
+            false,
+            50,
+            Some([3 * 256, 1, 1]),
+        );
+        run_case(
+            &ctx,
+            name,
+            s,
+            3,
+            10000.0,
+            false,
+            true,
+            51,
+            Some([256, 1, 1]),
+        );
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn rope_ops_every_format_and_rank() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    for f in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+        let tol = match f {
+            TensorFormat::F32 => 1e-4,
+            TensorFormat::F16 => 1e-2,
+            _ => 1e-2,
+        };
+        for (dims, style, offset) in [
+            (vec![5, 3, 8], RopeStyle::Half, 0),
+            (vec![2, 3, 4, 10], RopeStyle::Interleaved, 9),
+            (vec![1, 7, 64], RopeStyle::Half, 100),
+        ] {
+            let n: usize = dims.iter().product();
+            let x = random_in(n, 60, 0.1, 2.0);
+            let xt = Tensor::from_f32(&ctx, &dims, f, &x).unwrap();
+            let yt = poisoned(&ctx, &dims, f);
+            let op = Rope::new()
+                .with_style(style)
+                .with_position_offset(offset)
+                .with_theta_base(10000.0);
+            let (seq, heads, dim) = (
+                dims[dims.len() - 3],
+                dims[dims.len() - 2],
+                dims[dims.len() - 1],
+            );
+            let (want, scale) = reference::rope(
+                seq,
+                heads,
+                dim,
+                offset,
+                10000.0,
+                style == RopeStyle::Interleaved,
+                &quantize(&x, f),
+            );
+            let (want, scale) = expected_in(&want, &scale, f);
+            for out in [&yt, &xt] {
+                match ops.run(|l| ops.rope(l, &xt, out, &op)) {
+                    Err(OpError::FormatUnsupported { .. }) => {
+                        println!("rope: the device runs no variant on {f:?}");
+                        break;
+                    }
+                    r => r.unwrap(),
+                }
+                assert_close_scaled(
+                    &out.download_f32().unwrap(),
+                    &want,
+                    &scale,
+                    tol,
+                    &format!("rope {f:?} {dims:?} {style:?} offset {offset}"),
+                );
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+fn expect_err(ops: &Ops, record: impl FnOnce(&mut CommandList) -> Result<(), OpError>) -> OpError {
+    let mut list = CommandList::new(ops.context()).unwrap();
+    let e = record(&mut list).expect_err("the operation must be refused");
+    assert!(list.is_empty(), "nothing recorded: {e}");
+    e
+}
+
+#[test]
+fn rope_bad_operands_are_errors_and_record_nothing() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let t = |shape: &[usize], f: TensorFormat| {
+        let n = shape.iter().product();
+        Tensor::from_f32(&ctx, shape, f, &vec![1.0; n]).unwrap()
+    };
+    let f32t = |shape: &[usize]| t(shape, TensorFormat::F32);
+    let x = f32t(&[4, 2, 8]);
+    let op = Rope::new();
+    let e = expect_err(&ops, |l| ops.rope(l, &f32t(&[4, 16]), &f32t(&[4, 16]), &op));
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                op: "rope",
+                operand: "x",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = expect_err(&ops, |l| ops.rope(l, &x, &f32t(&[4, 16]), &op));
+    assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
+    let e = expect_err(&ops, |l| {
+        ops.rope(l, &x, &t(&[4, 2, 8], TensorFormat::F16), &op)
+    });
+    assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
+    let xi = Tensor::from_i32(&ctx, &[4, 2, 8], &[1; 64]).unwrap();
+    let e = expect_err(&ops, |l| ops.rope(l, &xi, &xi, &op));
+    assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
+    let odd = f32t(&[4, 2, 7]);
+    let e = expect_err(&ops, |l| ops.rope(l, &odd, &odd, &op));
+    assert!(matches!(e, OpError::Unsupported { op: "rope", .. }), "{e}");
+    let e = expect_err(&ops, |l| ops.rope(l, &x, &x, &op.with_theta_base(0.0)));
+    assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
+    let far = op.with_position_offset(i32::MAX as usize);
+    let e = expect_err(&ops, |l| ops.rope(l, &x, &x, &far));
+    assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
+    assert_clean(&ctx);
+}
