@@ -439,6 +439,7 @@ impl Session {
                             K: *k as i32,
                             alpha: 1.0,
                             slope: 0.0,
+                            ..Default::default()
                         },
                         gemm_cfg.grid(1, *n),
                     )?;

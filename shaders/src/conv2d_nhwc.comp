@@ -163,7 +163,7 @@ uvec4 cm_a8_at(int i, int m, int k)
 uvec4 cm_b8(int k, int n)
 {
     uvec4 v;
-    LOAD_OCTET(b_data, k, n, p.K, p.N, v)
+    LOAD_OCTET(b_data, 0, k, n, p.K, p.N, v)
     return v;
 }
 #else

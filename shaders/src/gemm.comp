@@ -1,5 +1,6 @@
 #version 450
-// C = act(alpha * op(A) * op(B) + bias), row-major, every operand read and written as vec4s.
+// C = act(alpha * op(A) * op(B) + beta * C + bias), row-major, every operand read and written
+// as vec4s; with `batched`, one such product per workgroup z (strided batched GEMM).
 #extension GL_EXT_control_flow_attributes : require
 //
 // Shapes: op(A) is M×K, op(B) is K×N, C is M×N. A is stored M×K (K×M when transpose_a), B is
@@ -49,10 +50,25 @@ layout (binding = 2) writeonly buffer partial_blob { vec4 partial_data[]; };
 #else
 // N values, read only when bias_term is 1 (bind any tensor otherwise).
 layout (binding = 2) readonly buffer bias_blob { sfpvec4 bias_data[]; };
-layout (binding = 3) writeonly buffer c_blob { sfpvec4 c_data[]; };
+// Read back where beta_term is 1.
+layout (binding = 3) buffer c_blob { sfpvec4 c_data[]; };
 #endif
 
-layout (push_constant) uniform parameter { int M; int N; int K; float alpha; float slope; } p;
+layout (push_constant) uniform parameter {
+    int M; int N; int K; float alpha; float slope;
+    int batch_a; int batch_b; int batch_c; float beta;
+} p;
+
+// This workgroup's batch (workgroup z where `batched`; the split-K kernel's z is its share of
+// K) and where its A, B and C start, in elements; the constant 0 otherwise.
+#if VKPRISM_SPLIT_K
+#define BATCH 0
+#else
+#define BATCH (batched == 1 ? int(gl_WorkGroupID.z) : 0)
+#endif
+#define A_BASE (BATCH * p.batch_a)
+#define B_BASE (BATCH * p.batch_b)
+#define GEMM_C_BASE (BATCH * p.batch_c)
 
 #include "gemm_tiles.glsl"
 
@@ -62,16 +78,16 @@ layout (push_constant) uniform parameter { int M; int N; int K; float alpha; flo
 uvec4 cm_a8(int row, int col)
 {
     uvec4 v;
-    if (transpose_a == 1) LOAD_OCTET(a_data, row, col, p.K, p.M, v)
-    else LOAD_OCTET(a_data, row, col, p.M, p.K, v)
+    if (transpose_a == 1) LOAD_OCTET(a_data, A_BASE, row, col, p.K, p.M, v)
+    else LOAD_OCTET(a_data, A_BASE, row, col, p.M, p.K, v)
     return v;
 }
 
 uvec4 cm_b8(int row, int col)
 {
     uvec4 v;
-    if (transpose_b == 1) LOAD_OCTET(b_data, row, col, p.N, p.K, v)
-    else LOAD_OCTET(b_data, row, col, p.K, p.N, v)
+    if (transpose_b == 1) LOAD_OCTET(b_data, B_BASE, row, col, p.N, p.K, v)
+    else LOAD_OCTET(b_data, B_BASE, row, col, p.K, p.N, v)
     return v;
 }
 
@@ -83,28 +99,28 @@ void cm_a_prepare(int tid, int m0) {}
 vec4 a_row4(int m, int k)
 {
     if (m >= p.M || k >= p.K) return vec4(0.0);
-    return ld4_ab(a_data, m * (p.K / 4) + k / 4);
+    return ld4_ab(a_data, A_BASE / 4 + m * (p.K / 4) + k / 4);
 }
 
 // A stored K×M: op(A)[m .. m+3][k], or zero outside.
 vec4 at_col4(int k, int m)
 {
     if (m >= p.M || k >= p.K) return vec4(0.0);
-    return ld4_ab(a_data, k * (p.M / 4) + m / 4);
+    return ld4_ab(a_data, A_BASE / 4 + k * (p.M / 4) + m / 4);
 }
 
 // op(B)[k][n .. n+3] (row-major B), or zero outside.
 vec4 b_row4(int k, int n)
 {
     if (k >= p.K || n >= p.N) return vec4(0.0);
-    return ld4_ab(b_data, k * (p.N / 4) + n / 4);
+    return ld4_ab(b_data, B_BASE / 4 + k * (p.N / 4) + n / 4);
 }
 
 // B stored N×K: op(B)[k .. k+3][n], or zero outside.
 vec4 bt_col4(int n, int k)
 {
     if (k >= p.K || n >= p.N) return vec4(0.0);
-    return ld4_ab(b_data, n * (p.K / 4) + k / 4);
+    return ld4_ab(b_data, B_BASE / 4 + n * (p.K / 4) + k / 4);
 }
 
 #if NCNN_shader_local_memory
@@ -115,10 +131,10 @@ rawvec4 raw_a(int l, int m0, int k0)
 {
     if (transpose_a == 1) {
         const int k = k0 + l / (BM / 4), m = m0 + (l % (BM / 4)) * 4;
-        return m < p.M && k < p.K ? load_raw(a_data, k * (p.M / 4) + m / 4) : rawvec4(0);
+        return m < p.M && k < p.K ? load_raw(a_data, A_BASE / 4 + k * (p.M / 4) + m / 4) : rawvec4(0);
     }
     const int m = m0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
-    return m < p.M && k < p.K ? load_raw(a_data, m * (p.K / 4) + k / 4) : rawvec4(0);
+    return m < p.M && k < p.K ? load_raw(a_data, A_BASE / 4 + m * (p.K / 4) + k / 4) : rawvec4(0);
 }
 
 // Load l of a step of B, as stored: 4 consecutive n of one k, or 4 consecutive k of one n when B
@@ -127,10 +143,10 @@ rawvec4 raw_b(int l, int n0, int k0)
 {
     if (transpose_b == 1) {
         const int n = n0 + l / (STEP / 4), k = k0 + (l % (STEP / 4)) * 4;
-        return n < p.N && k < p.K ? load_raw(b_data, n * (p.K / 4) + k / 4) : rawvec4(0);
+        return n < p.N && k < p.K ? load_raw(b_data, B_BASE / 4 + n * (p.K / 4) + k / 4) : rawvec4(0);
     }
     const int k = k0 + l / (BN / 4), n = n0 + (l % (BN / 4)) * 4;
-    return n < p.N && k < p.K ? load_raw(b_data, k * (p.N / 4) + n / 4) : rawvec4(0);
+    return n < p.N && k < p.K ? load_raw(b_data, B_BASE / 4 + k * (p.N / 4) + n / 4) : rawvec4(0);
 }
 
 #endif

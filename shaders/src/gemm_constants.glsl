@@ -21,3 +21,9 @@ layout (constant_id = 8) const int cm_warps_n = 2;
 layout (constant_id = 9) const int wide_loads = 0;
 // Split-K kernels only: workgroups along K, each summing one share of whole BK steps.
 layout (constant_id = 10) const int split_k = 1;
+// gemm.comp only: `batched` 1 when workgroup z is a batch index (strided batched GEMM: each
+// batch's A, B and C `batch_a`, `batch_b`, `batch_c` elements after the previous one, 0 for an
+// operand all batches share), `beta_term` 1 when C is read back:
+// C = act(alpha · op(A) · op(B) + beta · C + bias).
+layout (constant_id = 11) const int batched = 0;
+layout (constant_id = 12) const int beta_term = 0;

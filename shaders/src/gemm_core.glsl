@@ -52,7 +52,15 @@ void store_c(int m, int n, vec4 sum)
     partial_data[(int(gl_WorkGroupID.z) * p.M + m) * (p.N / 4) + n / 4] = sum;
 #else
     const vec4 bias = bias_term == 1 ? vec4(buffer_ld4(bias_data, n / 4)) : vec4(0.0);
-    buffer_st4(c_data, m * (p.N / 4) + n / 4, afpvec4(activate(sum * p.alpha + bias)));
+    vec4 v = sum * p.alpha + bias;
+#ifdef GEMM_C_BASE
+    // gemm.comp: this batch's C, read back where beta_term is 1.
+    const int at = GEMM_C_BASE / 4 + m * (p.N / 4) + n / 4;
+    if (beta_term == 1) v += p.beta * vec4(buffer_ld4(c_data, at));
+#else
+    const int at = m * (p.N / 4) + n / 4;
+#endif
+    buffer_st4(c_data, at, afpvec4(activate(v)));
 #endif
 }
 

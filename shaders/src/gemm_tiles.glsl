@@ -48,15 +48,15 @@ const int A_LOADS = (A_ROWS * A_OCTETS + THREADS - 1) / THREADS;
 const int B_LOADS = (B_ROWS * B_OCTETS + THREADS - 1) / THREADS;
 
 // The octet of halves at (row, col) of a rows × cols row-major fp16 matrix held in the uvec4
-// array `data` (col a multiple of 8), zero outside. With wide_loads every row is a multiple of 8
+// array `data` from element `base` (a multiple of 8; col a multiple of 8), zero outside. With wide_loads every row is a multiple of 8
 // halves, so an octet is one aligned 16-byte load; otherwise rows are multiples of 4 and an
 // octet may straddle two uvec4s (read as two 8-byte halves). wide_loads is a specialization constant,
 // not a test of the sizes at run time: a branch between the two paths made the loop 1.7× slower
 // on the H100.
-#define LOAD_OCTET(data, row, col, rows, cols, out) { \
+#define LOAD_OCTET(data, base, row, col, rows, cols, out) { \
     out = uvec4(0); \
     if ((row) < (rows) && (col) < (cols)) { \
-        const int h_ = (row) * (cols) + (col); \
+        const int h_ = (base) + (row) * (cols) + (col); \
         if (wide_loads == 1) { \
             out = data[h_ >> 3]; \
         } else if ((h_ & 7) == 0) { \

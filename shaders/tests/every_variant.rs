@@ -186,6 +186,7 @@ fn run_gemm_case(ctx: &vkprism::Context, case: &GemmCase, seed: u64) {
                     K: kk as i32,
                     alpha: o.alpha,
                     slope: o.slope,
+                    ..Default::default()
                 },
                 cfg.grid(m, n),
             )

@@ -348,3 +348,139 @@ fn gemm_mistakes_are_errors_and_record_nothing() {
     list.submit_and_wait().unwrap();
     assert_clean(&ctx);
 }
+
+/// One batched case: `batch` products of M×N×K (B shared by all where `shared_b`), with `beta`
+/// reading C back (C filled with random values first; poisoned where beta is 0, so a read of
+/// it would show), a bias and a relu.
+#[allow(clippy::too_many_arguments)]
+fn gemm_batched_case(
+    ops: &Ops,
+    f: TensorFormat,
+    batch: usize,
+    (m, n, k): (usize, usize, usize),
+    (ta, tb): (bool, bool),
+    shared_b: bool,
+    beta: f32,
+    seed: u64,
+) -> Option<()> {
+    let ctx = ops.context();
+    let nb = if shared_b { 1 } else { batch };
+    let a = random(batch * m * k, seed, 0.1, 1.0);
+    let b = random(nb * k * n, seed + 1, 0.1, 1.0);
+    let c0 = random(batch * m * n, seed + 2, 0.1, 1.0);
+    let bias = random(n, seed + 3, 0.1, 1.0);
+    let a_mat = if ta { [k, m] } else { [m, k] };
+    let b_mat = if tb { [n, k] } else { [k, n] };
+    let at = Tensor::from_f32(ctx, &[batch, a_mat[0], a_mat[1]], f, &a).unwrap();
+    let bt = if shared_b {
+        Tensor::from_f32(ctx, &b_mat, f, &b).unwrap()
+    } else {
+        Tensor::from_f32(ctx, &[batch, b_mat[0], b_mat[1]], f, &b).unwrap()
+    };
+    let ct = if beta == 0.0 {
+        poisoned(ctx, &[batch, m, n], f)
+    } else {
+        Tensor::from_f32(ctx, &[batch, m, n], f, &c0).unwrap()
+    };
+    let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
+    let op = Gemm::new()
+        .with_transpose_a(ta)
+        .with_transpose_b(tb)
+        .with_alpha(0.75)
+        .with_beta(beta)
+        .with_activation(Activation::Relu);
+    match ops.run(|l| ops.gemm(l, &at, &bt, Some(&biast), &ct, &op)) {
+        Err(OpError::FormatUnsupported { .. }) => return None,
+        r => r.unwrap(),
+    }
+    let q = |x: &[f32]| quantize(x, f);
+    let (a, b, c0, bias) = (q(&a), q(&b), q(&c0), q(&bias));
+    let o = reference::Gemm {
+        transpose_a: ta,
+        transpose_b: tb,
+        alpha: 0.75,
+        ..Default::default()
+    };
+    let (mut want, mut scale) = (Vec::new(), Vec::new());
+    for z in 0..batch {
+        let bz = if shared_b { 0 } else { z };
+        let (p, s) = reference::gemm_with(
+            o,
+            m,
+            n,
+            k,
+            &a[z * m * k..][..m * k],
+            &b[bz * k * n..][..k * n],
+            None,
+        );
+        for (i, (p, s)) in p.iter().zip(&s).enumerate() {
+            let (c, bi) = (c0[z * m * n + i], bias[i % n]);
+            want.push((p + beta * c + bi).max(0.0));
+            scale.push(s + (beta * c).abs() + bi.abs());
+        }
+    }
+    let (want, scale) = expected_in(&want, &scale, f);
+    let what = format!(
+        "batched gemm {f:?} {batch}x{m}x{n}x{k} t {ta}/{tb} shared b {shared_b} beta {beta}"
+    );
+    check(
+        &ct.download_f32().unwrap(),
+        &want,
+        &scale,
+        tolerance_of(f),
+        &what,
+    );
+    Some(())
+}
+
+#[test]
+fn gemm_batched_and_beta() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    for f in FORMATS {
+        // Matrices of a multiple of 8 elements (cooperative matrices where the device has
+        // them) and not.
+        for (i, mnk) in [(40, 24, 32), (37, 20, 28)].into_iter().enumerate() {
+            for (j, (t, shared_b, beta)) in [
+                ((false, false), false, 0.5),
+                ((false, true), true, 0.0),
+                ((true, false), false, -1.25),
+                ((true, true), true, 1.0),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                let seed = 300 + 10 * i as u64 + j as u64;
+                // A stored K×M has rows of M: a multiple of 4.
+                let mnk = if t.0 { (mnk.0 / 4 * 4, mnk.1, mnk.2) } else { mnk };
+                gemm_batched_case(&ops, f, 3, mnk, t, shared_b, beta, seed);
+            }
+        }
+        // One product with beta: no split, C read back.
+        gemm_batched_case(&ops, f, 1, (64, 64, 512), (false, false), false, 2.0, 400);
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn gemm_batch_mismatches_are_errors() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let f = TensorFormat::F32;
+    let t = |s: &[usize]| poisoned(&ctx, s, f);
+    let op = Gemm::new();
+    let err = |a: &Tensor, b: &Tensor, c: &Tensor| {
+        ops.run(|l| ops.gemm(l, a, b, None, c, &op)).unwrap_err()
+    };
+    // Batches of 2 and 3.
+    let e = err(&t(&[2, 8, 4]), &t(&[3, 4, 8]), &t(&[2, 8, 8]));
+    assert!(matches!(e, OpError::Shape { operand: "b", .. }), "{e}");
+    // A batched product into one matrix.
+    let e = err(&t(&[2, 8, 4]), &t(&[4, 8]), &t(&[8, 8]));
+    assert!(matches!(e, OpError::Shape { operand: "c", .. }), "{e}");
+    let e = err(&t(&[2, 2, 8, 4]), &t(&[4, 8]), &t(&[8, 8]));
+    assert!(matches!(e, OpError::Shape { operand: "a", .. }), "{e}");
+    ops.run(|l| ops.gemm(l, &t(&[2, 8, 4]), &t(&[4, 8]), None, &t(&[2, 8, 8]), &op))
+        .unwrap();
+    assert_clean(&ctx);
+}

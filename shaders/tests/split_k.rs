@@ -109,6 +109,7 @@ fn run_gemm_split(
             K: kk as i32,
             alpha: 0.0,
             slope: 0.0,
+            ..Default::default()
         };
         ctx.run(|l| l.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
             .unwrap();

@@ -261,6 +261,7 @@ fn gemms(ctx: &Context, k: &Loaded, round: u64, f: &mut Figures) {
             K: kk as i32,
             alpha: o.alpha,
             slope: o.slope,
+            ..Default::default()
         };
         ctx.run(|l| l.dispatch(&pipe, &bindings, &push, config.grid(m, n)))
             .unwrap();

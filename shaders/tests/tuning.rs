@@ -377,6 +377,7 @@ fn check_gemm(
                 K: k as i32,
                 alpha: 1.0,
                 slope: 0.0,
+                ..Default::default()
             },
             cfg.grid(m, n),
         )

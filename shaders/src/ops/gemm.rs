@@ -49,7 +49,8 @@ impl Activation {
     }
 }
 
-/// `C = act(alpha · op(A) · op(B) + bias)`: what [`Ops::gemm`] computes. Built with
+/// `C = act(alpha · op(A) · op(B) + beta · C + bias)`, for one matrix or a batch: what
+/// [`Ops::gemm`] computes. Built with
 /// [`Gemm::new`] and the `with_*` setters.
 #[derive(Copy, Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -60,6 +61,9 @@ pub struct Gemm {
     pub transpose_b: bool,
     /// The product's scale.
     pub alpha: f32,
+    /// C's scale where it is read back: `C = act(alpha · op(A) · op(B) + beta · C + bias)`
+    /// (0: C is only written).
+    pub beta: f32,
     /// The function applied last.
     pub activation: Activation,
 }
@@ -77,6 +81,7 @@ impl Gemm {
             transpose_a: false,
             transpose_b: false,
             alpha: 1.0,
+            beta: 0.0,
             activation: Activation::None,
         }
     }
@@ -93,6 +98,11 @@ impl Gemm {
     /// This product scaled by `alpha`.
     pub fn with_alpha(mut self, alpha: f32) -> Gemm {
         self.alpha = alpha;
+        self
+    }
+    /// This product plus `beta` times C's previous contents.
+    pub fn with_beta(mut self, beta: f32) -> Gemm {
+        self.beta = beta;
         self
     }
     /// This product with `activation` applied last.
@@ -145,12 +155,15 @@ struct Epilogue<'a> {
 }
 
 impl Ops {
-    /// Records `c = act(alpha · op(a) · op(b) + bias)` into `list`: `a` M×K (K×M with
-    /// `transpose_a`), `b` K×N (N×K with `transpose_b`), `c` M×N, `bias` N values added to each
-    /// row, all of one format (F32, F16 or Bf16), every stored row a multiple of 4 elements.
-    /// The variant is the best this device runs on that format (cooperative matrices where A
-    /// and B hold multiples of 8 elements), the tiles the tile policy's (or the tuner's), split
-    /// along K where that fills the GPU better. Nothing is recorded when a check fails.
+    /// Records `c = act(alpha · op(a) · op(b) + beta · c + bias)` into `list`: `a` M×K (K×M
+    /// with `transpose_a`), `b` K×N (N×K with `transpose_b`), `c` M×N, `bias` N values added to
+    /// each row, all of one format (F32, F16 or Bf16), every stored row a multiple of 4
+    /// elements. A batch: `c` `[batch, M, N]` with `a` and `b` each `[batch, ...]` or one matrix
+    /// every product shares (strided batched GEMM, one dispatch). The variant is the best this
+    /// device runs on that format (cooperative matrices where each matrix of A and B holds a
+    /// multiple of 8 elements), the tiles the tile policy's (or the tuner's), a single product
+    /// without `beta` split along K where that fills the GPU better. Nothing is recorded when
+    /// a check fails.
     pub fn gemm(
         &self,
         list: &mut CommandList,
@@ -160,22 +173,27 @@ impl Ops {
         c: &Tensor,
         op: &Gemm,
     ) -> Result<(), OpError> {
-        let (m, n, k, format) = check_gemm(a, b, bias, c, op)?;
-        let matrices = a.len().is_multiple_of(8) && b.len().is_multiple_of(8);
-        let kernel = self.kernel_for::<gemm::Kernel>("gemm", "a_blob", format, matrices)?;
+        let d = check_gemm(a, b, bias, c, op)?;
+        let (m, n, k) = (d.m, d.n, d.k);
+        let matrices = (m * k).is_multiple_of(8) && (k * n).is_multiple_of(8);
+        let kernel = self.kernel_for::<gemm::Kernel>("gemm", "a_blob", d.format, matrices)?;
         let (ta, tb) = (op.transpose_a, op.transpose_b);
         let cfg = match self.tuner() {
             Some(mut t) => t.gemm(&kernel, m, n, k, ta, tb)?,
             None => self.default_config(&GemmProblem::gemm(m, n, k, ta, tb), &kernel.variant().key),
         };
-        let cfg = cfg.split_for((m, n, k));
+        let cfg = if d.batch == 1 && op.beta == 0.0 {
+            cfg.split_for((m, n, k))
+        } else {
+            cfg
+        };
         self.gemm_with(list, &kernel, &cfg, a, b, bias, c, op)
     }
 
     /// As [`Ops::gemm`] in `kernel`'s variant with the configuration `cfg` (a benchmark's or a
     /// tuner's choice): one dispatch, or the split-K pair where `cfg.split_k` > 1 (partial sums
-    /// into scratch, then [`gemm_split_reduce`] in the same float mode). The same checks, and
-    /// `kernel`'s format must be the operands'.
+    /// into scratch, then [`gemm_split_reduce`] in the same float mode; one product without
+    /// `beta` only). The same checks, and `kernel`'s format must be the operands'.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_with(
         &self,
@@ -189,16 +207,23 @@ impl Ops {
         op: &Gemm,
     ) -> Result<(), OpError> {
         const OP: &str = "gemm";
-        let (m, n, k, format) = check_gemm(a, b, bias, c, op)?;
-        kernel_takes(OP, kernel.format_of("a_blob"), format)?;
+        let d = check_gemm(a, b, bias, c, op)?;
+        let (m, n) = (d.m, d.n);
+        kernel_takes(OP, kernel.format_of("a_blob"), d.format)?;
         let spec = gemm::SpecConstants {
             transpose_a: op.transpose_a as i32,
             transpose_b: op.transpose_b as i32,
             ..Default::default()
         };
-        let push = gemm::PushConstants::new(m as i32, n as i32, k as i32, op.alpha, 0.0);
+        let push = d.push(op);
         let key = kernel.variant().key;
         if cfg.split_k > 1 {
+            if d.batch > 1 || op.beta != 0.0 {
+                return Err(OpError::Unsupported {
+                    op: OP,
+                    why: "split-K takes one product without beta".into(),
+                });
+            }
             let split = self.kernel_exact::<gemm_split::Kernel>(OP, key)?;
             let partial = self.partial(OP, cfg, m, n)?;
             let bindings = gemm_split::BufferBindings {
@@ -219,6 +244,8 @@ impl Ops {
         let spec = gemm::SpecConstants {
             bias_term: bias.is_some() as i32,
             activation,
+            batched: (d.batch > 1) as i32,
+            beta_term: (op.beta != 0.0) as i32,
             ..spec
         };
         let push = gemm::PushConstants { slope, ..push };
@@ -230,7 +257,11 @@ impl Ops {
             c_blob: c,
         };
         let pipe = pipeline(OP, kernel, &cfg.spec(spec), cfg)?;
-        recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
+        let [x, y, _] = cfg.grid(m, n);
+        recorded(
+            OP,
+            list.dispatch(&pipe, &bindings, &push, [x, y, d.batch as u32]),
+        )
     }
 
     /// Records `c = a · b` over int8 with exact int32 results: `a` M×K and `b` K×N I8 tensors,
@@ -418,22 +449,89 @@ impl Ops {
 }
 
 /// The GEMM's operands checked: (M, N, K) and their one float format.
+/// A GEMM's sizes, batch and format, from its checked operands.
+struct GemmDims {
+    m: usize,
+    n: usize,
+    k: usize,
+    /// Products (1: one).
+    batch: usize,
+    /// Elements from one batch's A, B and C to the next (0 where every product shares it).
+    strides: [usize; 3],
+    format: TensorFormat,
+}
+
+impl GemmDims {
+    /// The one-pass kernel's push constants (the activation's slope 0).
+    fn push(&self, op: &Gemm) -> gemm::PushConstants {
+        let [batch_a, batch_b, batch_c] = self.strides.map(|s| s as i32);
+        gemm::PushConstants {
+            M: self.m as i32,
+            N: self.n as i32,
+            K: self.k as i32,
+            alpha: op.alpha,
+            slope: 0.0,
+            batch_a,
+            batch_b,
+            batch_c,
+            beta: op.beta,
+        }
+    }
+}
+
+/// A matrix operand, or a batch of them: `(batch, [rows, columns])`, batch `None` for one.
+fn batched_matrix(
+    op: &'static str,
+    operand: &'static str,
+    t: &Tensor,
+) -> Result<(Option<usize>, [usize; 2]), OpError> {
+    match *t.shape() {
+        [r, c] => Ok((None, [r, c])),
+        [b, r, c] => Ok((Some(b), [r, c])),
+        _ => Err(OpError::Shape {
+            op,
+            operand,
+            got: t.shape().to_vec(),
+            want: "a matrix [rows, columns] or a batch [batch, rows, columns]".into(),
+        }),
+    }
+}
+
+/// The GEMM's operands checked: sizes, batch and their one float format.
 fn check_gemm(
     a: &Tensor,
     b: &Tensor,
     bias: Option<&Tensor>,
     c: &Tensor,
     op: &Gemm,
-) -> Result<(usize, usize, usize, TensorFormat), OpError> {
+) -> Result<GemmDims, OpError> {
     const OP: &str = "gemm";
     let (ta, tb) = (op.transpose_a, op.transpose_b);
-    let [a0, a1] = matrix(OP, "a", a)?;
+    let (batch_a, [a0, a1]) = batched_matrix(OP, "a", a)?;
     let (m, k) = if ta { (a1, a0) } else { (a0, a1) };
-    let [b0, b1] = matrix(OP, "b", b)?;
+    let (batch_b, [b0, b1]) = batched_matrix(OP, "b", b)?;
     let n = if tb { b0 } else { b1 };
-    let want_b = if tb { [n, k] } else { [k, n] };
-    shape_is(OP, "b", b, &want_b, if tb { "[N, K]" } else { "[K, N]" })?;
-    shape_is(OP, "c", c, &[m, n], "[M, N]")?;
+    let batch = batch_a.or(batch_b).unwrap_or(1);
+    let with_batch = |has: Option<usize>, dims: [usize; 2]| match has {
+        Some(_) => vec![batch, dims[0], dims[1]],
+        None => dims.to_vec(),
+    };
+    let want_b = with_batch(batch_b, if tb { [n, k] } else { [k, n] });
+    shape_is(
+        OP,
+        "b",
+        b,
+        &want_b,
+        if tb {
+            "[batch?, N, K]"
+        } else {
+            "[batch?, K, N]"
+        },
+    )?;
+    let want_a = with_batch(batch_a, [a0, a1]);
+    shape_is(OP, "a", a, &want_a, "a's batch as b's")?;
+    let want_c = with_batch(batch_a.or(batch_b), [m, n]);
+    shape_is(OP, "c", c, &want_c, "[batch?, M, N]")?;
     if let Some(bias) = bias {
         shape_is(OP, "bias", bias, &[n], "[N]")?;
     }
@@ -448,7 +546,15 @@ fn check_gemm(
         "c",
         &[("a", Some(a)), ("b", Some(b)), ("bias", bias)],
     )?;
-    Ok((m, n, k, format))
+    let stride = |has: Option<usize>, size: usize| if has.is_some() { size } else { 0 };
+    Ok(GemmDims {
+        m,
+        n,
+        k,
+        batch,
+        strides: [stride(batch_a, m * k), stride(batch_b, k * n), m * n],
+        format,
+    })
 }
 
 /// The convolution's operands checked: their one float format.

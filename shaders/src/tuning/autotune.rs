@@ -399,6 +399,7 @@ impl GemmTuner {
             K: k as i32,
             alpha: 1.0,
             slope: 0.0,
+            ..Default::default()
         };
         let a_at = |i: usize, l: usize| {
             if transpose_a {
