@@ -234,6 +234,19 @@ def ops():
                 out.append(rec(case, shape, dname, 2 * m * x.element_size() / t / 1e12, "TB/s", mhz,
                                f"{what} {dname}, {method}"))
             del x, y
+    n = 256 << 18
+    x32, x16 = rand((n,), torch.float32, 13), rand((n,), torch.float16, 14)
+    y16, y32 = torch.empty_like(x16), torch.empty_like(x32)
+    for shape, fn in ((f"f32 to f16 256MiB", lambda: y16.copy_(x32)), (f"f16 to f32 256MiB", lambda: y32.copy_(x16))):
+        t, mhz = graph_timed(fn)
+        out.append(rec("cast", shape, "fp32", 6 * n / t / 1e12, "TB/s", mhz, f"Tensor.copy_ across dtypes, {method}"))
+    del x32, x16, y16, y32
+    for nn, k in ((4096, 4096), (14336, 4096), (4096, 14336)):
+        w, x = rand((nn, k), torch.float16, 15), rand((1, k), torch.float16, 16)
+        t, mhz = graph_timed(lambda: F.linear(x, w))
+        out.append(rec("gemv", f"{nn}x{k}", "fp16", nn * k * 2 / t / 1e12, "TB/s", mhz,
+                       f"F.linear fp16, one token (cuBLAS GEMV), {method}"))
+        del w
     heads, d, prompt, cache = 32, 128, 2048, 4096
     q, k, v = (rand((1, heads, prompt, d), torch.float16, s) for s in (5, 6, 7))
     fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)

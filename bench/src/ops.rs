@@ -3,6 +3,7 @@
 //! `REPS`), as `bench/torch_ref.py` times PyTorch's: a CUDA graph of `REPS` calls.
 //! - rows: softmax, layer norm, RMS norm over 4096 × 4096 (bytes read + written per second);
 //! - unary GELU and SiLU, and a broadcast add of one row to every row, 64 and 256 MiB of fp32;
+//! - casts F32 ↔ F16; GEMV for one token through fp16 and int8 weights (decode's shapes);
 //! - attention: a causal prompt (fp16, 32 heads of 128, 2048 tokens; FLOP/s of the causal
 //!   half) and one decode step against a 4096-token KV cache (K and V bytes per second).
 
@@ -28,6 +29,8 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         rows(ctx, &ops, cfg, f, &mut records)?;
         elementwise(ctx, &ops, cfg, f, &mut records)?;
     }
+    casts(ctx, &ops, cfg, &mut records)?;
+    gemv(ctx, &ops, cfg, &mut records)?;
     attention(ctx, &ops, cfg, &mut records)?;
     Ok(records)
 }
@@ -129,6 +132,62 @@ fn elementwise(
         let label = ("broadcast", format!("add row {mib}MiB"), f);
         out.push(measure(ctx, cfg, label, bytes, |l| {
             ops.binary(l, &x, &row, &y, BinaryOp::Add)
+        })?);
+    }
+    Ok(())
+}
+
+/// F32 → F16 and back over 256 MiB of fp32 (bytes of both sides).
+fn casts(
+    ctx: &Context,
+    ops: &Ops,
+    cfg: Config,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let n = if cfg.quick { 1 << 18 } else { 256 << 18 };
+    let x32 = Tensor::from_f32(ctx, &[n], TensorFormat::F32, &random(n, 13))?;
+    let x16 = Tensor::from_f32(ctx, &[n], TensorFormat::F16, &random(n, 14))?;
+    let (y16, y32) = (
+        Tensor::new(ctx, &[n], TensorFormat::F16)?,
+        Tensor::new(ctx, &[n], TensorFormat::F32)?,
+    );
+    let bytes = Work::Bytes(6 * n);
+    let mib = n >> 18;
+    let label = ("cast", format!("f32 to f16 {mib}MiB"), TensorFormat::F32);
+    out.push(measure(ctx, cfg, label, bytes, |l| ops.cast(l, &x32, &y16))?);
+    let label = ("cast", format!("f16 to f32 {mib}MiB"), TensorFormat::F32);
+    out.push(measure(ctx, cfg, label, bytes, |l| ops.cast(l, &x16, &y32))?);
+    Ok(())
+}
+
+/// Decode's matrix-vector products: one token through [N, K] weights, fp16 and int8 (with
+/// per-row scales), bytes of the weights per second.
+fn gemv(
+    ctx: &Context,
+    ops: &Ops,
+    cfg: Config,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let shapes: &[(usize, usize)] = if cfg.quick {
+        &[(64, 128)]
+    } else {
+        &[(4096, 4096), (14336, 4096), (4096, 14336)]
+    };
+    let f = TensorFormat::F16;
+    for &(n, k) in shapes {
+        let w = Tensor::from_f32(ctx, &[n, k], f, &random(n * k, 15))?;
+        let x = Tensor::from_f32(ctx, &[1, k], f, &random(k, 16))?;
+        let y = Tensor::new(ctx, &[1, n], f)?;
+        let label = ("gemv", format!("{n}x{k}"), f);
+        out.push(measure(ctx, cfg, label, Work::Bytes(n * k * 2), |l| {
+            ops.gemv(l, &w, &x, None, &y)
+        })?);
+        let q: Vec<i8> = (0..n * k).map(|i| (i * 7 % 255) as i8).collect();
+        let w8 = Tensor::from_i8(ctx, &[n, k], &q)?;
+        let scales = Tensor::from_f32(ctx, &[n], TensorFormat::F32, &random(n, 17))?;
+        let label = ("gemv", format!("{n}x{k} int8 weights"), f);
+        out.push(measure(ctx, cfg, label, Work::Bytes(n * k), |l| {
+            ops.gemv_int8(l, &w8, &scales, &x, &y)
         })?);
     }
     Ok(())

@@ -26,10 +26,18 @@ layout (constant_id = 0) const int rms = 0;
 layout (constant_id = 1) const int gamma_term = 0;
 layout (constant_id = 2) const int beta_term = 0;
 
+#if VKPRISM_QUADS
+// norm4: rows of quads (layer and RMS norm, c a multiple of 4), every operand read as quads.
+layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
+layout (binding = 1) readonly buffer gamma_blob { sfpvec4 gamma_data[]; };
+layout (binding = 2) readonly buffer beta_blob { sfpvec4 beta_data[]; };
+layout (binding = 3) writeonly buffer y_blob { sfpvec4 y_data[]; };
+#else
 layout (binding = 0) readonly buffer x_blob { sfp x_data[]; };
 layout (binding = 1) readonly buffer gamma_blob { sfp gamma_data[]; };
 layout (binding = 2) readonly buffer beta_blob { sfp beta_data[]; };
 layout (binding = 3) writeonly buffer y_blob { sfp y_data[]; };
+#endif
 
 layout (push_constant) uniform parameter {
     int batch; int hw; int c; int groups; float eps;
@@ -37,6 +45,43 @@ layout (push_constant) uniform parameter {
 
 #include "rows.glsl"
 
+#if VKPRISM_QUADS
+// One row of c values (batch rows, hw 1, one group) as c / 4 quads: the same passes as below.
+void main()
+{
+    const int row = rows_row();
+    if (row >= p.batch) return;
+    const int lid = int(gl_LocalInvocationID.x), size = int(gl_WorkGroupSize.x);
+    const int quads = p.c / 4, base = row * quads;
+    float x0 = 0.0;
+    float d = 0.0;
+    if (rms == 0)
+    {
+        x0 = vec4(buffer_ld4(x_data, base)).x;
+        float s = 0.0;
+        for (int e = lid; e < quads; e += size)
+        {
+            const vec4 v = vec4(buffer_ld4(x_data, base + e)) - x0;
+            s += (v.x + v.y) + (v.z + v.w);
+        }
+        d = rows_sum(s) / float(p.c);
+    }
+    float q = 0.0;
+    for (int e = lid; e < quads; e += size)
+    {
+        const vec4 v = (vec4(buffer_ld4(x_data, base + e)) - x0) - d;
+        q += dot(v, v);
+    }
+    const float r = 1.0 / sqrt(rows_sum(q) / float(p.c) + p.eps);
+    for (int e = lid; e < quads; e += size)
+    {
+        vec4 v = ((vec4(buffer_ld4(x_data, base + e)) - x0) - d) * r;
+        if (gamma_term == 1) v *= vec4(buffer_ld4(gamma_data, e));
+        if (beta_term == 1) v += vec4(buffer_ld4(beta_data, e));
+        buffer_st4(y_data, base + e, afpvec4(v));
+    }
+}
+#else
 void main()
 {
     const int group = rows_row();
@@ -78,3 +123,4 @@ void main()
         buffer_st1(y_data, at, afp(v));
     }
 }
+#endif

@@ -191,17 +191,31 @@ impl SoftmaxShape {
 }
 
 vkprism::compute_shader! {
-    /// `y = (x - mean) / sqrt(var + eps) · gamma + beta` over groups of a channels-last
-    /// `[batch, hw, c]` tensor: `groups` groups of `c / groups` channels, each group's mean and
-    /// variance over its `hw · c / groups` values (layer norm: hw 1, one group; group norm: NHWC
-    /// images). With `rms` (constant 0): `y = x / sqrt(mean(x²) + eps) · gamma + beta`. `gamma`
-    /// and `beta` per channel, read with `gamma_term` / `beta_term` (constants 1, 2). One
-    /// workgroup per group; fp32 statistics in two passes (centred on the group's first value,
-    /// so a large mean cancels exactly). Any `c`; in place is safe. Variants: `fp32`, `fp16s`,
-    /// `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
-    pub mod norm,
-    path: "norm.comp",
+    /// The two norm kernels, one module each (re-exported at the crate's root): [`norm4`]
+    /// takes [`norm`]'s constants types.
+    pub mod norm_kernels,
+    variants: [fp32_sg, fp32_nosg, fp16s_sg, fp16s_nosg, fp16sa_sg, fp16sa_nosg, bf16s_sg, bf16s_nosg],
+    shaders: {
+        /// `y = (x - mean) / sqrt(var + eps) · gamma + beta` over groups of a channels-last
+        /// `[batch, hw, c]` tensor: `groups` groups of `c / groups` channels, each group's mean and
+        /// variance over its `hw · c / groups` values (layer norm: hw 1, one group; group norm: NHWC
+        /// images). With `rms` (constant 0): `y = x / sqrt(mean(x²) + eps) · gamma + beta`. `gamma`
+        /// and `beta` per channel, read with `gamma_term` / `beta_term` (constants 1, 2). One
+        /// workgroup per group; fp32 statistics in two passes (centred on the group's first value,
+        /// so a large mean cancels exactly). Any `c`; in place is safe. Variants: `fp32`, `fp16s`,
+        /// `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
+        norm: { path: "norm.comp" },
+        /// [`norm`](crate::norm) over rows of quads (layer and RMS norm: `hw` 1, one group, `c`
+        /// a multiple of 4), every operand read and written as quads.
+        norm4: {
+            path: "norm.comp",
+            define: [("VKPRISM_QUADS", "1")],
+            share: [norm::SpecConstants, norm::PushConstants],
+        },
+    },
 }
+
+pub use norm_kernels::{norm, norm4};
 
 /// Groups of a [`norm`]: the grid, workgroup and push constants.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -236,6 +250,11 @@ impl NormShape {
     /// The workgroup: a group's values rounded up to a power of two, at most 256.
     pub fn local_size(&self) -> [u32; 3] {
         row_workgroup(self.group_len())
+    }
+
+    /// [`norm4`]'s workgroup: a row's quads rounded up to a power of two, at most 256.
+    pub fn local_size_quads(&self) -> [u32; 3] {
+        row_workgroup(self.c.div_ceil(4))
     }
 
     /// The invocation grid for workgroup `local`: one workgroup per group.

@@ -3,7 +3,7 @@
 //! large mean in fp32; in place; and the operation layer's checks.
 
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{norm, reference, NormShape, OpError, Ops};
+use vkprism_shaders::{norm, norm4, reference, NormShape, OpError, Ops};
 use vkprism_testkit::{assert_clean, assert_close_scaled, ctx, quantize, random_in, tolerance};
 
 /// Which affine terms a case applies.
@@ -19,7 +19,8 @@ const BOTH: Affine = Affine {
 };
 
 /// Runs `s` in variant `name` on random data (`offset` added), gamma and beta as `affine`
-/// says, and compares with the reference.
+/// says, and compares with the reference: [`norm`], and [`norm4`] where the rows are quads
+/// (in its own workgroup, one invocation per quad).
 #[allow(clippy::too_many_arguments)]
 fn run_case(
     ctx: &Context,
@@ -39,39 +40,20 @@ fn run_case(
         .collect();
     let gamma = random_in(s.c, seed + 1, 0.5, 2.0);
     let beta = random_in(s.c, seed + 2, 0.1, 1.0);
-    let k = ctx
-        .load_with::<norm::Kernel>(&LoadOptions::variant_named(name).unwrap())
-        .unwrap();
+    let load = LoadOptions::variant_named(name).unwrap();
+    let k = ctx.load_with::<norm::Kernel>(&load).unwrap();
     let key = k.variant().key;
     let f = k.format_of("x_blob").unwrap();
     let local = local.unwrap_or(s.local_size());
     let shape = [s.batch, s.hw, s.c];
-    let xt = Tensor::from_f32(ctx, &shape, f, &x).unwrap();
     let gt = Tensor::from_f32(ctx, &[s.c], f, &gamma).unwrap();
     let bt = Tensor::from_f32(ctx, &[s.c], f, &beta).unwrap();
-    let yt = Tensor::from_f32(ctx, &shape, f, &vec![f32::NAN; n]).unwrap();
-    let out = if in_place { &xt } else { &yt };
     let spec = norm::SpecConstants {
         rms: rms as i32,
         gamma_term: affine.gamma as i32,
         beta_term: affine.beta as i32,
     };
-    let pipe = k.pipeline(&spec, Some(local)).unwrap();
     let eps = 1e-5;
-    ctx.run(|l| {
-        l.dispatch(
-            &pipe,
-            &norm::BufferBindings {
-                x_blob: &xt,
-                gamma_blob: &gt,
-                beta_blob: &bt,
-                y_blob: out,
-            },
-            &s.push(eps),
-            s.grid(local),
-        )
-    })
-    .unwrap();
     let (gq, bq) = (quantize(&gamma, f), quantize(&beta, f));
     let (want, scale) = reference::norm(
         s.batch,
@@ -84,15 +66,40 @@ fn run_case(
         eps,
         &quantize(&x, f),
     );
-    assert_close_scaled(
-        &out.download_f32().unwrap(),
-        &quantize(&want, f),
-        &scale,
-        tolerance(&key),
-        &format!(
-            "{name} {s:?} rms {rms} {affine:?} offset {offset} local {local:?} in place {in_place}"
-        ),
-    );
+    let quads = s.hw == 1 && s.groups == 1 && s.c.is_multiple_of(4);
+    for four in [false, quads] {
+        let xt = Tensor::from_f32(ctx, &shape, f, &x).unwrap();
+        let yt = Tensor::from_f32(ctx, &shape, f, &vec![f32::NAN; n]).unwrap();
+        let out = if in_place { &xt } else { &yt };
+        if four {
+            let k4 = ctx.load_with::<norm4::Kernel>(&load).unwrap();
+            let local = s.local_size_quads();
+            let pipe = k4.pipeline(&spec, Some(local)).unwrap();
+            let b = norm4::BufferBindings {
+                x_blob: &xt,
+                gamma_blob: &gt,
+                beta_blob: &bt,
+                y_blob: out,
+            };
+            ctx.run(|l| l.dispatch(&pipe, &b, &s.push(eps), s.grid(local)))
+                .unwrap();
+        } else {
+            let pipe = k.pipeline(&spec, Some(local)).unwrap();
+            let b = norm::BufferBindings {
+                x_blob: &xt,
+                gamma_blob: &gt,
+                beta_blob: &bt,
+                y_blob: out,
+            };
+            ctx.run(|l| l.dispatch(&pipe, &b, &s.push(eps), s.grid(local)))
+                .unwrap();
+        }
+        let what = format!(
+            "{name} quads {four} {s:?} rms {rms} {affine:?} offset {offset} local {local:?} in place {in_place}"
+        );
+        let got = out.download_f32().unwrap();
+        assert_close_scaled(&got, &quantize(&want, f), &scale, tolerance(&key), &what);
+    }
 }
 
 fn rows(batch: usize, c: usize) -> NormShape {
@@ -104,22 +111,31 @@ fn rows(batch: usize, c: usize) -> NormShape {
     }
 }
 
-/// Rows of 1, 3, 257, 1000, 4099 values, many rows.
-const ROWS: &[(usize, usize)] = &[(5, 1), (300, 3), (9, 257), (4, 1000), (3, 4099), (2000, 7)];
+/// Rows of 1, 3, 257, 1000, 4099, 4096, 4 values, many rows (1000, 4096 and 4 also as quads).
+const ROWS: &[(usize, usize)] = &[
+    (5, 1),
+    (300, 3),
+    (9, 257),
+    (4, 1000),
+    (3, 4099),
+    (2000, 7),
+    (3, 4096),
+    (70, 4),
+];
 
 fn rows_every_variant(rms: bool) {
     let ctx = ctx();
     assert_eq!(
         norm::VARIANT_NAMES,
         [
-            "fp32_sg",
             "fp32_nosg",
-            "fp16s_sg",
+            "fp32_sg",
             "fp16s_nosg",
-            "fp16sa_sg",
+            "fp16s_sg",
             "fp16sa_nosg",
-            "bf16s_sg",
-            "bf16s_nosg"
+            "fp16sa_sg",
+            "bf16s_nosg",
+            "bf16s_sg"
         ]
     );
     let affines = [

@@ -452,7 +452,11 @@ fn gemm_batched_and_beta() {
             {
                 let seed = 300 + 10 * i as u64 + j as u64;
                 // A stored K×M has rows of M: a multiple of 4.
-                let mnk = if t.0 { (mnk.0 / 4 * 4, mnk.1, mnk.2) } else { mnk };
+                let mnk = if t.0 {
+                    (mnk.0 / 4 * 4, mnk.1, mnk.2)
+                } else {
+                    mnk
+                };
                 gemm_batched_case(&ops, f, 3, mnk, t, shared_b, beta, seed);
             }
         }

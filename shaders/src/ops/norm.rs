@@ -5,7 +5,7 @@
 
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
 use super::{recorded, OpError, Ops};
-use crate::{norm, softmax, NormShape, SoftmaxShape};
+use crate::{norm, norm4, softmax, NormShape, SoftmaxShape};
 use vkprism::{CommandList, Tensor};
 
 /// `y = softmax(scale · x)` along the last axis, optionally causal: what [`Ops::softmax`]
@@ -180,26 +180,40 @@ impl Ops {
             same_format(op, name, t, format)?;
         }
         not_aliased(op, y, "y", &[("gamma", gamma), ("beta", beta)])?;
-        let kernel = self.kernel_for::<norm::Kernel>(op, "x_blob", format, false)?;
-        let local = s.local_size();
         let spec = norm::SpecConstants {
             rms: rms as i32,
             gamma_term: gamma.is_some() as i32,
             beta_term: beta.is_some() as i32,
         };
+        let local = s.local_size();
+        let (push, grid) = (s.push(eps), s.grid(local));
+        // Unread without gamma or beta (their constants 0): any tensor of the format binds.
+        let (gamma, beta) = (gamma.unwrap_or(x), beta.unwrap_or(x));
+        if s.hw == 1 && s.groups == 1 && s.c.is_multiple_of(4) {
+            // Rows of quads: every operand read as quads (a quarter of the loads).
+            let kernel = self.kernel_for::<norm4::Kernel>(op, "x_blob", format, false)?;
+            let pipe = kernel
+                .pipeline(&spec, Some(s.local_size_quads()))
+                .map_err(|source| OpError::Load { op, source })?;
+            let bindings = norm4::BufferBindings {
+                x_blob: x,
+                gamma_blob: gamma,
+                beta_blob: beta,
+                y_blob: y,
+            };
+            let grid = s.grid(s.local_size_quads());
+            return recorded(op, list.dispatch(&pipe, &bindings, &push, grid));
+        }
+        let kernel = self.kernel_for::<norm::Kernel>(op, "x_blob", format, false)?;
         let pipe = kernel
             .pipeline(&spec, Some(local))
             .map_err(|source| OpError::Load { op, source })?;
-        // Unread without gamma or beta (their constants 0): any tensor of the format binds.
         let bindings = norm::BufferBindings {
             x_blob: x,
-            gamma_blob: gamma.unwrap_or(x),
-            beta_blob: beta.unwrap_or(x),
+            gamma_blob: gamma,
+            beta_blob: beta,
             y_blob: y,
         };
-        recorded(
-            op,
-            list.dispatch(&pipe, &bindings, &s.push(eps), s.grid(local)),
-        )
+        recorded(op, list.dispatch(&pipe, &bindings, &push, grid))
     }
 }
