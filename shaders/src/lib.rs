@@ -94,6 +94,8 @@ pub use ops::{
 pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
 pub use rotary::{rope, RopeShape};
-pub use rows::{argmax, norm, norm4, reduce, softmax, NormShape, ReduceShape, SoftmaxShape};
+pub use rows::{
+    argmax, norm, norm4, reduce, softmax, softmax4, NormShape, ReduceShape, SoftmaxShape,
+};
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};
 pub use unary_kernels::{unary, unary_scalar};

@@ -135,14 +135,28 @@ pub(crate) fn row_workgroup(len: usize) -> [u32; 3] {
 }
 
 vkprism::compute_shader! {
-    /// `y = softmax(scale · x)` along the last axis of `[rows, cols]`, one workgroup per row,
-    /// numerically stable (the row's maximum subtracted) and in fp32 in every variant; with
-    /// `causal` (constant 0), row r of each block of `block` rows sees only columns
-    /// `c <= r % block + offset`, the others 0. Any `cols`. In place is safe (x and y one
-    /// tensor). Variants: `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
-    pub mod softmax,
-    path: "softmax.comp",
+    /// The two softmax kernels, one module each (re-exported at the crate's root):
+    /// [`softmax4`] takes [`softmax`]'s constants types.
+    pub mod softmax_kernels,
+    variants: [fp32_sg, fp32_nosg, fp16s_sg, fp16s_nosg, fp16sa_sg, fp16sa_nosg, bf16s_sg, bf16s_nosg],
+    shaders: {
+        /// `y = softmax(scale · x)` along the last axis of `[rows, cols]`, one workgroup per row,
+        /// numerically stable (the row's maximum subtracted) and in fp32 in every variant; with
+        /// `causal` (constant 0), row r of each block of `block` rows sees only columns
+        /// `c <= r % block + offset`, the others 0. Any `cols`. In place is safe (x and y one
+        /// tensor). Variants: `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
+        softmax: { path: "softmax.comp" },
+        /// [`softmax`](crate::softmax) over rows of quads (`cols` a multiple of 4), read and
+        /// written as quads.
+        softmax4: {
+            path: "softmax.comp",
+            define: [("VKPRISM_QUADS", "1")],
+            share: [softmax::SpecConstants, softmax::PushConstants],
+        },
+    },
 }
+
+pub use softmax_kernels::{softmax, softmax4};
 
 /// Rows of a [`softmax`]: the grid, workgroup and push constants.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -176,6 +190,11 @@ impl SoftmaxShape {
     /// The invocation grid for workgroup `local`: one workgroup per row.
     pub fn grid(&self, local: [u32; 3]) -> [u32; 3] {
         rows_grid(local[0], self.rows)
+    }
+
+    /// [`softmax4`]'s workgroup: a row's quads rounded up to a power of two, at most 256.
+    pub fn local_size_quads(&self) -> [u32; 3] {
+        row_workgroup(self.cols.div_ceil(4))
     }
 
     /// The push constants for `scale` and the causal `offset` (ignored without `causal`).

@@ -3,10 +3,11 @@
 //! poisoned; in place; and [`Ops::softmax`]'s checks.
 
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{reference, softmax, OpError, Ops, Softmax, SoftmaxShape};
+use vkprism_shaders::{reference, softmax, softmax4, OpError, Ops, Softmax, SoftmaxShape};
 use vkprism_testkit::{assert_clean, assert_close_scaled, ctx, quantize, random_in, tolerance};
 
-/// Shapes `[.., rows, cols]`: rows of 1, 3, 257, 1000 and 4099 values, many rows.
+/// Shapes `[.., rows, cols]`: rows of 1, 3, 257, 1000, 4099, 4096 and 4 values, many rows
+/// (the multiples of 4 also as quads).
 const SHAPES: &[&[usize]] = &[
     &[5, 1],
     &[2, 7, 3],
@@ -15,6 +16,8 @@ const SHAPES: &[&[usize]] = &[
     &[3, 4099],
     &[2000, 5],
     &[700],
+    &[3, 4096],
+    &[2, 6, 4],
 ];
 
 /// (scale, causal offset): plain, scaled, causal (square blocks), causal with a positive
@@ -29,6 +32,8 @@ const OPTIONS: &[(f32, Option<i32>)] = &[
     (1.0, Some(-2)),
 ];
 
+/// Runs one case in variant `name`: [`softmax`], and [`softmax4`] where the rows are quads
+/// (in its own workgroup, one invocation per quad, unless `local` is given).
 #[allow(clippy::too_many_arguments)]
 fn run_case(
     ctx: &Context,
@@ -43,43 +48,50 @@ fn run_case(
     let s = SoftmaxShape::of(shape);
     let n: usize = shape.iter().product();
     let x = random_in(n, seed, 0.1, 4.0);
-    let k = ctx
-        .load_with::<softmax::Kernel>(&LoadOptions::variant_named(name).unwrap())
-        .unwrap();
+    let load = LoadOptions::variant_named(name).unwrap();
+    let k = ctx.load_with::<softmax::Kernel>(&load).unwrap();
+    let k4 = ctx.load_with::<softmax4::Kernel>(&load).unwrap();
     let key = k.variant().key;
     let f = k.format_of("x_blob").unwrap();
-    let local = local.unwrap_or(s.local_size());
-    let xt = Tensor::from_f32(ctx, shape, f, &x).unwrap();
-    let yt = Tensor::from_f32(ctx, shape, f, &vec![f32::NAN; n]).unwrap();
-    let out = if in_place { &xt } else { &yt };
     let spec = softmax::SpecConstants {
         causal: causal.is_some() as i32,
     };
-    let pipe = k.pipeline(&spec, Some(local)).unwrap();
-    ctx.run(|l| {
-        l.dispatch(
-            &pipe,
-            &softmax::BufferBindings {
-                x_blob: &xt,
-                y_blob: out,
-            },
-            &s.push(scale, causal.unwrap_or(0)),
-            s.grid(local),
-        )
-    })
-    .unwrap();
+    let push = s.push(scale, causal.unwrap_or(0));
     let want = reference::softmax(s.cols, s.block, scale, causal, &quantize(&x, f));
     // Values in [0, 1]: the error is relative to 1 (absolute).
     let ones = vec![1.0; n];
-    assert_close_scaled(
-        &out.download_f32().unwrap(),
-        &quantize(&want, f),
-        &ones,
-        tolerance(&key),
-        &format!(
-            "{name} {shape:?} scale {scale} causal {causal:?} local {local:?} in place {in_place}"
-        ),
-    );
+    for four in [false, s.cols.is_multiple_of(4)] {
+        let xt = Tensor::from_f32(ctx, shape, f, &x).unwrap();
+        let yt = Tensor::from_f32(ctx, shape, f, &vec![f32::NAN; n]).unwrap();
+        let out = if in_place { &xt } else { &yt };
+        let local = if four {
+            local.unwrap_or(s.local_size_quads())
+        } else {
+            local.unwrap_or(s.local_size())
+        };
+        if four {
+            let pipe = k4.pipeline(&spec, Some(local)).unwrap();
+            let b = softmax4::BufferBindings {
+                x_blob: &xt,
+                y_blob: out,
+            };
+            ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid(local)))
+                .unwrap();
+        } else {
+            let pipe = k.pipeline(&spec, Some(local)).unwrap();
+            let b = softmax::BufferBindings {
+                x_blob: &xt,
+                y_blob: out,
+            };
+            ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid(local)))
+                .unwrap();
+        }
+        let what = format!(
+            "{name} quads {four} {shape:?} scale {scale} causal {causal:?} local {local:?} in place {in_place}"
+        );
+        let got = out.download_f32().unwrap();
+        assert_close_scaled(&got, &quantize(&want, f), &ones, tolerance(&key), &what);
+    }
 }
 
 #[test]
@@ -88,14 +100,14 @@ fn softmax() {
     assert_eq!(
         softmax::VARIANT_NAMES,
         [
-            "fp32_sg",
             "fp32_nosg",
-            "fp16s_sg",
+            "fp32_sg",
             "fp16s_nosg",
-            "fp16sa_sg",
+            "fp16s_sg",
             "fp16sa_nosg",
-            "bf16s_sg",
-            "bf16s_nosg"
+            "fp16sa_sg",
+            "bf16s_nosg",
+            "bf16s_sg"
         ]
     );
     for name in softmax::VARIANT_NAMES {

@@ -5,7 +5,7 @@
 
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
 use super::{recorded, OpError, Ops};
-use crate::{norm, norm4, softmax, NormShape, SoftmaxShape};
+use crate::{norm, norm4, softmax, softmax4, NormShape, SoftmaxShape};
 use vkprism::{CommandList, Tensor};
 
 /// `y = softmax(scale · x)` along the last axis, optionally causal: what [`Ops::softmax`]
@@ -64,12 +64,26 @@ impl Ops {
         shape_is(OP, "y", y, x.shape(), "x's shape")?;
         let format = float_format(OP, "x", x)?;
         same_format(OP, "y", Some(y), format)?;
-        let kernel = self.kernel_for::<softmax::Kernel>(OP, "x_blob", format, false)?;
         let s = SoftmaxShape::of(x.shape());
-        let local = s.local_size();
         let spec = softmax::SpecConstants {
             causal: op.causal.is_some() as i32,
         };
+        let push = s.push(op.scale, op.causal.unwrap_or(0));
+        if s.cols.is_multiple_of(4) {
+            // Rows of quads: read and written as quads (a quarter of the loads).
+            let kernel = self.kernel_for::<softmax4::Kernel>(OP, "x_blob", format, false)?;
+            let local = s.local_size_quads();
+            let pipe = kernel
+                .pipeline(&spec, Some(local))
+                .map_err(|source| OpError::Load { op: OP, source })?;
+            let bindings = softmax4::BufferBindings {
+                x_blob: x,
+                y_blob: y,
+            };
+            return recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid(local)));
+        }
+        let kernel = self.kernel_for::<softmax::Kernel>(OP, "x_blob", format, false)?;
+        let local = s.local_size();
         let pipe = kernel
             .pipeline(&spec, Some(local))
             .map_err(|source| OpError::Load { op: OP, source })?;
@@ -77,7 +91,6 @@ impl Ops {
             x_blob: x,
             y_blob: y,
         };
-        let push = s.push(op.scale, op.causal.unwrap_or(0));
         recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid(local)))
     }
 
