@@ -211,6 +211,7 @@ fn attention(
         tokens(prompt, 8)?,
     );
     let causal = Attention::new().with_causal(true);
+    print_attention_statistics(ctx, d);
     // The causal half of QKᵀ and PV, as PyTorch's side counts it.
     let flops = Work::Flops(4 * prompt * prompt * heads * d / 2);
     let label = (
@@ -229,4 +230,29 @@ fn attention(
         ops.attention(l, &q1, &kc, &vc, &o1, &causal)
     })?);
     Ok(())
+}
+
+/// With `VKPRISM_BENCH_STATS`, the driver's statistics of the cooperative-matrix attention
+/// pipeline the operation layer uses for head dimension `d` (registers, spills, shared memory).
+fn print_attention_statistics(ctx: &Context, d: usize) {
+    if std::env::var_os("VKPRISM_BENCH_STATS").is_none() {
+        return;
+    }
+    let load = vkprism::LoadOptions::options(
+        vkprism::Options::default()
+            .with_fp16_storage(true)
+            .with_fp16_arithmetic(true),
+    );
+    let Ok(k) = ctx.load_with::<vkprism_shaders::attention_cm::Kernel>(&load) else {
+        return;
+    };
+    let spec = vkprism_shaders::attention_cm::SpecConstants {
+        causal: 1,
+        D: d as i32,
+        subgroup_size: ctx.features().limits.subgroup_size as i32,
+    };
+    let threads = if d <= 128 { 256 } else { 128 };
+    if let Ok(pipe) = k.pipeline(&spec, Some([threads, 1, 1])) {
+        crate::print_statistics("attention_cm", &pipe);
+    }
 }
