@@ -234,6 +234,16 @@ def ops():
                 out.append(rec(case, shape, dname, 2 * m * x.element_size() / t / 1e12, "TB/s", mhz,
                                f"{what} {dname}, {method}"))
             del x, y
+    for dname in ("fp32", "fp16"):
+        torch.backends.cudnn.allow_tf32 = False
+        dtype = DTYPES[dname]
+        for batch in (1, 8):
+            x = rand((batch, 3, 224, 224), dtype, 18).to(memory_format=torch.channels_last)
+            w = rand((64, 3, 7, 7), dtype, 19).to(memory_format=torch.channels_last)
+            t, mhz = graph_timed(lambda: F.conv2d(x, w, stride=2, padding=3))
+            out.append(rec("conv2d", f"stem b{batch} 224x224 3->64 7x7 s2", dname,
+                           2 * batch * 112 * 112 * 64 * 49 * 3 / t / 1e12, "TFLOP/s", mhz,
+                           f"F.conv2d {dname} channels_last (cuDNN{', TF32 off' if dname == 'fp32' else ''}), {method}"))
     n = 256 << 18
     x32, x16 = rand((n,), torch.float32, 13), rand((n,), torch.float16, 14)
     y16, y32 = torch.empty_like(x16), torch.empty_like(x32)

@@ -3,7 +3,7 @@
 //! `REPS`), as `bench/torch_ref.py` times PyTorch's: a CUDA graph of `REPS` calls.
 //! - rows: softmax, layer norm, RMS norm over 4096 × 4096 (bytes read + written per second);
 //! - unary GELU and SiLU, and a broadcast add of one row to every row, 64 and 256 MiB of fp32;
-//! - casts F32 ↔ F16; GEMV for one token through fp16 and int8 weights (decode's shapes);
+//! - ResNet's 7×7 stride-2 stem convolution, batch 1 and 8; casts F32 ↔ F16; GEMV for one token through fp16 and int8 weights (decode's shapes);
 //! - attention: a causal prompt (fp16, 32 heads of 128, 2048 tokens; FLOP/s of the causal
 //!   half) and one decode step against a 4096-token KV cache (K and V bytes per second).
 
@@ -30,6 +30,9 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         elementwise(ctx, &ops, cfg, f, &mut records)?;
     }
     casts(ctx, &ops, cfg, &mut records)?;
+    for f in [TensorFormat::F32, TensorFormat::F16] {
+        stem(ctx, &ops, cfg, f, &mut records)?;
+    }
     gemv(ctx, &ops, cfg, &mut records)?;
     attention(ctx, &ops, cfg, &mut records)?;
     Ok(records)
@@ -132,6 +135,42 @@ fn elementwise(
         let label = ("broadcast", format!("add row {mib}MiB"), f);
         out.push(measure(ctx, cfg, label, bytes, |l| {
             ops.binary(l, &x, &row, &y, BinaryOp::Add)
+        })?);
+    }
+    Ok(())
+}
+
+/// ResNet's stem: 7×7 stride-2 convolution of a 224×224 RGB image to 64 channels, the input
+/// padded to 4 channels (the kernels read quads); FLOPs of the 3 real channels, as PyTorch's.
+fn stem(
+    ctx: &Context,
+    ops: &Ops,
+    cfg: Config,
+    f: TensorFormat,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let hw = if cfg.quick { 32 } else { 224 };
+    for batch in [1, 8] {
+        let shape = vkprism_shaders::Conv2dShape {
+            batch,
+            h: hw,
+            w: hw,
+            c: 4,
+            outc: 64,
+            kh: 7,
+            kw: 7,
+            stride: 2,
+            pad: 3,
+        };
+        let (oh, ow) = (shape.outh(), shape.outw());
+        let input = Tensor::from_f32(ctx, &[batch, hw, hw, 4], f, &random(batch * hw * hw * 4, 18))?;
+        let weight = Tensor::from_f32(ctx, &[7, 7, 4, 64], f, &random(49 * 4 * 64, 19))?;
+        let y = Tensor::new(ctx, &[batch, oh, ow, 64], f)?;
+        let conv = vkprism_shaders::Conv2d::new(shape);
+        let flops = Work::Flops(2 * batch * oh * ow * 64 * 49 * 3);
+        let label = ("conv2d", format!("stem b{batch} {hw}x{hw} 3->64 7x7 s2"), f);
+        out.push(measure(ctx, cfg, label, flops, |l| {
+            ops.conv2d(l, &input, &weight, None, &y, &conv)
         })?);
     }
     Ok(())
