@@ -4,7 +4,8 @@
     python3 bench/merge.py --table RESULTS.json BENCHMARKS.md    (regenerate the table only)
 
 Writes RESULTS.json: a JSON array of {case, shape, variant, coopmat, value, reference, ratio,
-unit, sm_clock_mhz, reference_sm_clock_mhz, reference_name}; `ratio` > 1 means vkprism is ahead
+unit, sm_clock_mhz, reference_sm_clock_mhz, reference_name, method, reference_method} (how each
+side was timed); `ratio` > 1 means vkprism is ahead
 (throughput / the reference's throughput, or the reference's time / vkprism's time). With a
 fourth argument, replaces the text between the `<!-- results -->` markers of that file with the
 tables generated from RESULTS.json.
@@ -40,19 +41,22 @@ def merge(ours, refs):
                         ratio=None if ratio is None else round(ratio, 3), unit=r["unit"],
                         sm_clock_mhz=r["sm_clock_mhz"],
                         reference_sm_clock_mhz=ref["sm_clock_mhz"] if ref else None,
-                        reference_name=ref["reference"] if ref else None))
+                        reference_name=ref["reference"] if ref else None,
+                        method=r.get("method"),
+                        reference_method=ref.get("method") if ref else None))
     return out
 
 
 def table(records):
-    lines = ["| case | shape | variant | coopmat | vkprism | reference | ratio | SM clock (vkprism / ref) |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| case | shape | variant | coopmat | vkprism | reference | ratio | SM clock (vkprism / ref) | timed (vkprism / ref) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         ref = "-" if r["reference"] is None else f'{r["reference"]:.3f} ({r["reference_name"]})'
         ratio = "-" if r["ratio"] is None else f'{r["ratio"]:.2f}×'
         lines.append(f'| {r["case"]} | {r["shape"]} | {r["variant"]} | {"yes" if r["coopmat"] else "no"} | '
                      f'{r["value"]:.3f} {r["unit"]} | {ref} | {ratio} | '
-                     f'{r["sm_clock_mhz"]} / {r["reference_sm_clock_mhz"]} MHz |')
+                     f'{r["sm_clock_mhz"]} / {r["reference_sm_clock_mhz"]} MHz | '
+                     f'{r.get("method") or "-"} / {r.get("reference_method") or "-"} |')
     return "\n".join(lines)
 
 

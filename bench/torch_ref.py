@@ -1,9 +1,11 @@
 """PyTorch / cuBLAS references for vkprism-bench, run in the same command on the same GPU.
 
-Same cases, shapes and byte / FLOP counts as bench/src/*.rs, the same method: warm-up by GPU time
-(>= 300 ms) right before each series, median of >= 20 CUDA-event-timed runs lasting >= 200 ms in
-all, the SM clock read by nvidia-smi during the series. Writes a JSON array of
-{case, shape, dtype, value, unit, sm_clock_mhz, reference} records.
+Same cases, shapes and byte / FLOP counts as bench/src/*.rs, the same method: each kernel's call
+captured 20 times back to back in a CUDA graph (vkprism: 20 calls in one command list), warm-up
+by GPU time (>= 300 ms) right before each series, median of >= 20 CUDA-event-timed replays lasting
+>= 200 ms in all, divided by 20, the SM clock read by nvidia-smi during the series; no host launch
+inside the timed span on either side. Writes a JSON array of
+{case, shape, dtype, value, unit, sm_clock_mhz, reference, method} records.
 
     python3 bench/torch_ref.py [--cases gemm,elementwise,dispatch] --json FILE
 """
@@ -50,7 +52,10 @@ def event_time(fn):
     return a.elapsed_time(b) / 1e3
 
 
-def graph_timed(fn, reps=20):
+REPS = 20
+
+
+def graph_timed(fn, reps=REPS):
     """Seconds per call of fn() and the SM clock: a CUDA graph of `reps` calls back to back,
     replayed and timed as `timed` times a call (no host launch inside the timed span)."""
     s = torch.cuda.Stream()
@@ -85,7 +90,7 @@ def gemm():
             torch.matmul(a, b, out=c)
             want = a[:8].double() @ b.double()
             assert torch.allclose(c[:8].double(), want, rtol=2e-2, atol=2e-2 * k ** 0.5), f"gemm {dname}"
-            t, mhz = timed(lambda: torch.matmul(a, b, out=c))
+            t, mhz = graph_timed(lambda: torch.matmul(a, b, out=c))
             out.append(rec("gemm", f"{m}x{n}x{k}", dname, 2 * m * n * k / t / 1e12, "TFLOP/s", mhz,
                            f"torch.matmul {dname} (cuBLAS{', TF32 off' if dname == 'fp32' else ''})"))
         # int8 x int8 -> int32, as vkprism's gemm_int8.
@@ -94,7 +99,7 @@ def gemm():
         b = torch.randint(-127, 128, (k, n), device="cuda", dtype=torch.int8, generator=g)
         c = torch._int_mm(a, b)
         assert torch.equal(c[:8].double(), a[:8].double() @ b.double()), "gemm int8"  # exact below 2^53
-        t, mhz = timed(lambda: torch._int_mm(a, b))
+        t, mhz = graph_timed(lambda: torch._int_mm(a, b))
         out.append(rec("gemm", f"{m}x{n}x{k}", "int8", 2 * m * n * k / t / 1e12, "TOP/s", mhz,
                        "torch._int_mm (int8 -> int32)"))
     return out
@@ -117,7 +122,7 @@ def elementwise():
                 "relu": (lambda: torch.clamp_min(x, 0, out=y), 2, "torch.clamp_min"),
             }
             for op, (fn, streams, what) in ops.items():
-                t, mhz = timed(fn)
+                t, mhz = graph_timed(fn)
                 out.append(rec("elementwise", f"{op} {mib}MiB", dname,
                                streams * n * x.element_size() / t / 1e12, "TB/s", mhz, f"{what} {dname}"))
             del x, x2, y
@@ -133,7 +138,7 @@ def conv2d():
             x = rand((8, c, hw, hw), dtype, 5).to(memory_format=torch.channels_last)
             w = rand((c, c, 3, 3), dtype, 6).to(memory_format=torch.channels_last)
             fn = lambda: torch.nn.functional.conv2d(x, w, padding=1)
-            t, mhz = timed(fn)
+            t, mhz = graph_timed(fn)
             flops = 2 * (8 * hw * hw) * c * (9 * c)
             out.append(rec("conv2d", f"b8 {hw}x{hw} {c}->{c} 3x3", dname, flops / t / 1e12, "TFLOP/s", mhz,
                            f"F.conv2d {dname} channels_last (cuDNN{', TF32 off' if dname == 'fp32' else ''})"))
@@ -149,7 +154,7 @@ def conv2d_dw():
             x = rand((8, c, hw, hw), dtype, 7).to(memory_format=torch.channels_last)
             w = rand((c, 1, 3, 3), dtype, 8).to(memory_format=torch.channels_last)
             fn = lambda: torch.nn.functional.conv2d(x, w, stride=stride, padding=1, groups=c)
-            t, mhz = timed(fn)
+            t, mhz = graph_timed(fn)
             oh = (hw + 2 - 3) // stride + 1
             flops = 2 * (8 * oh * oh) * c * 9
             label = f"dw b8 {hw}x{hw} {c} 3x3" + (f" s{stride}" if stride != 1 else "")
@@ -169,7 +174,8 @@ def transfer():
         for _ in range(5):
             t = time.perf_counter(); fn(); torch.cuda.synchronize(); times.append(time.perf_counter() - t)
         out.append(rec("transfer", f"{name} 1024MiB", "fp32", n / statistics.median(times) / 1e9, "GB/s",
-                       sm_clock(), f"Tensor.copy_ {'host to device' if name == 'upload' else 'device to host'}, pageable"))
+                       sm_clock(), f"Tensor.copy_ {'host to device' if name == 'upload' else 'device to host'}, pageable",
+                       "wall time of the call, end to end"))
     return out
 
 
@@ -184,7 +190,7 @@ def dispatch():
         torch.cuda.synchronize()
         rt.append(time.perf_counter() - t)
     out = [rec("dispatch", "round_trip", "-", statistics.median(rt[100:]) * 1e6, "us", clock,
-               "one tiny kernel + torch.cuda.synchronize")]
+               "one tiny kernel + torch.cuda.synchronize", "wall time of launch and synchronize, end to end")]
     n = 1000
     bufs = [torch.ones(64, device="cuda") for _ in range(n)]
     for name, dependent in (("dependent", True), ("independent", False)):
@@ -199,7 +205,7 @@ def dispatch():
                 (x if dependent else bufs[i]).add_(1.0)
         t, mhz = timed(g.replay)
         out.append(rec("dispatch", f"replay_{name}_per_dispatch", "fp32", t * 1e6 / n, "us", mhz,
-                       f"1000 {name} kernels in a CUDA graph"))
+                       f"1000 {name} kernels in a CUDA graph", "cuda-graph of 1000 kernels, per kernel"))
     return out
 
 
@@ -208,7 +214,6 @@ def ops():
     CUDA graph of 20 calls."""
     F = torch.nn.functional
     out = []
-    method = "cuda-graph x20"
     for dname in ("fp32", "fp16"):
         dtype = DTYPES[dname]
         n = 4096
@@ -220,7 +225,7 @@ def ops():
                                ("rms_norm", rms, "F.rms_norm" if hasattr(F, "rms_norm") else "rms norm, eager ops")):
             t, mhz = graph_timed(fn)
             out.append(rec(name, f"{n}x{n}", dname, 2 * n * n * x.element_size() / t / 1e12, "TB/s", mhz,
-                           f"{what} {dname}, {method}"))
+                           f"{what} {dname}"))
         del x
         for mib in (64, 256):
             m = mib << 18
@@ -232,7 +237,7 @@ def ops():
                     (f"add row {mib}MiB", lambda: torch.add(x, row, out=y), "torch.add broadcast", "broadcast")):
                 t, mhz = graph_timed(fn)
                 out.append(rec(case, shape, dname, 2 * m * x.element_size() / t / 1e12, "TB/s", mhz,
-                               f"{what} {dname}, {method}"))
+                               f"{what} {dname}"))
             del x, y
     for dname in ("fp32", "fp16"):
         torch.backends.cudnn.allow_tf32 = False
@@ -243,19 +248,19 @@ def ops():
             t, mhz = graph_timed(lambda: F.conv2d(x, w, stride=2, padding=3))
             out.append(rec("conv2d", f"stem b{batch} 224x224 3->64 7x7 s2", dname,
                            2 * batch * 112 * 112 * 64 * 49 * 3 / t / 1e12, "TFLOP/s", mhz,
-                           f"F.conv2d {dname} channels_last (cuDNN{', TF32 off' if dname == 'fp32' else ''}), {method}"))
+                           f"F.conv2d {dname} channels_last (cuDNN{', TF32 off' if dname == 'fp32' else ''})"))
     n = 256 << 18
     x32, x16 = rand((n,), torch.float32, 13), rand((n,), torch.float16, 14)
     y16, y32 = torch.empty_like(x16), torch.empty_like(x32)
     for shape, fn in ((f"f32 to f16 256MiB", lambda: y16.copy_(x32)), (f"f16 to f32 256MiB", lambda: y32.copy_(x16))):
         t, mhz = graph_timed(fn)
-        out.append(rec("cast", shape, "fp32", 6 * n / t / 1e12, "TB/s", mhz, f"Tensor.copy_ across dtypes, {method}"))
+        out.append(rec("cast", shape, "fp32", 6 * n / t / 1e12, "TB/s", mhz, f"Tensor.copy_ across dtypes"))
     del x32, x16, y16, y32
     for nn, k in ((4096, 4096), (14336, 4096), (4096, 14336)):
         w, x = rand((nn, k), torch.float16, 15), rand((1, k), torch.float16, 16)
         t, mhz = graph_timed(lambda: F.linear(x, w))
         out.append(rec("gemv", f"{nn}x{k}", "fp16", nn * k * 2 / t / 1e12, "TB/s", mhz,
-                       f"F.linear fp16, one token (cuBLAS GEMV), {method}"))
+                       f"F.linear fp16, one token (cuBLAS GEMV)"))
         del w
     heads, d, prompt, cache = 32, 128, 2048, 4096
     q, k, v = (rand((1, heads, prompt, d), torch.float16, s) for s in (5, 6, 7))
@@ -263,19 +268,20 @@ def ops():
     t, mhz = graph_timed(fn)
     out.append(rec("attention", f"prefill {prompt} h{heads} d{d} causal", "fp16",
                    4 * prompt * prompt * heads * d / 2 / t / 1e12, "TFLOP/s", mhz,
-                   f"F.scaled_dot_product_attention fp16 (flash), {method}"))
+                   f"F.scaled_dot_product_attention fp16 (flash)"))
     q1 = rand((1, heads, 1, d), torch.float16, 9)
     kc, vc = rand((1, heads, cache, d), torch.float16, 11), rand((1, heads, cache, d), torch.float16, 12)
     t, mhz = graph_timed(lambda: F.scaled_dot_product_attention(q1, kc, vc))
     out.append(rec("attention", f"decode kv{cache} h{heads} d{d}", "fp16",
                    2 * cache * heads * d * 2 / t / 1e12, "TB/s", mhz,
-                   f"F.scaled_dot_product_attention fp16, one query, {method}"))
+                   f"F.scaled_dot_product_attention fp16, one query"))
     return out
 
 
-def rec(case, shape, dtype, value, unit, mhz, reference):
-    r = dict(case=case, shape=shape, dtype=dtype, value=value, unit=unit, sm_clock_mhz=mhz, reference=reference)
-    print(f"torch {case:<12} {shape:<30} {dtype:<6} {value:10.3f} {unit:<8} SM clock {mhz} MHz  ({reference})",
+def rec(case, shape, dtype, value, unit, mhz, reference, method=f"cuda-graph x{REPS}"):
+    r = dict(case=case, shape=shape, dtype=dtype, value=value, unit=unit, sm_clock_mhz=mhz, reference=reference,
+             method=method)
+    print(f"torch {case:<12} {shape:<30} {dtype:<6} {value:10.3f} {unit:<8} SM clock {mhz} MHz  ({reference}; {method})",
           flush=True)
     return r
 

@@ -69,6 +69,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
                 unit: "TFLOP/s",
                 sm_clock_mhz: t.sm_clock_mhz,
+                method: "timestamps around one dispatch",
             };
             print(&r);
             records.push(r);

@@ -2,7 +2,7 @@
 //! 3×3, stride 1, same padding, batch 8, 2·M·N·K FLOPs per run with M = 8·56·56 (or 8·14·14),
 //! N = outc, K = 9·c. Then the depthwise cases (`conv_dw.rs`).
 
-use crate::harness::{print, time_list, Config, Record};
+use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
 use vkprism_shaders::{
@@ -109,16 +109,11 @@ fn one(
         crate::print_statistics(&format!("conv2d {variant} {conv_cfg:?}"), &pipe);
     }
     let ops = Ops::new(ctx);
-    ops.conv2d_with(
-        &mut list,
-        &kernel,
-        &conv_cfg,
-        &it,
-        &wt,
-        None,
-        &ot,
-        &Conv2d::new(s),
-    )?;
+    let record = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+        let conv = Conv2d::new(s);
+        Ok(ops.conv2d_with(l, &kernel, &conv_cfg, &it, &wt, None, &ot, &conv)?)
+    };
+    record(&mut list)?;
     list.submit_and_wait()?;
     check(
         &ot.download_f32()?,
@@ -127,7 +122,7 @@ fn one(
         s,
         variant,
     )?;
-    let t = time_list(&mut list, cfg)?;
+    let t = time_calls(ctx, cfg, record)?;
     let record = Record {
         case: "conv2d",
         shape: label(&s),
@@ -136,6 +131,7 @@ fn one(
         value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
         unit: "TFLOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
     };
     Ok((record, tuned))
 }

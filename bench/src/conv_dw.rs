@@ -3,7 +3,7 @@
 //! `case: "conv2d"` with shapes `dw b8 56x56 64 3x3` (`s2` appended when strided), as
 //! `torch_ref.py` names PyTorch's `F.conv2d(x, w, groups=c)`.
 
-use crate::harness::{print, time_list, Config, Record};
+use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
 use vkprism_shaders::{conv2d_dw_nhwc, reference, Conv2dDwShape};
@@ -80,10 +80,13 @@ fn one(
         bias_blob: &bias,
         out_blob: &ot,
     };
-    list.dispatch(&pipe, &b, &s.push(0.0), s.grid())?;
+    let record = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+        Ok(l.dispatch(&pipe, &b, &s.push(0.0), s.grid())?)
+    };
+    record(&mut list)?;
     list.submit_and_wait()?;
     check(&ot.download_f32()?, input, weight, f, s, variant)?;
-    let t = time_list(&mut list, cfg)?;
+    let t = time_calls(ctx, cfg, record)?;
     Ok(Record {
         case: "conv2d",
         shape: label(&s),
@@ -92,6 +95,7 @@ fn one(
         value: s.flops() / t.median_s / 1e12,
         unit: "TFLOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
     })
 }
 

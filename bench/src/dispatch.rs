@@ -59,6 +59,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             value: t.median_s * 1e6 / LIST_LEN as f64,
             unit: "us",
             sm_clock_mhz: t.sm_clock_mhz,
+            method: "timestamps around one list replay, per dispatch",
         };
         print(&r);
         records.push(r);
@@ -104,6 +105,7 @@ fn round_trip(ctx: &Context, cfg: Config) -> Result<Record, vkprism::Error> {
         value: median(rt),
         unit: "us",
         sm_clock_mhz: clock.join().ok().flatten(),
+        method: "wall time of submit and wait, end to end",
     };
     print(&r);
     Ok(r)

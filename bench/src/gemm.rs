@@ -1,7 +1,7 @@
 //! GEMM throughput of `vkprism_shaders::gemm` in every local-memory variant, 2·M·N·K FLOPs per run,
 //! then the int8 GEMM (`gemm_int8.rs`) and the image GEMM (`gemm_image.rs`) on the same shapes.
 
-use crate::harness::{print, time_list, Config, Record};
+use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
 use vkprism_shaders::{gemm, gemm_split, Gemm, GemmConfig, GemmTuner, Ops};
@@ -113,7 +113,11 @@ fn one(
         crate::print_statistics(&format!("gemm {variant} {gemm_cfg:?}"), &pipe);
     }
     let op = Gemm::new().with_transpose_a(ta).with_transpose_b(tb);
-    Ops::new(ctx).gemm_with(&mut list, &kernel, &gemm_cfg, &at, &bt, None, &ct, &op)?;
+    let ops = Ops::new(ctx);
+    let record = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+        Ok(ops.gemm_with(l, &kernel, &gemm_cfg, &at, &bt, None, &ct, &op)?)
+    };
+    record(&mut list)?;
     list.submit_and_wait()?;
     check(
         &ct.download_f32()?,
@@ -122,7 +126,7 @@ fn one(
         (m, n, k),
         variant,
     )?;
-    let t = time_list(&mut list, cfg)?;
+    let t = time_calls(ctx, cfg, record)?;
     let record = Record {
         case: "gemm",
         shape: format!("{m}x{n}x{k}"),
@@ -131,6 +135,7 @@ fn one(
         value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
         unit: "TFLOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
     };
     Ok((record, tuned))
 }

@@ -4,7 +4,7 @@
 //! `fp16p_image`, ...) sit beside the buffer variants' and cuBLAS's of the same dtype in
 //! `bench/merge.py`.
 
-use crate::harness::{print, time_list, Config, Record};
+use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, Image, LoadOptions, Tensor};
 use vkprism_shaders::{gemm_image, gemm_image_grid};
@@ -79,7 +79,10 @@ fn one(
         bias_blob: &bias,
         c_blob: &ct,
     };
-    list.dispatch(&pipe, &bindings, &push, gemm_image_grid(m, n))?;
+    let record = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+        Ok(l.dispatch(&pipe, &bindings, &push, gemm_image_grid(m, n))?)
+    };
+    record(&mut list)?;
     list.submit_and_wait()?;
     crate::gemm::check(
         &ct.download_f32()?,
@@ -88,7 +91,7 @@ fn one(
         (m, n, k),
         variant,
     )?;
-    let t = time_list(&mut list, cfg)?;
+    let t = time_calls(ctx, cfg, record)?;
     Ok(Record {
         case: "gemm",
         shape: format!("{m}x{n}x{k}"),
@@ -97,6 +100,7 @@ fn one(
         value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
         unit: "TFLOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
     })
 }
 

@@ -1,7 +1,7 @@
 //! int8 GEMM throughput of `vkprism_shaders::gemm_int8` (int8 × int8 → int32), 2·M·N·K
 //! operations per run, beside `torch._int_mm`.
 
-use crate::harness::{print, time_list, Config, Record};
+use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{gemm_int8, GemmConfig, GemmTuner};
 use vkprism_testkit::random_i8;
@@ -70,10 +70,14 @@ fn one(
         b_blob: &bt,
         c_blob: &ct,
     };
-    list.dispatch(&pipe, &bindings, &push, gemm_cfg.grid(m, n))?;
+    let grid = gemm_cfg.grid(m, n);
+    let record = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+        Ok(l.dispatch(&pipe, &bindings, &push, grid)?)
+    };
+    record(&mut list)?;
     list.submit_and_wait()?;
     check(&ct.download_i32()?, a, b, (m, n, k), variant)?;
-    let t = time_list(&mut list, cfg)?;
+    let t = time_calls(ctx, cfg, record)?;
     let record = Record {
         case: "gemm",
         shape: format!("{m}x{n}x{k}"),
@@ -82,6 +86,7 @@ fn one(
         value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
         unit: "TOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
     };
     Ok((record, tuned))
 }

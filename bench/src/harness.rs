@@ -54,7 +54,15 @@ pub struct Record {
     pub unit: &'static str,
     /// SM clock read by NVML during the timed series; `None` where there is no NVIDIA GPU.
     pub sm_clock_mhz: Option<u32>,
+    /// How the figure was timed ([`CALLS_METHOD`] for kernels).
+    pub method: &'static str,
 }
+
+/// Back-to-back calls in one timed list; PyTorch's side replays a CUDA graph of as many.
+pub const REPS: usize = 20;
+
+/// How [`time_calls`] times: named in every record it makes.
+pub const CALLS_METHOD: &str = "timestamps around 20 back-to-back calls in one list";
 
 /// The median GPU time of one series and the SM clock read during it.
 #[derive(Copy, Clone, Debug)]
@@ -84,6 +92,24 @@ pub fn time_list(list: &mut CommandList, cfg: Config) -> Result<Timing, vkprism:
     Ok(Timing {
         median_s: median(times),
         sm_clock_mhz: clock.join().ok().flatten(),
+    })
+}
+
+/// Records `record` [`REPS`] times into one list, warms the GPU up on it and
+/// times it: the median GPU time of one call (the list's over the calls) and the SM clock.
+pub fn time_calls(
+    ctx: &vkprism::Context,
+    cfg: Config,
+    record: impl Fn(&mut CommandList) -> Result<(), Box<dyn std::error::Error>>,
+) -> Result<Timing, Box<dyn std::error::Error>> {
+    let mut list = CommandList::with_total_timing(ctx)?;
+    for _ in 0..REPS {
+        record(&mut list)?;
+    }
+    let t = time_list(&mut list, cfg)?;
+    Ok(Timing {
+        median_s: t.median_s / REPS as f64,
+        ..t
     })
 }
 
@@ -125,7 +151,7 @@ pub fn sm_clock_mhz() -> Option<u32> {
 pub fn print(r: &Record) {
     let clock = r.sm_clock_mhz.map_or("-".into(), |c| format!("{c} MHz"));
     println!(
-        "{:<12} {:<20} {:<12} {:>10.3} {:<8} SM clock {clock}",
-        r.case, r.shape, r.variant, r.value, r.unit
+        "{:<12} {:<20} {:<12} {:>10.3} {:<8} SM clock {clock} ({})",
+        r.case, r.shape, r.variant, r.value, r.unit, r.method
     );
 }

@@ -1,19 +1,17 @@
-//! The operation layer's memory-bound and attention operators, each recorded `REPS` times
-//! back to back into one list and timed as one (GPU timestamps around the list, divided by
-//! `REPS`), as `bench/torch_ref.py` times PyTorch's: a CUDA graph of `REPS` calls.
+//! The operation layer's memory-bound and attention operators, each timed as back-to-back
+//! calls in one list ([`time_calls`]), as `bench/torch_ref.py` times PyTorch's: a CUDA graph
+//! of as many calls.
 //! - rows: softmax, layer norm, RMS norm over 4096 × 4096 (bytes read + written per second);
 //! - unary GELU and SiLU, and a broadcast add of one row to every row, 64 and 256 MiB of fp32;
-//! - ResNet's 7×7 stride-2 stem convolution, batch 1 and 8; casts F32 ↔ F16; GEMV for one token through fp16 and int8 weights (decode's shapes);
+//! - ResNet's 7×7 stride-2 stem convolution, batch 1 and 8; casts F32 ↔ F16; GEMV for one
+//!   token through fp16 and int8 weights (decode's shapes);
 //! - attention: a causal prompt (fp16, 32 heads of 128, 2048 tokens; FLOP/s of the causal
 //!   half) and one decode step against a 4096-token KV cache (K and V bytes per second).
 
-use crate::harness::{print, time_list, Config, Record};
+use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::random;
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
 use vkprism_shaders::{Attention, BinaryOp, OpError, Ops, Softmax, UnaryOp};
-
-/// Back-to-back calls in one timed list.
-pub const REPS: usize = 20;
 
 /// What one figure counts: bytes moved or floating-point operations.
 #[derive(Copy, Clone)]
@@ -46,7 +44,7 @@ fn dtype(f: TensorFormat) -> &'static str {
     }
 }
 
-/// Times `REPS` calls of `record` in one list.
+/// Times back-to-back calls of `record` ([`time_calls`]).
 fn measure(
     ctx: &Context,
     cfg: Config,
@@ -54,15 +52,10 @@ fn measure(
     work: Work,
     record: impl Fn(&mut CommandList) -> Result<(), OpError>,
 ) -> Result<Record, Box<dyn std::error::Error>> {
-    let mut list = CommandList::with_total_timing(ctx)?;
-    for _ in 0..REPS {
-        record(&mut list)?;
-    }
-    let t = time_list(&mut list, cfg)?;
-    let per_call = t.median_s / REPS as f64;
+    let t = time_calls(ctx, cfg, |l| Ok(record(l)?))?;
     let (value, unit) = match work {
-        Work::Bytes(b) => (b as f64 / per_call / 1e12, "TB/s"),
-        Work::Flops(f) => (f as f64 / per_call / 1e12, "TFLOP/s"),
+        Work::Bytes(b) => (b as f64 / t.median_s / 1e12, "TB/s"),
+        Work::Flops(f) => (f as f64 / t.median_s / 1e12, "TFLOP/s"),
     };
     let r = Record {
         case: label.0,
@@ -72,6 +65,7 @@ fn measure(
         value,
         unit,
         sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
     };
     print(&r);
     Ok(r)

@@ -29,6 +29,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 value: bytes.len() as f64 / secs / 1e9,
                 unit: "GB/s",
                 sm_clock_mhz: sm_clock_mhz(),
+                method: "wall time of the call, end to end",
             };
             print(&r);
             records.push(r);
