@@ -1,8 +1,9 @@
 #version 450
 // Scaled dot-product attention on cooperative matrices (flash attention, one pass): one
 // workgroup per block of BR query rows of one head; each subgroup owns 16 query rows, keeps
-// their Q as 16×16 fp16 matrices and their output O as fp32 accumulators, and walks the keys
-// BC at a time: S = Q·Kᵀ on the matrices, the online softmax on S in shared memory (each row's
+// their Qᵀ as 16×16 fp16 matrices and their output O as fp32 accumulators, and walks the keys
+// BC at a time: Sᵀ = K·Qᵀ on the matrices (K read row by row from shared memory in the loop;
+// the transposing load is Q's, once), the online softmax on S in shared memory (each row's
 // running maximum m and sum l), O rescaled by e^(m_old - m_new) per row, O += P·V.
 //
 // Scaling O per row: a matrix's elements are spread over the subgroup's invocations in a way
@@ -141,13 +142,14 @@ void softmax_step(int warp, int lane, int i0, int j0)
     const int r = lane / LPR, part = lane % LPR;
     const int i = i0 + r;
     const int last = causal == 1 ? min(p.skv - 1, i + p.offset) : p.skv - 1;
-    const int base = warp * 16 * BC + r * BC + part * CPL;
+    // Scores are stored key-major (Sᵀ): query r's score for key c of the step at c · 16 + r.
+    const int base = warp * 16 * BC + part * CPL * 16 + r;
     float s[CPL];
     float mx = neg_inf();
     [[unroll]] for (int c = 0; c < CPL; c++)
     {
         const int j = j0 + part * CPL + c;
-        s[c] = j <= last ? s_smem[base + c] * p.scale : neg_inf();
+        s[c] = j <= last ? s_smem[base + c * 16] * p.scale : neg_inf();
         mx = max(mx, s[c]);
     }
     mx = row_combine(warp, r, part, mx, true);
@@ -196,7 +198,7 @@ void main()
         row_l[warp * 16 + lane] = 0.0;
     }
     // Q into matrices, staged 2 · BC rows (the K and V tiles' room) at a time.
-    coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> qf[D / 16];
+    coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> qf[D / 16];
     for (int r1 = 0; r1 < BR; r1 += 2 * BC)
     {
         barrier();
@@ -209,7 +211,7 @@ void main()
         if (warp * 16 >= r1 && warp * 16 < r1 + 2 * BC)
         {
             [[unroll]] for (int k = 0; k < D / 16; k++)
-                coopMatLoad(qf[k], kv_smem, (warp * 16 - r1) * KS + k * 2, KS, gl_CooperativeMatrixLayoutRowMajor);
+                coopMatLoad(qf[k], kv_smem, (warp * 16 - r1) * KS + k * 2, KS, gl_CooperativeMatrixLayoutColumnMajor);
         }
     }
     ACC row_of;
@@ -233,11 +235,11 @@ void main()
             ACC s = ACC(0.0);
             [[unroll]] for (int k = 0; k < D / 16; k++)
             {
-                coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseB> kb;
-                coopMatLoad(kb, kv_smem, c * 16 * KS + k * 2, KS, gl_CooperativeMatrixLayoutColumnMajor);
-                s = coopMatMulAdd(qf[k], kb, s);
+                coopmat<cmfp, gl_ScopeSubgroup, 16, 16, gl_MatrixUseA> ka;
+                coopMatLoad(ka, kv_smem, c * 16 * KS + k * 2, KS, gl_CooperativeMatrixLayoutRowMajor);
+                s = coopMatMulAdd(ka, qf[k], s);
             }
-            coopMatStore(s, s_smem, warp * 16 * BC + c * 16, BC, gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(s, s_smem, warp * 16 * BC + c * 256, 16, gl_CooperativeMatrixLayoutRowMajor);
         }
         sync_subgroup();
         softmax_step(warp, lane, i0, j0);
