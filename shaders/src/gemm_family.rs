@@ -78,10 +78,22 @@ vkprism::compute_shader! {
             variants: [fp32_int8p_nocm, fp32_int8s_nocm, fp32_int8a_nocm, fp32_int8a_cm],
             share: [gemm::SpecConstants],
         },
+    /// [`gemm_int8`](crate::gemm_int8) dequantized as it is stored: `C = row_scale[m] ·
+    /// col_scale[n] · (A · B)[m][n] + bias[n]` into an M×N F32 tensor (A quantized per row, B
+    /// per column; scales and bias F32, the bias read where `bias_term` is 1). The same
+    /// variants, tiles, requirements and push constants as [`gemm_int8`](crate::gemm_int8).
+        gemm_int8_dequant: {
+            path: "gemm_int8.comp",
+            define: [("VKPRISM_DEQUANT", "1")],
+            variants: [fp32_int8p_nocm, fp32_int8s_nocm, fp32_int8a_nocm, fp32_int8a_cm],
+            share: [gemm::SpecConstants, gemm_int8::PushConstants],
+        },
     },
 }
 
-pub use gemm_kernels::{conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split};
+pub use gemm_kernels::{
+    conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_int8_dequant, gemm_split,
+};
 
 vkprism::compute_shader! {
     /// The second pass of [`gemm_split`] and [`conv2d_nhwc_split`]: `C = act(alpha · Σ_z

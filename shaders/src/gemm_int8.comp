@@ -24,9 +24,31 @@ layout (binding = 1) readonly buffer b_blob { uvec4 b_data[]; };
 layout (binding = 0) readonly buffer a_blob { sint8vec4 a_data[]; };
 layout (binding = 1) readonly buffer b_blob { sint8vec4 b_data[]; };
 #endif
+layout (push_constant) uniform parameter { int M; int N; int K; } p;
+
+#if VKPRISM_DEQUANT
+// gemm_int8_dequant: C = row_scale[m] · col_scale[n] · (A · B)[m][n] + bias[n] in fp32 (A
+// quantized per row, B per column), the int32 sums dequantized as they are stored; the bias
+// read where bias_term is 1.
+layout (binding = 2) writeonly buffer c_blob { vec4 c_data[]; };
+layout (binding = 3) readonly buffer row_scale_blob { float row_scale[]; };
+layout (binding = 4) readonly buffer col_scale_blob { vec4 col_scale[]; };
+layout (binding = 5) readonly buffer bias_blob { vec4 bias_data[]; };
+
+void store_c(int m, int n, ivec4 v)
+{
+    vec4 r = vec4(v) * row_scale[m] * col_scale[n / 4];
+    if (bias_term == 1) r += bias_data[n / 4];
+    c_data[m * (p.N / 4) + n / 4] = r;
+}
+#else
 layout (binding = 2) writeonly buffer c_blob { ivec4 c_data[]; };
 
-layout (push_constant) uniform parameter { int M; int N; int K; } p;
+void store_c(int m, int n, ivec4 v)
+{
+    c_data[m * (p.N / 4) + n / 4] = v;
+}
+#endif
 
 const int LX = int(gl_WorkGroupSize.x);
 const int LY = int(gl_WorkGroupSize.y);
@@ -154,7 +176,7 @@ void main()
             const int n = n0 + wn + (f % cm_wfn) * 16 + col;
             if (m >= p.M || n >= p.N) continue;
             const int s = warp * 256 + row * 16 + col;
-            c_data[m * (p.N / 4) + n / 4] = ivec4(cm_c[s], cm_c[s + 1], cm_c[s + 2], cm_c[s + 3]);
+            store_c(m, n, ivec4(cm_c[s], cm_c[s + 1], cm_c[s + 2], cm_c[s + 3]));
         }
         subgroupBarrier();
     }
@@ -194,7 +216,7 @@ void main()
         if (m >= p.M) continue;
         [[unroll]] for (int h = 0; h < 2; h++) {
             const int n = n0 + 4 * h;
-            if (n < p.N) c_data[m * (p.N / 4) + n / 4] = acc[r][h];
+            if (n < p.N) store_c(m, n, acc[r][h]);
         }
     }
 }

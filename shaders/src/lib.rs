@@ -11,7 +11,8 @@
 //! - [`gemm`]: C = act(alpha · op(A) · op(B) + bias), register-tiled, staged through shared memory
 //!   where `NCNN_shader_local_memory` is on; [`gemm_split`] and [`gemm_split_reduce`] split it
 //!   along K;
-//! - [`gemm_int8`]: C = A · B over int8 with exact int32 results;
+//! - [`gemm_int8`]: C = A · B over int8 with exact int32 results; [`gemm_int8_dequant`] the
+//!   same product dequantized as stored, after [`quantize_rows`] (activations quantized per row);
 //! - [`gemm_image`]: the same product with B read through the sampled-image (texture) path, for
 //!   GPUs whose texture units have their own cache (Adreno, Mali);
 //! - [`conv2d`]: direct 2D convolution with bias, stride and zero padding, CHW layout;
@@ -54,6 +55,7 @@ mod gemv_family;
 mod movement;
 pub mod ops;
 mod pool;
+mod quant_gemm;
 pub mod reference;
 mod reference_attention;
 mod reference_layers;
@@ -76,8 +78,8 @@ pub use convert_kernels::{
 pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
 pub use elementwise::{activation, activation_grid, binary_op};
 pub use gemm_family::{
-    conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8, gemm_kernels,
-    gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
+    conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8,
+    gemm_int8_dequant, gemm_kernels, gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
 };
 pub use gemv_family::{
     gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH, GEMV_ROWS,
@@ -93,6 +95,7 @@ pub use ops::{
 };
 pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
+pub use quant_gemm::{quantize_rows, quantize_rows_grid};
 pub use rotary::{rope, RopeShape};
 pub use rows::{
     argmax, norm, norm4, reduce, softmax, softmax4, NormShape, ReduceShape, SoftmaxShape,

@@ -120,7 +120,7 @@ impl ReduceShape {
 const ROWS_Y: usize = 32768;
 
 /// The invocation grid `[x, rows over y and z]` of a row kernel (`rows_row` in rows.glsl).
-fn rows_grid(x: u32, rows: usize) -> [u32; 3] {
+pub(crate) fn rows_grid(x: u32, rows: usize) -> [u32; 3] {
     [
         x,
         rows.min(ROWS_Y) as u32,

@@ -38,6 +38,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/norm.comp", include_str!("../../../shaders/src/norm.comp")),
     ("shaders/src/pool2d.comp", include_str!("../../../shaders/src/pool2d.comp")),
     ("shaders/src/quantize.comp", include_str!("../../../shaders/src/quantize.comp")),
+    ("shaders/src/quantize_rows.comp", include_str!("../../../shaders/src/quantize_rows.comp")),
     ("shaders/src/reduce.comp", include_str!("../../../shaders/src/reduce.comp")),
     ("shaders/src/rope.comp", include_str!("../../../shaders/src/rope.comp")),
     ("shaders/src/rows.glsl", include_str!("../../../shaders/src/rows.glsl")),

@@ -392,7 +392,7 @@ impl Ops {
     }
 
     /// The tile policy's configuration of `problem` in `variant` on this device.
-    fn default_config(&self, problem: &GemmProblem, variant: &VariantKey) -> GemmConfig {
+    pub(super) fn default_config(&self, problem: &GemmProblem, variant: &VariantKey) -> GemmConfig {
         let subgroup = self.ctx.features().limits.subgroup_size;
         self.class.config(problem, variant, subgroup)
     }

@@ -22,6 +22,8 @@
 //! - `pool.rs`: [`Ops::max_pool2d`], [`Ops::avg_pool2d`] ([`Pool2d`]), [`Ops::global_avg_pool`];
 //! - `rope.rs`: [`Ops::rope`] ([`Rope`]: rotary position embedding, decode's offset);
 //! - `fold.rs`: [`fold_batch_norm`], batch norm folded into a convolution's weights (host side);
+//! - `quant_gemm.rs`: [`Ops::gemm_int8_weights`], a float GEMM through int8 tensor cores
+//!   (activations quantized per row as they come, int8 weights per column);
 //! - `error.rs`: [`OpError`].
 
 mod attention;
@@ -35,6 +37,7 @@ mod gemv;
 mod movement;
 mod norm;
 mod pool;
+mod quant_gemm;
 mod reduce;
 mod rope;
 
