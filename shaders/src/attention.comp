@@ -64,6 +64,8 @@ shared float p_shared[gl_WorkGroupSize.x];
 // it: quads are spread back through shared memory (the quad of dimension e is held by
 // invocation e / 4).
 shared vec4 out_quads[MAX_D / 4];
+// Each invocation's partial quad (attention4).
+shared vec4 group_quads[gl_WorkGroupSize.x];
 float out_value(float acc[PER], vec4 acc4, int r)
 {
     if (quads == 0) return acc[r];
@@ -82,6 +84,8 @@ void main()
     const int kv_at = n * p.skv * p.kv_stride + kvh * p.d;
 
     const int visible = causal == 1 ? clamp(i + p.offset + 1, 0, p.skv) : p.skv;
+    // attention4: groups of d/4 invocations, each group a share of every chunk's keys.
+    const int groups = max(1, size / max(1, p.d / 4));
     // This workgroup's share of the keys: whole chunks of the workgroup's size.
     const int share = (p.skv + p.splits * size - 1) / (p.splits * size) * size;
     const int j_begin = int(gl_WorkGroupID.x) * share;
@@ -107,8 +111,20 @@ void main()
             s = 0.0;
             const int at = kv_at + j * p.kv_stride;
 #if VKPRISM_QUADS
-            for (int e4 = 0; e4 < p.d / 4; e4++)
-                s += dot(q_shared[e4], vec4(buffer_ld4(k_data, at / 4 + e4)));
+            // Four independent sums: four loads in flight.
+            vec4 s4 = vec4(0.0);
+            int e4 = 0;
+            for (; e4 + 4 <= p.d / 4; e4 += 4)
+            {
+                const int b = at / 4 + e4;
+                s4 += vec4(dot(q_shared[e4], vec4(buffer_ld4(k_data, b))),
+                           dot(q_shared[e4 + 1], vec4(buffer_ld4(k_data, b + 1))),
+                           dot(q_shared[e4 + 2], vec4(buffer_ld4(k_data, b + 2))),
+                           dot(q_shared[e4 + 3], vec4(buffer_ld4(k_data, b + 3))));
+            }
+            for (; e4 < p.d / 4; e4++)
+                s4.x += dot(q_shared[e4], vec4(buffer_ld4(k_data, at / 4 + e4)));
+            s = (s4.x + s4.y) + (s4.z + s4.w);
 #else
             for (int e = 0; e < p.d; e++)
                 s += q_shared[e / 4][e % 4] * float(buffer_ld1(k_data, at + e));
@@ -123,12 +139,22 @@ void main()
         barrier();
         const int count = min(size, j_end - j0);
 #if VKPRISM_QUADS
-        if (lid < p.d / 4)
+        // Invocation lid holds quad lid % d/4 of the keys t ≡ lid / (d/4) (mod groups): every
+        // invocation loads, two keys in flight each.
+        if (lid < groups * (p.d / 4))
         {
-            vec4 a = acc4 * rescale;
-            for (int t = 0; t < count; t++)
-                a += p_shared[t] * vec4(buffer_ld4(v_data, (kv_at + (j0 + t) * p.kv_stride) / 4 + lid));
-            acc4 = a;
+            const int qd = lid % (p.d / 4), g = lid / (p.d / 4);
+            vec4 a = acc4 * rescale, b = vec4(0.0);
+            int t = g;
+            for (; t + groups < count; t += 2 * groups)
+            {
+                const vec4 v0 = vec4(buffer_ld4(v_data, (kv_at + (j0 + t) * p.kv_stride) / 4 + qd));
+                const vec4 v1 = vec4(buffer_ld4(v_data, (kv_at + (j0 + t + groups) * p.kv_stride) / 4 + qd));
+                a += p_shared[t] * v0;
+                b += p_shared[t + groups] * v1;
+            }
+            if (t < count) a += p_shared[t] * vec4(buffer_ld4(v_data, (kv_at + (j0 + t) * p.kv_stride) / 4 + qd));
+            acc4 = a + b;
         }
 #else
         for (int r = 0; r < PER; r++)
@@ -147,7 +173,15 @@ void main()
 
     if (quads == 1)
     {
-        if (lid < p.d / 4) out_quads[lid] = acc4;
+        // The groups' partial quads summed (their running maxima are the workgroup's one m).
+        group_quads[lid] = acc4;
+        barrier();
+        if (lid < p.d / 4)
+        {
+            vec4 sum = vec4(0.0);
+            for (int g = 0; g < groups; g++) sum += group_quads[g * (p.d / 4) + lid];
+            out_quads[lid] = sum;
+        }
         barrier();
     }
     if (split == 1)
