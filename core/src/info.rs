@@ -25,8 +25,8 @@ pub struct KernelInfo {
 pub struct VariantInfo {
     /// Which variant.
     pub key: VariantKey,
-    /// The shader reads `gl_NumWorkGroups` (reflected from the SPIR-V), so a dispatch can't be
-    /// split into several with base offsets and still behave as one.
+    /// The shader reads `gl_NumWorkGroups` (reflected from the SPIR-V; the runtime checks it
+    /// against the module at load).
     pub reads_num_workgroups: bool,
     /// The SPIR-V module (entry point `main`).
     pub spirv: &'static [u32],

@@ -20,8 +20,7 @@ use vkprism_core::{KernelInfo, MemoryKind};
 ///   none), and `PushConstants` is a type of at least that size whose layout matches it;
 /// - `spec_constants` and `local_size` name the module's specialization-constant ids (the
 ///   workgroup size's ids really are its `LocalSizeId` / `WorkgroupSize` constants);
-/// - `reads_num_workgroups` is true where the shader reads `gl_NumWorkGroups` (a dispatch is
-///   split into several only where it is false).
+/// - `reads_num_workgroups` is true where the shader reads `gl_NumWorkGroups`.
 ///
 /// The runtime checks what is cheap (the SPIR-V header, instruction lengths and entry point,
 /// `reads_num_workgroups` against a `NumWorkgroups` decoration, that a push-constant block

@@ -11,9 +11,9 @@
 //!   trailer.
 //! - [`CommandList`]: record once, replay with one submit, barriers only between dependent
 //!   dispatches and transfers (uploads, copies, fills, downloads into a [`Readback`]),
-//!   timestamps per dispatch; a dispatch over `maxComputeWorkGroupCount` is split with
-//!   `vkCmdDispatchBase` when the shader can't tell (it never reads `gl_NumWorkGroups`). Run and
-//!   wait, or submit and wait later ([`Submission`]), several lists in flight in order.
+//!   timestamps per dispatch; each dispatch is one `vkCmdDispatch`, and a grid over
+//!   `maxComputeWorkGroupCount` in any dimension is refused (a kernel spreads large counts over
+//!   y and z, or loops over a grid stride). Run and wait, or submit and wait later ([`Submission`]), several lists in flight in order.
 //! - Views of part of a tensor ([`Tensor::view`]) and a [`ScratchArena`] of them.
 //! - [`include_spirv!`]: SPIR-V files as `&'static [u32]` for hand-written [`KernelInfo`]s (the
 //!   runtime's own tests and benchmark use it; `compute_shader!` embeds its words itself).

@@ -182,11 +182,6 @@ pub struct LoadedKernel<K: Kernel> {
     /// Bytes of the push-constant range (the block's size rounded up to 4; 0: none), computed
     /// once here and checked against every dispatch's push constants.
     pub(crate) push_range: u32,
-    /// The shader never reads `gl_NumWorkGroups`, so a dispatch too large for
-    /// `maxComputeWorkGroupCount` can be split with `vkCmdDispatchBase` and behave as one
-    /// (`gl_WorkGroupID` and `gl_GlobalInvocationID` include the base); its pipelines are made
-    /// with `DISPATCH_BASE`.
-    pub(crate) dispatch_base: bool,
     pipelines: Mutex<HashMap<PipelineKey, vk::Pipeline>>,
     _kernel: PhantomData<fn() -> K>,
 }
@@ -282,7 +277,6 @@ impl<K: Kernel> LoadedKernel<K> {
         let (module, set_layout, layout) =
             unsafe { create_layouts(shared, variant.spirv, &bindings, push_range)? };
         Ok(Arc::new(LoadedKernel {
-            dispatch_base: !variant.reads_num_workgroups,
             shared: shared.clone(),
             variant,
             selection,
@@ -385,7 +379,6 @@ impl<K: Kernel> LoadedKernel<K> {
                         self.layout,
                         &key.0,
                         desc.subgroup_size,
-                        self.dispatch_base,
                     )?
                 };
                 cache.insert(key, p);
@@ -503,12 +496,6 @@ impl<K: Kernel> Clone for Pipeline<K> {
 }
 
 impl<K: Kernel> Pipeline<K> {
-    /// Whether a dispatch over more workgroups than `maxComputeWorkGroupCount` is split into
-    /// several (the shader does not read `gl_NumWorkGroups`); otherwise it is an error.
-    pub fn splits_large_dispatches(&self) -> bool {
-        self.kernel.dispatch_base
-    }
-
     /// The workgroup size the pipeline was made with.
     pub fn local_size(&self) -> [u32; 3] {
         self.local_size

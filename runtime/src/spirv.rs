@@ -5,8 +5,8 @@
 //!
 //! - at load, [`check_spirv`]: that the words are a compute module vkprism can use (the header,
 //!   well-formed instructions, an `OpEntryPoint GLCompute "main"`), that the variant's
-//!   `reads_num_workgroups` is true where the module reads `gl_NumWorkGroups` (a split dispatch
-//!   would show it the wrong count), and that a push-constant block is there exactly where the
+//!   `reads_num_workgroups` is true where the module reads `gl_NumWorkGroups` (public metadata,
+//!   kept true at the cost of one decoration lookup), and that a push-constant block is there exactly where the
 //!   kernel declares push constants, with its last member inside the declared range;
 //! - per pipeline, [`workgroup_bytes`]: the shared memory the module declares once
 //!   specialized, checked against `maxComputeSharedMemorySize`.
@@ -308,7 +308,6 @@ pub(crate) fn check_spirv(info: &KernelInfo, variant: &VariantInfo) -> Result<()
         return Err(bad("no OpEntryPoint GLCompute named \"main\""));
     }
     if facts.num_workgroups && !variant.reads_num_workgroups {
-        // A split dispatch would show the shader the wrong gl_NumWorkGroups.
         return Err(bad(
             "it reads gl_NumWorkGroups (BuiltIn NumWorkgroups) but the variant says it does not",
         ));

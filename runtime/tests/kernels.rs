@@ -314,12 +314,11 @@ fn dispatch_checks_bindings_sizes_and_limits() {
         ),
         Err(CommandError::ZeroSize(_))
     ));
-    // More workgroups than the device allows, in a shader that reads gl_NumWorkGroups (so the
-    // dispatch can't be split): an error naming the limit, never truncation.
+    // More workgroups than the device allows (here in a shader that reads gl_NumWorkGroups):
+    // an error naming the limit, never truncation.
     let limit = ctx.features().limits.max_compute_work_group_count;
     let kg = ctx.load::<fixtures::groups::Kernel>().unwrap();
     let pg = kg.pipeline(&Default::default(), Some([1, 1, 1])).unwrap();
-    assert!(!pg.splits_large_dispatches() && p.splits_large_dispatches());
     let g = Tensor::new(&ctx, &[4], TensorFormat::F32).unwrap();
     let e = list
         .dispatch(
@@ -744,58 +743,69 @@ fn a_variant_needing_a_missing_feature_is_skipped_and_named() {
     assert_clean(&ctx);
 }
 
+/// A grid over `maxComputeWorkGroupCount` in any dimension is refused, naming the kernel, the
+/// dimension, the count and the limit; nothing is recorded, and the list goes on recording: a
+/// valid dispatch after it runs exactly.
 #[test]
-fn dispatches_over_the_group_count_limit_are_split_and_exact() {
+fn dispatches_over_the_group_count_limit_are_refused() {
     let ctx = ctx();
-    let limit = ctx.features().limits.max_compute_work_group_count[0];
-    // One invocation per workgroup, so a modest tensor needs more groups than the limit.
-    let n = if limit < 1 << 22 {
-        limit as usize + 1000
-    } else {
-        4096
-    };
+    let limit = ctx.features().limits.max_compute_work_group_count;
     let k = ctx
         .load_with::<scale::Kernel>(&LoadOptions::variant_named("fp32").unwrap())
         .unwrap();
+    // One invocation per workgroup: the global size is the group count.
     let p = k.pipeline(&Default::default(), Some([1, 1, 1])).unwrap();
+    // Exactly the limit along x where a tensor of that many values is small.
+    let n = limit[0].min(1 << 22) as usize;
     let x = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &random(n, 5)).unwrap();
     let y = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &vec![f32::NAN; n]).unwrap();
+    let bindings = scale::BufferBindings { x: &x, y: &y };
     let push = scale::PushConstants {
         a: -2.0,
         b: 1.0,
         n: n as u32,
     };
-    ctx.run(|l| {
-        l.dispatch(
-            &p,
-            &scale::BufferBindings { x: &x, y: &y },
-            &push,
-            [n as u32, 1, 1],
-        )
-    })
-    .unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+    // A limit of u32::MAX can't be passed with a u32 global size.
+    for dim in (0..3).filter(|&d| limit[d] < u32::MAX) {
+        let mut global = [1; 3];
+        global[dim] = limit[dim] + 1;
+        let e = list.dispatch(&p, &bindings, &push, global).unwrap_err();
+        let want_dim = dim;
+        assert!(
+            matches!(e, CommandError::TooManyGroups { kernel: "scale", dim, groups, limit: l, .. }
+                if dim == want_dim && groups == limit[want_dim] + 1 && l == limit[want_dim]),
+            "{e}"
+        );
+        let text = e.to_string();
+        let axis = ["x", "y", "z"][dim];
+        assert!(
+            text.contains("kernel `scale`")
+                && text.contains(&format!("{} workgroups along {axis}", limit[dim] + 1))
+                && text.contains(&format!(
+                    "at most {} (maxComputeWorkGroupCount[{dim}])",
+                    limit[dim]
+                )),
+            "{text}"
+        );
+        assert!(list.is_empty(), "a refused dispatch records nothing");
+    }
+    list.dispatch(&p, &bindings, &push, [n as u32, 1, 1])
+        .unwrap();
+    assert_eq!(list.len(), 1);
+    list.submit_and_wait().unwrap();
     let want: Vec<f32> = x
         .download_f32()
         .unwrap()
         .iter()
         .map(|v| v * -2.0 + 1.0)
         .collect();
-    assert_close(&y.download_f32().unwrap(), &want, 0.0, "split dispatch");
-    // A dispatch that would need more than 1024 pieces is a size bug: refused.
-    let mut list = CommandList::new(&ctx).unwrap();
-    let e = list
-        .dispatch(
-            &p,
-            &scale::BufferBindings { x: &x, y: &y },
-            &push,
-            [u32::MAX, u32::MAX, 1],
-        )
-        .unwrap_err();
-    assert!(
-        matches!(e, CommandError::TooManyGroups { .. }) && e.to_string().contains("1024"),
-        "{e}"
+    assert_close(
+        &y.download_f32().unwrap(),
+        &want,
+        0.0,
+        "dispatch after a refused one",
     );
-    assert!(list.is_empty());
     assert_clean(&ctx);
 }
 

@@ -10,8 +10,8 @@ vkprism::compute_shader! {
     /// simplest grid; half as many ([`activation_grid`]) keeps two loads in flight in each,
     /// which 8-byte quads (16-bit formats) need to reach the memory's bandwidth (H100, relu fp16
     /// 1 GiB: 2.83 TB/s at one quad per invocation, 0.96× PyTorch's; 2.97 at half). It reads
-    /// `gl_NumWorkGroups`, so a grid over `maxComputeWorkGroupCount` workgroups is refused,
-    /// not split: dispatch fewer invocations (any number covers all n).
+    /// `gl_NumWorkGroups`; a grid over `maxComputeWorkGroupCount` workgroups is refused:
+    /// dispatch fewer invocations (any number covers all n).
     pub mod activation,
     src: r#"
 #version 450

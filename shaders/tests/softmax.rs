@@ -235,8 +235,8 @@ fn softmax_shape_mismatch_is_an_error_and_records_nothing() {
     assert_clean(&ctx);
 }
 
-/// More rows than one dispatch's workgroups along y (65535 on many devices): the runtime splits
-/// the grid (the kernel never reads `gl_NumWorkGroups`), every row is done once.
+/// More rows than one dispatch's workgroups along y (65535 on many devices): the grid spreads
+/// the rows over y and z, every row is done once.
 #[test]
 fn softmax_of_more_rows_than_one_dispatch_holds() {
     let ctx = ctx();

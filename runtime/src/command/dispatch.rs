@@ -11,10 +11,6 @@ use std::any::Any;
 use std::sync::Arc;
 use vkprism_core::{BindingInfo, BindingKind, KernelInfo, TensorFormat, VariantInfo};
 
-/// The most dispatches one oversized dispatch is split into: more is almost surely a size bug
-/// (and recording it would take long), so it is refused instead.
-const MAX_SPLIT: u64 = 1024;
-
 /// A dispatch checked by [`CommandList::plan`]: every binding of the variant with the resource
 /// given for it, the workgroup grid, and the push-constant bytes.
 pub(super) struct Plan<'r> {
@@ -22,11 +18,8 @@ pub(super) struct Plan<'r> {
     bindings: &'static [BindingInfo],
     /// The (checked) resource for each of `bindings`: all `Some` once planned.
     resources: Vec<Option<Resource<'r>>>,
-    /// Workgroups per dimension; each fits in u32 unless `split` is set.
-    groups: [u64; 3],
-    /// `Some(maxComputeWorkGroupCount)` when the grid is over it and is recorded as several
-    /// `vkCmdDispatchBase` pieces (then every group count fits in u32 and every limit is >= 1).
-    split: Option<[u32; 3]>,
+    /// Workgroups per dimension, each within `maxComputeWorkGroupCount`.
+    groups: [u32; 3],
     /// Exactly the kernel's push-constant range (trailing padding of the block cut off).
     push: &'r [u8],
 }
@@ -62,7 +55,7 @@ impl CommandList {
             return Err(CommandError::ZeroSize(global));
         }
         let push = push_bytes(info, kernel, push)?;
-        let (groups, split) = self.grid(kernel, pipeline.local_size, global)?;
+        let groups = self.grid(info, pipeline.local_size, global)?;
         if self.query_pool.is_some()
             && self.query_capacity > 0
             && self.names.len() as u32 >= self.query_capacity
@@ -74,41 +67,32 @@ impl CommandList {
             bindings: variant.bindings,
             resources,
             groups,
-            split,
             push,
         })
     }
 
-    /// The workgroup grid for `global`. Over `maxComputeWorkGroupCount` it is split into
-    /// base-offset dispatches when the shader can't tell (it never reads `gl_NumWorkGroups`),
-    /// else refused; never truncated. The u32 bound keeps base + count representable.
-    fn grid<K: Kernel>(
+    /// The workgroup grid for `global`, refused (never truncated) where a dimension needs more
+    /// workgroups than `maxComputeWorkGroupCount`. One `vkCmdDispatch` is the whole grid: a
+    /// grid over the limit can't be cut into `vkCmdDispatchBase` pieces either, since their
+    /// base plus count must stay within the same limit.
+    fn grid(
         &self,
-        kernel: &LoadedKernel<K>,
+        info: &KernelInfo,
         local: [u32; 3],
         global: [u32; 3],
-    ) -> Result<([u64; 3], Option<[u32; 3]>), CommandError> {
-        let groups = [0, 1, 2].map(|i| (global[i] as u64).div_ceil(local[i] as u64));
+    ) -> Result<[u32; 3], CommandError> {
         let limit = self.shared.features.limits.max_compute_work_group_count;
-        if !groups.iter().zip(limit).any(|(g, l)| *g > l as u64) {
-            return Ok((groups, None));
+        let groups = [0, 1, 2].map(|i| global[i].div_ceil(local[i]));
+        match (0..3).find(|&i| groups[i] > limit[i]) {
+            Some(dim) => Err(CommandError::TooManyGroups {
+                kernel: info.name,
+                dim,
+                global,
+                groups: groups[dim],
+                limit: limit[dim],
+            }),
+            None => Ok(groups),
         }
-        let pieces: u64 = (0..3)
-            .map(|i| groups[i].div_ceil(limit[i].max(1) as u64))
-            .product();
-        let why = if !kernel.dispatch_base {
-            "the shader reads gl_NumWorkGroups, so it can't be split"
-        } else if pieces > MAX_SPLIT {
-            "splitting it would take more than 1024 dispatches"
-        } else {
-            return Ok((groups, Some(limit)));
-        };
-        Err(CommandError::TooManyGroups {
-            global,
-            groups,
-            limit,
-            why,
-        })
     }
 
     /// Finds the resource given for every binding of `variant` (one pass over the given
@@ -265,12 +249,12 @@ impl CommandList {
     }
 
     /// Records `plan` for `pipeline`: a descriptor set, a barrier when this dispatch depends on
-    /// an earlier one, the dispatch (or its pieces), and a timestamp when timing per dispatch.
+    /// an earlier one, the dispatch, and a timestamp when timing per dispatch.
     ///
     /// # Safety
     /// `plan` was returned by [`CommandList::plan`] for this `pipeline` on this list, with no
     /// dispatch recorded in between: the trust it carries (same device, resources matching
-    /// the layout, push constants covering the range, group counts within limits or split) is
+    /// the layout, push constants covering the range, group counts within limits) is
     /// what makes these commands valid.
     pub(super) unsafe fn record<K: Kernel>(
         &mut self,
@@ -299,7 +283,6 @@ impl CommandList {
             set,
             push: plan.push,
             groups: plan.groups,
-            split: plan.split,
             timestamp,
         };
         // SAFETY: the list is recording (every `CommandList` is until `finish`) and only
@@ -307,8 +290,7 @@ impl CommandList {
         // set layout, and `plan` pairs exactly that layout's bindings with live resources of
         // this device; the pipeline, its layout and the set are alive (the list keeps the
         // kernel) and compatible (made from the kernel's layouts); the push bytes are exactly
-        // the layout's range; group counts fit the limits, or are split into pieces that do,
-        // on a pipeline made with DISPATCH_BASE (`dispatch_base`, checked by `plan`); the
+        // the layout's range; group counts fit the limits (checked by `plan`); the
         // timestamp's query fits the list's pool (checked by `plan`). That is the plan's trust,
         // the caller's contract.
         unsafe { record_dispatch(&self.shared, self.cmd, &commands) };

@@ -121,17 +121,19 @@ pub enum CommandError {
     /// A global size with a zero dimension.
     #[error("dispatch of global size {0:?}: every dimension must be at least 1")]
     ZeroSize([u32; 3]),
-    /// More workgroups than the device allows, and the dispatch can't be split.
-    #[error("dispatch of global size {global:?} needs {groups:?} workgroups; the device allows at most {limit:?} (maxComputeWorkGroupCount) and {why}: use a larger workgroup or split the work")]
+    /// A dimension of the grid needs more workgroups than the device allows in one dispatch.
+    #[error("kernel `{kernel}`: dispatch of global size {global:?} needs {groups} workgroups along {axis}, the device allows at most {limit} (maxComputeWorkGroupCount[{dim}]): spread the work over the other dimensions, loop over a grid stride, or use a larger workgroup", axis = ["x", "y", "z"][*dim])]
     TooManyGroups {
+        /// The kernel's name.
+        kernel: &'static str,
+        /// The dimension over the limit (0 x, 1 y, 2 z; the first one over it).
+        dim: usize,
         /// The global size asked for.
         global: [u32; 3],
-        /// Workgroups it needs per dimension.
-        groups: [u64; 3],
-        /// `maxComputeWorkGroupCount`.
-        limit: [u32; 3],
-        /// Why it was not split into several dispatches.
-        why: &'static str,
+        /// Workgroups the grid needs along `dim`.
+        groups: u32,
+        /// `maxComputeWorkGroupCount[dim]`.
+        limit: u32,
     },
     /// A pipeline, tensor or image of another context.
     #[error("a resource belongs to another Vulkan context")]

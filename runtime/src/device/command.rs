@@ -225,18 +225,15 @@ pub(crate) struct DispatchCommands<'a> {
     /// The push-constant bytes (empty: none).
     pub push: &'a [u8],
     /// Workgroups per dimension.
-    pub groups: [u64; 3],
-    /// `Some(maxComputeWorkGroupCount)`: the grid is recorded as `vkCmdDispatchBase` pieces of
-    /// at most that many groups each.
-    pub split: Option<[u32; 3]>,
+    pub groups: [u32; 3],
     /// A timestamp (query pool, index) written once the dispatch is done (bottom of pipe).
     pub timestamp: Option<(vk::QueryPool, u32)>,
 }
 
 /// Writes the dispatch's descriptors, then records into `cmd`: the list's barrier (compute and
 /// transfer writes before, compute and transfer accesses after) if asked for; the pipeline, set 0 and
-/// push constants (if any) bound; the dispatch (as one `vkCmdDispatch`, or its
-/// `vkCmdDispatchBase` pieces); and the timestamp, if asked for.
+/// push constants (if any) bound; the dispatch (one `vkCmdDispatch`); and the timestamp, if
+/// asked for.
 ///
 /// # Safety
 /// `cmd` is a command buffer of this device in the recording state that no other thread uses.
@@ -244,9 +241,7 @@ pub(crate) struct DispatchCommands<'a> {
 /// `layout` was made with, and the writes name it, with bindings and descriptor types of that
 /// layout and live resources of this device; `pipeline` is live and made with `layout`; `push`
 /// is empty or exactly the layout's push-constant range; every group count fits the device's
-/// limits, or `split` is set, the pipeline was made with `DISPATCH_BASE`, every group count
-/// fits in u32 and every limit is at least 1; the timestamp's query lies inside its live
-/// timestamp pool.
+/// `maxComputeWorkGroupCount`; the timestamp's query lies inside its live timestamp pool.
 pub(crate) unsafe fn record_dispatch(
     shared: &Shared,
     cmd: vk::CommandBuffer,
@@ -264,8 +259,7 @@ pub(crate) unsafe fn record_dispatch(
     let layout = dispatch.layout;
     // SAFETY: the caller's contract: the list is recording; pipeline, layout and set are alive
     // and compatible; the push bytes are exactly the layout's range; group counts fit the
-    // limits, or are split into pieces that do, on a pipeline made with DISPATCH_BASE; the
-    // query lies inside its pool.
+    // limits; the query lies inside its pool.
     unsafe {
         d.cmd_bind_pipeline(cmd, compute, dispatch.pipeline);
         d.cmd_bind_descriptor_sets(cmd, compute, layout, 0, &[dispatch.set], &[]);
@@ -273,44 +267,11 @@ pub(crate) unsafe fn record_dispatch(
             let stage = vk::ShaderStageFlags::COMPUTE;
             d.cmd_push_constants(cmd, layout, stage, 0, dispatch.push);
         }
-        match dispatch.split {
-            Some(limit) => cmd_dispatch_pieces(d, cmd, dispatch.groups, limit),
-            None => {
-                let g = dispatch.groups.map(|g| g as u32);
-                d.cmd_dispatch(cmd, g[0], g[1], g[2]);
-            }
-        }
+        let g = dispatch.groups;
+        d.cmd_dispatch(cmd, g[0], g[1], g[2]);
         if let Some((qp, index)) = dispatch.timestamp {
             let bottom = vk::PipelineStageFlags::BOTTOM_OF_PIPE;
             d.cmd_write_timestamp(cmd, bottom, qp, index);
-        }
-    }
-}
-
-/// An oversized grid as `vkCmdDispatchBase` pieces of at most `limit` groups each.
-///
-/// # Safety
-/// As [`record_dispatch`] with `split`, with a DISPATCH_BASE pipeline bound; every group count
-/// fits in u32.
-unsafe fn cmd_dispatch_pieces(
-    d: &ash::Device,
-    cmd: vk::CommandBuffer,
-    groups: [u64; 3],
-    limit: [u32; 3],
-) {
-    let g = groups.map(|g| g as u32);
-    let step = limit.map(|l| l.max(1));
-    for bz in (0..g[2]).step_by(step[2] as usize) {
-        for by in (0..g[1]).step_by(step[1] as usize) {
-            for bx in (0..g[0]).step_by(step[0] as usize) {
-                let count = [
-                    step[0].min(g[0] - bx),
-                    step[1].min(g[1] - by),
-                    step[2].min(g[2] - bz),
-                ];
-                // SAFETY: the caller's contract; base + count stays within the grid.
-                unsafe { d.cmd_dispatch_base(cmd, bx, by, bz, count[0], count[1], count[2]) };
-            }
         }
     }
 }

@@ -72,9 +72,8 @@ pub(crate) unsafe fn create_layouts(
 }
 
 /// `vkCreateComputePipelines` of `module`'s `main` with `layout`, these (sorted)
-/// specialization entries, 4 bytes each, and a required subgroup size if any; made with
-/// `DISPATCH_BASE` where `dispatch_base`, and capturing statistics where the device's
-/// statistics are enabled. Goes through the device's pipeline cache.
+/// specialization entries, 4 bytes each, and a required subgroup size if any; capturing
+/// statistics where the device's statistics are enabled. Goes through the device's pipeline cache.
 ///
 /// # Safety
 /// `module` and `layout` are live objects of this device, and the caller destroys the pipeline
@@ -85,7 +84,6 @@ pub(crate) unsafe fn create_compute_pipeline(
     layout: vk::PipelineLayout,
     entries: &[(u32, u32)],
     subgroup_size: Option<u32>,
-    dispatch_base: bool,
 ) -> Result<vk::Pipeline, DeviceError> {
     let map: Vec<vk::SpecializationMapEntry> = entries
         .iter()
@@ -110,14 +108,11 @@ pub(crate) unsafe fn create_compute_pipeline(
     if subgroup_size.is_some() {
         stage = stage.push_next(&mut required);
     }
-    let mut flags = if dispatch_base {
-        vk::PipelineCreateFlags::DISPATCH_BASE
+    let flags = if shared.pipeline_statistics {
+        vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR
     } else {
         vk::PipelineCreateFlags::empty()
     };
-    if shared.pipeline_statistics {
-        flags |= vk::PipelineCreateFlags::CAPTURE_STATISTICS_KHR;
-    }
     let info = vk::ComputePipelineCreateInfo::default()
         .flags(flags)
         .stage(stage)

@@ -1,5 +1,5 @@
 #version 450
-// Reads gl_NumWorkGroups: a dispatch of it can't be split into several.
+// Reads gl_NumWorkGroups: its metadata must say so.
 layout (local_size_x_id = 233) in;
 layout (binding = 0) buffer X { float x[]; };
 void main() {
