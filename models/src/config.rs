@@ -88,10 +88,16 @@ impl LlamaConfig {
             return Some(format!("`{name}` is 0"));
         }
         if !self.hidden.is_multiple_of(self.heads) {
-            return Some(format!("{} heads don't divide hidden {}", self.heads, self.hidden));
+            return Some(format!(
+                "{} heads don't divide hidden {}",
+                self.heads, self.hidden
+            ));
         }
         if !self.heads.is_multiple_of(self.kv_heads) {
-            return Some(format!("{} KV heads don't divide {} heads", self.kv_heads, self.heads));
+            return Some(format!(
+                "{} KV heads don't divide {} heads",
+                self.kv_heads, self.heads
+            ));
         }
         if !self.head_dim().is_multiple_of(2) {
             return Some(format!("head dimension {} is odd", self.head_dim()));

@@ -86,7 +86,8 @@ impl Forward<'_> {
         self.ops
             .rms_norm(list, &a.x, Some(&w.norm), &a.h, self.cfg.rms_eps)?;
         self.linear(list, &w.lm_head, &a.h, &a.logits, Activation::None)?;
-        self.ops.reduce(list, &a.logits, &a.best, 1, ReduceOp::ArgMax)?;
+        self.ops
+            .reduce(list, &a.logits, &a.best, 1, ReduceOp::ArgMax)?;
         Ok(())
     }
 

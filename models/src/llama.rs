@@ -190,7 +190,11 @@ impl Llama {
         };
         list.submit_and_wait()?;
         self.cache.advance(tokens.len());
-        self.gpu_time = if self.timing { list.total_time().ok() } else { None };
+        self.gpu_time = if self.timing {
+            list.total_time().ok()
+        } else {
+            None
+        };
         Ok(match read {
             Read::Logits => readback.read_f32()?,
             Read::ArgMax => readback.read_u32()?.iter().map(|v| *v as f32).collect(),

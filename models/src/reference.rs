@@ -47,7 +47,10 @@ impl<'w> ReferenceLlama<'w> {
     /// `n` tokens chosen greedily after `prompt` (the first logit of the largest value on
     /// ties), each fed back in.
     pub fn greedy(&mut self, prompt: &[u32], n: usize) -> Vec<u32> {
-        let mut logits = self.forward(prompt).pop().expect("a prompt of one token or more");
+        let mut logits = self
+            .forward(prompt)
+            .pop()
+            .expect("a prompt of one token or more");
         let mut out = Vec::with_capacity(n);
         for i in 0..n {
             let token = argmax(&logits);
@@ -154,7 +157,10 @@ pub fn argmax(x: &[f32]) -> u32 {
 fn rms_norm(x: &[f64], gamma: &[f32], eps: f32) -> Vec<f64> {
     let mean_square = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
     let inv = 1.0 / (mean_square + eps as f64).sqrt();
-    x.iter().zip(gamma).map(|(v, g)| v * inv * *g as f64).collect()
+    x.iter()
+        .zip(gamma)
+        .map(|(v, g)| v * inv * *g as f64)
+        .collect()
 }
 
 /// `W · x` for a row-major `W` `[out, x.len()]`.

@@ -121,7 +121,12 @@ impl HostWeights {
         let tensors = self
             .tensors
             .iter()
-            .map(|(n, (s, v))| (n.clone(), (s.clone(), v.iter().map(|x| round(*x)).collect())))
+            .map(|(n, (s, v))| {
+                (
+                    n.clone(),
+                    (s.clone(), v.iter().map(|x| round(*x)).collect()),
+                )
+            })
             .collect();
         HostWeights { tensors }
     }
