@@ -9,7 +9,7 @@ use crate::forward::{Activations, Forward};
 use crate::{LlamaConfig, ModelError, SafetensorsFile, WeightSource};
 use std::path::Path;
 use std::time::Duration;
-use vkprism::{CommandList, Context, TensorFormat};
+use vkprism::{CommandList, Context, Readback, TensorFormat};
 use vkprism_shaders::Ops;
 
 /// The logits of a step: one row of `vocab` values per token.
@@ -139,7 +139,7 @@ impl Llama {
     /// Runs `tokens` at the next positions of the sequence (appended to the cache): their
     /// logits, `[tokens, vocab]`.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Logits, ModelError> {
-        let values = self.step(tokens, Read::Logits)?;
+        let values = self.step(tokens, Read::Logits)?.read_f32()?;
         Ok(Logits {
             values,
             vocab: self.cfg.vocab,
@@ -148,7 +148,7 @@ impl Llama {
 
     /// Runs one token at the next position: its logits, `[vocab]`.
     pub fn decode(&mut self, token: u32) -> Result<Vec<f32>, ModelError> {
-        self.step(&[token], Read::Logits)
+        Ok(self.step(&[token], Read::Logits)?.read_f32()?)
     }
 
     /// Starts a new sequence with `prompt` and generates `n` tokens greedily (each the largest
@@ -160,15 +160,21 @@ impl Llama {
         let mut out = Vec::with_capacity(n);
         let mut next = prompt.to_vec();
         for _ in 0..n {
-            let token = self.step(&next, Read::ArgMax)?[0] as u32;
+            let token = self.next_token(&next)?;
             out.push(token);
             next = vec![token];
         }
         Ok(out)
     }
 
-    /// Records, runs and reads one step; the cache advances only when it ran.
-    fn step(&mut self, tokens: &[u32], read: Read) -> Result<Vec<f32>, ModelError> {
+    /// Runs `tokens` at the next positions of the sequence: the index of the last one's
+    /// largest logit (chosen on the GPU, the first on ties; only that index is read back).
+    pub fn next_token(&mut self, tokens: &[u32]) -> Result<u32, ModelError> {
+        Ok(self.step(tokens, Read::ArgMax)?.read_u32()?[0])
+    }
+
+    /// Records and runs one step: what it read back. The cache advances only when it ran.
+    fn step(&mut self, tokens: &[u32], read: Read) -> Result<Readback, ModelError> {
         self.check_tokens(tokens)?;
         self.cache.check_room(tokens.len())?;
         let ctx = self.ops.context().clone();
@@ -195,10 +201,7 @@ impl Llama {
         } else {
             None
         };
-        Ok(match read {
-            Read::Logits => readback.read_f32()?,
-            Read::ArgMax => readback.read_u32()?.iter().map(|v| *v as f32).collect(),
-        })
+        Ok(readback)
     }
 
     fn new_list(&self, ctx: &Context) -> Result<CommandList, ModelError> {

@@ -6,6 +6,7 @@
 use safetensors::tensor::TensorView;
 use safetensors::Dtype;
 use vkprism::{Context, TensorFormat};
+use vkprism_models::reference::argmax;
 use vkprism_models::{
     HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama, SafetensorsFile,
 };
@@ -133,8 +134,10 @@ fn check_decode(format: TensorFormat) {
     let first = m.prefill(&PROMPT).unwrap();
     let want = reference.forward(&PROMPT).pop().unwrap();
     assert!(max_error(first.last(), &want) <= tolerance(format));
+    let mut steps = vec![(tokens[0], first.last().to_vec())];
     for (step, token) in tokens[..7].iter().enumerate() {
         let got = m.decode(*token).unwrap();
+        steps.push((tokens[step + 1], got.clone()));
         let want = reference.forward(&[*token]).pop().unwrap();
         let err = max_error(&got, &want);
         eprintln!("{format:?} decode step {step}: error {err:.2e}");
@@ -144,7 +147,22 @@ fn check_decode(format: TensorFormat) {
         );
     }
     assert_eq!(m.position(), PROMPT.len() + 7);
+    check_gpu_argmax(&mut m, &mut steps);
     assert_clean(&ctx);
+}
+
+/// Greedy generation (the GPU's argmax) follows the model's own logits: each token the largest
+/// of the logits the model gave for the token before, as long as the tokens agree with those
+/// fed in `steps` (the reference's tokens and the model's logits after each).
+fn check_gpu_argmax(m: &mut Llama, steps: &mut [(u32, Vec<f32>)]) {
+    let greedy = m.greedy(&PROMPT, steps.len()).unwrap();
+    for (i, (token, logits)) in steps.iter().enumerate() {
+        assert_eq!(greedy[i], argmax(logits), "greedy token {i}");
+        if greedy[i] != *token {
+            eprintln!("greedy leaves the reference's tokens at {i}");
+            break;
+        }
+    }
 }
 
 #[test]
@@ -177,7 +195,12 @@ fn safetensors_round_trip() {
         assert!(back == weights.rounded(format), "{format:?} file");
     }
     let bytes = weights.to_safetensors(TensorFormat::F32).unwrap();
-    let mut from_file = Llama::from_safetensors(&ctx, &cfg, &bytes, TensorFormat::F32).unwrap();
+    let path =
+        std::env::temp_dir().join(format!("vkprism-llama-{}.safetensors", std::process::id()));
+    std::fs::write(&path, &bytes).unwrap();
+    let from_file = Llama::from_file(&ctx, &cfg, &path, TensorFormat::F32);
+    std::fs::remove_file(&path).unwrap();
+    let mut from_file = from_file.unwrap();
     let mut direct = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
     assert_eq!(
         from_file.prefill(&PROMPT).unwrap(),
