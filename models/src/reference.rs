@@ -44,8 +44,8 @@ impl<'w> ReferenceLlama<'w> {
         tokens.iter().map(|t| self.step(*t)).collect()
     }
 
-    /// `n` tokens chosen greedily after `prompt` (the first logit of the largest value on
-    /// ties), each fed back in.
+    /// `n` tokens chosen greedily after `prompt` (one token or more), each the index of the
+    /// largest logit (the first on ties), each fed back in.
     pub fn greedy(&mut self, prompt: &[u32], n: usize) -> Vec<u32> {
         let mut logits = self
             .forward(prompt)

@@ -416,3 +416,21 @@ fn bad_configuration_or_format_is_refused() {
     assert!(matches!(err, ModelError::Format(TensorFormat::I8)), "{err}");
     assert_clean(&ctx);
 }
+
+/// TinyLlama's configuration names its 201 tensors with 1,100,048,384 parameters, as the
+/// published checkpoint has.
+#[test]
+fn tinyllama_shapes() {
+    let cfg = LlamaConfig::tinyllama();
+    let shapes = vkprism_models::weight_shapes(&cfg);
+    assert_eq!(shapes.len(), 201);
+    let params: usize = shapes
+        .iter()
+        .map(|(_, s)| s.iter().product::<usize>())
+        .sum();
+    assert_eq!(params, 1_100_048_384);
+    assert_eq!((cfg.head_dim(), cfg.kv_dim()), (64, 256));
+    assert!(cfg.problem().is_none());
+    let named = |n: &str| shapes.iter().any(|(name, _)| name == n);
+    assert!(named("model.layers.21.self_attn.k_proj.weight") && named("lm_head.weight"));
+}
