@@ -60,7 +60,7 @@ impl Activations {
     }
 
     /// Tokens in the step.
-    fn tokens(&self) -> usize {
+    pub fn tokens(&self) -> usize {
         self.ids.len()
     }
 }

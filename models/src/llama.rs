@@ -55,6 +55,9 @@ pub struct Llama {
     cache: KvCache,
     timing: bool,
     gpu_time: Option<Duration>,
+    /// The last step's activations, reused by the next step of as many tokens (every decode
+    /// step): each step waits for its run, so no two runs share them.
+    spare: Option<Activations>,
 }
 
 impl Llama {
@@ -83,6 +86,7 @@ impl Llama {
             cache: KvCache::new(ctx, cfg, format)?,
             timing: false,
             gpu_time: None,
+            spare: None,
         })
     }
 
@@ -178,7 +182,10 @@ impl Llama {
         self.check_tokens(tokens)?;
         self.cache.check_room(tokens.len())?;
         let ctx = self.ops.context().clone();
-        let act = Activations::new(&ctx, &self.cfg, tokens.len(), self.format)?;
+        let act = match self.spare.take() {
+            Some(a) if a.tokens() == tokens.len() => a,
+            _ => Activations::new(&ctx, &self.cfg, tokens.len(), self.format)?,
+        };
         let mut list = self.new_list(&ctx)?;
         let ids: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
         list.upload_bytes(&act.ids, &ids)?;
@@ -201,6 +208,7 @@ impl Llama {
         } else {
             None
         };
+        self.spare = Some(act);
         Ok(readback)
     }
 
