@@ -1,0 +1,87 @@
+//! [`KvCache`]: each layer's keys and values of the positions seen so far.
+
+use crate::{LlamaConfig, ModelError};
+use vkprism::{CommandList, Context, Tensor, TensorFormat};
+
+/// Per layer, a key and a value tensor `[max_seq, kv_heads, head_dim]`: rows `0..position`
+/// hold the sequence so far (attention reads them as a [`Tensor::view`] from row 0, which any
+/// binding alignment allows); a step copies its new rows in after them.
+pub(crate) struct KvCache {
+    keys: Vec<Tensor>,
+    values: Vec<Tensor>,
+    /// `[kv_heads, head_dim]`: one row.
+    row: [usize; 2],
+    max_seq: usize,
+    position: usize,
+}
+
+impl KvCache {
+    /// An empty cache for `cfg` in `format`.
+    pub fn new(ctx: &Context, cfg: &LlamaConfig, format: TensorFormat) -> Result<Self, ModelError> {
+        let row = [cfg.kv_heads, cfg.head_dim()];
+        let shape = [cfg.max_seq, row[0], row[1]];
+        let make = || Tensor::new(ctx, &shape, format);
+        let keys = (0..cfg.layers).map(|_| make()).collect::<Result<_, _>>()?;
+        let values = (0..cfg.layers).map(|_| make()).collect::<Result<_, _>>()?;
+        Ok(KvCache {
+            keys,
+            values,
+            row,
+            max_seq: cfg.max_seq,
+            position: 0,
+        })
+    }
+
+    /// Positions held.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// Forgets every position (the tensors are overwritten as new ones come).
+    pub fn clear(&mut self) {
+        self.position = 0;
+    }
+
+    /// Refuses `new` more positions where they don't fit.
+    pub fn check_room(&self, new: usize) -> Result<(), ModelError> {
+        if self.position + new > self.max_seq {
+            return Err(ModelError::SequenceTooLong {
+                cached: self.position,
+                new,
+                max_seq: self.max_seq,
+            });
+        }
+        Ok(())
+    }
+
+    /// Records copies of `k` and `v` (`[n, kv_heads, head_dim]`) into layer `layer`'s rows
+    /// `position .. position + n`.
+    pub fn record_write(
+        &self,
+        list: &mut CommandList,
+        layer: usize,
+        k: &Tensor,
+        v: &Tensor,
+    ) -> Result<(), ModelError> {
+        let n = k.shape()[0];
+        let start = self.position * self.row[0] * self.row[1];
+        let shape = [n, self.row[0], self.row[1]];
+        list.copy(k, &self.keys[layer].view(start, &shape)?)?;
+        list.copy(v, &self.values[layer].view(start, &shape)?)?;
+        Ok(())
+    }
+
+    /// Layer `layer`'s keys and values of the first `len` positions.
+    pub fn rows(&self, layer: usize, len: usize) -> Result<(Tensor, Tensor), ModelError> {
+        let shape = [len, self.row[0], self.row[1]];
+        Ok((
+            self.keys[layer].view(0, &shape)?,
+            self.values[layer].view(0, &shape)?,
+        ))
+    }
+
+    /// Marks `n` more positions as held (after the step that wrote them ran).
+    pub fn advance(&mut self, n: usize) {
+        self.position += n;
+    }
+}

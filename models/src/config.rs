@@ -1,0 +1,107 @@
+//! [`LlamaConfig`]: the sizes of a Llama-style decoder.
+
+/// The sizes of a Llama-style decoder (Hugging Face's `LlamaConfig` fields, renamed).
+#[derive(Copy, Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct LlamaConfig {
+    /// Decoder layers (`num_hidden_layers`).
+    pub layers: usize,
+    /// Width of the residual stream (`hidden_size`).
+    pub hidden: usize,
+    /// Query heads (`num_attention_heads`); `hidden / heads` is the head dimension.
+    pub heads: usize,
+    /// Key and value heads (`num_key_value_heads`), dividing `heads` (grouped-query attention).
+    pub kv_heads: usize,
+    /// Width of the gated MLP (`intermediate_size`).
+    pub mlp: usize,
+    /// Tokens in the vocabulary (`vocab_size`).
+    pub vocab: usize,
+    /// The rotary embedding's frequency base (`rope_theta`).
+    pub rope_theta: f32,
+    /// The RMS norms' epsilon (`rms_norm_eps`).
+    pub rms_eps: f32,
+    /// Positions the KV cache holds: the longest sequence, prompt and generated tokens together.
+    pub max_seq: usize,
+}
+
+impl LlamaConfig {
+    /// TinyLlama-1.1B's configuration, with a cache of 2048 positions.
+    pub fn tinyllama() -> LlamaConfig {
+        LlamaConfig {
+            layers: 22,
+            hidden: 2048,
+            heads: 32,
+            kv_heads: 4,
+            mlp: 5632,
+            vocab: 32000,
+            rope_theta: 10000.0,
+            rms_eps: 1e-5,
+            max_seq: 2048,
+        }
+    }
+
+    /// A two-layer decoder of the same shape rules, small enough for a CPU driver: hidden 256,
+    /// 4 heads of 64 over 2 key/value heads, MLP 688, vocabulary 512, 64 positions.
+    pub fn small() -> LlamaConfig {
+        LlamaConfig {
+            layers: 2,
+            hidden: 256,
+            heads: 4,
+            kv_heads: 2,
+            mlp: 688,
+            vocab: 512,
+            rope_theta: 10000.0,
+            rms_eps: 1e-5,
+            max_seq: 64,
+        }
+    }
+
+    /// This configuration with a cache of `max_seq` positions.
+    pub fn with_max_seq(mut self, max_seq: usize) -> LlamaConfig {
+        self.max_seq = max_seq;
+        self
+    }
+
+    /// The dimension of one head.
+    pub fn head_dim(&self) -> usize {
+        self.hidden / self.heads
+    }
+
+    /// The width of the key (and of the value) projection: `kv_heads · head_dim`.
+    pub fn kv_dim(&self) -> usize {
+        self.kv_heads * self.head_dim()
+    }
+
+    /// Why these sizes make no decoder (heads not dividing the width, an odd head dimension,
+    /// ...), or `None`.
+    pub fn problem(&self) -> Option<String> {
+        let sizes = [
+            ("layers", self.layers),
+            ("hidden", self.hidden),
+            ("heads", self.heads),
+            ("kv_heads", self.kv_heads),
+            ("mlp", self.mlp),
+            ("vocab", self.vocab),
+            ("max_seq", self.max_seq),
+        ];
+        if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
+            return Some(format!("`{name}` is 0"));
+        }
+        if !self.hidden.is_multiple_of(self.heads) {
+            return Some(format!(
+                "{} heads don't divide hidden {}",
+                self.heads, self.hidden
+            ));
+        }
+        if !self.heads.is_multiple_of(self.kv_heads) {
+            return Some(format!(
+                "{} KV heads don't divide {} heads",
+                self.kv_heads, self.heads
+            ));
+        }
+        if !self.head_dim().is_multiple_of(2) {
+            return Some(format!("head dimension {} is odd", self.head_dim()));
+        }
+        None
+    }
+}

@@ -1,0 +1,28 @@
+//! Whole networks built on the kernel library's operation layer ([`vkprism_shaders::Ops`]).
+//!
+//! - `llama.rs`: [`Llama`], a Llama-style decoder with a KV cache (prefill, decode, greedy
+//!   generation), each step one command list; `forward.rs` records a step, `cache.rs` holds
+//!   the KV cache, `device_weights.rs` the weights in GPU memory;
+//! - `config.rs`: [`LlamaConfig`] (TinyLlama's, and a small one for tests);
+//! - `weights.rs`: the weights' names and shapes ([`weight_shapes`], Hugging Face's state-dict
+//!   names), [`WeightSource`], [`HostWeights`] (random weights for tests, safetensors output);
+//!   `safetensors_io.rs`: [`SafetensorsFile`];
+//! - `reference.rs`: [`ReferenceLlama`], the same forward pass on the CPU;
+//! - `error.rs`: [`ModelError`].
+
+mod cache;
+mod config;
+mod device_weights;
+mod error;
+mod forward;
+mod llama;
+pub mod reference;
+mod safetensors_io;
+mod weights;
+
+pub use config::LlamaConfig;
+pub use error::ModelError;
+pub use llama::{Llama, Logits};
+pub use reference::ReferenceLlama;
+pub use safetensors_io::SafetensorsFile;
+pub use weights::{layer_weight, weight_shapes, HostWeights, WeightSource, LAYER_PARTS};

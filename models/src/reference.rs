@@ -1,0 +1,207 @@
+//! [`ReferenceLlama`]: the decoder's forward pass on the CPU, token by token in f64 with plain
+//! loops, written from the model's definition rather than from the GPU model's code: what the
+//! tests check the GPU model against.
+
+use crate::weights::layer_weight;
+use crate::{HostWeights, LlamaConfig};
+
+/// The CPU forward pass of a decoder of `cfg` with `weights`, with its own KV cache.
+pub struct ReferenceLlama<'w> {
+    cfg: LlamaConfig,
+    weights: &'w HostWeights,
+    /// Per layer: the cached keys and values, `[pos, kv_heads, head_dim]` each.
+    keys: Vec<Vec<f64>>,
+    values: Vec<Vec<f64>>,
+    pos: usize,
+}
+
+impl<'w> ReferenceLlama<'w> {
+    /// The reference of `cfg` with `weights` (which must hold every tensor of `cfg`), its cache
+    /// empty.
+    pub fn new(cfg: &LlamaConfig, weights: &'w HostWeights) -> ReferenceLlama<'w> {
+        ReferenceLlama {
+            cfg: *cfg,
+            weights,
+            keys: vec![Vec::new(); cfg.layers],
+            values: vec![Vec::new(); cfg.layers],
+            pos: 0,
+        }
+    }
+
+    /// Positions in the cache.
+    pub fn position(&self) -> usize {
+        self.pos
+    }
+
+    /// Empties the cache.
+    pub fn reset(&mut self) {
+        *self = ReferenceLlama::new(&self.cfg, self.weights);
+    }
+
+    /// The logits after each of `tokens` (each row `vocab` values), the tokens appended to the
+    /// cache.
+    pub fn forward(&mut self, tokens: &[u32]) -> Vec<Vec<f32>> {
+        tokens.iter().map(|t| self.step(*t)).collect()
+    }
+
+    /// `n` tokens chosen greedily after `prompt` (one token or more), each the index of the
+    /// largest logit (the first on ties), each fed back in.
+    pub fn greedy(&mut self, prompt: &[u32], n: usize) -> Vec<u32> {
+        let mut logits = self
+            .forward(prompt)
+            .pop()
+            .expect("a prompt of one token or more");
+        let mut out = Vec::with_capacity(n);
+        for i in 0..n {
+            let token = argmax(&logits);
+            out.push(token);
+            if i + 1 < n {
+                logits = self.step(token);
+            }
+        }
+        out
+    }
+
+    /// One token through every layer at the next position: its logits.
+    fn step(&mut self, token: u32) -> Vec<f32> {
+        let c = self.cfg;
+        let embed = self.w("model.embed_tokens.weight");
+        let row = &embed[token as usize * c.hidden..][..c.hidden];
+        let mut x: Vec<f64> = row.iter().map(|v| *v as f64).collect();
+        for layer in 0..c.layers {
+            self.attention_block(layer, &mut x);
+            self.mlp_block(layer, &mut x);
+        }
+        self.pos += 1;
+        let h = rms_norm(&x, self.w("model.norm.weight"), c.rms_eps);
+        let logits = matvec(self.w("lm_head.weight"), &h);
+        logits.iter().map(|v| *v as f32).collect()
+    }
+
+    /// `x += o_proj(attention(rope(q), rope(k), v))` of the normed `x`; k and v cached.
+    fn attention_block(&mut self, layer: usize, x: &mut [f64]) {
+        let c = self.cfg;
+        let weights = self.weights;
+        let part = |p: &str| lookup(weights, &layer_weight(layer, p));
+        let h = rms_norm(x, part("input_layernorm"), c.rms_eps);
+        let mut q = matvec(part("self_attn.q_proj"), &h);
+        let mut k = matvec(part("self_attn.k_proj"), &h);
+        let v = matvec(part("self_attn.v_proj"), &h);
+        rope(&mut q, c.head_dim(), self.pos, c.rope_theta);
+        rope(&mut k, c.head_dim(), self.pos, c.rope_theta);
+        self.keys[layer].extend_from_slice(&k);
+        self.values[layer].extend_from_slice(&v);
+        let o = self.attend(layer, &q);
+        let out = matvec(part("self_attn.o_proj"), &o);
+        add(x, &out);
+    }
+
+    /// Each query head's softmax-weighted sum of its key/value head's cached values (every
+    /// cached position: the causal mask of one new token).
+    fn attend(&self, layer: usize, q: &[f64]) -> Vec<f64> {
+        let c = self.cfg;
+        let (d, kv_dim) = (c.head_dim(), c.kv_dim());
+        let group = c.heads / c.kv_heads;
+        let positions = self.pos + 1;
+        let (keys, values) = (&self.keys[layer], &self.values[layer]);
+        let mut out = vec![0.0; c.hidden];
+        for head in 0..c.heads {
+            let qh = &q[head * d..][..d];
+            let kv = (head / group) * d;
+            let scores: Vec<f64> = (0..positions)
+                .map(|p| dot(qh, &keys[p * kv_dim + kv..][..d]) / (d as f64).sqrt())
+                .collect();
+            let weights = softmax(&scores);
+            for (p, w) in weights.iter().enumerate() {
+                let vp = &values[p * kv_dim + kv..][..d];
+                for (o, v) in out[head * d..][..d].iter_mut().zip(vp) {
+                    *o += w * v;
+                }
+            }
+        }
+        out
+    }
+
+    /// `x += down(silu(gate(h)) · up(h))` of the normed `x`.
+    fn mlp_block(&self, layer: usize, x: &mut [f64]) {
+        let part = |p: &str| self.w(&layer_weight(layer, p));
+        let h = rms_norm(x, part("post_attention_layernorm"), self.cfg.rms_eps);
+        let gate = matvec(part("mlp.gate_proj"), &h);
+        let up = matvec(part("mlp.up_proj"), &h);
+        let act: Vec<f64> = gate.iter().zip(&up).map(|(g, u)| silu(*g) * u).collect();
+        add(x, &matvec(part("mlp.down_proj"), &act));
+    }
+
+    fn w(&self, name: &str) -> &'w [f32] {
+        lookup(self.weights, name)
+    }
+}
+
+fn lookup<'w>(weights: &'w HostWeights, name: &str) -> &'w [f32] {
+    weights
+        .get(name)
+        .unwrap_or_else(|| panic!("the reference's weights lack `{name}`"))
+}
+
+/// The index of the largest value, the first on ties.
+pub fn argmax(x: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, v) in x.iter().enumerate() {
+        if *v > x[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+fn rms_norm(x: &[f64], gamma: &[f32], eps: f32) -> Vec<f64> {
+    let mean_square = x.iter().map(|v| v * v).sum::<f64>() / x.len() as f64;
+    let inv = 1.0 / (mean_square + eps as f64).sqrt();
+    x.iter()
+        .zip(gamma)
+        .map(|(v, g)| v * inv * *g as f64)
+        .collect()
+}
+
+/// `W · x` for a row-major `W` `[out, x.len()]`.
+fn matvec(w: &[f32], x: &[f64]) -> Vec<f64> {
+    w.chunks_exact(x.len())
+        .map(|row| row.iter().zip(x).map(|(w, x)| *w as f64 * x).sum())
+        .collect()
+}
+
+/// Rotates every head of `x` (heads of `d` values) by position `pos`, in Hugging Face's
+/// rotate-half pairing `(i, i + d/2)`, angle `pos · theta^(-2i/d)`.
+fn rope(x: &mut [f64], d: usize, pos: usize, theta: f32) {
+    let half = d / 2;
+    for head in x.chunks_exact_mut(d) {
+        for i in 0..half {
+            let angle = pos as f64 * (theta as f64).powf(-2.0 * i as f64 / d as f64);
+            let (sin, cos) = angle.sin_cos();
+            let (a, b) = (head[i], head[i + half]);
+            head[i] = a * cos - b * sin;
+            head[i + half] = b * cos + a * sin;
+        }
+    }
+}
+
+fn softmax(x: &[f64]) -> Vec<f64> {
+    let max = x.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    let e: Vec<f64> = x.iter().map(|v| (v - max).exp()).collect();
+    let sum: f64 = e.iter().sum();
+    e.iter().map(|v| v / sum).collect()
+}
+
+fn silu(x: f64) -> f64 {
+    x / (1.0 + (-x).exp())
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(a, b)| a * b).sum()
+}
+
+fn add(x: &mut [f64], y: &[f64]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}

@@ -1,0 +1,133 @@
+//! Safetensors files: [`SafetensorsFile`] reads tensors (F32, F16 or BF16 in the file, as `f32`)
+//! for a model; `encode` writes them.
+
+use crate::{ModelError, WeightSource};
+use safetensors::{SafeTensorError, SafeTensors};
+use vkprism::TensorFormat;
+
+/// A safetensors file's bytes, its header checked (the offsets of every tensor within the
+/// file): a [`WeightSource`].
+pub struct SafetensorsFile<'a> {
+    inner: SafeTensors<'a>,
+}
+
+impl<'a> SafetensorsFile<'a> {
+    /// The file in `bytes`, or [`ModelError::Corrupt`] where it is not a whole safetensors
+    /// file (truncated, a header that is not JSON, offsets past the end).
+    pub fn parse(bytes: &'a [u8]) -> Result<SafetensorsFile<'a>, ModelError> {
+        let inner = SafeTensors::deserialize(bytes).map_err(corrupt)?;
+        Ok(SafetensorsFile { inner })
+    }
+
+    /// The names of the tensors the file holds.
+    pub fn names(&self) -> Vec<&str> {
+        self.inner.names()
+    }
+}
+
+impl WeightSource for SafetensorsFile<'_> {
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+        let view = self.inner.tensor(name).map_err(|e| match e {
+            SafeTensorError::TensorNotFound(_) => ModelError::MissingTensor { name: name.into() },
+            e => corrupt(e),
+        })?;
+        if view.shape() != shape {
+            return Err(ModelError::WrongShape {
+                name: name.into(),
+                got: view.shape().to_vec(),
+                want: shape.to_vec(),
+            });
+        }
+        decode(view.dtype(), view.data()).ok_or_else(|| ModelError::UnsupportedDtype {
+            name: name.into(),
+            dtype: view.dtype().to_string(),
+        })
+    }
+}
+
+fn corrupt(e: SafeTensorError) -> ModelError {
+    ModelError::Corrupt(e.to_string())
+}
+
+/// A tensor's little-endian bytes of `dtype` as `f32`, where the type is a float one.
+fn decode(dtype: safetensors::Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
+    let halves = |f: fn(u16) -> f32| {
+        bytes
+            .chunks_exact(2)
+            .map(|c| f(u16::from_le_bytes([c[0], c[1]])))
+            .collect()
+    };
+    match dtype {
+        safetensors::Dtype::F32 => Some(
+            bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+        ),
+        safetensors::Dtype::F16 => Some(halves(|b| half::f16::from_bits(b).to_f32())),
+        safetensors::Dtype::BF16 => Some(halves(|b| half::bf16::from_bits(b).to_f32())),
+        _ => None,
+    }
+}
+
+/// The float types a file is written in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Dtype {
+    F32,
+    F16,
+    Bf16,
+}
+
+impl Dtype {
+    /// The file type that stores `format`, where it is a float format.
+    pub(crate) fn of(format: TensorFormat) -> Option<Dtype> {
+        match format {
+            TensorFormat::F32 => Some(Dtype::F32),
+            TensorFormat::F16 => Some(Dtype::F16),
+            TensorFormat::Bf16 => Some(Dtype::Bf16),
+            _ => None,
+        }
+    }
+
+    fn file(self) -> safetensors::Dtype {
+        match self {
+            Dtype::F32 => safetensors::Dtype::F32,
+            Dtype::F16 => safetensors::Dtype::F16,
+            Dtype::Bf16 => safetensors::Dtype::BF16,
+        }
+    }
+
+    /// `values` as little-endian bytes of this type (fp16 and bf16 rounded to nearest).
+    fn bytes(self, values: &[f32]) -> Vec<u8> {
+        match self {
+            Dtype::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Dtype::F16 => values
+                .iter()
+                .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
+                .collect(),
+            Dtype::Bf16 => values
+                .iter()
+                .flat_map(|v| half::bf16::from_f32(*v).to_le_bytes())
+                .collect(),
+        }
+    }
+}
+
+/// A safetensors file of `tensors` (name, shape, values), each stored as `dtype`.
+pub(crate) fn encode<'a>(
+    tensors: impl Iterator<Item = (&'a str, &'a [usize], &'a [f32])>,
+    dtype: Dtype,
+) -> Result<Vec<u8>, ModelError> {
+    let data: Vec<(&str, Vec<usize>, Vec<u8>)> = tensors
+        .map(|(name, shape, values)| (name, shape.to_vec(), dtype.bytes(values)))
+        .collect();
+    let views = data
+        .iter()
+        .map(|(name, shape, bytes)| {
+            let view = safetensors::tensor::TensorView::new(dtype.file(), shape.clone(), bytes);
+            view.map(|v| (*name, v))
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(corrupt)?;
+    safetensors::serialize(views, None).map_err(corrupt)
+}

@@ -1,0 +1,197 @@
+//! A Llama decoder's weights on the host: their names and shapes ([`weight_shapes`], as Hugging
+//! Face's `LlamaForCausalLM` state dict names them, Linear weights `[out, in]`), where they come
+//! from ([`WeightSource`]: a safetensors file, [`HostWeights`]), random weights for tests, and
+//! safetensors output.
+
+use crate::safetensors_io::{encode, Dtype};
+use crate::{LlamaConfig, ModelError};
+use std::collections::BTreeMap;
+use vkprism::TensorFormat;
+
+/// The weight tensors of one decoder layer, by their names within `model.layers.{i}.`.
+pub const LAYER_PARTS: [&str; 9] = [
+    "input_layernorm",
+    "self_attn.q_proj",
+    "self_attn.k_proj",
+    "self_attn.v_proj",
+    "self_attn.o_proj",
+    "post_attention_layernorm",
+    "mlp.gate_proj",
+    "mlp.up_proj",
+    "mlp.down_proj",
+];
+
+/// The state-dict name of part `part` (one of [`LAYER_PARTS`]) of layer `layer`.
+pub fn layer_weight(layer: usize, part: &str) -> String {
+    format!("model.layers.{layer}.{part}.weight")
+}
+
+/// The shape of a layer's part: a norm's `[hidden]`, a projection's `[out, in]`.
+fn part_shape(cfg: &LlamaConfig, part: &str) -> Vec<usize> {
+    let (h, kv, m) = (cfg.hidden, cfg.kv_dim(), cfg.mlp);
+    match part {
+        "self_attn.q_proj" | "self_attn.o_proj" => vec![h, h],
+        "self_attn.k_proj" | "self_attn.v_proj" => vec![kv, h],
+        "mlp.gate_proj" | "mlp.up_proj" => vec![m, h],
+        "mlp.down_proj" => vec![h, m],
+        _ => vec![h],
+    }
+}
+
+/// Every weight tensor of a decoder of `cfg`, name and shape, in the order a model uses them.
+pub fn weight_shapes(cfg: &LlamaConfig) -> Vec<(String, Vec<usize>)> {
+    let mut out = vec![(
+        "model.embed_tokens.weight".to_string(),
+        vec![cfg.vocab, cfg.hidden],
+    )];
+    for layer in 0..cfg.layers {
+        for part in LAYER_PARTS {
+            out.push((layer_weight(layer, part), part_shape(cfg, part)));
+        }
+    }
+    out.push(("model.norm.weight".into(), vec![cfg.hidden]));
+    out.push(("lm_head.weight".into(), vec![cfg.vocab, cfg.hidden]));
+    out
+}
+
+/// Where a model's weights come from: each tensor by name, as `f32`, checked to have `shape`.
+pub trait WeightSource {
+    /// Tensor `name` as `f32` values (row-major), or the located reason it can't be had
+    /// ([`ModelError::MissingTensor`], [`ModelError::WrongShape`], ...).
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError>;
+}
+
+/// A decoder's weights as `f32` values on the host: random ones for tests, or read from a
+/// file; the CPU reference's weights, and a [`WeightSource`] for the GPU model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostWeights {
+    tensors: BTreeMap<String, (Vec<usize>, Vec<f32>)>,
+}
+
+impl HostWeights {
+    /// Random weights for `cfg`, the same for the same `seed`: embeddings in ±1, norm scales in
+    /// [0.8, 1.2], each projection uniform with variance 1/in (activations keep their scale
+    /// through the layers, so every precision is tested on values of a real network's size).
+    pub fn random(cfg: &LlamaConfig, seed: u64) -> HostWeights {
+        let mut rng = SplitMix(seed);
+        let tensors = weight_shapes(cfg)
+            .into_iter()
+            .map(|(name, shape)| {
+                let n = shape.iter().product();
+                let values = match shape.as_slice() {
+                    [_] => (0..n).map(|_| 1.0 + 0.2 * rng.signed()).collect(),
+                    [_, _] if name.contains("embed") => (0..n).map(|_| rng.signed()).collect(),
+                    [_, inputs] => {
+                        let bound = (3.0 / *inputs as f32).sqrt();
+                        (0..n).map(|_| bound * rng.signed()).collect()
+                    }
+                    _ => unreachable!("weights are vectors or matrices"),
+                };
+                (name, (shape, values))
+            })
+            .collect();
+        HostWeights { tensors }
+    }
+
+    /// Every tensor of `cfg` read from `source`.
+    pub fn load(cfg: &LlamaConfig, source: &dyn WeightSource) -> Result<HostWeights, ModelError> {
+        let tensors = weight_shapes(cfg)
+            .into_iter()
+            .map(|(name, shape)| {
+                let values = source.tensor(&name, &shape)?;
+                Ok((name, (shape, values)))
+            })
+            .collect::<Result<_, ModelError>>()?;
+        Ok(HostWeights { tensors })
+    }
+
+    /// Tensor `name`'s values, if there is one.
+    pub fn get(&self, name: &str) -> Option<&[f32]> {
+        self.tensors.get(name).map(|(_, v)| v.as_slice())
+    }
+
+    /// These weights as tensors of `format` hold them (fp16 and bf16 rounded to nearest): what
+    /// a model of that format computes with.
+    pub fn rounded(&self, format: TensorFormat) -> HostWeights {
+        let round = |x: f32| match format {
+            TensorFormat::F16 => half::f16::from_f32(x).to_f32(),
+            TensorFormat::Bf16 => half::bf16::from_f32(x).to_f32(),
+            _ => x,
+        };
+        let tensors = self
+            .tensors
+            .iter()
+            .map(|(n, (s, v))| {
+                (
+                    n.clone(),
+                    (s.clone(), v.iter().map(|x| round(*x)).collect()),
+                )
+            })
+            .collect();
+        HostWeights { tensors }
+    }
+
+    /// A copy without tensor `name` (for tests of a file that lacks one).
+    pub fn without(&self, name: &str) -> HostWeights {
+        let mut out = self.clone();
+        out.tensors.remove(name);
+        out
+    }
+
+    /// A copy with tensor `name` replaced by `values` of `shape` (for tests of a mis-shaped
+    /// tensor).
+    pub fn with_tensor(&self, name: &str, shape: &[usize], values: Vec<f32>) -> HostWeights {
+        let mut out = self.clone();
+        out.tensors.insert(name.into(), (shape.to_vec(), values));
+        out
+    }
+
+    /// These weights as a safetensors file, each tensor stored as `format` (F32, F16 or Bf16).
+    pub fn to_safetensors(&self, format: TensorFormat) -> Result<Vec<u8>, ModelError> {
+        let dtype = Dtype::of(format).ok_or(ModelError::Format(format))?;
+        encode(
+            self.tensors
+                .iter()
+                .map(|(n, (s, v))| (n.as_str(), s.as_slice(), v.as_slice())),
+            dtype,
+        )
+    }
+}
+
+impl WeightSource for HostWeights {
+    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+        let (have, values) = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| ModelError::MissingTensor { name: name.into() })?;
+        if have != shape {
+            return Err(ModelError::WrongShape {
+                name: name.into(),
+                got: have.clone(),
+                want: shape.to_vec(),
+            });
+        }
+        Ok(values.clone())
+    }
+}
+
+/// SplitMix64: a small generator whose stream is fixed by its seed for good (random weights
+/// stay the same across versions of any dependency).
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [-1, 1).
+    fn signed(&mut self) -> f32 {
+        // The top 24 bits: every value exact in f32.
+        let unit = (self.next() >> 40) as f32 / (1u64 << 24) as f32;
+        2.0 * unit - 1.0
+    }
+}

@@ -1,0 +1,436 @@
+//! The decoder on the small configuration with random weights, against the CPU reference in
+//! every float format the device runs, under the validation layer: prefill logits at every
+//! position, greedy tokens (F32) or per-step logits (F16, Bf16), the safetensors round trip,
+//! and every bad input refused with the model still usable.
+
+use safetensors::tensor::TensorView;
+use safetensors::Dtype;
+use vkprism::{Context, TensorFormat};
+use vkprism_models::reference::argmax;
+use vkprism_models::{
+    HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama, SafetensorsFile,
+};
+use vkprism_shaders::OpError;
+use vkprism_testkit::{assert_clean, ctx};
+
+const PROMPT: [u32; 7] = [1, 17, 300, 42, 511, 5, 99];
+const SEED: u64 = 21;
+
+/// The largest error of `got` against `want`, relative to the logits' scale (their largest
+/// magnitude, at least 1): fp16 rounds each value relative to its magnitude, and logits near 0
+/// carry the error of sums of large terms.
+fn max_error(got: &[f32], want: &[f32]) -> f32 {
+    assert_eq!(got.len(), want.len());
+    let scale = want.iter().fold(1f32, |m, v| m.max(v.abs()));
+    got.iter()
+        .zip(want)
+        .map(|(g, w)| {
+            if g.is_finite() {
+                (g - w).abs() / scale
+            } else {
+                f32::INFINITY
+            }
+        })
+        .fold(0.0, f32::max)
+}
+
+/// The tolerance for logits of a model in `format` against the f64 reference on the same
+/// (rounded) weights: every intermediate is stored in `format` (a few times what lavapipe's
+/// kernels are off by: 1e-6, 1.3e-3 and 1e-2).
+fn tolerance(format: TensorFormat) -> f32 {
+    match format {
+        TensorFormat::F16 => 5e-3,
+        TensorFormat::Bf16 => 3e-2,
+        _ => 1e-5,
+    }
+}
+
+/// The model in `format` on random weights, or `None` where the device runs no variant of
+/// that format (said on stderr).
+fn model(ctx: &Context, weights: &HostWeights, format: TensorFormat) -> Option<Llama> {
+    let cfg = LlamaConfig::small();
+    let mut m = Llama::new(ctx, &cfg, weights, format).unwrap();
+    match m.prefill(&[0]) {
+        Ok(_) => {
+            m.reset();
+            Some(m)
+        }
+        Err(ModelError::Op(e @ OpError::FormatUnsupported { .. })) => {
+            eprintln!("{format:?}: left out, {e}");
+            None
+        }
+        Err(e) => panic!("{format:?}: {e}"),
+    }
+}
+
+/// Prefill of the prompt: the logits at every position within `format`'s tolerance of the
+/// reference's.
+fn check_prefill(format: TensorFormat) {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let Some(mut m) = model(&ctx, &weights, format) else {
+        return;
+    };
+    let rounded = weights.rounded(format);
+    let want = ReferenceLlama::new(&cfg, &rounded).forward(&PROMPT);
+    let got = m.prefill(&PROMPT).unwrap();
+    assert_eq!(got.rows(), PROMPT.len());
+    assert_eq!(m.position(), PROMPT.len());
+    for (i, w) in want.iter().enumerate() {
+        let err = max_error(got.row(i), w);
+        eprintln!("{format:?} prefill position {i}: error {err:.2e}");
+        assert!(
+            err <= tolerance(format),
+            "{format:?} position {i}: error {err:.2e}"
+        );
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn prefill_f32() {
+    check_prefill(TensorFormat::F32);
+}
+
+#[test]
+fn prefill_f16() {
+    check_prefill(TensorFormat::F16);
+}
+
+#[test]
+fn prefill_bf16() {
+    check_prefill(TensorFormat::Bf16);
+}
+
+/// Eight greedy tokens after the prompt: in F32 the reference's tokens exactly.
+#[test]
+fn greedy_f32_matches_reference() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let mut m = model(&ctx, &weights, TensorFormat::F32).unwrap();
+    let want = ReferenceLlama::new(&cfg, &weights).greedy(&PROMPT, 8);
+    let got = m.greedy(&PROMPT, 8).unwrap();
+    eprintln!("greedy: {got:?}");
+    assert_eq!(got, want);
+    assert_eq!(m.position(), PROMPT.len() + 7);
+    assert_clean(&ctx);
+}
+
+/// Decoding token by token (the reference's greedy tokens fed to both): each step's logits
+/// within `format`'s tolerance of the reference's, and the GPU's argmax of them the token the
+/// logits name.
+fn check_decode(format: TensorFormat) {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let Some(mut m) = model(&ctx, &weights, format) else {
+        return;
+    };
+    let rounded = weights.rounded(format);
+    let mut reference = ReferenceLlama::new(&cfg, &rounded);
+    let tokens = ReferenceLlama::new(&cfg, &rounded).greedy(&PROMPT, 8);
+    let first = m.prefill(&PROMPT).unwrap();
+    let want = reference.forward(&PROMPT).pop().unwrap();
+    assert!(max_error(first.last(), &want) <= tolerance(format));
+    let mut steps = vec![(tokens[0], first.last().to_vec())];
+    for (step, token) in tokens[..7].iter().enumerate() {
+        let got = m.decode(*token).unwrap();
+        steps.push((tokens[step + 1], got.clone()));
+        let want = reference.forward(&[*token]).pop().unwrap();
+        let err = max_error(&got, &want);
+        eprintln!("{format:?} decode step {step}: error {err:.2e}");
+        assert!(
+            err <= tolerance(format),
+            "{format:?} step {step}: error {err:.2e}"
+        );
+    }
+    assert_eq!(m.position(), PROMPT.len() + 7);
+    check_gpu_argmax(&mut m, &mut steps);
+    assert_clean(&ctx);
+}
+
+/// Greedy generation (the GPU's argmax) follows the model's own logits: each token the largest
+/// of the logits the model gave for the token before, as long as the tokens agree with those
+/// fed in `steps` (the reference's tokens and the model's logits after each).
+fn check_gpu_argmax(m: &mut Llama, steps: &mut [(u32, Vec<f32>)]) {
+    let greedy = m.greedy(&PROMPT, steps.len()).unwrap();
+    for (i, (token, logits)) in steps.iter().enumerate() {
+        assert_eq!(greedy[i], argmax(logits), "greedy token {i}");
+        if greedy[i] != *token {
+            eprintln!("greedy leaves the reference's tokens at {i}");
+            break;
+        }
+    }
+}
+
+#[test]
+fn decode_f32() {
+    check_decode(TensorFormat::F32);
+}
+
+#[test]
+fn decode_f16() {
+    check_decode(TensorFormat::F16);
+}
+
+#[test]
+fn decode_bf16() {
+    check_decode(TensorFormat::Bf16);
+}
+
+/// Weights written as safetensors in each float type read back as what that type holds, and a
+/// model loaded from the F32 file computes exactly what one given the weights directly does.
+#[test]
+fn safetensors_round_trip() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    for format in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+        let bytes = weights.to_safetensors(format).unwrap();
+        let file = SafetensorsFile::parse(&bytes).unwrap();
+        assert_eq!(file.names().len(), 3 + 9 * cfg.layers);
+        let back = HostWeights::load(&cfg, &file).unwrap();
+        assert!(back == weights.rounded(format), "{format:?} file");
+    }
+    let bytes = weights.to_safetensors(TensorFormat::F32).unwrap();
+    let path =
+        std::env::temp_dir().join(format!("vkprism-llama-{}.safetensors", std::process::id()));
+    std::fs::write(&path, &bytes).unwrap();
+    let from_file = Llama::from_file(&ctx, &cfg, &path, TensorFormat::F32);
+    std::fs::remove_file(&path).unwrap();
+    let mut from_file = from_file.unwrap();
+    let mut direct = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
+    assert_eq!(
+        from_file.prefill(&PROMPT).unwrap(),
+        direct.prefill(&PROMPT).unwrap()
+    );
+    assert_clean(&ctx);
+}
+
+/// A good model on `ctx` still loads and runs (after a refused load or step).
+fn still_usable(ctx: &Context, weights: &HostWeights) {
+    let cfg = LlamaConfig::small();
+    let mut m = Llama::new(ctx, &cfg, weights, TensorFormat::F32).unwrap();
+    let want = ReferenceLlama::new(&cfg, weights).forward(&PROMPT[..3]);
+    let got = m.prefill(&PROMPT[..3]).unwrap();
+    assert!(max_error(got.last(), want.last().unwrap()) <= tolerance(TensorFormat::F32));
+}
+
+#[test]
+fn missing_tensor_is_named() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let name = "model.layers.1.mlp.up_proj.weight";
+    let bytes = weights
+        .without(name)
+        .to_safetensors(TensorFormat::F16)
+        .unwrap();
+    let err = Llama::from_safetensors(&ctx, &cfg, &bytes, TensorFormat::F32)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ModelError::MissingTensor { name: n } if n == name),
+        "{err}"
+    );
+    assert!(err.to_string().contains(name), "{err}");
+    still_usable(&ctx, &weights);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn wrong_shape_is_named_with_both_shapes() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let name = "model.layers.0.self_attn.k_proj.weight";
+    // A checkpoint without grouped-query heads: K as wide as Q.
+    let wide = weights.with_tensor(name, &[256, 256], vec![0.5; 256 * 256]);
+    let bytes = wide.to_safetensors(TensorFormat::F32).unwrap();
+    let err = Llama::from_safetensors(&ctx, &cfg, &bytes, TensorFormat::F32)
+        .err()
+        .unwrap();
+    match &err {
+        ModelError::WrongShape { name: n, got, want } => {
+            assert_eq!(
+                (n.as_str(), got.as_slice(), want.as_slice()),
+                (name, &[256, 256][..], &[128, 256][..])
+            );
+        }
+        e => panic!("{e}"),
+    }
+    still_usable(&ctx, &weights);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn truncated_or_corrupt_file_is_refused() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let bytes = weights.to_safetensors(TensorFormat::F16).unwrap();
+    let truncated = &bytes[..bytes.len() - 1000];
+    let mut garbage = bytes.clone();
+    garbage[8..16].copy_from_slice(b"not json");
+    for (what, file) in [
+        ("truncated", truncated),
+        ("header", &garbage[..]),
+        ("empty", &[][..]),
+    ] {
+        let err = Llama::from_safetensors(&ctx, &cfg, file, TensorFormat::F32)
+            .err()
+            .unwrap();
+        assert!(matches!(err, ModelError::Corrupt(_)), "{what}: {err}");
+    }
+    let err = Llama::from_file(
+        &ctx,
+        &cfg,
+        "/nonexistent/llama.safetensors".as_ref(),
+        TensorFormat::F32,
+    )
+    .err()
+    .unwrap();
+    assert!(matches!(err, ModelError::Io(_)), "{err}");
+    still_usable(&ctx, &weights);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn integer_tensor_is_an_unsupported_dtype() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let file = weights.to_safetensors(TensorFormat::F32).unwrap();
+    let parsed = safetensors::SafeTensors::deserialize(&file).unwrap();
+    let name = "model.norm.weight";
+    let ints = vec![0u8; cfg.hidden * 4];
+    let int_view = TensorView::new(Dtype::I32, vec![cfg.hidden], &ints).unwrap();
+    let tensors = parsed.tensors().into_iter().map(|(n, v)| {
+        if n == name {
+            (n, int_view.clone())
+        } else {
+            (n, v)
+        }
+    });
+    let bytes = safetensors::serialize(tensors, None).unwrap();
+    let err = Llama::from_safetensors(&ctx, &cfg, &bytes, TensorFormat::F32)
+        .err()
+        .unwrap();
+    assert!(
+        matches!(&err, ModelError::UnsupportedDtype { name: n, .. } if n == name),
+        "{err}"
+    );
+    assert!(err.to_string().contains("I32"), "{err}");
+    still_usable(&ctx, &weights);
+    assert_clean(&ctx);
+}
+
+/// A step past the cache's positions, an empty step and a token past the vocabulary are
+/// refused, and the model goes on from where it was.
+#[test]
+fn bad_steps_are_refused_and_the_model_goes_on() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small().with_max_seq(16);
+    let weights = HostWeights::random(&cfg, SEED);
+    let mut m = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
+    let mut reference = ReferenceLlama::new(&cfg, &weights);
+    m.prefill(&PROMPT).unwrap();
+    reference.forward(&PROMPT);
+    let err = m.prefill(&[3; 10]).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ModelError::SequenceTooLong {
+                cached: 7,
+                new: 10,
+                max_seq: 16
+            }
+        ),
+        "{err}"
+    );
+    assert!(matches!(m.prefill(&[]), Err(ModelError::NoTokens)));
+    let err = m.decode(512).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ModelError::TokenOutOfRange {
+                token: 512,
+                vocab: 512
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(m.position(), 7);
+    // The model goes on at position 7, as the reference does.
+    let got = m.decode(8).unwrap();
+    let want = reference.forward(&[8]).pop().unwrap();
+    assert!(max_error(&got, &want) <= tolerance(TensorFormat::F32));
+    // Nine more positions fit (16 in all), a tenth does not.
+    let got = m.prefill(&[4; 8]).unwrap();
+    assert!(max_error(got.last(), &reference.forward(&[4; 8]).pop().unwrap()) <= 1e-5);
+    assert!(matches!(
+        m.decode(1),
+        Err(ModelError::SequenceTooLong {
+            cached: 16,
+            new: 1,
+            ..
+        })
+    ));
+    // Greedy generation checks its whole length first, then starts over.
+    let err = m.greedy(&PROMPT, 11).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ModelError::SequenceTooLong {
+                cached: 0,
+                new: 17,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let tokens = m.greedy(&PROMPT, 10).unwrap();
+    assert_eq!(
+        tokens,
+        ReferenceLlama::new(&cfg, &weights).greedy(&PROMPT, 10)
+    );
+    assert_clean(&ctx);
+}
+
+#[test]
+fn bad_configuration_or_format_is_refused() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let mut odd = cfg;
+    odd.kv_heads = 3;
+    let err = Llama::new(&ctx, &odd, &weights, TensorFormat::F32)
+        .err()
+        .unwrap();
+    assert!(matches!(err, ModelError::Config(_)), "{err}");
+    let err = Llama::new(&ctx, &cfg, &weights, TensorFormat::I8)
+        .err()
+        .unwrap();
+    assert!(matches!(err, ModelError::Format(TensorFormat::I8)), "{err}");
+    assert_clean(&ctx);
+}
+
+/// TinyLlama's configuration names its 201 tensors with 1,100,048,384 parameters, as the
+/// published checkpoint has.
+#[test]
+fn tinyllama_shapes() {
+    let cfg = LlamaConfig::tinyllama();
+    let shapes = vkprism_models::weight_shapes(&cfg);
+    assert_eq!(shapes.len(), 201);
+    let params: usize = shapes
+        .iter()
+        .map(|(_, s)| s.iter().product::<usize>())
+        .sum();
+    assert_eq!(params, 1_100_048_384);
+    assert_eq!((cfg.head_dim(), cfg.kv_dim()), (64, 256));
+    assert!(cfg.problem().is_none());
+    let named = |n: &str| shapes.iter().any(|(name, _)| name == n);
+    assert!(named("model.layers.21.self_attn.k_proj.weight") && named("lm_head.weight"));
+}
