@@ -9,7 +9,7 @@
 #             rejects the cooperative-matrix structures, trixie's 1.4.309 predates bfloat16). Both
 #             need glibc 2.38, which the NVIDIA machine has and this one (bookworm) lacks: they
 #             only run there.
-# Then, with the device tool: run `bash bench/device.sh` carrying .devbin .gl .vl.
+# Then, with the device tool: run `bash bench/device.sh` carrying .devtools .gl .vl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -31,6 +31,9 @@ rm -rf .devbin && mkdir -p .devbin
 cp target/release/vkprism-bench target/release/examples/hello .devbin/
 while read -r name exe; do cp "$exe" ".devbin/$name"; done <<<"$tests"
 mkdir -p .devbin/fuzz && cp "$(scripts/fuzz.sh build)" .devbin/fuzz/mutation
+# Stripped and packed: the device tool carries at most 64 MiB (bench/device.sh unpacks).
+find .devbin -type f -perm -u+x -exec strip {} + 2>/dev/null || true
+mkdir -p .devtools && tar cJf .devtools/devbin.tar.xz .devbin
 amd64='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64'
 t=/tmp/vkprism-apt-sid
 sid="$amd64 -oDir::State::Lists=$t/lists -oDir::Etc::SourceList=$t/sources.list -oDir::Etc::SourceParts=/nonexistent"
