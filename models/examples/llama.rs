@@ -10,7 +10,10 @@
 //! them as safetensors in `--format`); with the small configuration the tokens are checked
 //! against the CPU reference (exactly in F32). With
 //! `--weights`, a safetensors file of Hugging Face `LlamaForCausalLM`'s state dict (F32, F16
-//! or BF16 tensors, converted to `--format` at load).
+//! or BF16 tensors, converted to `--format` at load). With `--expect FILE` (written by
+//! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
+//! greedy `tokens`), the prompt comes from the file and the logits at every position and the
+//! greedy tokens are compared with PyTorch's.
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -27,6 +30,7 @@ struct Args {
     format: TensorFormat,
     tokens: usize,
     prompt: Vec<u32>,
+    expect: Option<PathBuf>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -38,6 +42,7 @@ fn parse_args() -> Result<Args, String> {
         format: TensorFormat::F32,
         tokens: 8,
         prompt: vec![1, 17, 300, 42, 511, 5, 99],
+        expect: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -53,6 +58,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--weights" => args.weights = Some(value.into()),
             "--save" => args.save = Some(value.into()),
+            "--expect" => args.expect = Some(value.into()),
             "--format" => args.format = parse_format(&value)?,
             "--tokens" => args.tokens = value.parse().map_err(|e| format!("--tokens: {e}"))?,
             "--prompt" => {
@@ -121,6 +127,9 @@ fn run() -> Result<(), Box<dyn Error>> {
         std::fs::write(path, w.to_safetensors(args.format)?)?;
         println!("random weights written to {}", path.display());
     }
+    if let Some(path) = &args.expect {
+        return compare(&mut model, path);
+    }
     let tokens = generate(&mut model, &args.prompt, args.tokens)?;
     if let (true, Some(w)) = (args.small, &random) {
         let want =
@@ -160,4 +169,77 @@ fn generate(model: &mut Llama, prompt: &[u32], n: usize) -> Result<Vec<u32>, Box
     }
     println!("generated: {out:?}");
     Ok(out)
+}
+
+/// PyTorch's outputs from the same weights: the prompt, its logits, the greedy tokens.
+struct Expected {
+    prompt: Vec<u32>,
+    logits: Vec<f32>,
+    tokens: Vec<u32>,
+}
+
+fn read_expected(path: &std::path::Path) -> Result<Expected, Box<dyn Error>> {
+    let bytes = std::fs::read(path)?;
+    let file = safetensors::SafeTensors::deserialize(&bytes)?;
+    let ints = |name: &str| -> Result<Vec<u32>, Box<dyn Error>> {
+        let t = file.tensor(name)?;
+        Ok(t.data()
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().expect("8 bytes")) as u32)
+            .collect())
+    };
+    let t = file.tensor("logits")?;
+    let logits = t
+        .data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().expect("4 bytes")))
+        .collect();
+    Ok(Expected {
+        prompt: ints("prompt")?,
+        logits,
+        tokens: ints("tokens")?,
+    })
+}
+
+/// The prompt's logits at every position and the greedy tokens beside PyTorch's.
+fn compare(model: &mut Llama, path: &std::path::Path) -> Result<(), Box<dyn Error>> {
+    let want = read_expected(path)?;
+    model.set_timing(true);
+    let got = model.prefill(&want.prompt)?;
+    println!(
+        "prefill of {} tokens: GPU {}",
+        want.prompt.len(),
+        gpu(model)
+    );
+    let vocab = got.vocab;
+    let (mut worst_cos, mut worst_err, mut same_top) = (1f64, 0f64, 0);
+    for i in 0..got.rows() {
+        let (g, w) = (got.row(i), &want.logits[i * vocab..][..vocab]);
+        let dot: f64 = g.iter().zip(w).map(|(a, b)| *a as f64 * *b as f64).sum();
+        let norm = |v: &[f32]| v.iter().map(|a| (*a as f64).powi(2)).sum::<f64>().sqrt();
+        worst_cos = worst_cos.min(dot / (norm(g) * norm(w)));
+        let big = w.iter().fold(0f64, |m, v| m.max(v.abs() as f64));
+        let err = g
+            .iter()
+            .zip(w)
+            .fold(0f64, |m, (a, b)| m.max((a - b).abs() as f64));
+        worst_err = worst_err.max(err / big);
+        same_top +=
+            (vkprism_models::reference::argmax(g) == vkprism_models::reference::argmax(w)) as usize;
+    }
+    println!(
+        "logits vs PyTorch at {} positions: worst cosine {worst_cos:.6}, worst max error {:.2e} of the largest logit, same top-1 at {same_top}",
+        got.rows(),
+        worst_err
+    );
+    model.reset();
+    let tokens = generate(model, &want.prompt, want.tokens.len())?;
+    let agree = tokens
+        .iter()
+        .zip(&want.tokens)
+        .take_while(|(a, b)| a == b)
+        .count();
+    println!("PyTorch's greedy tokens: {:?}", want.tokens);
+    println!("{agree} of {} greedy tokens agree", want.tokens.len());
+    Ok(())
 }
