@@ -1,0 +1,239 @@
+//! The forward pass for one input size as a list of steps over activation values, and the
+//! memory plan that places those values: a value's buffer is free again after its last reader,
+//! and a new value takes the smallest free buffer that holds it (else the largest free one,
+//! grown, else a new one).
+
+use super::layers::{DeviceConv, DeviceNet};
+
+/// An activation: its index among the plan's values.
+pub(crate) type Value = usize;
+
+/// Which convolution of the network.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum ConvRef {
+    /// The stem.
+    Stem,
+    /// Block `block`'s `conv{n}` (1 to 3), or its shortcut (`n` 0).
+    Block {
+        /// The block's index among all blocks.
+        block: usize,
+        /// 1 to 3: `conv{n}`; 0: the shortcut.
+        n: usize,
+    },
+}
+
+/// One step of the forward pass.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A convolution (bias fused), ReLU fused where `relu`.
+    Conv {
+        /// Which.
+        conv: ConvRef,
+        /// What it reads.
+        input: Value,
+        /// What it writes.
+        out: Value,
+        /// Whether ReLU is fused.
+        relu: bool,
+    },
+    /// Max pooling, 3×3, stride 2, padding 1.
+    MaxPool {
+        /// What it reads.
+        input: Value,
+        /// What it writes.
+        out: Value,
+    },
+    /// `acc = relu(acc + other)`, in place.
+    AddRelu {
+        /// What it reads and overwrites.
+        acc: Value,
+        /// What it adds.
+        other: Value,
+    },
+    /// The mean over each image's pixels.
+    GlobalPool {
+        /// What it reads.
+        input: Value,
+        /// What it writes.
+        out: Value,
+    },
+    /// The last layer.
+    Fc {
+        /// What it reads.
+        input: Value,
+        /// What it writes.
+        out: Value,
+    },
+}
+
+impl Step {
+    /// The values it reads.
+    fn reads(&self) -> Vec<Value> {
+        match *self {
+            Step::Conv { input, .. }
+            | Step::MaxPool { input, .. }
+            | Step::GlobalPool { input, .. }
+            | Step::Fc { input, .. } => vec![input],
+            Step::AddRelu { acc, other } => vec![acc, other],
+        }
+    }
+
+    /// The value it makes, where it makes one (not in place).
+    fn makes(&self) -> Option<Value> {
+        match *self {
+            Step::Conv { out, .. }
+            | Step::MaxPool { out, .. }
+            | Step::GlobalPool { out, .. }
+            | Step::Fc { out, .. } => Some(out),
+            Step::AddRelu { .. } => None,
+        }
+    }
+}
+
+/// The forward pass over `[batch, h, w, 4]`: its values' shapes, its steps, which value is
+/// the input and which the logits.
+pub(crate) struct Graph {
+    /// Each value's shape.
+    pub shapes: Vec<Vec<usize>>,
+    /// The steps in order.
+    pub steps: Vec<Step>,
+    /// The (padded) input.
+    pub input: Value,
+    /// The logits, `[batch, classes_padded]`.
+    pub logits: Value,
+}
+
+impl Graph {
+    /// The forward pass of `net` over `batch` images of `h`×`w`.
+    pub fn build(net: &DeviceNet, batch: usize, h: usize, w: usize) -> Graph {
+        let mut g = Graph {
+            shapes: vec![vec![batch, h, w, net.stem.c]],
+            steps: Vec::new(),
+            input: 0,
+            logits: 0,
+        };
+        let mut x = g.conv(&net.stem, ConvRef::Stem, 0, true);
+        let [b, h, w, c] = g.nhwc(x);
+        let pooled = g.value(vec![b, (h - 1) / 2 + 1, (w - 1) / 2 + 1, c]);
+        g.steps.push(Step::MaxPool { input: x, out: pooled });
+        x = pooled;
+        for (i, block) in net.blocks.iter().enumerate() {
+            let conv = |n| ConvRef::Block { block: i, n };
+            let y = g.conv(&block.conv1, conv(1), x, true);
+            let y = g.conv(&block.conv2, conv(2), y, true);
+            let y = g.conv(&block.conv3, conv(3), y, false);
+            let shortcut = match &block.downsample {
+                Some(d) => g.conv(d, conv(0), x, false),
+                None => x,
+            };
+            g.steps.push(Step::AddRelu { acc: y, other: shortcut });
+            x = y;
+        }
+        let features = g.value(vec![batch, net.features]);
+        g.steps.push(Step::GlobalPool { input: x, out: features });
+        g.logits = g.value(vec![batch, net.classes_padded]);
+        g.steps.push(Step::Fc { input: features, out: g.logits });
+        g
+    }
+
+    /// A new value of `shape`.
+    fn value(&mut self, shape: Vec<usize>) -> Value {
+        self.shapes.push(shape);
+        self.shapes.len() - 1
+    }
+
+    /// Value `v`'s shape as `[batch, h, w, c]`.
+    pub fn nhwc(&self, v: Value) -> [usize; 4] {
+        let s = &self.shapes[v];
+        [s[0], s[1], s[2], s[3]]
+    }
+
+    /// Adds the step of `conv` over `input`, returning its output.
+    fn conv(&mut self, conv: &DeviceConv, which: ConvRef, input: Value, relu: bool) -> Value {
+        let [b, h, w, _] = self.nhwc(input);
+        let s = conv.shape(b, h, w);
+        let out = self.value(vec![b, s.outh(), s.outw(), s.outc]);
+        self.steps.push(Step::Conv { conv: which, input, out, relu });
+        out
+    }
+
+    /// Elements of value `v`.
+    pub fn len(&self, v: Value) -> usize {
+        self.shapes[v].iter().product()
+    }
+}
+
+/// Where each value lives: buffers ("slots") of elements, each value in one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MemoryPlan {
+    /// Each slot's elements.
+    pub slots: Vec<usize>,
+    /// Each value's slot.
+    pub slot_of: Vec<usize>,
+}
+
+impl MemoryPlan {
+    /// The plan of `g`: each value placed when its step comes, after the values whose last
+    /// reader came before it were freed (a step's output never shares its inputs' buffers).
+    pub fn of(g: &Graph) -> MemoryPlan {
+        let last_read = last_reads(g);
+        let mut plan = MemoryPlan {
+            slots: Vec::new(),
+            slot_of: vec![usize::MAX; g.shapes.len()],
+        };
+        let mut free: Vec<usize> = Vec::new();
+        let mut live: Vec<Value> = Vec::new();
+        plan.place(g.input, g.len(g.input), &mut free);
+        live.push(g.input);
+        for (i, step) in g.steps.iter().enumerate() {
+            live.retain(|&v| {
+                let dead = last_read[v] < i;
+                if dead {
+                    free.push(plan.slot_of[v]);
+                }
+                !dead
+            });
+            if let Some(v) = step.makes() {
+                plan.place(v, g.len(v), &mut free);
+                live.push(v);
+            }
+        }
+        plan
+    }
+
+    /// Puts value `v` of `len` elements into a free slot (taken from `free`) or a new one.
+    fn place(&mut self, v: Value, len: usize, free: &mut Vec<usize>) {
+        let fits = free
+            .iter()
+            .enumerate()
+            .filter(|(_, &s)| self.slots[s] >= len)
+            .min_by_key(|(_, &s)| self.slots[s]);
+        let largest = free.iter().enumerate().max_by_key(|(_, &s)| self.slots[s]);
+        let slot = match fits.or(largest) {
+            Some((i, _)) => free.swap_remove(i),
+            None => {
+                self.slots.push(0);
+                self.slots.len() - 1
+            }
+        };
+        self.slots[slot] = self.slots[slot].max(len);
+        self.slot_of[v] = slot;
+    }
+
+    /// Elements of every slot together: the activations' peak.
+    pub fn total(&self) -> usize {
+        self.slots.iter().sum()
+    }
+}
+
+/// Each value's last reading step (`usize::MAX` for the logits, read back after the last).
+fn last_reads(g: &Graph) -> Vec<usize> {
+    let mut last = vec![0; g.shapes.len()];
+    for (i, step) in g.steps.iter().enumerate() {
+        for v in step.reads() {
+            last[v] = i;
+        }
+    }
+    last[g.logits] = usize::MAX;
+    last
+}
