@@ -27,5 +27,5 @@ mod weights;
 
 pub use config::{Block, ResNetConfig, EXPANSION};
 pub use error::ResNetError;
-pub use model::{Logits, MemoryReport, ResNet};
+pub use model::{Logits, MemoryReport, ResNet, Timing};
 pub use weights::{weight_shapes, HostTensor, HostWeights, BN_EPS, BN_PARTS};

@@ -20,8 +20,22 @@ pub struct ResNet {
     cfg: ResNetConfig,
     format: TensorFormat,
     net: DeviceNet,
-    timing: bool,
+    timing: Timing,
     prepared: Option<Prepared>,
+}
+
+/// What a forward pass times on the GPU (the device must have timestamps).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Timing {
+    /// Nothing.
+    #[default]
+    Off,
+    /// The whole pass ([`ResNet::gpu_time`]).
+    Total,
+    /// Each layer ([`ResNet::layer_times`]; timestamps around every dispatch serialize the GPU
+    /// on some drivers, so the total is a figure for throughput).
+    PerLayer,
 }
 
 /// The forward pass for one input size, ready to replay.
@@ -31,6 +45,8 @@ struct Prepared {
     graph: Graph,
     plan: MemoryPlan,
     list: CommandList,
+    /// Dispatches recorded once each step was: where each step's dispatches end.
+    step_ends: Vec<usize>,
     input: UploadSlot,
     logits: Readback,
 }
@@ -105,15 +121,15 @@ impl ResNet {
             cfg,
             format,
             net,
-            timing: false,
+            timing: Timing::Off,
             prepared: None,
         })
     }
 
-    /// This model timing each forward pass on the GPU ([`ResNet::gpu_time`]); the device must
-    /// have timestamps.
-    pub fn with_timing(mut self, on: bool) -> ResNet {
-        self.timing = on;
+    /// This model timing each forward pass on the GPU as `timing` says ([`ResNet::gpu_time`],
+    /// [`ResNet::layer_times`]); the device must have timestamps.
+    pub fn with_timing(mut self, timing: Timing) -> ResNet {
+        self.timing = timing;
         self.prepared = None;
         self
     }
@@ -140,10 +156,26 @@ impl ResNet {
         result
     }
 
-    /// The GPU time of the last forward pass, with [`ResNet::with_timing`].
+    /// The GPU time of the last forward pass, where [`ResNet::with_timing`] asked for it.
     pub fn gpu_time(&self) -> Option<Duration> {
-        let p = self.prepared.as_ref().filter(|_| self.timing)?;
+        let p = self.prepared.as_ref().filter(|_| self.timing != Timing::Off)?;
         p.list.total_time().ok()
+    }
+
+    /// Each layer's name (`conv1`, `maxpool`, `layer1.0.conv2`, `layer1.0.downsample`,
+    /// `layer1.0.add_relu`, `avgpool`, `fc`) and GPU time in the last forward pass, with
+    /// [`Timing::PerLayer`].
+    pub fn layer_times(&self) -> Option<Vec<(String, Duration)>> {
+        let p = self.prepared.as_ref().filter(|_| self.timing == Timing::PerLayer)?;
+        let times = p.list.timings().ok()?;
+        let blocks = self.cfg.block_list();
+        let mut start = 0;
+        let mut out = Vec::new();
+        for (step, &end) in p.graph.steps.iter().zip(&p.step_ends) {
+            out.push((step.name(&blocks), times[start..end].iter().sum()));
+            start = end;
+        }
+        Some(out)
     }
 
     /// The memory plan of the last forward pass's input size.
@@ -176,14 +208,17 @@ impl ResNet {
         let plan = MemoryPlan::of(&graph);
         let tensors = self.allocate(&graph, &plan)?;
         let ctx = self.ops.context();
-        let mut list = if self.timing {
-            CommandList::with_total_timing(ctx)?
-        } else {
-            CommandList::new(ctx)?
+        let mut list = match self.timing {
+            Timing::Off => CommandList::new(ctx)?,
+            Timing::Total => CommandList::with_total_timing(ctx)?,
+            // Split-K convolutions take two dispatches, the residual sums two.
+            Timing::PerLayer => CommandList::with_timestamps(ctx, 2 * graph.steps.len() as u32)?,
         };
         let input = list.upload_slot(&tensors[graph.input])?;
+        let mut step_ends = Vec::new();
         for step in &graph.steps {
             self.record(&mut list, step, &tensors)?;
+            step_ends.push(list.len());
         }
         let logits = list.download(&tensors[graph.logits])?;
         Ok(Prepared {
@@ -191,6 +226,7 @@ impl ResNet {
             graph,
             plan,
             list,
+            step_ends,
             input,
             logits,
         })
@@ -227,7 +263,7 @@ impl ResNet {
                 let pool = Pool2d::new(3, 3).with_stride(2, 2).with_padding(1, 1);
                 ops.max_pool2d(list, &t[input], &t[out], &pool)
             }
-            Step::AddRelu { acc, other } => {
+            Step::AddRelu { acc, other, .. } => {
                 ops.binary(list, &t[acc], &t[other], &t[acc], BinaryOp::Add)?;
                 ops.unary(list, &t[acc], &t[acc], UnaryOp::Relu)
             }

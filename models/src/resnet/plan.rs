@@ -3,6 +3,7 @@
 //! and a new value takes the smallest free buffer that holds it (else the largest free one,
 //! grown, else a new one).
 
+use super::config::Block;
 use super::layers::{DeviceConv, DeviceNet};
 
 /// An activation: its index among the plan's values.
@@ -43,8 +44,10 @@ pub(crate) enum Step {
         /// What it writes.
         out: Value,
     },
-    /// `acc = relu(acc + other)`, in place.
+    /// `acc = relu(acc + other)`, in place: a block's end.
     AddRelu {
+        /// The block's index among all blocks.
+        block: usize,
         /// What it reads and overwrites.
         acc: Value,
         /// What it adds.
@@ -74,7 +77,23 @@ impl Step {
             | Step::MaxPool { input, .. }
             | Step::GlobalPool { input, .. }
             | Step::Fc { input, .. } => vec![input],
-            Step::AddRelu { acc, other } => vec![acc, other],
+            Step::AddRelu { acc, other, .. } => vec![acc, other],
+        }
+    }
+
+    /// Its layer's name, as the weights' (`blocks`: the network's).
+    pub fn name(&self, blocks: &[Block]) -> String {
+        let block = |i: usize| blocks[i].prefix();
+        match *self {
+            Step::Conv { conv: ConvRef::Stem, .. } => "conv1".into(),
+            Step::Conv { conv: ConvRef::Block { block: i, n: 0 }, .. } => {
+                format!("{}.downsample", block(i))
+            }
+            Step::Conv { conv: ConvRef::Block { block: i, n }, .. } => format!("{}.conv{n}", block(i)),
+            Step::MaxPool { .. } => "maxpool".into(),
+            Step::AddRelu { block: i, .. } => format!("{}.add_relu", block(i)),
+            Step::GlobalPool { .. } => "avgpool".into(),
+            Step::Fc { .. } => "fc".into(),
         }
     }
 
@@ -126,7 +145,11 @@ impl Graph {
                 Some(d) => g.conv(d, conv(0), x, false),
                 None => x,
             };
-            g.steps.push(Step::AddRelu { acc: y, other: shortcut });
+            g.steps.push(Step::AddRelu {
+                block: i,
+                acc: y,
+                other: shortcut,
+            });
             x = y;
         }
         let features = g.value(vec![batch, net.features]);
