@@ -5,7 +5,7 @@
 use safetensors::Dtype;
 use vkprism::{Context, TensorFormat};
 use vkprism_models::resnet::{
-    reference, HostTensor, HostWeights, Logits, ResNet, ResNetConfig, ResNetError,
+    reference, HostTensor, HostWeights, Logits, ResNet, ResNetConfig, ResNetError, Timing,
 };
 use vkprism_shaders::ops::OpError;
 use vkprism_testkit::{assert_clean, ctx, random_in};
@@ -43,7 +43,10 @@ fn model_in(
 fn relative_error(got: &[f32], want: &[f32]) -> f32 {
     assert_eq!(got.len(), want.len());
     let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let err = got.iter().zip(want).fold(0f32, |m, (g, w)| m.max((g - w).abs()));
+    let err = got
+        .iter()
+        .zip(want)
+        .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
     err / scale.max(1e-6)
 }
 
@@ -77,11 +80,18 @@ fn f32_logits_match_the_reference_batch_1_and_2() {
         assert_eq!(got.values.len(), batch * cfg.classes);
         let err = relative_error(&got.values, &want);
         println!("batch {batch}: relative error {err:e}");
-        assert!(err < 1e-5, "batch {batch}: relative error {err}\n{:?}\n{want:?}", got.values);
+        assert!(
+            err < 1e-5,
+            "batch {batch}: relative error {err}\n{:?}\n{want:?}",
+            got.values
+        );
     }
     let memory = model.memory().unwrap();
     println!("{memory}");
-    assert!(memory.planned_bytes < memory.unplanned_bytes / 3, "{memory}");
+    assert!(
+        memory.planned_bytes < memory.unplanned_bytes / 3,
+        "{memory}"
+    );
     assert_clean(&ctx);
 }
 
@@ -103,7 +113,10 @@ fn f16_and_bf16_logits_follow_the_reference() {
                 let (g, w) = (&got[row.clone()], &want[row]);
                 let c = cosine(g, w);
                 println!("{format:?} batch {batch} image {n}: cosine {c:.6}");
-                assert!(c >= min_cosine, "{format:?} image {n}: cosine {c}\n{g:?}\n{w:?}");
+                assert!(
+                    c >= min_cosine,
+                    "{format:?} image {n}: cosine {c}\n{g:?}\n{w:?}"
+                );
                 let (best, lead) = top1(&want, cfg.classes, n);
                 let spread = w.iter().fold(0f32, |m, v| m.max(v.abs()));
                 if lead > 0.05 * spread {
@@ -120,7 +133,10 @@ fn safetensors_round_trip_in_each_dtype() {
     let cfg = ResNetConfig::reduced();
     let weights = HostWeights::random(&cfg, SEED);
     let bytes = weights.to_safetensors(Dtype::F32).unwrap();
-    assert_eq!(HostWeights::from_safetensors(&cfg, &bytes).unwrap(), weights);
+    assert_eq!(
+        HostWeights::from_safetensors(&cfg, &bytes).unwrap(),
+        weights
+    );
     for (dtype, tol) in [(Dtype::F16, 1e-3), (Dtype::BF16, 8e-3)] {
         let bytes = weights.to_safetensors(dtype).unwrap();
         let back = HostWeights::from_safetensors(&cfg, &bytes).unwrap();
@@ -128,11 +144,15 @@ fn safetensors_round_trip_in_each_dtype() {
             let (a, b) = (weights.get(name).unwrap(), back.get(name).unwrap());
             assert_eq!(a.shape, b.shape, "{name}");
             for (x, y) in a.data.iter().zip(&b.data) {
-                assert!((x - y).abs() <= tol * x.abs().max(1e-3), "{dtype:?} {name}: {x} {y}");
+                assert!(
+                    (x - y).abs() <= tol * x.abs().max(1e-3),
+                    "{dtype:?} {name}: {x} {y}"
+                );
             }
         }
     }
-    let path = std::env::temp_dir().join(format!("vkprism-resnet-{}.safetensors", std::process::id()));
+    let path =
+        std::env::temp_dir().join(format!("vkprism-resnet-{}.safetensors", std::process::id()));
     weights.save(&path, Dtype::F32).unwrap();
     let loaded = HostWeights::load(&cfg, &path);
     std::fs::remove_file(&path).unwrap();
@@ -180,7 +200,10 @@ fn bad_weights_are_named_errors() {
     match HostWeights::from_safetensors(&cfg, &bytes) {
         Err(e @ ResNetError::WrongShape { .. }) => {
             let s = e.to_string();
-            assert!(s.contains("layer2.1.conv2.weight") && s.contains("[16, 16, 3, 3]"), "{s}");
+            assert!(
+                s.contains("layer2.1.conv2.weight") && s.contains("[16, 16, 3, 3]"),
+                "{s}"
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -207,6 +230,12 @@ fn bad_weights_given_to_the_model_are_errors() {
         Err(e) => panic!("{e}"),
         Ok(_) => panic!("a model without fc.bias"),
     }
+    let weights = HostWeights::random(&cfg, SEED);
+    let e = ResNet::new(&ctx, cfg, &weights, TensorFormat::I8).err();
+    assert!(
+        matches!(e, Some(ResNetError::Format(TensorFormat::I8))),
+        "{e:?}"
+    );
     assert_clean(&ctx);
 }
 
@@ -237,5 +266,35 @@ fn bad_inputs_are_errors_and_the_model_stays_usable() {
     let reference = reference::forward(&cfg, &weights, &y, yshape).unwrap();
     assert!(relative_error(&got.values, &reference) < 1e-4);
     assert_eq!(model.forward(&x, shape).unwrap(), want);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn layer_times_name_every_layer() {
+    let ctx = ctx();
+    let cfg = ResNetConfig::reduced();
+    let weights = HostWeights::random(&cfg, SEED);
+    let model = ResNet::new(&ctx, cfg, &weights, TensorFormat::F32).unwrap();
+    let mut model = model.with_timing(Timing::PerLayer);
+    assert!(model.layer_times().is_none(), "no pass has run");
+    let (x, shape) = images(&cfg, 1, 8);
+    let got = model.forward(&x, shape).unwrap();
+    let want = reference::forward(&cfg, &weights, &x, shape).unwrap();
+    assert!(relative_error(&got.values, &want) < 1e-5);
+    let layers = model.layer_times().unwrap();
+    let names: Vec<&str> = layers.iter().map(|(n, _)| n.as_str()).collect();
+    // The stem, the pool, 16 blocks of 3 convolutions and a sum, 4 shortcuts, avgpool, fc.
+    assert_eq!(names.len(), 2 + 16 * 4 + 4 + 2, "{names:?}");
+    for name in [
+        "conv1",
+        "maxpool",
+        "layer1.0.downsample",
+        "layer4.2.add_relu",
+        "fc",
+    ] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
+    let total: std::time::Duration = layers.iter().map(|(_, t)| *t).sum();
+    assert!(total <= model.gpu_time().unwrap());
     assert_clean(&ctx);
 }

@@ -50,6 +50,9 @@ pub enum ResNetError {
         /// What is wrong.
         why: String,
     },
+    /// The model was asked for a format other than F32, F16 or Bf16.
+    #[error("format {0:?}: the model runs in F32, F16 or Bf16")]
+    Format(vkprism::TensorFormat),
     /// An operation refused its operands or failed to record (a bug here, or a device that
     /// runs no variant of the model's format).
     #[error(transparent)]

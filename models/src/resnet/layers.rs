@@ -65,7 +65,11 @@ impl DeviceConv {
         relu: bool,
     ) -> Result<(), OpError> {
         let [batch, h, w, _] = [0, 1, 2, 3].map(|i| input.shape()[i]);
-        let act = if relu { Activation::Relu } else { Activation::None };
+        let act = if relu {
+            Activation::Relu
+        } else {
+            Activation::None
+        };
         let op = Conv2d::new(self.shape(batch, h, w)).with_activation(act);
         ops.conv2d(list, input, &self.weight, Some(&self.bias), out, &op)
     }
@@ -101,7 +105,11 @@ pub(crate) struct DeviceNet {
 
 impl DeviceNet {
     /// `net` uploaded in `format`.
-    pub fn upload(ctx: &Context, net: &FoldedNet, format: TensorFormat) -> Result<Self, ResNetError> {
+    pub fn upload(
+        ctx: &Context,
+        net: &FoldedNet,
+        format: TensorFormat,
+    ) -> Result<Self, ResNetError> {
         let conv = |f: &FoldedConv| DeviceConv::upload(ctx, f, format);
         let blocks = net
             .blocks
@@ -136,7 +144,14 @@ impl DeviceNet {
         logits: &Tensor,
     ) -> Result<(), OpError> {
         let op = Gemm::new().with_transpose_b(true);
-        ops.gemm(list, pooled, &self.fc_weight, Some(&self.fc_bias), logits, &op)
+        ops.gemm(
+            list,
+            pooled,
+            &self.fc_weight,
+            Some(&self.fc_bias),
+            logits,
+            &op,
+        )
     }
 
     /// Bytes of weights on the device.
@@ -146,7 +161,10 @@ impl DeviceNet {
             .blocks
             .iter()
             .map(|b| {
-                conv(&b.conv1) + conv(&b.conv2) + conv(&b.conv3) + b.downsample.as_ref().map_or(0, conv)
+                conv(&b.conv1)
+                    + conv(&b.conv2)
+                    + conv(&b.conv3)
+                    + b.downsample.as_ref().map_or(0, conv)
             })
             .sum();
         conv(&self.stem) + blocks + self.fc_weight.size_bytes() + self.fc_bias.size_bytes()

@@ -114,6 +114,12 @@ impl ResNet {
         weights: &HostWeights,
         format: TensorFormat,
     ) -> Result<ResNet, ResNetError> {
+        if !matches!(
+            format,
+            TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16
+        ) {
+            return Err(ResNetError::Format(format));
+        }
         let folded = fold(&cfg, weights)?;
         let net = DeviceNet::upload(ctx, &folded, format)?;
         Ok(ResNet {
@@ -158,7 +164,10 @@ impl ResNet {
 
     /// The GPU time of the last forward pass, where [`ResNet::with_timing`] asked for it.
     pub fn gpu_time(&self) -> Option<Duration> {
-        let p = self.prepared.as_ref().filter(|_| self.timing != Timing::Off)?;
+        let p = self
+            .prepared
+            .as_ref()
+            .filter(|_| self.timing != Timing::Off)?;
         p.list.total_time().ok()
     }
 
@@ -166,7 +175,10 @@ impl ResNet {
     /// `layer1.0.add_relu`, `avgpool`, `fc`) and GPU time in the last forward pass, with
     /// [`Timing::PerLayer`].
     pub fn layer_times(&self) -> Option<Vec<(String, Duration)>> {
-        let p = self.prepared.as_ref().filter(|_| self.timing == Timing::PerLayer)?;
+        let p = self
+            .prepared
+            .as_ref()
+            .filter(|_| self.timing == Timing::PerLayer)?;
         let times = p.list.timings().ok()?;
         let blocks = self.cfg.block_list();
         let mut start = 0;
@@ -282,7 +294,10 @@ impl ResNet {
                     1 => &b.conv1,
                     2 => &b.conv2,
                     3 => &b.conv3,
-                    _ => b.downsample.as_ref().expect("a shortcut step has its convolution"),
+                    _ => b
+                        .downsample
+                        .as_ref()
+                        .expect("a shortcut step has its convolution"),
                 }
             }
         }

@@ -85,11 +85,20 @@ impl Step {
     pub fn name(&self, blocks: &[Block]) -> String {
         let block = |i: usize| blocks[i].prefix();
         match *self {
-            Step::Conv { conv: ConvRef::Stem, .. } => "conv1".into(),
-            Step::Conv { conv: ConvRef::Block { block: i, n: 0 }, .. } => {
+            Step::Conv {
+                conv: ConvRef::Stem,
+                ..
+            } => "conv1".into(),
+            Step::Conv {
+                conv: ConvRef::Block { block: i, n: 0 },
+                ..
+            } => {
                 format!("{}.downsample", block(i))
             }
-            Step::Conv { conv: ConvRef::Block { block: i, n }, .. } => format!("{}.conv{n}", block(i)),
+            Step::Conv {
+                conv: ConvRef::Block { block: i, n },
+                ..
+            } => format!("{}.conv{n}", block(i)),
             Step::MaxPool { .. } => "maxpool".into(),
             Step::AddRelu { block: i, .. } => format!("{}.add_relu", block(i)),
             Step::GlobalPool { .. } => "avgpool".into(),
@@ -134,7 +143,10 @@ impl Graph {
         let mut x = g.conv(&net.stem, ConvRef::Stem, 0, true);
         let [b, h, w, c] = g.nhwc(x);
         let pooled = g.value(vec![b, (h - 1) / 2 + 1, (w - 1) / 2 + 1, c]);
-        g.steps.push(Step::MaxPool { input: x, out: pooled });
+        g.steps.push(Step::MaxPool {
+            input: x,
+            out: pooled,
+        });
         x = pooled;
         for (i, block) in net.blocks.iter().enumerate() {
             let conv = |n| ConvRef::Block { block: i, n };
@@ -153,9 +165,15 @@ impl Graph {
             x = y;
         }
         let features = g.value(vec![batch, net.features]);
-        g.steps.push(Step::GlobalPool { input: x, out: features });
+        g.steps.push(Step::GlobalPool {
+            input: x,
+            out: features,
+        });
         g.logits = g.value(vec![batch, net.classes_padded]);
-        g.steps.push(Step::Fc { input: features, out: g.logits });
+        g.steps.push(Step::Fc {
+            input: features,
+            out: g.logits,
+        });
         g
     }
 
@@ -176,7 +194,12 @@ impl Graph {
         let [b, h, w, _] = self.nhwc(input);
         let s = conv.shape(b, h, w);
         let out = self.value(vec![b, s.outh(), s.outw(), s.outc]);
-        self.steps.push(Step::Conv { conv: which, input, out, relu });
+        self.steps.push(Step::Conv {
+            conv: which,
+            input,
+            out,
+            relu,
+        });
         out
     }
 
@@ -259,4 +282,58 @@ fn last_reads(g: &Graph) -> Vec<usize> {
     }
     last[g.logits] = usize::MAX;
     last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Input 0 → conv 1 → conv 2, the shortcut 3 from 0, 2 += 3, then the pool 4 and fc 5.
+    fn residual_graph() -> Graph {
+        let conv = |input, out| Step::Conv {
+            conv: ConvRef::Stem,
+            input,
+            out,
+            relu: true,
+        };
+        Graph {
+            shapes: vec![vec![8], vec![16], vec![8], vec![8], vec![4], vec![2]],
+            steps: vec![
+                conv(0, 1),
+                conv(1, 2),
+                conv(0, 3),
+                Step::AddRelu {
+                    block: 0,
+                    acc: 2,
+                    other: 3,
+                },
+                Step::GlobalPool { input: 2, out: 4 },
+                Step::Fc { input: 4, out: 5 },
+            ],
+            input: 0,
+            logits: 5,
+        }
+    }
+
+    #[test]
+    fn live_values_never_share_a_buffer() {
+        let g = residual_graph();
+        let plan = MemoryPlan::of(&g);
+        let last = last_reads(&g);
+        let made_at = |v: Value| g.steps.iter().position(|s| s.makes() == Some(v));
+        for a in 0..g.shapes.len() {
+            for b in a + 1..g.shapes.len() {
+                let (sa, sb) = (made_at(a).unwrap_or(0), made_at(b).unwrap_or(0));
+                let overlap = sa <= last[b] && sb <= last[a];
+                if overlap {
+                    assert_ne!(plan.slot_of[a], plan.slot_of[b], "values {a} and {b}");
+                }
+            }
+            assert!(plan.slots[plan.slot_of[a]] >= g.len(a));
+        }
+        // 0 lives until the shortcut; 1 is free after conv 2, so the shortcut reuses it, and the
+        // pool and the logits reuse the first buffers freed.
+        assert_eq!(plan.slots.len(), 3, "{plan:?}");
+        assert!(plan.total() < (0..6).map(|v| g.len(v)).sum::<usize>());
+    }
 }

@@ -25,7 +25,13 @@ impl Nhwc {
     /// Zeros of this shape.
     fn zeros(batch: usize, h: usize, w: usize, c: usize) -> Nhwc {
         let data = vec![0.0; batch * h * w * c];
-        Nhwc { batch, h, w, c, data }
+        Nhwc {
+            batch,
+            h,
+            w,
+            c,
+            data,
+        }
     }
 
     /// The index of (n, y, x, 0).
@@ -43,7 +49,13 @@ pub fn forward(
     shape: [usize; 4],
 ) -> Result<Vec<f32>, ResNetError> {
     let [batch, h, w, c] = shape;
-    let x = Nhwc { batch, h, w, c, data: input.to_vec() };
+    let x = Nhwc {
+        batch,
+        h,
+        w,
+        c,
+        data: input.to_vec(),
+    };
     let x = conv_bn(weights, &x, "conv1", "bn1", 2, 3, true)?;
     let mut x = max_pool(&x);
     for b in cfg.block_list() {
@@ -55,9 +67,33 @@ pub fn forward(
 /// One bottleneck block: three convolutions with batch norm, the shortcut, the sum's ReLU.
 fn block(weights: &HostWeights, x: &Nhwc, b: &Block) -> Result<Nhwc, ResNetError> {
     let p = b.prefix();
-    let y = conv_bn(weights, x, &format!("{p}.conv1"), &format!("{p}.bn1"), 1, 0, true)?;
-    let y = conv_bn(weights, &y, &format!("{p}.conv2"), &format!("{p}.bn2"), b.stride, 1, true)?;
-    let mut y = conv_bn(weights, &y, &format!("{p}.conv3"), &format!("{p}.bn3"), 1, 0, false)?;
+    let y = conv_bn(
+        weights,
+        x,
+        &format!("{p}.conv1"),
+        &format!("{p}.bn1"),
+        1,
+        0,
+        true,
+    )?;
+    let y = conv_bn(
+        weights,
+        &y,
+        &format!("{p}.conv2"),
+        &format!("{p}.bn2"),
+        b.stride,
+        1,
+        true,
+    )?;
+    let mut y = conv_bn(
+        weights,
+        &y,
+        &format!("{p}.conv3"),
+        &format!("{p}.bn3"),
+        1,
+        0,
+        false,
+    )?;
     let shortcut = if b.downsample {
         let (conv, bn) = (format!("{p}.downsample.0"), format!("{p}.downsample.1"));
         conv_bn(weights, x, &conv, &bn, b.stride, 0, false)?

@@ -63,7 +63,12 @@ fn block_shapes(out: &mut Vec<(String, Vec<usize>)>, b: &Block) {
     }
     if b.downsample {
         let w = [b.outc(), b.inc, 1, 1];
-        conv_bn_shapes(out, &format!("{p}.downsample.0"), &format!("{p}.downsample.1"), w);
+        conv_bn_shapes(
+            out,
+            &format!("{p}.downsample.0"),
+            &format!("{p}.downsample.1"),
+            w,
+        );
     }
 }
 
@@ -200,7 +205,9 @@ fn decode(name: &str, view: &TensorView<'_>) -> Result<Vec<f32>, ResNetError> {
 
 /// Little-endian 16-bit words.
 fn halves(bytes: &[u8]) -> impl Iterator<Item = u16> + '_ {
-    bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]]))
+    bytes
+        .chunks_exact(2)
+        .map(|c| u16::from_le_bytes([c[0], c[1]]))
 }
 
 /// `data` stored as `dtype`, little-endian.
