@@ -3,12 +3,13 @@
 //! the GPU time per run (and per layer with `--layers`).
 //!
 //!     cargo run --release -p vkprism-models --example resnet50 -- [--weights FILE]
-//!         [--save FILE] [--batch N] [--format f32|f16|bf16] [--runs N] [--layers]
+//!         [--save FILE] [--batch N] [--format f32|f16|bf16] [--runs N] [--layers] [--plan]
 //!         [--reduced [--check]]
 //!
 //! `--reduced`: the tests' configuration (ResNet-50's depth, width 8, 32×32 images, 10
 //! classes), quick on a CPU device such as lavapipe; `--check` compares its logits with the CPU
-//! reference. `--save FILE` writes the weights used (F32) as safetensors.
+//! reference. `--plan`: the memory plan, the buffer of each layer's output. `--save FILE` writes
+//! the weights used (F32) as safetensors.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -27,6 +28,7 @@ struct Args {
     format: TensorFormat,
     runs: usize,
     layers: bool,
+    plan: bool,
     reduced: bool,
     check: bool,
 }
@@ -39,6 +41,7 @@ fn parse_args() -> Result<Args, String> {
         format: TensorFormat::F16,
         runs: 10,
         layers: false,
+        plan: false,
         reduced: false,
         check: false,
     };
@@ -52,6 +55,7 @@ fn parse_args() -> Result<Args, String> {
             "--runs" => a.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
             "--format" => a.format = parse_format(&value()?)?,
             "--layers" => a.layers = true,
+            "--plan" => a.plan = true,
             "--reduced" => a.reduced = true,
             "--check" => a.check = true,
             other => return Err(format!("unknown argument {other}")),
@@ -108,6 +112,9 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     if let Some(memory) = model.memory() {
         println!("{memory}");
+    }
+    if args.plan {
+        print!("{}", model.plan_description().unwrap_or_default());
     }
     for n in 0..args.batch.min(4) {
         let top: Vec<String> = logits

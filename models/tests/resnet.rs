@@ -88,6 +88,11 @@ fn f32_logits_match_the_reference_batch_1_and_2() {
     }
     let memory = model.memory().unwrap();
     println!("{memory}");
+    let plan = model.plan_description().unwrap();
+    assert!(
+        plan.contains("layer4.2.add_relu: [1, 1, 1, 256] in buffer"),
+        "{plan}"
+    );
     assert!(
         memory.planned_bytes < memory.unplanned_bytes / 3,
         "{memory}"
@@ -100,7 +105,7 @@ fn f16_and_bf16_logits_follow_the_reference() {
     let ctx = ctx();
     let cfg = ResNetConfig::reduced();
     let weights = HostWeights::random(&cfg, SEED);
-    for (format, min_cosine) in [(TensorFormat::F16, 0.999), (TensorFormat::Bf16, 0.99)] {
+    for (format, min_cosine) in [(TensorFormat::F16, 0.999), (TensorFormat::Bf16, 0.998)] {
         let Some(mut model) = model_in(&ctx, cfg, &weights, format) else {
             continue;
         };

@@ -204,6 +204,14 @@ impl ResNet {
         })
     }
 
+    /// The memory plan of the last forward pass's input size, one line per layer: the value
+    /// it writes, its shape and its buffer; then each buffer's bytes.
+    pub fn plan_description(&self) -> Option<String> {
+        let p = self.prepared.as_ref()?;
+        let blocks = self.cfg.block_list();
+        Some(p.plan.describe(&p.graph, &blocks, self.format.size()))
+    }
+
     /// The prepared pass for `size` (taken out of the model while it runs), made where the last
     /// one was of another size.
     fn prepared_for(&mut self, size: [usize; 3]) -> Result<Prepared, ResNetError> {

@@ -266,6 +266,27 @@ impl MemoryPlan {
         self.slot_of[v] = slot;
     }
 
+    /// One line per step of `g` (`blocks`: the network's): the layer, the value it writes,
+    /// its shape and its buffer; then each buffer's size in bytes of `element_bytes`.
+    pub fn describe(&self, g: &Graph, blocks: &[Block], element_bytes: usize) -> String {
+        let mut out = format!(
+            "input: {:?} in buffer {}\n",
+            g.shapes[g.input], self.slot_of[g.input]
+        );
+        for step in &g.steps {
+            let v = match *step {
+                Step::AddRelu { acc, .. } => acc,
+                _ => step.makes().unwrap_or(g.input),
+            };
+            let (name, shape, slot) = (step.name(blocks), &g.shapes[v], self.slot_of[v]);
+            out += &format!("{name}: {shape:?} in buffer {slot}\n");
+        }
+        for (i, n) in self.slots.iter().enumerate() {
+            out += &format!("buffer {i}: {} bytes\n", n * element_bytes);
+        }
+        out
+    }
+
     /// Elements of every slot together: the activations' peak.
     pub fn total(&self) -> usize {
         self.slots.iter().sum()
