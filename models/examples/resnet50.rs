@@ -3,26 +3,29 @@
 //! the GPU time per run (and per layer with `--layers`).
 //!
 //!     cargo run --release -p vkprism-models --example resnet50 -- [--weights FILE]
-//!         [--save FILE] [--batch N] [--format f32|f16|bf16] [--runs N] [--layers] [--plan]
+//!         [--expect FILE] [--save FILE] [--batch N] [--format f32|f16|bf16] [--runs N] [--layers] [--plan]
 //!         [--reduced [--check]]
 //!
 //! `--reduced`: the tests' configuration (ResNet-50's depth, width 8, 32×32 images, 10
 //! classes), quick on a CPU device such as lavapipe; `--check` compares its logits with the CPU
 //! reference. `--plan`: the memory plan, the buffer of each layer's output. `--save FILE` writes
-//! the weights used (F32) as safetensors.
+//! the weights used (F32) as safetensors. `--expect FILE` (written by `bench/resnet_ref.py`
+//! with the weights file): its images instead of random ones, and the logits compared with
+//! PyTorch's (cosine similarity and top 5 per image; the exit status says whether they match).
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use safetensors::Dtype;
+use safetensors::{Dtype, SafeTensors};
 use std::error::Error;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use vkprism::{Context, TensorFormat};
-use vkprism_models::resnet::{reference, HostWeights, ResNet, ResNetConfig, Timing};
+use vkprism_models::resnet::{reference, HostWeights, Logits, ResNet, ResNetConfig, Timing};
 
 /// The command line.
 struct Args {
     weights: Option<PathBuf>,
+    expect: Option<PathBuf>,
     save: Option<PathBuf>,
     batch: usize,
     format: TensorFormat,
@@ -36,6 +39,7 @@ struct Args {
 fn parse_args() -> Result<Args, String> {
     let mut a = Args {
         weights: None,
+        expect: None,
         save: None,
         batch: 1,
         format: TensorFormat::F16,
@@ -50,6 +54,7 @@ fn parse_args() -> Result<Args, String> {
         let mut value = || it.next().ok_or(format!("{flag} needs a value"));
         match flag.as_str() {
             "--weights" => a.weights = Some(value()?.into()),
+            "--expect" => a.expect = Some(value()?.into()),
             "--save" => a.save = Some(value()?.into()),
             "--batch" => a.batch = value()?.parse().map_err(|e| format!("--batch: {e}"))?,
             "--runs" => a.runs = value()?.parse().map_err(|e| format!("--runs: {e}"))?,
@@ -103,7 +108,11 @@ fn main() -> Result<(), Box<dyn Error>> {
         Timing::Total
     };
     let mut model = ResNet::new(&ctx, cfg, &weights, args.format)?.with_timing(timing);
-    let (x, shape) = images(args.batch, cfg.input);
+    let expected = args.expect.as_deref().map(read_expected).transpose()?;
+    let (x, shape) = match &expected {
+        Some(e) => (e.input.clone(), e.shape),
+        None => images(args.batch, cfg.input),
+    };
     let mut times = Vec::new();
     let mut logits = model.forward(&x, shape)?;
     for _ in 0..args.runs {
@@ -116,7 +125,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     if args.plan {
         print!("{}", model.plan_description().unwrap_or_default());
     }
-    for n in 0..args.batch.min(4) {
+    for n in 0..shape[0].min(4) {
         let top: Vec<String> = logits
             .top_k(n, 5)
             .iter()
@@ -124,7 +133,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             .collect();
         println!("image {n}: top 5 {}", top.join(", "));
     }
-    print_times(&args, &times);
+    print_times(args.format, shape[0], &times);
     if args.layers {
         print_layers(&model);
     }
@@ -137,18 +146,83 @@ fn main() -> Result<(), Box<dyn Error>> {
             .fold(0f32, |m, (g, w)| m.max((g - w).abs()));
         println!("largest difference from the CPU reference: {err:e}");
     }
-    Ok(())
+    match expected {
+        Some(e) if !compare(&logits, &e) => Err("the logits differ from PyTorch's".into()),
+        _ => Ok(()),
+    }
+}
+
+/// Images and PyTorch's logits for them (`bench/resnet_ref.py`'s `expect.safetensors`).
+struct Expected {
+    /// `[batch, h, w, 3]`.
+    shape: [usize; 4],
+    /// The images, channels-last.
+    input: Vec<f32>,
+    /// `[batch, classes]`.
+    logits: Vec<f32>,
+}
+
+fn read_expected(path: &Path) -> Result<Expected, Box<dyn Error>> {
+    let bytes = std::fs::read(path)?;
+    let file = SafeTensors::deserialize(&bytes)?;
+    let f32s = |name: &str| -> Result<(Vec<usize>, Vec<f32>), Box<dyn Error>> {
+        let t = file.tensor(name)?;
+        if t.dtype() != Dtype::F32 {
+            return Err(format!("{name}: {:?}, F32 expected", t.dtype()).into());
+        }
+        let values = t.data().chunks_exact(4);
+        let values = values.map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+        Ok((t.shape().to_vec(), values.collect()))
+    };
+    let (shape, input) = f32s("input")?;
+    let shape: [usize; 4] = shape
+        .try_into()
+        .map_err(|s| format!("input: shape {s:?}, [batch, h, w, 3] expected"))?;
+    Ok(Expected {
+        shape,
+        input,
+        logits: f32s("logits")?.1,
+    })
+}
+
+/// Prints each image's cosine similarity with PyTorch's logits and whether the top 5 agree;
+/// whether every image's cosine is at least 0.999 and its top 5 the same set.
+fn compare(got: &Logits, want: &Expected) -> bool {
+    let torch = Logits {
+        classes: got.classes,
+        values: want.logits.clone(),
+    };
+    let mut ok = torch.values.len() == got.values.len();
+    for n in 0..want.shape[0].min(got.values.len() / got.classes) {
+        let (g, w) = (got.row(n), torch.row(n));
+        let dot: f64 = g.iter().zip(w).map(|(&a, &b)| a as f64 * b as f64).sum();
+        let norm = |v: &[f32]| v.iter().map(|&a| (a as f64).powi(2)).sum::<f64>().sqrt();
+        let cosine = dot / (norm(g) * norm(w));
+        let classes = |l: &Logits| l.top_k(n, 5).iter().map(|t| t.0).collect::<Vec<_>>();
+        let (gt, wt) = (classes(got), classes(&torch));
+        let same_set = gt.iter().all(|c| wt.contains(c));
+        println!(
+            "image {n} against PyTorch: cosine {cosine:.6}, top 5 {gt:?} vs {wt:?} ({})",
+            if gt == wt {
+                "same order"
+            } else if same_set {
+                "same set"
+            } else {
+                "differ"
+            }
+        );
+        ok &= cosine >= 0.999 && same_set;
+    }
+    ok
 }
 
 /// The GPU time per run: median and minimum.
-fn print_times(args: &Args, times: &[Duration]) {
+fn print_times(format: TensorFormat, batch: usize, times: &[Duration]) {
     let mut ms: Vec<f64> = times.iter().map(|t| t.as_secs_f64() * 1e3).collect();
     ms.sort_by(f64::total_cmp);
     if let (Some(min), Some(median)) = (ms.first(), ms.get(ms.len() / 2)) {
         println!(
-            "{:?}, batch {}: GPU time per run {median:.3} ms (median of {}), min {min:.3} ms",
-            args.format,
-            args.batch,
+            "{format:?}, batch {batch}: GPU time per run {median:.3} ms (median of {}), min {min:.3} ms",
             ms.len()
         );
     }
