@@ -8,7 +8,9 @@
 //!   names), [`WeightSource`], [`HostWeights`] (random weights for tests, safetensors output);
 //!   `safetensors_io.rs`: [`SafetensorsFile`];
 //! - `reference.rs`: [`ReferenceLlama`], the same forward pass on the CPU;
-//! - `error.rs`: [`ModelError`].
+//! - `error.rs`: [`ModelError`];
+//! - [`resnet`]: ResNet-50 in torchvision's layout ([`resnet::ResNet`]), batch norm folded into
+//!   the convolutions at load, every layer of a forward pass in one command list.
 
 mod cache;
 mod config;
@@ -17,6 +19,7 @@ mod error;
 mod forward;
 mod llama;
 pub mod reference;
+pub mod resnet;
 mod safetensors_io;
 mod weights;
 
