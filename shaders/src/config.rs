@@ -152,8 +152,8 @@ impl GemmConfig {
     }
 
     /// This configuration split along K where an M×N×K problem's grid is too small to fill a
-    /// large GPU (cooperative matrices only; `split_k` stays 1 otherwise). A K longer than M and
-    /// N (and N over 64) first gets the most efficient tiles, 128×256 of 8 subgroups; then a
+    /// large GPU. With cooperative matrices, a K longer than M and N (and N over 64) first gets
+    /// the most efficient tiles, 128×256 of 8 subgroups; then (every path) a
     /// grid of fewer than [`SPLIT_K_WORKGROUPS`] workgroups over a K of at least 512 gets enough
     /// shares of K to reach that many (at most 8, each at least two 32-deep steps), 48-deep
     /// steps where a share is 2048 or more. Every choice fits in 48 KiB of shared memory
@@ -164,16 +164,17 @@ impl GemmConfig {
     /// 7.4. A configuration with
     /// `split_k` > 1 is for [`gemm_split`] / [`conv2d_nhwc_split`] and [`gemm_split_reduce`].
     pub fn split_for(self, (m, n, k): (usize, usize, usize)) -> GemmConfig {
-        if !self.coopmat {
-            return self;
-        }
         let wide = GemmConfig {
             local: [self.subgroup_size, 8],
             bk: 32,
             cm_tiles: [4, 4, 4],
             ..self
         };
-        let base = if n > 64 && k > m.max(n) { wide } else { self };
+        let base = if self.coopmat && n > 64 && k > m.max(n) {
+            wide
+        } else {
+            self
+        };
         let (bm, bn) = base.tile();
         let workgroups = m.div_ceil(bm) * n.div_ceil(bn);
         if workgroups >= SPLIT_K_WORKGROUPS || k < 512 {
@@ -183,9 +184,15 @@ impl GemmConfig {
         if split <= 1 {
             return self;
         }
+        // Without matrices the table's step depth stays: the shares are whole steps of it.
+        let bk = match (self.coopmat, k / split >= 2048) {
+            (false, _) => self.bk,
+            (true, true) => 48,
+            (true, false) => 32,
+        };
         GemmConfig {
             split_k: split as u32,
-            bk: if k / split >= 2048 { 48 } else { 32 },
+            bk,
             ..base
         }
     }

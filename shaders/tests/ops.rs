@@ -1,7 +1,7 @@
 //! The operation layer (`Ops`): each GEMM-shaped operation in every tensor format the device
 //! runs, against the f64 CPU reference on random non-zero data, outputs poisoned first; the
-//! split-K path through `*_with` and a split configuration (the tile policy splits only with
-//! cooperative matrices, which lavapipe lacks); and the checks, which record nothing.
+//! split-K path through `*_with` and a split configuration chosen by hand; and the checks,
+//! which record nothing.
 
 use vkprism::{CommandList, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{

@@ -230,8 +230,8 @@ fn conv2d_nhwc_split_every_variant() {
     assert_clean(&ctx);
 }
 
-/// `split_for` splits only cooperative-matrix configurations whose grid is small, over a long
-/// K, into at most 8 shares of at least two steps, and the grid's z follows.
+/// `split_for` splits configurations whose grid is small, over a long K, into at most 8 shares
+/// of at least two steps, and the grid's z follows.
 #[test]
 fn split_for_splits_only_small_grids_over_long_k() {
     let key = |name: &str| {
@@ -268,12 +268,20 @@ fn split_for_splits_only_small_grids_over_long_k() {
         (6, (64, 128)),
         "{narrow:?}"
     );
-    // Grids that fill the GPU, short K, and variants without cooperative matrices: unsplit.
+    // Grids that fill the GPU and short K: unsplit.
     assert_eq!(config(&cm, (1024, 1024, 1024)).split_k, 1);
     assert_eq!(config(&cm, (4096, 4096, 4096)).split_k, 1);
     assert_eq!(config(&cm, (64, 64, 256)).split_k, 1);
-    assert_eq!(config(&plain, (64, 64, 8192)).split_k, 1);
-    assert_eq!(config(&plain, (64, 64, 8192)).grid(64, 64)[2], 1);
+    assert_eq!(config(&plain, (4096, 4096, 4096)).split_k, 1);
+    assert_eq!(config(&plain, (64, 64, 256)).split_k, 1);
+    // Without matrices too: the table's tiles and step depth, 8 shares of a long K.
+    let plain_long = config(&plain, (64, 64, 8192));
+    let table = GemmConfig::for_gemm(&plain, 32, 64, 64, 8192);
+    assert_eq!(
+        (plain_long.split_k, plain_long.tile(), plain_long.bk),
+        (8, table.tile(), table.bk)
+    );
+    assert_eq!(plain_long.grid(64, 64)[2], 8);
     // One tile over a long K: 8 shares.
     assert_eq!(config(&cm, (64, 64, 8192)).split_k, 8);
 }
