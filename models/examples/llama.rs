@@ -13,7 +13,8 @@
 //! or BF16 tensors, converted to `--format` at load). With `--expect FILE` (written by
 //! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
 //! greedy `tokens`), the prompt comes from the file and the logits at every position and the
-//! greedy tokens are compared with PyTorch's.
+//! greedy tokens are compared with PyTorch's. With `--profile`, the last decode step's GPU time
+//! per kernel (every dispatch timed, which serializes the GPU).
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -31,6 +32,7 @@ struct Args {
     tokens: usize,
     prompt: Vec<u32>,
     expect: Option<PathBuf>,
+    profile: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -43,9 +45,14 @@ fn parse_args() -> Result<Args, String> {
         tokens: 8,
         prompt: vec![1, 17, 300, 42, 511, 5, 99],
         expect: None,
+        profile: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--profile" {
+            args.profile = true;
+            continue;
+        }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--config" => {
@@ -129,6 +136,9 @@ fn run() -> Result<(), Box<dyn Error>> {
     }
     if let Some(path) = &args.expect {
         return compare(&mut model, path);
+    }
+    if args.profile {
+        return profile(&mut model, &args.prompt, args.tokens);
     }
     let tokens = generate(&mut model, &args.prompt, args.tokens)?;
     if let (true, Some(w)) = (args.small, &random) {
@@ -241,5 +251,29 @@ fn compare(model: &mut Llama, path: &std::path::Path) -> Result<(), Box<dyn Erro
         .count();
     println!("PyTorch's greedy tokens: {:?}", want.tokens);
     println!("{agree} of {} greedy tokens agree", want.tokens.len());
+    Ok(())
+}
+
+/// Greedy generation, then the last decode step's GPU time per kernel.
+fn profile(model: &mut Llama, prompt: &[u32], n: usize) -> Result<(), Box<dyn Error>> {
+    model.set_profile(true);
+    let tokens = model.greedy(prompt, n.max(2))?;
+    println!("generated: {tokens:?}");
+    let Some(times) = model.last_kernel_times() else {
+        return Err("the device has no timestamps".into());
+    };
+    let total: Duration = times.iter().map(|k| k.time).sum();
+    println!(
+        "last decode step, every dispatch timed: {} in all",
+        ms(total)
+    );
+    for k in times {
+        println!(
+            "{:>24}: {:>4} dispatches, {}",
+            k.kernel,
+            k.dispatches,
+            ms(k.time)
+        );
+    }
     Ok(())
 }

@@ -55,6 +55,9 @@ pub struct Llama {
     cache: KvCache,
     timing: bool,
     gpu_time: Option<Duration>,
+    profile: bool,
+    /// The last step's GPU time per kernel, where profiling is on.
+    kernel_times: Option<Vec<KernelTime>>,
     /// The last step's activations, reused by the next step of as many tokens (every decode
     /// step): each step waits for its run, so no two runs share them.
     spare: Option<Activations>,
@@ -86,6 +89,8 @@ impl Llama {
             cache: KvCache::new(ctx, cfg, format)?,
             timing: false,
             gpu_time: None,
+            profile: false,
+            kernel_times: None,
             spare: None,
         })
     }
@@ -138,6 +143,18 @@ impl Llama {
     /// The GPU time of the last step, where timing is on and the device has timestamps.
     pub fn last_gpu_time(&self) -> Option<Duration> {
         self.gpu_time
+    }
+
+    /// Times every dispatch of each step from now on (`on`), where the device has timestamps:
+    /// [`Llama::last_kernel_times`]. Timestamps around every dispatch serialize the GPU, so a
+    /// profiled step takes longer than one timed whole ([`Llama::set_timing`]).
+    pub fn set_profile(&mut self, on: bool) {
+        self.profile = on;
+    }
+
+    /// The last step's GPU time per kernel, the largest first, where profiling is on.
+    pub fn last_kernel_times(&self) -> Option<&[KernelTime]> {
+        self.kernel_times.as_deref()
     }
 
     /// Runs `tokens` at the next positions of the sequence (appended to the cache): their
@@ -208,11 +225,17 @@ impl Llama {
         } else {
             None
         };
+        self.kernel_times = self.profile.then(|| kernel_times(&list)).flatten();
         self.spare = Some(act);
         Ok(readback)
     }
 
     fn new_list(&self, ctx: &Context) -> Result<CommandList, ModelError> {
+        if self.profile {
+            if let Ok(list) = CommandList::with_timestamps(ctx, MAX_PROFILED_DISPATCHES) {
+                return Ok(list);
+            }
+        }
         if self.timing {
             if let Ok(list) = CommandList::with_total_timing(ctx) {
                 return Ok(list);
@@ -231,4 +254,39 @@ impl Llama {
             None => Ok(()),
         }
     }
+}
+
+/// Dispatches a profiled step may time: more than a TinyLlama step's (about 18 a layer).
+const MAX_PROFILED_DISPATCHES: u32 = 4096;
+
+/// One kernel's share of a step: its name, its dispatches' GPU time in all, how many.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelTime {
+    /// The kernel (its `compute_shader!` module's name).
+    pub kernel: &'static str,
+    /// GPU time of its dispatches, each with the barrier before it.
+    pub time: Duration,
+    /// Dispatches of it in the step.
+    pub dispatches: usize,
+}
+
+/// The last run of `list` per kernel, the largest first (`None` without timestamps).
+fn kernel_times(list: &CommandList) -> Option<Vec<KernelTime>> {
+    let times = list.timings().ok()?;
+    let mut out: Vec<KernelTime> = Vec::new();
+    for (name, t) in list.dispatch_names().iter().zip(times) {
+        match out.iter_mut().find(|k| k.kernel == *name) {
+            Some(k) => {
+                k.time += t;
+                k.dispatches += 1;
+            }
+            None => out.push(KernelTime {
+                kernel: name,
+                time: t,
+                dispatches: 1,
+            }),
+        }
+    }
+    out.sort_by(|a, b| b.time.cmp(&a.time));
+    Some(out)
 }

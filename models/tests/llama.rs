@@ -434,3 +434,35 @@ fn tinyllama_shapes() {
     let named = |n: &str| shapes.iter().any(|(name, _)| name == n);
     assert!(named("model.layers.21.self_attn.k_proj.weight") && named("lm_head.weight"));
 }
+
+/// Profiling times every dispatch of a step: per kernel, largest first, the decode step's
+/// 16 dispatches a layer, the embedding, final norm, lm_head and argmax; the tokens are the
+/// unprofiled ones.
+#[test]
+fn profiled_decode_names_every_kernel() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, 5);
+    let mut m = model(&ctx, &weights, TensorFormat::F32).unwrap();
+    let plain = m.greedy(&[3, 1, 4], 3).unwrap();
+    m.reset();
+    m.set_profile(true);
+    assert_eq!(m.greedy(&[3, 1, 4], 3).unwrap(), plain);
+    let times = m.last_kernel_times().expect("lavapipe has timestamps");
+    let count = |name: &str| {
+        times
+            .iter()
+            .find(|k| k.kernel == name)
+            .map_or(0, |k| k.dispatches)
+    };
+    let total: usize = times.iter().map(|k| k.dispatches).sum();
+    // Per layer: 7 projections, 2 norms, 2 rotations, attention, SiLU, 3 binary operations.
+    assert_eq!(total, 16 * cfg.layers + 4, "{times:?}");
+    assert_eq!(count("gemv"), 7 * cfg.layers + 1, "{times:?}");
+    assert_eq!(count("rope"), 2 * cfg.layers, "{times:?}");
+    assert!(
+        times.windows(2).all(|w| w[0].time >= w[1].time),
+        "{times:?}"
+    );
+    assert_clean(&ctx);
+}
