@@ -287,6 +287,6 @@ fn kernel_times(list: &CommandList) -> Option<Vec<KernelTime>> {
             }),
         }
     }
-    out.sort_by(|a, b| b.time.cmp(&a.time));
+    out.sort_by_key(|k| std::cmp::Reverse(k.time));
     Some(out)
 }
