@@ -71,6 +71,23 @@ impl KvCache {
         Ok(())
     }
 
+    /// Layer `layer`'s rows for the next `n` positions, as views a kernel can write into
+    /// directly, or `None` where their start is not at the device's storage-buffer offset
+    /// alignment (a view is bound from its start; then the step writes its own tensors and
+    /// [`KvCache::record_write`] copies them).
+    pub fn next_rows(
+        &self,
+        layer: usize,
+        n: usize,
+    ) -> Result<Option<(Tensor, Tensor)>, ModelError> {
+        let start = self.position * self.row[0] * self.row[1];
+        let shape = [n, self.row[0], self.row[1]];
+        let k = self.keys[layer].view(start, &shape)?;
+        let v = self.values[layer].view(start, &shape)?;
+        let aligned = |t: &Tensor| t.offset_bytes().is_multiple_of(t.binding_alignment());
+        Ok((aligned(&k) && aligned(&v)).then_some((k, v)))
+    }
+
     /// Layer `layer`'s keys and values of the first `len` positions.
     pub fn rows(&self, layer: usize, len: usize) -> Result<(Tensor, Tensor), ModelError> {
         let shape = [len, self.row[0], self.row[1]];

@@ -92,7 +92,7 @@ impl Forward<'_> {
     }
 
     /// `x += o_proj(attention(rope(q), rope(k), v))` of the normed stream; the new keys and
-    /// values copied into the cache first.
+    /// values written into the cache first.
     fn attention_block(
         &self,
         list: &mut CommandList,
@@ -101,17 +101,25 @@ impl Forward<'_> {
     ) -> Result<(), ModelError> {
         let (a, ops, n) = (self.act, self.ops, self.act.tokens());
         ops.rms_norm(list, &a.x, Some(&l.input_norm), &a.h, self.cfg.rms_eps)?;
-        let (q, k, v) = (flat(&a.q)?, flat(&a.k)?, flat(&a.v)?);
-        self.linear(list, &l.q, &a.h, &q, Activation::None)?;
-        self.linear(list, &l.k, &a.h, &k, Activation::None)?;
-        self.linear(list, &l.v, &a.h, &v, Activation::None)?;
+        // K and V straight into the cache's next rows where those can be bound; otherwise
+        // into the step's own tensors, copied there after the rotation.
+        let direct = self.cache.next_rows(i, n)?;
+        let (k, v) = match &direct {
+            Some((k, v)) => (k.clone(), v.clone()),
+            None => (a.k.clone(), a.v.clone()),
+        };
+        self.linear(list, &l.q, &a.h, &flat(&a.q)?, Activation::None)?;
+        self.linear(list, &l.k, &a.h, &flat(&k)?, Activation::None)?;
+        self.linear(list, &l.v, &a.h, &flat(&v)?, Activation::None)?;
         let start = self.cache.position();
         let rope = Rope::new()
             .with_theta_base(self.cfg.rope_theta)
             .with_position_offset(start);
         ops.rope(list, &a.q, &a.q, &rope)?;
-        ops.rope(list, &a.k, &a.k, &rope)?;
-        self.cache.record_write(list, i, &a.k, &a.v)?;
+        ops.rope(list, &k, &k, &rope)?;
+        if direct.is_none() {
+            self.cache.record_write(list, i, &a.k, &a.v)?;
+        }
         let (keys, values) = self.cache.rows(i, start + n)?;
         let causal = Attention::new().with_causal(true);
         ops.attention(list, &a.q, &keys, &values, &a.o, &causal)?;
