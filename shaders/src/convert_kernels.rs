@@ -41,39 +41,43 @@ vkprism::compute_shader! {
 }
 
 vkprism::compute_shader! {
-    /// y (int8) = clamp(roundEven(x / scale), -127, 127), one scale (push constant `scale`);
-    /// x in the variant's float format. Push constants `n`, `axis`, `inner` (unused), `scale`;
-    /// each invocation owns 4 consecutive elements: grid [`flat_grid`](crate::flat_grid) of
-    /// `n.div_ceil(4)`. `int8p` variants bind only a multiple of 4 elements. Variants: `fp32`,
-    /// `fp16s`, `bf16s`, each `_int8p` and `_int8s`.
-    pub mod quantize,
-    path: "quantize.comp",
-    define: [("DEQUANT", "0"), ("CHANNELS", "0")],
+    /// The four int8 conversion kernels, one module each (re-exported at the crate's root):
+    /// one source, one set of push constants (`quantize`'s, shared).
+    pub mod quantize_kernels,
     variants: [fp32_int8p, fp32_int8s, fp16s_int8p, fp16s_int8s, bf16s_int8p, bf16s_int8s],
+    shaders: {
+        /// y (int8) = clamp(roundEven(x / scale), -127, 127), one scale (push constant
+        /// `scale`); x in the variant's float format. Push constants `n`, `axis`, `inner`
+        /// (unused), `scale`; each invocation owns 4 consecutive elements: grid
+        /// [`flat_grid`](crate::flat_grid) of `n.div_ceil(4)`. `int8p` variants bind only a
+        /// multiple of 4 elements. Variants: `fp32`, `fp16s`, `bf16s`, each `_int8p` and
+        /// `_int8s`.
+        quantize: {
+            path: "quantize.comp",
+            define: [("DEQUANT", "0"), ("CHANNELS", "0")],
+        },
+        /// As [`quantize`](crate::quantize) with one fp32 scale per channel (`scale_blob`):
+        /// element i's channel is `(i / inner) % axis`.
+        quantize_channels: {
+            path: "quantize.comp",
+            define: [("DEQUANT", "0"), ("CHANNELS", "1")],
+            share: [quantize::PushConstants],
+        },
+        /// y = q · scale in the variant's float format (the product in fp32), q int8, one
+        /// scale; [`quantize`](crate::quantize)'s push constants, grid and variants.
+        dequantize: {
+            path: "quantize.comp",
+            define: [("DEQUANT", "1"), ("CHANNELS", "0")],
+            share: [quantize::PushConstants],
+        },
+        /// As [`dequantize`](crate::dequantize) with one fp32 scale per channel, as
+        /// [`quantize_channels`](crate::quantize_channels).
+        dequantize_channels: {
+            path: "quantize.comp",
+            define: [("DEQUANT", "1"), ("CHANNELS", "1")],
+            share: [quantize::PushConstants],
+        },
+    },
 }
 
-vkprism::compute_shader! {
-    /// As [`quantize`] with one fp32 scale per channel (`scale_blob`): element i's channel is
-    /// `(i / inner) % axis`.
-    pub mod quantize_channels,
-    path: "quantize.comp",
-    define: [("DEQUANT", "0"), ("CHANNELS", "1")],
-    variants: [fp32_int8p, fp32_int8s, fp16s_int8p, fp16s_int8s, bf16s_int8p, bf16s_int8s],
-}
-
-vkprism::compute_shader! {
-    /// y = q · scale in the variant's float format (the product in fp32), q int8, one scale;
-    /// [`quantize`]'s push constants, grid and variants.
-    pub mod dequantize,
-    path: "quantize.comp",
-    define: [("DEQUANT", "1"), ("CHANNELS", "0")],
-    variants: [fp32_int8p, fp32_int8s, fp16s_int8p, fp16s_int8s, bf16s_int8p, bf16s_int8s],
-}
-
-vkprism::compute_shader! {
-    /// As [`dequantize`] with one fp32 scale per channel, as [`quantize_channels`].
-    pub mod dequantize_channels,
-    path: "quantize.comp",
-    define: [("DEQUANT", "1"), ("CHANNELS", "1")],
-    variants: [fp32_int8p, fp32_int8s, fp16s_int8p, fp16s_int8s, bf16s_int8p, bf16s_int8s],
-}
+pub use quantize_kernels::{dequantize, dequantize_channels, quantize, quantize_channels};

@@ -96,13 +96,7 @@ impl Ops {
             }
             QuantScale::PerChannel { scales, .. } => {
                 let k = self.int8_kernel::<quantize_channels::Kernel>(OP, "x_blob", format, n)?;
-                let p = view.push(n, 0.0);
-                let push = quantize_channels::PushConstants {
-                    n: p.n,
-                    axis: p.axis,
-                    inner: p.inner,
-                    scale: p.scale,
-                };
+                let push = view.push(n, 0.0);
                 let bindings = quantize_channels::BufferBindings {
                     x_blob: x,
                     y_blob: y,
@@ -132,13 +126,7 @@ impl Ops {
         match scale {
             QuantScale::PerTensor(s) => {
                 let k = self.int8_kernel::<dequantize::Kernel>(OP, "y_blob", format, n)?;
-                let p = view.push(n, s);
-                let push = dequantize::PushConstants {
-                    n: p.n,
-                    axis: p.axis,
-                    inner: p.inner,
-                    scale: p.scale,
-                };
+                let push = view.push(n, s);
                 let bindings = dequantize::BufferBindings {
                     x_blob: x,
                     y_blob: y,
@@ -147,13 +135,7 @@ impl Ops {
             }
             QuantScale::PerChannel { scales, .. } => {
                 let k = self.int8_kernel::<dequantize_channels::Kernel>(OP, "y_blob", format, n)?;
-                let p = view.push(n, 0.0);
-                let push = dequantize_channels::PushConstants {
-                    n: p.n,
-                    axis: p.axis,
-                    inner: p.inner,
-                    scale: p.scale,
-                };
+                let push = view.push(n, 0.0);
                 let bindings = dequantize_channels::BufferBindings {
                     x_blob: x,
                     y_blob: y,
