@@ -5,7 +5,7 @@
 //! workgroups where the rows alone would leave the GPU idle, then [`attention_combine`].
 
 use super::check::{float_format, not_aliased, same_format};
-use super::{recorded, OpError, Ops};
+use super::{float_variant, recorded, OpError, Ops};
 use crate::{attention, attention4, attention_cm, attention_combine, AttentionShape};
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -195,8 +195,7 @@ impl Ops {
             return Ok(());
         }
         // The combine pass has the float axis alone: the same float mode.
-        let key =
-            VariantKey::parse(key.float.name()).expect("a float mode's name is a variant name");
+        let key = float_variant(key.float);
         let combine = self.kernel_exact::<attention_combine::Kernel>(OP, key)?;
         let pipe = combine
             .pipeline(&attention_combine::SpecConstants {}, Some([64, 1, 1]))

@@ -7,14 +7,14 @@
 use super::check::{
     float_format, kernel_takes, matrix, not_aliased, rows_of_four, same_format, shape_is,
 };
-use super::{recorded, OpError, Ops};
+use super::{float_variant, recorded, OpError, Ops};
 use crate::tuning::GemmProblem;
 use crate::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, Conv2dShape,
     GemmConfig,
 };
 use std::sync::Arc;
-use vkprism::{CommandList, FloatMode, LoadedKernel, Tensor, TensorFormat, VariantKey};
+use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat, VariantKey};
 
 /// The function applied to each result of a GEMM or convolution (the kernels' `activation`).
 #[derive(Copy, Clone, Debug, Default, PartialEq)]
@@ -423,7 +423,8 @@ impl Ops {
         out: &Tensor,
         epilogue: &Epilogue<'_>,
     ) -> Result<(), OpError> {
-        let key = reduce_variant(first.float);
+        // gemm_split_reduce has the float axis alone.
+        let key = float_variant(first.float);
         let kernel = self.kernel_exact::<gemm_split_reduce::Kernel>(op, key)?;
         let (activation, slope) = epilogue.activation.code();
         let spec = cfg.reduce_spec(epilogue.bias.is_some(), activation);
@@ -609,11 +610,6 @@ fn check_conv(
         ],
     )?;
     Ok(format)
-}
-
-/// `gemm_split_reduce`'s variant of float mode `float` (its only axis).
-fn reduce_variant(float: FloatMode) -> VariantKey {
-    VariantKey::parse(float.name()).expect("every float mode's name is a variant name")
 }
 
 /// `kernel`'s pipeline for `spec` with `cfg`'s workgroup.

@@ -198,6 +198,12 @@ fn options_for(format: TensorFormat) -> Options {
         .with_bf16_storage(bf16)
 }
 
+/// The variant of float mode `float` of a kernel whose only axis is the float one (a second
+/// pass that runs in its first pass's float mode).
+pub(crate) fn float_variant(float: vkprism::FloatMode) -> VariantKey {
+    VariantKey::parse(float.name()).expect("every float mode's name is a variant name")
+}
+
 /// Records one dispatch, mapping its error to the operation's.
 pub(crate) fn recorded(op: &'static str, r: Result<(), CommandError>) -> Result<(), OpError> {
     r.map_err(|source| OpError::Record { op, source })
