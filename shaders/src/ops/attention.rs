@@ -5,7 +5,7 @@
 //! workgroups where the rows alone would leave the GPU idle, then [`attention_combine`].
 
 use super::check::{float_format, not_aliased, same_format};
-use super::{float_variant, recorded, OpError, Ops};
+use super::{float_variant, pipeline, recorded, OpError, Ops};
 use crate::{attention, attention4, attention_cm, attention_combine, AttentionShape};
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -128,9 +128,7 @@ impl Ops {
         };
         // Eight subgroups share each K and V tile where the tiles fit 48 KiB with them.
         let threads = if s.d <= 128 { 256 } else { 128 };
-        let pipe = kernel
-            .pipeline(&spec, Some([threads, 1, 1]))
-            .map_err(|source| OpError::Load { op: OP, source })?;
+        let pipe = pipeline(OP, kernel, &spec, Some([threads, 1, 1]))?;
         let bindings = attention_cm::BufferBindings {
             q_blob: q,
             k_blob: k,
@@ -197,9 +195,12 @@ impl Ops {
         // The combine pass has the float axis alone: the same float mode.
         let key = float_variant(key.float);
         let combine = self.kernel_exact::<attention_combine::Kernel>(OP, key)?;
-        let pipe = combine
-            .pipeline(&attention_combine::SpecConstants {}, Some([64, 1, 1]))
-            .map_err(|source| OpError::Load { op: OP, source })?;
+        let pipe = pipeline(
+            OP,
+            &combine,
+            &attention_combine::SpecConstants {},
+            Some([64, 1, 1]),
+        )?;
         let bindings = attention_combine::BufferBindings {
             part_blob: &part,
             o_blob: o,
@@ -223,9 +224,7 @@ fn rows_pass<'a, B>(
 where
     B: Bindings<'a>,
 {
-    let pipe = kernel
-        .pipeline(spec, Some([64, 1, 1]))
-        .map_err(|source| OpError::Load { op: OP, source })?;
+    let pipe = pipeline(OP, kernel, spec, Some([64, 1, 1]))?;
     recorded(OP, list.dispatch(&pipe, bindings, push, grid))?;
     Ok(kernel.variant().key)
 }

@@ -4,7 +4,7 @@
 
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
 use super::movement::fits_i32;
-use super::{recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::{
     cast_from_f16, cast_from_f32, cast_to_f16, cast_to_f32, dequantize, dequantize_channels,
     flat_grid, quantize, quantize_channels, MOVE_LOCAL,
@@ -189,9 +189,7 @@ macro_rules! cast_kernel {
                 x: &Tensor,
                 y: &Tensor,
             ) -> Result<(), OpError> {
-                let pipe = kernel
-                    .pipeline(&$m::SpecConstants {}, Some(MOVE_LOCAL))
-                    .map_err(|source| OpError::Load { op: "cast", source })?;
+                let pipe = pipeline("cast", &kernel, &$m::SpecConstants {}, Some(MOVE_LOCAL))?;
                 let bindings = $m::BufferBindings { x_blob: x, y_blob: y };
                 let push = $m::PushConstants { n: x.len() as i32 };
                 recorded("cast", list.dispatch(&pipe, &bindings, &push, flat_grid(x.len(), MOVE_LOCAL)))
@@ -210,9 +208,7 @@ fn record_int8<'a, B: Bindings<'a>>(
     push: &<B::Kernel as Kernel>::PushConstants,
     n: usize,
 ) -> Result<(), OpError> {
-    let pipe = kernel
-        .pipeline(&Default::default(), Some(MOVE_LOCAL))
-        .map_err(|source| OpError::Load { op, source })?;
+    let pipe = pipeline(op, kernel, &Default::default(), Some(MOVE_LOCAL))?;
     recorded(
         op,
         list.dispatch(&pipe, bindings, push, flat_grid(n.div_ceil(4), MOVE_LOCAL)),

@@ -4,7 +4,7 @@
 //! over single elements otherwise ([`unary_scalar`], [`binary_bcast`]).
 
 use super::check::{float_format, kernel_takes, same_format};
-use super::{recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::{binary_bcast, binary_bcast4, unary, unary_scalar};
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
@@ -283,12 +283,12 @@ impl Ops {
             });
         }
         let (code, a, b) = op.code();
-        let pipe = kernel
-            .pipeline(&unary::SpecConstants { op: code }, Some([LOCAL, 1, 1]))
-            .map_err(|source| OpError::Load {
-                op: OP_UNARY,
-                source,
-            })?;
+        let pipe = pipeline(
+            OP_UNARY,
+            kernel,
+            &unary::SpecConstants { op: code },
+            Some([LOCAL, 1, 1]),
+        )?;
         let n = x.len() / 4;
         let bindings = unary::BufferBindings {
             x_blob: x,
@@ -315,15 +315,12 @@ impl Ops {
         let format = check_unary(x, y)?;
         kernel_takes(OP_UNARY, kernel.format_of("x_blob"), format)?;
         let (code, a, b) = op.code();
-        let pipe = kernel
-            .pipeline(
-                &unary_scalar::SpecConstants { op: code },
-                Some([LOCAL, 1, 1]),
-            )
-            .map_err(|source| OpError::Load {
-                op: OP_UNARY,
-                source,
-            })?;
+        let pipe = pipeline(
+            OP_UNARY,
+            kernel,
+            &unary_scalar::SpecConstants { op: code },
+            Some([LOCAL, 1, 1]),
+        )?;
         let n = x.len();
         let bindings = unary_scalar::BufferBindings {
             x_blob: x,
@@ -394,12 +391,7 @@ impl Ops {
             op: op.code(),
             contiguous: plan.contiguous as i32,
         };
-        let pipe = kernel
-            .pipeline(&spec, Some([LOCAL, 1, 1]))
-            .map_err(|source| OpError::Load {
-                op: OP_BINARY,
-                source,
-            })?;
+        let pipe = pipeline(OP_BINARY, kernel, &spec, Some([LOCAL, 1, 1]))?;
         let bindings = binary_bcast4::BufferBindings {
             a_blob: a,
             b_blob: b,
@@ -431,12 +423,7 @@ impl Ops {
             op: op.code(),
             contiguous: plan.contiguous as i32,
         };
-        let pipe = kernel
-            .pipeline(&spec, Some([LOCAL, 1, 1]))
-            .map_err(|source| OpError::Load {
-                op: OP_BINARY,
-                source,
-            })?;
+        let pipe = pipeline(OP_BINARY, kernel, &spec, Some([LOCAL, 1, 1]))?;
         let bindings = binary_bcast::BufferBindings {
             a_blob: a,
             b_blob: b,

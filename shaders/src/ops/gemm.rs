@@ -7,7 +7,7 @@
 use super::check::{
     float_format, kernel_takes, matrix, not_aliased, rows_of_four, same_format, shape_is,
 };
-use super::{float_variant, recorded, OpError, Ops};
+use super::{float_variant, pipeline, recorded, OpError, Ops};
 use crate::tuning::GemmProblem;
 use crate::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, Conv2dShape,
@@ -231,7 +231,7 @@ impl Ops {
                 b_blob: b,
                 partial_blob: &partial,
             };
-            let pipe = pipeline(OP, &split, &cfg.spec(spec), cfg)?;
+            let pipe = config_pipeline(OP, &split, &cfg.spec(spec), cfg)?;
             recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))?;
             let epilogue = Epilogue {
                 bias,
@@ -256,7 +256,7 @@ impl Ops {
             bias_blob: bias.unwrap_or(a),
             c_blob: c,
         };
-        let pipe = pipeline(OP, kernel, &cfg.spec(spec), cfg)?;
+        let pipe = config_pipeline(OP, kernel, &cfg.spec(spec), cfg)?;
         let [x, y, _] = cfg.grid(m, n);
         recorded(
             OP,
@@ -306,7 +306,7 @@ impl Ops {
             N: n as i32,
             K: k as i32,
         };
-        let pipe = pipeline(OP, &kernel, &cfg.spec(Default::default()), &cfg)?;
+        let pipe = config_pipeline(OP, &kernel, &cfg.spec(Default::default()), &cfg)?;
         recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
     }
 
@@ -364,7 +364,7 @@ impl Ops {
                 w_blob: weight,
                 partial_blob: &partial,
             };
-            let pipe = pipeline(OP, &split, &cfg.spec(Default::default()), cfg)?;
+            let pipe = config_pipeline(OP, &split, &cfg.spec(Default::default()), cfg)?;
             let push = s.push(1.0, 0.0);
             recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))?;
             let epilogue = Epilogue {
@@ -386,7 +386,7 @@ impl Ops {
             bias_blob: bias.unwrap_or(input),
             out_blob: out,
         };
-        let pipe = pipeline(OP, kernel, &cfg.spec(spec), cfg)?;
+        let pipe = config_pipeline(OP, kernel, &cfg.spec(spec), cfg)?;
         let push = s.push(op.alpha, slope);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))
     }
@@ -428,9 +428,7 @@ impl Ops {
         let kernel = self.kernel_exact::<gemm_split_reduce::Kernel>(op, key)?;
         let (activation, slope) = epilogue.activation.code();
         let spec = cfg.reduce_spec(epilogue.bias.is_some(), activation);
-        let pipe = kernel
-            .pipeline(&spec, None)
-            .map_err(|source| OpError::Load { op, source })?;
+        let pipe = pipeline(op, &kernel, &spec, None)?;
         let bindings = gemm_split_reduce::BufferBindings {
             partial_blob: partial,
             bias_blob: epilogue.bias.unwrap_or(out),
@@ -613,13 +611,11 @@ fn check_conv(
 }
 
 /// `kernel`'s pipeline for `spec` with `cfg`'s workgroup.
-fn pipeline<K: vkprism::Kernel>(
+fn config_pipeline<K: vkprism::Kernel>(
     op: &'static str,
     kernel: &Arc<LoadedKernel<K>>,
     spec: &K::SpecConstants,
     cfg: &GemmConfig,
 ) -> Result<vkprism::Pipeline<K>, OpError> {
-    kernel
-        .pipeline(spec, Some(cfg.local_size()))
-        .map_err(|source| OpError::Load { op, source })
+    pipeline(op, kernel, spec, Some(cfg.local_size()))
 }

@@ -4,7 +4,7 @@
 //! K is a multiple of the chunk, of the scalar one otherwise.
 
 use super::check::{float_format, not_aliased, same_format, shape_is};
-use super::{recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::{gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH};
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Int8Mode, Kernel, LoadedKernel, Tensor, TensorFormat};
@@ -181,9 +181,7 @@ impl Ops {
         B::Kernel: Kernel<SpecConstants = gemv::SpecConstants, PushConstants = gemv::PushConstants>,
     {
         let local = s.local_size(chunk);
-        let pipe = kernel
-            .pipeline(spec, Some(local))
-            .map_err(|source| OpError::Load { op, source })?;
+        let pipe = pipeline(op, kernel, spec, Some(local))?;
         recorded(op, list.dispatch(&pipe, bindings, &s.push(), s.grid(local)))
     }
 }

@@ -204,6 +204,19 @@ pub(crate) fn float_variant(float: vkprism::FloatMode) -> VariantKey {
     VariantKey::parse(float.name()).expect("every float mode's name is a variant name")
 }
 
+/// `kernel`'s pipeline for `spec` in workgroups of `local` (`None`: the kernel's own), its
+/// error the operation's.
+pub(crate) fn pipeline<K: Kernel>(
+    op: &'static str,
+    kernel: &Arc<LoadedKernel<K>>,
+    spec: &K::SpecConstants,
+    local: Option<[u32; 3]>,
+) -> Result<vkprism::Pipeline<K>, OpError> {
+    kernel
+        .pipeline(spec, local)
+        .map_err(|source| OpError::Load { op, source })
+}
+
 /// Records one dispatch, mapping its error to the operation's.
 pub(crate) fn recorded(op: &'static str, r: Result<(), CommandError>) -> Result<(), OpError> {
     r.map_err(|source| OpError::Record { op, source })

@@ -5,7 +5,7 @@
 //! limit; a [`Tensor`] itself holds at most 4 today).
 
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
-use super::{recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::{
     contiguous_strides, embedding, flat_grid, pad_copy, strided_copy, transpose_grid,
     transpose_tiled, CopyShape, PadShape, MAX_RANK, MOVE_LOCAL,
@@ -175,9 +175,12 @@ impl Ops {
         }
         // Loaded (and every check passed) before the first dispatch: all or nothing.
         let kernel = self.kernel_for::<strided_copy::Kernel>(OP, "x_blob", format, false)?;
-        let pipe = kernel
-            .pipeline(&strided_copy::SpecConstants {}, Some(MOVE_LOCAL))
-            .map_err(|source| OpError::Load { op: OP, source })?;
+        let pipe = pipeline(
+            OP,
+            &kernel,
+            &strided_copy::SpecConstants {},
+            Some(MOVE_LOCAL),
+        )?;
         for (t, copy) in inputs.iter().zip(&copies) {
             let c = copy.collapsed();
             let bindings = strided_copy::BufferBindings {
@@ -230,9 +233,7 @@ impl Ops {
             before: before.to_vec(),
         };
         let kernel = self.kernel_for::<pad_copy::Kernel>(OP, "x_blob", format, false)?;
-        let pipe = kernel
-            .pipeline(&pad_copy::SpecConstants {}, Some(MOVE_LOCAL))
-            .map_err(|source| OpError::Load { op: OP, source })?;
+        let pipe = pipeline(OP, &kernel, &pad_copy::SpecConstants {}, Some(MOVE_LOCAL))?;
         let bindings = pad_copy::BufferBindings {
             x_blob: x,
             y_blob: y,
@@ -287,9 +288,7 @@ impl Ops {
         fits_i32(OP, y)?;
         fits_i32(OP, table)?;
         let kernel = self.kernel_for::<embedding::Kernel>(OP, "table_blob", format, false)?;
-        let pipe = kernel
-            .pipeline(&embedding::SpecConstants {}, Some(MOVE_LOCAL))
-            .map_err(|source| OpError::Load { op: OP, source })?;
+        let pipe = pipeline(OP, &kernel, &embedding::SpecConstants {}, Some(MOVE_LOCAL))?;
         let bindings = embedding::BufferBindings {
             table_blob: table,
             ids_blob: ids,
@@ -319,9 +318,12 @@ impl Ops {
     ) -> Result<(), OpError> {
         if let Some([batch, rows, cols]) = copy.as_transpose() {
             let kernel = self.kernel_for::<transpose_tiled::Kernel>(op, "x_blob", format, false)?;
-            let pipe = kernel
-                .pipeline(&transpose_tiled::SpecConstants {}, Some(TILE_LOCAL))
-                .map_err(|source| OpError::Load { op, source })?;
+            let pipe = pipeline(
+                op,
+                &kernel,
+                &transpose_tiled::SpecConstants {},
+                Some(TILE_LOCAL),
+            )?;
             let bindings = transpose_tiled::BufferBindings {
                 x_blob: x,
                 y_blob: y,
@@ -335,9 +337,12 @@ impl Ops {
             return recorded(op, list.dispatch(&pipe, &bindings, &push, grid));
         }
         let kernel = self.kernel_for::<strided_copy::Kernel>(op, "x_blob", format, false)?;
-        let pipe = kernel
-            .pipeline(&strided_copy::SpecConstants {}, Some(MOVE_LOCAL))
-            .map_err(|source| OpError::Load { op, source })?;
+        let pipe = pipeline(
+            op,
+            &kernel,
+            &strided_copy::SpecConstants {},
+            Some(MOVE_LOCAL),
+        )?;
         let bindings = strided_copy::BufferBindings {
             x_blob: x,
             y_blob: y,

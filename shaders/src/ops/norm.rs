@@ -4,7 +4,7 @@
 //! invocation that read it).
 
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
-use super::{recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::{norm, norm4, softmax, softmax4, NormShape, SoftmaxShape};
 use vkprism::{CommandList, Tensor};
 
@@ -73,9 +73,7 @@ impl Ops {
             // Rows of quads: read and written as quads (a quarter of the loads).
             let kernel = self.kernel_for::<softmax4::Kernel>(OP, "x_blob", format, false)?;
             let local = s.local_size_quads();
-            let pipe = kernel
-                .pipeline(&spec, Some(local))
-                .map_err(|source| OpError::Load { op: OP, source })?;
+            let pipe = pipeline(OP, &kernel, &spec, Some(local))?;
             let bindings = softmax4::BufferBindings {
                 x_blob: x,
                 y_blob: y,
@@ -84,9 +82,7 @@ impl Ops {
         }
         let kernel = self.kernel_for::<softmax::Kernel>(OP, "x_blob", format, false)?;
         let local = s.local_size();
-        let pipe = kernel
-            .pipeline(&spec, Some(local))
-            .map_err(|source| OpError::Load { op: OP, source })?;
+        let pipe = pipeline(OP, &kernel, &spec, Some(local))?;
         let bindings = softmax::BufferBindings {
             x_blob: x,
             y_blob: y,
@@ -205,9 +201,7 @@ impl Ops {
         if s.hw == 1 && s.groups == 1 && s.c.is_multiple_of(4) {
             // Rows of quads: every operand read as quads (a quarter of the loads).
             let kernel = self.kernel_for::<norm4::Kernel>(op, "x_blob", format, false)?;
-            let pipe = kernel
-                .pipeline(&spec, Some(s.local_size_quads()))
-                .map_err(|source| OpError::Load { op, source })?;
+            let pipe = pipeline(op, &kernel, &spec, Some(s.local_size_quads()))?;
             let bindings = norm4::BufferBindings {
                 x_blob: x,
                 gamma_blob: gamma,
@@ -218,9 +212,7 @@ impl Ops {
             return recorded(op, list.dispatch(&pipe, &bindings, &push, grid));
         }
         let kernel = self.kernel_for::<norm::Kernel>(op, "x_blob", format, false)?;
-        let pipe = kernel
-            .pipeline(&spec, Some(local))
-            .map_err(|source| OpError::Load { op, source })?;
+        let pipe = pipeline(op, &kernel, &spec, Some(local))?;
         let bindings = norm::BufferBindings {
             x_blob: x,
             gamma_blob: gamma,

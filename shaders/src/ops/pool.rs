@@ -2,7 +2,7 @@
 //! [`Ops::avg_pool2d`] over windows ([`Pool2d`]), [`Ops::global_avg_pool`] over every pixel.
 
 use super::check::{float_format, not_aliased, same_format, shape_is};
-use super::{recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
 use vkprism::{CommandList, Tensor};
 
@@ -99,13 +99,10 @@ impl Ops {
             c,
         };
         let local = s.local_size();
-        let load = |source| OpError::Load { op: OP, source };
         if s.vec4() {
             let kernel =
                 self.kernel_for::<global_avg_pool4::Kernel>(OP, "x_blob", format, false)?;
-            let pipe = kernel
-                .pipeline(&Default::default(), Some(local))
-                .map_err(load)?;
+            let pipe = pipeline(OP, &kernel, &Default::default(), Some(local))?;
             let b = global_avg_pool4::BufferBindings {
                 x_blob: x,
                 y_blob: y,
@@ -116,9 +113,7 @@ impl Ops {
             )
         } else {
             let kernel = self.kernel_for::<global_avg_pool::Kernel>(OP, "x_blob", format, false)?;
-            let pipe = kernel
-                .pipeline(&Default::default(), Some(local))
-                .map_err(load)?;
+            let pipe = pipeline(OP, &kernel, &Default::default(), Some(local))?;
             let b = global_avg_pool::BufferBindings {
                 x_blob: x,
                 y_blob: y,
@@ -156,9 +151,12 @@ impl Ops {
         same_format(op, "y", Some(y), format)?;
         not_aliased(op, y, "y", &[("x", Some(x))])?;
         let kernel = self.kernel_for::<pool2d::Kernel>(op, "x_blob", format, false)?;
-        let pipe = kernel
-            .pipeline(&pool2d::SpecConstants { op: code }, Some(s.local_size()))
-            .map_err(|source| OpError::Load { op, source })?;
+        let pipe = pipeline(
+            op,
+            &kernel,
+            &pool2d::SpecConstants { op: code },
+            Some(s.local_size()),
+        )?;
         let b = pool2d::BufferBindings {
             x_blob: x,
             y_blob: y,

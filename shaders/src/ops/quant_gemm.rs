@@ -3,7 +3,7 @@
 //! output column, and the int32 sums dequantized as they are stored ([`gemm_int8_dequant`]).
 
 use super::check::{float_format, matrix, not_aliased, rows_of_four, same_format, shape_is};
-use super::{recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::tuning::GemmProblem;
 use crate::{gemm_int8_dequant, quantize_rows, quantize_rows_grid};
 use vkprism::{CommandList, Tensor, TensorFormat};
@@ -65,9 +65,7 @@ impl Ops {
         let [rows, cols] = [x.shape()[0], x.shape()[1]];
         let kernel = self.kernel_for::<quantize_rows::Kernel>(OP, "x_blob", format, false)?;
         let local = crate::rows::row_workgroup(cols);
-        let pipe = kernel
-            .pipeline(&Default::default(), Some(local))
-            .map_err(|source| OpError::Load { op: OP, source })?;
+        let pipe = pipeline(OP, &kernel, &Default::default(), Some(local))?;
         let bindings = quantize_rows::BufferBindings {
             x_blob: x,
             y_blob: xq,
@@ -98,9 +96,7 @@ impl Ops {
             bias_term: bias.is_some() as i32,
             ..Default::default()
         });
-        let pipe = kernel
-            .pipeline(&spec, Some(cfg.local_size()))
-            .map_err(|source| OpError::Load { op: OP, source })?;
+        let pipe = pipeline(OP, &kernel, &spec, Some(cfg.local_size()))?;
         let bindings = gemm_int8_dequant::BufferBindings {
             a_blob: xq,
             b_blob: w,

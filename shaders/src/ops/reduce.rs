@@ -2,7 +2,7 @@
 //! operations share (`norm.rs` uses them too).
 
 use super::check::{float_format, nonempty, not_aliased};
-use super::{recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::{argmax, reduce, ReduceShape};
 use vkprism::{CommandList, Tensor, TensorFormat};
 
@@ -91,9 +91,7 @@ impl Ops {
         match op.code() {
             Some(code) => {
                 let kernel = self.kernel_for::<reduce::Kernel>(OP, "x_blob", format, false)?;
-                let pipe = kernel
-                    .pipeline(&s.spec(code), Some(local))
-                    .map_err(|source| OpError::Load { op: OP, source })?;
+                let pipe = pipeline(OP, &kernel, &s.spec(code), Some(local))?;
                 let bindings = reduce::BufferBindings {
                     x_blob: x,
                     out_blob: out,
@@ -109,9 +107,7 @@ impl Ops {
                     op: 0,
                     per_invocation: s.per_invocation() as i32,
                 };
-                let pipe = kernel
-                    .pipeline(&spec, Some(local))
-                    .map_err(|source| OpError::Load { op: OP, source })?;
+                let pipe = pipeline(OP, &kernel, &spec, Some(local))?;
                 let bindings = argmax::BufferBindings {
                     x_blob: x,
                     out_blob: out,

@@ -1,7 +1,7 @@
 //! Rotary position embedding: [`Ops::rope`] with its options, [`Rope`] and [`RopeStyle`].
 
 use super::check::{float_format, same_format, shape_is};
-use super::{recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::{rope, RopeShape};
 use vkprism::{CommandList, Tensor};
 
@@ -85,9 +85,7 @@ impl Ops {
         let spec = rope::SpecConstants {
             interleaved: (op.style == RopeStyle::Interleaved) as i32,
         };
-        let pipe = kernel
-            .pipeline(&spec, Some(s.local_size()))
-            .map_err(|source| OpError::Load { op: OP, source })?;
+        let pipe = pipeline(OP, &kernel, &spec, Some(s.local_size()))?;
         let bindings = rope::BufferBindings {
             x_blob: x,
             y_blob: y,
