@@ -3,10 +3,10 @@
 
 mod movement_util;
 
-use movement_util::{assert_bits, expect_err, input, ones, output, FORMATS};
+use movement_util::{assert_bits, input, ones, output, FORMATS};
 use vkprism::{Tensor, TensorFormat};
 use vkprism_shaders::{reference, OpError, Ops};
-use vkprism_testkit::{assert_clean, ctx};
+use vkprism_testkit::{assert_clean, ctx, refused};
 
 #[test]
 fn concat_every_format_and_axis() {
@@ -51,15 +51,17 @@ fn concat_errors_record_nothing() {
     let f32t = |shape: &[usize]| ones(&ctx, shape, TensorFormat::F32);
     let (a, b) = (f32t(&[2, 3]), f32t(&[2, 4]));
     let y = f32t(&[2, 7]);
-    let e = expect_err(&ops, |l| ops.concat(l, &[], 0, &y));
+    let e = refused(ops.context(), |l| ops.concat(l, &[], 0, &y));
     assert!(
         matches!(e, OpError::Unsupported { op: "concat", .. }),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.concat(l, &[&a, &b], 2, &y));
+    let e = refused(ops.context(), |l| ops.concat(l, &[&a, &b], 2, &y));
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
     // The other dimension differs; the rank differs.
-    let e = expect_err(&ops, |l| ops.concat(l, &[&a, &f32t(&[3, 4])], 1, &y));
+    let e = refused(ops.context(), |l| {
+        ops.concat(l, &[&a, &f32t(&[3, 4])], 1, &y)
+    });
     assert!(
         matches!(
             e,
@@ -70,7 +72,9 @@ fn concat_errors_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.concat(l, &[&a, &f32t(&[2, 4, 1])], 1, &y));
+    let e = refused(ops.context(), |l| {
+        ops.concat(l, &[&a, &f32t(&[2, 4, 1])], 1, &y)
+    });
     assert!(
         matches!(
             e,
@@ -81,9 +85,11 @@ fn concat_errors_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.concat(l, &[&a, &b], 1, &f32t(&[2, 8])));
+    let e = refused(ops.context(), |l| {
+        ops.concat(l, &[&a, &b], 1, &f32t(&[2, 8]))
+    });
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.concat(l, &[&a, &ones(&ctx, &[2, 4], TensorFormat::F16)], 1, &y)
     });
     assert!(
@@ -96,12 +102,12 @@ fn concat_errors_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.concat(l, &[&a, &b], 1, &ones(&ctx, &[2, 7], TensorFormat::Bf16))
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let big = f32t(&[2, 7]);
-    let e = expect_err(&ops, |l| ops.concat(l, &[&a, &big], 1, &big));
+    let e = refused(ops.context(), |l| ops.concat(l, &[&a, &big], 1, &big));
     assert!(
         matches!(
             e,

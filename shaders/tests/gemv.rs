@@ -4,13 +4,13 @@
 //! of the workgroup, batches of 1 to 8), workgroups of other sizes, a grid past 32,768
 //! workgroups along y; and [`Ops::gemv`] / [`Ops::gemv_int8`] with their checks.
 
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, reference, GemvShape, OpError, Ops,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_i8, random_in,
-    tolerance,
+    refused, tolerance,
 };
 
 /// One case of a float kernel: shape, bias or not, workgroup (None: the shape's).
@@ -384,13 +384,6 @@ fn gemv_int8_ops_every_format() {
     assert_clean(&ctx);
 }
 
-fn expect_err(ops: &Ops, record: impl FnOnce(&mut CommandList) -> Result<(), OpError>) -> OpError {
-    let mut list = CommandList::new(ops.context()).unwrap();
-    let e = record(&mut list).expect_err("the operation must be refused");
-    assert!(list.is_empty(), "nothing recorded: {e}");
-    e
-}
-
 fn shape_err(e: &OpError, op_want: &str, operand_want: &str) {
     assert!(
         matches!(e, OpError::Shape { op, operand, .. } if *op == op_want && *operand == operand_want),
@@ -409,20 +402,22 @@ fn gemv_bad_operands_are_errors_and_record_nothing() {
     let f32t = |shape: &[usize]| t(shape, TensorFormat::F32);
     let (w, x, y) = (f32t(&[6, 8]), f32t(&[8]), f32t(&[6]));
     // W's rank, x's length, x's batch past 8, y's shape, the bias's length.
-    let e = expect_err(&ops, |l| ops.gemv(l, &f32t(&[48]), &x, None, &y));
+    let e = refused(ops.context(), |l| ops.gemv(l, &f32t(&[48]), &x, None, &y));
     shape_err(&e, "gemv", "w");
-    let e = expect_err(&ops, |l| ops.gemv(l, &w, &f32t(&[7]), None, &y));
+    let e = refused(ops.context(), |l| ops.gemv(l, &w, &f32t(&[7]), None, &y));
     shape_err(&e, "gemv", "x");
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.gemv(l, &w, &f32t(&[9, 8]), None, &f32t(&[9, 6]))
     });
     shape_err(&e, "gemv", "x");
-    let e = expect_err(&ops, |l| ops.gemv(l, &w, &x, None, &f32t(&[1, 6])));
+    let e = refused(ops.context(), |l| ops.gemv(l, &w, &x, None, &f32t(&[1, 6])));
     shape_err(&e, "gemv", "y");
-    let e = expect_err(&ops, |l| ops.gemv(l, &w, &x, Some(&f32t(&[5])), &y));
+    let e = refused(ops.context(), |l| {
+        ops.gemv(l, &w, &x, Some(&f32t(&[5])), &y)
+    });
     shape_err(&e, "gemv", "bias");
     // Formats: x differs from W; W not a float.
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.gemv(l, &w, &t(&[8], TensorFormat::F16), None, &y)
     });
     assert!(
@@ -437,7 +432,7 @@ fn gemv_bad_operands_are_errors_and_record_nothing() {
         "{e}"
     );
     let wi = Tensor::from_i8(&ctx, &[6, 8], &[1; 48]).unwrap();
-    let e = expect_err(&ops, |l| ops.gemv(l, &wi, &x, None, &y));
+    let e = refused(ops.context(), |l| ops.gemv(l, &wi, &x, None, &y));
     assert!(
         matches!(
             e,
@@ -451,7 +446,7 @@ fn gemv_bad_operands_are_errors_and_record_nothing() {
     );
     // y is x (a square W) or the bias.
     let sq = f32t(&[8, 8]);
-    let e = expect_err(&ops, |l| ops.gemv(l, &sq, &x, None, &x));
+    let e = refused(ops.context(), |l| ops.gemv(l, &sq, &x, None, &x));
     assert!(
         matches!(
             e,
@@ -463,12 +458,12 @@ fn gemv_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.gemv(l, &w, &x, Some(&y), &y));
+    let e = refused(ops.context(), |l| ops.gemv(l, &w, &x, Some(&y), &y));
     assert!(matches!(e, OpError::Aliased { other: "bias", .. }), "{e}");
 
     // int8: W not I8, the scales' format and length, x's format against y's, aliasing.
     let scales = f32t(&[6]);
-    let e = expect_err(&ops, |l| ops.gemv_int8(l, &w, &scales, &x, &y));
+    let e = refused(ops.context(), |l| ops.gemv_int8(l, &w, &scales, &x, &y));
     assert!(
         matches!(
             e,
@@ -480,7 +475,7 @@ fn gemv_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.gemv_int8(l, &wi, &t(&[6], TensorFormat::F16), &x, &y)
     });
     assert!(
@@ -493,13 +488,17 @@ fn gemv_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.gemv_int8(l, &wi, &f32t(&[5]), &x, &y));
+    let e = refused(ops.context(), |l| {
+        ops.gemv_int8(l, &wi, &f32t(&[5]), &x, &y)
+    });
     shape_err(&e, "gemv_int8", "scales");
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.gemv_int8(l, &wi, &scales, &x, &t(&[6], TensorFormat::Bf16))
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
-    let e = expect_err(&ops, |l| ops.gemv_int8(l, &wi, &scales, &x, &scales));
+    let e = refused(ops.context(), |l| {
+        ops.gemv_int8(l, &wi, &scales, &x, &scales)
+    });
     assert!(
         matches!(
             e,
@@ -510,7 +509,9 @@ fn gemv_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.gemv_int8(l, &wi, &scales, &f32t(&[2, 7]), &y));
+    let e = refused(ops.context(), |l| {
+        ops.gemv_int8(l, &wi, &scales, &f32t(&[2, 7]), &y)
+    });
     shape_err(&e, "gemv_int8", "x");
     assert_clean(&ctx);
 }

@@ -2,9 +2,11 @@
 //! runs, against the f64 reference on random non-zero data, outputs poisoned; data offset by a
 //! large mean in fp32; in place; and the operation layer's checks.
 
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{norm, norm4, reference, NormShape, OpError, Ops};
-use vkprism_testkit::{assert_clean, assert_close_scaled, ctx, quantize, random_in, tolerance};
+use vkprism_testkit::{
+    assert_clean, assert_close_scaled, ctx, quantize, random_in, refused, tolerance,
+};
 
 /// Which affine terms a case applies.
 #[derive(Copy, Clone, Debug)]
@@ -363,13 +365,6 @@ fn norm_ops_every_format_in_place() {
     assert_clean(&ctx);
 }
 
-fn expect_err(ops: &Ops, record: impl FnOnce(&mut CommandList) -> Result<(), OpError>) -> OpError {
-    let mut list = CommandList::new(ops.context()).unwrap();
-    let e = record(&mut list).expect_err("the operation must be refused");
-    assert!(list.is_empty(), "nothing recorded: {e}");
-    e
-}
-
 #[test]
 fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
     let ctx = ctx();
@@ -382,7 +377,7 @@ fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
     let x = f32t(&[4, 6]);
     let (g, b) = (f32t(&[6]), f32t(&[6]));
     // y's shape, gamma's and beta's length.
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.layer_norm(l, &x, Some(&g), Some(&b), &f32t(&[6, 4]), 1e-5)
     });
     assert!(
@@ -396,7 +391,7 @@ fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.layer_norm(l, &x, Some(&f32t(&[4])), None, &f32t(&[4, 6]), 1e-5)
     });
     assert!(
@@ -409,7 +404,7 @@ fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.layer_norm(l, &x, None, Some(&f32t(&[7])), &x, 1e-5)
     });
     assert!(
@@ -422,7 +417,7 @@ fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.rms_norm(l, &x, Some(&f32t(&[1, 6])), &x, 1e-5)
     });
     assert!(
@@ -437,7 +432,7 @@ fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
         "{e}"
     );
     // Formats.
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.rms_norm(l, &x, Some(&t(&[6], TensorFormat::F16)), &x, 1e-5)
     });
     assert!(
@@ -450,12 +445,12 @@ fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.layer_norm(l, &x, None, None, &t(&[4, 6], TensorFormat::Bf16), 1e-5)
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     // The output over gamma (in place over x is allowed, over a parameter not).
-    let e = expect_err(&ops, |l| ops.rms_norm(l, &g, Some(&g), &g, 1e-5));
+    let e = refused(ops.context(), |l| ops.rms_norm(l, &g, Some(&g), &g, 1e-5));
     assert!(
         matches!(
             e,
@@ -468,7 +463,9 @@ fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
         "{e}"
     );
     // Group norm: not NHWC, groups not dividing c, no groups.
-    let e = expect_err(&ops, |l| ops.group_norm(l, &x, 2, None, None, &x, 1e-5));
+    let e = refused(ops.context(), |l| {
+        ops.group_norm(l, &x, 2, None, None, &x, 1e-5)
+    });
     assert!(
         matches!(
             e,
@@ -481,7 +478,9 @@ fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
         "{e}"
     );
     let x4 = f32t(&[1, 2, 2, 6]);
-    let e = expect_err(&ops, |l| ops.group_norm(l, &x4, 4, None, None, &x4, 1e-5));
+    let e = refused(ops.context(), |l| {
+        ops.group_norm(l, &x4, 4, None, None, &x4, 1e-5)
+    });
     assert!(
         matches!(
             e,
@@ -496,9 +495,11 @@ fn norm_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
         e.to_string().contains("4 groups don't divide 6 channels"),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.group_norm(l, &x4, 0, None, None, &x4, 1e-5));
+    let e = refused(ops.context(), |l| {
+        ops.group_norm(l, &x4, 0, None, None, &x4, 1e-5)
+    });
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.group_norm(l, &x4, 3, Some(&f32t(&[3])), None, &x4, 1e-5)
     });
     assert!(

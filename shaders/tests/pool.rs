@@ -3,13 +3,14 @@
 //! outputs poisoned; odd sizes, strides, paddings, channel counts not multiples of 4, a grid
 //! smaller than the outputs; and the operation layer with its checks.
 
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     global_avg_pool, global_avg_pool4, pool2d, reference, GlobalPoolShape, OpError, Ops, Pool2d,
     Pool2dShape,
 };
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, tolerance,
+    assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
+    tolerance,
 };
 
 fn pool_case(ctx: &Context, name: &str, s: Pool2dShape, max: bool, grid: Option<u32>, seed: u64) {
@@ -223,13 +224,6 @@ fn pool_ops_every_format() {
     assert_clean(&ctx);
 }
 
-fn expect_err(ops: &Ops, record: impl FnOnce(&mut CommandList) -> Result<(), OpError>) -> OpError {
-    let mut list = CommandList::new(ops.context()).unwrap();
-    let e = record(&mut list).expect_err("the operation must be refused");
-    assert!(list.is_empty(), "nothing recorded: {e}");
-    e
-}
-
 #[test]
 fn pool_bad_operands_are_errors_and_record_nothing() {
     let ctx = ctx();
@@ -242,7 +236,9 @@ fn pool_bad_operands_are_errors_and_record_nothing() {
     let x = f32t(&[1, 6, 6, 4]);
     let op = Pool2d::new(2, 2);
     let y = f32t(&[1, 3, 3, 4]);
-    let e = expect_err(&ops, |l| ops.max_pool2d(l, &f32t(&[6, 6, 4]), &y, &op));
+    let e = refused(ops.context(), |l| {
+        ops.max_pool2d(l, &f32t(&[6, 6, 4]), &y, &op)
+    });
     assert!(
         matches!(
             e,
@@ -254,7 +250,9 @@ fn pool_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.avg_pool2d(l, &x, &f32t(&[1, 3, 2, 4]), &op));
+    let e = refused(ops.context(), |l| {
+        ops.avg_pool2d(l, &x, &f32t(&[1, 3, 2, 4]), &op)
+    });
     assert!(
         matches!(
             e,
@@ -266,12 +264,12 @@ fn pool_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.max_pool2d(l, &x, &t(&[1, 3, 3, 4], TensorFormat::F16), &op)
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let xi = Tensor::from_i32(&ctx, &[1, 6, 6, 4], &[1; 144]).unwrap();
-    let e = expect_err(&ops, |l| ops.max_pool2d(l, &xi, &y, &op));
+    let e = refused(ops.context(), |l| ops.max_pool2d(l, &xi, &y, &op));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     // Padding past half the window, a zero stride, a window larger than the input.
     for bad in [
@@ -279,7 +277,7 @@ fn pool_bad_operands_are_errors_and_record_nothing() {
         Pool2d::new(2, 2).with_stride(0, 1),
         Pool2d::new(7, 7),
     ] {
-        let e = expect_err(&ops, |l| ops.avg_pool2d(l, &x, &y, &bad));
+        let e = refused(ops.context(), |l| ops.avg_pool2d(l, &x, &y, &bad));
         assert!(
             matches!(
                 e,
@@ -292,7 +290,9 @@ fn pool_bad_operands_are_errors_and_record_nothing() {
         );
     }
     // y is x (a 1×1 window of stride 1 keeps the shape).
-    let e = expect_err(&ops, |l| ops.max_pool2d(l, &x, &x, &Pool2d::new(1, 1)));
+    let e = refused(ops.context(), |l| {
+        ops.max_pool2d(l, &x, &x, &Pool2d::new(1, 1))
+    });
     assert!(
         matches!(
             e,
@@ -305,7 +305,7 @@ fn pool_bad_operands_are_errors_and_record_nothing() {
         "{e}"
     );
     // Global: x's rank, y's shape, y's format, y is x.
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.global_avg_pool(l, &f32t(&[36, 4]), &f32t(&[1, 4]))
     });
     assert!(
@@ -319,14 +319,14 @@ fn pool_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.global_avg_pool(l, &x, &f32t(&[4])));
+    let e = refused(ops.context(), |l| ops.global_avg_pool(l, &x, &f32t(&[4])));
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.global_avg_pool(l, &x, &t(&[1, 4], TensorFormat::Bf16))
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let one = f32t(&[1, 1, 1, 4]);
-    let e = expect_err(&ops, |l| ops.global_avg_pool(l, &one, &one));
+    let e = refused(ops.context(), |l| ops.global_avg_pool(l, &one, &one));
     assert!(matches!(e, OpError::Aliased { .. }), "{e}");
     assert_clean(&ctx);
 }

@@ -7,13 +7,13 @@
 
 mod movement_util;
 
-use movement_util::{assert_bits, expect_err, ones, output, FORMATS};
+use movement_util::{assert_bits, ones, output, FORMATS};
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     dequantize, dequantize_channels, flat_grid, quantize, quantize_channels, reference, OpError,
     Ops, QuantScale, MOVE_LOCAL,
 };
-use vkprism_testkit::{assert_clean, ctx, quantize as rounded, random_i8, random_in};
+use vkprism_testkit::{assert_clean, ctx, quantize as rounded, random_i8, random_in, refused};
 
 const INT8_VARIANTS: [&str; 6] = [
     "fp32_int8p",
@@ -230,7 +230,7 @@ fn int8_errors_record_nothing() {
     let x = ones(&ctx, &[4, 6], TensorFormat::F32);
     let q = Tensor::from_i8(&ctx, &[4, 6], &[1; 24]).unwrap();
     let one = QuantScale::PerTensor(0.5);
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.quantize(l, &x, one, &ones(&ctx, &[4, 6], TensorFormat::F32))
     });
     assert!(
@@ -244,12 +244,12 @@ fn int8_errors_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.quantize(l, &q, one, &q));
+    let e = refused(ops.context(), |l| ops.quantize(l, &q, one, &q));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     let q2 = Tensor::from_i8(&ctx, &[6, 4], &[1; 24]).unwrap();
-    let e = expect_err(&ops, |l| ops.quantize(l, &x, one, &q2));
+    let e = refused(ops.context(), |l| ops.quantize(l, &x, one, &q2));
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.dequantize(l, &q, one, &ones(&ctx, &[6, 4], TensorFormat::F32))
     });
     assert!(
@@ -263,11 +263,11 @@ fn int8_errors_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.dequantize(l, &x, one, &x));
+    let e = refused(ops.context(), |l| ops.dequantize(l, &x, one, &x));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     // Per-channel: the axis, the scales' length and format.
     let s6 = ones(&ctx, &[6], TensorFormat::F32);
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.quantize(
             l,
             &x,
@@ -279,7 +279,7 @@ fn int8_errors_record_nothing() {
         )
     });
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.quantize(
             l,
             &x,
@@ -301,7 +301,7 @@ fn int8_errors_record_nothing() {
         "{e}"
     );
     let h6 = ones(&ctx, &[6], TensorFormat::F16);
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.dequantize(
             l,
             &q,

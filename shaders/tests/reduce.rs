@@ -1,9 +1,11 @@
 //! Reductions along an axis ([`reduce`], [`argmax`]) in every variant the device runs, against
 //! the f64 reference on random non-zero data, outputs poisoned; and [`Ops::reduce`]'s checks.
 
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{argmax, reduce, reference, OpError, Ops, ReduceOp, ReduceShape};
-use vkprism_testkit::{assert_clean, assert_close_scaled, ctx, quantize, random_in, tolerance};
+use vkprism_testkit::{
+    assert_clean, assert_close_scaled, ctx, quantize, random_in, refused, tolerance,
+};
 
 /// Shapes and axes: rows of 1, 3, 257, 1000 and 4099 values (one workgroup per output, inner
 /// 1), a strided axis with a small inner (still a workgroup per output), and inners of 32 or
@@ -235,13 +237,6 @@ fn reduce_sum_of_offset_data_is_accurate() {
     assert_clean(&ctx);
 }
 
-fn expect_err(ops: &Ops, record: impl FnOnce(&mut CommandList) -> Result<(), OpError>) -> OpError {
-    let mut list = CommandList::new(ops.context()).unwrap();
-    let e = record(&mut list).expect_err("the operation must be refused");
-    assert!(list.is_empty(), "nothing recorded: {e}");
-    e
-}
-
 #[test]
 fn reduce_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
     let ctx = ctx();
@@ -252,36 +247,42 @@ fn reduce_shape_format_and_alias_mismatches_are_errors_and_record_nothing() {
     };
     let x = f32t(&[4, 6]);
     // An axis past the rank.
-    let e = expect_err(&ops, |l| ops.reduce(l, &x, &f32t(&[4]), 2, ReduceOp::Sum));
+    let e = refused(ops.context(), |l| {
+        ops.reduce(l, &x, &f32t(&[4]), 2, ReduceOp::Sum)
+    });
     assert!(
         matches!(e, OpError::Unsupported { op: "reduce", .. }),
         "{e}"
     );
     // Wrong output shape.
-    let e = expect_err(&ops, |l| ops.reduce(l, &x, &f32t(&[6]), 1, ReduceOp::Sum));
+    let e = refused(ops.context(), |l| {
+        ops.reduce(l, &x, &f32t(&[6]), 1, ReduceOp::Sum)
+    });
     assert!(
         matches!(e, OpError::Shape { operand: "out", ref got, .. } if got == &[6]),
         "{e}"
     );
     assert!(e.to_string().contains("[4] or [4, 1]"), "{e}");
     // A float output for argmax, an I32 output for a sum, a format differing from x's.
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.reduce(l, &x, &f32t(&[4]), 1, ReduceOp::ArgMax)
     });
     assert!(matches!(e, OpError::Format { operand: "out", .. }), "{e}");
     let i = Tensor::from_i32(&ctx, &[4], &[0; 4]).unwrap();
-    let e = expect_err(&ops, |l| ops.reduce(l, &x, &i, 1, ReduceOp::Max));
+    let e = refused(ops.context(), |l| ops.reduce(l, &x, &i, 1, ReduceOp::Max));
     assert!(matches!(e, OpError::Format { operand: "out", .. }), "{e}");
     let h = Tensor::from_f32(&ctx, &[4, 1], TensorFormat::F16, &[0.0; 4]).unwrap();
-    let e = expect_err(&ops, |l| ops.reduce(l, &x, &h, 1, ReduceOp::Min));
+    let e = refused(ops.context(), |l| ops.reduce(l, &x, &h, 1, ReduceOp::Min));
     assert!(matches!(e, OpError::Format { operand: "out", .. }), "{e}");
     // An integer input.
     let xi = Tensor::from_i32(&ctx, &[4, 6], &[0; 24]).unwrap();
-    let e = expect_err(&ops, |l| ops.reduce(l, &xi, &i, 1, ReduceOp::ArgMax));
+    let e = refused(ops.context(), |l| {
+        ops.reduce(l, &xi, &i, 1, ReduceOp::ArgMax)
+    });
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     // The output is the input (a 1-element axis keeps the shape).
     let x1 = f32t(&[4, 1]);
-    let e = expect_err(&ops, |l| ops.reduce(l, &x1, &x1, 1, ReduceOp::Sum));
+    let e = refused(ops.context(), |l| ops.reduce(l, &x1, &x1, 1, ReduceOp::Sum));
     assert!(
         matches!(
             e,

@@ -2,10 +2,11 @@
 //! reference on random non-zero data, outputs poisoned; odd head counts and sequence lengths,
 //! decode offsets (small and large), in place; and [`Ops::rope`] with its checks.
 
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat, VariantKey};
+use vkprism::{Context, LoadOptions, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::{reference, rope, OpError, Ops, Rope, RopeShape, RopeStyle};
 use vkprism_testkit::{
-    assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, tolerance,
+    assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
+    tolerance,
 };
 
 /// The variant's tolerance widened by fp32's angle error, which grows with the position: the
@@ -228,13 +229,6 @@ fn rope_ops_every_format_and_rank() {
     assert_clean(&ctx);
 }
 
-fn expect_err(ops: &Ops, record: impl FnOnce(&mut CommandList) -> Result<(), OpError>) -> OpError {
-    let mut list = CommandList::new(ops.context()).unwrap();
-    let e = record(&mut list).expect_err("the operation must be refused");
-    assert!(list.is_empty(), "nothing recorded: {e}");
-    e
-}
-
 #[test]
 fn rope_bad_operands_are_errors_and_record_nothing() {
     let ctx = ctx();
@@ -246,7 +240,9 @@ fn rope_bad_operands_are_errors_and_record_nothing() {
     let f32t = |shape: &[usize]| t(shape, TensorFormat::F32);
     let x = f32t(&[4, 2, 8]);
     let op = Rope::new();
-    let e = expect_err(&ops, |l| ops.rope(l, &f32t(&[4, 16]), &f32t(&[4, 16]), &op));
+    let e = refused(ops.context(), |l| {
+        ops.rope(l, &f32t(&[4, 16]), &f32t(&[4, 16]), &op)
+    });
     assert!(
         matches!(
             e,
@@ -258,22 +254,24 @@ fn rope_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = expect_err(&ops, |l| ops.rope(l, &x, &f32t(&[4, 16]), &op));
+    let e = refused(ops.context(), |l| ops.rope(l, &x, &f32t(&[4, 16]), &op));
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.rope(l, &x, &t(&[4, 2, 8], TensorFormat::F16), &op)
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let xi = Tensor::from_i32(&ctx, &[4, 2, 8], &[1; 64]).unwrap();
-    let e = expect_err(&ops, |l| ops.rope(l, &xi, &xi, &op));
+    let e = refused(ops.context(), |l| ops.rope(l, &xi, &xi, &op));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     let odd = f32t(&[4, 2, 7]);
-    let e = expect_err(&ops, |l| ops.rope(l, &odd, &odd, &op));
+    let e = refused(ops.context(), |l| ops.rope(l, &odd, &odd, &op));
     assert!(matches!(e, OpError::Unsupported { op: "rope", .. }), "{e}");
-    let e = expect_err(&ops, |l| ops.rope(l, &x, &x, &op.with_theta_base(0.0)));
+    let e = refused(ops.context(), |l| {
+        ops.rope(l, &x, &x, &op.with_theta_base(0.0))
+    });
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
     let far = op.with_position_offset(i32::MAX as usize);
-    let e = expect_err(&ops, |l| ops.rope(l, &x, &x, &far));
+    let e = refused(ops.context(), |l| ops.rope(l, &x, &x, &far));
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
     assert_clean(&ctx);
 }

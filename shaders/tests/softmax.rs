@@ -2,9 +2,11 @@
 //! and causal with an offset, against the f64 reference on random non-zero data, outputs
 //! poisoned; in place; and [`Ops::softmax`]'s checks.
 
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{reference, softmax, softmax4, OpError, Ops, Softmax, SoftmaxShape};
-use vkprism_testkit::{assert_clean, assert_close_scaled, ctx, quantize, random_in, tolerance};
+use vkprism_testkit::{
+    assert_clean, assert_close_scaled, ctx, quantize, random_in, refused, tolerance,
+};
 
 /// Shapes `[.., rows, cols]`: rows of 1, 3, 257, 1000, 4099, 4096 and 4 values, many rows
 /// (the multiples of 4 also as quads).
@@ -198,13 +200,6 @@ fn softmax_ops_causal_prefill_every_format_in_place() {
     assert_clean(&ctx);
 }
 
-fn expect_err(ops: &Ops, record: impl FnOnce(&mut CommandList) -> Result<(), OpError>) -> OpError {
-    let mut list = CommandList::new(ops.context()).unwrap();
-    let e = record(&mut list).expect_err("the operation must be refused");
-    assert!(list.is_empty(), "nothing recorded: {e}");
-    e
-}
-
 #[test]
 fn softmax_shape_mismatch_is_an_error_and_records_nothing() {
     let ctx = ctx();
@@ -214,23 +209,23 @@ fn softmax_shape_mismatch_is_an_error_and_records_nothing() {
         Tensor::from_f32(&ctx, shape, f, &vec![1.0; n]).unwrap()
     };
     let x = t(&[4, 6], TensorFormat::F32);
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.softmax(l, &x, &t(&[4, 5], TensorFormat::F32), &Softmax::new())
     });
     assert!(
         matches!(e, OpError::Shape { op: "softmax", operand: "y", ref got, .. } if got == &[4, 5]),
         "{e}"
     );
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.softmax(l, &x, &t(&[24], TensorFormat::F32), &Softmax::new())
     });
     assert!(matches!(e, OpError::Shape { operand: "y", .. }), "{e}");
-    let e = expect_err(&ops, |l| {
+    let e = refused(ops.context(), |l| {
         ops.softmax(l, &x, &t(&[4, 6], TensorFormat::F16), &Softmax::new())
     });
     assert!(matches!(e, OpError::Format { operand: "y", .. }), "{e}");
     let xi = Tensor::from_i32(&ctx, &[4, 6], &[0; 24]).unwrap();
-    let e = expect_err(&ops, |l| ops.softmax(l, &xi, &xi, &Softmax::new()));
+    let e = refused(ops.context(), |l| ops.softmax(l, &xi, &xi, &Softmax::new()));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     assert_clean(&ctx);
 }

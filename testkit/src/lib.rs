@@ -178,3 +178,15 @@ pub fn assert_close_scaled(got: &[f32], want: &[f32], scale: &[f32], tol: f32, w
         );
     }
 }
+
+/// The error `record` returns where the call must be refused, after checking that it recorded
+/// nothing (an operation checks everything before it records).
+pub fn refused<E: std::fmt::Display + std::fmt::Debug>(
+    ctx: &Context,
+    record: impl FnOnce(&mut vkprism_runtime::CommandList) -> Result<(), E>,
+) -> E {
+    let mut list = vkprism_runtime::CommandList::new(ctx).expect("a command list");
+    let e = record(&mut list).expect_err("the operation must be refused");
+    assert!(list.is_empty(), "nothing recorded: {e}");
+    e
+}

@@ -1,8 +1,7 @@
 //! Helpers of the data-movement and conversion tests (`transpose.rs`, `slice.rs`, ...).
 #![allow(dead_code)]
 
-use vkprism::{CommandList, Context, Tensor, TensorFormat};
-use vkprism_shaders::{OpError, Ops};
+use vkprism::{Context, Tensor, TensorFormat};
 use vkprism_testkit::{poisoned, quantize, random_in};
 
 /// The float formats, each stored by one variant of the movement kernels (`fp32`, `fp16s`,
@@ -36,17 +35,6 @@ pub fn assert_bits(got: &[f32], want: &[f32], what: &str) {
             "{what}: element {i}: got {g}, want {w}"
         );
     }
-}
-
-/// The error `record` returns, after checking it recorded nothing.
-pub fn expect_err(
-    ops: &Ops,
-    record: impl FnOnce(&mut CommandList) -> Result<(), OpError>,
-) -> OpError {
-    let mut list = CommandList::new(ops.context()).unwrap();
-    let e = record(&mut list).expect_err("the operation must be refused");
-    assert!(list.is_empty(), "nothing recorded: {e}");
-    e
 }
 
 /// A tensor of `shape` in `format` filled with ones.
