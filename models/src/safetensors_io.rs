@@ -38,7 +38,7 @@ impl WeightSource for SafetensorsFile<'_> {
                 want: shape.to_vec(),
             });
         }
-        decode(view.dtype(), view.data()).ok_or_else(|| ModelError::UnsupportedDtype {
+        decode_values(view.dtype(), view.data()).ok_or_else(|| ModelError::UnsupportedDtype {
             name: name.into(),
             dtype: view.dtype().to_string(),
         })
@@ -49,8 +49,9 @@ fn corrupt(e: SafeTensorError) -> ModelError {
     ModelError::Corrupt(e.to_string())
 }
 
-/// A tensor's little-endian bytes of `dtype` as `f32`, where the type is a float one.
-fn decode(dtype: safetensors::Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
+/// A tensor's little-endian bytes of `dtype` as `f32`, where the type is a float one (F32,
+/// F16, BF16): every network's weight reader.
+pub(crate) fn decode_values(dtype: safetensors::Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
     let halves = |f: fn(u16) -> f32| {
         bytes
             .chunks_exact(2)
@@ -99,17 +100,28 @@ impl Dtype {
 
     /// `values` as little-endian bytes of this type (fp16 and bf16 rounded to nearest).
     fn bytes(self, values: &[f32]) -> Vec<u8> {
-        match self {
-            Dtype::F32 => values.iter().flat_map(|v| v.to_le_bytes()).collect(),
-            Dtype::F16 => values
+        encode_values(self.file(), values).expect("every Dtype is a float type")
+    }
+}
+
+/// `values` as little-endian bytes of `dtype` (fp16 and bf16 rounded to nearest), where the
+/// type is a float one: every network's weight writer.
+pub(crate) fn encode_values(dtype: safetensors::Dtype, values: &[f32]) -> Option<Vec<u8>> {
+    match dtype {
+        safetensors::Dtype::F32 => Some(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
+        safetensors::Dtype::F16 => Some(
+            values
                 .iter()
                 .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
                 .collect(),
-            Dtype::Bf16 => values
+        ),
+        safetensors::Dtype::BF16 => Some(
+            values
                 .iter()
                 .flat_map(|v| half::bf16::from_f32(*v).to_le_bytes())
                 .collect(),
-        }
+        ),
+        _ => None,
     }
 }
 

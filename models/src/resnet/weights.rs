@@ -4,7 +4,6 @@
 
 use super::config::{Block, ResNetConfig};
 use super::ResNetError;
-use half::{bf16, f16};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use safetensors::tensor::TensorView;
@@ -190,41 +189,13 @@ fn random_values(rng: &mut StdRng, name: &str, shape: &[usize]) -> Vec<f32> {
 
 /// A tensor's values as f32 (F32, F16 or BF16 in the file).
 fn decode(name: &str, view: &TensorView<'_>) -> Result<Vec<f32>, ResNetError> {
-    let bytes = view.data();
-    let values = match view.dtype() {
-        Dtype::F32 => bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-        Dtype::F16 => halves(bytes).map(|h| f16::from_bits(h).to_f32()).collect(),
-        Dtype::BF16 => halves(bytes).map(|h| bf16::from_bits(h).to_f32()).collect(),
-        other => return Err(unsupported(name, other)),
-    };
-    Ok(values)
-}
-
-/// Little-endian 16-bit words.
-fn halves(bytes: &[u8]) -> impl Iterator<Item = u16> + '_ {
-    bytes
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
+    crate::safetensors_io::decode_values(view.dtype(), view.data())
+        .ok_or_else(|| unsupported(name, view.dtype()))
 }
 
 /// `data` stored as `dtype`, little-endian.
 fn encode(name: &str, dtype: Dtype, data: &[f32]) -> Result<Vec<u8>, ResNetError> {
-    let bytes = match dtype {
-        Dtype::F32 => data.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        Dtype::F16 => data
-            .iter()
-            .flat_map(|&v| f16::from_f32(v).to_le_bytes())
-            .collect(),
-        Dtype::BF16 => data
-            .iter()
-            .flat_map(|&v| bf16::from_f32(v).to_le_bytes())
-            .collect(),
-        other => return Err(unsupported(name, other)),
-    };
-    Ok(bytes)
+    crate::safetensors_io::encode_values(dtype, data).ok_or_else(|| unsupported(name, dtype))
 }
 
 /// [`ResNetError::UnsupportedDtype`] for `name`.
