@@ -26,6 +26,9 @@ layout (local_size_x = 64) in;
 
 layout (constant_id = 0) const int causal = 0;
 layout (constant_id = 1) const int split = 0;
+// 1: the causal offset is p.offset plus pos_data[0] (a recorded decode step replayed at any
+// position of the cache; keys past the query's position are not read).
+layout (constant_id = 2) const int position_in_buffer = 0;
 // VKPRISM_QUADS (attention4): d and kv_stride are multiples of 4, K and V rows are read as
 // quads, and each invocation accumulates whole quads of the output.
 #if VKPRISM_QUADS
@@ -44,6 +47,7 @@ layout (binding = 2) readonly buffer v_blob { sfp v_data[]; };
 #endif
 layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
 layout (binding = 4) writeonly buffer part_blob { float part_data[]; };
+layout (binding = 5) readonly buffer pos_blob { int pos_data[]; };
 
 layout (push_constant) uniform parameter {
     int batch; int sq; int skv; int hq; int hkv; int d;
@@ -83,7 +87,8 @@ void main()
     const int q_at = (n * p.sq + i) * p.q_stride + h * p.d;
     const int kv_at = n * p.skv * p.kv_stride + kvh * p.d;
 
-    const int visible = causal == 1 ? clamp(i + p.offset + 1, 0, p.skv) : p.skv;
+    const int offset = p.offset + (position_in_buffer == 1 ? pos_data[0] : 0);
+    const int visible = causal == 1 ? clamp(i + offset + 1, 0, p.skv) : p.skv;
     // attention4: groups of d/4 invocations, each group a share of every chunk's keys.
     const int groups = max(1, size / max(1, p.d / 4));
     // This workgroup's share of the keys: whole chunks of the workgroup's size.

@@ -44,9 +44,9 @@ layout (binding = 1) readonly buffer x_blob { sfp x_data[]; };
 float chunk_dot(float w, float x) { return w * x; }
 #endif
 layout (binding = 2) readonly buffer bias_blob { sfp bias_data[]; };
-layout (binding = 3) writeonly buffer y_blob { sfp y_data[]; };
+layout (binding = 3) buffer y_blob { sfp y_data[]; };
 
-layout (push_constant) uniform parameter { int N; int K; } p;
+layout (push_constant) uniform parameter { int N; int K; float eps; float slope; } p;
 
 // Row n's sum as stored: plus the bias where there is one.
 float gemv_output(float sum, int n)

@@ -1,9 +1,20 @@
 // The body of the GEMV kernels (gemv.comp, gemv_int8.comp): y[b][n] = out(Σ_k W[n][k] ·
 // x[b][k], n) for W row-major [N, K] (PyTorch's Linear layout), x [batch, K] (batch at most 8),
-// y [batch, N]. The including kernel declares the bindings and push constants (N, K), the
-// constant `batch`, and how a chunk of V elements is read and multiplied: W_T / X_T its types,
-// W_LD(i) / X_LD(i) chunk i of W / x (counted from the buffer's start), chunk_dot(w, x), and
-// gemv_output(sum, n), the value stored.
+// y [batch, N]. The including kernel declares the bindings (y_data readable) and push constants
+// (N, K, eps, slope), the constant `batch`, and how a chunk of V elements is read and
+// multiplied: W_T / X_T its types, W_LD(i) / X_LD(i) chunk i of W / x (counted from the
+// buffer's start), chunk_dot(w, x), and gemv_output(sum, n), the row's value before the
+// epilogue.
+//
+// The epilogue fuses what a decoder does around its projections, one dispatch instead of two
+// or three, each a specialization constant declared here:
+// - rms_input: x is RMS-normalized first (the norm's weight folded into W's columns on the
+//   host): every sum times 1/sqrt(mean(x²) + eps), the mean over the x values the workgroup
+//   reads anyway;
+// - activation (activation.glsl's codes) applied to each value;
+// - gated: rows 2i and 2i + 1 of W are output i's gate and up projections, y = act(gate) · up,
+//   y [batch, N/2] (a SwiGLU MLP's two projections in one pass over their weights);
+// - accumulate: the result is added to y's value (a residual connection).
 //
 // Memory-bound: every W value is read once. One workgroup owns 4 consecutive rows; its
 // invocations walk K a chunk each, a workgroup apart (neighbouring invocations read
@@ -15,6 +26,19 @@
 
 // The most rows of x.
 const int BMAX = 8;
+
+layout (constant_id = 2) const int activation = 0;
+layout (constant_id = 3) const int gated = 0;
+layout (constant_id = 4) const int accumulate = 0;
+layout (constant_id = 5) const int rms_input = 0;
+
+#include "activation.glsl"
+
+// Σ x² over a chunk of x, for the RMS norm of the input.
+float sq_sum(float x) { return x * x; }
+float sq_sum(vec4 x) { return dot(x, x); }
+float sq_sum(mat2x4 x) { return dot(x[0], x[0]) + dot(x[1], x[1]); }
+float sq_sum(mat4 x) { return dot(x[0], x[0]) + dot(x[1], x[1]) + dot(x[2], x[2]) + dot(x[3], x[3]); }
 
 shared vec4 gemv_part[gl_WorkGroupSize.x];
 
@@ -55,6 +79,30 @@ vec4 gemv_sum(vec4 v)
 // workgroups every device takes along a dimension; `GemvShape::grid` makes the grid).
 const int GEMV_Y = 32768;
 
+// Stores the workgroup's four rows' sums `total` of x's row b (rows n0 .. n0 + 3 of W)
+// through the epilogue: invocation r < 4 stores row n0 + r's, or, gated, r < 2 output
+// n0/2 + r from rows n0 + 2r and n0 + 2r + 1.
+void gemv_store(int b, int n0, int lid, vec4 total)
+{
+    const int outputs = gated == 1 ? p.N / 2 : p.N;
+    const int n = (gated == 1 ? n0 / 2 : n0) + lid;
+    if (lid >= (gated == 1 ? 2 : 4) || n >= outputs) return;
+    float v;
+    if (gated == 1)
+    {
+        const float gate = gemv_output(total[2 * lid], 2 * n);
+        const float up = gemv_output(total[2 * lid + 1], 2 * n + 1);
+        v = activate(vec4(gate)).x * up;
+    }
+    else
+    {
+        v = activate(vec4(gemv_output(total[lid], n))).x;
+    }
+    const int at = b * outputs + n;
+    if (accumulate == 1) v += float(buffer_ld1(y_data, at));
+    buffer_st1(y_data, at, afp(v));
+}
+
 void main()
 {
     const int block = int(gl_WorkGroupID.y) + GEMV_Y * int(gl_WorkGroupID.z);
@@ -67,11 +115,14 @@ void main()
     [[unroll]] for (int r = 0; r < 4; r++) row[r] = min(n0 + r, p.N - 1) * chunks;
 
     vec4 acc[BMAX];
-    [[unroll]] for (int b = 0; b < BMAX; b++) acc[b] = vec4(0.0);
+    float squares[BMAX];
+    [[unroll]] for (int b = 0; b < BMAX; b++) { acc[b] = vec4(0.0); squares[b] = 0.0; }
     for (int c = lid; c < chunks; c += size)
     {
         X_T xv[BMAX];
         [[unroll]] for (int b = 0; b < batch; b++) xv[b] = X_LD(b * chunks + c);
+        if (rms_input == 1)
+            [[unroll]] for (int b = 0; b < batch; b++) squares[b] += sq_sum(xv[b]);
         [[unroll]] for (int r = 0; r < 4; r++)
         {
             const W_T w = W_LD(row[r] + c);
@@ -81,8 +132,9 @@ void main()
 
     [[unroll]] for (int b = 0; b < batch; b++)
     {
-        const vec4 total = gemv_sum(acc[b]);
-        const int n = n0 + lid;
-        if (lid < 4 && n < p.N) buffer_st1(y_data, b * p.N + n, afp(gemv_output(total[lid], n)));
+        vec4 total = gemv_sum(acc[b]);
+        if (rms_input == 1)
+            total *= inversesqrt(gemv_sum(vec4(squares[b], 0.0, 0.0, 0.0)).x / float(p.K) + p.eps);
+        gemv_store(b, n0, lid, total);
     }
 }

@@ -13,8 +13,9 @@ vkprism::compute_shader! {
     /// `y[b][n] = Σ_k W[n][k] · x[b][k] (+ bias[n])`, W `[N, K]`, x `[batch, K]`, y
     /// `[batch, N]`, all in the variant's format, read in 16-byte chunks (4 fp32 or 8 fp16 /
     /// bf16 values): K must be a multiple of the chunk ([`GemvShape::wide`](crate::GemvShape::wide)). Constants `batch`
-    /// (1 to 8) and `bias_term` (add `bias[n]`); push constants N, K; workgroup and grid from
-    /// [`GemvShape`](crate::GemvShape). Variants `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
+    /// (1 to 8), `bias_term` (add `bias[n]`) and the fused epilogue (gemv.glsl: `activation`,
+    /// `gated`, `accumulate`, `rms_input`); push constants N, K, eps, slope; workgroup and grid
+    /// from [`GemvShape`](crate::GemvShape). Variants `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
         gemv: {
             path: "gemv.comp",
             define: [("GEMV_WIDE", "1")],
@@ -112,19 +113,26 @@ impl GemvShape {
         ]
     }
 
-    /// The specialization constants, with a bias or not.
+    /// The specialization constants, with a bias or not and nothing fused (the epilogue's
+    /// constants, `activation`, `gated`, `accumulate` and `rms_input`, all 0).
     pub fn spec(&self, bias: bool) -> gemv::SpecConstants {
         gemv::SpecConstants {
             batch: self.batch as i32,
             bias_term: bias as i32,
+            activation: 0,
+            gated: 0,
+            accumulate: 0,
+            rms_input: 0,
         }
     }
 
-    /// The push constants.
+    /// The push constants (`eps` and `slope` 0: read only by a fused norm or leaky ReLU).
     pub fn push(&self) -> gemv::PushConstants {
         gemv::PushConstants {
             N: self.n as i32,
             K: self.k as i32,
+            eps: 0.0,
+            slope: 0.0,
         }
     }
 }

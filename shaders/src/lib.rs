@@ -28,7 +28,7 @@
 //! - data movement and conversion: [`strided_copy`], [`pad_copy`], [`transpose_tiled`],
 //!   [`embedding`], casts ([`cast_to_f32`], ...), int8 [`quantize`] / [`dequantize`];
 //! - [`gemv`], [`gemv_int8`] (and scalar forms): decode's matrix-vector products ([`GemvShape`]);
-//! - [`rope`]: rotary position embedding ([`RopeShape`]);
+//! - [`rope`]: rotary position embedding ([`RopeShape`]); [`rope_qkv`]: a fused projection rotated into a KV cache ([`RopeQkvShape`]);
 //! - [`pool2d`], [`global_avg_pool`]: channels-last pooling ([`Pool2dShape`], [`GlobalPoolShape`]).
 //!
 //! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
@@ -90,15 +90,15 @@ pub use movement::{
 };
 pub use ops::QuantScale;
 pub use ops::{
-    broadcast_shape, Activation, Attention, BinaryOp, Conv2d, Gemm, OpError, Ops, ReduceOp,
+    broadcast_shape, Activation, Attention, BinaryOp, Conv2d, Gemm, Gemv, OpError, Ops, ReduceOp,
     Softmax, UnaryOp,
 };
 pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
 pub use quant_gemm::{quantize_rows, quantize_rows_grid};
-pub use rotary::{rope, RopeShape};
+pub use rotary::{rope, rope_qkv, RopeQkvShape, RopeShape};
 pub use rows::{
     argmax, norm, norm4, reduce, softmax, softmax4, NormShape, ReduceShape, SoftmaxShape,
 };
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};
-pub use unary_kernels::{unary, unary_scalar};
+pub use unary_kernels::{glu, unary, unary_scalar};

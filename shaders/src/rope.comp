@@ -6,12 +6,8 @@
 // its two elements (i, i + dim/2) with `interleaved` 0 (Llama / Hugging Face's rotate_half), or
 // (2i, 2i + 1) with `interleaved` 1 (GPT-J, the original RoFormer).
 //
-// fp32 in every variant, as Hugging Face computes it: inv_freq = 2^(-(2i/dim) · log2(base))
-// (`log2_base` computed on the host in double precision), the angle pos · inv_freq rounded to
-// fp32, then reduced to [-π, π] in two steps (2π as 6.28125, exact in a product with any
-// position below 2^16 turns, plus the rest) before sin and cos, whose accuracy GPUs give only
-// there. The position offset is a push constant: a decode step changes it without a new
-// pipeline.
+// fp32 in every variant (rope.glsl). The position offset is a push constant: a decode step
+// changes it without a new pipeline.
 //
 // One pair per invocation, a grid apart (any number of pairs). Each invocation reads its two
 // values before writing them, so y may be x (in place).
@@ -26,15 +22,7 @@ layout (push_constant) uniform parameter {
     int tokens; int seq; int heads; int dim; int offset; float log2_base;
 } p;
 
-// sin and cos of `a` (any magnitude an fp32 angle of a position takes), reduced first.
-vec2 sin_cos(float a)
-{
-    const float turn_hi = 6.28125;
-    const float turn_lo = 1.9353071795864769e-3;
-    precise float k = round(a * 0.15915494309189535);
-    precise float r = (a - k * turn_hi) - k * turn_lo;
-    return vec2(sin(r), cos(r));
-}
+#include "rope.glsl"
 
 void main()
 {
@@ -46,15 +34,11 @@ void main()
         const int i = q % half_dim;
         const int row = q / half_dim;
         const int token = row / p.heads;
-        const float pos = float(token % p.seq + p.offset);
-        const float inv_freq = exp2(-(float(2 * i) / float(p.dim)) * p.log2_base);
-        const vec2 sc = sin_cos(pos * inv_freq);
-        const int base = row * p.dim;
-        const int ia = interleaved == 1 ? base + 2 * i : base + i;
-        const int ib = interleaved == 1 ? ia + 1 : ia + half_dim;
-        const float a = float(buffer_ld1(x_data, ia));
-        const float b = float(buffer_ld1(x_data, ib));
-        buffer_st1(y_data, ia, afp(a * sc.y - b * sc.x));
-        buffer_st1(y_data, ib, afp(b * sc.y + a * sc.x));
+        const vec2 sc = rope_sin_cos(token % p.seq + p.offset, i, p.dim, p.log2_base);
+        const ivec2 at = rope_pair(row * p.dim, i, p.dim, interleaved == 1);
+        const vec2 ab = vec2(float(buffer_ld1(x_data, at.x)), float(buffer_ld1(x_data, at.y)));
+        const vec2 turned = rope_turn(ab, sc);
+        buffer_st1(y_data, at.x, afp(turned.x));
+        buffer_st1(y_data, at.y, afp(turned.y));
     }
 }

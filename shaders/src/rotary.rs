@@ -1,4 +1,5 @@
-//! Rotary position embedding: [`rope`] and its shape, [`RopeShape`].
+//! Rotary position embedding: [`rope`] and its shape, [`RopeShape`]; [`rope_qkv`], a fused
+//! projection's heads rotated and placed in a KV cache, and its shape, [`RopeQkvShape`].
 
 vkprism::compute_shader! {
     /// Rotary position embedding on x `[tokens, heads, dim]` (tokens = batch · seq): token t at
@@ -10,6 +11,19 @@ vkprism::compute_shader! {
     /// `fp32`, `fp16s`, `fp16sa`, `bf16s`.
     pub mod rope,
     path: "rope.comp",
+}
+
+vkprism::compute_shader! {
+    /// A fused query/key/value projection `[tokens, (hq + 2·hkv) · dim]` split and placed:
+    /// query heads rotated into q `[tokens, hq, dim]`, key heads rotated and value heads copied
+    /// into the cache's rows k, v `[rows, hkv, dim]` at the tokens' positions `offset + t`
+    /// (plus `pos[0]` with `position_in_buffer`: a recorded step replayed at any position;
+    /// positions at or past `rows` write no key or value). Rotation as [`rope`](crate::rope)
+    /// (constant `interleaved`). Push constants from
+    /// [`RopeQkvShape::push`](crate::RopeQkvShape::push). Variants `fp32`, `fp16s`, `fp16sa`,
+    /// `bf16s`.
+    pub mod rope_qkv,
+    path: "rope_qkv.comp",
 }
 
 /// The invocations per workgroup of [`rope`].
@@ -57,6 +71,48 @@ impl RopeShape {
             seq: self.seq as i32,
             heads: self.heads as i32,
             dim: self.dim as i32,
+            offset,
+            log2_base: (theta_base as f64).log2() as f32,
+        }
+    }
+}
+
+/// The shape of a [`rope_qkv`] dispatch.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct RopeQkvShape {
+    /// Tokens of the step (consecutive positions).
+    pub tokens: usize,
+    /// Query heads.
+    pub hq: usize,
+    /// Key (and value) heads.
+    pub hkv: usize,
+    /// Values per head, even.
+    pub dim: usize,
+    /// Rows of the KV cache.
+    pub rows: usize,
+}
+
+impl RopeQkvShape {
+    /// Pairs read: one per two values of the projection.
+    pub fn pairs(&self) -> usize {
+        self.tokens * (self.hq + 2 * self.hkv) * self.dim / 2
+    }
+
+    /// The invocation grid (workgroups of 256): one per pair, at most 65,535 workgroups.
+    pub fn grid(&self) -> [u32; 3] {
+        let groups = self.pairs().div_ceil(LOCAL).clamp(1, MAX_GROUPS);
+        [(groups * LOCAL) as u32, 1, 1]
+    }
+
+    /// The push constants: the first token's position `offset` (before the buffer's, where
+    /// read) and the frequency base `theta_base`.
+    pub fn push(&self, offset: i32, theta_base: f32) -> rope_qkv::PushConstants {
+        rope_qkv::PushConstants {
+            tokens: self.tokens as i32,
+            hq: self.hq as i32,
+            hkv: self.hkv as i32,
+            dim: self.dim as i32,
+            rows: self.rows as i32,
             offset,
             log2_base: (theta_base as f64).log2() as f32,
         }

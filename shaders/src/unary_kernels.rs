@@ -1,6 +1,7 @@
 //! The unary element-wise kernels: [`unary`] over vec4s and [`unary_scalar`] over single
 //! elements (any length), one function (`unary_f.glsl`) chosen by the specialization constant
-//! `op`, computed in fp32 in every variant ([`Ops::unary`](crate::Ops::unary) records them).
+//! `op`, computed in fp32 in every variant ([`Ops::unary`](crate::Ops::unary) records them);
+//! [`glu`], a gated unit over interleaved gate/up pairs ([`Ops::glu`](crate::Ops::glu)).
 
 vkprism::compute_shader! {
     /// y = f(x) over vec4s, f chosen by `op` (constant 0): 0 relu, 1 leaky relu (slope `a`),
@@ -19,4 +20,13 @@ vkprism::compute_shader! {
     /// element): `fp32`, `fp16s`, `fp16sa`, `bf16s`.
     pub mod unary_scalar,
     path: "unary_scalar.comp",
+}
+
+vkprism::compute_shader! {
+    /// `y[i] = act(x[2i]) · x[2i + 1]` for `i < n`: gate/up pairs side by side (a SwiGLU MLP's
+    /// interleaved projection), the activation the GEMM epilogue's (constant `activation`,
+    /// push constant `slope`), fp32 in every variant. Workgroups of 256; any grid covers all n.
+    /// Variants `fp32`, `fp16s`, `fp16sa`, `bf16s`.
+    pub mod glu,
+    path: "glu.comp",
 }

@@ -2,16 +2,17 @@
 //! device runs, against the f64 reference on random non-zero data, outputs poisoned: prompts and
 //! decode, causal or not, grouped-query heads, batches, head dimensions that are not multiples
 //! of 4 (row kernel) or of the cooperative-matrix block, keys split over workgroups; and the
-//! operation layer's choice and checks.
+//! operation layer's choice and checks; [`Ops::attention_at`] replayed at positions read from a
+//! buffer.
 
-use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
+use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_combine, reference, Attention, AttentionShape,
     OpError, Ops,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, load_unless_device_lacks_matrices,
-    poisoned, quantize, random_in, tolerance,
+    poisoned, quantize, random_in, refused, tolerance,
 };
 
 /// Random q, k, v for `s` in `format`, as uploaded and as the GPU sees them.
@@ -71,10 +72,17 @@ fn run_rows(
     let x = operands(ctx, &s, f, seed);
     let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
     let part = poisoned(ctx, &s.part_shape(splits), TensorFormat::F32);
+    // Causal cases take part of the offset from the position buffer (a replayed decode step's
+    // way), the rest from the push constant.
     let spec = attention::SpecConstants {
         causal: causal as i32,
         split: (splits > 1) as i32,
+        position_in_buffer: causal as i32,
     };
+    const FROM_BUFFER: i32 = 5;
+    let pos = Tensor::new(ctx, &[1], TensorFormat::I32).unwrap();
+    ctx.run(|l| l.upload_bytes(&pos, &FROM_BUFFER.to_le_bytes()))
+        .unwrap();
     let local = Some([64, 1, 1]);
     let (pipe, pipe4) = (
         k.pipeline(&spec, local).unwrap(),
@@ -84,7 +92,11 @@ fn run_rows(
     let combine = ctx.load_with::<attention_combine::Kernel>(&float).unwrap();
     let cpipe = combine.pipeline(&Default::default(), local).unwrap();
     let scale = 1.0 / (s.d as f32).sqrt();
-    let offset = if causal { s.causal_offset() } else { 0 };
+    let offset = if causal {
+        s.causal_offset() - FROM_BUFFER
+    } else {
+        0
+    };
     let push = s.push(scale, offset, splits);
     ctx.run(|l| {
         if quads {
@@ -94,6 +106,7 @@ fn run_rows(
                 v_blob: &x.v,
                 o_blob: &o,
                 part_blob: &part,
+                pos_blob: &pos,
             };
             l.dispatch(&pipe4, &b, &push, s.grid(splits))?;
         } else {
@@ -103,6 +116,7 @@ fn run_rows(
                 v_blob: &x.v,
                 o_blob: &o,
                 part_blob: &part,
+                pos_blob: &pos,
             };
             l.dispatch(&pipe, &b, &push, s.grid(splits))?;
         }
@@ -346,5 +360,90 @@ fn attention_ops_refuses_bad_operands() {
     assert!(e.to_string().contains("head dimension 300"), "{e}");
     // The context is still usable.
     ops.run(|l| ops.attention(l, &q, &k, &v, &o, &op)).unwrap();
+    assert_clean(&ctx);
+}
+
+/// [`Ops::attention_at`]: one recorded list replayed at several positions read from a buffer,
+/// the keys those positions reach within a longer cache (rows past them random, never to be
+/// read), each format, a decode step (one query) and three queries.
+#[test]
+fn attention_at_replays_at_positions_from_a_buffer() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let rows = 300;
+    for f in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+        for (i, sq) in [1, 3].into_iter().enumerate() {
+            let cache = shape(1, sq, rows, 4, 2, 64);
+            let x = operands(&ctx, &cache, f, 300 + i as u64);
+            let o = poisoned(&ctx, &[sq, 4, 64], f);
+            let pos = Tensor::new(&ctx, &[1], TensorFormat::I32).unwrap();
+            let q = x.q.view(0, &[sq, 4, 64]).unwrap();
+            let (k, v) = (
+                x.k.view(0, &[rows, 2, 64]).unwrap(),
+                x.v.view(0, &[rows, 2, 64]).unwrap(),
+            );
+            let mut list = CommandList::new(&ctx).unwrap();
+            let op = Attention::new().with_causal(true);
+            ops.attention_at(&mut list, &q, &k, &v, &o, &op, &pos)
+                .unwrap();
+            for at in [0, 70, rows - sq] {
+                ctx.run(|l| l.upload_bytes(&pos, &(at as i32).to_le_bytes()))
+                    .unwrap();
+                list.submit_and_wait().unwrap();
+                // The same problem over the keys the queries reach: the queries are the last
+                // sq of at + sq positions.
+                let seen = shape(1, sq, at + sq, 4, 2, 64);
+                let kv_len = (at + sq) * 2 * 64;
+                let prefix = Operands {
+                    q: x.q.clone(),
+                    k: x.k.clone(),
+                    v: x.v.clone(),
+                    qv: x.qv.clone(),
+                    kv: x.kv[..kv_len].to_vec(),
+                    vv: x.vv[..kv_len].to_vec(),
+                };
+                let tol = if f == TensorFormat::F32 { 1e-5 } else { 2e-2 };
+                check(
+                    &o,
+                    &seen,
+                    &prefix,
+                    true,
+                    tol,
+                    &format!("at {at} {f:?} sq {sq}"),
+                );
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn attention_at_refuses_a_bad_position() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let f = TensorFormat::F32;
+    let (q, k, o) = (
+        poisoned(&ctx, &[1, 4, 8], f),
+        poisoned(&ctx, &[6, 2, 8], f),
+        poisoned(&ctx, &[1, 4, 8], f),
+    );
+    let op = Attention::new().with_causal(true);
+    for (shape, format) in [(vec![2], TensorFormat::I32), (vec![1], TensorFormat::F32)] {
+        let pos = Tensor::new(&ctx, &shape, format).unwrap();
+        let e = refused(&ctx, |l| ops.attention_at(l, &q, &k, &k, &o, &op, &pos));
+        assert!(
+            matches!(
+                e,
+                OpError::Shape {
+                    operand: "position",
+                    ..
+                } | OpError::Format {
+                    operand: "position",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
     assert_clean(&ctx);
 }

@@ -1,9 +1,13 @@
 //! Rotary position embedding ([`rope`]) in every variant, both pair styles, against the f64
 //! reference on random non-zero data, outputs poisoned; odd head counts and sequence lengths,
-//! decode offsets (small and large), in place; and [`Ops::rope`] with its checks.
+//! decode offsets (small and large), in place; and [`Ops::rope`] with its checks. [`rope_qkv`]
+//! (a fused projection rotated into a KV cache) in every variant, positions from a push constant
+//! or a buffer, and [`Ops::rope_qkv`]'s checks.
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat, VariantKey};
-use vkprism_shaders::{reference, rope, OpError, Ops, Rope, RopeShape, RopeStyle};
+use vkprism_shaders::{
+    reference, rope, rope_qkv, OpError, Ops, Rope, RopeQkvShape, RopeShape, RopeStyle,
+};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
     tolerance,
@@ -273,5 +277,192 @@ fn rope_bad_operands_are_errors_and_record_nothing() {
     let far = op.with_position_offset(i32::MAX as usize);
     let e = refused(ops.context(), |l| ops.rope(l, &x, &x, &far));
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
+    assert_clean(&ctx);
+}
+
+/// One [`rope_qkv`] case: a step of `tokens` at position `offset + from_buffer` (the part from
+/// the position buffer where `in_buffer`), `hq` / `hkv` heads of `dim`, a cache of `rows`.
+#[derive(Copy, Clone, Debug)]
+struct QkvCase {
+    tokens: usize,
+    hq: usize,
+    hkv: usize,
+    dim: usize,
+    rows: usize,
+    offset: usize,
+    from_buffer: usize,
+    in_buffer: bool,
+    interleaved: bool,
+}
+
+/// Splits a fused projection's rows into its query, key and value heads.
+fn split_qkv(c: &QkvCase, qkv: &[f32]) -> [Vec<f32>; 3] {
+    let width = (c.hq + 2 * c.hkv) * c.dim;
+    let (qw, kw) = (c.hq * c.dim, c.hkv * c.dim);
+    let mut parts = [Vec::new(), Vec::new(), Vec::new()];
+    for row in qkv.chunks(width) {
+        parts[0].extend_from_slice(&row[..qw]);
+        parts[1].extend_from_slice(&row[qw..qw + kw]);
+        parts[2].extend_from_slice(&row[qw + kw..]);
+    }
+    parts
+}
+
+/// Runs one case of variant `name` and checks q, the cache rows written, and that no other
+/// cache row changed (they stay poisoned).
+fn run_qkv(ctx: &Context, name: &str, c: QkvCase, seed: u64) {
+    let k = ctx
+        .load_with::<rope_qkv::Kernel>(&LoadOptions::variant_named(name).unwrap())
+        .unwrap();
+    let f = k.format_of("qkv_blob").unwrap();
+    let width = (c.hq + 2 * c.hkv) * c.dim;
+    let qkv = quantize(&random_in(c.tokens * width, seed, 0.1, 2.0), f);
+    let qkv_t = Tensor::from_f32(ctx, &[c.tokens, width], f, &qkv).unwrap();
+    let q_t = poisoned(ctx, &[c.tokens, c.hq, c.dim], f);
+    let kc = poisoned(ctx, &[c.rows, c.hkv, c.dim], f);
+    let vc = poisoned(ctx, &[c.rows, c.hkv, c.dim], f);
+    let pos = Tensor::from_i32(ctx, &[1], &[c.from_buffer as i32]).unwrap();
+    let s = RopeQkvShape {
+        tokens: c.tokens,
+        hq: c.hq,
+        hkv: c.hkv,
+        dim: c.dim,
+        rows: c.rows,
+    };
+    let spec = rope_qkv::SpecConstants {
+        interleaved: c.interleaved as i32,
+        position_in_buffer: c.in_buffer as i32,
+    };
+    let pipe = k.pipeline(&spec, Some([256, 1, 1])).unwrap();
+    let b = rope_qkv::BufferBindings {
+        qkv_blob: &qkv_t,
+        q_blob: &q_t,
+        k_blob: &kc,
+        v_blob: &vc,
+        pos_blob: &pos,
+    };
+    let base = if c.in_buffer { 0 } else { c.from_buffer };
+    let push = s.push((c.offset + base) as i32, 10000.0);
+    ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid())).unwrap();
+
+    let start = c.offset + c.from_buffer;
+    let [qv, kv, vv] = split_qkv(&c, &qkv);
+    let rope = |x: &[f32], heads| {
+        let (w, s) = reference::rope(c.tokens, heads, c.dim, start, 10000.0, c.interleaved, x);
+        expected_in(&w, &s, f)
+    };
+    let tol = rope_tolerance(&k.variant().key, start + c.tokens);
+    let what = format!("rope_qkv {name} {c:?}");
+    let (want, scale) = rope(&qv, c.hq);
+    assert_close_scaled(&q_t.download_f32().unwrap(), &want, &scale, tol, &what);
+    let row = c.hkv * c.dim;
+    let (kw, ks) = rope(&kv, c.hkv);
+    let (got_k, got_v) = (kc.download_f32().unwrap(), vc.download_f32().unwrap());
+    for r in 0..c.rows {
+        let (gk, gv) = (&got_k[r * row..][..row], &got_v[r * row..][..row]);
+        if (start..start + c.tokens).contains(&r) {
+            let t = (r - start) * row;
+            let w = format!("{what}: cache row {r}");
+            assert_close_scaled(gk, &kw[t..][..row], &ks[t..][..row], tol, &w);
+            assert_eq!(gv, &vv[t..][..row], "{w}: values copied");
+        } else {
+            let untouched = gk.iter().chain(gv).all(|x| x.is_nan());
+            assert!(untouched, "{what}: cache row {r} was written");
+        }
+    }
+}
+
+#[test]
+fn rope_qkv_every_variant() {
+    let ctx = ctx();
+    assert_eq!(rope_qkv::VARIANT_NAMES, rope::VARIANT_NAMES);
+    let case = |tokens, hq, hkv, dim, rows, offset, from_buffer| QkvCase {
+        tokens,
+        hq,
+        hkv,
+        dim,
+        rows,
+        offset,
+        from_buffer,
+        in_buffer: false,
+        interleaved: false,
+    };
+    let cases = [
+        // A prompt at the cache's start; a decode step; a step that ends at the last row.
+        case(5, 4, 2, 8, 9, 0, 0),
+        case(1, 8, 2, 64, 40, 3, 30),
+        case(3, 3, 1, 6, 12, 2, 7),
+        // Positions past the cache's rows write no key or value.
+        case(4, 2, 1, 4, 10, 1, 7),
+    ];
+    for name in rope_qkv::VARIANT_NAMES {
+        for (i, c) in cases.into_iter().enumerate() {
+            for (in_buffer, interleaved) in [(false, false), (true, false), (true, true)] {
+                let c = QkvCase {
+                    in_buffer,
+                    interleaved,
+                    ..c
+                };
+                // Only a position read on the GPU may run past the cache.
+                if !in_buffer && c.offset + c.from_buffer + c.tokens > c.rows {
+                    continue;
+                }
+                run_qkv(&ctx, name, c, 90 + i as u64);
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn rope_qkv_bad_operands_are_errors_and_record_nothing() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let t = |shape: &[usize]| Tensor::new(&ctx, shape, TensorFormat::F32).unwrap();
+    let (qkv, q, kc, vc) = (t(&[2, 64]), t(&[2, 4, 8]), t(&[6, 2, 8]), t(&[6, 2, 8]));
+    let op = Rope::new();
+    let run = |qkv: &Tensor, q: &Tensor, kc: &Tensor, vc: &Tensor, op: &Rope, pos| {
+        refused(&ctx, |l| ops.rope_qkv(l, qkv, q, kc, vc, op, pos))
+    };
+    // A projection of the wrong width.
+    let e = run(&t(&[2, 60]), &q, &kc, &vc, &op, None);
+    assert!(matches!(e, OpError::Shape { operand: "qkv", .. }), "{e}");
+    // Caches of different shapes.
+    let e = run(&qkv, &q, &kc, &t(&[5, 2, 8]), &op, None);
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                operand: "v_cache",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // Positions known now that run past the cache.
+    let e = run(&qkv, &q, &kc, &vc, &op.with_position_offset(5), None);
+    assert!(
+        matches!(e, OpError::Unsupported { op: "rope_qkv", ref why } if why.contains("past")),
+        "{e}"
+    );
+    // The same cache bound as keys and values.
+    let e = run(&qkv, &q, &kc, &kc, &op, None);
+    assert!(matches!(e, OpError::Aliased { .. }), "{e}");
+    // A position buffer of the wrong format.
+    let e = run(&qkv, &q, &kc, &vc, &op, Some(&t(&[1])));
+    assert!(
+        matches!(
+            e,
+            OpError::Format {
+                operand: "position",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    // The context still works.
+    let pos = Tensor::from_i32(&ctx, &[1], &[4]).unwrap();
+    ops.run(|l| ops.rope_qkv(l, &qkv, &q, &kc, &vc, &op, Some(&pos)))
+        .unwrap();
     assert_clean(&ctx);
 }

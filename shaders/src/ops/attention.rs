@@ -4,7 +4,7 @@
 //! everywhere else, and for few query rows (decode), [`attention`] with the keys shared between
 //! workgroups where the rows alone would leave the GPU idle, then [`attention_combine`].
 
-use super::check::{float_format, not_aliased, same_format};
+use super::check::{float_format, not_aliased, same_format, shape_is};
 use super::{float_variant, pipeline, recorded, OpError, Ops};
 use crate::{attention, attention4, attention_cm, attention_combine, AttentionShape};
 use std::sync::Arc;
@@ -95,7 +95,54 @@ impl Ops {
                 );
             }
         }
-        self.attention_rows(list, &s, [q, k, v, o], op.causal, scale, offset)
+        let rows = RowsPass {
+            causal: op.causal,
+            scale,
+            offset,
+            position: None,
+        };
+        self.attention_rows(list, &s, [q, k, v, o], &rows)
+    }
+
+    /// Records causal attention for queries at a position read on the GPU into `list`: as
+    /// [`Ops::attention`] with `op.causal`, but query i sits at position `position[0] + i` of
+    /// the sequence whose keys and values are k's and v's rows (a KV cache's first rows, as
+    /// many as a decode step may reach), so it sees keys `j <= position[0] + i`; keys past
+    /// those are not read. `position` is an I32 `[1]` tensor written before each run: a
+    /// recorded decode step replays at every position without re-recording. Nothing is
+    /// recorded when a check fails.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_at(
+        &self,
+        list: &mut CommandList,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        o: &Tensor,
+        op: &Attention,
+        position: &Tensor,
+    ) -> Result<(), OpError> {
+        let s = attention_shape(q, k, v, o)?;
+        let format = float_format(OP, "q", q)?;
+        for (name, t) in [("k", k), ("v", v), ("o", o)] {
+            same_format(OP, name, Some(t), format)?;
+        }
+        not_aliased(
+            OP,
+            o,
+            "o",
+            &[("q", Some(q)), ("k", Some(k)), ("v", Some(v))],
+        )?;
+        shape_is(OP, "position", position, &[1], "[1]")?;
+        same_format(OP, "position", Some(position), TensorFormat::I32)?;
+        let scale = op.scale.unwrap_or(1.0 / (s.d as f32).sqrt());
+        let rows = RowsPass {
+            causal: true,
+            scale,
+            offset: 0,
+            position: Some(position),
+        };
+        self.attention_rows(list, &s, [q, k, v, o], &rows)
     }
 
     /// Whether the cooperative-matrix kernel takes this problem: fp16, a head dimension it
@@ -150,9 +197,7 @@ impl Ops {
         list: &mut CommandList,
         s: &AttentionShape,
         [q, k, v, o]: [&Tensor; 4],
-        causal: bool,
-        scale: f32,
-        offset: i32,
+        pass: &RowsPass,
     ) -> Result<(), OpError> {
         let splits = s.splits_for(SPLIT_TARGET);
         let part = if splits > 1 {
@@ -162,10 +207,20 @@ impl Ops {
         }
         .map_err(|source| OpError::Scratch { op: OP, source })?;
         let spec = attention::SpecConstants {
-            causal: causal as i32,
+            causal: pass.causal as i32,
             split: (splits > 1) as i32,
+            position_in_buffer: pass.position.is_some() as i32,
         };
-        let push = s.push(scale, offset, splits);
+        let push = s.push(pass.scale, pass.offset, splits);
+        // Unread without `position_in_buffer`, but bound: an I32 tensor of one value.
+        let unread = match pass.position {
+            Some(_) => None,
+            None => Some(
+                Tensor::new(&self.ctx, &[1], TensorFormat::I32)
+                    .map_err(|source| OpError::Scratch { op: OP, source })?,
+            ),
+        };
+        let pos = pass.position.or(unread.as_ref()).expect("one of the two");
         let grid = s.grid(splits);
         let format = q.format();
         let key = if s.quads() {
@@ -176,6 +231,7 @@ impl Ops {
                 v_blob: v,
                 o_blob: o,
                 part_blob: &part,
+                pos_blob: pos,
             };
             rows_pass(list, &kernel, &spec, &b, &push, grid)?
         } else {
@@ -186,6 +242,7 @@ impl Ops {
                 v_blob: v,
                 o_blob: o,
                 part_blob: &part,
+                pos_blob: pos,
             };
             rows_pass(list, &kernel, &spec, &b, &push, grid)?
         };
@@ -210,6 +267,16 @@ impl Ops {
             list.dispatch(&pipe, &bindings, &s.combine_push(splits), s.combine_grid()),
         )
     }
+}
+
+/// What the row kernel's pass takes besides its operands.
+struct RowsPass<'a> {
+    causal: bool,
+    scale: f32,
+    /// The causal offset (query i sees keys `j <= i + offset`), added to `position[0]` where
+    /// there is one.
+    offset: i32,
+    position: Option<&'a Tensor>,
 }
 
 /// Records one pass of a row kernel in workgroups of 64; returns the variant it ran.

@@ -1,11 +1,12 @@
 //! The element-wise operations: [`Ops::unary`] (one function of one tensor, [`UnaryOp`]) and
 //! [`Ops::binary`] (two tensors with numpy broadcasting, [`BinaryOp`]). Each checks its operands
 //! and records one dispatch: over vec4s where the sizes allow ([`unary`], [`binary_bcast4`]),
-//! over single elements otherwise ([`unary_scalar`], [`binary_bcast`]).
+//! over single elements otherwise ([`unary_scalar`], [`binary_bcast`]). [`Ops::glu`]: a gated
+//! unit over interleaved gate/up pairs ([`glu`]).
 
-use super::check::{float_format, kernel_takes, same_format};
-use super::{pipeline, recorded, OpError, Ops};
-use crate::{binary_bcast, binary_bcast4, unary, unary_scalar};
+use super::check::{float_format, kernel_takes, not_aliased, same_format, shape_is};
+use super::{pipeline, recorded, Activation, OpError, Ops};
+use crate::{binary_bcast, binary_bcast4, glu, unary, unary_scalar};
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
 
@@ -226,6 +227,55 @@ fn grid(ops: &Ops, n: usize) -> [u32; 3] {
     let max_groups = ops.context().features().limits.max_compute_work_group_count[0] as usize;
     let n = n.clamp(1, max_groups * LOCAL as usize);
     [n as u32, 1, 1]
+}
+
+impl Ops {
+    /// Records a gated linear unit into `list`: `x` `[.., 2m]` holds each output's gate and up
+    /// values side by side (a SwiGLU MLP's projection through interleaved weight rows), `y`
+    /// `[.., m]` (x's shape, the last dimension halved) gets `act(gate) · up`; one float format,
+    /// fp32 arithmetic. `y` may not be `x`. Nothing is recorded when a check fails.
+    pub fn glu(
+        &self,
+        list: &mut CommandList,
+        x: &Tensor,
+        y: &Tensor,
+        act: Activation,
+    ) -> Result<(), OpError> {
+        const OP: &str = "glu";
+        let mut want = x.shape().to_vec();
+        match want.last_mut() {
+            Some(last) if last.is_multiple_of(2) => *last /= 2,
+            _ => {
+                return Err(OpError::Shape {
+                    op: OP,
+                    operand: "x",
+                    got: x.shape().to_vec(),
+                    want: "[.., 2m]: gate/up pairs".into(),
+                })
+            }
+        }
+        shape_is(OP, "y", y, &want, "x's shape, the last dimension halved")?;
+        let format = float_format(OP, "x", x)?;
+        same_format(OP, "y", Some(y), format)?;
+        not_aliased(OP, y, "y", &[("x", Some(x))])?;
+        fits_int(OP, x.len())?;
+        let kernel = self.kernel_for::<glu::Kernel>(OP, "x_blob", format, false)?;
+        let (code, slope) = act.code();
+        let spec = glu::SpecConstants { activation: code };
+        let pipe = pipeline(OP, &kernel, &spec, Some([LOCAL, 1, 1]))?;
+        let bindings = glu::BufferBindings {
+            x_blob: x,
+            y_blob: y,
+        };
+        let push = glu::PushConstants {
+            n: y.len() as i32,
+            slope,
+        };
+        recorded(
+            OP,
+            list.dispatch(&pipe, &bindings, &push, grid(self, y.len())),
+        )
+    }
 }
 
 /// The largest count the kernels index with `int`.

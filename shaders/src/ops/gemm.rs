@@ -37,7 +37,7 @@ pub enum Activation {
 
 impl Activation {
     /// The kernels' `activation` constant and `slope` push constant.
-    fn code(self) -> (i32, f32) {
+    pub(super) fn code(self) -> (i32, f32) {
         match self {
             Activation::None => (0, 0.0),
             Activation::Relu => (1, 0.0),

@@ -1,13 +1,101 @@
 //! The matrix-vector products of decoding: [`Ops::gemv`] on float weights and
-//! [`Ops::gemv_int8`] on int8 weights with a scale per output channel. Each checks its operands
-//! and records one dispatch of the wide kernel ([`gemv`], [`gemv_int8`]: 16-byte loads) where
-//! K is a multiple of the chunk, of the scalar one otherwise.
+//! [`Ops::gemv_int8`] on int8 weights with a scale per output channel, and their `_with` forms
+//! that fuse what surrounds a decoder's projections ([`Gemv`]). Each checks its operands and
+//! records one dispatch of the wide kernel ([`gemv`], [`gemv_int8`]: 16-byte loads) where K is
+//! a multiple of the chunk, of the scalar one otherwise.
 
 use super::check::{float_format, not_aliased, same_format, shape_is};
-use super::{pipeline, recorded, OpError, Ops};
+use super::{pipeline, recorded, Activation, OpError, Ops};
 use crate::{gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH};
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Int8Mode, Kernel, LoadedKernel, Tensor, TensorFormat};
+
+/// What a GEMV fuses around `W · x`, in the order applied: x RMS-normalized first
+/// (`rms_input`), the activation, the gated pairs, the result added to y (`accumulate`). Built
+/// with [`Gemv::new`] and the `with_*` setters; the default fuses nothing.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct Gemv {
+    /// x replaced by `x / sqrt(mean(x²) + eps)` (RMS norm without its weight: fold the weight
+    /// into W's columns, `W[n][k] · g[k]`), where `Some(eps)`.
+    pub rms_input: Option<f32>,
+    /// Applied to each output (to the gate, where `gated`).
+    pub activation: Activation,
+    /// W's rows come in pairs, 2i the gate and 2i + 1 the up projection of output i:
+    /// `y[i] = act(gate) · up`, y of N/2 columns (a SwiGLU MLP in one pass over its weights;
+    /// interleave the two weights' rows on the host).
+    pub gated: bool,
+    /// The result added to y's values (`y += …`, a residual connection).
+    pub accumulate: bool,
+}
+
+impl Gemv {
+    /// Nothing fused: `y = W · x (+ bias)`.
+    pub fn new() -> Gemv {
+        Gemv::default()
+    }
+    /// This product of x RMS-normalized with `eps`.
+    pub fn with_rms_input(mut self, eps: f32) -> Gemv {
+        self.rms_input = Some(eps);
+        self
+    }
+    /// This product with `activation` applied.
+    pub fn with_activation(mut self, activation: Activation) -> Gemv {
+        self.activation = activation;
+        self
+    }
+    /// This product over gate/up row pairs (`on`).
+    pub fn with_gated(mut self, on: bool) -> Gemv {
+        self.gated = on;
+        self
+    }
+    /// This product added to y (`on`).
+    pub fn with_accumulate(mut self, on: bool) -> Gemv {
+        self.accumulate = on;
+        self
+    }
+
+    /// The kernels' constants for shape `s`, with a bias or not.
+    fn spec(&self, s: &GemvShape, bias: bool) -> gemv::SpecConstants {
+        gemv::SpecConstants {
+            activation: self.activation.code().0,
+            gated: self.gated as i32,
+            accumulate: self.accumulate as i32,
+            rms_input: self.rms_input.is_some() as i32,
+            ..s.spec(bias)
+        }
+    }
+
+    /// The kernels' push constants for shape `s`.
+    fn push(&self, s: &GemvShape) -> gemv::PushConstants {
+        gemv::PushConstants {
+            eps: self.rms_input.unwrap_or(0.0),
+            slope: self.activation.code().1,
+            ..s.push()
+        }
+    }
+
+    /// y's shape for x's rows `y_shape` (N last): N/2 where gated, or the located refusal of
+    /// an odd N.
+    fn output_shape(
+        &self,
+        op: &'static str,
+        mut y_shape: Vec<usize>,
+    ) -> Result<Vec<usize>, OpError> {
+        if !self.gated {
+            return Ok(y_shape);
+        }
+        let n = y_shape.last_mut().expect("y has N last");
+        if !n.is_multiple_of(2) {
+            return Err(OpError::Unsupported {
+                op,
+                why: format!("a gated product needs gate/up row pairs: `w` has {n} rows, odd"),
+            });
+        }
+        *n /= 2;
+        Ok(y_shape)
+    }
+}
 
 /// The product's shape from W (`[N, K]`) and x (`[K]` or `[batch, K]`, batch 1 to 8), and y's
 /// shape (x's rank, N for K).
@@ -52,9 +140,24 @@ impl Ops {
         bias: Option<&Tensor>,
         y: &Tensor,
     ) -> Result<(), OpError> {
+        self.gemv_with(list, w, x, bias, y, &Gemv::new())
+    }
+
+    /// [`Ops::gemv`] with `op` fused: y has N/2 columns where `op.gated`, and is read first
+    /// where `op.accumulate`. Nothing is recorded when a check fails.
+    pub fn gemv_with(
+        &self,
+        list: &mut CommandList,
+        w: &Tensor,
+        x: &Tensor,
+        bias: Option<&Tensor>,
+        y: &Tensor,
+        op: &Gemv,
+    ) -> Result<(), OpError> {
         const OP: &str = "gemv";
         let (s, y_shape) = gemv_shape(OP, w, x)?;
-        shape_is(OP, "y", y, &y_shape, "x's rows × N")?;
+        let y_shape = op.output_shape(OP, y_shape)?;
+        shape_is(OP, "y", y, &y_shape, "x's rows × N (N/2 gated)")?;
         if let Some(b) = bias {
             shape_is(OP, "bias", b, &[s.n], "[N]")?;
         }
@@ -75,11 +178,12 @@ impl Ops {
             y_blob: y,
         };
         // Unread without a bias (`bias_term` 0): W binds in its place.
-        let spec = s.spec(bias.is_some());
+        let spec = op.spec(&s, bias.is_some());
+        let push = op.push(&s);
         if s.wide(format.size()) {
             let kernel = self.kernel_for::<gemv::Kernel>(OP, "w_blob", format, false)?;
             let chunk = GemvShape::chunk(format.size());
-            self.record_gemv(list, OP, &kernel, &s, chunk, &spec, &bindings(w))
+            self.record_gemv(list, OP, &kernel, &s, chunk, (&spec, &push), &bindings(w))
         } else {
             let kernel = self.kernel_for::<gemv_scalar::Kernel>(OP, "w_blob", format, false)?;
             let b = bindings(w);
@@ -89,7 +193,7 @@ impl Ops {
                 bias_blob: b.bias_blob,
                 y_blob: b.y_blob,
             };
-            self.record_gemv(list, OP, &kernel, &s, 1, &spec, &b)
+            self.record_gemv(list, OP, &kernel, &s, 1, (&spec, &push), &b)
         }
     }
 
@@ -107,9 +211,24 @@ impl Ops {
         x: &Tensor,
         y: &Tensor,
     ) -> Result<(), OpError> {
+        self.gemv_int8_with(list, w, scales, x, y, &Gemv::new())
+    }
+
+    /// [`Ops::gemv_int8`] with `op` fused (as [`Ops::gemv_with`]; the scales apply before the
+    /// activation). Nothing is recorded when a check fails.
+    pub fn gemv_int8_with(
+        &self,
+        list: &mut CommandList,
+        w: &Tensor,
+        scales: &Tensor,
+        x: &Tensor,
+        y: &Tensor,
+        op: &Gemv,
+    ) -> Result<(), OpError> {
         const OP: &str = "gemv_int8";
         let (s, y_shape) = gemv_shape(OP, w, x)?;
-        shape_is(OP, "y", y, &y_shape, "x's rows × N")?;
+        let y_shape = op.output_shape(OP, y_shape)?;
+        shape_is(OP, "y", y, &y_shape, "x's rows × N (N/2 gated)")?;
         shape_is(OP, "scales", scales, &[s.n], "[N]")?;
         if w.format() != TensorFormat::I8 {
             return Err(OpError::Format {
@@ -128,7 +247,8 @@ impl Ops {
             "y",
             &[("w", Some(w)), ("scales", Some(scales)), ("x", Some(x))],
         )?;
-        let spec = s.spec(false);
+        let spec = op.spec(&s, false);
+        let push = op.push(&s);
         if s.wide(1) {
             let kernel = self.kernel_for::<gemv_int8::Kernel>(OP, "x_blob", format, false)?;
             let b = gemv_int8::BufferBindings {
@@ -137,7 +257,15 @@ impl Ops {
                 scale_blob: scales,
                 y_blob: y,
             };
-            self.record_gemv(list, OP, &kernel, &s, GemvShape::chunk(1), &spec, &b)
+            self.record_gemv(
+                list,
+                OP,
+                &kernel,
+                &s,
+                GemvShape::chunk(1),
+                (&spec, &push),
+                &b,
+            )
         } else {
             let kernel =
                 self.kernel_for::<gemv_int8_scalar::Kernel>(OP, "x_blob", format, false)?;
@@ -159,7 +287,7 @@ impl Ops {
                 scale_blob: scales,
                 y_blob: y,
             };
-            self.record_gemv(list, OP, &kernel, &s, 1, &spec, &b)
+            self.record_gemv(list, OP, &kernel, &s, 1, (&spec, &push), &b)
         }
     }
 
@@ -173,7 +301,7 @@ impl Ops {
         kernel: &Arc<LoadedKernel<B::Kernel>>,
         s: &GemvShape,
         chunk: usize,
-        spec: &gemv::SpecConstants,
+        (spec, push): (&gemv::SpecConstants, &gemv::PushConstants),
         bindings: &B,
     ) -> Result<(), OpError>
     where
@@ -182,6 +310,6 @@ impl Ops {
     {
         let local = s.local_size(chunk);
         let pipe = pipeline(op, kernel, spec, Some(local))?;
-        recorded(op, list.dispatch(&pipe, bindings, &s.push(), s.grid(local)))
+        recorded(op, list.dispatch(&pipe, bindings, push, s.grid(local)))
     }
 }

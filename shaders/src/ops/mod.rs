@@ -18,7 +18,8 @@
 //! - `movement.rs`: [`Ops::permute`], [`Ops::transpose`], [`Ops::slice`], [`Ops::concat`],
 //!   [`Ops::pad`], [`Ops::embedding`]; `convert.rs`: [`Ops::cast`], [`Ops::quantize`] and
 //!   [`Ops::dequantize`] ([`QuantScale`]);
-//! - `gemv.rs`: decode's matrix-vector products, [`Ops::gemv`] and [`Ops::gemv_int8`];
+//! - `gemv.rs`: decode's matrix-vector products, [`Ops::gemv`] and [`Ops::gemv_int8`], and
+//!   their `_with` forms fusing an input RMS norm, activation, gated pairs, residual ([`Gemv`]);
 //! - `pool.rs`: [`Ops::max_pool2d`], [`Ops::avg_pool2d`] ([`Pool2d`]), [`Ops::global_avg_pool`];
 //! - `rope.rs`: [`Ops::rope`] ([`Rope`]: rotary position embedding, decode's offset);
 //! - `fold.rs`: [`fold_batch_norm`], batch norm folded into a convolution's weights (host side);
@@ -47,6 +48,7 @@ pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use fold::{fold_batch_norm, BatchNorm, ConvWeightLayout};
 pub use gemm::{Activation, Conv2d, Gemm};
+pub use gemv::Gemv;
 pub use norm::Softmax;
 pub use pool::Pool2d;
 pub use reduce::ReduceOp;

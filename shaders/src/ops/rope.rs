@@ -1,9 +1,10 @@
-//! Rotary position embedding: [`Ops::rope`] with its options, [`Rope`] and [`RopeStyle`].
+//! Rotary position embedding: [`Ops::rope`] with its options, [`Rope`] and [`RopeStyle`];
+//! [`Ops::rope_qkv`], a decoder's fused projection rotated and placed in its KV cache.
 
-use super::check::{float_format, same_format, shape_is};
+use super::check::{float_format, not_aliased, same_format, shape_is};
 use super::{pipeline, recorded, OpError, Ops};
-use crate::{rope, RopeShape};
-use vkprism::{CommandList, Tensor};
+use crate::{rope, rope_qkv, RopeQkvShape, RopeShape};
+use vkprism::{CommandList, Tensor, TensorFormat};
 
 /// Which two values of a head one rotation turns.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -80,7 +81,7 @@ impl Ops {
         shape_is(OP, "y", y, x.shape(), "x's shape")?;
         let format = float_format(OP, "x", x)?;
         same_format(OP, "y", Some(y), format)?;
-        let offset = check_rope(&s, op)?;
+        let offset = check_rope(OP, &s, op)?;
         let kernel = self.kernel_for::<rope::Kernel>(OP, "x_blob", format, false)?;
         let spec = rope::SpecConstants {
             interleaved: (op.style == RopeStyle::Interleaved) as i32,
@@ -93,6 +94,139 @@ impl Ops {
         let push = s.push(offset, op.theta_base);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid()))
     }
+}
+
+impl Ops {
+    /// Records the placement of a decoder step's fused projection into `list`: `qkv`
+    /// `[tokens, (hq + 2·hkv) · head_dim]` (each row hq query heads, then hkv key heads, then
+    /// hkv value heads); its query heads rotated into `q` `[tokens, hq, head_dim]`, its key
+    /// heads rotated and its value heads copied into rows `pos .. pos + tokens` of the cache
+    /// `k_cache`, `v_cache` `[rows, hkv, head_dim]`. Token t sits at position
+    /// `pos = op.position_offset + t`, plus the I32 value in `position` (`[1]`) where given: a
+    /// recorded decode step replays at any position, written there before each run (a
+    /// position at or past `rows` then writes no key or value; one known now must fit). One
+    /// float format; no output may be another operand. Nothing is recorded when a check fails.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_qkv(
+        &self,
+        list: &mut CommandList,
+        qkv: &Tensor,
+        q: &Tensor,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+        op: &Rope,
+        position: Option<&Tensor>,
+    ) -> Result<(), OpError> {
+        const OP: &str = "rope_qkv";
+        let s = rope_qkv_shape(qkv, q, k_cache, v_cache)?;
+        let format = float_format(OP, "qkv", qkv)?;
+        for (name, t) in [("q", q), ("k_cache", k_cache), ("v_cache", v_cache)] {
+            same_format(OP, name, Some(t), format)?;
+            not_aliased(OP, t, name, &[("qkv", Some(qkv))])?;
+        }
+        not_aliased(
+            OP,
+            k_cache,
+            "k_cache",
+            &[("q", Some(q)), ("v_cache", Some(v_cache))],
+        )?;
+        not_aliased(OP, v_cache, "v_cache", &[("q", Some(q))])?;
+        let rope_shape = RopeShape {
+            batch: 1,
+            seq: s.tokens,
+            heads: s.hq,
+            dim: s.dim,
+        };
+        let offset = check_rope(OP, &rope_shape, op)?;
+        if position.is_none() && op.position_offset + s.tokens > s.rows {
+            return Err(OpError::Unsupported {
+                op: OP,
+                why: format!(
+                    "positions {} .. {} are past the cache's {} rows",
+                    op.position_offset,
+                    op.position_offset + s.tokens,
+                    s.rows
+                ),
+            });
+        }
+        if let Some(p) = position {
+            shape_is(OP, "position", p, &[1], "[1]")?;
+            same_format(OP, "position", Some(p), TensorFormat::I32)?;
+        }
+        let kernel = self.kernel_for::<rope_qkv::Kernel>(OP, "qkv_blob", format, false)?;
+        let spec = rope_qkv::SpecConstants {
+            interleaved: (op.style == RopeStyle::Interleaved) as i32,
+            position_in_buffer: position.is_some() as i32,
+        };
+        let pipe = pipeline(OP, &kernel, &spec, Some([256, 1, 1]))?;
+        // Unread without `position_in_buffer`, but bound: an I32 tensor of one value.
+        let unread = match position {
+            Some(_) => None,
+            None => Some(
+                Tensor::new(&self.ctx, &[1], TensorFormat::I32)
+                    .map_err(|source| OpError::Scratch { op: OP, source })?,
+            ),
+        };
+        let bindings = rope_qkv::BufferBindings {
+            qkv_blob: qkv,
+            q_blob: q,
+            k_blob: k_cache,
+            v_blob: v_cache,
+            pos_blob: position.or(unread.as_ref()).expect("one of the two"),
+        };
+        let push = s.push(offset, op.theta_base);
+        recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid()))
+    }
+}
+
+/// The shape of `rope_qkv`'s operands, or the located mismatch.
+fn rope_qkv_shape(
+    qkv: &Tensor,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+) -> Result<RopeQkvShape, OpError> {
+    const OP: &str = "rope_qkv";
+    let [tokens, hq, dim] = *q.shape() else {
+        return Err(OpError::Shape {
+            op: OP,
+            operand: "q",
+            got: q.shape().to_vec(),
+            want: "[tokens, hq, head_dim]".into(),
+        });
+    };
+    let [rows, hkv, kd] = *k.shape() else {
+        return Err(OpError::Shape {
+            op: OP,
+            operand: "k_cache",
+            got: k.shape().to_vec(),
+            want: format!("[rows, hkv, {dim}]"),
+        });
+    };
+    if kd != dim || hkv == 0 {
+        return Err(OpError::Shape {
+            op: OP,
+            operand: "k_cache",
+            got: k.shape().to_vec(),
+            want: format!("[rows, hkv, {dim}] with hkv at least 1"),
+        });
+    }
+    shape_is(OP, "v_cache", v, k.shape(), "k_cache's shape")?;
+    let width = (hq + 2 * hkv) * dim;
+    shape_is(
+        OP,
+        "qkv",
+        qkv,
+        &[tokens, width],
+        "[tokens, (hq + 2·hkv) · head_dim]",
+    )?;
+    Ok(RopeQkvShape {
+        tokens,
+        hq,
+        hkv,
+        dim,
+        rows,
+    })
 }
 
 /// x's `[batch, seq, heads, head_dim]` (batch 1 for rank 3).
@@ -119,8 +253,8 @@ fn rope_shape(x: &Tensor) -> Result<RopeShape, OpError> {
 
 /// An even head, a finite positive base, positions within the kernel's `int`; the offset as
 /// the kernel takes it.
-fn check_rope(s: &RopeShape, op: &Rope) -> Result<i32, OpError> {
-    let unsupported = |why: String| Err(OpError::Unsupported { op: "rope", why });
+fn check_rope(name: &'static str, s: &RopeShape, op: &Rope) -> Result<i32, OpError> {
+    let unsupported = |why: String| Err(OpError::Unsupported { op: name, why });
     if !s.dim.is_multiple_of(2) {
         return unsupported(format!("head_dim {} is odd: values rotate in pairs", s.dim));
     }
