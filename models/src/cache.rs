@@ -1,11 +1,11 @@
 //! [`KvCache`]: each layer's keys and values of the positions seen so far.
 
 use crate::{LlamaConfig, ModelError};
-use vkprism::{CommandList, Context, Tensor, TensorFormat};
+use vkprism::{Context, Tensor, TensorFormat};
 
 /// Per layer, a key and a value tensor `[max_seq, kv_heads, head_dim]`: rows `0..position`
 /// hold the sequence so far (attention reads them as a [`Tensor::view`] from row 0, which any
-/// binding alignment allows); a step copies its new rows in after them.
+/// binding alignment allows); a step's `rope_qkv` writes its new rows after them.
 pub(crate) struct KvCache {
     keys: Vec<Tensor>,
     values: Vec<Tensor>,
@@ -37,6 +37,11 @@ impl KvCache {
         self.position
     }
 
+    /// Positions the cache can hold.
+    pub fn max_seq(&self) -> usize {
+        self.max_seq
+    }
+
     /// Forgets every position (the tensors are overwritten as new ones come).
     pub fn clear(&mut self) {
         self.position = 0;
@@ -54,38 +59,9 @@ impl KvCache {
         Ok(())
     }
 
-    /// Records copies of `k` and `v` (`[n, kv_heads, head_dim]`) into layer `layer`'s rows
-    /// `position .. position + n`.
-    pub fn record_write(
-        &self,
-        list: &mut CommandList,
-        layer: usize,
-        k: &Tensor,
-        v: &Tensor,
-    ) -> Result<(), ModelError> {
-        let n = k.shape()[0];
-        let start = self.position * self.row[0] * self.row[1];
-        let shape = [n, self.row[0], self.row[1]];
-        list.copy(k, &self.keys[layer].view(start, &shape)?)?;
-        list.copy(v, &self.values[layer].view(start, &shape)?)?;
-        Ok(())
-    }
-
-    /// Layer `layer`'s rows for the next `n` positions, as views a kernel can write into
-    /// directly, or `None` where their start is not at the device's storage-buffer offset
-    /// alignment (a view is bound from its start; then the step writes its own tensors and
-    /// [`KvCache::record_write`] copies them).
-    pub fn next_rows(
-        &self,
-        layer: usize,
-        n: usize,
-    ) -> Result<Option<(Tensor, Tensor)>, ModelError> {
-        let start = self.position * self.row[0] * self.row[1];
-        let shape = [n, self.row[0], self.row[1]];
-        let k = self.keys[layer].view(start, &shape)?;
-        let v = self.values[layer].view(start, &shape)?;
-        let aligned = |t: &Tensor| t.offset_bytes().is_multiple_of(t.binding_alignment());
-        Ok((aligned(&k) && aligned(&v)).then_some((k, v)))
+    /// Layer `layer`'s whole key and value tensors (what `rope_qkv` writes rows of).
+    pub fn layer(&self, layer: usize) -> (&Tensor, &Tensor) {
+        (&self.keys[layer], &self.values[layer])
     }
 
     /// Layer `layer`'s keys and values of the first `len` positions.
@@ -100,5 +76,14 @@ impl KvCache {
     /// Marks `n` more positions as held (after the step that wrote them ran).
     pub fn advance(&mut self, n: usize) {
         self.position += n;
+    }
+
+    /// Bytes of GPU memory the cache takes.
+    pub fn bytes(&self) -> u64 {
+        self.keys
+            .iter()
+            .chain(&self.values)
+            .map(|t| t.size_bytes())
+            .sum()
     }
 }

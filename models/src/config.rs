@@ -22,6 +22,8 @@ pub struct LlamaConfig {
     pub rms_eps: f32,
     /// Positions the KV cache holds: the longest sequence, prompt and generated tokens together.
     pub max_seq: usize,
+    /// The output projection is the embedding (`tie_word_embeddings`): no `lm_head.weight`.
+    pub tie_embeddings: bool,
 }
 
 impl LlamaConfig {
@@ -37,6 +39,7 @@ impl LlamaConfig {
             rope_theta: 10000.0,
             rms_eps: 1e-5,
             max_seq: 2048,
+            tie_embeddings: false,
         }
     }
 
@@ -53,12 +56,19 @@ impl LlamaConfig {
             rope_theta: 10000.0,
             rms_eps: 1e-5,
             max_seq: 64,
+            tie_embeddings: false,
         }
     }
 
     /// This configuration with a cache of `max_seq` positions.
     pub fn with_max_seq(mut self, max_seq: usize) -> LlamaConfig {
         self.max_seq = max_seq;
+        self
+    }
+
+    /// This configuration with the output projection tied to the embedding (`on`).
+    pub fn with_tied_embeddings(mut self, on: bool) -> LlamaConfig {
+        self.tie_embeddings = on;
         self
     }
 

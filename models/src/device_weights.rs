@@ -1,20 +1,25 @@
-//! A decoder's weights in GPU memory, in the model's tensor format, read one tensor at a time
-//! from a [`WeightSource`] (so a file's tensors are never all on the host as `f32` at once).
+//! A decoder's weights in GPU memory, in the model's tensor format, laid out for the fused
+//! kernels: each RMS norm's weight folded into the columns of the projections it feeds
+//! (`W[n][k] · g[k]`, so the GEMV normalizes its input itself and the GEMM reads a norm without
+//! a weight), the query, key and value projections stacked into one, the MLP's gate and up rows
+//! interleaved. Read one tensor at a time from a [`WeightSource`] (a file's tensors are never
+//! all on the host as `f32` at once).
 
 use crate::weights::layer_weight;
 use crate::{LlamaConfig, ModelError, WeightSource};
 use vkprism::{Context, Tensor, TensorFormat};
 
-/// One decoder layer's weights (norm scales `[hidden]`, projections `[out, in]`).
+/// One decoder layer's weights (projections `[out, in]`).
 pub(crate) struct LayerWeights {
-    pub input_norm: Tensor,
-    pub q: Tensor,
-    pub k: Tensor,
-    pub v: Tensor,
+    /// The query, key and value rows stacked, `[(heads + 2·kv_heads) · head_dim, hidden]`, the
+    /// input norm folded in.
+    pub qkv: Tensor,
+    /// `[hidden, hidden]`.
     pub o: Tensor,
-    pub post_norm: Tensor,
-    pub gate: Tensor,
-    pub up: Tensor,
+    /// Gate and up rows interleaved (row 2i gate i, row 2i + 1 up i), `[2·mlp, hidden]`, the
+    /// post-attention norm folded in.
+    pub gate_up: Tensor,
+    /// `[hidden, mlp]`.
     pub down: Tensor,
 }
 
@@ -22,11 +27,12 @@ pub(crate) struct LayerWeights {
 pub(crate) struct DeviceWeights {
     pub embed: Tensor,
     pub layers: Vec<LayerWeights>,
-    pub norm: Tensor,
+    /// The output projection `[vocab, hidden]`, the final norm folded in (the embedding's
+    /// values where the model ties them).
     pub lm_head: Tensor,
 }
 
-/// Reads and uploads tensors from one source in one format.
+/// Reads tensors from one source and uploads them in one format.
 struct Uploader<'a> {
     ctx: &'a Context,
     source: &'a dyn WeightSource,
@@ -34,26 +40,55 @@ struct Uploader<'a> {
 }
 
 impl Uploader<'_> {
-    fn tensor(&self, name: &str, shape: &[usize]) -> Result<Tensor, ModelError> {
-        let values = self.source.tensor(name, shape)?;
-        Ok(Tensor::from_f32(self.ctx, shape, self.format, &values)?)
+    fn read(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
+        self.source.tensor(name, shape)
+    }
+
+    fn upload(&self, shape: &[usize], values: &[f32]) -> Result<Tensor, ModelError> {
+        Ok(Tensor::from_f32(self.ctx, shape, self.format, values)?)
     }
 
     fn layer(&self, cfg: &LlamaConfig, i: usize) -> Result<LayerWeights, ModelError> {
         let (h, kv, m) = (cfg.hidden, cfg.kv_dim(), cfg.mlp);
-        let t = |part: &str, shape: &[usize]| self.tensor(&layer_weight(i, part), shape);
+        let read = |part: &str, shape: &[usize]| self.read(&layer_weight(i, part), shape);
+        let input_norm = read("input_layernorm", &[h])?;
+        let mut qkv = read("self_attn.q_proj", &[h, h])?;
+        qkv.extend(read("self_attn.k_proj", &[kv, h])?);
+        qkv.extend(read("self_attn.v_proj", &[kv, h])?);
+        fold_columns(&mut qkv, &input_norm);
+        let o = read("self_attn.o_proj", &[h, h])?;
+        let post_norm = read("post_attention_layernorm", &[h])?;
+        let gate = read("mlp.gate_proj", &[m, h])?;
+        let up = read("mlp.up_proj", &[m, h])?;
+        let mut gate_up = interleave_rows(&gate, &up, h);
+        fold_columns(&mut gate_up, &post_norm);
+        let down = read("mlp.down_proj", &[h, m])?;
         Ok(LayerWeights {
-            input_norm: t("input_layernorm", &[h])?,
-            q: t("self_attn.q_proj", &[h, h])?,
-            k: t("self_attn.k_proj", &[kv, h])?,
-            v: t("self_attn.v_proj", &[kv, h])?,
-            o: t("self_attn.o_proj", &[h, h])?,
-            post_norm: t("post_attention_layernorm", &[h])?,
-            gate: t("mlp.gate_proj", &[m, h])?,
-            up: t("mlp.up_proj", &[m, h])?,
-            down: t("mlp.down_proj", &[h, m])?,
+            qkv: self.upload(&[h + 2 * kv, h], &qkv)?,
+            o: self.upload(&[h, h], &o)?,
+            gate_up: self.upload(&[2 * m, h], &gate_up)?,
+            down: self.upload(&[h, m], &down)?,
         })
     }
+}
+
+/// Every column k of the row-major matrix `w` (rows of `g.len()`) scaled by `g[k]`: a norm's
+/// weight moved into the projection after it.
+fn fold_columns(w: &mut [f32], g: &[f32]) {
+    for row in w.chunks_mut(g.len()) {
+        for (v, s) in row.iter_mut().zip(g) {
+            *v *= s;
+        }
+    }
+}
+
+/// The rows of `a` and `b` (rows of `width`) alternating: a₀, b₀, a₁, b₁, ...
+fn interleave_rows(a: &[f32], b: &[f32], width: usize) -> Vec<f32> {
+    a.chunks(width)
+        .zip(b.chunks(width))
+        .flat_map(|(ra, rb)| ra.iter().chain(rb))
+        .copied()
+        .collect()
 }
 
 impl DeviceWeights {
@@ -70,13 +105,50 @@ impl DeviceWeights {
             format,
         };
         let (h, vocab) = (cfg.hidden, cfg.vocab);
+        let embed_values = up.read("model.embed_tokens.weight", &[vocab, h])?;
+        let embed = up.upload(&[vocab, h], &embed_values)?;
+        let layers = (0..cfg.layers)
+            .map(|i| up.layer(cfg, i))
+            .collect::<Result<_, _>>()?;
+        let norm = up.read("model.norm.weight", &[h])?;
+        let mut head = if cfg.tie_embeddings {
+            embed_values
+        } else {
+            drop(embed_values);
+            up.read("lm_head.weight", &[vocab, h])?
+        };
+        fold_columns(&mut head, &norm);
         Ok(DeviceWeights {
-            embed: up.tensor("model.embed_tokens.weight", &[vocab, h])?,
-            layers: (0..cfg.layers)
-                .map(|i| up.layer(cfg, i))
-                .collect::<Result<_, _>>()?,
-            norm: up.tensor("model.norm.weight", &[h])?,
-            lm_head: up.tensor("lm_head.weight", &[vocab, h])?,
+            embed,
+            layers,
+            lm_head: up.upload(&[vocab, h], &head)?,
         })
+    }
+
+    /// Bytes of GPU memory the weights take.
+    pub fn bytes(&self) -> u64 {
+        let layer = |l: &LayerWeights| {
+            [&l.qkv, &l.o, &l.gate_up, &l.down]
+                .iter()
+                .map(|t| t.size_bytes())
+                .sum::<u64>()
+        };
+        self.embed.size_bytes()
+            + self.lm_head.size_bytes()
+            + self.layers.iter().map(layer).sum::<u64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folding_scales_columns_and_interleaving_alternates_rows() {
+        let mut w = vec![1.0, 2.0, 3.0, 4.0];
+        fold_columns(&mut w, &[10.0, 100.0]);
+        assert_eq!(w, [10.0, 200.0, 30.0, 400.0]);
+        let rows = interleave_rows(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], 2);
+        assert_eq!(rows, [1.0, 2.0, 5.0, 6.0, 3.0, 4.0, 7.0, 8.0]);
     }
 }

@@ -1,12 +1,14 @@
 //! One step of the decoder recorded into a command list: the activations of `n` tokens
-//! ([`Activations`]) and the operations over them ([`Forward`]), the projections as GEMMs for a
-//! prompt and as GEMVs for one token.
+//! ([`Activations`]) and the operations over them ([`Forward`]). A prompt goes through GEMMs
+//! (each norm a dispatch of its own, its weight folded into the projection after it); one token
+//! through fused GEMVs that normalize their input, gate the MLP and add into the residual
+//! stream themselves, seven dispatches a layer.
 
 use crate::cache::KvCache;
 use crate::device_weights::{DeviceWeights, LayerWeights};
 use crate::{LlamaConfig, ModelError};
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
-use vkprism_shaders::{Activation, Attention, BinaryOp, Gemm, Ops, ReduceOp, Rope, UnaryOp};
+use vkprism_shaders::{Activation, Attention, Gemm, Gemv, Ops, ReduceOp, Rope};
 
 /// The tensors a step of `n` tokens works in, reused by every layer (the list puts a barrier
 /// wherever one layer's use of a tensor follows another's).
@@ -15,19 +17,16 @@ pub(crate) struct Activations {
     pub ids: Tensor,
     /// The residual stream `[n, hidden]`.
     x: Tensor,
-    /// The normed stream `[n, hidden]`.
+    /// The stream RMS-normalized without a weight (GEMM path) `[n, hidden]`.
     h: Tensor,
-    /// Queries and attention output `[n, heads, head_dim]`; new keys and values `[n, kv_heads,
-    /// head_dim]`.
+    /// The fused projection `[n, (heads + 2·kv_heads) · head_dim]`.
+    qkv: Tensor,
+    /// Rotated queries and the attention's output `[n, heads, head_dim]`.
     q: Tensor,
-    k: Tensor,
-    v: Tensor,
     o: Tensor,
-    /// The MLP's two branches `[n, mlp]`.
-    gate: Tensor,
-    up: Tensor,
-    /// A projection's output before it is added to the stream (GEMV path) `[n, hidden]`.
-    sum: Tensor,
+    /// The MLP's gate/up pairs (GEMM path) `[n, 2·mlp]`, and its gated values `[n, mlp]`.
+    gate_up: Tensor,
+    mlp: Tensor,
     /// The logits `[n, vocab]`, and the index of each row's largest, I32 `[n]`.
     pub logits: Tensor,
     pub best: Tensor,
@@ -42,18 +41,16 @@ impl Activations {
         format: TensorFormat,
     ) -> Result<Activations, ModelError> {
         let t = |shape: &[usize]| Tensor::new(ctx, shape, format);
-        let (heads, kv, d) = (cfg.heads, cfg.kv_heads, cfg.head_dim());
+        let (heads, d) = (cfg.heads, cfg.head_dim());
         Ok(Activations {
             ids: Tensor::new(ctx, &[n], TensorFormat::I32)?,
             x: t(&[n, cfg.hidden])?,
             h: t(&[n, cfg.hidden])?,
+            qkv: t(&[n, cfg.hidden + 2 * cfg.kv_dim()])?,
             q: t(&[n, heads, d])?,
-            k: t(&[n, kv, d])?,
-            v: t(&[n, kv, d])?,
             o: t(&[n, heads, d])?,
-            gate: t(&[n, cfg.mlp])?,
-            up: t(&[n, cfg.mlp])?,
-            sum: t(&[n, cfg.hidden])?,
+            gate_up: t(&[n, 2 * cfg.mlp])?,
+            mlp: t(&[n, cfg.mlp])?,
             logits: t(&[n, cfg.vocab])?,
             best: Tensor::new(ctx, &[n], TensorFormat::I32)?,
         })
@@ -63,6 +60,38 @@ impl Activations {
     pub fn tokens(&self) -> usize {
         self.ids.len()
     }
+
+    /// Bytes of GPU memory they take.
+    pub fn bytes(&self) -> u64 {
+        [
+            &self.ids,
+            &self.x,
+            &self.h,
+            &self.qkv,
+            &self.q,
+            &self.o,
+            &self.gate_up,
+            &self.mlp,
+            &self.logits,
+            &self.best,
+        ]
+        .iter()
+        .map(|t| t.size_bytes())
+        .sum()
+    }
+}
+
+/// Where a step's first token sits in its sequence.
+#[derive(Copy, Clone)]
+pub(crate) enum StepPosition<'a> {
+    /// Known when recording: the list serves this step only.
+    Known(usize),
+    /// Read on the GPU from an I32 `[1]` tensor written before each run: the list replays at
+    /// every position below `capacity` (the cache rows attention may read).
+    Buffer {
+        position: &'a Tensor,
+        capacity: usize,
+    },
 }
 
 /// Records one step: the tokens' embeddings through every layer to their logits and argmax.
@@ -72,6 +101,7 @@ pub(crate) struct Forward<'a> {
     pub weights: &'a DeviceWeights,
     pub cache: &'a KvCache,
     pub act: &'a Activations,
+    pub at: StepPosition<'a>,
 }
 
 impl Forward<'_> {
@@ -83,84 +113,78 @@ impl Forward<'_> {
             self.attention_block(list, i, layer)?;
             self.mlp_block(list, layer)?;
         }
-        self.ops
-            .rms_norm(list, &a.x, Some(&w.norm), &a.h, self.cfg.rms_eps)?;
-        self.linear(list, &w.lm_head, &a.h, &a.logits, Activation::None)?;
+        self.normed_linear(list, &w.lm_head, &a.logits, Gemv::new())?;
         self.ops
             .reduce(list, &a.logits, &a.best, 1, ReduceOp::ArgMax)?;
         Ok(())
     }
 
     /// `x += o_proj(attention(rope(q), rope(k), v))` of the normed stream; the new keys and
-    /// values written into the cache first.
+    /// values written into the cache by the rotation.
     fn attention_block(
         &self,
         list: &mut CommandList,
         i: usize,
         l: &LayerWeights,
     ) -> Result<(), ModelError> {
-        let (a, ops, n) = (self.act, self.ops, self.act.tokens());
-        ops.rms_norm(list, &a.x, Some(&l.input_norm), &a.h, self.cfg.rms_eps)?;
-        // K and V straight into the cache's next rows where those can be bound; otherwise
-        // into the step's own tensors, copied there after the rotation.
-        let direct = self.cache.next_rows(i, n)?;
-        let (k, v) = match &direct {
-            Some((k, v)) => (k.clone(), v.clone()),
-            None => (a.k.clone(), a.v.clone()),
-        };
-        self.linear(list, &l.q, &a.h, &flat(&a.q)?, Activation::None)?;
-        self.linear(list, &l.k, &a.h, &flat(&k)?, Activation::None)?;
-        self.linear(list, &l.v, &a.h, &flat(&v)?, Activation::None)?;
-        let start = self.cache.position();
-        let rope = Rope::new()
-            .with_theta_base(self.cfg.rope_theta)
-            .with_position_offset(start);
-        ops.rope(list, &a.q, &a.q, &rope)?;
-        ops.rope(list, &k, &k, &rope)?;
-        if direct.is_none() {
-            self.cache.record_write(list, i, &a.k, &a.v)?;
-        }
-        let (keys, values) = self.cache.rows(i, start + n)?;
+        let (a, ops) = (self.act, self.ops);
+        self.normed_linear(list, &l.qkv, &a.qkv, Gemv::new())?;
+        let (keys, values) = self.cache.layer(i);
+        let rope = Rope::new().with_theta_base(self.cfg.rope_theta);
         let causal = Attention::new().with_causal(true);
-        ops.attention(list, &a.q, &keys, &values, &a.o, &causal)?;
+        match self.at {
+            StepPosition::Known(start) => {
+                let rope = rope.with_position_offset(start);
+                ops.rope_qkv(list, &a.qkv, &a.q, keys, values, &rope, None)?;
+                let (k, v) = self.cache.rows(i, start + a.tokens())?;
+                ops.attention(list, &a.q, &k, &v, &a.o, &causal)?;
+            }
+            StepPosition::Buffer { position, capacity } => {
+                ops.rope_qkv(list, &a.qkv, &a.q, keys, values, &rope, Some(position))?;
+                let (k, v) = self.cache.rows(i, capacity)?;
+                ops.attention_at(list, &a.q, &k, &v, &a.o, &causal, position)?;
+            }
+        }
         self.residual(list, &l.o, &flat(&a.o)?)
     }
 
     /// `x += down(silu(gate(h)) · up(h))` of the normed stream.
     fn mlp_block(&self, list: &mut CommandList, l: &LayerWeights) -> Result<(), ModelError> {
         let a = self.act;
-        let ops = self.ops;
-        ops.rms_norm(list, &a.x, Some(&l.post_norm), &a.h, self.cfg.rms_eps)?;
-        self.linear(list, &l.gate, &a.h, &a.gate, Activation::Silu)?;
-        self.linear(list, &l.up, &a.h, &a.up, Activation::None)?;
-        ops.binary(list, &a.gate, &a.up, &a.gate, BinaryOp::Mul)?;
-        self.residual(list, &l.down, &a.gate)
+        if a.tokens() == 1 {
+            let gated = Gemv::new()
+                .with_gated(true)
+                .with_activation(Activation::Silu);
+            self.normed_linear(list, &l.gate_up, &a.mlp, gated)?;
+        } else {
+            self.normed_linear(list, &l.gate_up, &a.gate_up, Gemv::new())?;
+            self.ops.glu(list, &a.gate_up, &a.mlp, Activation::Silu)?;
+        }
+        self.residual(list, &l.down, &a.mlp)
     }
 
-    /// `y = act(x · wᵀ)` for `w` `[out, in]`: a GEMM over the step's rows, or for one token a
-    /// GEMV (then the activation on its own).
-    fn linear(
+    /// `y = rms_norm(x) · wᵀ` for `w` `[out, in]` (the norm's weight folded into w): for one
+    /// token a GEMV that normalizes x itself, with `fused` (gated or not) in its epilogue;
+    /// otherwise the norm's own dispatch, then a GEMM (`fused` must be plain there).
+    fn normed_linear(
         &self,
         list: &mut CommandList,
         w: &Tensor,
-        x: &Tensor,
         y: &Tensor,
-        act: Activation,
+        fused: Gemv,
     ) -> Result<(), ModelError> {
-        if self.act.tokens() > 1 {
-            let op = Gemm::new().with_transpose_b(true).with_activation(act);
-            return Ok(self.ops.gemm(list, x, w, None, y, &op)?);
+        let (a, eps) = (self.act, self.cfg.rms_eps);
+        if a.tokens() == 1 {
+            let op = fused.with_rms_input(eps);
+            return Ok(self.ops.gemv_with(list, w, &a.x, None, y, &op)?);
         }
-        self.ops.gemv(list, w, x, None, y)?;
-        match act {
-            Activation::None => Ok(()),
-            Activation::Silu => Ok(self.ops.unary(list, y, y, UnaryOp::Silu)?),
-            other => unreachable!("the decoder uses no {other:?}"),
-        }
+        self.ops.rms_norm(list, &a.x, None, &a.h, eps)?;
+        let op = Gemm::new().with_transpose_b(true);
+        Ok(self.ops.gemm(list, &a.h, w, None, y, &op)?)
     }
 
-    /// `x += input · wᵀ`: the GEMM adds into the stream itself (`beta` 1); the GEMV writes a
-    /// sum that is then added.
+    /// `x += input · wᵀ`: the GEMM (`beta` 1) or the GEMV (accumulating) adds into the stream
+    /// itself.
     fn residual(
         &self,
         list: &mut CommandList,
@@ -168,16 +192,16 @@ impl Forward<'_> {
         input: &Tensor,
     ) -> Result<(), ModelError> {
         let a = self.act;
-        if a.tokens() > 1 {
-            let op = Gemm::new().with_transpose_b(true).with_beta(1.0);
-            return Ok(self.ops.gemm(list, input, w, None, &a.x, &op)?);
+        if a.tokens() == 1 {
+            let op = Gemv::new().with_accumulate(true);
+            return Ok(self.ops.gemv_with(list, w, input, None, &a.x, &op)?);
         }
-        self.ops.gemv(list, w, input, None, &a.sum)?;
-        Ok(self.ops.binary(list, &a.x, &a.sum, &a.x, BinaryOp::Add)?)
+        let op = Gemm::new().with_transpose_b(true).with_beta(1.0);
+        Ok(self.ops.gemm(list, input, w, None, &a.x, &op)?)
     }
 }
 
-/// `t` `[n, heads, head_dim]` seen as the matrix `[n, heads · head_dim]` a projection writes.
+/// `t` `[n, heads, head_dim]` seen as the matrix `[n, heads · head_dim]` a projection reads.
 fn flat(t: &Tensor) -> Result<Tensor, ModelError> {
     let n = t.shape()[0];
     Ok(t.view(0, &[n, t.len() / n])?)

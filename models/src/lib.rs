@@ -25,7 +25,7 @@ mod weights;
 
 pub use config::LlamaConfig;
 pub use error::ModelError;
-pub use llama::{KernelTime, Llama, Logits};
+pub use llama::{KernelTime, Llama, LlamaMemory, Logits, DECODE_SPAN};
 pub use reference::ReferenceLlama;
 pub use safetensors_io::SafetensorsFile;
 pub use weights::{layer_weight, weight_shapes, HostWeights, WeightSource, LAYER_PARTS};

@@ -1,16 +1,24 @@
 //! [`Llama`]: a Llama-style decoder on the GPU (RMS norm, rotary embedding, grouped-query
 //! attention, SiLU-gated MLP) with a KV cache: [`Llama::prefill`] a prompt,
 //! [`Llama::decode`] one token at a time, [`Llama::greedy`] generation. Each step is one
-//! command list (the ids' upload, every layer, the logits' download) in one submission.
+//! command list (the ids' upload, every layer, the logits' download) in one submission. A
+//! prompt's list is recorded for it; a decode step's list is recorded once per span of cache
+//! positions ([`DECODE_SPAN`]) and replayed, the token and its position written into upload
+//! slots before each run.
 
 use crate::cache::KvCache;
 use crate::device_weights::DeviceWeights;
-use crate::forward::{Activations, Forward};
+use crate::forward::{Activations, Forward, StepPosition};
 use crate::{LlamaConfig, ModelError, SafetensorsFile, WeightSource};
 use std::path::Path;
 use std::time::Duration;
-use vkprism::{CommandList, Context, Readback, TensorFormat};
+use vkprism::{CommandList, Context, Readback, Tensor, TensorFormat, UploadSlot};
 use vkprism_shaders::Ops;
+
+/// Cache positions one recorded decode list serves: a list attends over the cache rows up to
+/// the span's end (the keys past the token's position masked and not read), so a new list is
+/// recorded each time decoding crosses into the next span.
+pub const DECODE_SPAN: usize = 256;
 
 /// The logits of a step: one row of `vocab` values per token.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +45,7 @@ impl Logits {
 }
 
 /// What a step reads back.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum Read {
     /// Every row's logits.
     Logits,
@@ -58,9 +67,30 @@ pub struct Llama {
     profile: bool,
     /// The last step's GPU time per kernel, where profiling is on.
     kernel_times: Option<Vec<KernelTime>>,
-    /// The last step's activations, reused by the next step of as many tokens (every decode
-    /// step): each step waits for its run, so no two runs share them.
+    /// The last prompt's activations, reused by the next prompt of as many tokens: each step
+    /// waits for its run, so no two runs share them.
     spare: Option<Activations>,
+    /// The recorded decode lists, their one token's activations and the position they read.
+    decode: Option<DecodeLists>,
+}
+
+/// Decode steps recorded once and replayed: one list per span of positions and kind of read,
+/// over one set of activations and one position tensor.
+struct DecodeLists {
+    act: Activations,
+    position: Tensor,
+    lists: Vec<DecodeList>,
+}
+
+/// One recorded decode step.
+struct DecodeList {
+    /// Cache rows its attention reads: the end of its span of positions.
+    capacity: usize,
+    read: Read,
+    list: CommandList,
+    token: UploadSlot,
+    position: UploadSlot,
+    out: Readback,
 }
 
 impl Llama {
@@ -92,6 +122,7 @@ impl Llama {
             profile: false,
             kernel_times: None,
             spare: None,
+            decode: None,
         })
     }
 
@@ -137,6 +168,9 @@ impl Llama {
 
     /// Times each step on the GPU from now on (`on`), where the device has timestamps.
     pub fn set_timing(&mut self, on: bool) {
+        if on != self.timing {
+            self.forget_decode_lists();
+        }
         self.timing = on;
     }
 
@@ -149,7 +183,29 @@ impl Llama {
     /// [`Llama::last_kernel_times`]. Timestamps around every dispatch serialize the GPU, so a
     /// profiled step takes longer than one timed whole ([`Llama::set_timing`]).
     pub fn set_profile(&mut self, on: bool) {
+        if on != self.profile {
+            self.forget_decode_lists();
+        }
         self.profile = on;
+    }
+
+    /// The recorded decode lists dropped (recorded again as needed, with the new timing).
+    fn forget_decode_lists(&mut self) {
+        if let Some(d) = &mut self.decode {
+            d.lists.clear();
+        }
+    }
+
+    /// GPU memory the model holds: weights, KV cache, and the activations of the steps
+    /// prepared so far.
+    pub fn memory(&self) -> LlamaMemory {
+        let decode = self.decode.as_ref().map_or(0, |d| d.act.bytes());
+        LlamaMemory {
+            weights: self.weights.bytes(),
+            kv_cache: self.cache.bytes(),
+            activations: decode + self.spare.as_ref().map_or(0, |a| a.bytes()),
+            recorded_decode_lists: self.decode.as_ref().map_or(0, |d| d.lists.len()),
+        }
     }
 
     /// The last step's GPU time per kernel, the largest first, where profiling is on.
@@ -160,7 +216,7 @@ impl Llama {
     /// Runs `tokens` at the next positions of the sequence (appended to the cache): their
     /// logits, `[tokens, vocab]`.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Logits, ModelError> {
-        let values = self.step(tokens, Read::Logits)?.read_f32()?;
+        let values = self.step(tokens, Read::Logits)?.logits();
         Ok(Logits {
             values,
             vocab: self.cfg.vocab,
@@ -169,7 +225,7 @@ impl Llama {
 
     /// Runs one token at the next position: its logits, `[vocab]`.
     pub fn decode(&mut self, token: u32) -> Result<Vec<f32>, ModelError> {
-        Ok(self.step(&[token], Read::Logits)?.read_f32()?)
+        Ok(self.step(&[token], Read::Logits)?.logits())
     }
 
     /// Starts a new sequence with `prompt` and generates `n` tokens greedily (each the largest
@@ -191,13 +247,23 @@ impl Llama {
     /// Runs `tokens` at the next positions of the sequence: the index of the last one's
     /// largest logit (chosen on the GPU, the first on ties; only that index is read back).
     pub fn next_token(&mut self, tokens: &[u32]) -> Result<u32, ModelError> {
-        Ok(self.step(tokens, Read::ArgMax)?.read_u32()?[0])
+        Ok(self.step(tokens, Read::ArgMax)?.token())
     }
 
-    /// Records and runs one step: what it read back. The cache advances only when it ran.
-    fn step(&mut self, tokens: &[u32], read: Read) -> Result<Readback, ModelError> {
+    /// Runs one step: what it read back. The cache advances only when it ran.
+    fn step(&mut self, tokens: &[u32], read: Read) -> Result<StepOut, ModelError> {
         self.check_tokens(tokens)?;
         self.cache.check_room(tokens.len())?;
+        let readback = match tokens {
+            [token] => self.decode_step(*token, read)?,
+            _ => self.prompt_step(tokens, read)?,
+        };
+        self.cache.advance(tokens.len());
+        Ok(readback)
+    }
+
+    /// Records and runs a prompt's step at the cache's position.
+    fn prompt_step(&mut self, tokens: &[u32], read: Read) -> Result<StepOut, ModelError> {
         let ctx = self.ops.context().clone();
         let act = match self.spare.take() {
             Some(a) if a.tokens() == tokens.len() => a,
@@ -212,6 +278,7 @@ impl Llama {
             weights: &self.weights,
             cache: &self.cache,
             act: &act,
+            at: StepPosition::Known(self.cache.position()),
         };
         forward.record(&mut list)?;
         let readback = match read {
@@ -219,15 +286,92 @@ impl Llama {
             Read::ArgMax => list.download(&act.best.view(tokens.len() - 1, &[1])?)?,
         };
         list.submit_and_wait()?;
-        self.cache.advance(tokens.len());
+        self.note_times(&list);
+        self.spare = Some(act);
+        values_of(&readback, read)
+    }
+
+    /// Runs one token through the decode list of its span (recorded first where there is
+    /// none): the token and its position written into the list's upload slots, the list
+    /// replayed.
+    fn decode_step(&mut self, token: u32, read: Read) -> Result<StepOut, ModelError> {
+        let position = self.cache.position();
+        let capacity = (position / DECODE_SPAN + 1) * DECODE_SPAN;
+        let capacity = capacity.min(self.cache.max_seq());
+        let at = self.decode_list(capacity, read)?;
+        let decode = self.decode.as_mut().expect("made by decode_list");
+        let d = &mut decode.lists[at];
+        d.token.write_bytes(&token.to_le_bytes())?;
+        d.position.write_bytes(&(position as i32).to_le_bytes())?;
+        d.list.submit_and_wait()?;
+        let out = values_of(&d.out, read)?;
+        let list = &decode.lists[at].list;
         self.gpu_time = if self.timing {
             list.total_time().ok()
         } else {
             None
         };
-        self.kernel_times = self.profile.then(|| kernel_times(&list)).flatten();
-        self.spare = Some(act);
-        Ok(readback)
+        self.kernel_times = self.profile.then(|| kernel_times(list)).flatten();
+        Ok(out)
+    }
+
+    /// The index of the decode list for `capacity` and `read`, recorded where there is none.
+    fn decode_list(&mut self, capacity: usize, read: Read) -> Result<usize, ModelError> {
+        let ctx = self.ops.context().clone();
+        if self.decode.is_none() {
+            self.decode = Some(DecodeLists {
+                act: Activations::new(&ctx, &self.cfg, 1, self.format)?,
+                position: Tensor::new(&ctx, &[1], TensorFormat::I32)?,
+                lists: Vec::new(),
+            });
+        }
+        let decode = self.decode.as_ref().expect("made above");
+        let found = decode
+            .lists
+            .iter()
+            .position(|d| d.capacity == capacity && d.read == read);
+        if let Some(at) = found {
+            return Ok(at);
+        }
+        let mut list = self.new_list(&ctx)?;
+        let token = list.upload_slot(&decode.act.ids)?;
+        let position = list.upload_slot(&decode.position)?;
+        let forward = Forward {
+            ops: &self.ops,
+            cfg: &self.cfg,
+            weights: &self.weights,
+            cache: &self.cache,
+            act: &decode.act,
+            at: StepPosition::Buffer {
+                position: &decode.position,
+                capacity,
+            },
+        };
+        forward.record(&mut list)?;
+        let out = match read {
+            Read::Logits => list.download(&decode.act.logits)?,
+            Read::ArgMax => list.download(&decode.act.best)?,
+        };
+        let decode = self.decode.as_mut().expect("made above");
+        decode.lists.push(DecodeList {
+            capacity,
+            read,
+            list,
+            token,
+            position,
+            out,
+        });
+        Ok(decode.lists.len() - 1)
+    }
+
+    /// The GPU time and per-kernel times of the list that just ran, where asked for.
+    fn note_times(&mut self, list: &CommandList) {
+        self.gpu_time = if self.timing {
+            list.total_time().ok()
+        } else {
+            None
+        };
+        self.kernel_times = self.profile.then(|| kernel_times(list)).flatten();
     }
 
     fn new_list(&self, ctx: &Context) -> Result<CommandList, ModelError> {
@@ -256,7 +400,72 @@ impl Llama {
     }
 }
 
-/// Dispatches a profiled step may time: more than a TinyLlama step's (about 18 a layer).
+/// What a step read back.
+enum StepOut {
+    Logits(Vec<f32>),
+    Token(u32),
+}
+
+impl StepOut {
+    fn logits(self) -> Vec<f32> {
+        match self {
+            StepOut::Logits(v) => v,
+            StepOut::Token(_) => unreachable!("a step reads what it was asked for"),
+        }
+    }
+    fn token(self) -> u32 {
+        match self {
+            StepOut::Token(t) => t,
+            StepOut::Logits(_) => unreachable!("a step reads what it was asked for"),
+        }
+    }
+}
+
+/// A step's read-back values, as `read` asked.
+fn values_of(readback: &Readback, read: Read) -> Result<StepOut, ModelError> {
+    Ok(match read {
+        Read::Logits => StepOut::Logits(readback.read_f32()?),
+        Read::ArgMax => StepOut::Token(readback.read_u32()?[0]),
+    })
+}
+
+/// GPU memory a [`Llama`] holds, in bytes.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LlamaMemory {
+    /// The weights, in the model's format (norms folded into the projections).
+    pub weights: u64,
+    /// Keys and values of every layer, `max_seq` positions.
+    pub kv_cache: u64,
+    /// The activations of the decode step and of the last prompt.
+    pub activations: u64,
+    /// Decode lists recorded so far (one per span of positions and kind of read).
+    pub recorded_decode_lists: usize,
+}
+
+impl LlamaMemory {
+    /// Everything the model holds.
+    pub fn total(&self) -> u64 {
+        self.weights + self.kv_cache + self.activations
+    }
+}
+
+impl std::fmt::Display for LlamaMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+        write!(
+            f,
+            "weights {:.1} MiB, KV cache {:.1} MiB, activations {:.2} MiB: {:.1} MiB ({} decode lists recorded)",
+            mib(self.weights),
+            mib(self.kv_cache),
+            mib(self.activations),
+            mib(self.total()),
+            self.recorded_decode_lists
+        )
+    }
+}
+
+/// Dispatches a profiled step may time: more than a TinyLlama step's (about 8 a layer).
 const MAX_PROFILED_DISPATCHES: u32 = 4096;
 
 /// One kernel's share of a step: its name, its dispatches' GPU time in all, how many.

@@ -74,7 +74,12 @@ impl<'w> ReferenceLlama<'w> {
         }
         self.pos += 1;
         let h = rms_norm(&x, self.w("model.norm.weight"), c.rms_eps);
-        let logits = matvec(self.w("lm_head.weight"), &h);
+        let head = if c.tie_embeddings {
+            "model.embed_tokens.weight"
+        } else {
+            "lm_head.weight"
+        };
+        let logits = matvec(self.w(head), &h);
         logits.iter().map(|v| *v as f32).collect()
     }
 

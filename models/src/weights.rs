@@ -38,7 +38,8 @@ fn part_shape(cfg: &LlamaConfig, part: &str) -> Vec<usize> {
     }
 }
 
-/// Every weight tensor of a decoder of `cfg`, name and shape, in the order a model uses them.
+/// Every weight tensor of a decoder of `cfg`, name and shape, in the order a model uses them
+/// (no `lm_head.weight` where the embedding is tied).
 pub fn weight_shapes(cfg: &LlamaConfig) -> Vec<(String, Vec<usize>)> {
     let mut out = vec![(
         "model.embed_tokens.weight".to_string(),
@@ -50,7 +51,9 @@ pub fn weight_shapes(cfg: &LlamaConfig) -> Vec<(String, Vec<usize>)> {
         }
     }
     out.push(("model.norm.weight".into(), vec![cfg.hidden]));
-    out.push(("lm_head.weight".into(), vec![cfg.vocab, cfg.hidden]));
+    if !cfg.tie_embeddings {
+        out.push(("lm_head.weight".into(), vec![cfg.vocab, cfg.hidden]));
+    }
     out
 }
 

@@ -8,7 +8,7 @@ use safetensors::Dtype;
 use vkprism::{Context, TensorFormat};
 use vkprism_models::reference::argmax;
 use vkprism_models::{
-    HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama, SafetensorsFile,
+    HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama, SafetensorsFile, DECODE_SPAN,
 };
 use vkprism_shaders::OpError;
 use vkprism_testkit::{assert_clean, ctx};
@@ -436,8 +436,8 @@ fn tinyllama_shapes() {
 }
 
 /// Profiling times every dispatch of a step: per kernel, largest first, the decode step's
-/// 16 dispatches a layer, the embedding, final norm, lm_head and argmax; the tokens are the
-/// unprofiled ones.
+/// 6 dispatches a layer (the fused GEMVs, the rotation into the cache, attention), the
+/// embedding, lm_head and argmax; the tokens are the unprofiled ones.
 #[test]
 fn profiled_decode_names_every_kernel() {
     let ctx = ctx();
@@ -456,13 +456,41 @@ fn profiled_decode_names_every_kernel() {
             .map_or(0, |k| k.dispatches)
     };
     let total: usize = times.iter().map(|k| k.dispatches).sum();
-    // Per layer: 7 projections, 2 norms, 2 rotations, attention, SiLU, 3 binary operations.
-    assert_eq!(total, 16 * cfg.layers + 4, "{times:?}");
-    assert_eq!(count("gemv"), 7 * cfg.layers + 1, "{times:?}");
-    assert_eq!(count("rope"), 2 * cfg.layers, "{times:?}");
+    // Per layer: 4 GEMVs (QKV normed, O into the stream, gate/up normed and gated, down into
+    // the stream), the rotation into the cache, attention (keys in one share: 64 positions).
+    assert_eq!(total, 6 * cfg.layers + 3, "{times:?}");
+    assert_eq!(count("gemv"), 4 * cfg.layers + 1, "{times:?}");
+    assert_eq!(count("rope_qkv"), cfg.layers, "{times:?}");
     assert!(
         times.windows(2).all(|w| w[0].time >= w[1].time),
         "{times:?}"
+    );
+    assert_clean(&ctx);
+}
+
+/// Decoding across a span of positions: the step recorded for the first span is replayed within
+/// it, a second is recorded past it, and every token equals the CPU reference's (F32), the
+/// memory report counting both lists; tied embeddings (no `lm_head.weight`) read the embedding.
+#[test]
+fn decode_replays_across_spans_with_tied_embeddings() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small()
+        .with_max_seq(DECODE_SPAN + 40)
+        .with_tied_embeddings(true);
+    let weights = HostWeights::random(&cfg, 11);
+    assert!(weights.get("lm_head.weight").is_none());
+    let mut m = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
+    let prompt: Vec<u32> = (0..DECODE_SPAN as u32 - 4)
+        .map(|i| (i * 7 + 1) % 512)
+        .collect();
+    let got = m.greedy(&prompt, 10).unwrap();
+    let want = ReferenceLlama::new(&cfg, &weights).greedy(&prompt, 10);
+    assert_eq!(got, want);
+    let mem = m.memory();
+    assert_eq!(mem.recorded_decode_lists, 2, "{mem}");
+    assert!(
+        mem.weights > 0 && mem.kv_cache > 0 && mem.activations > 0,
+        "{mem}"
     );
     assert_clean(&ctx);
 }
