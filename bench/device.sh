@@ -3,14 +3,14 @@
 # the device report, the test suites on the real driver with the validation layer on, then
 # vkprism-bench and PyTorch's references in the same call, merged into $OUT/results.json with
 # the generated table in $OUT/table.md.
-#   bash bench/device.sh [cases, default gemm,conv2d,elementwise,transfer,ops,dispatch] [skip-tests]
+#   bash bench/device.sh [cases, default gemm,conv2d,elementwise,transfer,ops,decoder,resnet50,dispatch] [skip-tests]
 # The dispatch case runs last: run first, right after the test suites, vkprism's round trip read
 # 48 µs in one run (13.5 alone on the same machine, and PyTorch's, measured after everything
 # else, 13.7): the host's state after the tests, not the dispatch path.
 set -uo pipefail
 # The binaries travel packed where .devbin alone is over the device tool's carry limit.
 [ -d .devbin ] || tar xJf .devtools/devbin.tar.xz
-cases=${1:-gemm,conv2d,elementwise,transfer,ops,dispatch}
+cases=${1:-gemm,conv2d,elementwise,transfer,ops,decoder,resnet50,dispatch}
 . bench/env.sh
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv | tee "$out/gpu.txt"

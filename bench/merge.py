@@ -5,14 +5,15 @@
 
 Writes RESULTS.json: a JSON array of {case, shape, variant, coopmat, value, reference, ratio,
 unit, sm_clock_mhz, reference_sm_clock_mhz, reference_name, method, reference_method} (how each
-side was timed); `ratio` > 1 means vkprism is ahead
+side was timed), one per reference where a figure has several (a network beside PyTorch eager
+and beside a CUDA graph of it); `ratio` > 1 means vkprism is ahead
 (throughput / the reference's throughput, or the reference's time / vkprism's time). With a
 fourth argument, replaces the text between the `<!-- results -->` markers of that file with the
 tables generated from RESULTS.json.
 """
 import json, sys
 
-TIME_UNITS = {"us"}
+TIME_UNITS = {"us", "ms"}
 
 
 def dtype_of(variant):
@@ -25,26 +26,33 @@ def dtype_of(variant):
 
 
 def merge(ours, refs):
-    by_key = {(r["case"], r["shape"], r["dtype"]): r for r in refs}
+    by_key = {}
+    for r in refs:
+        by_key.setdefault((r["case"], r["shape"], r["dtype"]), []).append(r)
     out = []
     for r in ours:
-        ref = by_key.get((r["case"], r["shape"], dtype_of(r["variant"])))
-        rv = ref["value"] if ref else None
-        if rv is None:
-            ratio = None
-        elif r["unit"] in TIME_UNITS:
-            ratio = rv / r["value"]
-        else:
-            ratio = r["value"] / rv
-        out.append(dict(case=r["case"], shape=r["shape"], variant=r["variant"], coopmat=r["coopmat"],
-                        value=round(r["value"], 4), reference=None if rv is None else round(rv, 4),
-                        ratio=None if ratio is None else round(ratio, 3), unit=r["unit"],
-                        sm_clock_mhz=r["sm_clock_mhz"],
-                        reference_sm_clock_mhz=ref["sm_clock_mhz"] if ref else None,
-                        reference_name=ref["reference"] if ref else None,
-                        method=r.get("method"),
-                        reference_method=ref.get("method") if ref else None))
+        for ref in by_key.get((r["case"], r["shape"], dtype_of(r["variant"])), [None]):
+            out.append(merged(r, ref))
     return out
+
+
+def merged(r, ref):
+    """Our record `r` beside reference `ref` (None where there is none)."""
+    rv = ref["value"] if ref else None
+    if rv is None:
+        ratio = None
+    elif r["unit"] in TIME_UNITS:
+        ratio = rv / r["value"]
+    else:
+        ratio = r["value"] / rv
+    return dict(case=r["case"], shape=r["shape"], variant=r["variant"], coopmat=r["coopmat"],
+                value=round(r["value"], 4), reference=None if rv is None else round(rv, 4),
+                ratio=None if ratio is None else round(ratio, 3), unit=r["unit"],
+                sm_clock_mhz=r["sm_clock_mhz"],
+                reference_sm_clock_mhz=ref["sm_clock_mhz"] if ref else None,
+                reference_name=ref["reference"] if ref else None,
+                method=r.get("method"),
+                reference_method=ref.get("method") if ref else None)
 
 
 def table(records):

@@ -54,6 +54,9 @@ def event_time(fn):
 
 REPS = 20
 
+# Whole networks: bench/networks_ref.py times them.
+NETWORK_CASES = ("decoder", "resnet50")
+
 
 def graph_timed(fn, reps=REPS):
     """Seconds per call of fn() and the SM clock: a CUDA graph of `reps` calls back to back,
@@ -292,9 +295,14 @@ def main():
     p.add_argument("--json", required=True)
     args = p.parse_args()
     records = []
+    networks = [c for c in args.cases.split(",") if c in NETWORK_CASES]
     for case in args.cases.split(","):
-        records += {"gemm": gemm, "elementwise": elementwise, "dispatch": dispatch, "conv2d": conv2d,
-                    "transfer": transfer, "ops": ops}[case]()
+        if case not in NETWORK_CASES:
+            records += {"gemm": gemm, "elementwise": elementwise, "dispatch": dispatch, "conv2d": conv2d,
+                        "transfer": transfer, "ops": ops}[case]()
+    if networks:
+        import networks_ref
+        records += sum((getattr(networks_ref, c)() for c in networks), [])
     with open(args.json, "w") as f:
         json.dump(records, f, indent=1)
 

@@ -113,6 +113,52 @@ pub fn time_calls(
     })
 }
 
+/// How [`time_steps`] times a network: named in the records it makes.
+pub const STEPS_METHOD: &str =
+    "GPU time of one step's submission (input in, output out), median of replays";
+
+/// A network step's median GPU time and wall time (host: write the input, submit, wait, read),
+/// and the SM clock read during the series.
+#[derive(Copy, Clone, Debug)]
+pub struct StepTiming {
+    pub gpu: Timing,
+    pub wall_s: f64,
+}
+
+/// Times `step`, which runs one step and returns its GPU time: warm-up by GPU time right before
+/// the series, then at least `cfg.min_runs` steps lasting `cfg.min_series_gpu_s` of GPU time and
+/// until the clock has been read.
+pub fn time_steps(
+    cfg: Config,
+    mut step: impl FnMut() -> Result<std::time::Duration, Box<dyn std::error::Error>>,
+) -> Result<StepTiming, Box<dyn std::error::Error>> {
+    let start = Instant::now();
+    let mut busy = 0.0;
+    loop {
+        busy += step()?.as_secs_f64();
+        if busy >= cfg.warmup_gpu_s || start.elapsed().as_secs() > 20 {
+            break;
+        }
+    }
+    let clock = std::thread::spawn(sm_clock_mhz);
+    let (mut gpu, mut wall) = (Vec::new(), Vec::new());
+    while gpu.len() < cfg.min_runs
+        || (gpu.len() < 10_000
+            && (gpu.iter().sum::<f64>() < cfg.min_series_gpu_s || !clock.is_finished()))
+    {
+        let t = Instant::now();
+        gpu.push(step()?.as_secs_f64());
+        wall.push(t.elapsed().as_secs_f64());
+    }
+    Ok(StepTiming {
+        gpu: Timing {
+            median_s: median(gpu),
+            sm_clock_mhz: clock.join().ok().flatten(),
+        },
+        wall_s: median(wall),
+    })
+}
+
 /// Runs `list` until it has kept the GPU busy for `cfg.warmup_gpu_s` (at least once; at most
 /// 20 s of wall time, in case timestamps are broken).
 fn warm_up(list: &mut CommandList, cfg: Config) -> Result<(), vkprism::Error> {

@@ -3,7 +3,7 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops,decoder,resnet50] [--json FILE]
 
 mod bound;
 mod conv;
@@ -14,6 +14,7 @@ mod gemm;
 mod gemm_image;
 mod gemm_int8;
 mod harness;
+mod networks;
 mod ops;
 mod transfer;
 
@@ -21,7 +22,7 @@ use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops,decoder,resnet50] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -39,6 +40,8 @@ fn parse_args() -> Result<Args, String> {
             "gemm".into(),
             "conv2d".into(),
             "transfer".into(),
+            "decoder".into(),
+            "resnet50".into(),
         ],
         json: None,
     };
@@ -83,6 +86,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "dispatch" => dispatch::run(&ctx, args.cfg)?,
             "bound" => bound::run(&ctx, args.cfg)?,
             "ops" => ops::run(&ctx, args.cfg)?,
+            "decoder" => networks::decoder(&ctx, args.cfg)?,
+            "resnet50" => networks::resnet50(&ctx, args.cfg)?,
             other => return Err(format!("unknown case `{other}`\n{USAGE}").into()),
         });
     }

@@ -157,7 +157,12 @@ fn stem(
             pad: 3,
         };
         let (oh, ow) = (shape.outh(), shape.outw());
-        let input = Tensor::from_f32(ctx, &[batch, hw, hw, 4], f, &random(batch * hw * hw * 4, 18))?;
+        let input = Tensor::from_f32(
+            ctx,
+            &[batch, hw, hw, 4],
+            f,
+            &random(batch * hw * hw * 4, 18),
+        )?;
         let weight = Tensor::from_f32(ctx, &[7, 7, 4, 64], f, &random(49 * 4 * 64, 19))?;
         let y = Tensor::new(ctx, &[batch, oh, ow, 64], f)?;
         let conv = vkprism_shaders::Conv2d::new(shape);
@@ -187,9 +192,13 @@ fn casts(
     let bytes = Work::Bytes(6 * n);
     let mib = n >> 18;
     let label = ("cast", format!("f32 to f16 {mib}MiB"), TensorFormat::F32);
-    out.push(measure(ctx, cfg, label, bytes, |l| ops.cast(l, &x32, &y16))?);
+    out.push(measure(ctx, cfg, label, bytes, |l| {
+        ops.cast(l, &x32, &y16)
+    })?);
     let label = ("cast", format!("f16 to f32 {mib}MiB"), TensorFormat::F32);
-    out.push(measure(ctx, cfg, label, bytes, |l| ops.cast(l, &x16, &y32))?);
+    out.push(measure(ctx, cfg, label, bytes, |l| {
+        ops.cast(l, &x16, &y32)
+    })?);
     Ok(())
 }
 

@@ -20,7 +20,15 @@ fn quick_run_writes_one_record_per_figure() {
     let records: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     std::fs::remove_file(&json).ok();
-    for case in ["dispatch", "elementwise", "gemm", "conv2d", "transfer"] {
+    for case in [
+        "dispatch",
+        "elementwise",
+        "gemm",
+        "conv2d",
+        "transfer",
+        "decoder",
+        "resnet50",
+    ] {
         assert!(
             records.iter().any(|r| r["case"] == case),
             "no {case} record:\n{stdout}"

@@ -47,6 +47,18 @@ impl KvCache {
         self.position = 0;
     }
 
+    /// Keeps the first `position` positions (at most those held).
+    pub fn truncate(&mut self, position: usize) -> Result<(), ModelError> {
+        if position > self.position {
+            return Err(ModelError::TruncatePast {
+                position,
+                held: self.position,
+            });
+        }
+        self.position = position;
+        Ok(())
+    }
+
     /// Refuses `new` more positions where they don't fit.
     pub fn check_room(&self, new: usize) -> Result<(), ModelError> {
         if self.position + new > self.max_seq {

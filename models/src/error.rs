@@ -55,6 +55,14 @@ pub enum ModelError {
         /// The cache's positions.
         max_seq: usize,
     },
+    /// [`Llama::truncate`](crate::Llama::truncate) past the sequence's end.
+    #[error("can't go back to position {position}: the sequence holds {held}")]
+    TruncatePast {
+        /// The position asked for.
+        position: usize,
+        /// Positions held.
+        held: usize,
+    },
     /// A step was given no tokens.
     #[error("a step needs at least one token")]
     NoTokens,

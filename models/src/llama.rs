@@ -166,6 +166,13 @@ impl Llama {
         self.cache.clear();
     }
 
+    /// Goes back to the first `position` tokens of the sequence (a shared prompt's end, a
+    /// rejected draft's start): the positions after it are forgotten. Refused past the
+    /// sequence's end.
+    pub fn truncate(&mut self, position: usize) -> Result<(), ModelError> {
+        self.cache.truncate(position)
+    }
+
     /// Times each step on the GPU from now on (`on`), where the device has timestamps.
     pub fn set_timing(&mut self, on: bool) {
         if on != self.timing {

@@ -494,3 +494,35 @@ fn decode_replays_across_spans_with_tied_embeddings() {
     );
     assert_clean(&ctx);
 }
+
+/// Going back to a prefix: the next step runs from there as a fresh sequence would (the same
+/// logits as the reference's after that prefix); going past the end is refused and changes
+/// nothing.
+#[test]
+fn truncate_goes_back_to_a_prefix() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let mut m = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
+    m.prefill(&PROMPT).unwrap();
+    m.decode(9).unwrap();
+    let err = m.truncate(9).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            ModelError::TruncatePast {
+                position: 9,
+                held: 8
+            }
+        ),
+        "{err}"
+    );
+    m.truncate(5).unwrap();
+    assert_eq!(m.position(), 5);
+    let got = m.decode(40).unwrap();
+    let mut reference = ReferenceLlama::new(&cfg, &weights);
+    reference.forward(&PROMPT[..5]);
+    let want = reference.forward(&[40]).pop().unwrap();
+    assert!(max_error(&got, &want) <= tolerance(TensorFormat::F32));
+    assert_clean(&ctx);
+}

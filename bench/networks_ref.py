@@ -1,0 +1,157 @@
+"""PyTorch's side of vkprism-bench's network cases, on the same GPU in the same command: the
+same configurations, random weights, each step timed as vkprism's (warm-up by GPU time, median
+of CUDA-event-timed steps, the SM clock read during the series), twice:
+- eager: the model called from Python (what `model(...)` costs, the host's launches included);
+- CUDA graph: the same step captured once and replayed (no host launch inside the timed span).
+Each step also gets a `wall` record (host time of the eager step, synchronized), as vkprism's
+`wall` records. Cases:
+- decoder: transformers' LlamaForCausalLM in TinyLlama-1.1B's configuration, fp16, SDPA: a
+  512-token prompt, and one decode step at 512 and 2048 tokens of context (a DynamicCache cut
+  back after each eager step; a StaticCache for the graph, written at the same position each
+  replay);
+- resnet50: torchvision's resnet50, channels-last, cuDNN, batch 1 and 8, fp16 and fp32.
+Writes a JSON array of {case, shape, dtype, value, unit, sm_clock_mhz, reference, method}.
+
+    python3 bench/networks_ref.py [--cases decoder,resnet50] --json FILE
+"""
+import argparse, inspect, json, time
+import torch
+
+from torch_ref import sm_clock, timed
+
+DECODE_CONTEXTS = [512, 2048]
+PROMPT = 512
+EAGER = "CUDA events around one eager call, median"
+GRAPH = "CUDA events around one CUDA-graph replay of the step, median"
+WALL = "host wall time of one eager call, synchronized, median"
+
+
+def rec(case, shape, dtype, ms, mhz, reference, method):
+    r = dict(case=case, shape=shape, dtype=dtype, value=ms, unit="ms", sm_clock_mhz=mhz,
+             reference=reference, method=method)
+    print(f"{case:<10} {shape:<18} {dtype:<5} {ms:9.3f} ms  SM clock {mhz} MHz  {reference} ({method})",
+          flush=True)
+    return r
+
+
+def wall_ms(fn, runs=20):
+    times = []
+    for _ in range(runs):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return times[len(times) // 2] * 1e3
+
+
+def captured(fn):
+    """A CUDA graph of fn() (warmed up on a side stream first)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g
+
+
+def both(case, shape, dtype, name, eager_fn, graph_fn):
+    """Records of one step: eager, wall, and (where capture works) CUDA graph."""
+    out = []
+    t, mhz = timed(eager_fn)
+    out.append(rec(case, shape, dtype, t * 1e3, mhz, f"{name} eager", EAGER))
+    out.append(rec(case, f"{shape} wall", dtype, wall_ms(eager_fn), mhz, f"{name} eager", WALL))
+    try:
+        g = captured(graph_fn)
+        t, mhz = timed(g.replay)
+        out.append(rec(case, shape, dtype, t * 1e3, mhz, f"{name} CUDA graph", GRAPH))
+    except Exception as e:  # a capture the model's code refuses: said, not hidden
+        print(f"# {case} {shape}: no CUDA graph ({type(e).__name__}: {e})", flush=True)
+    return out
+
+
+def static_cache(cfg, length):
+    from transformers import StaticCache
+    accepted = inspect.signature(StaticCache.__init__).parameters
+    kw = dict(config=cfg, max_cache_len=length, max_batch_size=1, batch_size=1, device="cuda",
+              dtype=torch.float16)
+    return StaticCache(**{k: v for k, v in kw.items() if k in accepted})
+
+
+def decoder():
+    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+    cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                      num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
+                      rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=4096,
+                      tie_word_embeddings=False, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg).to(torch.float16).cuda().eval()
+    name = "transformers LlamaForCausalLM fp16 SDPA"
+    out = []
+    g = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, cfg.vocab_size, (1, max(DECODE_CONTEXTS)), generator=g).cuda()
+    with torch.no_grad():
+        prompt = ids[:, :PROMPT]
+        positions = torch.arange(PROMPT, device="cuda")
+        cache = static_cache(cfg, PROMPT)
+        out += both("decoder", f"prefill {PROMPT}", "fp16", name,
+                    lambda: model(prompt, past_key_values=DynamicCache(), use_cache=True),
+                    lambda: model(prompt, past_key_values=cache, cache_position=positions, use_cache=True))
+        del cache
+        token = torch.tensor([[5]], device="cuda")
+        for context in DECODE_CONTEXTS:
+            dyn = DynamicCache()
+            model(ids[:, :context], past_key_values=dyn, use_cache=True)
+
+            def eager_step(dyn=dyn, context=context):
+                model(token, past_key_values=dyn, use_cache=True)
+                dyn.crop(context)
+
+            cache = static_cache(cfg, context + 1)
+            model(ids[:, :context], past_key_values=cache,
+                  cache_position=torch.arange(context, device="cuda"), use_cache=True)
+            at = torch.tensor([context], device="cuda")
+            graph_step = lambda: model(token, past_key_values=cache, cache_position=at, use_cache=True)
+            out += both("decoder", f"decode {context}", "fp16", name, eager_step, graph_step)
+            del dyn, cache
+    return out
+
+
+def resnet50():
+    import torchvision
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    out = []
+    for dname, dtype in (("fp16", torch.float16), ("fp32", torch.float32)):
+        torch.manual_seed(0)
+        model = torchvision.models.resnet50(weights=None).eval()
+        model = model.to(dtype).cuda().to(memory_format=torch.channels_last)
+        name = f"torchvision resnet50 {dname} channels-last cuDNN"
+        for batch in (1, 8):
+            x = torch.rand(batch, 3, 224, 224, device="cuda").to(dtype)
+            x = x.to(memory_format=torch.channels_last)
+            with torch.no_grad():
+                out += both("resnet50", f"b{batch} 224x224", dname, name,
+                            lambda: model(x), lambda: model(x))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cases", default="decoder,resnet50")
+    ap.add_argument("--json", required=True)
+    args = ap.parse_args()
+    records = []
+    for case in args.cases.split(","):
+        records += {"decoder": decoder, "resnet50": resnet50}[case]()
+    with open(args.json, "w") as f:
+        json.dump(records, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+//! Whole networks from `vkprism-models`, random weights, each step timed on the GPU
+//! ([`time_steps`]) as `bench/networks_ref.py` times PyTorch's on the same configurations:
+//! - `decoder`: a Llama-style decoder in TinyLlama-1.1B's configuration, fp16: a 512-token
+//!   prompt, and one greedy decode step at 512 and 2048 tokens of context (the step replayed
+//!   at the same position: the cache cut back after each);
+//! - `resnet50`: ResNet-50 at 224×224, batch 1 and 8, fp16 and fp32.
+//!
+//! Each figure is a step's GPU time in ms; a `wall` record beside it holds what the host
+//! waits for the same step (write the input, submit, wait, read the output). `--quick` runs the
+//! same code on the reduced configurations.
+
+use crate::harness::{print, time_steps, Config, Record, StepTiming, STEPS_METHOD};
+use std::error::Error;
+use std::time::Duration;
+use vkprism::{Context, TensorFormat};
+use vkprism_models::resnet::{self, ResNet, ResNetConfig, Timing};
+use vkprism_models::{HostWeights, Llama, LlamaConfig};
+
+/// How wall-time records are timed.
+const WALL_METHOD: &str =
+    "host wall time of one step (input written, submit, wait, output read), median";
+
+fn records(case: &'static str, shape: String, variant: &str, t: StepTiming, out: &mut Vec<Record>) {
+    let gpu = Record {
+        case,
+        shape: shape.clone(),
+        variant: variant.into(),
+        coopmat: false,
+        value: t.gpu.median_s * 1e3,
+        unit: "ms",
+        sm_clock_mhz: t.gpu.sm_clock_mhz,
+        method: STEPS_METHOD,
+    };
+    let wall = Record {
+        shape: format!("{shape} wall"),
+        value: t.wall_s * 1e3,
+        method: WALL_METHOD,
+        ..gpu.clone()
+    };
+    print(&gpu);
+    print(&wall);
+    out.push(gpu);
+    out.push(wall);
+}
+
+fn gpu_time(t: Option<Duration>) -> Result<Duration, Box<dyn Error>> {
+    t.ok_or_else(|| "the device has no timestamps".into())
+}
+
+pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>> {
+    let (model_cfg, prompt_len, contexts) = if cfg.quick {
+        (LlamaConfig::small(), 16, vec![16, 40])
+    } else {
+        (
+            LlamaConfig::tinyllama().with_max_seq(2048 + 64),
+            512,
+            vec![512, 2048],
+        )
+    };
+    let weights = HostWeights::random(&model_cfg, 1);
+    let mut m = Llama::new(ctx, &model_cfg, &weights, TensorFormat::F16)?;
+    drop(weights);
+    m.set_timing(true);
+    let vocab = model_cfg.vocab as u32;
+    let tokens = |n: usize| -> Vec<u32> { (0..n as u32).map(|i| (i * 7919 + 1) % vocab).collect() };
+    let mut out = Vec::new();
+    let prompt = tokens(prompt_len);
+    let t = time_steps(cfg, || {
+        m.reset();
+        m.next_token(&prompt)?;
+        gpu_time(m.last_gpu_time())
+    })?;
+    records(
+        "decoder",
+        format!("prefill {prompt_len}"),
+        "fp16",
+        t,
+        &mut out,
+    );
+    for context in contexts {
+        m.reset();
+        // The context in prompts of at most 512 tokens (the activations of one).
+        for chunk in tokens(context).chunks(512) {
+            m.next_token(chunk)?;
+        }
+        let t = time_steps(cfg, || {
+            m.next_token(&[5])?;
+            m.truncate(context)?;
+            gpu_time(m.last_gpu_time())
+        })?;
+        records("decoder", format!("decode {context}"), "fp16", t, &mut out);
+    }
+    println!(
+        "# decoder memory: {}; the context's allocations in all {:.1} MiB",
+        m.memory(),
+        ctx.allocated_bytes() as f64 / (1024.0 * 1024.0)
+    );
+    Ok(out)
+}
+
+pub fn resnet50(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>> {
+    let (net_cfg, batches) = if cfg.quick {
+        (ResNetConfig::reduced(), [1, 2])
+    } else {
+        (ResNetConfig::resnet50(), [1, 8])
+    };
+    let weights = resnet::HostWeights::random(&net_cfg, 1);
+    let size = net_cfg.input;
+    let mut out = Vec::new();
+    for (format, variant) in [(TensorFormat::F16, "fp16"), (TensorFormat::F32, "fp32")] {
+        let mut m = ResNet::new(ctx, net_cfg.clone(), &weights, format)?.with_timing(Timing::Total);
+        for batch in batches {
+            let shape = [batch, size, size, 3];
+            let input: Vec<f32> = (0..batch * size * size * 3)
+                .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+                .collect();
+            let t = time_steps(cfg, || {
+                m.forward(&input, shape)?;
+                gpu_time(m.gpu_time())
+            })?;
+            let name = format!("b{batch} {size}x{size}");
+            records("resnet50", name, variant, t, &mut out);
+        }
+        if let Some(mem) = m.memory() {
+            println!("# resnet50 {variant} memory: {mem}");
+        }
+    }
+    Ok(out)
+}
