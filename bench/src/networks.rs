@@ -108,7 +108,7 @@ pub fn resnet50(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error
     let size = net_cfg.input;
     let mut out = Vec::new();
     for (format, variant) in [(TensorFormat::F16, "fp16"), (TensorFormat::F32, "fp32")] {
-        let mut m = ResNet::new(ctx, net_cfg.clone(), &weights, format)?.with_timing(Timing::Total);
+        let mut m = ResNet::new(ctx, net_cfg, &weights, format)?.with_timing(Timing::Total);
         for batch in batches {
             let shape = [batch, size, size, 3];
             let input: Vec<f32> = (0..batch * size * size * 3)

@@ -83,7 +83,6 @@ pub enum DeviceError {
     },
 }
 
-
 /// Maps a failed `call`'s result to a [`DeviceError`], singling out device loss.
 pub(crate) fn vkerr(call: &'static str) -> impl Fn(vk::Result) -> DeviceError {
     move |result| {

@@ -28,7 +28,8 @@ impl Instance {
     pub unsafe fn create(validation: bool, log: &MessageLog) -> Result<Instance, DeviceError> {
         // SAFETY: loading the system's Vulkan loader runs its initialization; nothing else in
         // this process depends on its absence.
-        let entry = unsafe { ash::Entry::load() }.map_err(|e| DeviceError::NoLoader(e.to_string()))?;
+        let entry =
+            unsafe { ash::Entry::load() }.map_err(|e| DeviceError::NoLoader(e.to_string()))?;
         let api_version = supported_version(&entry)?;
         // SAFETY: the caller keeps `log` alive for the instance's lifetime.
         let raw = unsafe { create_raw(&entry, api_version, validation, log)? };
@@ -93,7 +94,10 @@ fn supported_version(entry: &ash::Entry) -> Result<u32, DeviceError> {
         .map_err(vkerr("vkEnumerateInstanceVersion"))?
         .unwrap_or(vk::API_VERSION_1_0);
     if vk::api_version_major(version) == 1 && vk::api_version_minor(version) < 1 {
-        return Err(DeviceError::InstanceTooOld(1, vk::api_version_minor(version)));
+        return Err(DeviceError::InstanceTooOld(
+            1,
+            vk::api_version_minor(version),
+        ));
     }
     Ok(version.min(vk::API_VERSION_1_3))
 }

@@ -57,7 +57,10 @@ pub(crate) unsafe fn choose(
             available: list(&devices),
         });
     };
-    let device = devices.into_iter().nth(index).ok_or(DeviceError::NoDevice)?;
+    let device = devices
+        .into_iter()
+        .nth(index)
+        .ok_or(DeviceError::NoDevice)?;
     let api = device.properties.api_version.min(instance_api);
     if vk::api_version_minor(api) < 1 && vk::api_version_major(api) == 1 {
         return Err(DeviceError::DeviceTooOld(

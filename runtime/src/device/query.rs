@@ -6,7 +6,10 @@ use super::shared::Shared;
 use ash::vk;
 
 /// A query pool of `count` timestamp queries.
-pub(crate) fn create_timestamp_pool(shared: &Shared, count: u32) -> Result<vk::QueryPool, DeviceError> {
+pub(crate) fn create_timestamp_pool(
+    shared: &Shared,
+    count: u32,
+) -> Result<vk::QueryPool, DeviceError> {
     let _api = api_lock();
     // SAFETY: a plain creation on the live device.
     unsafe {
