@@ -12,7 +12,7 @@
 //! - [`session`]: [`session::Session`], a graph of operations built in Rust, its memory planned
 //!   by liveness and every node recorded once per input shape, replayed per run;
 //! - [`resnet`]: ResNet-50 in torchvision's layout ([`resnet::ResNet`]), batch norm folded into
-//!   the convolutions at load, every layer of a forward pass in one command list.
+//!   the convolutions at load, run as a [`session::Session`].
 
 mod cache;
 mod config;
