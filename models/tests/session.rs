@@ -6,7 +6,7 @@
 
 use vkprism::TensorFormat;
 use vkprism_models::session::{
-    Conv, Dim, Graph, Linear, MemoryPlan, Session, SessionError, Timing, Value,
+    Conv, Dim, Graph, Linear, MemoryPlan, Op, Recorded, Session, SessionError, Timing, Value,
 };
 use vkprism_shaders::ops::{Activation, Pool2d, Softmax, UnaryOp};
 use vkprism_testkit::{assert_clean, ctx, random_in};
@@ -227,7 +227,7 @@ fn rows_graph(gamma: &[f32], beta: &[f32], fc: &[f32], fc_bias: &[f32], rms: &[f
         "tokens",
         &[Dim::Var("batch"), Dim::Var("seq"), Dim::Fixed(8)],
     );
-    let op = vkprism_models::session::Op::LayerNorm {
+    let op = Op::LayerNorm {
         gamma: Some(g.constant("ln.gamma", &[8], gamma.to_vec())),
         beta: Some(g.constant("ln.beta", &[8], beta.to_vec())),
         eps: 1e-5,
@@ -239,7 +239,7 @@ fn rows_graph(gamma: &[f32], beta: &[f32], fc: &[f32], fc_bias: &[f32], rms: &[f
         activation: Activation::Silu,
     };
     let hidden = g.linear("fc", x, fc);
-    let op = vkprism_models::session::Op::RmsNorm {
+    let op = Op::RmsNorm {
         gamma: Some(g.constant("rms.gamma", &[16], rms.to_vec())),
         eps: 1e-5,
     };
@@ -328,7 +328,7 @@ fn lifetimes(g: &Graph) -> Vec<(usize, usize)> {
             life[v.index()].1 = i;
         }
     }
-    life.last_mut().unwrap().1 = usize::MAX;
+    life[g.output_value().unwrap().index()].1 = usize::MAX;
     life
 }
 
@@ -519,7 +519,27 @@ fn mismatched_node_shapes_are_errors_naming_the_node() {
         other => panic!("{other:?}"),
     }
 
-    // The session of a good graph is unaffected by either.
+    // A sum given one operand.
+    let mut g = Graph::new();
+    let x = g.input("x", &[Dim::Var("n"), Dim::Fixed(8)]);
+    let op = Op::Binary {
+        op: vkprism_shaders::ops::BinaryOp::Add,
+        then: None,
+    };
+    let y = g.node("lonely_sum", op, &[x]);
+    g.output(y);
+    let e = Session::prepare(&ctx, g, TensorFormat::F32, &[2, 8]).err();
+    match e {
+        Some(SessionError::Shape { node, why }) => {
+            assert_eq!(
+                (node.as_str(), why.as_str()),
+                ("lonely_sum", "takes 2 inputs, given 1")
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // The session of a good graph is unaffected by any of these.
     let mut s = Session::new(&ctx, cnn(&w), TensorFormat::F32).unwrap();
     check_cnn(&mut s, &w, [1, 8, 8, 4], 30);
     assert_clean(&ctx);
@@ -583,5 +603,52 @@ fn node_times_name_every_node() {
     );
     let total: std::time::Duration = times.iter().map(|(_, t)| *t).sum();
     assert!(total <= s.gpu_time().unwrap());
+    assert_clean(&ctx);
+}
+
+/// Two branches of one input, max and average pooling, summed.
+fn branches() -> Graph {
+    let mut g = Graph::new();
+    let x = g.input(
+        "x",
+        &[
+            Dim::Var("batch"),
+            Dim::Fixed(4),
+            Dim::Fixed(4),
+            Dim::Fixed(4),
+        ],
+    );
+    let a = g.max_pool("max", x, Pool2d::new(2, 2));
+    let b = g.avg_pool("avg", x, Pool2d::new(2, 2));
+    let y = g.add("sum", a, b, false);
+    g.output(y);
+    g
+}
+
+#[test]
+fn barriers_go_only_where_a_node_reads_what_an_earlier_one_wrote() {
+    let ctx = ctx();
+    let mut s = Session::prepare(&ctx, branches(), TensorFormat::F32, &[2, 4, 4, 4]).unwrap();
+    // The upload, max (barrier: reads the upload), avg (none: reads the upload too, writes a
+    // buffer of its own), sum (barrier: reads both), the download (barrier).
+    let want = Recorded {
+        dispatches: 3,
+        barriers: 3,
+    };
+    assert_eq!(s.recorded(), Some(want));
+    let x = random(&[2, 4, 4, 4], 1);
+    let got = s.run(&x).unwrap().values;
+    let at = |n: usize, y: usize, xx: usize, c: usize| x[((n * 4 + y) * 4 + xx) * 4 + c];
+    for (n, oy, ox, c) in (0..2)
+        .flat_map(|n| (0..4).map(move |i| (n, i / 2, i % 2)))
+        .flat_map(|(n, oy, ox)| (0..4).map(move |c| (n, oy, ox, c)))
+    {
+        let window =
+            [(0, 0), (0, 1), (1, 0), (1, 1)].map(|(dy, dx)| at(n, 2 * oy + dy, 2 * ox + dx, c));
+        let max = window.iter().fold(f32::MIN, |m, &v| m.max(v));
+        let want = max + window.iter().sum::<f32>() / 4.0;
+        let g = got[((n * 2 + oy) * 2 + ox) * 4 + c];
+        assert!((g - want).abs() < 1e-5, "{n} {oy} {ox} {c}: {g} {want}");
+    }
     assert_clean(&ctx);
 }

@@ -267,6 +267,11 @@ impl Graph {
         self.node(name, Op::Softmax(op), &[x])
     }
 
+    /// The value read back after each run, once declared.
+    pub fn output_value(&self) -> Option<Value> {
+        self.output
+    }
+
     /// Its nodes in order.
     pub fn nodes(&self) -> &[Node] {
         &self.nodes

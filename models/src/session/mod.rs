@@ -10,7 +10,7 @@
 //! - `plan.rs`: [`MemoryPlan`], which buffer holds each value;
 //! - `record.rs`: each node recorded through [`vkprism_shaders::ops::Ops`];
 //! - `pass.rs`: one input shape's planned, allocated and recorded pass;
-//! - `session.rs`: [`Session`] (create, resize, run), [`Timing`], [`Output`];
+//! - `session.rs`: [`Session`] (create, resize, run), [`Timing`], [`Output`], [`Recorded`];
 //! - `report.rs`: [`MemoryReport`];
 //! - `error.rs`: [`SessionError`].
 
@@ -28,4 +28,4 @@ pub use error::SessionError;
 pub use graph::{Constant, Conv, Dim, Graph, Linear, Node, Op, Value};
 pub use plan::{MemoryPlan, PlannedValue};
 pub use report::MemoryReport;
-pub use session::{Output, Session, Timing};
+pub use session::{Output, Recorded, Session, Timing};

@@ -76,6 +76,11 @@ impl Pass {
         Ok(self.output.read_f32()?)
     }
 
+    /// Dispatches and barriers recorded.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.list.len(), self.list.barrier_count())
+    }
+
     /// The GPU time of the last run, where it was timed.
     pub fn gpu_time(&self) -> Option<Duration> {
         match self.timing {

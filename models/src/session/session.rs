@@ -24,6 +24,16 @@ pub enum Timing {
     PerLayer,
 }
 
+/// What a pass recorded.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    /// Dispatches.
+    pub dispatches: usize,
+    /// Barriers between dependent commands (dispatches, the input's upload and the output's
+    /// download).
+    pub barriers: usize,
+}
+
 /// A graph's output after a run.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Output {
@@ -154,6 +164,17 @@ impl Session {
     /// bytes, the peak).
     pub fn plan(&self) -> Option<&MemoryPlan> {
         Some(&self.pass.as_ref()?.plan)
+    }
+
+    /// The current pass's dispatches and the barriers between them (the list puts one only
+    /// before a command that reads or writes a buffer an earlier command since the last
+    /// barrier wrote, or writes one such a command read).
+    pub fn recorded(&self) -> Option<Recorded> {
+        let (dispatches, barriers) = self.pass.as_ref()?.counts();
+        Some(Recorded {
+            dispatches,
+            barriers,
+        })
     }
 
     /// The current pass's memory, and the constants'.
