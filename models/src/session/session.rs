@@ -62,7 +62,11 @@ pub struct Session {
 impl Session {
     /// `graph` on `ctx` in `format` (F32, F16 or Bf16): its structure checked, its constants
     /// uploaded; [`Session::resize`] gives the input shape.
-    pub fn new(ctx: &Context, graph: Graph, format: TensorFormat) -> Result<Session, SessionError> {
+    pub fn new(
+        ctx: &Context,
+        mut graph: Graph,
+        format: TensorFormat,
+    ) -> Result<Session, SessionError> {
         if !matches!(
             format,
             TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16
@@ -70,7 +74,6 @@ impl Session {
             return Err(SessionError::Format(format));
         }
         graph.check().map_err(SessionError::Graph)?;
-        let mut graph = graph;
         let constants = graph
             .constants
             .iter_mut()
