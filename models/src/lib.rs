@@ -9,8 +9,10 @@
 //!   `safetensors_io.rs`: [`SafetensorsFile`];
 //! - `reference.rs`: [`ReferenceLlama`], the same forward pass on the CPU;
 //! - `error.rs`: [`ModelError`];
+//! - [`session`]: [`session::Session`], a graph of operations built in Rust, its memory planned
+//!   by liveness and every node recorded once per input shape, replayed per run;
 //! - [`resnet`]: ResNet-50 in torchvision's layout ([`resnet::ResNet`]), batch norm folded into
-//!   the convolutions at load, every layer of a forward pass in one command list.
+//!   the convolutions at load, run as a [`session::Session`].
 
 mod cache;
 mod config;
@@ -21,6 +23,7 @@ mod llama;
 pub mod reference;
 pub mod resnet;
 mod safetensors_io;
+pub mod session;
 mod weights;
 
 pub use config::LlamaConfig;

@@ -1,5 +1,6 @@
 //! [`ResNetError`]: what loading weights or running the network can fail with.
 
+use crate::session::SessionError;
 use vkprism_shaders::ops::OpError;
 
 /// An error of loading weights or of a forward pass. A failed call leaves the model usable.
@@ -60,6 +61,22 @@ pub enum ResNetError {
     /// The device failed: allocating, uploading, running or reading back.
     #[error("device: {0}")]
     Device(#[from] vkprism::Error),
+    /// The session refused the network's graph or an input size it cannot take (images too
+    /// small for the network's kernels).
+    #[error(transparent)]
+    Session(Box<SessionError>),
+}
+
+impl From<SessionError> for ResNetError {
+    fn from(e: SessionError) -> ResNetError {
+        match e {
+            SessionError::Op { source, .. } => ResNetError::Op(*source),
+            SessionError::Device(e) => ResNetError::Device(e),
+            SessionError::Format(f) => ResNetError::Format(f),
+            SessionError::InputShape { why, .. } => ResNetError::InputShape { why },
+            e => ResNetError::Session(Box::new(e)),
+        }
+    }
 }
 
 impl From<vkprism::CommandError> for ResNetError {

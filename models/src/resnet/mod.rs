@@ -6,26 +6,23 @@
 //! - `weights.rs`: [`HostWeights`], the weights by `state_dict` name ([`weight_shapes`]), random
 //!   ones for tests, safetensors input and output;
 //! - `fold.rs`: batch norm folded into each convolution, weights channels-last;
-//! - `layers.rs`: the folded weights on the device, each layer recorded through [`Ops`];
-//! - `plan.rs`: the forward pass as steps over activation values, and the memory plan that
-//!   reuses a value's buffer after its last reader;
-//! - `model.rs`: [`ResNet`] (record once per input size, replay), [`Logits`],
-//!   [`MemoryReport`];
+//! - `graph.rs`: the folded network as a [`crate::session::Graph`], each node named as its
+//!   weights;
+//! - `model.rs`: [`ResNet`] (a [`crate::session::Session`] of that graph: resized per input
+//!   size, replayed per forward pass), [`Logits`];
 //! - `reference.rs`: the same forward pass on the CPU, batch norm unfolded;
 //! - `error.rs`: [`ResNetError`].
-//!
-//! [`Ops`]: vkprism_shaders::ops::Ops
 
 mod config;
 mod error;
 mod fold;
-mod layers;
+mod graph;
 mod model;
-mod plan;
 pub mod reference;
 mod weights;
 
+pub use crate::session::{MemoryReport, Timing};
 pub use config::{Block, ResNetConfig, EXPANSION};
 pub use error::ResNetError;
-pub use model::{Logits, MemoryReport, ResNet, Timing};
+pub use model::{Logits, ResNet};
 pub use weights::{weight_shapes, HostTensor, HostWeights, BN_EPS, BN_PARTS};
