@@ -17,7 +17,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv 
 .devbin/hello 2>&1 | tee "$out/hello.txt"
 if [ "${2:-}" != "skip-tests" ]; then
   for t in .devbin/*; do
-    case "$t" in */vkprism-bench|*/hello) continue ;; esac
+    case "$t" in */vkprism-bench|*/hello|*/llama|*/resnet50) continue ;; esac
     # The stress test runs STRESS_SECS (default 70) and prints its figures.
     [ -f "$t" ] && [ -x "$t" ] && VKPRISM_VALIDATION=1 VKPRISM_STRESS_SECS=${STRESS_SECS:-70} "$t" --nocapture 2>&1 |
       grep -E -A3 "^test |test result|panicked|^stress" | tee -a "$out/tests.txt"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds here what bench/device.sh runs on the NVIDIA machine, into folders git ignores:
-#   .devbin/  release binaries (vkprism-bench, hello, the test suites that run on a real driver,
-#             the stress test) and .devbin/fuzz/mutation (the compiler's mutation run)
+#   .devbin/  release binaries (vkprism-bench, hello, the networks' examples llama and resnet50,
+#             the test suites that run on a real driver, the stress test) and .devbin/fuzz/mutation (the compiler's mutation run)
 #   .gl/      Debian's GL dispatch libraries and sid's Vulkan loader (the NVIDIA machine has none;
 #             the loader must be as new as the layer, or the layer warns about every device)
 #   .vl/      a Khronos validation layer new enough for VK_KHR_cooperative_matrix and
@@ -15,10 +15,12 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 cargo build --release --locked -p vkprism-bench --bins
 cargo build --release --locked -p vkprism --example hello
+cargo build --release --locked -p vkprism-models --example llama --example resnet50
 tests=$(cargo test --release --locked --no-run -p vkprism --test kernels --test runtime --test examples --test device_facts \
           -p vkprism-shaders --test every_variant --test split_k --test tuning --test stress --test ops --test ops_gemm_epilogue --test unary --test broadcast --test reduce --test softmax --test norm \
           --test attention --test transpose --test slice --test concat --test pad --test cast --test quantize \
-          --test embedding --test gemv --test rope --test pool --test batch_norm_fold --test gemm_int8_weights -p vkprism-runtime --test hardening --test pipelining \
+          --test embedding --test gemv --test gemv_fused --test glu --test rope --test pool --test batch_norm_fold --test gemm_int8_weights -p vkprism-runtime --test hardening --test pipelining \
+          -p vkprism-models --test llama --test session --test resnet \
           --message-format=json 2>/dev/null |
         python3 -c 'import json,sys
 for l in sys.stdin:
@@ -28,7 +30,7 @@ for l in sys.stdin:
         package = m["package_id"].rsplit("#", 1)[-1].split("@")[0]
         print(package + "." + m["target"]["name"], m["executable"])')
 rm -rf .devbin && mkdir -p .devbin
-cp target/release/vkprism-bench target/release/examples/hello .devbin/
+cp target/release/vkprism-bench target/release/examples/{hello,llama,resnet50} .devbin/
 while read -r name exe; do cp "$exe" ".devbin/$name"; done <<<"$tests"
 mkdir -p .devbin/fuzz && cp "$(scripts/fuzz.sh build)" .devbin/fuzz/mutation
 # Stripped and packed: the device tool carries at most 64 MiB (bench/device.sh unpacks).
