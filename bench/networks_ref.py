@@ -6,15 +6,16 @@ of CUDA-event-timed steps, the SM clock read during the series), twice:
 Each step also gets a `wall` record (host time of the eager step, synchronized), as vkprism's
 `wall` records. Cases:
 - decoder: transformers' LlamaForCausalLM in TinyLlama-1.1B's configuration, fp16, SDPA: a
-  512-token prompt, and one decode step at 512 and 2048 tokens of context (a DynamicCache cut
-  back after each eager step; a StaticCache for the graph, written at the same position each
-  replay);
+  512-token prompt (the graph: the model without a cache), and one greedy decode step at 512
+  and 2048 tokens of context (eager: the model with a DynamicCache cut back after each step;
+  the graph: the same modules and weights over a static KV cache, position read on the GPU,
+  checked against the eager step's logits);
 - resnet50: torchvision's resnet50, channels-last, cuDNN, batch 1 and 8, fp16 and fp32.
 Writes a JSON array of {case, shape, dtype, value, unit, sm_clock_mhz, reference, method}.
 
     python3 bench/networks_ref.py [--cases decoder,resnet50] --json FILE
 """
-import argparse, inspect, json, time
+import argparse, json, time
 import torch
 
 from torch_ref import sm_clock, timed
@@ -75,12 +76,51 @@ def both(case, shape, dtype, name, eager_fn, graph_fn):
     return out
 
 
-def static_cache(cfg, length):
-    from transformers import StaticCache
-    accepted = inspect.signature(StaticCache.__init__).parameters
-    kw = dict(config=cfg, max_cache_len=length, max_batch_size=1, batch_size=1, device="cuda",
-              dtype=torch.float16)
-    return StaticCache(**{k: v for k, v in kw.items() if k in accepted})
+def cache_layer(cache, i):
+    """Layer i's keys and values of a DynamicCache, [1, kv_heads, positions, head_dim]."""
+    if hasattr(cache, "layers"):
+        return cache.layers[i].keys, cache.layers[i].values
+    return cache.key_cache[i], cache.value_cache[i]
+
+
+def static_step(model, dyn, context, max_len, token):
+    """A greedy decode step at position `context` through the model's own modules and weights,
+    over a static KV cache filled from `dyn`: every shape fixed, the position a GPU tensor, so
+    the step can be captured. Returns the step and its logits' function."""
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+    m, cfg = model.model, model.config
+    hq, hkv = cfg.num_attention_heads, cfg.num_key_value_heads
+    d = cfg.hidden_size // hq
+    shape = (cfg.num_hidden_layers, 1, hkv, max_len, d)
+    kc = torch.zeros(shape, device="cuda", dtype=torch.float16)
+    vc = torch.zeros_like(kc)
+    for i in range(cfg.num_hidden_layers):
+        k, v = cache_layer(dyn, i)
+        kc[i, :, :, :context] = k[:, :, :context]
+        vc[i, :, :, :context] = v[:, :, :context]
+    pos = torch.tensor([context], device="cuda")
+    keys = torch.arange(max_len, device="cuda")
+
+    def logits():
+        x = m.embed_tokens(token)
+        cos, sin = m.rotary_emb(x, pos.view(1, 1))
+        allowed = (keys <= pos).view(1, 1, 1, max_len)
+        for i, layer in enumerate(m.layers):
+            a = layer.self_attn
+            h = layer.input_layernorm(x)
+            q = a.q_proj(h).view(1, 1, hq, d).transpose(1, 2)
+            k = a.k_proj(h).view(1, 1, hkv, d).transpose(1, 2)
+            v = a.v_proj(h).view(1, 1, hkv, d).transpose(1, 2)
+            q, k = apply_rotary_pos_emb(q, k, cos, sin)
+            kc[i].index_copy_(2, pos, k)
+            vc[i].index_copy_(2, pos, v)
+            o = torch.nn.functional.scaled_dot_product_attention(q, kc[i], vc[i], attn_mask=allowed,
+                                                                 enable_gqa=True)
+            x = x + a.o_proj(o.transpose(1, 2).reshape(1, 1, hq * d))
+            x = x + layer.mlp(layer.post_attention_layernorm(x))
+        return model.lm_head(m.norm(x))
+
+    return (lambda: logits().argmax(-1)), logits
 
 
 def decoder():
@@ -97,28 +137,28 @@ def decoder():
     ids = torch.randint(0, cfg.vocab_size, (1, max(DECODE_CONTEXTS)), generator=g).cuda()
     with torch.no_grad():
         prompt = ids[:, :PROMPT]
-        positions = torch.arange(PROMPT, device="cuda")
-        cache = static_cache(cfg, PROMPT)
         out += both("decoder", f"prefill {PROMPT}", "fp16", name,
                     lambda: model(prompt, past_key_values=DynamicCache(), use_cache=True),
-                    lambda: model(prompt, past_key_values=cache, cache_position=positions, use_cache=True))
-        del cache
+                    lambda: model(prompt, use_cache=False))
         token = torch.tensor([[5]], device="cuda")
         for context in DECODE_CONTEXTS:
             dyn = DynamicCache()
             model(ids[:, :context], past_key_values=dyn, use_cache=True)
 
             def eager_step(dyn=dyn, context=context):
-                model(token, past_key_values=dyn, use_cache=True)
+                r = model(token, past_key_values=dyn, use_cache=True).logits[0, -1].argmax()
                 dyn.crop(context)
+                return r
 
-            cache = static_cache(cfg, context + 1)
-            model(ids[:, :context], past_key_values=cache,
-                  cache_position=torch.arange(context, device="cuda"), use_cache=True)
-            at = torch.tensor([context], device="cuda")
-            graph_step = lambda: model(token, past_key_values=cache, cache_position=at, use_cache=True)
+            graph_step, logits = static_step(model, dyn, context, context + 64, token)
+            want = model(token, past_key_values=dyn, use_cache=True).logits[0, -1].float()
+            dyn.crop(context)
+            got = logits()[0, -1].float()
+            cos = torch.nn.functional.cosine_similarity(got, want, dim=0).item()
+            assert cos > 0.999, f"static decode step vs the model's: cosine {cos}"
+            print(f"# decode {context}: static step vs the model's logits: cosine {cos:.6f}", flush=True)
             out += both("decoder", f"decode {context}", "fp16", name, eager_step, graph_step)
-            del dyn, cache
+            del dyn
     return out
 
 

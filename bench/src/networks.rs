@@ -89,6 +89,7 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
             gpu_time(m.last_gpu_time())
         })?;
         records("decoder", format!("decode {context}"), "fp16", t, &mut out);
+        print_profile(&mut m, context)?;
     }
     println!(
         "# decoder memory: {}; the context's allocations in all {:.1} MiB",
@@ -96,6 +97,25 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
         ctx.allocated_bytes() as f64 / (1024.0 * 1024.0)
     );
     Ok(out)
+}
+
+/// One more decode step at `context`, every dispatch timed (the GPU still warm from the
+/// series): where the step's time goes, per kernel.
+fn print_profile(m: &mut Llama, context: usize) -> Result<(), Box<dyn Error>> {
+    m.set_profile(true);
+    m.next_token(&[5])?;
+    m.truncate(context)?;
+    for k in m.last_kernel_times().unwrap_or_default() {
+        println!(
+            "# decode {context} profile: {:>18} {:>4} dispatches {:>9.1} us",
+            k.kernel,
+            k.dispatches,
+            k.time.as_secs_f64() * 1e6
+        );
+    }
+    m.set_profile(false);
+    m.set_timing(true);
+    Ok(())
 }
 
 pub fn resnet50(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>> {

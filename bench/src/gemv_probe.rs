@@ -1,0 +1,78 @@
+//! `--cases gemv_probe`: what a decode step's GEMVs cost one after another on this device. The
+//! TinyLlama decoder's four projections and its output layer (`fp16s_sg`), each as 20 dependent calls
+//! in one list ([`time_calls`]: every call waits for the one before, as in a decode step), at
+//! workgroups of 64, 128 and 256 invocations (the library's choice is the row's chunks rounded
+//! to a power of two, at most 256); and a dependent chain of one-token rotations, nearly no
+//! work, for the cost of a dependent dispatch itself. Printed, not compared with PyTorch: they
+//! say where a decode step's time goes (bytes per second against the dispatch's floor).
+
+use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
+use crate::random;
+use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::{gemv, GemvShape, Ops, Rope};
+
+pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let shapes: &[(usize, usize, &str)] = if cfg.quick {
+        &[(64, 128, "small")]
+    } else {
+        &[
+            (2560, 2048, "qkv"),
+            (2048, 2048, "o"),
+            (11264, 2048, "gate_up"),
+            (2048, 5632, "down"),
+            (32000, 2048, "lm_head"),
+        ]
+    };
+    let f = TensorFormat::F16;
+    let kernel = ctx.load_with::<gemv::Kernel>(&LoadOptions::variant_named("fp16s_sg")?)?;
+    let mut out = Vec::new();
+    for &(n, k, name) in shapes {
+        let w = Tensor::from_f32(ctx, &[n, k], f, &random(n * k, 21))?;
+        let x = Tensor::from_f32(ctx, &[1, k], f, &random(k, 22))?;
+        let y = Tensor::new(ctx, &[1, n], f)?;
+        let s = GemvShape { batch: 1, n, k };
+        for local in [64u32, 128, 256] {
+            let pipe = kernel.pipeline(&s.spec(false), Some([local, 1, 1]))?;
+            let b = gemv::BufferBindings {
+                w_blob: &w,
+                x_blob: &x,
+                bias_blob: &w,
+                y_blob: &y,
+            };
+            let t = time_calls(ctx, cfg, |l| {
+                l.dispatch(&pipe, &b, &s.push(), s.grid([local, 1, 1]))?;
+                Ok(())
+            })?;
+            let r = Record {
+                case: "gemv_probe",
+                shape: format!("{name} {n}x{k}"),
+                variant: format!("fp16s_sg local {local}"),
+                coopmat: false,
+                value: t.median_s * 1e6,
+                unit: "us",
+                sm_clock_mhz: t.sm_clock_mhz,
+                method: CALLS_METHOD,
+            };
+            print(&r);
+            println!("#   {:.2} TB/s", (n * k * 2) as f64 / t.median_s / 1e12);
+            out.push(r);
+        }
+    }
+    // The floor: a dependent chain of one-token rotations (64 values each).
+    let ops = Ops::new(ctx);
+    let x = Tensor::from_f32(ctx, &[1, 1, 64], f, &random(64, 23))?;
+    let t = time_calls(ctx, cfg, |l| Ok(ops.rope(l, &x, &x, &Rope::new())?))?;
+    let r = Record {
+        case: "gemv_probe",
+        shape: "dependent dispatch (rope of 64 values)".into(),
+        variant: "fp16".into(),
+        coopmat: false,
+        value: t.median_s * 1e6,
+        unit: "us",
+        sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
+    };
+    print(&r);
+    out.push(r);
+    Ok(out)
+}
