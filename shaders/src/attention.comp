@@ -21,10 +21,7 @@
 //
 // With `split` the keys are shared between gl_NumWorkGroups.x workgroups (decode: one query
 // row, thousands of keys) and each writes its unnormalized output with its running maximum
-// and sum to part [rows][splits][d + 2]; the last of a row's workgroups to finish (a counter
-// per row, count[row], counted up atomically after each share is written) merges the shares
-// into o and sets the counter back to 0 for the next run: one dispatch where a second pass
-// would cost a dependent launch. The counters must be 0 before the first run.
+// and sum to part [rows][splits][d + 2]; attention_combine.comp merges them.
 layout (local_size_x = 64) in;
 
 layout (constant_id = 0) const int causal = 0;
@@ -49,9 +46,8 @@ layout (binding = 1) readonly buffer k_blob { sfp k_data[]; };
 layout (binding = 2) readonly buffer v_blob { sfp v_data[]; };
 #endif
 layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
-layout (binding = 4) coherent buffer part_blob { float part_data[]; };
+layout (binding = 4) writeonly buffer part_blob { float part_data[]; };
 layout (binding = 5) readonly buffer pos_blob { int pos_data[]; };
-layout (binding = 6) coherent buffer count_blob { int count_data[]; };
 
 layout (push_constant) uniform parameter {
     int batch; int sq; int skv; int hq; int hkv; int d;
@@ -79,35 +75,6 @@ float out_value(float acc[PER], vec4 acc4, int r)
     if (quads == 0) return acc[r];
     const int e = int(gl_LocalInvocationID.x) + r * int(gl_WorkGroupSize.x);
     return out_quads[e / 4][e % 4];
-}
-
-shared bool merges;
-
-// The shares of `row` (every workgroup's written) merged by their maxima and sums into o at
-// o_at: run by the row's last workgroup.
-void merge_shares(int row, int o_at)
-{
-    const float none = uintBitsToFloat(0xff800000u);
-    const int base = row * p.splits * (p.d + 2);
-    float big = none;
-    for (int s = 0; s < p.splits; s++) big = max(big, part_data[base + s * (p.d + 2) + p.d]);
-    float l = 0.0;
-    for (int s = 0; s < p.splits; s++)
-    {
-        const float ms = part_data[base + s * (p.d + 2) + p.d];
-        if (ms > none) l += exp(ms - big) * part_data[base + s * (p.d + 2) + p.d + 1];
-    }
-    const float inv = l > 0.0 ? 1.0 / l : 0.0;
-    for (int e = int(gl_LocalInvocationID.x); e < p.d; e += int(gl_WorkGroupSize.x))
-    {
-        float a = 0.0;
-        for (int s = 0; s < p.splits; s++)
-        {
-            const float ms = part_data[base + s * (p.d + 2) + p.d];
-            if (ms > none) a += exp(ms - big) * part_data[base + s * (p.d + 2) + e];
-        }
-        buffer_st1(o_data, o_at + e, afp(a * inv));
-    }
 }
 
 void main()
@@ -235,15 +202,6 @@ void main()
             part_data[at + p.d] = m;
             part_data[at + p.d + 1] = l;
         }
-        // The share made visible before it is counted; the row's last workgroup merges.
-        memoryBarrierBuffer();
-        barrier();
-        if (lid == 0) merges = atomicAdd(count_data[row], 1) == p.splits - 1;
-        barrier();
-        if (!merges) return;
-        memoryBarrierBuffer();
-        merge_shares(row, (n * p.sq + i) * p.o_stride + h * p.d);
-        if (lid == 0) count_data[row] = 0;
         return;
     }
     const float inv = l > 0.0 ? 1.0 / l : 0.0;

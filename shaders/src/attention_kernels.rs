@@ -1,6 +1,6 @@
 //! The attention kernels: [`attention`] and [`attention4`] (flash attention, one query row per
-//! workgroup, every float variant, prompt or decode; with `split` its keys shared between
-//! workgroups, the last of a row's merging them) and [`attention_cm`] (flash attention on cooperative
+//! workgroup, every float variant, prompt or decode; with `split` its keys shared between workgroups and
+//! [`attention_combine`] merging them) and [`attention_cm`] (flash attention on cooperative
 //! matrices, a block of query rows per workgroup, for prompts). [`AttentionShape`] gives their
 //! grids and push constants.
 
@@ -17,12 +17,10 @@ vkprism::compute_shader! {
         /// query head h reads key/value head `h / (hq / hkv)`; with `causal` (constant 0) query
         /// i sees keys `j <= i + offset`. `d` at most 256. One workgroup of 64 per (row, head)
         /// and share of the keys: grid x is `splits` workgroups; with `split` (constant 1) each
-        /// writes its unnormalized share to `part` (`[rows, splits, d + 2]` F32) and counts it
-        /// in `count` (I32 `[rows]`, all 0 before the first run, 0 again after each), and the
-        /// row's last workgroup merges the shares into `o`; otherwise each writes `o` (then
-        /// `splits` must be 1; `part` and `count` are unread: bind any F32 and I32 tensor).
-        /// With `position_in_buffer` (constant 2) the causal offset is `offset + pos[0]`.
-        /// Variants: `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
+        /// writes its unnormalized share to `part` (`[rows, splits, d + 2]` F32) for
+        /// [`attention_combine`](crate::attention_combine), otherwise `o` (then `splits` must be
+        /// 1; `part` is unread, bind any F32 tensor). Variants: `fp32`, `fp16s`, `fp16sa`,
+        /// `bf16s`, each `_sg` and `_nosg`.
         attention: { path: "attention.comp" },
         /// [`attention`](crate::attention) with K and V read as quads: `d` and `kv_stride`
         /// multiples of 4 (so k and v hold whole quads).
@@ -35,6 +33,13 @@ vkprism::compute_shader! {
 }
 
 pub use attention_rows::{attention, attention4};
+
+vkprism::compute_shader! {
+    /// The second pass of a split [`attention`]: each row's shares merged by their maxima and
+    /// sums into `o`. One workgroup per row (rows over grid y and z, as the row kernels).
+    pub mod attention_combine,
+    path: "attention_combine.comp",
+}
 
 vkprism::compute_shader! {
     /// Flash attention on 16×16×16 fp16 cooperative matrices: [`attention`]'s operation and
@@ -65,7 +70,7 @@ pub struct AttentionShape {
     pub d: usize,
 }
 
-/// Rows per z slice of a per-row grid, as `ROWS_Y` in rows.glsl.
+/// Rows per z slice of a per-row grid, as `ROWS_Y` in rows.glsl and attention_combine.comp.
 const ROWS_Y: usize = 32768;
 
 impl AttentionShape {
@@ -102,6 +107,11 @@ impl AttentionShape {
         ]
     }
 
+    /// [`attention_combine`]'s grid (workgroups of 64).
+    pub fn combine_grid(&self) -> [u32; 3] {
+        self.grid(1)
+    }
+
     /// [`attention_cm`]'s grid for its workgroup of `threads` invocations covering `rows`
     /// query rows.
     pub fn cm_grid(&self, threads: u32, rows: usize) -> [u32; 3] {
@@ -131,6 +141,17 @@ impl AttentionShape {
             o_stride: (self.hq * self.d) as i32,
             offset,
             scale,
+            splits: splits as i32,
+        }
+    }
+
+    /// [`attention_combine`]'s push constants for `splits` shares.
+    pub fn combine_push(&self, splits: usize) -> attention_combine::PushConstants {
+        attention_combine::PushConstants {
+            rows: self.rows() as i32,
+            hq: self.hq as i32,
+            d: self.d as i32,
+            o_stride: (self.hq * self.d) as i32,
             splits: splits as i32,
         }
     }

@@ -65,7 +65,9 @@ mod rows;
 pub mod tuning;
 mod unary_kernels;
 
-pub use attention_kernels::{attention, attention4, attention_cm, AttentionShape};
+pub use attention_kernels::{
+    attention, attention4, attention_cm, attention_combine, AttentionShape,
+};
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use conv::{conv2d, Conv2dShape};

@@ -1,4 +1,4 @@
-//! Attention ([`attention`], [`attention4`], [`attention_cm`]) in every variant the
+//! Attention ([`attention`], [`attention4`], [`attention_combine`], [`attention_cm`]) in every variant the
 //! device runs, against the f64 reference on random non-zero data, outputs poisoned: prompts and
 //! decode, causal or not, grouped-query heads, batches, head dimensions that are not multiples
 //! of 4 (row kernel) or of the cooperative-matrix block, keys split over workgroups; and the
@@ -7,7 +7,8 @@
 
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
-    attention, attention4, attention_cm, reference, Attention, AttentionShape, OpError, Ops,
+    attention, attention4, attention_cm, attention_combine, reference, Attention, AttentionShape,
+    OpError, Ops,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, load_unless_device_lacks_matrices,
@@ -53,8 +54,7 @@ fn check(got: &Tensor, s: &AttentionShape, x: &Operands, causal: bool, tol: f32,
 }
 
 /// Runs the row kernel in variant `name` ([`attention4`] with `quads`) with `splits` shares
-/// per row (merged by each row's last workgroup where there are several), twice, the output
-/// poisoned again between the runs: the second run shows the merge's counters were left at 0.
+/// per row (and the combine pass where there are several).
 fn run_rows(
     ctx: &Context,
     name: &str,
@@ -70,10 +70,8 @@ fn run_rows(
     let f = k.format_of("q_blob").unwrap();
     assert_eq!(k4.format_of("k_blob").unwrap(), f);
     let x = operands(ctx, &s, f, seed);
-    let o_shape = [s.batch, s.sq, s.hq, s.d];
-    let o = poisoned(ctx, &o_shape, f);
+    let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
     let part = poisoned(ctx, &s.part_shape(splits), TensorFormat::F32);
-    let count = Tensor::from_i32(ctx, &[s.rows()], &vec![0; s.rows()]).unwrap();
     // Causal cases take part of the offset from the position buffer (a replayed decode step's
     // way), the rest from the push constant.
     let spec = attention::SpecConstants {
@@ -82,12 +80,17 @@ fn run_rows(
         position_in_buffer: causal as i32,
     };
     const FROM_BUFFER: i32 = 5;
-    let pos = Tensor::from_i32(ctx, &[1], &[FROM_BUFFER]).unwrap();
+    let pos = Tensor::new(ctx, &[1], TensorFormat::I32).unwrap();
+    ctx.run(|l| l.upload_bytes(&pos, &FROM_BUFFER.to_le_bytes()))
+        .unwrap();
     let local = Some([64, 1, 1]);
     let (pipe, pipe4) = (
         k.pipeline(&spec, local).unwrap(),
         k4.pipeline(&spec, local).unwrap(),
     );
+    let float = LoadOptions::variant_named(k.variant().key.float.name()).unwrap();
+    let combine = ctx.load_with::<attention_combine::Kernel>(&float).unwrap();
+    let cpipe = combine.pipeline(&Default::default(), local).unwrap();
     let scale = 1.0 / (s.d as f32).sqrt();
     let offset = if causal {
         s.causal_offset() - FROM_BUFFER
@@ -95,40 +98,40 @@ fn run_rows(
         0
     };
     let push = s.push(scale, offset, splits);
+    ctx.run(|l| {
+        if quads {
+            let b = attention4::BufferBindings {
+                q_blob: &x.q,
+                k_blob: &x.k,
+                v_blob: &x.v,
+                o_blob: &o,
+                part_blob: &part,
+                pos_blob: &pos,
+            };
+            l.dispatch(&pipe4, &b, &push, s.grid(splits))?;
+        } else {
+            let b = attention::BufferBindings {
+                q_blob: &x.q,
+                k_blob: &x.k,
+                v_blob: &x.v,
+                o_blob: &o,
+                part_blob: &part,
+                pos_blob: &pos,
+            };
+            l.dispatch(&pipe, &b, &push, s.grid(splits))?;
+        }
+        if splits > 1 {
+            let b = attention_combine::BufferBindings {
+                part_blob: &part,
+                o_blob: &o,
+            };
+            l.dispatch(&cpipe, &b, &s.combine_push(splits), s.combine_grid())?;
+        }
+        Ok(())
+    })
+    .unwrap();
     let what = format!("{name} {s:?} causal {causal} splits {splits} quads {quads}");
-    for run in 0..2 {
-        ctx.run(|l| {
-            if quads {
-                let b = attention4::BufferBindings {
-                    q_blob: &x.q,
-                    k_blob: &x.k,
-                    v_blob: &x.v,
-                    o_blob: &o,
-                    part_blob: &part,
-                    pos_blob: &pos,
-                    count_blob: &count,
-                };
-                l.dispatch(&pipe4, &b, &push, s.grid(splits))
-            } else {
-                let b = attention::BufferBindings {
-                    q_blob: &x.q,
-                    k_blob: &x.k,
-                    v_blob: &x.v,
-                    o_blob: &o,
-                    part_blob: &part,
-                    pos_blob: &pos,
-                    count_blob: &count,
-                };
-                l.dispatch(&pipe, &b, &push, s.grid(splits))
-            }
-        })
-        .unwrap();
-        let tol = tolerance(&k.variant().key);
-        check(&o, &s, &x, causal, tol, &format!("{what} run {run}"));
-        let nan = vec![f32::NAN; o_shape.iter().product()];
-        ctx.run(|l| l.upload(&o, &nan)).unwrap();
-    }
-    assert_eq!(count.download_i32().unwrap(), vec![0; s.rows()], "{what}");
+    check(&o, &s, &x, causal, tolerance(&k.variant().key), &what);
 }
 
 fn shape(batch: usize, sq: usize, skv: usize, hq: usize, hkv: usize, d: usize) -> AttentionShape {

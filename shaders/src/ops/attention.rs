@@ -2,13 +2,13 @@
 //! grouped-query heads, for a prompt or for new tokens against a KV cache. The fp16 path on
 //! devices with cooperative matrices is [`attention_cm`] (a block of query rows per workgroup);
 //! everywhere else, and for few query rows (decode), [`attention`] with the keys shared between
-//! workgroups where the rows alone would leave the GPU idle (the last of a row's merging them).
+//! workgroups where the rows alone would leave the GPU idle, then [`attention_combine`].
 
 use super::check::{float_format, not_aliased, same_format, shape_is};
-use super::{pipeline, recorded, OpError, Ops};
-use crate::{attention, attention4, attention_cm, AttentionShape};
+use super::{float_variant, pipeline, recorded, OpError, Ops};
+use crate::{attention, attention4, attention_cm, attention_combine, AttentionShape};
 use std::sync::Arc;
-use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat};
+use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
 
 const OP: &str = "attention";
 
@@ -191,7 +191,7 @@ impl Ops {
     }
 
     /// The row kernel ([`attention4`] where rows are quads), its keys split over workgroups
-    /// where the rows are few (the last workgroup of a row merging them).
+    /// where the rows are few, then [`attention_combine`].
     fn attention_rows(
         &self,
         list: &mut CommandList,
@@ -200,23 +200,12 @@ impl Ops {
         pass: &RowsPass,
     ) -> Result<(), OpError> {
         let splits = s.splits_for(SPLIT_TARGET);
-        let scratch = |shape: &[usize], format| {
-            Tensor::new(&self.ctx, shape, format)
-                .map_err(|source| OpError::Scratch { op: OP, source })
-        };
-        // The shares and their per-row counters (zeros: the kernel leaves them so after each
-        // run); unread without a split, but bound.
-        let (part, count) = if splits > 1 {
-            let zeros = vec![0; s.rows()];
-            let count = Tensor::from_i32(&self.ctx, &[s.rows()], &zeros)
-                .map_err(|source| OpError::Scratch { op: OP, source })?;
-            (scratch(&s.part_shape(splits), TensorFormat::F32)?, count)
+        let part = if splits > 1 {
+            Tensor::new(&self.ctx, &s.part_shape(splits), TensorFormat::F32)
         } else {
-            (
-                scratch(&[1], TensorFormat::F32)?,
-                scratch(&[1], TensorFormat::I32)?,
-            )
-        };
+            Tensor::new(&self.ctx, &[1], TensorFormat::F32)
+        }
+        .map_err(|source| OpError::Scratch { op: OP, source })?;
         let spec = attention::SpecConstants {
             causal: pass.causal as i32,
             split: (splits > 1) as i32,
@@ -226,12 +215,15 @@ impl Ops {
         // Unread without `position_in_buffer`, but bound: an I32 tensor of one value.
         let unread = match pass.position {
             Some(_) => None,
-            None => Some(scratch(&[1], TensorFormat::I32)?),
+            None => Some(
+                Tensor::new(&self.ctx, &[1], TensorFormat::I32)
+                    .map_err(|source| OpError::Scratch { op: OP, source })?,
+            ),
         };
         let pos = pass.position.or(unread.as_ref()).expect("one of the two");
         let grid = s.grid(splits);
         let format = q.format();
-        if s.quads() {
+        let key = if s.quads() {
             let kernel = self.kernel_for::<attention4::Kernel>(OP, "q_blob", format, false)?;
             let b = attention4::BufferBindings {
                 q_blob: q,
@@ -240,9 +232,8 @@ impl Ops {
                 o_blob: o,
                 part_blob: &part,
                 pos_blob: pos,
-                count_blob: &count,
             };
-            rows_pass(list, &kernel, &spec, &b, &push, grid)
+            rows_pass(list, &kernel, &spec, &b, &push, grid)?
         } else {
             let kernel = self.kernel_for::<attention::Kernel>(OP, "q_blob", format, false)?;
             let b = attention::BufferBindings {
@@ -252,10 +243,29 @@ impl Ops {
                 o_blob: o,
                 part_blob: &part,
                 pos_blob: pos,
-                count_blob: &count,
             };
-            rows_pass(list, &kernel, &spec, &b, &push, grid)
+            rows_pass(list, &kernel, &spec, &b, &push, grid)?
+        };
+        if splits == 1 {
+            return Ok(());
         }
+        // The combine pass has the float axis alone: the same float mode.
+        let key = float_variant(key.float);
+        let combine = self.kernel_exact::<attention_combine::Kernel>(OP, key)?;
+        let pipe = pipeline(
+            OP,
+            &combine,
+            &attention_combine::SpecConstants {},
+            Some([64, 1, 1]),
+        )?;
+        let bindings = attention_combine::BufferBindings {
+            part_blob: &part,
+            o_blob: o,
+        };
+        recorded(
+            OP,
+            list.dispatch(&pipe, &bindings, &s.combine_push(splits), s.combine_grid()),
+        )
     }
 }
 
@@ -269,7 +279,7 @@ struct RowsPass<'a> {
     position: Option<&'a Tensor>,
 }
 
-/// Records one pass of a row kernel in workgroups of 64.
+/// Records one pass of a row kernel in workgroups of 64; returns the variant it ran.
 fn rows_pass<'a, B>(
     list: &mut CommandList,
     kernel: &Arc<LoadedKernel<B::Kernel>>,
@@ -277,12 +287,13 @@ fn rows_pass<'a, B>(
     bindings: &B,
     push: &<B::Kernel as Kernel>::PushConstants,
     grid: [u32; 3],
-) -> Result<(), OpError>
+) -> Result<VariantKey, OpError>
 where
     B: Bindings<'a>,
 {
     let pipe = pipeline(OP, kernel, spec, Some([64, 1, 1]))?;
-    recorded(OP, list.dispatch(&pipe, bindings, push, grid))
+    recorded(OP, list.dispatch(&pipe, bindings, push, grid))?;
+    Ok(kernel.variant().key)
 }
 
 /// The problem of q, k, v and o, or the located mismatch.
