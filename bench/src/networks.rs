@@ -77,6 +77,10 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
         t,
         &mut out,
     );
+    print_profile(&mut m, &format!("prefill {prompt_len}"), |m| {
+        m.reset();
+        m.next_token(&prompt).map(|_| ())
+    })?;
     for context in contexts {
         m.reset();
         // The context in prompts of at most 512 tokens (the activations of one).
@@ -89,7 +93,10 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
             gpu_time(m.last_gpu_time())
         })?;
         records("decoder", format!("decode {context}"), "fp16", t, &mut out);
-        print_profile(&mut m, context)?;
+        print_profile(&mut m, &format!("decode {context}"), |m| {
+            m.next_token(&[5])?;
+            m.truncate(context)
+        })?;
     }
     println!(
         "# decoder memory: {}; the context's allocations in all {:.1} MiB",
@@ -99,22 +106,24 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
     Ok(out)
 }
 
-/// One more decode step at `context`, every dispatch timed (the GPU still warm from the
-/// series): where the step's time goes, per kernel.
-fn print_profile(m: &mut Llama, context: usize) -> Result<(), Box<dyn Error>> {
+/// One more `step` with every dispatch timed (the GPU still warm from the series): where the
+/// step's time goes, per kernel.
+fn print_profile(
+    m: &mut Llama,
+    what: &str,
+    step: impl FnOnce(&mut Llama) -> Result<(), vkprism_models::ModelError>,
+) -> Result<(), Box<dyn Error>> {
     m.set_profile(true);
-    m.next_token(&[5])?;
-    m.truncate(context)?;
+    step(m)?;
     for k in m.last_kernel_times().unwrap_or_default() {
         println!(
-            "# decode {context} profile: {:>18} {:>4} dispatches {:>9.1} us",
+            "# {what} profile: {:>18} {:>4} dispatches {:>9.1} us",
             k.kernel,
             k.dispatches,
             k.time.as_secs_f64() * 1e6
         );
     }
     m.set_profile(false);
-    m.set_timing(true);
     Ok(())
 }
 
