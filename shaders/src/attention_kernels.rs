@@ -36,7 +36,8 @@ pub use attention_rows::{attention, attention4};
 
 vkprism::compute_shader! {
     /// The second pass of a split [`attention`]: each row's shares merged by their maxima and
-    /// sums into `o`. One workgroup per row (rows over grid y and z, as the row kernels).
+    /// sums into `o`. One workgroup of 64 per row (rows over grid y and z, as the row kernels),
+    /// in the first pass's variant: `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
     pub mod attention_combine,
     path: "attention_combine.comp",
 }

@@ -88,8 +88,9 @@ fn run_rows(
         k.pipeline(&spec, local).unwrap(),
         k4.pipeline(&spec, local).unwrap(),
     );
-    let float = LoadOptions::variant_named(k.variant().key.float.name()).unwrap();
-    let combine = ctx.load_with::<attention_combine::Kernel>(&float).unwrap();
+    let combine = ctx
+        .load_with::<attention_combine::Kernel>(&LoadOptions::variant(k.variant().key))
+        .unwrap();
     let cpipe = combine.pipeline(&Default::default(), local).unwrap();
     let scale = 1.0 / (s.d as f32).sqrt();
     let offset = if causal {
@@ -184,6 +185,17 @@ fn attention_rows_every_variant() {
                 }
             }
         }
+        // More shares than the combine pass keeps weights of (1024): shares 1024 to 1031 hold
+        // keys, the last 8 none.
+        run_rows(
+            &ctx,
+            name,
+            shape(1, 1, 66000, 2, 1, 8),
+            true,
+            1040,
+            true,
+            90,
+        );
     }
     assert_clean(&ctx);
 }

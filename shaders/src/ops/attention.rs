@@ -5,7 +5,7 @@
 //! workgroups where the rows alone would leave the GPU idle, then [`attention_combine`].
 
 use super::check::{float_format, not_aliased, same_format, shape_is};
-use super::{float_variant, pipeline, recorded, OpError, Ops};
+use super::{pipeline, recorded, OpError, Ops};
 use crate::{attention, attention4, attention_cm, attention_combine, AttentionShape};
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -249,8 +249,7 @@ impl Ops {
         if splits == 1 {
             return Ok(());
         }
-        // The combine pass has the float axis alone: the same float mode.
-        let key = float_variant(key.float);
+        // The combine pass runs in the first pass's variant (float mode and subgroups).
         let combine = self.kernel_exact::<attention_combine::Kernel>(OP, key)?;
         let pipe = pipeline(
             OP,
