@@ -208,7 +208,8 @@ impl GemmConfig {
     }
 
     /// [`gemm_split_reduce`]'s constants for this configuration, with `bias_term` and
-    /// `activation` as given to the one-pass kernel.
+    /// `activation` as given to the one-pass kernel (`beta_term` 0: set it where C's value is
+    /// added).
     pub fn reduce_spec(
         &self,
         bias_term: bool,
@@ -218,6 +219,7 @@ impl GemmConfig {
             splits: self.split_k as i32,
             bias_term: bias_term as i32,
             activation,
+            beta_term: 0,
         }
     }
 

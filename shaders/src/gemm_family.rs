@@ -97,10 +97,11 @@ pub use gemm_kernels::{
 
 vkprism::compute_shader! {
     /// The second pass of [`gemm_split`] and [`conv2d_nhwc_split`]: `C = act(alpha · Σ_z
-    /// partial[z] + bias)` in the variant's format (load the variant of the same float mode as
-    /// the first pass, e.g. `fp16s` after `fp16s_lm_cm`). Specialization constants `splits`,
-    /// `bias_term`, `activation` ([`GemmConfig::reduce_spec`]); push constants M, N, alpha,
-    /// slope; dispatch [`GemmConfig::reduce_grid`] invocations (256 per workgroup).
+    /// partial[z] + beta · C + bias)` in the variant's format (load the variant of the same
+    /// float mode as the first pass, e.g. `fp16s` after `fp16s_lm_cm`). Specialization constants
+    /// `splits`, `bias_term`, `activation`, `beta_term` (C read first;
+    /// [`GemmConfig::reduce_spec`]); push constants M, N, alpha, slope, beta; dispatch
+    /// [`GemmConfig::reduce_grid`] invocations (256 per workgroup).
     pub mod gemm_split_reduce,
     path: "gemm_split_reduce.comp",
 }

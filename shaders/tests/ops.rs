@@ -460,9 +460,30 @@ fn gemm_batched_and_beta() {
                 gemm_batched_case(&ops, f, 3, mnk, t, shared_b, beta, seed);
             }
         }
-        // One product with beta: no split, C read back.
+        // One product with beta over a K long enough to split: C read back by the split's
+        // second pass.
         gemm_batched_case(&ops, f, 1, (64, 64, 512), (false, false), false, 2.0, 400);
+        gemm_batched_case(&ops, f, 1, (32, 48, 2048), (false, true), false, -0.5, 401);
     }
+    assert_clean(&ctx);
+}
+
+/// A product with beta over a long K on a small grid takes the split path (the reduce pass
+/// adds beta · C), as one without beta does.
+#[test]
+fn gemm_with_beta_splits_small_grids() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let f = TensorFormat::F32;
+    let (a, b, c) = (
+        poisoned(&ctx, &[32, 2048], f),
+        poisoned(&ctx, &[48, 2048], f),
+        poisoned(&ctx, &[32, 48], f),
+    );
+    let mut list = vkprism::CommandList::new(&ctx).unwrap();
+    let op = Gemm::new().with_transpose_b(true).with_beta(1.0);
+    ops.gemm(&mut list, &a, &b, None, &c, &op).unwrap();
+    assert_eq!(list.dispatch_names(), ["gemm_split", "gemm_split_reduce"]);
     assert_clean(&ctx);
 }
 

@@ -56,6 +56,7 @@ fn reduce(
         N: n as i32,
         alpha,
         slope,
+        beta: 0.0,
     };
     ctx.run(|l| l.dispatch(&pipe, &bindings, &push, cfg.reduce_grid(m, n)))
         .unwrap();

@@ -151,6 +151,8 @@ impl Conv2d {
 struct Epilogue<'a> {
     bias: Option<&'a Tensor>,
     alpha: f32,
+    /// C's value before the product, times this, is added (0: not read).
+    beta: f32,
     activation: Activation,
 }
 
@@ -182,7 +184,7 @@ impl Ops {
             Some(mut t) => t.gemm(&kernel, m, n, k, ta, tb)?,
             None => self.default_config(&GemmProblem::gemm(m, n, k, ta, tb), &kernel.variant().key),
         };
-        let cfg = if d.batch == 1 && op.beta == 0.0 {
+        let cfg = if d.batch == 1 {
             cfg.split_for((m, n, k))
         } else {
             cfg
@@ -192,8 +194,8 @@ impl Ops {
 
     /// As [`Ops::gemm`] in `kernel`'s variant with the configuration `cfg` (a benchmark's or a
     /// tuner's choice): one dispatch, or the split-K pair where `cfg.split_k` > 1 (partial sums
-    /// into scratch, then [`gemm_split_reduce`] in the same float mode; one product without
-    /// `beta` only). The same checks, and `kernel`'s format must be the operands'.
+    /// into scratch, then [`gemm_split_reduce`] in the same float mode, C read there for
+    /// `beta`; one product only). The same checks, and `kernel`'s format must be the operands'.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_with(
         &self,
@@ -218,10 +220,10 @@ impl Ops {
         let push = d.push(op);
         let key = kernel.variant().key;
         if cfg.split_k > 1 {
-            if d.batch > 1 || op.beta != 0.0 {
+            if d.batch > 1 {
                 return Err(OpError::Unsupported {
                     op: OP,
-                    why: "split-K takes one product without beta".into(),
+                    why: "split-K takes one product, not a batch".into(),
                 });
             }
             let split = self.kernel_exact::<gemm_split::Kernel>(OP, key)?;
@@ -236,6 +238,7 @@ impl Ops {
             let epilogue = Epilogue {
                 bias,
                 alpha: op.alpha,
+                beta: op.beta,
                 activation: op.activation,
             };
             return self.split_reduce(list, OP, key, cfg, (m, n), &partial, c, &epilogue);
@@ -370,6 +373,7 @@ impl Ops {
             let epilogue = Epilogue {
                 bias,
                 alpha: op.alpha,
+                beta: 0.0,
                 activation: op.activation,
             };
             return self.split_reduce(list, OP, key, cfg, (m, n), &partial, out, &epilogue);
@@ -427,7 +431,10 @@ impl Ops {
         let key = float_variant(first.float);
         let kernel = self.kernel_exact::<gemm_split_reduce::Kernel>(op, key)?;
         let (activation, slope) = epilogue.activation.code();
-        let spec = cfg.reduce_spec(epilogue.bias.is_some(), activation);
+        let spec = gemm_split_reduce::SpecConstants {
+            beta_term: (epilogue.beta != 0.0) as i32,
+            ..cfg.reduce_spec(epilogue.bias.is_some(), activation)
+        };
         let pipe = pipeline(op, &kernel, &spec, None)?;
         let bindings = gemm_split_reduce::BufferBindings {
             partial_blob: partial,
@@ -439,6 +446,7 @@ impl Ops {
             N: n as i32,
             alpha: epilogue.alpha,
             slope,
+            beta: epilogue.beta,
         };
         recorded(
             op,
