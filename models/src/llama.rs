@@ -67,11 +67,24 @@ pub struct Llama {
     profile: bool,
     /// The last step's GPU time per kernel, where profiling is on.
     kernel_times: Option<Vec<KernelTime>>,
-    /// The last prompt's activations, reused by the next prompt of as many tokens: each step
-    /// waits for its run, so no two runs share them.
-    spare: Option<Activations>,
+    /// The last prompt's step as recorded: replayed by the next prompt of as many tokens at
+    /// the same position (its tokens written into the list's upload slot), its activations
+    /// reused by the next prompt of as many tokens otherwise. Each step waits for its run, so
+    /// no two runs share them.
+    prompt: Option<PromptList>,
     /// The recorded decode lists, their one token's activations and the position they read.
     decode: Option<DecodeLists>,
+}
+
+/// A prompt's recorded step.
+struct PromptList {
+    /// The cache position of its first token.
+    start: usize,
+    read: Read,
+    act: Activations,
+    list: CommandList,
+    ids: UploadSlot,
+    out: Readback,
 }
 
 /// Decode steps recorded once and replayed: one list per span of positions and kind of read,
@@ -121,7 +134,7 @@ impl Llama {
             gpu_time: None,
             profile: false,
             kernel_times: None,
-            spare: None,
+            prompt: None,
             decode: None,
         })
     }
@@ -196,11 +209,12 @@ impl Llama {
         self.profile = on;
     }
 
-    /// The recorded decode lists dropped (recorded again as needed, with the new timing).
+    /// The recorded lists dropped (recorded again as needed, with the new timing).
     fn forget_decode_lists(&mut self) {
         if let Some(d) = &mut self.decode {
             d.lists.clear();
         }
+        self.prompt = None;
     }
 
     /// GPU memory the model holds: weights, KV cache, and the activations of the steps
@@ -210,7 +224,7 @@ impl Llama {
         LlamaMemory {
             weights: self.weights.bytes(),
             kv_cache: self.cache.bytes(),
-            activations: decode + self.spare.as_ref().map_or(0, |a| a.bytes()),
+            activations: decode + self.prompt.as_ref().map_or(0, |p| p.act.bytes()),
             recorded_decode_lists: self.decode.as_ref().map_or(0, |d| d.lists.len()),
         }
     }
@@ -269,33 +283,61 @@ impl Llama {
         Ok(readback)
     }
 
-    /// Records and runs a prompt's step at the cache's position.
+    /// Runs a prompt's step at the cache's position: the last prompt's list replayed where it
+    /// was of as many tokens at the same position, otherwise recorded.
     fn prompt_step(&mut self, tokens: &[u32], read: Read) -> Result<StepOut, ModelError> {
-        let ctx = self.ops.context().clone();
-        let act = match self.spare.take() {
-            Some(a) if a.tokens() == tokens.len() => a,
-            _ => Activations::new(&ctx, &self.cfg, tokens.len(), self.format)?,
-        };
-        let mut list = self.new_list(&ctx)?;
+        let start = self.cache.position();
         let ids: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
-        list.upload_bytes(&act.ids, &ids)?;
+        let same = |p: &PromptList| p.act.tokens() == tokens.len() && p.start == start;
+        match self.prompt.take() {
+            Some(p) if same(&p) && p.read == read => self.prompt = Some(p),
+            earlier => {
+                let act = match earlier {
+                    Some(p) if p.act.tokens() == tokens.len() => p.act,
+                    _ => {
+                        Activations::new(self.ops.context(), &self.cfg, tokens.len(), self.format)?
+                    }
+                };
+                self.prompt = Some(self.record_prompt(act, start, read)?);
+            }
+        }
+        let p = self.prompt.as_mut().expect("recorded above");
+        p.ids.write_bytes(&ids)?;
+        p.list.submit_and_wait()?;
+        (self.gpu_time, self.kernel_times) = step_times(&p.list, self.timing, self.profile);
+        values_of(&p.out, read)
+    }
+
+    /// Records a prompt's step over `act` at cache position `start`.
+    fn record_prompt(
+        &self,
+        act: Activations,
+        start: usize,
+        read: Read,
+    ) -> Result<PromptList, ModelError> {
+        let mut list = self.new_list(self.ops.context())?;
+        let ids = list.upload_slot(&act.ids)?;
         let forward = Forward {
             ops: &self.ops,
             cfg: &self.cfg,
             weights: &self.weights,
             cache: &self.cache,
             act: &act,
-            at: StepPosition::Known(self.cache.position()),
+            at: StepPosition::Known(start),
         };
         forward.record(&mut list)?;
-        let readback = match read {
+        let out = match read {
             Read::Logits => list.download(&act.logits)?,
-            Read::ArgMax => list.download(&act.best.view(tokens.len() - 1, &[1])?)?,
+            Read::ArgMax => list.download(&act.best.view(act.tokens() - 1, &[1])?)?,
         };
-        list.submit_and_wait()?;
-        self.note_times(&list);
-        self.spare = Some(act);
-        values_of(&readback, read)
+        Ok(PromptList {
+            start,
+            read,
+            act,
+            list,
+            ids,
+            out,
+        })
     }
 
     /// Runs one token through the decode list of its span (recorded first where there is
@@ -311,15 +353,8 @@ impl Llama {
         d.token.write_bytes(&token.to_le_bytes())?;
         d.position.write_bytes(&(position as i32).to_le_bytes())?;
         d.list.submit_and_wait()?;
-        let out = values_of(&d.out, read)?;
-        let list = &decode.lists[at].list;
-        self.gpu_time = if self.timing {
-            list.total_time().ok()
-        } else {
-            None
-        };
-        self.kernel_times = self.profile.then(|| kernel_times(list)).flatten();
-        Ok(out)
+        (self.gpu_time, self.kernel_times) = step_times(&d.list, self.timing, self.profile);
+        values_of(&d.out, read)
     }
 
     /// The index of the decode list for `capacity` and `read`, recorded where there is none.
@@ -371,16 +406,6 @@ impl Llama {
         Ok(decode.lists.len() - 1)
     }
 
-    /// The GPU time and per-kernel times of the list that just ran, where asked for.
-    fn note_times(&mut self, list: &CommandList) {
-        self.gpu_time = if self.timing {
-            list.total_time().ok()
-        } else {
-            None
-        };
-        self.kernel_times = self.profile.then(|| kernel_times(list)).flatten();
-    }
-
     fn new_list(&self, ctx: &Context) -> Result<CommandList, ModelError> {
         if self.profile {
             if let Ok(list) = CommandList::with_timestamps(ctx, MAX_PROFILED_DISPATCHES) {
@@ -405,6 +430,16 @@ impl Llama {
             None => Ok(()),
         }
     }
+}
+
+/// The GPU time and per-kernel times of `list`'s last run, where asked for.
+fn step_times(
+    list: &CommandList,
+    timing: bool,
+    profile: bool,
+) -> (Option<Duration>, Option<Vec<KernelTime>>) {
+    let total = if timing { list.total_time().ok() } else { None };
+    (total, profile.then(|| kernel_times(list)).flatten())
 }
 
 /// What a step read back.

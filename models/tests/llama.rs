@@ -526,3 +526,26 @@ fn truncate_goes_back_to_a_prefix() {
     assert!(max_error(&got, &want) <= tolerance(TensorFormat::F32));
     assert_clean(&ctx);
 }
+
+/// A prompt of as many tokens at the same position replays the last prompt's recorded list
+/// with the new tokens written in: its logits are the new prompt's, not the old one's.
+#[test]
+fn a_replayed_prompt_reads_its_new_tokens() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, SEED);
+    let mut m = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
+    let other = [9, 8, 7, 6, 5, 4, 3];
+    for prompt in [PROMPT, other, PROMPT] {
+        m.reset();
+        let got = m.prefill(&prompt).unwrap();
+        let want = ReferenceLlama::new(&cfg, &weights).forward(&prompt);
+        for (i, w) in want.iter().enumerate() {
+            assert!(
+                max_error(got.row(i), w) <= tolerance(TensorFormat::F32),
+                "row {i}"
+            );
+        }
+    }
+    assert_clean(&ctx);
+}
