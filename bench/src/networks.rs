@@ -58,6 +58,8 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
         )
     };
     let weights = HostWeights::random(&model_cfg, 1);
+    ctx.reset_peak_allocated_bytes();
+    let before = ctx.allocated_bytes();
     let mut m = Llama::new(ctx, &model_cfg, &weights, TensorFormat::F16)?;
     drop(weights);
     m.set_timing(true);
@@ -81,6 +83,7 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
         m.reset();
         m.next_token(&prompt).map(|_| ())
     })?;
+    let mut memory = m.memory();
     for context in contexts {
         m.reset();
         // The context in prompts of at most 512 tokens (the activations of one).
@@ -93,15 +96,16 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
             gpu_time(m.last_gpu_time())
         })?;
         records("decoder", format!("decode {context}"), "fp16", t, &mut out);
+        memory = m.memory();
         print_profile(&mut m, &format!("decode {context}"), |m| {
             m.next_token(&[5])?;
             m.truncate(context)
         })?;
     }
+    let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!(
-        "# decoder memory: {}; the context's allocations in all {:.1} MiB",
-        m.memory(),
-        ctx.allocated_bytes() as f64 / (1024.0 * 1024.0)
+        "# decoder memory: {memory}; peak GPU memory of the model {:.1} MiB",
+        mib(ctx.peak_allocated_bytes() - before)
     );
     Ok(out)
 }

@@ -380,3 +380,28 @@ fn validation_messages_are_recorded_not_panicked() {
         "check_validation clears them"
     );
 }
+
+/// The high-water mark of device memory counts what was held at once, stays after it is
+/// dropped, and starts again from what is held now when reset.
+#[test]
+fn peak_allocated_bytes_is_a_high_water_mark() {
+    let ctx = ctx();
+    ctx.reset_peak_allocated_bytes();
+    let base = ctx.allocated_bytes();
+    assert_eq!(ctx.peak_allocated_bytes(), base);
+    let (a, b) = (
+        Tensor::new(&ctx, &[1 << 18], TensorFormat::F32).unwrap(),
+        Tensor::new(&ctx, &[1 << 18], TensorFormat::F32).unwrap(),
+    );
+    let held = ctx.allocated_bytes();
+    assert!(
+        held >= base + 2 * (1 << 20),
+        "{held} after two MiB from {base}"
+    );
+    drop((a, b));
+    assert_eq!(ctx.allocated_bytes(), base);
+    assert_eq!(ctx.peak_allocated_bytes(), held);
+    ctx.reset_peak_allocated_bytes();
+    assert_eq!(ctx.peak_allocated_bytes(), base);
+    assert_clean(&ctx);
+}

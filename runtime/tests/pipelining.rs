@@ -602,3 +602,34 @@ fn submit_and_wait_waits_for_a_pending_run_and_submissions_outlive_lists() {
     );
     assert_clean(&ctx);
 }
+
+/// A list's scratch: a buffer given back is lent again to a request it holds (of its format),
+/// one still lent or too small or of another format is not, and the list keeps what it lent.
+#[test]
+fn scratch_buffers_are_lent_again_once_given_back() {
+    let ctx = ctx();
+    let mut list = CommandList::new(&ctx).unwrap();
+    let f = TensorFormat::F32;
+    let a = list.scratch(&ctx, &[1000], f).unwrap();
+    let b = list.scratch(&ctx, &[10], f).unwrap();
+    assert_ne!(a.raw_buffer(), b.raw_buffer(), "a is still lent");
+    list.release_scratch(&a);
+    let c = list.scratch(&ctx, &[20, 25], f).unwrap();
+    assert_eq!(
+        c.raw_buffer(),
+        a.raw_buffer(),
+        "a's buffer holds 500 values"
+    );
+    assert_eq!(c.shape(), &[20, 25]);
+    list.release_scratch(&c);
+    let d = list.scratch(&ctx, &[2000], f).unwrap();
+    assert_ne!(d.raw_buffer(), a.raw_buffer(), "too small");
+    let e = list.scratch(&ctx, &[10], TensorFormat::I32).unwrap();
+    assert_ne!(e.raw_buffer(), a.raw_buffer(), "another format");
+    let held = ctx.allocated_bytes();
+    drop((a, b, c, d, e));
+    assert_eq!(ctx.allocated_bytes(), held, "the list keeps its scratch");
+    drop(list);
+    assert!(ctx.allocated_bytes() < held);
+    assert_clean(&ctx);
+}

@@ -37,7 +37,7 @@ use crate::device::{
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::Pipeline;
 use crate::tensor::TensorInner;
-use crate::{Context, Image, Tensor};
+use crate::{Context, Image, Tensor, TensorFormat};
 use ash::vk;
 use std::any::Any;
 use std::sync::Arc;
@@ -87,6 +87,9 @@ pub struct CommandList {
     recording: bool,
     /// Transfers recorded.
     transfers: usize,
+    /// Buffers for kernels' intermediate results ([`CommandList::scratch`]), each with whether
+    /// it is free to lend again ([`CommandList::release_scratch`]).
+    scratch: Vec<(Tensor, bool)>,
 }
 
 /// The most dispatches one list can time ([`CommandList::with_timestamps`]): a query pool of
@@ -143,6 +146,7 @@ impl CommandList {
             // `create_command_objects` began the buffer.
             recording: true,
             transfers: 0,
+            scratch: Vec::new(),
         })
     }
 
@@ -383,6 +387,43 @@ impl CommandList {
                 )
             })
             .collect())
+    }
+
+    /// A tensor of `shape` and `format` for intermediate results that live within this list
+    /// (a split GEMM's partial sums, attention's shares): a view of one of the list's scratch
+    /// buffers, one given back by [`CommandList::release_scratch`] where one is large enough,
+    /// otherwise a new one. A replayed step of many such passes then holds the largest of them,
+    /// not their sum. Uses of one buffer are ordered like any other tensor's (a barrier where a
+    /// later pass writes what an earlier one read), and the list runs one submission at a time;
+    /// nothing outside the list may read it.
+    pub fn scratch(
+        &mut self,
+        ctx: &Context,
+        shape: &[usize],
+        format: TensorFormat,
+    ) -> Result<Tensor, CommandError> {
+        let bytes = shape.iter().product::<usize>() as u64 * format.size() as u64;
+        let fits = |(t, free): &&mut (Tensor, bool)| {
+            *free && t.format() == format && t.size_bytes() >= bytes
+        };
+        if let Some((t, free)) = self.scratch.iter_mut().find(fits) {
+            let view = t.view(0, shape)?;
+            *free = false;
+            return Ok(view);
+        }
+        let t = Tensor::new(ctx, shape, format)?;
+        self.scratch.push((t.clone(), false));
+        Ok(t)
+    }
+
+    /// Gives `t` (from [`CommandList::scratch`]) back once every pass that uses it is recorded:
+    /// a later request of this list may be lent its buffer. Anything else is ignored.
+    pub fn release_scratch(&mut self, t: &Tensor) {
+        for (s, free) in &mut self.scratch {
+            if s.raw_buffer() == t.raw_buffer() {
+                *free = true;
+            }
+        }
     }
 
     /// The kernel name of each dispatch, in order.

@@ -213,11 +213,22 @@ impl Context {
     /// buffers (what the budget checks count). Back to where it was once what was made is
     /// dropped, which a leak test can check.
     pub fn allocated_bytes(&self) -> u64 {
+        self.shared.used_bytes()
+    }
+
+    /// The most bytes of device memory vkprism has held at once ([`Context::allocated_bytes`]'s
+    /// high-water mark) since the context was made or [`Context::reset_peak_allocated_bytes`].
+    pub fn peak_allocated_bytes(&self) -> u64 {
         self.shared
-            .heap_used
-            .iter()
-            .map(|h| h.load(std::sync::atomic::Ordering::Relaxed))
-            .sum()
+            .peak_used
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Starts the high-water mark again from what is held now.
+    pub fn reset_peak_allocated_bytes(&self) {
+        self.shared
+            .peak_used
+            .store(self.allocated_bytes(), std::sync::atomic::Ordering::Relaxed);
     }
 
     /// gpu-allocator's own account of what it holds: live allocations and their bytes, memory

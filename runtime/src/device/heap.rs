@@ -92,10 +92,20 @@ impl Shared {
         if let Some(counter) = heap.and_then(|h| self.heap_used.get(h)) {
             if add {
                 counter.fetch_add(bytes, Ordering::Relaxed);
+                self.peak_used
+                    .fetch_max(self.used_bytes(), Ordering::Relaxed);
             } else {
                 counter.fetch_sub(bytes, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Bytes vkprism holds now, over all heaps.
+    pub fn used_bytes(&self) -> u64 {
+        self.heap_used
+            .iter()
+            .map(|h| h.load(Ordering::Relaxed))
+            .sum()
     }
 }
 

@@ -278,6 +278,7 @@ unsafe fn finish(
         memory_budget: enabled.memory_budget,
         pipeline_statistics: enabled.pipeline_statistics,
         heap_used: Default::default(),
+        peak_used: Default::default(),
     })
 }
 

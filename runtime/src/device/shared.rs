@@ -79,6 +79,9 @@ pub(crate) struct Shared {
     pub pipeline_statistics: bool,
     /// Bytes vkprism has allocated per memory heap (tensors, images, staging).
     pub heap_used: [AtomicU64; vk::MAX_MEMORY_HEAPS],
+    /// The most bytes vkprism has held at once, over all heaps, since the context was made or
+    /// the mark was last reset.
+    pub peak_used: AtomicU64,
 }
 
 impl Shared {

@@ -5,7 +5,7 @@
 //! workgroups where the rows alone would leave the GPU idle, then [`attention_combine`].
 
 use super::check::{float_format, not_aliased, same_format, shape_is};
-use super::{pipeline, recorded, OpError, Ops};
+use super::{pipeline, recorded, scratch, OpError, Ops};
 use crate::{attention, attention4, attention_cm, attention_combine, AttentionShape};
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -200,12 +200,28 @@ impl Ops {
         pass: &RowsPass,
     ) -> Result<(), OpError> {
         let splits = s.splits_for(SPLIT_TARGET);
-        let part = if splits > 1 {
-            Tensor::new(&self.ctx, &s.part_shape(splits), TensorFormat::F32)
+        let part_shape = if splits > 1 {
+            s.part_shape(splits).to_vec()
         } else {
-            Tensor::new(&self.ctx, &[1], TensorFormat::F32)
-        }
-        .map_err(|source| OpError::Scratch { op: OP, source })?;
+            vec![1]
+        };
+        let part = scratch(list, &self.ctx, OP, &part_shape, TensorFormat::F32)?;
+        let result = self.rows_passes(list, s, [q, k, v, o], pass, splits, &part);
+        list.release_scratch(&part);
+        result
+    }
+
+    /// The row kernel's pass over `part` (the shares, where `splits` > 1), then the combine
+    /// pass.
+    fn rows_passes(
+        &self,
+        list: &mut CommandList,
+        s: &AttentionShape,
+        [q, k, v, o]: [&Tensor; 4],
+        pass: &RowsPass,
+        splits: usize,
+        part: &Tensor,
+    ) -> Result<(), OpError> {
         let spec = attention::SpecConstants {
             causal: pass.causal as i32,
             split: (splits > 1) as i32,
@@ -230,7 +246,7 @@ impl Ops {
                 k_blob: k,
                 v_blob: v,
                 o_blob: o,
-                part_blob: &part,
+                part_blob: part,
                 pos_blob: pos,
             };
             rows_pass(list, &kernel, &spec, &b, &push, grid)?
@@ -241,7 +257,7 @@ impl Ops {
                 k_blob: k,
                 v_blob: v,
                 o_blob: o,
-                part_blob: &part,
+                part_blob: part,
                 pos_blob: pos,
             };
             rows_pass(list, &kernel, &spec, &b, &push, grid)?
@@ -258,7 +274,7 @@ impl Ops {
             Some([64, 1, 1]),
         )?;
         let bindings = attention_combine::BufferBindings {
-            part_blob: &part,
+            part_blob: part,
             o_blob: o,
         };
         recorded(

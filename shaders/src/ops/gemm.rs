@@ -7,7 +7,7 @@
 use super::check::{
     float_format, kernel_takes, matrix, not_aliased, rows_of_four, same_format, shape_is,
 };
-use super::{float_variant, pipeline, recorded, OpError, Ops};
+use super::{float_variant, pipeline, recorded, scratch, OpError, Ops};
 use crate::tuning::GemmProblem;
 use crate::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, Conv2dShape,
@@ -227,7 +227,7 @@ impl Ops {
                 });
             }
             let split = self.kernel_exact::<gemm_split::Kernel>(OP, key)?;
-            let partial = self.partial(OP, cfg, m, n)?;
+            let partial = self.partial(list, OP, cfg, m, n)?;
             let bindings = gemm_split::BufferBindings {
                 a_blob: a,
                 b_blob: b,
@@ -361,7 +361,7 @@ impl Ops {
         let key = kernel.variant().key;
         if cfg.split_k > 1 {
             let split = self.kernel_exact::<conv2d_nhwc_split::Kernel>(OP, key)?;
-            let partial = self.partial(OP, cfg, m, n)?;
+            let partial = self.partial(list, OP, cfg, m, n)?;
             let bindings = conv2d_nhwc_split::BufferBindings {
                 in_blob: input,
                 w_blob: weight,
@@ -404,13 +404,19 @@ impl Ops {
     /// Scratch for a split's fp32 partial sums (the list keeps it alive while it exists).
     fn partial(
         &self,
+        list: &mut CommandList,
         op: &'static str,
         cfg: &GemmConfig,
         m: usize,
         n: usize,
     ) -> Result<Tensor, OpError> {
-        Tensor::new(&self.ctx, &cfg.partial_shape(m, n), TensorFormat::F32)
-            .map_err(|source| OpError::Scratch { op, source })
+        scratch(
+            list,
+            &self.ctx,
+            op,
+            &cfg.partial_shape(m, n),
+            TensorFormat::F32,
+        )
     }
 
     /// Records the second pass of a split: `out = act(alpha · Σ partial + bias)` in the first
@@ -448,10 +454,12 @@ impl Ops {
             slope,
             beta: epilogue.beta,
         };
-        recorded(
+        let result = recorded(
             op,
             list.dispatch(&pipe, &bindings, &push, cfg.reduce_grid(m, n)),
-        )
+        );
+        list.release_scratch(partial);
+        result
     }
 }
 

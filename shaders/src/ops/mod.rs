@@ -200,6 +200,21 @@ fn options_for(format: TensorFormat) -> Options {
         .with_bf16_storage(bf16)
 }
 
+/// Scratch of `shape` and `format` lent by `list` ([`CommandList::scratch`]; give it back with
+/// [`CommandList::release_scratch`] once its passes are recorded), its error the operation's.
+pub(crate) fn scratch(
+    list: &mut CommandList,
+    ctx: &Context,
+    op: &'static str,
+    shape: &[usize],
+    format: TensorFormat,
+) -> Result<vkprism::Tensor, OpError> {
+    list.scratch(ctx, shape, format).map_err(|e| match e {
+        CommandError::Tensor(source) => OpError::Scratch { op, source },
+        source => OpError::Record { op, source },
+    })
+}
+
 /// The variant of float mode `float` of a kernel whose only axis is the float one (a second
 /// pass that runs in its first pass's float mode).
 pub(crate) fn float_variant(float: vkprism::FloatMode) -> VariantKey {
