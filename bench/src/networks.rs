@@ -141,6 +141,8 @@ pub fn resnet50(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error
     let size = net_cfg.input;
     let mut out = Vec::new();
     for (format, variant) in [(TensorFormat::F16, "fp16"), (TensorFormat::F32, "fp32")] {
+        ctx.reset_peak_allocated_bytes();
+        let before = ctx.allocated_bytes();
         let mut m = ResNet::new(ctx, net_cfg, &weights, format)?.with_timing(Timing::Total);
         for batch in batches {
             let shape = [batch, size, size, 3];
@@ -155,7 +157,10 @@ pub fn resnet50(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error
             records("resnet50", name, variant, t, &mut out);
         }
         if let Some(mem) = m.memory() {
-            println!("# resnet50 {variant} memory: {mem}");
+            let peak = (ctx.peak_allocated_bytes() - before) as f64 / (1024.0 * 1024.0);
+            println!(
+                "# resnet50 {variant} memory: {mem}; peak GPU memory of the model {peak:.1} MiB"
+            );
         }
     }
     Ok(out)
