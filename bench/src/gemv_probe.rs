@@ -31,6 +31,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         let x = Tensor::from_f32(ctx, &[1, k], f, &random(k, 22))?;
         let y = Tensor::new(ctx, &[1, n], f)?;
         let s = GemvShape { batch: 1, n, k };
+        let unread = Tensor::from_i32(ctx, &[1], &[0])?;
         for local in [64u32, 128, 256] {
             let pipe = kernel.pipeline(&s.spec(false), Some([local, 1, 1]))?;
             let b = gemv::BufferBindings {
@@ -38,6 +39,9 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 x_blob: &x,
                 bias_blob: &w,
                 y_blob: &y,
+                k_blob: &y,
+                v_blob: &y,
+                pos_blob: &unread,
             };
             let t = time_calls(ctx, cfg, |l| {
                 l.dispatch(&pipe, &b, &s.push(), s.grid([local, 1, 1]))?;

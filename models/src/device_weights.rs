@@ -1,8 +1,12 @@
 //! A decoder's weights in GPU memory, in the model's tensor format, laid out for the fused
 //! kernels: each RMS norm's weight folded into the columns of the projections it feeds
 //! (`W[n][k] · g[k]`, so the GEMV normalizes its input itself and the GEMM reads a norm without
-//! a weight), the query, key and value projections stacked into one, the MLP's gate and up rows
-//! interleaved. Read one tensor at a time from a [`WeightSource`] (a file's tensors are never
+//! a weight), the query, key and value projections stacked into one, each head's rows in the
+//! order that puts its rotation pairs side by side (Llama's pairs are values i and i + d/2; rows
+//! i and i + d/2 become rows 2i and 2i + 1, so the rotation is `RopeStyle::Interleaved` and a
+//! GEMV's workgroup holds whole pairs), the output projection's columns in the same order
+//! (attention works in that order throughout: dot products and weighted sums don't depend on
+//! it), the MLP's gate and up rows interleaved. Read one tensor at a time from a [`WeightSource`] (a file's tensors are never
 //! all on the host as `f32` at once).
 
 use crate::weights::layer_weight;
@@ -11,10 +15,10 @@ use vkprism::{Context, Tensor, TensorFormat};
 
 /// One decoder layer's weights (projections `[out, in]`).
 pub(crate) struct LayerWeights {
-    /// The query, key and value rows stacked, `[(heads + 2·kv_heads) · head_dim, hidden]`, the
-    /// input norm folded in.
+    /// The query, key and value rows stacked, `[(heads + 2·kv_heads) · head_dim, hidden]`,
+    /// each head's rotation pairs side by side, the input norm folded in.
     pub qkv: Tensor,
-    /// `[hidden, hidden]`.
+    /// `[hidden, hidden]`, each head's columns in the pairs' order.
     pub o: Tensor,
     /// Gate and up rows interleaved (row 2i gate i, row 2i + 1 up i), `[2·mlp, hidden]`, the
     /// post-attention norm folded in.
@@ -56,7 +60,9 @@ impl Uploader<'_> {
         qkv.extend(read("self_attn.k_proj", &[kv, h])?);
         qkv.extend(read("self_attn.v_proj", &[kv, h])?);
         fold_columns(&mut qkv, &input_norm);
-        let o = read("self_attn.o_proj", &[h, h])?;
+        let d = cfg.head_dim();
+        let qkv = pairs_side_by_side(&qkv, h, d);
+        let o = pair_columns(&read("self_attn.o_proj", &[h, h])?, h, d);
         let post_norm = read("post_attention_layernorm", &[h])?;
         let gate = read("mlp.gate_proj", &[m, h])?;
         let up = read("mlp.up_proj", &[m, h])?;
@@ -80,6 +86,39 @@ fn fold_columns(w: &mut [f32], g: &[f32]) {
             *v *= s;
         }
     }
+}
+
+/// The position within a head of `d` values that value `i` takes when each rotation pair
+/// (i, i + d/2) sits side by side: 2i, or 2(i - d/2) + 1.
+fn pair_slot(i: usize, d: usize) -> usize {
+    if i < d / 2 {
+        2 * i
+    } else {
+        2 * (i - d / 2) + 1
+    }
+}
+
+/// The rows of `w` (rows of `width`, heads of `d` rows) reordered within each head: row i to
+/// [`pair_slot`]`(i)`.
+fn pairs_side_by_side(w: &[f32], width: usize, d: usize) -> Vec<f32> {
+    let mut out = vec![0.0; w.len()];
+    for (r, row) in w.chunks(width).enumerate() {
+        let to = r / d * d + pair_slot(r % d, d);
+        out[to * width..][..width].copy_from_slice(row);
+    }
+    out
+}
+
+/// The columns of `w` (rows of `width`, heads of `d` columns) reordered within each head:
+/// column i to [`pair_slot`]`(i)`.
+fn pair_columns(w: &[f32], width: usize, d: usize) -> Vec<f32> {
+    let mut out = vec![0.0; w.len()];
+    for (row_in, row_out) in w.chunks(width).zip(out.chunks_mut(width)) {
+        for (c, v) in row_in.iter().enumerate() {
+            row_out[c / d * d + pair_slot(c % d, d)] = *v;
+        }
+    }
+    out
 }
 
 /// The rows of `a` and `b` (rows of `width`) alternating: a₀, b₀, a₁, b₁, ...
@@ -150,5 +189,16 @@ mod tests {
         assert_eq!(w, [10.0, 200.0, 30.0, 400.0]);
         let rows = interleave_rows(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], 2);
         assert_eq!(rows, [1.0, 2.0, 5.0, 6.0, 3.0, 4.0, 7.0, 8.0]);
+    }
+
+    #[test]
+    fn rotation_pairs_move_side_by_side_in_rows_and_columns() {
+        // Two heads of 4 one-value rows: (0, 2) and (1, 3) are the pairs.
+        let rows: Vec<f32> = (0..8).map(|v| v as f32).collect();
+        assert_eq!(
+            pairs_side_by_side(&rows, 1, 4),
+            [0., 2., 1., 3., 4., 6., 5., 7.]
+        );
+        assert_eq!(pair_columns(&rows, 8, 4), [0., 2., 1., 3., 4., 6., 5., 7.]);
     }
 }

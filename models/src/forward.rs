@@ -1,14 +1,15 @@
 //! One step of the decoder recorded into a command list: the activations of `n` tokens
 //! ([`Activations`]) and the operations over them ([`Forward`]). A prompt goes through GEMMs
 //! (each norm a dispatch of its own, its weight folded into the projection after it); one token
-//! through fused GEMVs that normalize their input, gate the MLP and add into the residual
-//! stream themselves, seven dispatches a layer.
+//! through fused GEMVs that normalize their input, rotate queries and keys into place, gate the
+//! MLP and add into the residual stream themselves: six dispatches a layer with attention's
+//! two. Heads keep their rotation pairs side by side ([`crate::device_weights`]).
 
 use crate::cache::KvCache;
 use crate::device_weights::{DeviceWeights, LayerWeights};
 use crate::{LlamaConfig, ModelError};
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
-use vkprism_shaders::{Activation, Attention, Gemm, Gemv, Ops, ReduceOp, Rope};
+use vkprism_shaders::{Activation, Attention, Gemm, Gemv, Ops, ReduceOp, Rope, RopeStyle};
 
 /// The tensors a step of `n` tokens works in, reused by every layer (the list puts a barrier
 /// wherever one layer's use of a tensor follows another's).
@@ -128,19 +129,32 @@ impl Forward<'_> {
         l: &LayerWeights,
     ) -> Result<(), ModelError> {
         let (a, ops) = (self.act, self.ops);
-        self.normed_linear(list, &l.qkv, &a.qkv, Gemv::new())?;
         let (keys, values) = self.cache.layer(i);
-        let rope = Rope::new().with_theta_base(self.cfg.rope_theta);
+        let rope = Rope::new()
+            .with_theta_base(self.cfg.rope_theta)
+            .with_style(RopeStyle::Interleaved);
         let causal = Attention::new().with_causal(true);
         match self.at {
             StepPosition::Known(start) => {
+                self.normed_linear(list, &l.qkv, &a.qkv, Gemv::new())?;
                 let rope = rope.with_position_offset(start);
                 ops.rope_qkv(list, &a.qkv, &a.q, keys, values, &rope, None)?;
                 let (k, v) = self.cache.rows(i, start + a.tokens())?;
                 ops.attention(list, &a.q, &k, &v, &a.o, &causal)?;
             }
             StepPosition::Buffer { position, capacity } => {
-                ops.rope_qkv(list, &a.qkv, &a.q, keys, values, &rope, Some(position))?;
+                let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
+                let cache = [keys, values];
+                ops.gemv_rope_qkv(
+                    list,
+                    &l.qkv,
+                    &a.x,
+                    &a.q,
+                    cache,
+                    &normed,
+                    &rope,
+                    Some(position),
+                )?;
                 let (k, v) = self.cache.rows(i, capacity)?;
                 ops.attention_at(list, &a.q, &k, &v, &a.o, &causal, position)?;
             }

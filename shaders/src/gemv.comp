@@ -46,7 +46,9 @@ float chunk_dot(float w, float x) { return w * x; }
 layout (binding = 2) readonly buffer bias_blob { sfp bias_data[]; };
 layout (binding = 3) buffer y_blob { sfp y_data[]; };
 
-layout (push_constant) uniform parameter { int N; int K; float eps; float slope; } p;
+layout (push_constant) uniform parameter {
+    int N; int K; float eps; float slope; int d; int hq; int hkv; int rows; int offset; float log2_base;
+} p;
 
 // Row n's sum as stored: plus the bias where there is one.
 float gemv_output(float sum, int n)

@@ -1,7 +1,7 @@
 // The body of the GEMV kernels (gemv.comp, gemv_int8.comp): y[b][n] = out(Σ_k W[n][k] ·
 // x[b][k], n) for W row-major [N, K] (PyTorch's Linear layout), x [batch, K] (batch at most 8),
-// y [batch, N]. The including kernel declares the bindings (y_data readable) and push constants
-// (N, K, eps, slope), the constant `batch`, and how a chunk of V elements is read and
+// y [batch, N]. The including kernel declares bindings 0 to 3 (y_data readable) and push
+// constants (N, K, eps, slope, d, hq, hkv, rows, offset, log2_base), the constant `batch`, and how a chunk of V elements is read and
 // multiplied: W_T / X_T its types, W_LD(i) / X_LD(i) chunk i of W / x (counted from the
 // buffer's start), chunk_dot(w, x), and gemv_output(sum, n), the row's value before the
 // epilogue.
@@ -14,7 +14,13 @@
 // - activation (activation.glsl's codes) applied to each value;
 // - gated: rows 2i and 2i + 1 of W are output i's gate and up projections, y = act(gate) · up,
 //   y [batch, N/2] (a SwiGLU MLP's two projections in one pass over their weights);
-// - accumulate: the result is added to y's value (a residual connection).
+// - accumulate: the result is added to y's value (a residual connection);
+// - rope_qkv (one row of x): W is a decoder's fused query/key/value projection, hq + 2·hkv
+//   heads of d rows, each head's rotation pairs side by side (rows 2j and 2j + 1 of a head are
+//   pair j, rotary embedding's interleaved layout); query pairs are rotated into y, key pairs
+//   rotated and value pairs copied into the KV cache's row at position p.offset (plus pos[0]
+//   with rope_qkv 2), k and v [rows, hkv, d]; a position at or past `rows` writes no key or
+//   value. One dispatch where the projection and the rotation into the cache took two.
 //
 // Memory-bound: every W value is read once. One workgroup owns 4 consecutive rows; its
 // invocations walk K a chunk each, a workgroup apart (neighbouring invocations read
@@ -31,8 +37,14 @@ layout (constant_id = 2) const int activation = 0;
 layout (constant_id = 3) const int gated = 0;
 layout (constant_id = 4) const int accumulate = 0;
 layout (constant_id = 5) const int rms_input = 0;
+layout (constant_id = 6) const int rope_qkv = 0;
+
+layout (binding = 4) writeonly buffer k_blob { sfp k_data[]; };
+layout (binding = 5) writeonly buffer v_blob { sfp v_data[]; };
+layout (binding = 6) readonly buffer pos_blob { int pos_data[]; };
 
 #include "activation.glsl"
+#include "rope.glsl"
 
 // Σ x² over a chunk of x, for the RMS norm of the input.
 float sq_sum(float x) { return x * x; }
@@ -82,8 +94,42 @@ const int GEMV_Y = 32768;
 // Stores the workgroup's four rows' sums `total` of x's row b (rows n0 .. n0 + 3 of W)
 // through the epilogue: invocation r < 4 stores row n0 + r's, or, gated, r < 2 output
 // n0/2 + r from rows n0 + 2r and n0 + 2r + 1.
+// rope_qkv's epilogue: invocation r < 2 places the pair of rows n0 + 2r and n0 + 2r + 1.
+void gemv_store_rope(int n0, int lid, vec4 total)
+{
+    const int r = n0 + 2 * lid;
+    if (lid >= 2 || r >= p.N) return;
+    vec2 ab = vec2(gemv_output(total[2 * lid], r), gemv_output(total[2 * lid + 1], r + 1));
+    const int head = r / p.d, within = r % p.d;
+    const int pos = p.offset + (rope_qkv == 2 ? pos_data[0] : 0);
+    if (head < p.hq + p.hkv) ab = rope_turn(ab, rope_sin_cos(pos, within / 2, p.d, p.log2_base));
+    if (head < p.hq)
+    {
+        buffer_st1(y_data, r, afp(ab.x));
+        buffer_st1(y_data, r + 1, afp(ab.y));
+        return;
+    }
+    if (pos >= p.rows) return;
+    const int at = (pos * p.hkv + (head - p.hq) % p.hkv) * p.d + within;
+    if (head < p.hq + p.hkv)
+    {
+        buffer_st1(k_data, at, afp(ab.x));
+        buffer_st1(k_data, at + 1, afp(ab.y));
+    }
+    else
+    {
+        buffer_st1(v_data, at, afp(ab.x));
+        buffer_st1(v_data, at + 1, afp(ab.y));
+    }
+}
+
 void gemv_store(int b, int n0, int lid, vec4 total)
 {
+    if (rope_qkv != 0)
+    {
+        gemv_store_rope(n0, lid, total);
+        return;
+    }
     const int outputs = gated == 1 ? p.N / 2 : p.N;
     const int n = (gated == 1 ? n0 / 2 : n0) + lid;
     if (lid >= (gated == 1 ? 2 : 4) || n >= outputs) return;

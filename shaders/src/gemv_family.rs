@@ -14,8 +14,10 @@ vkprism::compute_shader! {
     /// `[batch, N]`, all in the variant's format, read in 16-byte chunks (4 fp32 or 8 fp16 /
     /// bf16 values): K must be a multiple of the chunk ([`GemvShape::wide`](crate::GemvShape::wide)). Constants `batch`
     /// (1 to 8), `bias_term` (add `bias[n]`) and the fused epilogue (gemv.glsl: `activation`,
-    /// `gated`, `accumulate`, `rms_input`); push constants N, K, eps, slope; workgroup and grid
-    /// from [`GemvShape`](crate::GemvShape). Variants `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
+    /// `gated`, `accumulate`, `rms_input`, `rope_qkv` with the KV cache `k`, `v` and the
+    /// position `pos`, bindings 4 to 6, unused otherwise); push constants N, K, eps, slope and
+    /// the rotation's d, hq, hkv, rows, offset, log2_base; workgroup and grid from
+    /// [`GemvShape`](crate::GemvShape). Variants `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
         gemv: {
             path: "gemv.comp",
             define: [("GEMV_WIDE", "1")],
@@ -123,16 +125,17 @@ impl GemvShape {
             gated: 0,
             accumulate: 0,
             rms_input: 0,
+            rope_qkv: 0,
         }
     }
 
-    /// The push constants (`eps` and `slope` 0: read only by a fused norm or leaky ReLU).
+    /// The push constants (the epilogue's 0: read only by a fused norm, leaky ReLU or
+    /// rotation).
     pub fn push(&self) -> gemv::PushConstants {
         gemv::PushConstants {
             N: self.n as i32,
             K: self.k as i32,
-            eps: 0.0,
-            slope: 0.0,
+            ..Default::default()
         }
     }
 }

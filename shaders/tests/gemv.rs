@@ -62,6 +62,8 @@ macro_rules! float_case {
         };
         let local = c.local.map_or(s.local_size(chunk), |l| [l, 1, 1]);
         let pipe = k.pipeline(&s.spec(c.bias), Some(local)).unwrap();
+        // The rotation's position, unread without it.
+        let unread = Tensor::from_i32(ctx, &[1], &[0]).unwrap();
         ctx.run(|l| {
             l.dispatch(
                 &pipe,
@@ -70,6 +72,9 @@ macro_rules! float_case {
                     x_blob: &xt,
                     bias_blob: &bt,
                     y_blob: &yt,
+                    k_blob: &yt,
+                    v_blob: &yt,
+                    pos_blob: &unread,
                 },
                 &s.push(),
                 s.grid(local),
@@ -123,6 +128,7 @@ macro_rules! int8_case {
         };
         let local = c.local.map_or(s.local_size(chunk), |l| [l, 1, 1]);
         let pipe = k.pipeline(&s.spec(false), Some(local)).unwrap();
+        let unread = Tensor::from_i32(ctx, &[1], &[0]).unwrap();
         ctx.run(|l| {
             l.dispatch(
                 &pipe,
@@ -131,6 +137,9 @@ macro_rules! int8_case {
                     x_blob: &xt,
                     scale_blob: &st,
                     y_blob: &yt,
+                    k_blob: &yt,
+                    v_blob: &yt,
+                    pos_blob: &unread,
                 },
                 &s.push(),
                 s.grid(local),

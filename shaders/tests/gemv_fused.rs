@@ -1,11 +1,13 @@
 //! The GEMV kernels' fused epilogue (gemv.glsl: input RMS norm, activation, gate/up pairs,
-//! accumulation into y) in every variant of [`gemv`], [`gemv_scalar`], [`gemv_int8`] and
-//! [`gemv_int8_scalar`], against an f64 reference on random non-zero data, outputs poisoned
-//! where they are not read; and [`Ops::gemv_with`] / [`Ops::gemv_int8_with`] with their checks.
+//! accumulation into y, a fused projection rotated into a KV cache) in every variant of
+//! [`gemv`], [`gemv_scalar`], [`gemv_int8`] and [`gemv_int8_scalar`], against an f64 reference
+//! on random non-zero data, outputs poisoned where they are not read; and [`Ops::gemv_with`] /
+//! [`Ops::gemv_int8_with`] / [`Ops::gemv_rope_qkv`] with their checks.
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, Activation, Gemv, GemvShape, OpError, Ops,
+    Rope, RopeStyle,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_i8, random_in,
@@ -194,11 +196,16 @@ macro_rules! float_fused {
         let local = s.local_size(chunk);
         let (spec, push) = c.spec_push();
         let pipe = k.pipeline(&spec, Some(local)).unwrap();
+        // The rotation's position, unread without it.
+        let unread = Tensor::from_i32(ctx, &[1], &[0]).unwrap();
         let b = $m::BufferBindings {
             w_blob: &wt,
             x_blob: &xt,
             bias_blob: &bt,
             y_blob: &yt,
+            k_blob: &yt,
+            v_blob: &yt,
+            pos_blob: &unread,
         };
         ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid(local)))
             .unwrap();
@@ -243,11 +250,16 @@ macro_rules! int8_fused {
         let local = s.local_size(chunk);
         let (spec, push) = c.spec_push();
         let pipe = k.pipeline(&spec, Some(local)).unwrap();
+        // The rotation's position, unread without it.
+        let unread = Tensor::from_i32(ctx, &[1], &[0]).unwrap();
         let b = $m::BufferBindings {
             w_blob: &wt,
             x_blob: &xt,
             scale_blob: &st,
             y_blob: &yt,
+            k_blob: &yt,
+            v_blob: &yt,
+            pos_blob: &unread,
         };
         ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid(local)))
             .unwrap();
@@ -261,6 +273,109 @@ macro_rules! int8_fused {
             tolerance(&k.variant().key),
             &format!("{} {name} {c:?}", stringify!($m)),
         );
+    }};
+}
+
+/// Runs the `rope_qkv` epilogue of kernel module `$m` in variant `$name` over K = `$k` and
+/// checks q and the cache.
+macro_rules! rope_case {
+    ($m:ident, $ctx:expr, $name:expr, $k:expr, $in_buffer:expr, $seed:expr) => {{
+        let (ctx, name, k, in_buffer, seed): (&Context, &str, usize, bool, u64) =
+            ($ctx, $name, $k, $in_buffer, $seed);
+        let (hq, hkv, d, rows, offset, from_buffer) = (3, 1, 8, 12, 4, 5);
+        let kernel = ctx
+            .load_with::<$m::Kernel>(&LoadOptions::variant_named(name).unwrap())
+            .unwrap();
+        let f = kernel.format_of("w_blob").unwrap();
+        let n = (hq + 2 * hkv) * d;
+        let w = quantize(&random_in(n * k, seed, 0.1, 1.0), f);
+        let x = quantize(&random_in(k, seed + 1, 0.1, 2.0), f);
+        let wt = Tensor::from_f32(ctx, &[n, k], f, &w).unwrap();
+        let xt = Tensor::from_f32(ctx, &[1, k], f, &x).unwrap();
+        let qt = poisoned(ctx, &[1, hq, d], f);
+        let (kc, vc) = (
+            poisoned(ctx, &[rows, hkv, d], f),
+            poisoned(ctx, &[rows, hkv, d], f),
+        );
+        let pos = Tensor::from_i32(ctx, &[1], &[from_buffer as i32]).unwrap();
+        let s = GemvShape { batch: 1, n, k };
+        let spec = gemv::SpecConstants {
+            rms_input: 1,
+            rope_qkv: if in_buffer { 2 } else { 1 },
+            ..s.spec(false)
+        };
+        let at = offset + if in_buffer { from_buffer } else { 0 };
+        let push = gemv::PushConstants {
+            eps: EPS,
+            d: d as i32,
+            hq: hq as i32,
+            hkv: hkv as i32,
+            rows: rows as i32,
+            offset: offset as i32,
+            log2_base: 10000f64.log2() as f32,
+            ..s.push()
+        };
+        let chunk = if stringify!($m).ends_with("scalar") {
+            1
+        } else {
+            GemvShape::chunk(f.size())
+        };
+        let local = s.local_size(chunk);
+        let pipe = kernel.pipeline(&spec, Some(local)).unwrap();
+        let b = $m::BufferBindings {
+            w_blob: &wt,
+            x_blob: &xt,
+            bias_blob: &wt,
+            y_blob: &qt,
+            k_blob: &kc,
+            v_blob: &vc,
+            pos_blob: &pos,
+        };
+        ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid(local)))
+            .unwrap();
+        let plain = Fused {
+            batch: 1,
+            n,
+            k,
+            bias: false,
+            rms: true,
+            activation: 0,
+            gated: false,
+            accumulate: false,
+        };
+        let (y, scale) = reference(&plain, &w, &x, None, None, &[]);
+        let rotate = |from: usize, heads: usize| {
+            let part = &y[from * d..(from + heads) * d];
+            let (r, e) = vkprism_shaders::reference::rope(1, heads, d, at, 10000.0, true, part);
+            let e: Vec<f32> = e
+                .iter()
+                .zip(&scale[from * d..])
+                .map(|(a, b)| a.max(*b))
+                .collect();
+            expected_in(&r, &e, f)
+        };
+        let tol = tolerance(&kernel.variant().key) + at as f32 * 5e-7;
+        let what = format!("{} {name} rope_qkv in_buffer {in_buffer}", stringify!($m));
+        let (want_q, scale_q) = rotate(0, hq);
+        assert_close_scaled(&qt.download_f32().unwrap(), &want_q, &scale_q, tol, &what);
+        let (want_k, scale_k) = rotate(hq, hkv);
+        let (want_v, scale_v) = expected_in(&y[(hq + hkv) * d..], &scale[(hq + hkv) * d..], f);
+        let (got_k, got_v) = (kc.download_f32().unwrap(), vc.download_f32().unwrap());
+        for r in 0..rows {
+            let (gk, gv) = (
+                &got_k[r * hkv * d..][..hkv * d],
+                &got_v[r * hkv * d..][..hkv * d],
+            );
+            if r == at {
+                assert_close_scaled(gk, &want_k, &scale_k, tol, &format!("{what}: key row"));
+                assert_close_scaled(gv, &want_v, &scale_v, tol, &format!("{what}: value row"));
+            } else {
+                assert!(
+                    gk.iter().chain(gv).all(|v| v.is_nan()),
+                    "{what}: row {r} written"
+                );
+            }
+        }
     }};
 }
 
@@ -378,6 +493,68 @@ fn gemv_with_bad_operands_are_errors_and_record_nothing() {
     // The context still works: a gated product of the right shape runs.
     let y4 = Tensor::new(&ctx, &[4], f).unwrap();
     ops.run(|l| ops.gemv_with(l, &w8, &x, None, &y4, &gated))
+        .unwrap();
+    assert_clean(&ctx);
+}
+
+/// The `rope_qkv` epilogue: one token's fused projection (3 query heads, 1 key/value head of 8,
+/// K 64 or 61) normalized, its query pairs rotated into q and its key and value pairs placed in
+/// the cache's row at the position (a push constant, or plus the position buffer's value), in
+/// every variant of [`gemv`] and [`gemv_scalar`]; the cache's other rows stay poisoned.
+#[test]
+fn gemv_rope_qkv_every_variant() {
+    let ctx = ctx();
+    for name in gemv::VARIANT_NAMES {
+        for (i, in_buffer) in [false, true].into_iter().enumerate() {
+            rope_case!(gemv, &ctx, name, 64, in_buffer, 50 + i as u64);
+        }
+    }
+    for name in gemv_scalar::VARIANT_NAMES {
+        rope_case!(gemv_scalar, &ctx, name, 61, true, 60);
+    }
+    assert_clean(&ctx);
+}
+
+#[test]
+fn gemv_rope_qkv_bad_operands_are_errors_and_record_nothing() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let t = |shape: &[usize]| Tensor::new(&ctx, shape, TensorFormat::F32).unwrap();
+    // 2 query heads and 1 key/value head of 4: 16 rows.
+    let (w, x, q) = (t(&[16, 8]), t(&[1, 8]), t(&[1, 2, 4]));
+    let (kc, vc) = (t(&[5, 1, 4]), t(&[5, 1, 4]));
+    let rope = Rope::new().with_style(RopeStyle::Interleaved);
+    let normed = Gemv::new().with_rms_input(EPS);
+    let run = |w: &Tensor, x: &Tensor, op: &Gemv, rope: &Rope| {
+        refused(&ctx, |l| {
+            ops.gemv_rope_qkv(l, w, x, &q, [&kc, &vc], op, rope, None)
+        })
+    };
+    let unsupported = |e: OpError| {
+        matches!(
+            e,
+            OpError::Unsupported {
+                op: "gemv_rope_qkv",
+                ..
+            }
+        )
+    };
+    assert!(
+        unsupported(run(&w, &t(&[2, 8]), &normed, &rope)),
+        "two tokens"
+    );
+    assert!(
+        unsupported(run(&w, &x, &normed, &Rope::new())),
+        "pairs i, i + d/2"
+    );
+    assert!(
+        unsupported(run(&w, &x, &normed.with_accumulate(true), &rope)),
+        "accumulate"
+    );
+    let e = run(&t(&[12, 8]), &x, &normed, &rope);
+    assert!(matches!(e, OpError::Shape { operand: "w", .. }), "{e}");
+    // The context still works: the same call with the right operands runs.
+    ops.run(|l| ops.gemv_rope_qkv(l, &w, &x, &q, [&kc, &vc], &normed, &rope, None))
         .unwrap();
     assert_clean(&ctx);
 }

@@ -87,6 +87,7 @@ fn operations() -> Vec<Row> {
         row!("dequantize": (dequantize, "one scale"),
              (dequantize_channels, "a scale per channel")),
         row!("gemv": (gemv, "rows of whole 16-byte chunks"), (gemv_scalar, "otherwise")),
+        row!("gemv_rope_qkv": (gemv, "rows of whole 16-byte chunks"), (gemv_scalar, "otherwise")),
         row!("gemv_int8": (gemv_int8, "rows of whole 16-byte chunks"),
              (gemv_int8_scalar, "otherwise")),
         row!("rope": rope),

@@ -5,7 +5,7 @@
 //! a multiple of the chunk, of the scalar one otherwise.
 
 use super::check::{float_format, not_aliased, same_format, shape_is};
-use super::{pipeline, recorded, Activation, OpError, Ops};
+use super::{pipeline, recorded, Activation, OpError, Ops, Rope, RopeStyle};
 use crate::{gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH};
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Int8Mode, Kernel, LoadedKernel, Tensor, TensorFormat};
@@ -97,6 +97,79 @@ impl Gemv {
     }
 }
 
+/// What bindings 4 to 6 of the GEMV kernels hold: the KV cache the `rope_qkv` epilogue writes
+/// and the position it reads.
+struct Placement<'a> {
+    k: &'a Tensor,
+    v: &'a Tensor,
+    position: &'a Tensor,
+}
+
+/// `gemv_rope_qkv`'s operands checked against W's rows: `[hq, hkv, d, rows]`.
+fn check_rope_qkv(
+    op_name: &'static str,
+    s: &GemvShape,
+    q: &Tensor,
+    [k_cache, v_cache]: [&Tensor; 2],
+    op: &Gemv,
+    rope: &Rope,
+) -> Result<[usize; 4], OpError> {
+    let unsupported = |why: String| Err(OpError::Unsupported { op: op_name, why });
+    if s.batch != 1 {
+        return unsupported(format!(
+            "{} rows of x: the rotation places one token",
+            s.batch
+        ));
+    }
+    if op.gated || op.accumulate || op.activation != Activation::None {
+        return unsupported("only the input's RMS norm fuses with the rotation".into());
+    }
+    if rope.style != RopeStyle::Interleaved {
+        return unsupported(
+            "W's rotation pairs must sit side by side (RopeStyle::Interleaved)".into(),
+        );
+    }
+    let [rows, hkv, d] = *k_cache.shape() else {
+        return Err(OpError::Shape {
+            op: op_name,
+            operand: "k_cache",
+            got: k_cache.shape().to_vec(),
+            want: "[rows, hkv, head_dim]".into(),
+        });
+    };
+    shape_is(
+        op_name,
+        "v_cache",
+        v_cache,
+        k_cache.shape(),
+        "k_cache's shape",
+    )?;
+    if d == 0 || !d.is_multiple_of(2) || hkv == 0 {
+        return unsupported(format!(
+            "a head of {d} values over {hkv} key heads: the pairs need an even head"
+        ));
+    }
+    let hq = q.len() / d;
+    if hq * d != q.len() || s.n != (hq + 2 * hkv) * d {
+        return Err(OpError::Shape {
+            op: op_name,
+            operand: "w",
+            got: vec![s.n, s.k],
+            want: format!(
+                "[(hq + 2·{hkv}) · {d}, K] with q's {} values hq · {d}",
+                q.len()
+            ),
+        });
+    }
+    if rope.position_offset > i32::MAX as usize / 2 || !rope.theta_base.is_finite() {
+        return unsupported(format!(
+            "position {} or base {} out of the kernels' range",
+            rope.position_offset, rope.theta_base
+        ));
+    }
+    Ok([hq, hkv, d, rows])
+}
+
 /// The product's shape from W (`[N, K]`) and x (`[K]` or `[batch, K]`, batch 1 to 8), and y's
 /// shape (x's rank, N for K).
 fn gemv_shape(
@@ -171,29 +244,129 @@ impl Ops {
             "y",
             &[("w", Some(w)), ("x", Some(x)), ("bias", bias)],
         )?;
-        let bindings = |k| gemv::BufferBindings {
-            w_blob: w,
-            x_blob: x,
-            bias_blob: bias.unwrap_or(k),
-            y_blob: y,
+        // Bindings 4 to 6 are the rotation's, unused here: y and a one-value I32 tensor bind.
+        let place = Placement {
+            k: y,
+            v: y,
+            position: self.unread_i32(OP)?,
         };
-        // Unread without a bias (`bias_term` 0): W binds in its place.
         let spec = op.spec(&s, bias.is_some());
-        let push = op.push(&s);
+        self.record_float_gemv(list, [w, x, y], bias, &s, (&spec, &op.push(&s)), &place)
+    }
+
+    /// Records a decoder step's fused query/key/value projection of one token, rotated and
+    /// placed, into `list` (the `rope_qkv` epilogue of [`gemv`]): `w` `[(hq + 2·hkv) · d, K]`
+    /// whose heads hold their rotation pairs side by side (rows 2j and 2j + 1 of a head are
+    /// pair j: Llama's `rotate_half` weights with each head's rows i and i + d/2 interleaved,
+    /// the same permutation applied to the columns of the output projection), `x` `[1, K]`;
+    /// the query heads rotated into `q` `[1, hq, d]` (or `[hq, d]`), the key heads rotated and
+    /// the value heads as they are into the row of the caches `k_cache`, `v_cache`
+    /// `[rows, hkv, d]` at position `rope.position_offset` (plus the I32 value in `position`,
+    /// `[1]`, where given: a recorded decode step replays at any position; one at or past
+    /// `rows` then writes no key or value). `op.rms_input` normalizes x first; the other
+    /// fusions are refused, and `rope.style` must be [`RopeStyle::Interleaved`]. One float
+    /// format. Nothing is recorded when a check fails.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemv_rope_qkv(
+        &self,
+        list: &mut CommandList,
+        w: &Tensor,
+        x: &Tensor,
+        q: &Tensor,
+        [k_cache, v_cache]: [&Tensor; 2],
+        op: &Gemv,
+        rope: &Rope,
+        position: Option<&Tensor>,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemv_rope_qkv";
+        let (s, _) = gemv_shape(OP, w, x)?;
+        let [hq, hkv, d, rows] = check_rope_qkv(OP, &s, q, [k_cache, v_cache], op, rope)?;
+        let format = float_format(OP, "w", w)?;
+        for (name, t) in [
+            ("x", x),
+            ("q", q),
+            ("k_cache", k_cache),
+            ("v_cache", v_cache),
+        ] {
+            same_format(OP, name, Some(t), format)?;
+        }
+        for (name, t) in [("q", q), ("k_cache", k_cache), ("v_cache", v_cache)] {
+            not_aliased(OP, t, name, &[("w", Some(w)), ("x", Some(x))])?;
+        }
+        not_aliased(
+            OP,
+            k_cache,
+            "k_cache",
+            &[("q", Some(q)), ("v_cache", Some(v_cache))],
+        )?;
+        not_aliased(OP, v_cache, "v_cache", &[("q", Some(q))])?;
+        if let Some(p) = position {
+            shape_is(OP, "position", p, &[1], "[1]")?;
+            same_format(OP, "position", Some(p), TensorFormat::I32)?;
+        }
+        let place = Placement {
+            k: k_cache,
+            v: v_cache,
+            position: match position {
+                Some(p) => p,
+                None => self.unread_i32(OP)?,
+            },
+        };
+        let spec = gemv::SpecConstants {
+            rope_qkv: if position.is_some() { 2 } else { 1 },
+            ..op.spec(&s, false)
+        };
+        let push = gemv::PushConstants {
+            d: d as i32,
+            hq: hq as i32,
+            hkv: hkv as i32,
+            rows: rows as i32,
+            offset: rope.position_offset as i32,
+            log2_base: (rope.theta_base as f64).log2() as f32,
+            ..op.push(&s)
+        };
+        self.record_float_gemv(list, [w, x, q], None, &s, (&spec, &push), &place)
+    }
+
+    /// One dispatch of the float GEMV, wide or scalar as K allows.
+    fn record_float_gemv(
+        &self,
+        list: &mut CommandList,
+        [w, x, y]: [&Tensor; 3],
+        bias: Option<&Tensor>,
+        s: &GemvShape,
+        constants: (&gemv::SpecConstants, &gemv::PushConstants),
+        place: &Placement<'_>,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemv";
+        let format = w.format();
+        // Unread without a bias (`bias_term` 0): W binds in its place.
+        let bias = bias.unwrap_or(w);
         if s.wide(format.size()) {
             let kernel = self.kernel_for::<gemv::Kernel>(OP, "w_blob", format, false)?;
+            let b = gemv::BufferBindings {
+                w_blob: w,
+                x_blob: x,
+                bias_blob: bias,
+                y_blob: y,
+                k_blob: place.k,
+                v_blob: place.v,
+                pos_blob: place.position,
+            };
             let chunk = GemvShape::chunk(format.size());
-            self.record_gemv(list, OP, &kernel, &s, chunk, (&spec, &push), &bindings(w))
+            self.record_gemv(list, OP, &kernel, s, chunk, constants, &b)
         } else {
             let kernel = self.kernel_for::<gemv_scalar::Kernel>(OP, "w_blob", format, false)?;
-            let b = bindings(w);
             let b = gemv_scalar::BufferBindings {
-                w_blob: b.w_blob,
-                x_blob: b.x_blob,
-                bias_blob: b.bias_blob,
-                y_blob: b.y_blob,
+                w_blob: w,
+                x_blob: x,
+                bias_blob: bias,
+                y_blob: y,
+                k_blob: place.k,
+                v_blob: place.v,
+                pos_blob: place.position,
             };
-            self.record_gemv(list, OP, &kernel, &s, 1, (&spec, &push), &b)
+            self.record_gemv(list, OP, &kernel, s, 1, constants, &b)
         }
     }
 
@@ -256,6 +429,9 @@ impl Ops {
                 x_blob: x,
                 scale_blob: scales,
                 y_blob: y,
+                k_blob: y,
+                v_blob: y,
+                pos_blob: self.unread_i32(OP)?,
             };
             self.record_gemv(
                 list,
@@ -286,6 +462,9 @@ impl Ops {
                 x_blob: x,
                 scale_blob: scales,
                 y_blob: y,
+                k_blob: y,
+                v_blob: y,
+                pos_blob: self.unread_i32(OP)?,
             };
             self.record_gemv(list, OP, &kernel, &s, 1, (&spec, &push), &b)
         }

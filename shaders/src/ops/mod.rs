@@ -71,6 +71,8 @@ pub struct Ops {
     tuner: Option<Mutex<GemmTuner>>,
     /// Loaded kernels by (kernel type, what the variant was chosen for).
     kernels: Mutex<HashMap<(TypeId, Choice), Arc<dyn Any + Send + Sync>>>,
+    /// An I32 tensor of one value, bound where a kernel declares a binding it does not read.
+    unread_i32: std::sync::OnceLock<vkprism::Tensor>,
 }
 
 /// What a kernel's variant is chosen for: the tensor format its operands have, and whether
@@ -92,6 +94,7 @@ impl Ops {
             class: DeviceClass::of(ctx),
             tuner: None,
             kernels: Mutex::new(HashMap::new()),
+            unread_i32: std::sync::OnceLock::new(),
         }
     }
 
@@ -107,6 +110,17 @@ impl Ops {
     /// The context the operations run on.
     pub fn context(&self) -> &Context {
         &self.ctx
+    }
+
+    /// An I32 tensor of one value for a binding the kernel declares but does not read in the
+    /// configuration recorded (made once).
+    pub(crate) fn unread_i32(&self, op: &'static str) -> Result<&vkprism::Tensor, OpError> {
+        if let Some(t) = self.unread_i32.get() {
+            return Ok(t);
+        }
+        let t = vkprism::Tensor::new(&self.ctx, &[1], TensorFormat::I32)
+            .map_err(|source| OpError::Scratch { op, source })?;
+        Ok(self.unread_i32.get_or_init(|| t))
     }
 
     /// Records what `record` records into one list, submits it and waits: the eager form of
