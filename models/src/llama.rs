@@ -217,14 +217,20 @@ impl Llama {
         self.prompt = None;
     }
 
-    /// GPU memory the model holds: weights, KV cache, and the activations of the steps
-    /// prepared so far.
+    /// GPU memory the model holds: weights, KV cache, and the activations and scratch of the
+    /// steps recorded so far.
     pub fn memory(&self) -> LlamaMemory {
-        let decode = self.decode.as_ref().map_or(0, |d| d.act.bytes());
+        let decode = self.decode.as_ref().map_or(0, |d| {
+            d.act.bytes() + d.lists.iter().map(|l| l.list.scratch_bytes()).sum::<u64>()
+        });
+        let prompt = self
+            .prompt
+            .as_ref()
+            .map_or(0, |p| p.act.bytes() + p.list.scratch_bytes());
         LlamaMemory {
             weights: self.weights.bytes(),
             kv_cache: self.cache.bytes(),
-            activations: decode + self.prompt.as_ref().map_or(0, |p| p.act.bytes()),
+            activations: decode + prompt,
             recorded_decode_lists: self.decode.as_ref().map_or(0, |d| d.lists.len()),
         }
     }
@@ -479,7 +485,8 @@ pub struct LlamaMemory {
     pub weights: u64,
     /// Keys and values of every layer, `max_seq` positions.
     pub kv_cache: u64,
-    /// The activations of the decode step and of the last prompt.
+    /// The activations of the decode step and of the last prompt, with their lists' scratch
+    /// (split GEMMs' partial sums, attention's shares).
     pub activations: u64,
     /// Decode lists recorded so far (one per span of positions and kind of read).
     pub recorded_decode_lists: usize,

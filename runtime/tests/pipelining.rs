@@ -626,6 +626,7 @@ fn scratch_buffers_are_lent_again_once_given_back() {
     assert_ne!(d.raw_buffer(), a.raw_buffer(), "too small");
     let e = list.scratch(&ctx, &[10], TensorFormat::I32).unwrap();
     assert_ne!(e.raw_buffer(), a.raw_buffer(), "another format");
+    assert_eq!(list.scratch_bytes(), (1000 + 10 + 2000) * 4 + 10 * 4);
     let held = ctx.allocated_bytes();
     drop((a, b, c, d, e));
     assert_eq!(ctx.allocated_bytes(), held, "the list keeps its scratch");

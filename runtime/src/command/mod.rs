@@ -416,6 +416,11 @@ impl CommandList {
         Ok(t)
     }
 
+    /// Bytes of the scratch buffers this list holds ([`CommandList::scratch`]).
+    pub fn scratch_bytes(&self) -> u64 {
+        self.scratch.iter().map(|(t, _)| t.size_bytes()).sum()
+    }
+
     /// Gives `t` (from [`CommandList::scratch`]) back once every pass that uses it is recorded:
     /// a later request of this list may be lent its buffer. Anything else is ignored.
     pub fn release_scratch(&mut self, t: &Tensor) {
