@@ -29,6 +29,11 @@ pub(crate) struct Pass {
 }
 
 impl Pass {
+    /// Bytes of the list's scratch (split passes' partial sums).
+    pub fn scratch_bytes(&self) -> u64 {
+        self.list.scratch_bytes()
+    }
+
     /// `graph` (checked) at input shape `input`, over the `constants` uploaded in `format`,
     /// its values in `format`, recorded to time as `timing` says.
     pub fn record(

@@ -11,6 +11,8 @@ pub struct MemoryReport {
     pub planned_bytes: u64,
     /// Bytes every value would take in a buffer of its own.
     pub unplanned_bytes: u64,
+    /// Bytes of the recorded pass's scratch (split passes' partial sums, shared between them).
+    pub scratch_bytes: u64,
     /// Bytes of the weights on the device.
     pub weight_bytes: u64,
 }
@@ -20,11 +22,12 @@ impl std::fmt::Display for MemoryReport {
         let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
         write!(
             f,
-            "activations: {} values in {} buffers, {:.2} MiB (unshared: {:.2} MiB); weights {:.2} MiB",
+            "activations: {} values in {} buffers, {:.2} MiB (unshared: {:.2} MiB), scratch {:.2} MiB; weights {:.2} MiB",
             self.values,
             self.buffers,
             mib(self.planned_bytes),
             mib(self.unplanned_bytes),
+            mib(self.scratch_bytes),
             mib(self.weight_bytes)
         )
     }

@@ -182,12 +182,13 @@ impl Session {
 
     /// The current pass's memory, and the constants'.
     pub fn memory(&self) -> Option<MemoryReport> {
-        let plan = self.plan()?;
+        let pass = self.pass.as_ref()?;
         Some(MemoryReport {
-            values: plan.values.len(),
-            buffers: plan.buffers.len(),
-            planned_bytes: plan.peak_bytes(),
-            unplanned_bytes: plan.unshared_bytes(),
+            values: pass.plan.values.len(),
+            buffers: pass.plan.buffers.len(),
+            planned_bytes: pass.plan.peak_bytes(),
+            unplanned_bytes: pass.plan.unshared_bytes(),
+            scratch_bytes: pass.scratch_bytes(),
             weight_bytes: self.weight_bytes(),
         })
     }
