@@ -255,7 +255,9 @@ pub const SPLIT_K_WORKGROUPS: usize = 128;
 ///   (56² × 64 ch 3×3: 50 against 29);
 /// - a tiny grid over a long K: the same 64×64 tiles (14² × 256 ch: 20 against 17);
 /// - few tiles over a long K: 128×128 tiles, 8 subgroups of 64×32 and a 64-deep step, fewer
-///   barriers per multiply-add (4096×512×14336: 178 against 132);
+///   barriers per multiply-add (4096×512×14336: 178 against 132); also a short, wide product
+///   of fewer than 512 such tiles (a 512-token prompt's gate/up projection, 512×11264×2048: 0.167
+///   against 0.195 ms for 128×256 tiles, `--cases gemm_probe`);
 /// - few tiles otherwise: 64×128 tiles so every SM has work (1024³: 81 against 61);
 /// - else 128×256 tiles, 8 subgroups of 64×64, a 32-deep step, 48-deep where K ≥ 2048
 ///   (4096³: 269 against 229 at 32; 2048³: 236 against 226). 48 is the deepest step of these
@@ -275,7 +277,7 @@ fn coopmat_tiles(
     let tiles64 = m.div_ceil(64) * n.div_ceil(64);
     if (n <= 64 && tiles64 >= 256) || (tiles < 64 && k >= 2048) {
         (4, [2, 2, 2], 32)
-    } else if tiles < 256 && k >= 2048 {
+    } else if k >= 2048 && (tiles < 256 || (m <= 512 && tiles < 512)) {
         (8, [4, 2, 4], 64)
     } else if tiles < 128 {
         (8, [2, 2, 4], 32)
