@@ -652,3 +652,41 @@ fn barriers_go_only_where_a_node_reads_what_an_earlier_one_wrote() {
     }
     assert_clean(&ctx);
 }
+
+/// A linear layer of 3 outputs (a row the GEMM can't store): up to 8 rows go through the GEMV,
+/// which takes any width, against a CPU computation; at 10 rows the GEMM refuses it, an error
+/// naming the node, and the session runs on at its last size.
+#[test]
+fn a_narrow_linear_layer_runs_for_few_rows() {
+    let ctx = ctx();
+    let mut g = Graph::new();
+    let x = g.input("x", &[Dim::Var("batch"), Dim::Fixed(5)]);
+    let w: Vec<f32> = (0..15).map(|i| (i as f32 - 7.0) / 8.0).collect();
+    let b = vec![0.5, -0.25, 0.125];
+    let weight = g.constant("w", &[3, 5], w.clone());
+    let bias = Some(g.constant("b", &[3], b.clone()));
+    let fc = g.linear(
+        "fc",
+        x,
+        Linear {
+            weight,
+            bias,
+            activation: Activation::Relu,
+        },
+    );
+    g.output(fc);
+    let mut s = Session::prepare(&ctx, g, TensorFormat::F32, &[2, 5]).unwrap();
+    let input: Vec<f32> = (0..10).map(|i| (i as f32 - 4.5) / 3.0).collect();
+    let got = s.run(&input).unwrap();
+    for r in 0..2 {
+        for n in 0..3 {
+            let dot: f32 = (0..5).map(|k| w[n * 5 + k] * input[r * 5 + k]).sum();
+            let want = (dot + b[n]).max(0.0);
+            assert!((got.values[r * 3 + n] - want).abs() < 1e-5, "{got:?}");
+        }
+    }
+    let e = s.resize(&[10, 5]).unwrap_err();
+    assert!(e.to_string().contains("fc"), "{e}");
+    assert_eq!(s.run(&input).unwrap(), got);
+    assert_clean(&ctx);
+}

@@ -3,8 +3,8 @@
 
 use super::graph::{Constant, Conv, Linear, Node, Op};
 use vkprism::{CommandList, Tensor};
-use vkprism_shaders::ops::{Conv2d, Gemm, OpError, Ops};
-use vkprism_shaders::Conv2dShape;
+use vkprism_shaders::ops::{Conv2d, Gemm, Gemv, OpError, Ops};
+use vkprism_shaders::{Conv2dShape, GEMV_MAX_BATCH};
 
 /// The tensors a node records over: every value's, every constant's.
 pub(crate) struct Operands<'a> {
@@ -102,9 +102,16 @@ fn record_linear(
         })
     };
     let (x2, y2) = (matrix(x, k)?, matrix(y, n)?);
+    let weight = t.constant(linear.weight);
+    let bias = t.optional(linear.bias);
+    // Up to 8 rows (a classifier's batch, a decode step): the GEMV, which reads each weight
+    // once and takes any N and K; more rows: the GEMM.
+    if rows <= GEMV_MAX_BATCH {
+        let op = Gemv::new().with_activation(linear.activation);
+        return ops.gemv_with(list, weight, &x2, bias, &y2, &op);
+    }
     let op = Gemm::new()
         .with_transpose_b(true)
         .with_activation(linear.activation);
-    let weight = t.constant(linear.weight);
-    ops.gemm(list, &x2, weight, t.optional(linear.bias), &y2, &op)
+    ops.gemm(list, &x2, weight, bias, &y2, &op)
 }
