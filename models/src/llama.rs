@@ -189,7 +189,7 @@ impl Llama {
     /// Times each step on the GPU from now on (`on`), where the device has timestamps.
     pub fn set_timing(&mut self, on: bool) {
         if on != self.timing {
-            self.forget_decode_lists();
+            self.forget_recorded_lists();
         }
         self.timing = on;
     }
@@ -204,13 +204,13 @@ impl Llama {
     /// profiled step takes longer than one timed whole ([`Llama::set_timing`]).
     pub fn set_profile(&mut self, on: bool) {
         if on != self.profile {
-            self.forget_decode_lists();
+            self.forget_recorded_lists();
         }
         self.profile = on;
     }
 
     /// The recorded lists dropped (recorded again as needed, with the new timing).
-    fn forget_decode_lists(&mut self) {
+    fn forget_recorded_lists(&mut self) {
         if let Some(d) = &mut self.decode {
             d.lists.clear();
         }

@@ -485,6 +485,11 @@ fn gemv_with_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
+    // A negative epsilon for the input's norm.
+    let e = refused(&ctx, |l| {
+        ops.gemv_with(l, &w8, &x, None, &y, &Gemv::new().with_rms_input(-1.0))
+    });
+    assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
     // Accumulating into x itself is aliasing.
     let sq = Tensor::new(&ctx, &[16, 16], f).unwrap();
     let acc = Gemv::new().with_accumulate(true);

@@ -75,13 +75,25 @@ impl Gemv {
         }
     }
 
+    /// A norm's epsilon the kernel can take: finite, not negative.
+    fn check_eps(&self, op: &'static str) -> Result<(), OpError> {
+        match self.rms_input {
+            Some(eps) if !(eps.is_finite() && eps >= 0.0) => Err(OpError::Unsupported {
+                op,
+                why: format!("the input norm's epsilon {eps} is not a finite number ≥ 0"),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// y's shape for x's rows `y_shape` (N last): N/2 where gated, or the located refusal of
-    /// an odd N.
+    /// an odd N or a bad epsilon.
     fn output_shape(
         &self,
         op: &'static str,
         mut y_shape: Vec<usize>,
     ) -> Result<Vec<usize>, OpError> {
+        self.check_eps(op)?;
         if !self.gated {
             return Ok(y_shape);
         }
@@ -124,6 +136,7 @@ fn check_rope_qkv(
     if op.gated || op.accumulate || op.activation != Activation::None {
         return unsupported("only the input's RMS norm fuses with the rotation".into());
     }
+    op.check_eps(op_name)?;
     if rope.style != RopeStyle::Interleaved {
         return unsupported(
             "W's rotation pairs must sit side by side (RopeStyle::Interleaved)".into(),
