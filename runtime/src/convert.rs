@@ -2,39 +2,52 @@
 //! go through the `half` crate: round to nearest, ties to even; NaN stays NaN; overflow becomes
 //! infinity. (ncnn truncates to bf16; rounding can differ from it by one bf16 ulp, and is closer.)
 
+use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
 use vkprism_core::TensorFormat;
 
-/// `data` as the little-endian bytes `format` stores; `None` if `format` holds no floats.
+/// `data` as the little-endian bytes `format` stores; `None` if `format` holds no floats. The
+/// 16-bit formats convert a slice at a time (the CPU's conversion instructions where it has
+/// them: an input image of millions of values is a step's host time otherwise).
 pub(crate) fn encode_f32(format: TensorFormat, data: &[f32]) -> Option<Vec<u8>> {
     Some(match format {
         TensorFormat::F32 => bytemuck::cast_slice(data).to_vec(),
-        TensorFormat::F16 => data
-            .iter()
-            .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
-            .collect(),
-        TensorFormat::Bf16 => data
-            .iter()
-            .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
-            .collect(),
+        TensorFormat::F16 => {
+            let mut halves = vec![half::f16::ZERO; data.len()];
+            halves.convert_from_f32_slice(data);
+            le_bytes(halves.reinterpret_cast())
+        }
+        TensorFormat::Bf16 => {
+            let mut halves = vec![half::bf16::ZERO; data.len()];
+            halves.convert_from_f32_slice(data);
+            le_bytes(halves.reinterpret_cast())
+        }
         _ => return None,
     })
 }
 
+/// 16-bit values as little-endian bytes.
+fn le_bytes(bits: &[u16]) -> Vec<u8> {
+    if cfg!(target_endian = "little") {
+        return bytemuck::cast_slice(bits).to_vec();
+    }
+    bits.iter().flat_map(|b| b.to_le_bytes()).collect()
+}
+
 /// The values in `bytes`, stored as `format`; `None` if `format` holds no floats.
 pub(crate) fn decode_f32(format: TensorFormat, bytes: &[u8]) -> Option<Vec<f32>> {
+    let bits = || -> Vec<u16> {
+        bytes
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect()
+    };
     Some(match format {
         TensorFormat::F32 => bytes
             .chunks_exact(4)
             .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
             .collect(),
-        TensorFormat::F16 => bytes
-            .chunks_exact(2)
-            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-            .collect(),
-        TensorFormat::Bf16 => bytes
-            .chunks_exact(2)
-            .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
-            .collect(),
+        TensorFormat::F16 => bits().reinterpret_cast::<half::f16>().to_f32_vec(),
+        TensorFormat::Bf16 => bits().reinterpret_cast::<half::bf16>().to_f32_vec(),
         _ => return None,
     })
 }
@@ -42,6 +55,56 @@ pub(crate) fn decode_f32(format: TensorFormat, bytes: &[u8]) -> Option<Vec<f32>>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The slice conversion stores what converting each value alone stores, over values of
+    /// every kind: ties, subnormals of both formats, overflow, infinities, NaN, signed zeros.
+    #[test]
+    fn slice_conversion_matches_one_value_at_a_time() {
+        let mut values = vec![
+            1.0 + f32::powi(2.0, -11),
+            1.0 + 3.0 * f32::powi(2.0, -11),
+            6.0e-8,
+            1.0e-40,
+            70000.0,
+            -3.4e38,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::NAN,
+            -0.0,
+        ];
+        values.extend((0..1000).map(|i| ((i * 7919) % 2003) as f32 * 0.37 - 370.0));
+        let f16: Vec<u8> = values
+            .iter()
+            .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+            .collect();
+        let bf16: Vec<u8> = values
+            .iter()
+            .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
+            .collect();
+        assert_eq!(encode_f32(TensorFormat::F16, &values).unwrap(), f16);
+        assert_eq!(encode_f32(TensorFormat::Bf16, &values).unwrap(), bf16);
+        let back = |format, bytes: &[u8]| -> Vec<u32> {
+            decode_f32(format, bytes)
+                .unwrap()
+                .iter()
+                .map(|v| v.to_bits())
+                .collect()
+        };
+        let one_at_a_time = |bytes: &[u8], f: fn([u8; 2]) -> f32| -> Vec<u32> {
+            bytes
+                .chunks_exact(2)
+                .map(|c| f([c[0], c[1]]).to_bits())
+                .collect()
+        };
+        assert_eq!(
+            back(TensorFormat::F16, &f16),
+            one_at_a_time(&f16, |b| half::f16::from_le_bytes(b).to_f32())
+        );
+        assert_eq!(
+            back(TensorFormat::Bf16, &bf16),
+            one_at_a_time(&bf16, |b| half::bf16::from_le_bytes(b).to_f32())
+        );
+    }
 
     #[test]
     fn round_trips_and_rounds_to_nearest_even() {

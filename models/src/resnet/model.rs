@@ -92,10 +92,10 @@ impl ResNet {
         if self.session.input_shape() != Some(&padded_shape[..]) {
             self.session.resize(&padded_shape)?;
         }
-        let padded: Vec<f32> = input
-            .chunks_exact(3)
-            .flat_map(|px| [px[0], px[1], px[2], 0.0])
-            .collect();
+        let mut padded = Vec::with_capacity(input.len() / 3 * 4);
+        for px in input.chunks_exact(3) {
+            padded.extend_from_slice(&[px[0], px[1], px[2], 0.0]);
+        }
         let out = self.session.run(&padded)?;
         let (classes, padded_classes) = (self.cfg.classes, out.shape[1]);
         let values = out
