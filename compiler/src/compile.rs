@@ -201,6 +201,17 @@ pub fn time_limit() -> std::time::Duration {
         .unwrap_or(std::time::Duration::from_secs(DEFAULT_DEADLINE_SECS))
 }
 
+/// Jobs of [`run_jobs`] being worked on now, in this process: past a deadline, the ones left to
+/// finish in the background.
+static IN_FLIGHT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many GLSL compiles are running now in this process, including those a deadline left
+/// running in the background: a process that ends while one runs may crash in glslang's
+/// teardown, so a program that hit a deadline and then exits can wait for this to reach 0.
+pub fn compiles_in_flight() -> usize {
+    IN_FLIGHT.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Runs `work` on every `(key, text)` job over the machine's cores until `deadline`; results in
 /// key order, `late(key)` for a job not done by then.
 ///
@@ -235,9 +246,15 @@ fn run_jobs<T: Send + 'static>(
                 if stop.load(Ordering::SeqCst) {
                     return;
                 }
+                IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
                 let job = queue.lock().ok().and_then(|mut q| q.pop_front());
-                let Some((key, text)) = job else { return };
-                if send.send((key, work(&meta, &text))).is_err() {
+                let Some((key, text)) = job else {
+                    IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+                    return;
+                };
+                let result = work(&meta, &text);
+                IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+                if send.send((key, result)).is_err() {
                     return;
                 }
             });

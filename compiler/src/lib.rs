@@ -42,6 +42,7 @@ mod toolchain;
 mod valid;
 mod variants;
 
+pub use compile::compiles_in_flight;
 pub use ctxt::Ctxt;
 pub use model::{KernelModel, VariantModel};
 pub use options::{define_name_error, define_value_error, KernelOptions, VulkanVersion};

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::time::{Duration, Instant};
-use vkprism_compiler::{compile_kernel, Ctxt, Source};
+use vkprism_compiler::{compile_kernel, compiles_in_flight, Ctxt, Source};
 
 #[test]
 fn a_compile_past_the_deadline_is_a_located_error_naming_the_variant() {
@@ -39,4 +39,11 @@ fn a_compile_past_the_deadline_is_a_located_error_naming_the_variant() {
         "{errs:?}"
     );
     assert!(took < Duration::from_secs(2), "returned after {took:?}");
+    // The abandoned compile finishes in the background; the test process must not end under
+    // it (glslang's teardown would crash the binary after the test passed).
+    let wait = Instant::now();
+    while compiles_in_flight() > 0 && wait.elapsed() < Duration::from_secs(120) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(compiles_in_flight(), 0, "the abandoned compile still runs");
 }
