@@ -145,14 +145,14 @@ def decoder():
             dyn = DynamicCache()
             model(ids[:, :context], past_key_values=dyn, use_cache=True)
 
-            def eager_step(dyn=dyn, context=context):
+            def eager_step(dyn=dyn):
                 r = model(token, past_key_values=dyn, use_cache=True).logits[0, -1].argmax()
-                dyn.crop(context)
+                dyn.crop(-1)  # the step's one token off again
                 return r
 
             graph_step, logits = static_step(model, dyn, context, context + 64, token)
             want = model(token, past_key_values=dyn, use_cache=True).logits[0, -1].float()
-            dyn.crop(context)
+            dyn.crop(-1)  # the step's one token off again
             got = logits()[0, -1].float()
             cos = torch.nn.functional.cosine_similarity(got, want, dim=0).item()
             assert cos > 0.999, f"static decode step vs the model's: cosine {cos}"
