@@ -4,7 +4,7 @@
 //!
 //!     cargo run --release -p vkprism-models --example resnet50 -- [--weights FILE]
 //!         [--expect FILE] [--save FILE] [--batch N] [--format f32|f16|bf16] [--runs N] [--layers] [--plan]
-//!         [--reduced [--check]]
+//!         [--reduced [--check]] [--tune]
 //!
 //! `--reduced`: the tests' configuration (ResNet-50's depth, width 8, 32×32 images, 10
 //! classes), quick on a CPU device such as lavapipe; `--check` compares its logits with the CPU
@@ -12,6 +12,8 @@
 //! the weights used (F32) as safetensors. `--expect FILE` (written by `bench/resnet_ref.py`
 //! with the weights file): its images instead of random ones, and the logits compared with
 //! PyTorch's (cosine similarity and top 5 per image; the exit status says whether they match).
+//! `--tune`: every convolution's tiles measured on this device by a `GemmTuner` on first use
+//! (`ResNet::with_ops` with `Ops::with_tuner`) instead of the table's.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -34,6 +36,7 @@ struct Args {
     plan: bool,
     reduced: bool,
     check: bool,
+    tune: bool,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -48,6 +51,7 @@ fn parse_args() -> Result<Args, String> {
         plan: false,
         reduced: false,
         check: false,
+        tune: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -63,6 +67,7 @@ fn parse_args() -> Result<Args, String> {
             "--plan" => a.plan = true,
             "--reduced" => a.reduced = true,
             "--check" => a.check = true,
+            "--tune" => a.tune = true,
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -108,6 +113,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         Timing::Total
     };
     let mut model = ResNet::new(&ctx, cfg, &weights, args.format)?.with_timing(timing);
+    if args.tune {
+        let tuner = vkprism_shaders::GemmTuner::new(&ctx, None::<&Path>);
+        model = model.with_ops(vkprism_shaders::Ops::with_tuner(&ctx, tuner));
+    }
     let expected = args.expect.as_deref().map(read_expected).transpose()?;
     let (x, shape) = match &expected {
         Some(e) => (e.input.clone(), e.shape),

@@ -690,3 +690,27 @@ fn a_narrow_linear_layer_runs_for_few_rows() {
     assert_eq!(s.run(&input).unwrap(), got);
     assert_clean(&ctx);
 }
+
+/// A session given other operations (a tuner's, measuring each convolution's tiles on first
+/// use) drops its recorded pass, records again at the next resize, and computes the same CNN.
+#[test]
+fn with_ops_records_again_through_a_tuner() {
+    let ctx = ctx();
+    let w = CnnWeights::random(70);
+    let shape = [2, 6, 6, 4];
+    let x = random(&shape, 71);
+    let mut s = Session::prepare(&ctx, cnn(&w), TensorFormat::F32, &shape).unwrap();
+    let plain = s.run(&x).unwrap();
+    let tuner = vkprism_shaders::GemmTuner::new(&ctx, None::<&std::path::Path>);
+    let mut s = s.with_ops(vkprism_shaders::Ops::with_tuner(&ctx, tuner));
+    assert!(
+        s.input_shape().is_none() && s.run(&x).is_err(),
+        "the pass was dropped"
+    );
+    s.resize(&shape).unwrap();
+    let tuned = s.run(&x).unwrap();
+    let want = cnn_cpu(&w, &x, shape);
+    assert!(relative_error(&tuned.values, &want) < 1e-4);
+    assert!(relative_error(&tuned.values, &plain.values) < 1e-4);
+    assert_clean(&ctx);
+}

@@ -9,6 +9,7 @@ use super::ResNetError;
 use crate::session::{MemoryReport, Session, Timing};
 use std::time::Duration;
 use vkprism::{Context, TensorFormat};
+use vkprism_shaders::Ops;
 
 /// A bottleneck ResNet on one device: the weights folded and uploaded once in the model's
 /// format into a [`Session`] of its graph; per input size (batch, height, width) the session
@@ -69,6 +70,15 @@ impl ResNet {
     pub fn with_timing(mut self, timing: Timing) -> ResNet {
         self.session.set_timing(timing);
         self
+    }
+
+    /// This model recording through `ops` (on the same context), e.g. `Ops::with_tuner` for
+    /// tiles measured on this device ([`Session::with_ops`]).
+    pub fn with_ops(self, ops: Ops) -> ResNet {
+        ResNet {
+            session: self.session.with_ops(ops),
+            ..self
+        }
     }
 
     /// The configuration.

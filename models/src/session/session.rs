@@ -93,6 +93,15 @@ impl Session {
         })
     }
 
+    /// This session recording through `ops` (on the same context): e.g. `Ops::with_tuner`, so
+    /// each convolution and GEMM takes the tiles a [`vkprism_shaders::GemmTuner`] measured on
+    /// this device. The recorded pass is dropped: the next [`Session::resize`] records again.
+    pub fn with_ops(mut self, ops: Ops) -> Session {
+        self.ops = ops;
+        self.pass = None;
+        self
+    }
+
     /// [`Session::new`], then [`Session::resize`] to `input`.
     pub fn prepare(
         ctx: &Context,
