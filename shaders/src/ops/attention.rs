@@ -4,7 +4,7 @@
 //! everywhere else, and for few query rows (decode), [`attention`] with the keys shared between
 //! workgroups where the rows alone would leave the GPU idle, then [`attention_combine`].
 
-use super::check::{float_format, not_aliased, same_format, shape_is};
+use super::check::{float_format, not_aliased, position_buffer, same_format};
 use super::{pipeline, recorded, scratch, OpError, Ops};
 use crate::{attention, attention4, attention_cm, attention_combine, AttentionShape};
 use std::sync::Arc;
@@ -68,17 +68,7 @@ impl Ops {
         o: &Tensor,
         op: &Attention,
     ) -> Result<(), OpError> {
-        let s = attention_shape(q, k, v, o)?;
-        let format = float_format(OP, "q", q)?;
-        for (name, t) in [("k", k), ("v", v), ("o", o)] {
-            same_format(OP, name, Some(t), format)?;
-        }
-        not_aliased(
-            OP,
-            o,
-            "o",
-            &[("q", Some(q)), ("k", Some(k)), ("v", Some(v))],
-        )?;
+        let (s, format) = check_attention([q, k, v, o])?;
         let scale = op.scale.unwrap_or(1.0 / (s.d as f32).sqrt());
         let offset = if op.causal { s.causal_offset() } else { 0 };
         if self.matrices_fit(&s, format) {
@@ -122,19 +112,8 @@ impl Ops {
         op: &Attention,
         position: &Tensor,
     ) -> Result<(), OpError> {
-        let s = attention_shape(q, k, v, o)?;
-        let format = float_format(OP, "q", q)?;
-        for (name, t) in [("k", k), ("v", v), ("o", o)] {
-            same_format(OP, name, Some(t), format)?;
-        }
-        not_aliased(
-            OP,
-            o,
-            "o",
-            &[("q", Some(q)), ("k", Some(k)), ("v", Some(v))],
-        )?;
-        shape_is(OP, "position", position, &[1], "[1]")?;
-        same_format(OP, "position", Some(position), TensorFormat::I32)?;
+        let (s, _) = check_attention([q, k, v, o])?;
+        position_buffer(OP, Some(position))?;
         let scale = op.scale.unwrap_or(1.0 / (s.d as f32).sqrt());
         let rows = RowsPass {
             causal: true,
@@ -228,15 +207,11 @@ impl Ops {
             position_in_buffer: pass.position.is_some() as i32,
         };
         let push = s.push(pass.scale, pass.offset, splits);
-        // Unread without `position_in_buffer`, but bound: an I32 tensor of one value.
-        let unread = match pass.position {
-            Some(_) => None,
-            None => Some(
-                Tensor::new(&self.ctx, &[1], TensorFormat::I32)
-                    .map_err(|source| OpError::Scratch { op: OP, source })?,
-            ),
+        // Unread without `position_in_buffer`, but bound.
+        let pos = match pass.position {
+            Some(p) => p,
+            None => self.unread_i32(OP)?,
         };
-        let pos = pass.position.or(unread.as_ref()).expect("one of the two");
         let grid = s.grid(splits);
         let format = q.format();
         let key = if s.quads() {
@@ -309,6 +284,23 @@ where
     let pipe = pipeline(OP, kernel, spec, Some([64, 1, 1]))?;
     recorded(OP, list.dispatch(&pipe, bindings, push, grid))?;
     Ok(kernel.variant().key)
+}
+
+/// The problem of q, k, v and o and their one float format, or the located mismatch; o
+/// shares no memory with the others.
+fn check_attention([q, k, v, o]: [&Tensor; 4]) -> Result<(AttentionShape, TensorFormat), OpError> {
+    let s = attention_shape(q, k, v, o)?;
+    let format = float_format(OP, "q", q)?;
+    for (name, t) in [("k", k), ("v", v), ("o", o)] {
+        same_format(OP, name, Some(t), format)?;
+    }
+    not_aliased(
+        OP,
+        o,
+        "o",
+        &[("q", Some(q)), ("k", Some(k)), ("v", Some(v))],
+    )?;
+    Ok((s, format))
 }
 
 /// The problem of q, k, v and o, or the located mismatch.

@@ -142,3 +142,49 @@ pub(super) fn not_aliased(
     }
     Ok(())
 }
+
+/// A position read on the GPU, where given: one I32 value (`[1]`).
+pub(super) fn position_buffer(op: &'static str, position: Option<&Tensor>) -> Result<(), OpError> {
+    if let Some(p) = position {
+        shape_is(op, "position", p, &[1], "[1]")?;
+        same_format(op, "position", Some(p), TensorFormat::I32)?;
+    }
+    Ok(())
+}
+
+/// A KV cache's `[rows, hkv, head_dim]`: `k_cache` of rank 3 and `v_cache` of its shape.
+pub(super) fn kv_cache_shape(
+    op: &'static str,
+    k_cache: &Tensor,
+    v_cache: &Tensor,
+) -> Result<[usize; 3], OpError> {
+    let [rows, hkv, d] = *k_cache.shape() else {
+        return Err(OpError::Shape {
+            op,
+            operand: "k_cache",
+            got: k_cache.shape().to_vec(),
+            want: "[rows, hkv, head_dim]".into(),
+        });
+    };
+    shape_is(op, "v_cache", v_cache, k_cache.shape(), "k_cache's shape")?;
+    Ok([rows, hkv, d])
+}
+
+/// A step's placed outputs (the queries `q` and the caches it writes) share no memory with
+/// `inputs` or with each other.
+pub(super) fn placed_apart(
+    op: &'static str,
+    [q, k_cache, v_cache]: [&Tensor; 3],
+    inputs: &[(&'static str, Option<&Tensor>)],
+) -> Result<(), OpError> {
+    for (name, t) in [("q", q), ("k_cache", k_cache), ("v_cache", v_cache)] {
+        not_aliased(op, t, name, inputs)?;
+    }
+    not_aliased(
+        op,
+        k_cache,
+        "k_cache",
+        &[("q", Some(q)), ("v_cache", Some(v_cache))],
+    )?;
+    not_aliased(op, v_cache, "v_cache", &[("q", Some(q))])
+}

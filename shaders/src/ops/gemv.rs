@@ -4,7 +4,9 @@
 //! records one dispatch of the wide kernel ([`gemv`], [`gemv_int8`]: 16-byte loads) where K is
 //! a multiple of the chunk, of the scalar one otherwise.
 
-use super::check::{float_format, not_aliased, same_format, shape_is};
+use super::check::{
+    float_format, kv_cache_shape, not_aliased, placed_apart, position_buffer, same_format, shape_is,
+};
 use super::{pipeline, recorded, Activation, OpError, Ops, Rope, RopeStyle};
 use crate::{gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH};
 use std::sync::Arc;
@@ -142,21 +144,7 @@ fn check_rope_qkv(
             "W's rotation pairs must sit side by side (RopeStyle::Interleaved)".into(),
         );
     }
-    let [rows, hkv, d] = *k_cache.shape() else {
-        return Err(OpError::Shape {
-            op: op_name,
-            operand: "k_cache",
-            got: k_cache.shape().to_vec(),
-            want: "[rows, hkv, head_dim]".into(),
-        });
-    };
-    shape_is(
-        op_name,
-        "v_cache",
-        v_cache,
-        k_cache.shape(),
-        "k_cache's shape",
-    )?;
+    let [rows, hkv, d] = kv_cache_shape(op_name, k_cache, v_cache)?;
     if d == 0 || !d.is_multiple_of(2) || hkv == 0 {
         return unsupported(format!(
             "a head of {d} values over {hkv} key heads: the pairs need an even head"
@@ -303,20 +291,8 @@ impl Ops {
         ] {
             same_format(OP, name, Some(t), format)?;
         }
-        for (name, t) in [("q", q), ("k_cache", k_cache), ("v_cache", v_cache)] {
-            not_aliased(OP, t, name, &[("w", Some(w)), ("x", Some(x))])?;
-        }
-        not_aliased(
-            OP,
-            k_cache,
-            "k_cache",
-            &[("q", Some(q)), ("v_cache", Some(v_cache))],
-        )?;
-        not_aliased(OP, v_cache, "v_cache", &[("q", Some(q))])?;
-        if let Some(p) = position {
-            shape_is(OP, "position", p, &[1], "[1]")?;
-            same_format(OP, "position", Some(p), TensorFormat::I32)?;
-        }
+        placed_apart(OP, [q, k_cache, v_cache], &[("w", Some(w)), ("x", Some(x))])?;
+        position_buffer(OP, position)?;
         let place = Placement {
             k: k_cache,
             v: v_cache,

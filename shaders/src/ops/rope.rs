@@ -1,10 +1,12 @@
 //! Rotary position embedding: [`Ops::rope`] with its options, [`Rope`] and [`RopeStyle`];
 //! [`Ops::rope_qkv`], a decoder's fused projection rotated and placed in its KV cache.
 
-use super::check::{float_format, not_aliased, same_format, shape_is};
+use super::check::{
+    float_format, kv_cache_shape, placed_apart, position_buffer, same_format, shape_is,
+};
 use super::{pipeline, recorded, OpError, Ops};
 use crate::{rope, rope_qkv, RopeQkvShape, RopeShape};
-use vkprism::{CommandList, Tensor, TensorFormat};
+use vkprism::{CommandList, Tensor};
 
 /// Which two values of a head one rotation turns.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -122,15 +124,8 @@ impl Ops {
         let format = float_format(OP, "qkv", qkv)?;
         for (name, t) in [("q", q), ("k_cache", k_cache), ("v_cache", v_cache)] {
             same_format(OP, name, Some(t), format)?;
-            not_aliased(OP, t, name, &[("qkv", Some(qkv))])?;
         }
-        not_aliased(
-            OP,
-            k_cache,
-            "k_cache",
-            &[("q", Some(q)), ("v_cache", Some(v_cache))],
-        )?;
-        not_aliased(OP, v_cache, "v_cache", &[("q", Some(q))])?;
+        placed_apart(OP, [q, k_cache, v_cache], &[("qkv", Some(qkv))])?;
         let rope_shape = RopeShape {
             batch: 1,
             seq: s.tokens,
@@ -149,30 +144,23 @@ impl Ops {
                 ),
             });
         }
-        if let Some(p) = position {
-            shape_is(OP, "position", p, &[1], "[1]")?;
-            same_format(OP, "position", Some(p), TensorFormat::I32)?;
-        }
+        position_buffer(OP, position)?;
         let kernel = self.kernel_for::<rope_qkv::Kernel>(OP, "qkv_blob", format, false)?;
         let spec = rope_qkv::SpecConstants {
             interleaved: (op.style == RopeStyle::Interleaved) as i32,
             position_in_buffer: position.is_some() as i32,
         };
         let pipe = pipeline(OP, &kernel, &spec, Some([256, 1, 1]))?;
-        // Unread without `position_in_buffer`, but bound: an I32 tensor of one value.
-        let unread = match position {
-            Some(_) => None,
-            None => Some(
-                Tensor::new(&self.ctx, &[1], TensorFormat::I32)
-                    .map_err(|source| OpError::Scratch { op: OP, source })?,
-            ),
-        };
         let bindings = rope_qkv::BufferBindings {
             qkv_blob: qkv,
             q_blob: q,
             k_blob: k_cache,
             v_blob: v_cache,
-            pos_blob: position.or(unread.as_ref()).expect("one of the two"),
+            // Unread without `position_in_buffer`, but bound.
+            pos_blob: match position {
+                Some(p) => p,
+                None => self.unread_i32(OP)?,
+            },
         };
         let push = s.push(offset, op.theta_base);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid()))
@@ -195,14 +183,7 @@ fn rope_qkv_shape(
             want: "[tokens, hq, head_dim]".into(),
         });
     };
-    let [rows, hkv, kd] = *k.shape() else {
-        return Err(OpError::Shape {
-            op: OP,
-            operand: "k_cache",
-            got: k.shape().to_vec(),
-            want: format!("[rows, hkv, {dim}]"),
-        });
-    };
+    let [rows, hkv, kd] = kv_cache_shape(OP, k, v)?;
     if kd != dim || hkv == 0 {
         return Err(OpError::Shape {
             op: OP,
@@ -211,7 +192,6 @@ fn rope_qkv_shape(
             want: format!("[rows, hkv, {dim}] with hkv at least 1"),
         });
     }
-    shape_is(OP, "v_cache", v, k.shape(), "k_cache's shape")?;
     let width = (hq + 2 * hkv) * dim;
     shape_is(
         OP,
