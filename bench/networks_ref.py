@@ -18,21 +18,13 @@ Writes a JSON array of {case, shape, dtype, value, unit, sm_clock_mhz, reference
 import argparse, json, time
 import torch
 
-from torch_ref import sm_clock, timed
+from torch_ref import graph_timed, rec, timed
 
 DECODE_CONTEXTS = [512, 2048]
 PROMPT = 512
 EAGER = "CUDA events around one eager call, median"
 GRAPH = "CUDA events around one CUDA-graph replay of the step, median"
 WALL = "host wall time of one eager call, synchronized, median"
-
-
-def rec(case, shape, dtype, ms, mhz, reference, method):
-    r = dict(case=case, shape=shape, dtype=dtype, value=ms, unit="ms", sm_clock_mhz=mhz,
-             reference=reference, method=method)
-    print(f"{case:<10} {shape:<18} {dtype:<5} {ms:9.3f} ms  SM clock {mhz} MHz  {reference} ({method})",
-          flush=True)
-    return r
 
 
 def wall_ms(fn, runs=20):
@@ -47,30 +39,15 @@ def wall_ms(fn, runs=20):
     return times[len(times) // 2] * 1e3
 
 
-def captured(fn):
-    """A CUDA graph of fn() (warmed up on a side stream first)."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g
-
-
 def both(case, shape, dtype, name, eager_fn, graph_fn):
     """Records of one step: eager, wall, and (where capture works) CUDA graph."""
     out = []
     t, mhz = timed(eager_fn)
-    out.append(rec(case, shape, dtype, t * 1e3, mhz, f"{name} eager", EAGER))
-    out.append(rec(case, f"{shape} wall", dtype, wall_ms(eager_fn), mhz, f"{name} eager", WALL))
+    out.append(rec(case, shape, dtype, t * 1e3, "ms", mhz, f"{name} eager", EAGER))
+    out.append(rec(case, f"{shape} wall", dtype, wall_ms(eager_fn), "ms", mhz, f"{name} eager", WALL))
     try:
-        g = captured(graph_fn)
-        t, mhz = timed(g.replay)
-        out.append(rec(case, shape, dtype, t * 1e3, mhz, f"{name} CUDA graph", GRAPH))
+        t, mhz = graph_timed(graph_fn, reps=1)
+        out.append(rec(case, shape, dtype, t * 1e3, "ms", mhz, f"{name} CUDA graph", GRAPH))
     except Exception as e:  # a capture the model's code refuses: said, not hidden
         print(f"# {case} {shape}: no CUDA graph ({type(e).__name__}: {e})", flush=True)
     return out

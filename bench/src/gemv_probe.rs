@@ -6,7 +6,7 @@
 //! work, for the cost of a dependent dispatch itself. Printed, not compared with PyTorch: they
 //! say where a decode step's time goes (bytes per second against the dispatch's floor).
 
-use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
+use crate::harness::{print, time_calls, Config, Record, Timing, CALLS_METHOD};
 use crate::random;
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{gemv, GemvShape, Ops, Rope};
@@ -47,17 +47,11 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 l.dispatch(&pipe, &b, &s.push(), s.grid([local, 1, 1]))?;
                 Ok(())
             })?;
-            let r = Record {
-                case: "gemv_probe",
-                shape: format!("{name} {n}x{k}"),
-                variant: format!("fp16s_sg local {local}"),
-                coopmat: false,
-                value: t.median_s * 1e6,
-                unit: "us",
-                sm_clock_mhz: t.sm_clock_mhz,
-                method: CALLS_METHOD,
-            };
-            print(&r);
+            let r = probe_record(
+                format!("{name} {n}x{k}"),
+                format!("fp16s_sg local {local}"),
+                t,
+            );
             println!("#   {:.2} TB/s", (n * k * 2) as f64 / t.median_s / 1e12);
             out.push(r);
         }
@@ -66,10 +60,20 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     let ops = Ops::new(ctx);
     let x = Tensor::from_f32(ctx, &[1, 1, 64], f, &random(64, 23))?;
     let t = time_calls(ctx, cfg, |l| Ok(ops.rope(l, &x, &x, &Rope::new())?))?;
+    out.push(probe_record(
+        "dependent dispatch (rope of 64 values)".into(),
+        "fp16".into(),
+        t,
+    ));
+    Ok(out)
+}
+
+/// A probe's figure, µs per call, printed.
+fn probe_record(shape: String, variant: String, t: Timing) -> Record {
     let r = Record {
         case: "gemv_probe",
-        shape: "dependent dispatch (rope of 64 values)".into(),
-        variant: "fp16".into(),
+        shape,
+        variant,
         coopmat: false,
         value: t.median_s * 1e6,
         unit: "us",
@@ -77,6 +81,5 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         method: CALLS_METHOD,
     };
     print(&r);
-    out.push(r);
-    Ok(out)
+    r
 }
