@@ -278,6 +278,14 @@ def ops():
     out.append(rec("attention", f"decode kv{cache} h{heads} d{d}", "fp16",
                    2 * cache * heads * d * 2 / t / 1e12, "TB/s", mhz,
                    f"F.scaled_dot_product_attention fp16, one query"))
+    # A grouped-query decoder's step (TinyLlama's heads): 32 query heads over 4 key/value heads.
+    for cache in (512, 2048):
+        qg = rand((1, 32, 1, 64), torch.float16, 13)
+        kg, vg = rand((1, 4, cache, 64), torch.float16, 14), rand((1, 4, cache, 64), torch.float16, 15)
+        t, mhz = graph_timed(lambda: F.scaled_dot_product_attention(qg, kg, vg, enable_gqa=True))
+        out.append(rec("attention", f"decode kv{cache} h32/4 d64", "fp16",
+                       2 * cache * 4 * 64 * 2 / t / 1e12, "TB/s", mhz,
+                       f"F.scaled_dot_product_attention fp16, one query, enable_gqa"))
     return out
 
 

@@ -3,8 +3,9 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe] [--json FILE]
 
+mod attention_probe;
 mod bound;
 mod conv;
 mod conv_dw;
@@ -24,7 +25,7 @@ use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -89,6 +90,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "bound" => bound::run(&ctx, args.cfg)?,
             "ops" => ops::run(&ctx, args.cfg)?,
             "gemv_probe" => gemv_probe::run(&ctx, args.cfg)?,
+            "attention_probe" => attention_probe::run(&ctx, args.cfg)?,
             "gemm_probe" => gemm_probe::run(&ctx, args.cfg)?,
             "decoder" => networks::decoder(&ctx, args.cfg)?,
             "resnet50" => networks::resnet50(&ctx, args.cfg)?,

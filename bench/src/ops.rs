@@ -271,6 +271,33 @@ fn attention(
     out.push(measure(ctx, cfg, label, bytes, |l| {
         ops.attention(l, &q1, &kc, &vc, &o1, &causal)
     })?);
+    grouped_decode(ctx, ops, cfg, out)
+}
+
+/// A grouped-query decoder's step (TinyLlama's heads: 32 query heads over 4 key/value heads of
+/// 64) against caches of 512 and 2048 tokens.
+fn grouped_decode(
+    ctx: &Context,
+    ops: &Ops,
+    cfg: Config,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let f = TensorFormat::F16;
+    let (hq, hkv, d) = (32, 4, 64);
+    let q = Tensor::from_f32(ctx, &[1, hq, d], f, &random(hq * d, 13))?;
+    let o = Tensor::new(ctx, &[1, hq, d], f)?;
+    let causal = Attention::new().with_causal(true);
+    let caches: &[usize] = if cfg.quick { &[64] } else { &[512, 2048] };
+    for &cache in caches {
+        let n = cache * hkv * d;
+        let k = Tensor::from_f32(ctx, &[cache, hkv, d], f, &random(n, 14))?;
+        let v = Tensor::from_f32(ctx, &[cache, hkv, d], f, &random(n, 15))?;
+        let bytes = Work::Bytes(2 * n * f.size());
+        let label = ("attention", format!("decode kv{cache} h{hq}/{hkv} d{d}"), f);
+        out.push(measure(ctx, cfg, label, bytes, |l| {
+            ops.attention(l, &q, &k, &v, &o, &causal)
+        })?);
+    }
     Ok(())
 }
 

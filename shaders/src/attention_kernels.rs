@@ -29,10 +29,20 @@ vkprism::compute_shader! {
             define: [("VKPRISM_QUADS", "1")],
             share: [attention::SpecConstants, attention::PushConstants],
         },
+        /// [`attention`](crate::attention)'s operation, layouts, push constants and partial
+        /// results for few query rows (decode): one workgroup of 256 per key/value head, up to
+        /// 8 of the query heads reading it, query row and share of the keys, so each key and
+        /// value is read once per workgroup. `D` (constant 3) is the head dimension, a
+        /// multiple of 4 up to 256 (equal to the push constant `d`); every row stride a
+        /// multiple of 4. Grid [`AttentionShape::grouped_grid`].
+        attention_grouped: {
+            path: "attention_grouped.comp",
+            share: [attention::PushConstants],
+        },
     },
 }
 
-pub use attention_rows::{attention, attention4};
+pub use attention_rows::{attention, attention4, attention_grouped};
 
 vkprism::compute_shader! {
     /// The second pass of a split [`attention`]: each row's shares merged by their maxima and
@@ -105,6 +115,17 @@ impl AttentionShape {
             64 * splits as u32,
             rows.min(ROWS_Y) as u32,
             rows.div_ceil(ROWS_Y).max(1) as u32,
+        ]
+    }
+
+    /// [`attention_grouped`]'s grid (workgroups of 256) for `splits` shares per (query row,
+    /// key/value head, set of up to 8 of its query heads).
+    pub fn grouped_grid(&self, splits: usize) -> [u32; 3] {
+        let head_sets = (self.hq / self.hkv).div_ceil(8);
+        [
+            256 * splits as u32,
+            (self.hkv * head_sets) as u32,
+            (self.batch * self.sq) as u32,
         ]
     }
 

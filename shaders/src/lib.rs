@@ -66,7 +66,7 @@ pub mod tuning;
 mod unary_kernels;
 
 pub use attention_kernels::{
-    attention, attention4, attention_cm, attention_combine, AttentionShape,
+    attention, attention4, attention_cm, attention_combine, attention_grouped, AttentionShape,
 };
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};

@@ -1,4 +1,5 @@
-//! Attention ([`attention`], [`attention4`], [`attention_combine`], [`attention_cm`]) in every variant the
+//! Attention ([`attention`], [`attention4`], [`attention_grouped`], [`attention_combine`],
+//! [`attention_cm`]) in every variant the
 //! device runs, against the f64 reference on random non-zero data, outputs poisoned: prompts and
 //! decode, causal or not, grouped-query heads, batches, head dimensions that are not multiples
 //! of 4 (row kernel) or of the cooperative-matrix block, keys split over workgroups; and the
@@ -7,8 +8,8 @@
 
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
-    attention, attention4, attention_cm, attention_combine, reference, Attention, AttentionShape,
-    OpError, Ops,
+    attention, attention4, attention_cm, attention_combine, attention_grouped, reference,
+    Attention, AttentionShape, OpError, Ops,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, load_unless_device_lacks_matrices,
@@ -213,6 +214,149 @@ fn attention_rows_over_the_grid_limit() {
         true,
         7,
     );
+    assert_clean(&ctx);
+}
+
+/// Runs the grouped kernel in variant `name` with `splits` shares per workgroup's rows (and
+/// the combine pass where there are several).
+fn run_grouped(
+    ctx: &Context,
+    name: &str,
+    s: AttentionShape,
+    causal: bool,
+    splits: usize,
+    seed: u64,
+) {
+    let load = LoadOptions::variant_named(name).unwrap();
+    let k = ctx.load_with::<attention_grouped::Kernel>(&load).unwrap();
+    let f = k.format_of("q_blob").unwrap();
+    let x = operands(ctx, &s, f, seed);
+    let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
+    let part = poisoned(ctx, &s.part_shape(splits), TensorFormat::F32);
+    let spec = attention_grouped::SpecConstants {
+        causal: causal as i32,
+        split: (splits > 1) as i32,
+        position_in_buffer: causal as i32,
+        D: s.d as i32,
+    };
+    const FROM_BUFFER: i32 = 3;
+    let pos = Tensor::new(ctx, &[1], TensorFormat::I32).unwrap();
+    ctx.run(|l| l.upload_bytes(&pos, &FROM_BUFFER.to_le_bytes()))
+        .unwrap();
+    let pipe = k.pipeline(&spec, Some([256, 1, 1])).unwrap();
+    let combine = ctx
+        .load_with::<attention_combine::Kernel>(&LoadOptions::variant(k.variant().key))
+        .unwrap();
+    let cpipe = combine
+        .pipeline(&Default::default(), Some([64, 1, 1]))
+        .unwrap();
+    let scale = 1.0 / (s.d as f32).sqrt();
+    let offset = if causal {
+        s.causal_offset() - FROM_BUFFER
+    } else {
+        0
+    };
+    ctx.run(|l| {
+        let b = attention_grouped::BufferBindings {
+            q_blob: &x.q,
+            k_blob: &x.k,
+            v_blob: &x.v,
+            o_blob: &o,
+            part_blob: &part,
+            pos_blob: &pos,
+        };
+        l.dispatch(
+            &pipe,
+            &b,
+            &s.push(scale, offset, splits),
+            s.grouped_grid(splits),
+        )?;
+        if splits > 1 {
+            let b = attention_combine::BufferBindings {
+                part_blob: &part,
+                o_blob: &o,
+            };
+            l.dispatch(&cpipe, &b, &s.combine_push(splits), s.combine_grid())?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    let what = format!("grouped {name} {s:?} causal {causal} splits {splits}");
+    check(&o, &s, &x, causal, tolerance(&k.variant().key), &what);
+}
+
+#[test]
+fn attention_grouped_every_variant() {
+    let ctx = ctx();
+    assert_eq!(attention_grouped::VARIANT_NAMES, attention::VARIANT_NAMES);
+    // In every variant: decode with eight query heads a key/value head (a workgroup's whole
+    // set), several chunks of keys in one share, then split with empty shares; twelve query
+    // heads a key/value head (a set of 8 and one of 4).
+    let every = [
+        (shape(1, 1, 600, 16, 2, 64), 1),
+        (shape(1, 1, 600, 16, 2, 64), 4),
+        (shape(1, 1, 300, 24, 2, 32), 2),
+    ];
+    // In one variant with subgroups and one without (each a pipeline per head dimension, which
+    // a CPU driver compiles slowly): one query head a key/value head, three (fewer than a vec4
+    // holds); batches and several query rows (causal rows see different keys), a head
+    // dimension whose quads don't divide the workgroup; the largest one; the smallest.
+    let edges = [
+        (shape(1, 1, 70, 2, 2, 16), 1),
+        (shape(1, 1, 90, 3, 1, 8), 1),
+        (shape(2, 3, 270, 4, 1, 80), 2),
+        (shape(1, 2, 257, 2, 1, 256), 1),
+        (shape(1, 1, 40, 4, 4, 4), 1),
+    ];
+    for name in attention_grouped::VARIANT_NAMES {
+        let edge_cases: &[_] = if matches!(*name, "fp16sa_sg" | "fp32_nosg") {
+            &edges
+        } else {
+            &[]
+        };
+        for (i, (s, splits)) in every.iter().chain(edge_cases).enumerate() {
+            for causal in [false, true] {
+                run_grouped(&ctx, name, *s, causal, *splits, 500 + 10 * i as u64);
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// The operation layer takes the grouped kernel for a decode step over a long cache with
+/// grouped-query heads (and the row kernel otherwise), in each float format, prompt-free and
+/// at a position read from a buffer.
+#[test]
+fn attention_ops_decode_over_a_long_cache() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    for f in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+        for (i, (s, grouped)) in [
+            (shape(1, 1, 1100, 8, 2, 64), true),
+            (shape(1, 2, 1100, 8, 2, 64), true),
+            // Two query heads a key/value head; a short cache.
+            (shape(1, 1, 1100, 4, 2, 64), false),
+            (shape(1, 1, 500, 8, 2, 64), false),
+        ]
+        .iter()
+        .enumerate()
+        {
+            let x = operands(&ctx, s, f, 700 + i as u64);
+            let o = poisoned(&ctx, &[s.batch, s.sq, s.hq, s.d], f);
+            let op = Attention::new().with_causal(true);
+            let mut list = CommandList::new(&ctx).unwrap();
+            ops.attention(&mut list, &x.q, &x.k, &x.v, &o, &op).unwrap();
+            let names = list.dispatch_names().to_vec();
+            assert_eq!(
+                names.contains(&"attention_grouped"),
+                *grouped,
+                "{s:?}: {names:?}"
+            );
+            list.submit_and_wait().unwrap();
+            let tol = if f == TensorFormat::F32 { 1e-5 } else { 2e-2 };
+            check(&o, s, &x, true, tol, &format!("ops {f:?} {s:?}"));
+        }
+    }
     assert_clean(&ctx);
 }
 

@@ -6,7 +6,9 @@
 
 use super::check::{float_format, not_aliased, position_buffer, same_format};
 use super::{pipeline, recorded, scratch, OpError, Ops};
-use crate::{attention, attention4, attention_cm, attention_combine, AttentionShape};
+use crate::{
+    attention, attention4, attention_cm, attention_combine, attention_grouped, AttentionShape,
+};
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
 
@@ -51,6 +53,32 @@ impl Attention {
 
 /// Workgroups the split path aims for: enough keys in flight to keep a large GPU's memory busy.
 const SPLIT_TARGET: usize = 2048;
+
+/// Query rows (batch · sq) up to which [`attention_grouped`] takes a problem: decode.
+const GROUPED_ROWS: usize = 4;
+
+/// Keys from which [`attention_grouped`] takes a decode step: below them the row kernel's
+/// workgroup per query head and 64 keys is as fast (`vkprism-bench --cases attention_probe`;
+/// BENCHMARKS.md).
+const GROUPED_MIN_KEYS: usize = 1024;
+
+/// Query heads per key/value head from which [`attention_grouped`] takes a problem: with
+/// fewer, its workgroup reads each key for few heads and the row kernel is faster (the `ops`
+/// case's multi-head decode).
+const GROUPED_MIN_HEADS: usize = 4;
+
+/// Keys per share of [`attention_grouped`]: one chunk of its workgroup each (a share's chunks
+/// run one after another, the shares side by side).
+const GROUPED_SHARE: usize = 256;
+
+/// Whether [`attention_grouped`] takes `s`: few query rows over a long cache, grouped-query
+/// heads, head dimension (so every row stride) a multiple of 4.
+fn grouped_fits(s: &AttentionShape) -> bool {
+    s.batch * s.sq <= GROUPED_ROWS
+        && s.skv >= GROUPED_MIN_KEYS
+        && s.hq / s.hkv >= GROUPED_MIN_HEADS
+        && s.quads()
+}
 
 impl Ops {
     /// Records attention into `list`: q and o `[sq, hq, d]` or `[batch, sq, hq, d]`, k and v
@@ -178,7 +206,11 @@ impl Ops {
         [q, k, v, o]: [&Tensor; 4],
         pass: &RowsPass,
     ) -> Result<(), OpError> {
-        let splits = s.splits_for(SPLIT_TARGET);
+        let splits = if grouped_fits(s) {
+            s.skv.div_ceil(GROUPED_SHARE)
+        } else {
+            s.splits_for(SPLIT_TARGET)
+        };
         let part_shape = if splits > 1 {
             s.part_shape(splits).to_vec()
         } else {
@@ -214,7 +246,27 @@ impl Ops {
         };
         let grid = s.grid(splits);
         let format = q.format();
-        let key = if s.quads() {
+        let key = if grouped_fits(s) {
+            let kernel =
+                self.kernel_for::<attention_grouped::Kernel>(OP, "q_blob", format, false)?;
+            let spec = attention_grouped::SpecConstants {
+                causal: spec.causal,
+                split: spec.split,
+                position_in_buffer: spec.position_in_buffer,
+                D: s.d as i32,
+            };
+            let b = attention_grouped::BufferBindings {
+                q_blob: q,
+                k_blob: k,
+                v_blob: v,
+                o_blob: o,
+                part_blob: part,
+                pos_blob: pos,
+            };
+            let pipe = pipeline(OP, &kernel, &spec, Some([256, 1, 1]))?;
+            recorded(OP, list.dispatch(&pipe, &b, &push, s.grouped_grid(splits)))?;
+            kernel.variant().key
+        } else if s.quads() {
             let kernel = self.kernel_for::<attention4::Kernel>(OP, "q_blob", format, false)?;
             let b = attention4::BufferBindings {
                 q_blob: q,

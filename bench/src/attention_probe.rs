@@ -1,0 +1,140 @@
+//! `--cases attention_probe`: what a grouped-query decode step's attention costs against caches
+//! of several lengths on this device (TinyLlama's heads: 32 query heads over 4 key/value heads
+//! of 64, fp16): [`attention_grouped`] with the keys in 1 to 16 shares (and the combine pass
+//! where there are several), beside the row kernel [`attention4`] at the operation layer's
+//! split, each as 20 dependent calls in one list ([`time_calls`]). Printed, not compared with
+//! PyTorch (the `ops` case does that for the operation layer's choice): it says which split
+//! a cache length wants.
+
+use crate::harness::{print, time_calls, Config, Record, Timing, CALLS_METHOD};
+use crate::random;
+use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::{
+    attention, attention4, attention_combine, attention_grouped, AttentionShape,
+};
+
+const VARIANT: &str = "fp16s_sg";
+
+pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let caches: &[usize] = if cfg.quick {
+        &[64]
+    } else {
+        &[512, 768, 2048, 4096]
+    };
+    let f = TensorFormat::F16;
+    let load = LoadOptions::variant_named(VARIANT)?;
+    let grouped = ctx.load_with::<attention_grouped::Kernel>(&load)?;
+    let rows = ctx.load_with::<attention4::Kernel>(&load)?;
+    let combine = ctx.load_with::<attention_combine::Kernel>(&load)?;
+    let combine = combine.pipeline(&Default::default(), Some([64, 1, 1]))?;
+    let mut out = Vec::new();
+    for &cache in caches {
+        let s = AttentionShape {
+            batch: 1,
+            sq: 1,
+            skv: cache,
+            hq: 32,
+            hkv: 4,
+            d: 64,
+        };
+        let n = cache * s.hkv * s.d;
+        let q = Tensor::from_f32(ctx, &[1, s.hq, s.d], f, &random(s.hq * s.d, 31))?;
+        let k = Tensor::from_f32(ctx, &[cache, s.hkv, s.d], f, &random(n, 32))?;
+        let v = Tensor::from_f32(ctx, &[cache, s.hkv, s.d], f, &random(n, 33))?;
+        let o = Tensor::new(ctx, &[1, s.hq, s.d], f)?;
+        let pos = Tensor::from_i32(ctx, &[1], &[0])?;
+        let scale = 1.0 / (s.d as f32).sqrt();
+        let combined = |l: &mut CommandList, part: &Tensor, splits: usize| {
+            if splits > 1 {
+                let b = attention_combine::BufferBindings {
+                    part_blob: part,
+                    o_blob: &o,
+                };
+                l.dispatch(&combine, &b, &s.combine_push(splits), s.combine_grid())?;
+            }
+            Ok::<_, Box<dyn std::error::Error>>(())
+        };
+        for splits in [1usize, 2, 4, 8, 16] {
+            let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
+            let spec = attention_grouped::SpecConstants {
+                causal: 1,
+                split: (splits > 1) as i32,
+                position_in_buffer: 0,
+                D: s.d as i32,
+            };
+            let pipe = grouped.pipeline(&spec, Some([256, 1, 1]))?;
+            if cache == caches[0] && splits == 1 {
+                crate::print_statistics("attention_grouped", &pipe);
+            }
+            let b = attention_grouped::BufferBindings {
+                q_blob: &q,
+                k_blob: &k,
+                v_blob: &v,
+                o_blob: &o,
+                part_blob: &part,
+                pos_blob: &pos,
+            };
+            let t = time_calls(ctx, cfg, |l| {
+                l.dispatch(
+                    &pipe,
+                    &b,
+                    &s.push(scale, s.causal_offset(), splits),
+                    s.grouped_grid(splits),
+                )?;
+                combined(l, &part, splits)
+            })?;
+            out.push(probe_record(
+                format!("kv{cache} grouped"),
+                format!("{splits} shares"),
+                t,
+            ));
+        }
+        let splits = s.splits_for(2048);
+        let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
+        let spec = attention::SpecConstants {
+            causal: 1,
+            split: (splits > 1) as i32,
+            position_in_buffer: 0,
+        };
+        let pipe = rows.pipeline(&spec, Some([64, 1, 1]))?;
+        let b = attention4::BufferBindings {
+            q_blob: &q,
+            k_blob: &k,
+            v_blob: &v,
+            o_blob: &o,
+            part_blob: &part,
+            pos_blob: &pos,
+        };
+        let t = time_calls(ctx, cfg, |l| {
+            l.dispatch(
+                &pipe,
+                &b,
+                &s.push(scale, s.causal_offset(), splits),
+                s.grid(splits),
+            )?;
+            combined(l, &part, splits)
+        })?;
+        out.push(probe_record(
+            format!("kv{cache} rows"),
+            format!("{splits} shares"),
+            t,
+        ));
+    }
+    Ok(out)
+}
+
+/// A probe's figure, µs per call, printed.
+fn probe_record(shape: String, variant: String, t: Timing) -> Record {
+    let r = Record {
+        case: "attention_probe",
+        shape,
+        variant,
+        coopmat: false,
+        value: t.median_s * 1e6,
+        unit: "us",
+        sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
+    };
+    print(&r);
+    r
+}
