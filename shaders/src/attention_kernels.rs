@@ -34,7 +34,7 @@ vkprism::compute_shader! {
         /// 8 of the query heads reading it, query row and share of the keys, so each key and
         /// value is read once per workgroup. `D` (constant 3) is the head dimension, a
         /// multiple of 4 up to 256 (equal to the push constant `d`); every row stride a
-        /// multiple of 4. Grid [`AttentionShape::grouped_grid`].
+        /// multiple of 4. Grid [`AttentionShape::grouped_grid`](crate::AttentionShape::grouped_grid).
         attention_grouped: {
             path: "attention_grouped.comp",
             share: [attention::PushConstants],
