@@ -25,6 +25,53 @@ pub(crate) fn encode_f32(format: TensorFormat, data: &[f32]) -> Option<Vec<u8>> 
     })
 }
 
+/// Values converted at once by [`encode_f32_into`]: a buffer of this many halves lives on the
+/// stack, where a whole input's would be allocated (and its pages faulted in) for each copy.
+const ENCODE_CHUNK: usize = 8192;
+
+/// [`encode_f32`] written into `dst` (exactly the encoded size) a chunk at a time, without a
+/// buffer of the whole; `None` if `format` holds no floats. F32 goes through
+/// [`crate::host_copy::copy`] (threads for large copies).
+pub(crate) fn encode_f32_into(format: TensorFormat, data: &[f32], dst: &mut [u8]) -> Option<()> {
+    match format {
+        TensorFormat::F32 => crate::host_copy::copy(dst, bytemuck::cast_slice(data)),
+        TensorFormat::F16 => encode_halves::<half::f16>(data, dst),
+        TensorFormat::Bf16 => encode_halves::<half::bf16>(data, dst),
+        _ => return None,
+    }
+    Some(())
+}
+
+/// `data` converted to 16-bit `H` values, their little-endian bytes into `dst`.
+fn encode_halves<H>(data: &[f32], dst: &mut [u8])
+where
+    H: Copy + Default,
+    [H]: HalfFloatSliceExt,
+{
+    assert_eq!(
+        dst.len(),
+        2 * data.len(),
+        "encoded size of {} values",
+        data.len()
+    );
+    let mut chunk = [H::default(); ENCODE_CHUNK];
+    for (src, out) in data
+        .chunks(ENCODE_CHUNK)
+        .zip(dst.chunks_mut(2 * ENCODE_CHUNK))
+    {
+        let halves = &mut chunk[..src.len()];
+        halves.convert_from_f32_slice(src);
+        let bits: &[u16] = halves.reinterpret_cast();
+        if cfg!(target_endian = "little") {
+            out.copy_from_slice(bytemuck::cast_slice(bits));
+        } else {
+            for (o, b) in out.chunks_exact_mut(2).zip(bits) {
+                o.copy_from_slice(&b.to_le_bytes());
+            }
+        }
+    }
+}
+
 /// 16-bit values as little-endian bytes.
 fn le_bytes(bits: &[u16]) -> Vec<u8> {
     if cfg!(target_endian = "little") {
@@ -55,6 +102,29 @@ pub(crate) fn decode_f32(format: TensorFormat, bytes: &[u8]) -> Option<Vec<f32>>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Written a chunk at a time, the bytes are the whole conversion's: lengths around the
+    /// chunk, every float format.
+    #[test]
+    fn encoding_into_memory_matches_the_whole() {
+        for len in [
+            0,
+            1,
+            7,
+            ENCODE_CHUNK - 1,
+            ENCODE_CHUNK,
+            2 * ENCODE_CHUNK + 3,
+        ] {
+            let data: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin() * 1e3).collect();
+            for format in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+                let whole = encode_f32(format, &data).unwrap();
+                let mut into = vec![0xAAu8; whole.len()];
+                encode_f32_into(format, &data, &mut into).unwrap();
+                assert_eq!(into, whole, "{format:?}, {len} values");
+            }
+        }
+        assert!(encode_f32_into(TensorFormat::I32, &[1.0], &mut [0; 4]).is_none());
+    }
 
     /// The slice conversion stores what converting each value alone stores, over values of
     /// every kind: ties, subnormals of both formats, overflow, infinities, NaN, signed zeros.

@@ -576,6 +576,46 @@ fn upload_slots_take_new_data_per_run() {
     assert_clean(&ctx);
 }
 
+/// Proves: an upload slot of a 16-bit tensor stores its data converted (the values half or
+/// bfloat16 rounds them to, across more values than one conversion chunk holds, each run's
+/// own), and a slot of integers refuses f32 data with nothing written.
+#[test]
+fn upload_slots_convert_to_the_tensor_format() {
+    let ctx = ctx();
+    let n = 20_001;
+    for format in [TensorFormat::F16, TensorFormat::Bf16] {
+        let x = Tensor::new(&ctx, &[n], format).unwrap();
+        let mut list = CommandList::new(&ctx).unwrap();
+        let input = list.upload_slot(&x).unwrap();
+        let output = list.download(&x).unwrap();
+        for step in 0..2 {
+            let xs = random(n, 40 + step);
+            input.write_f32(&xs).unwrap();
+            list.submit_and_wait().unwrap();
+            let want: Vec<f32> = match format {
+                TensorFormat::F16 => xs
+                    .iter()
+                    .map(|&v| half::f16::from_f32(v).to_f32())
+                    .collect(),
+                _ => xs
+                    .iter()
+                    .map(|&v| half::bf16::from_f32(v).to_f32())
+                    .collect(),
+            };
+            assert_eq!(output.read_f32().unwrap(), want, "{format:?} step {step}");
+        }
+    }
+    let ids = Tensor::new(&ctx, &[4], TensorFormat::I32).unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+    let slot = list.upload_slot(&ids).unwrap();
+    let e = slot.write_f32(&[1.0; 4]).unwrap_err();
+    assert!(
+        matches!(e, CommandError::Tensor(TensorError::WrongFormat { .. })),
+        "{e}"
+    );
+    assert_clean(&ctx);
+}
+
 /// Proves: `submit_and_wait` after an unwaited `submit` waits for that run first and runs
 /// again; a submission outlives its list (the list's drop waited for it) and still answers.
 #[test]

@@ -6,7 +6,7 @@
 
 use super::submission::RunCell;
 use super::{CommandError, CommandList, ResId};
-use crate::convert::{decode_f32, encode_f32};
+use crate::convert::{decode_f32, encode_f32, encode_f32_into};
 use crate::device::{free_buffer, record_transfer, Shared, TransferCommand};
 use crate::tensor::{create_buffer, TensorError};
 use crate::Tensor;
@@ -148,11 +148,21 @@ impl UploadSlot {
             }
             .into());
         }
-        let bytes = encode_f32(self.format, data).ok_or(TensorError::WrongFormat {
-            have: self.format,
-            want: "F32, F16 or Bf16 for f32 data",
-        })?;
-        self.write_bytes(&bytes)
+        if !matches!(
+            self.format,
+            TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16
+        ) {
+            return Err(TensorError::WrongFormat {
+                have: self.format,
+                want: "F32, F16 or Bf16 for f32 data",
+            }
+            .into());
+        }
+        // Converted straight into the staging memory: an input of millions of values is no
+        // whole-size buffer on the host each run.
+        self.write_mapped(|m| {
+            encode_f32_into(self.format, data, m).expect("a float format, checked above")
+        })
     }
 
     /// Writes raw bytes (exactly the tensor's size) for the next runs.
@@ -164,10 +174,15 @@ impl UploadSlot {
             }
             .into());
         }
+        self.write_mapped(|m| crate::host_copy::copy(m, bytes))
+    }
+
+    /// `write` given the staging memory (the tensor's size), once no run is in flight.
+    fn write_mapped(&self, write: impl FnOnce(&mut [u8])) -> Result<(), CommandError> {
         // The run state stays locked while the host writes: no run starts meanwhile.
         self.run.with_idle(|_| {
             self.staging
-                .with_mapped(bytes.len(), |m| crate::host_copy::copy(m, bytes))
+                .with_mapped(self.size as usize, write)
                 .map_err(CommandError::from)
         })
     }
