@@ -219,6 +219,38 @@ fn a_small_cnn_matches_the_cpu_and_resizes_keeping_its_weights() {
     assert_clean(&ctx);
 }
 
+/// A resize drops the pass before it records the next: its peak device memory is what the
+/// larger of the two holds, never both (checked against the context's high-water mark, each
+/// way), and the results stay right.
+#[test]
+fn a_resize_holds_one_pass_at_its_peak() {
+    let ctx = ctx();
+    let w = CnnWeights::random(4);
+    let mut s = Session::new(&ctx, cnn(&w), TensorFormat::F32).unwrap();
+    let (big, small) = ([8, 16, 16, 4], [1, 16, 16, 4]);
+    check_cnn(&mut s, &w, big, 40);
+    // Big to small: the peak is what the big pass held.
+    ctx.reset_peak_allocated_bytes();
+    let holding_big = ctx.allocated_bytes();
+    check_cnn(&mut s, &w, small, 41);
+    assert!(
+        ctx.peak_allocated_bytes() <= holding_big,
+        "{} > {holding_big}",
+        ctx.peak_allocated_bytes()
+    );
+    // Small to big: the peak is what the big pass holds, not that plus the small one.
+    let holding_small = ctx.allocated_bytes();
+    assert!(holding_small < holding_big);
+    ctx.reset_peak_allocated_bytes();
+    check_cnn(&mut s, &w, big, 42);
+    assert!(
+        ctx.peak_allocated_bytes() <= holding_big,
+        "{} > {holding_big}",
+        ctx.peak_allocated_bytes()
+    );
+    assert_clean(&ctx);
+}
+
 /// A transformer-style stack over `[batch, seq, 8]`: layer norm → linear to 16 (SiLU) →
 /// RMS norm → softmax (scaled) → plus the linear layer's output.
 fn rows_graph(gamma: &[f32], beta: &[f32], fc: &[f32], fc_bias: &[f32], rms: &[f32]) -> Graph {

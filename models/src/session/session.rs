@@ -5,6 +5,7 @@
 use super::graph::{Graph, Value};
 use super::pass::Pass;
 use super::plan::MemoryPlan;
+use super::shape::infer;
 use super::{MemoryReport, SessionError};
 use std::time::Duration;
 use vkprism::{Context, Tensor, TensorFormat};
@@ -114,15 +115,33 @@ impl Session {
         Ok(session)
     }
 
-    /// Plans and records the graph for input shape `input`, keeping the uploaded constants;
-    /// the pass of the shape before is dropped only once this one is recorded (an input that
-    /// does not fit the declaration is [`SessionError::InputShape`], a node whose operands
-    /// mismatch [`SessionError::Shape`] naming it).
+    /// Plans and records the graph for input shape `input`, keeping the uploaded constants
+    /// (an input that does not fit the declaration is [`SessionError::InputShape`], a node
+    /// whose operands mismatch [`SessionError::Shape`] naming it: the current pass stays).
+    /// The current pass is dropped before the new one is recorded, so device memory holds one
+    /// of them at a time; where recording fails (an operation refusing its operands, memory
+    /// running out), the shape before is recorded again and the error returned.
     pub fn resize(&mut self, input: &[usize]) -> Result<(), SessionError> {
+        infer(&self.graph, input)?;
+        let before = self.pass.take().map(|p| (p.shapes[0].clone(), p.timing));
+        match self.record(input, self.timing) {
+            Ok(pass) => {
+                self.pass = Some(pass);
+                Ok(())
+            }
+            Err(e) => {
+                // Recorded before, so recorded again unless the device itself now fails; then
+                // the session is unprepared until the next resize.
+                self.pass = before.and_then(|(shape, timing)| self.record(&shape, timing).ok());
+                Err(e)
+            }
+        }
+    }
+
+    /// A pass of the graph at input shape `input`, timed as `timing` says.
+    fn record(&self, input: &[usize], timing: Timing) -> Result<Pass, SessionError> {
         let (g, c) = (&self.graph, &self.constants);
-        let pass = Pass::record(&self.ops, g, c, self.format, input, self.timing)?;
-        self.pass = Some(pass);
-        Ok(())
+        Pass::record(&self.ops, g, c, self.format, input, timing)
     }
 
     /// Times later runs as `timing` says; the current pass is recorded again at the next run.
