@@ -518,12 +518,13 @@ fn pending_work_refuses_resubmission_and_host_access() {
     // A tensor the list doesn't use is free.
     other.upload_u32(&[1, 2, 3, 4]).unwrap();
     s.wait().unwrap();
-    let got = x.download_u32().unwrap();
-    // Where the run was done before the checks (other tests' work on the GPU slowed the probe
-    // that sized the spin), the write above went through: x holds its zeros, not the run's.
-    if !done_early {
-        assert_eq!(out.read_u32().unwrap(), got[..4]);
+    if done_early {
+        // The checks' write went through after the run (other tests' work on the GPU slowed
+        // the probe that sized the spin): run again, so x holds the run's values.
+        list.submit_and_wait().unwrap();
     }
+    let got = x.download_u32().unwrap();
+    assert_eq!(out.read_u32().unwrap(), got[..4]);
     list.total_time().unwrap();
     x.upload_u32(&vec![0; n]).unwrap();
 
