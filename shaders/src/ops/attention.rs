@@ -71,13 +71,31 @@ const GROUPED_MIN_HEADS: usize = 4;
 /// run one after another, the shares side by side).
 const GROUPED_SHARE: usize = 256;
 
-/// Whether [`attention_grouped`] takes `s`: few query rows over a long cache, grouped-query
-/// heads, head dimension (so every row stride) a multiple of 4.
-fn grouped_fits(s: &AttentionShape) -> bool {
-    s.batch * s.sq <= GROUPED_ROWS
+/// The kernel of a pass over query rows.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum RowsKernel {
+    /// [`attention_grouped`]: few query rows over a long cache, grouped-query heads, head
+    /// dimension (so every row stride) a multiple of 4.
+    Grouped,
+    /// [`attention4`]: rows of quads.
+    Quads,
+    /// [`attention`].
+    Scalar,
+}
+
+/// The kernel that takes `s` and the shares its keys are split into.
+fn rows_plan(s: &AttentionShape) -> (RowsKernel, usize) {
+    let grouped = s.batch * s.sq <= GROUPED_ROWS
         && s.skv >= GROUPED_MIN_KEYS
         && s.hq / s.hkv >= GROUPED_MIN_HEADS
-        && s.quads()
+        && s.quads();
+    if grouped {
+        (RowsKernel::Grouped, s.skv.div_ceil(GROUPED_SHARE))
+    } else if s.quads() {
+        (RowsKernel::Quads, s.splits_for(SPLIT_TARGET))
+    } else {
+        (RowsKernel::Scalar, s.splits_for(SPLIT_TARGET))
+    }
 }
 
 impl Ops {
@@ -197,8 +215,9 @@ impl Ops {
         )
     }
 
-    /// The row kernel ([`attention4`] where rows are quads), its keys split over workgroups
-    /// where the rows are few, then [`attention_combine`].
+    /// A row kernel ([`rows_plan`]'s: [`attention_grouped`] for a decode step over a long
+    /// cache, else [`attention4`] where rows are quads, else [`attention`]), its keys split
+    /// over workgroups where the rows are few, then [`attention_combine`].
     fn attention_rows(
         &self,
         list: &mut CommandList,
@@ -206,31 +225,26 @@ impl Ops {
         [q, k, v, o]: [&Tensor; 4],
         pass: &RowsPass,
     ) -> Result<(), OpError> {
-        let splits = if grouped_fits(s) {
-            s.skv.div_ceil(GROUPED_SHARE)
-        } else {
-            s.splits_for(SPLIT_TARGET)
-        };
+        let (kernel, splits) = rows_plan(s);
         let part_shape = if splits > 1 {
             s.part_shape(splits).to_vec()
         } else {
             vec![1]
         };
         let part = scratch(list, &self.ctx, OP, &part_shape, TensorFormat::F32)?;
-        let result = self.rows_passes(list, s, [q, k, v, o], pass, splits, &part);
+        let result = self.rows_passes(list, s, [q, k, v, o], pass, (kernel, splits), &part);
         list.release_scratch(&part);
         result
     }
 
-    /// The row kernel's pass over `part` (the shares, where `splits` > 1), then the combine
-    /// pass.
+    /// `kernel`'s pass over `part` (the shares, where `splits` > 1), then the combine pass.
     fn rows_passes(
         &self,
         list: &mut CommandList,
         s: &AttentionShape,
         [q, k, v, o]: [&Tensor; 4],
         pass: &RowsPass,
-        splits: usize,
+        (kernel, splits): (RowsKernel, usize),
         part: &Tensor,
     ) -> Result<(), OpError> {
         let spec = attention::SpecConstants {
@@ -244,50 +258,52 @@ impl Ops {
             Some(p) => p,
             None => self.unread_i32(OP)?,
         };
-        let grid = s.grid(splits);
         let format = q.format();
-        let key = if grouped_fits(s) {
-            let kernel =
-                self.kernel_for::<attention_grouped::Kernel>(OP, "q_blob", format, false)?;
-            let spec = attention_grouped::SpecConstants {
-                causal: spec.causal,
-                split: spec.split,
-                position_in_buffer: spec.position_in_buffer,
-                D: s.d as i32,
-            };
-            let b = attention_grouped::BufferBindings {
-                q_blob: q,
-                k_blob: k,
-                v_blob: v,
-                o_blob: o,
-                part_blob: part,
-                pos_blob: pos,
-            };
-            let pipe = pipeline(OP, &kernel, &spec, Some([256, 1, 1]))?;
-            recorded(OP, list.dispatch(&pipe, &b, &push, s.grouped_grid(splits)))?;
-            kernel.variant().key
-        } else if s.quads() {
-            let kernel = self.kernel_for::<attention4::Kernel>(OP, "q_blob", format, false)?;
-            let b = attention4::BufferBindings {
-                q_blob: q,
-                k_blob: k,
-                v_blob: v,
-                o_blob: o,
-                part_blob: part,
-                pos_blob: pos,
-            };
-            rows_pass(list, &kernel, &spec, &b, &push, grid)?
-        } else {
-            let kernel = self.kernel_for::<attention::Kernel>(OP, "q_blob", format, false)?;
-            let b = attention::BufferBindings {
-                q_blob: q,
-                k_blob: k,
-                v_blob: v,
-                o_blob: o,
-                part_blob: part,
-                pos_blob: pos,
-            };
-            rows_pass(list, &kernel, &spec, &b, &push, grid)?
+        let key = match kernel {
+            RowsKernel::Grouped => {
+                let kernel =
+                    self.kernel_for::<attention_grouped::Kernel>(OP, "q_blob", format, false)?;
+                let spec = attention_grouped::SpecConstants {
+                    causal: spec.causal,
+                    split: spec.split,
+                    position_in_buffer: spec.position_in_buffer,
+                    D: s.d as i32,
+                };
+                let b = attention_grouped::BufferBindings {
+                    q_blob: q,
+                    k_blob: k,
+                    v_blob: v,
+                    o_blob: o,
+                    part_blob: part,
+                    pos_blob: pos,
+                };
+                let grid = s.grouped_grid(splits);
+                rows_pass(list, &kernel, &spec, &b, &push, (256, grid))?
+            }
+            RowsKernel::Quads => {
+                let kernel = self.kernel_for::<attention4::Kernel>(OP, "q_blob", format, false)?;
+                let b = attention4::BufferBindings {
+                    q_blob: q,
+                    k_blob: k,
+                    v_blob: v,
+                    o_blob: o,
+                    part_blob: part,
+                    pos_blob: pos,
+                };
+                rows_pass(list, &kernel, &spec, &b, &push, (64, s.grid(splits)))?
+            }
+            RowsKernel::Scalar => {
+                let kernel = self.kernel_for::<attention::Kernel>(OP, "q_blob", format, false)?;
+                let b = attention::BufferBindings {
+                    q_blob: q,
+                    k_blob: k,
+                    v_blob: v,
+                    o_blob: o,
+                    part_blob: part,
+                    pos_blob: pos,
+                };
+                rows_pass(list, &kernel, &spec, &b, &push, (64, s.grid(splits)))?
+            }
         };
         if splits == 1 {
             return Ok(());
@@ -321,19 +337,20 @@ struct RowsPass<'a> {
     position: Option<&'a Tensor>,
 }
 
-/// Records one pass of a row kernel in workgroups of 64; returns the variant it ran.
+/// Records one pass of a row kernel in workgroups of `local` over `grid`; returns the variant
+/// it ran.
 fn rows_pass<'a, B>(
     list: &mut CommandList,
     kernel: &Arc<LoadedKernel<B::Kernel>>,
     spec: &<B::Kernel as Kernel>::SpecConstants,
     bindings: &B,
     push: &<B::Kernel as Kernel>::PushConstants,
-    grid: [u32; 3],
+    (local, grid): (u32, [u32; 3]),
 ) -> Result<VariantKey, OpError>
 where
     B: Bindings<'a>,
 {
-    let pipe = pipeline(OP, kernel, spec, Some([64, 1, 1]))?;
+    let pipe = pipeline(OP, kernel, spec, Some([local, 1, 1]))?;
     recorded(OP, list.dispatch(&pipe, bindings, push, grid))?;
     Ok(kernel.variant().key)
 }
