@@ -6,12 +6,14 @@
 //! PyTorch (the `ops` case does that for the operation layer's choice): it says which split
 //! a cache length wants.
 
-use crate::harness::{print, time_calls, Config, Record, Timing, CALLS_METHOD};
+use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_combine, attention_grouped, AttentionShape,
 };
+
+const CASE: &str = "attention_probe";
 
 const VARIANT: &str = "fp16s_sg";
 
@@ -84,6 +86,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 combined(l, &part, splits)
             })?;
             out.push(probe_record(
+                CASE,
                 format!("kv{cache} grouped"),
                 format!("{splits} shares"),
                 t,
@@ -115,26 +118,11 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             combined(l, &part, splits)
         })?;
         out.push(probe_record(
+            CASE,
             format!("kv{cache} rows"),
             format!("{splits} shares"),
             t,
         ));
     }
     Ok(out)
-}
-
-/// A probe's figure, µs per call, printed.
-fn probe_record(shape: String, variant: String, t: Timing) -> Record {
-    let r = Record {
-        case: "attention_probe",
-        shape,
-        variant,
-        coopmat: false,
-        value: t.median_s * 1e6,
-        unit: "us",
-        sm_clock_mhz: t.sm_clock_mhz,
-        method: CALLS_METHOD,
-    };
-    print(&r);
-    r
 }

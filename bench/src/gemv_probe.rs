@@ -6,10 +6,12 @@
 //! work, for the cost of a dependent dispatch itself. Printed, not compared with PyTorch: they
 //! say where a decode step's time goes (bytes per second against the dispatch's floor).
 
-use crate::harness::{print, time_calls, Config, Record, Timing, CALLS_METHOD};
+use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{gemv, GemvShape, Ops, Rope};
+
+const CASE: &str = "gemv_probe";
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let shapes: &[(usize, usize, &str)] = if cfg.quick {
@@ -48,6 +50,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 Ok(())
             })?;
             let r = probe_record(
+                CASE,
                 format!("{name} {n}x{k}"),
                 format!("fp16s_sg local {local}"),
                 t,
@@ -61,25 +64,10 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     let x = Tensor::from_f32(ctx, &[1, 1, 64], f, &random(64, 23))?;
     let t = time_calls(ctx, cfg, |l| Ok(ops.rope(l, &x, &x, &Rope::new())?))?;
     out.push(probe_record(
+        CASE,
         "dependent dispatch (rope of 64 values)".into(),
         "fp16".into(),
         t,
     ));
     Ok(out)
-}
-
-/// A probe's figure, µs per call, printed.
-fn probe_record(shape: String, variant: String, t: Timing) -> Record {
-    let r = Record {
-        case: "gemv_probe",
-        shape,
-        variant,
-        coopmat: false,
-        value: t.median_s * 1e6,
-        unit: "us",
-        sm_clock_mhz: t.sm_clock_mhz,
-        method: CALLS_METHOD,
-    };
-    print(&r);
-    r
 }

@@ -193,6 +193,22 @@ pub fn sm_clock_mhz() -> Option<u32> {
     String::from_utf8_lossy(&out.stdout).trim().parse().ok()
 }
 
+/// A probe's figure for case `case` (µs per call of [`time_calls`]), printed.
+pub fn probe_record(case: &'static str, shape: String, variant: String, t: Timing) -> Record {
+    let r = Record {
+        case,
+        shape,
+        variant,
+        coopmat: false,
+        value: t.median_s * 1e6,
+        unit: "us",
+        sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
+    };
+    print(&r);
+    r
+}
+
 /// Prints a record as one readable line (the JSON goes to the `--json` file).
 pub fn print(r: &Record) {
     let clock = r.sm_clock_mhz.map_or("-".into(), |c| format!("{c} MHz"));
