@@ -9,28 +9,22 @@ use vkprism_core::TensorFormat;
 /// 16-bit formats convert a slice at a time (the CPU's conversion instructions where it has
 /// them: an input image of millions of values is a step's host time otherwise).
 pub(crate) fn encode_f32(format: TensorFormat, data: &[f32]) -> Option<Vec<u8>> {
-    Some(match format {
-        TensorFormat::F32 => bytemuck::cast_slice(data).to_vec(),
-        TensorFormat::F16 => {
-            let mut halves = vec![half::f16::ZERO; data.len()];
-            halves.convert_from_f32_slice(data);
-            le_bytes(halves.reinterpret_cast())
-        }
-        TensorFormat::Bf16 => {
-            let mut halves = vec![half::bf16::ZERO; data.len()];
-            halves.convert_from_f32_slice(data);
-            le_bytes(halves.reinterpret_cast())
-        }
+    let size = match format {
+        TensorFormat::F32 => 4,
+        TensorFormat::F16 | TensorFormat::Bf16 => 2,
         _ => return None,
-    })
+    };
+    let mut bytes = vec![0; size * data.len()];
+    encode_f32_into(format, data, &mut bytes)?;
+    Some(bytes)
 }
 
 /// Values converted at once by [`encode_f32_into`]: a buffer of this many halves lives on the
 /// stack, where a whole input's would be allocated (and its pages faulted in) for each copy.
 const ENCODE_CHUNK: usize = 8192;
 
-/// [`encode_f32`] written into `dst` (exactly the encoded size) a chunk at a time, without a
-/// buffer of the whole; `None` if `format` holds no floats. F32 goes through
+/// `data` as the little-endian bytes `format` stores, written into `dst` (exactly their size)
+/// a chunk at a time, without a buffer of the whole; `None` if `format` holds no floats. F32 goes through
 /// [`crate::host_copy::copy`] (threads for large copies).
 pub(crate) fn encode_f32_into(format: TensorFormat, data: &[f32], dst: &mut [u8]) -> Option<()> {
     match format {
@@ -72,14 +66,6 @@ where
     }
 }
 
-/// 16-bit values as little-endian bytes.
-fn le_bytes(bits: &[u16]) -> Vec<u8> {
-    if cfg!(target_endian = "little") {
-        return bytemuck::cast_slice(bits).to_vec();
-    }
-    bits.iter().flat_map(|b| b.to_le_bytes()).collect()
-}
-
 /// The values in `bytes`, stored as `format`; `None` if `format` holds no floats.
 pub(crate) fn decode_f32(format: TensorFormat, bytes: &[u8]) -> Option<Vec<f32>> {
     let bits = || -> Vec<u16> {
@@ -103,10 +89,10 @@ pub(crate) fn decode_f32(format: TensorFormat, bytes: &[u8]) -> Option<Vec<f32>>
 mod tests {
     use super::*;
 
-    /// Written a chunk at a time, the bytes are the whole conversion's: lengths around the
-    /// chunk, every float format.
+    /// Written a chunk at a time, the bytes are each value's own conversion: lengths around
+    /// the chunk, every float format.
     #[test]
-    fn encoding_into_memory_matches_the_whole() {
+    fn encoding_into_memory_converts_every_chunk() {
         for len in [
             0,
             1,
@@ -116,11 +102,25 @@ mod tests {
             2 * ENCODE_CHUNK + 3,
         ] {
             let data: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin() * 1e3).collect();
-            for format in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
-                let whole = encode_f32(format, &data).unwrap();
-                let mut into = vec![0xAAu8; whole.len()];
+            let each =
+                |f: fn(f32) -> [u8; 2]| -> Vec<u8> { data.iter().flat_map(|&v| f(v)).collect() };
+            for (format, want) in [
+                (
+                    TensorFormat::F32,
+                    data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                ),
+                (
+                    TensorFormat::F16,
+                    each(|v| half::f16::from_f32(v).to_le_bytes()),
+                ),
+                (
+                    TensorFormat::Bf16,
+                    each(|v| half::bf16::from_f32(v).to_le_bytes()),
+                ),
+            ] {
+                let mut into = vec![0xAAu8; want.len()];
                 encode_f32_into(format, &data, &mut into).unwrap();
-                assert_eq!(into, whole, "{format:?}, {len} values");
+                assert_eq!(into, want, "{format:?}, {len} values");
             }
         }
         assert!(encode_f32_into(TensorFormat::I32, &[1.0], &mut [0; 4]).is_none());
