@@ -1,5 +1,5 @@
 //! GEMM throughput of `vkprism_shaders::gemm` in every local-memory variant, 2·M·N·K FLOPs per run,
-//! then the int8 GEMM (`gemm_int8.rs`) and the image GEMM (`gemm_image.rs`) on the same shapes.
+//! the GEMM on workgroup-scope matrices (`gemm_cm2.rs`), then the int8 GEMM (`gemm_int8.rs`) and the image GEMM (`gemm_image.rs`) on the same shapes.
 
 use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::{quantize, random};
@@ -54,6 +54,9 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 Err(e) => println!("# gemm {m}x{n}x{k} {variant}: not run: {e}"),
             }
         }
+    }
+    if selected("fp16s_cm2") {
+        records.extend(crate::gemm_cm2::run(ctx, cfg, shapes)?);
     }
     records.extend(crate::gemm_int8::run(ctx, cfg, shapes)?);
     records.extend(crate::gemm_image::run(ctx, cfg, shapes)?);
@@ -178,7 +181,7 @@ pub fn selected(variant: &str) -> bool {
 }
 
 /// The rows × cols row-major `x` transposed (cols × rows).
-fn transposed(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+pub fn transposed(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     (0..cols * rows)
         .map(|i| x[(i % rows) * cols + i / rows])
         .collect()

@@ -12,6 +12,7 @@ mod conv_dw;
 mod dispatch;
 mod elementwise;
 mod gemm;
+mod gemm_cm2;
 mod gemm_image;
 mod gemm_int8;
 mod gemm_probe;

@@ -92,7 +92,14 @@ impl DeviceFact {
                 Feature::ShaderBFloat16CooperativeMatrix
                 | Feature::ImageFormatsFp32
                 | Feature::ImageFormatsFp16
-                | Feature::CooperativeMatrixNv => "",
+                | Feature::CooperativeMatrixNv
+                | Feature::CooperativeMatrixWorkgroupScope
+                | Feature::CooperativeMatrixFlexibleDimensions
+                | Feature::CooperativeMatrixReductions
+                | Feature::CooperativeMatrixConversions
+                | Feature::CooperativeMatrixPerElementOperations
+                | Feature::CooperativeMatrixTensorAddressing
+                | Feature::CooperativeMatrixBlockLoads => "",
             },
         }
     }

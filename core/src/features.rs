@@ -67,11 +67,29 @@ pub enum Feature {
     /// enables (`VK_KHR_cooperative_matrix` supersedes it): a module that declares the NV
     /// capability is never selected.
     CooperativeMatrixNv,
+    /// `cooperativeMatrixWorkgroupScope` (VK_NV_cooperative_matrix2): cooperative matrices
+    /// shared by a whole workgroup.
+    CooperativeMatrixWorkgroupScope,
+    /// `cooperativeMatrixFlexibleDimensions` (VK_NV_cooperative_matrix2): matrix sizes that are
+    /// multiples of the device's granularity rather than its listed shapes.
+    CooperativeMatrixFlexibleDimensions,
+    /// `cooperativeMatrixReductions` (VK_NV_cooperative_matrix2).
+    CooperativeMatrixReductions,
+    /// `cooperativeMatrixConversions` (VK_NV_cooperative_matrix2).
+    CooperativeMatrixConversions,
+    /// `cooperativeMatrixPerElementOperations` (VK_NV_cooperative_matrix2): a function applied
+    /// to every element with its row and column.
+    CooperativeMatrixPerElementOperations,
+    /// `cooperativeMatrixTensorAddressing` (VK_NV_cooperative_matrix2): loads and stores through
+    /// tensor layouts, clamped at the tensor's edges.
+    CooperativeMatrixTensorAddressing,
+    /// `cooperativeMatrixBlockLoads` (VK_NV_cooperative_matrix2).
+    CooperativeMatrixBlockLoads,
 }
 
 impl Feature {
     /// Every feature, in declaration order.
-    pub const ALL: [Feature; 26] = [
+    pub const ALL: [Feature; 33] = [
         Feature::StorageBuffer16BitAccess,
         Feature::UniformAndStorageBuffer16BitAccess,
         Feature::ShaderFloat16,
@@ -98,6 +116,24 @@ impl Feature {
         Feature::IntegerDotProduct4x8BitPackedSignedAccelerated,
         Feature::IntegerDotProduct16BitSignedAccelerated,
         Feature::CooperativeMatrixNv,
+        Feature::CooperativeMatrixWorkgroupScope,
+        Feature::CooperativeMatrixFlexibleDimensions,
+        Feature::CooperativeMatrixReductions,
+        Feature::CooperativeMatrixConversions,
+        Feature::CooperativeMatrixPerElementOperations,
+        Feature::CooperativeMatrixTensorAddressing,
+        Feature::CooperativeMatrixBlockLoads,
+    ];
+
+    /// The features of `VK_NV_cooperative_matrix2`, in the order of its feature struct.
+    pub const COOPERATIVE_MATRIX2: [Feature; 7] = [
+        Feature::CooperativeMatrixWorkgroupScope,
+        Feature::CooperativeMatrixFlexibleDimensions,
+        Feature::CooperativeMatrixReductions,
+        Feature::CooperativeMatrixConversions,
+        Feature::CooperativeMatrixPerElementOperations,
+        Feature::CooperativeMatrixTensorAddressing,
+        Feature::CooperativeMatrixBlockLoads,
     ];
 
     /// The subgroup operations, in `VkSubgroupFeatureFlagBits` order (bit 0 basic, ..., bit 7
@@ -146,6 +182,15 @@ impl Feature {
                 "integerDotProduct16BitSignedAccelerated"
             }
             Feature::CooperativeMatrixNv => "VK_NV_cooperative_matrix",
+            Feature::CooperativeMatrixWorkgroupScope => "cooperativeMatrixWorkgroupScope",
+            Feature::CooperativeMatrixFlexibleDimensions => "cooperativeMatrixFlexibleDimensions",
+            Feature::CooperativeMatrixReductions => "cooperativeMatrixReductions",
+            Feature::CooperativeMatrixConversions => "cooperativeMatrixConversions",
+            Feature::CooperativeMatrixPerElementOperations => {
+                "cooperativeMatrixPerElementOperations"
+            }
+            Feature::CooperativeMatrixTensorAddressing => "cooperativeMatrixTensorAddressing",
+            Feature::CooperativeMatrixBlockLoads => "cooperativeMatrixBlockLoads",
         }
     }
 }
@@ -158,7 +203,7 @@ impl fmt::Display for Feature {
 
 /// A set of [`Feature`]s (a bit set; `Copy`, usable in `const` contexts).
 #[derive(Copy, Clone, Default, PartialEq, Eq, Hash)]
-pub struct FeatureSet(u32);
+pub struct FeatureSet(u64);
 
 impl FeatureSet {
     /// The empty set.
@@ -169,7 +214,7 @@ impl FeatureSet {
         let mut bits = 0;
         let mut i = 0;
         while i < features.len() {
-            bits |= 1 << features[i] as u8;
+            bits |= 1u64 << features[i] as u8;
             i += 1;
         }
         FeatureSet(bits)
@@ -182,7 +227,7 @@ impl FeatureSet {
 
     /// Whether `f` is in the set.
     pub const fn contains(self, f: Feature) -> bool {
-        self.0 & (1 << f as u8) != 0
+        self.0 & (1u64 << f as u8) != 0
     }
 
     /// Whether every feature of `other` is in the set.
@@ -192,12 +237,12 @@ impl FeatureSet {
 
     /// The set plus `f`.
     pub const fn with(self, f: Feature) -> FeatureSet {
-        FeatureSet(self.0 | (1 << f as u8))
+        FeatureSet(self.0 | (1u64 << f as u8))
     }
 
     /// The set less `f`.
     pub const fn without(self, f: Feature) -> FeatureSet {
-        FeatureSet(self.0 & !(1 << f as u8))
+        FeatureSet(self.0 & !(1u64 << f as u8))
     }
 
     /// Adds `f`.

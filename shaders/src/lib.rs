@@ -40,11 +40,13 @@
 //!
 //! Files: `ops/` (the operation layer), `elementwise.rs`, `rows.rs` (reductions, softmax,
 //! norms), `unary_kernels.rs`, `broadcast.rs`, `gemm_family.rs` (the GEMM-shaped kernels, one
-//! invocation sharing their `SpecConstants`), `conv.rs`, `depthwise.rs`, `config.rs` ([`GemmConfig`]), `reference.rs`,
+//! invocation sharing their `SpecConstants`), `cm2.rs` (the GEMM on workgroup-scope
+//! matrices), `conv.rs`, `depthwise.rs`, `config.rs` ([`GemmConfig`]), `reference.rs`,
 //! `tuning/`; the GLSL beside them.
 
 mod attention_kernels;
 mod broadcast;
+mod cm2;
 mod config;
 mod conv;
 mod convert_kernels;
@@ -69,6 +71,7 @@ pub use attention_kernels::{
     attention, attention4, attention_cm, attention_combine, attention_grouped, AttentionShape,
 };
 pub use broadcast::{binary_bcast, binary_bcast4};
+pub use cm2::{gemm_cm2, Cm2Tiles, GEMM_CM2_THREADS};
 pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use conv::{conv2d, Conv2dShape};
 pub use convert_kernels::{

@@ -41,9 +41,27 @@ pub fn device_lacks_matrices_for(ctx: &Context, name: &str) -> bool {
         && (!f.supports(Feature::CooperativeMatrix) || (name.starts_with("bf16") && !bf16_matrices))
 }
 
-/// Loads variant `name` of kernel `K`; `None` only where [`device_lacks_matrices_for`] lets a
-/// test leave it out, after checking that the error says the device lacks them. Any other
-/// variant must load (a failure panics, naming it).
+/// The `VK_NV_cooperative_matrix2` features a kernel on workgroup-scope matrices with
+/// tensor-addressed loads needs.
+pub const COOPERATIVE_MATRIX2_NEEDS: [Feature; 4] = [
+    Feature::CooperativeMatrixWorkgroupScope,
+    Feature::CooperativeMatrixFlexibleDimensions,
+    Feature::CooperativeMatrixPerElementOperations,
+    Feature::CooperativeMatrixTensorAddressing,
+];
+
+/// Whether `ctx`'s device lacks cooperative matrices or one of
+/// [`COOPERATIVE_MATRIX2_NEEDS`].
+pub fn device_lacks_cooperative_matrix2(ctx: &Context) -> bool {
+    let f = ctx.features();
+    !f.supports(Feature::CooperativeMatrix)
+        || COOPERATIVE_MATRIX2_NEEDS.iter().any(|n| !f.supports(*n))
+}
+
+/// Loads variant `name` of kernel `K`; `None` only where [`device_lacks_matrices_for`] (or,
+/// for a kernel on workgroup-scope matrices, [`device_lacks_cooperative_matrix2`]) lets a test
+/// leave it out, after checking that the error says the device lacks them. Any other variant
+/// must load (a failure panics, naming it).
 pub fn load_unless_device_lacks_matrices<K: Kernel>(
     ctx: &Context,
     name: &str,
@@ -62,6 +80,19 @@ pub fn load_unless_device_lacks_matrices<K: Kernel>(
                 "{name}: {e}"
             );
             eprintln!("{name}: left out, the device lacks its matrices");
+            None
+        }
+        Err(PipelineError::Select(e))
+            if e.kind == SelectFailure::DeviceLacks && device_lacks_cooperative_matrix2(ctx) =>
+        {
+            let s = e.to_string();
+            assert!(
+                COOPERATIVE_MATRIX2_NEEDS
+                    .iter()
+                    .any(|f| s.contains(f.vulkan_name())),
+                "{name}: {e}"
+            );
+            eprintln!("{name}: left out, the device lacks VK_NV_cooperative_matrix2");
             None
         }
         Err(e) => panic!("{name}: {e}"),

@@ -32,6 +32,13 @@ fn feature(capability: u32) -> Option<Feature> {
         5116 => Feature::ShaderBFloat16Type,
         5118 => Feature::ShaderBFloat16CooperativeMatrix,
         5357 => Feature::CooperativeMatrixNv,
+        5430 => Feature::CooperativeMatrixReductions,
+        5431 => Feature::CooperativeMatrixConversions,
+        5432 => Feature::CooperativeMatrixPerElementOperations,
+        // CooperativeMatrixTensorAddressingNV, and SPV_NV_tensor_addressing's TensorAddressingNV
+        // (its tensor layouts and views), which Vulkan ties to the same feature.
+        5433 | 5439 => Feature::CooperativeMatrixTensorAddressing,
+        5434 => Feature::CooperativeMatrixBlockLoads,
         // DotProductInputAll, DotProductInput4x8Bit, DotProductInput4x8BitPacked, DotProduct.
         6016..=6019 => Feature::IntegerDotProduct,
         6022 => Feature::CooperativeMatrix,
@@ -56,7 +63,7 @@ mod tests {
         let header = [0x0723_0203, 0x0001_0300, 0, 100, 0];
         let capability = |c: u32| [(2 << 16) | OP_CAPABILITY, c];
         let mut words = header.to_vec();
-        for c in [1, 9, 61, 63, 6018, 6022] {
+        for c in [1, 9, 61, 63, 6018, 6022, 5432, 5439] {
             words.extend(capability(c));
         }
         let set = required_features(&words);
@@ -68,6 +75,8 @@ mod tests {
                 Feature::SubgroupArithmetic,
                 Feature::IntegerDotProduct,
                 Feature::CooperativeMatrix,
+                Feature::CooperativeMatrixPerElementOperations,
+                Feature::CooperativeMatrixTensorAddressing,
             ])
         );
         assert!(required_features(&header).is_empty());

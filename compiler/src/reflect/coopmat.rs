@@ -8,7 +8,7 @@ use rspirv::dr::{Instruction, Loader, Module, ModuleHeader, Operand};
 use rspirv::spirv::Op;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use vkprism_core::{CoopMatShape, ScalarKind};
+use vkprism_core::{CoopMatShape, Feature, FeatureSet, ScalarKind};
 
 /// `OpTypeFloat`'s opcode.
 pub const OP_TYPE_FLOAT: u32 = 22;
@@ -23,12 +23,16 @@ pub const FP_ENCODING_BFLOAT16: u32 = 0;
 /// among the module's types and `OpExecutionModeId` (SPIR-V 1.6's `LocalSizeId`, from
 /// `vulkan_version: "1.3"`) among its execution modes, where rspirv 0.12's loader fails on both.
 ///
-/// What rspirv 0.12's grammar predates in bf16 `_cm` variants (SPV_KHR_bfloat16) is handled
-/// around its parser: `OpTypeFloat`'s FP-encoding operand is taken off before parsing and put
-/// back as the instruction's second operand ([`is_bfloat16`] reads it), and the bfloat16
-/// capabilities are left out (reflection reads no capability).
+/// What rspirv 0.12's grammar predates is handled around its parser ([`strip_unparsed`]): the
+/// FP-encoding operand of `OpTypeFloat` (SPV_KHR_bfloat16) is taken off before parsing and put
+/// back as the instruction's second operand ([`is_bfloat16`] reads it); the bfloat16 and
+/// `SPV_NV_cooperative_matrix2` / `SPV_NV_tensor_addressing` capabilities and instructions are
+/// left out. Reflection reads no capability ([`super::capabilities`] reads the words), and the
+/// instructions left out are tensor layouts and views, the loads and stores through them and
+/// the per-element and reduction operations: none declares an interface, and a multiply-add on
+/// what they load is over workgroup-scope matrices, which [`shapes`] does not list.
 pub fn load_module(words: &[u32]) -> Result<Module, String> {
-    let (words, encodings) = strip_fp_encodings(words);
+    let (words, encodings) = strip_unparsed(words);
     let mut loader = CoopMatLoader {
         inner: Loader::new(),
         types: Vec::new(),
@@ -47,10 +51,26 @@ pub fn load_module(words: &[u32]) -> Result<Module, String> {
     Ok(module)
 }
 
-/// `words` without the FP-encoding operand of any `OpTypeFloat` and without the bfloat16
-/// capabilities, and the encoding of each float type that had one. A malformed stream is
-/// returned as it is, for the parser to report.
-fn strip_fp_encodings(words: &[u32]) -> (Cow<'_, [u32]>, HashMap<u32, u32>) {
+/// Capabilities rspirv 0.12's grammar does not know: bfloat16 (`BFloat16TypeKHR`,
+/// `BFloat16DotProductKHR`, `BFloat16CooperativeMatrixKHR`) and those of
+/// `SPV_NV_cooperative_matrix2` and `SPV_NV_tensor_addressing`.
+fn unknown_capability(capability: u32) -> bool {
+    BFLOAT16_CAPABILITIES.contains(&capability)
+        || (5430..=5434).contains(&capability)
+        || matches!(capability, 5439 | 5447)
+}
+
+/// Opcodes of `SPV_NV_cooperative_matrix2` and `SPV_NV_tensor_addressing` (reductions, tensor
+/// loads and stores, per-element operations, tensor layout and view types and their setters,
+/// transposes), which rspirv 0.12's grammar does not know.
+fn unknown_opcode(opcode: u32) -> bool {
+    (5366..=5384).contains(&opcode) || opcode == 5390
+}
+
+/// `words` without what rspirv 0.12 cannot parse ([`unknown_capability`], [`unknown_opcode`],
+/// the FP-encoding operand of `OpTypeFloat`), and the encoding of each float type that had one.
+/// A malformed stream is returned as it is, for the parser to report.
+fn strip_unparsed(words: &[u32]) -> (Cow<'_, [u32]>, HashMap<u32, u32>) {
     let all: Vec<&[u32]> = instructions(words).collect();
     let whole = 5 + all.iter().map(|i| i.len()).sum::<usize>() == words.len();
     let encodings: HashMap<u32, u32> = all
@@ -58,13 +78,19 @@ fn strip_fp_encodings(words: &[u32]) -> (Cow<'_, [u32]>, HashMap<u32, u32>) {
         .filter(|i| i[0] == (4 << 16 | OP_TYPE_FLOAT))
         .map(|i| (i[1], i[3]))
         .collect();
-    if !whole || encodings.is_empty() {
+    let unparsed = |inst: &[u32]| match inst {
+        [w, c] if *w == (2 << 16 | OP_CAPABILITY) => unknown_capability(*c),
+        [w, ..] => unknown_opcode(w & 0xffff),
+        [] => false,
+    };
+    let nothing_to_strip = encodings.is_empty() && !all.iter().any(|i| unparsed(i));
+    if !whole || nothing_to_strip {
         return (Cow::Borrowed(words), HashMap::new());
     }
     let mut out = words[..5].to_vec();
     for inst in all {
         match inst {
-            [w, c] if *w == (2 << 16 | OP_CAPABILITY) && BFLOAT16_CAPABILITIES.contains(c) => {}
+            _ if unparsed(inst) => {}
             [w, id, width, _] if *w == (4 << 16 | OP_TYPE_FLOAT) => {
                 out.extend_from_slice(&[(3 << 16) | OP_TYPE_FLOAT, *id, *width]);
             }
@@ -128,26 +154,29 @@ impl Consumer for CoopMatLoader {
     }
 }
 
-/// One `OpTypeCooperativeMatrixKHR`: component type id, rows and columns.
+/// One `OpTypeCooperativeMatrixKHR`: component type id, rows and columns, and whether its
+/// scope is the subgroup.
 struct MatrixType {
     component: u32,
     rows: u32,
     columns: u32,
+    subgroup: bool,
 }
 
-/// The shapes of every `OpCooperativeMatrixMulAddKHR` in `module`, each once. Rows and columns
-/// given by specialization constants are read at their default values.
+/// `Scope`'s `Workgroup`.
+const SCOPE_WORKGROUP: u32 = 2;
+/// `Scope`'s `Subgroup`.
+const SCOPE_SUBGROUP: u32 = 3;
+
+/// The shapes of every `OpCooperativeMatrixMulAddKHR` on subgroup-scope matrices in `module`,
+/// each once: the shapes a device lists in `vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR`.
+/// Workgroup-scope matrices (`SPV_NV_cooperative_matrix2`) are left out: their sizes are the
+/// kernel's tiles, which the device's `cooperativeMatrixWorkgroupScope` and
+/// `cooperativeMatrixFlexibleDimensions` features cover. Rows and columns given by
+/// specialization constants are read at their default values.
 pub fn shapes(module: &Module) -> Result<Vec<CoopMatShape>, String> {
     let globals = &module.types_global_values;
-    let constant = |id: u32| {
-        globals
-            .iter()
-            .find(|i| i.result_id == Some(id))
-            .and_then(|i| match i.operands.first() {
-                Some(Operand::LiteralBit32(v)) => Some(*v),
-                _ => None,
-            })
-    };
+    let constant = |id: u32| constant_value(module, id);
     let scalar = |id: u32| scalar_kind(globals.iter().find(|i| i.result_id == Some(id))?);
     let mut matrices = HashMap::new();
     for i in globals
@@ -155,7 +184,7 @@ pub fn shapes(module: &Module) -> Result<Vec<CoopMatShape>, String> {
         .filter(|i| i.class.opcode == Op::TypeCooperativeMatrixKHR)
     {
         let ids: Vec<u32> = i.operands.iter().filter_map(|o| o.id_ref_any()).collect();
-        if let (Some(rid), [component, _scope, rows, columns, ..]) = (i.result_id, ids.as_slice()) {
+        if let (Some(rid), [component, scope, rows, columns, ..]) = (i.result_id, ids.as_slice()) {
             let (rows, columns) = (constant(*rows), constant(*columns));
             let (Some(rows), Some(columns)) = (rows, columns) else {
                 return Err(
@@ -168,6 +197,7 @@ pub fn shapes(module: &Module) -> Result<Vec<CoopMatShape>, String> {
                     component: *component,
                     rows,
                     columns,
+                    subgroup: constant(*scope) == Some(SCOPE_SUBGROUP),
                 },
             );
         }
@@ -184,6 +214,9 @@ pub fn shapes(module: &Module) -> Result<Vec<CoopMatShape>, String> {
                 matrices.get(value_types.get(&id)?)
             };
             let result = inst.result_type.and_then(|t| matrices.get(&t));
+            if result.is_some_and(|r| !r.subgroup) {
+                continue;
+            }
             let (Some(a), Some(b), Some(c), Some(r)) = (operand(0), operand(1), operand(2), result)
             else {
                 return Err("cooperative-matrix multiply-add on values of unknown type".into());
@@ -206,6 +239,38 @@ pub fn shapes(module: &Module) -> Result<Vec<CoopMatShape>, String> {
         }
     }
     Ok(out)
+}
+
+/// What a module's workgroup-scope cooperative matrices (`SPV_NV_cooperative_matrix2`) need of
+/// the device, which they declare with no capability: `cooperativeMatrixWorkgroupScope`, and
+/// `cooperativeMatrixFlexibleDimensions` for their sizes (a device lists workgroup-scope sizes
+/// only as multiples of a granularity).
+pub fn scope_features(module: &Module) -> FeatureSet {
+    let workgroup = module
+        .types_global_values
+        .iter()
+        .filter(|i| i.class.opcode == Op::TypeCooperativeMatrixKHR)
+        .filter_map(|i| i.operands.get(1)?.id_ref_any())
+        .any(|scope| constant_value(module, scope) == Some(SCOPE_WORKGROUP));
+    match workgroup {
+        true => FeatureSet::from_slice(&[
+            Feature::CooperativeMatrixWorkgroupScope,
+            Feature::CooperativeMatrixFlexibleDimensions,
+        ]),
+        false => FeatureSet::EMPTY,
+    }
+}
+
+/// The value of the 32-bit constant `id` (a specialization constant's default).
+fn constant_value(module: &Module, id: u32) -> Option<u32> {
+    let c = module
+        .types_global_values
+        .iter()
+        .find(|i| i.result_id == Some(id))?;
+    match c.operands.first() {
+        Some(Operand::LiteralBit32(v)) => Some(*v),
+        _ => None,
+    }
 }
 
 /// The result type of every value a function instruction or global defines.

@@ -127,7 +127,8 @@ pub fn reflect(words: &[u32]) -> Result<Reflection, ReflectError> {
         reads_num_workgroups: decorates_builtin(&module, BuiltIn::NumWorkgroups),
         cooperative_matrices,
         device_facts,
-        capabilities_require: capabilities::required_features(words),
+        capabilities_require: capabilities::required_features(words)
+            .union(coopmat::scope_features(&module)),
     })
 }
 

@@ -26,6 +26,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/elementwise.rs", include_str!("../../../shaders/src/elementwise.rs")),
     ("shaders/src/embedding.comp", include_str!("../../../shaders/src/embedding.comp")),
     ("shaders/src/gemm.comp", include_str!("../../../shaders/src/gemm.comp")),
+    ("shaders/src/gemm_cm2.comp", include_str!("../../../shaders/src/gemm_cm2.comp")),
     ("shaders/src/gemm_constants.glsl", include_str!("../../../shaders/src/gemm_constants.glsl")),
     ("shaders/src/gemm_core.glsl", include_str!("../../../shaders/src/gemm_core.glsl")),
     ("shaders/src/gemm_image.comp", include_str!("../../../shaders/src/gemm_image.comp")),

@@ -45,6 +45,38 @@ unsafe impl vk::ExtendsPhysicalDeviceFeatures2 for ShaderBfloat16Features {}
 // SAFETY: as above.
 unsafe impl vk::ExtendsDeviceCreateInfo for ShaderBfloat16Features {}
 
+/// `VK_NV_cooperative_matrix2`'s name (ash 0.38's headers predate the extension).
+const COOPERATIVE_MATRIX2: &CStr = c"VK_NV_cooperative_matrix2";
+
+/// `VkPhysicalDeviceCooperativeMatrix2FeaturesNV`, written out as
+/// [`ShaderBfloat16Features`] is: `sType`, `pNext`, then its seven `VkBool32`s in the order of
+/// [`Feature::COOPERATIVE_MATRIX2`].
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct CooperativeMatrix2Features {
+    s_type: vk::StructureType,
+    p_next: *mut c_void,
+    features: [vk::Bool32; 7],
+}
+
+impl Default for CooperativeMatrix2Features {
+    fn default() -> Self {
+        CooperativeMatrix2Features {
+            // VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV
+            s_type: vk::StructureType::from_raw(1_000_593_000),
+            p_next: ptr::null_mut(),
+            features: [vk::FALSE; 7],
+        }
+    }
+}
+
+// SAFETY: the struct has the C layout of VkPhysicalDeviceCooperativeMatrix2FeaturesNV, which
+// extends both VkPhysicalDeviceFeatures2 and VkDeviceCreateInfo; ash's `push_next` only reads
+// and writes its leading `sType` / `pNext`.
+unsafe impl vk::ExtendsPhysicalDeviceFeatures2 for CooperativeMatrix2Features {}
+// SAFETY: as above.
+unsafe impl vk::ExtendsDeviceCreateInfo for CooperativeMatrix2Features {}
+
 /// Chains every struct `$this` holds into `$info` (a `PhysicalDeviceFeatures2` to query, or a
 /// `DeviceCreateInfo` to enable): the one chain order both use.
 macro_rules! chain_all {
@@ -71,6 +103,9 @@ macro_rules! chain_all {
         if let Some(f) = &mut $this.bfloat16 {
             $info = $info.push_next(f);
         }
+        if let Some(f) = &mut $this.cooperative_matrix2 {
+            $info = $info.push_next(f);
+        }
     };
 }
 
@@ -90,6 +125,7 @@ pub(crate) struct PhysicalDeviceFeatures {
     storage8: Option<vk::PhysicalDevice8BitStorageFeatures<'static>>,
     cooperative_matrix: Option<vk::PhysicalDeviceCooperativeMatrixFeaturesKHR<'static>>,
     bfloat16: Option<ShaderBfloat16Features>,
+    cooperative_matrix2: Option<CooperativeMatrix2Features>,
 }
 
 /// What vkprism enables when the device has it: what variants and pipelines use (16/8-bit
@@ -113,6 +149,13 @@ pub(crate) const ENABLED: FeatureSet = FeatureSet::from_slice(&[
     Feature::ShaderBFloat16CooperativeMatrix,
     Feature::IntegerDotProduct,
     Feature::ShaderSubgroupExtendedTypes,
+    Feature::CooperativeMatrixWorkgroupScope,
+    Feature::CooperativeMatrixFlexibleDimensions,
+    Feature::CooperativeMatrixReductions,
+    Feature::CooperativeMatrixConversions,
+    Feature::CooperativeMatrixPerElementOperations,
+    Feature::CooperativeMatrixTensorAddressing,
+    Feature::CooperativeMatrixBlockLoads,
 ]);
 
 fn has(extensions: &[String], name: &CStr) -> bool {
@@ -140,6 +183,7 @@ impl PhysicalDeviceFeatures {
             cooperative_matrix: has(extensions, ash::khr::cooperative_matrix::NAME)
                 .then(Default::default),
             bfloat16: has(extensions, SHADER_BFLOAT16).then(Default::default),
+            cooperative_matrix2: has(extensions, COOPERATIVE_MATRIX2).then(Default::default),
         }
     }
 
@@ -188,6 +232,9 @@ impl PhysicalDeviceFeatures {
             f.p_next = ptr::null_mut();
         }
         if let Some(f) = &mut self.bfloat16 {
+            f.p_next = ptr::null_mut();
+        }
+        if let Some(f) = &mut self.cooperative_matrix2 {
             f.p_next = ptr::null_mut();
         }
     }
@@ -264,6 +311,37 @@ impl PhysicalDeviceFeatures {
                 f(&mut self.vulkan12_features.shader_subgroup_extended_types)
             }
             Feature::ShaderSubgroupExtendedTypes => {}
+            // VK_NV_cooperative_matrix2's features extend cooperative matrices: each counts only
+            // with `CooperativeMatrix` (and its memory model).
+            Feature::CooperativeMatrixWorkgroupScope
+            | Feature::CooperativeMatrixFlexibleDimensions
+            | Feature::CooperativeMatrixReductions
+            | Feature::CooperativeMatrixConversions
+            | Feature::CooperativeMatrixPerElementOperations
+            | Feature::CooperativeMatrixTensorAddressing
+            | Feature::CooperativeMatrixBlockLoads
+                if v12 =>
+            {
+                let index = Feature::COOPERATIVE_MATRIX2
+                    .iter()
+                    .position(|x| *x == feature);
+                if let (Some(s), Some(c), Some(i)) = (
+                    &mut self.cooperative_matrix2,
+                    &mut self.cooperative_matrix,
+                    index,
+                ) {
+                    f(&mut s.features[i]);
+                    f(&mut c.cooperative_matrix);
+                    f(&mut self.vulkan12_features.vulkan_memory_model);
+                }
+            }
+            Feature::CooperativeMatrixWorkgroupScope
+            | Feature::CooperativeMatrixFlexibleDimensions
+            | Feature::CooperativeMatrixReductions
+            | Feature::CooperativeMatrixConversions
+            | Feature::CooperativeMatrixPerElementOperations
+            | Feature::CooperativeMatrixTensorAddressing
+            | Feature::CooperativeMatrixBlockLoads => {}
             // Not struct features: format and device properties (`properties.rs`), or one
             // vkprism never enables (`VK_NV_cooperative_matrix`: the KHR extension supersedes it).
             Feature::ImageFormatsFp32
@@ -335,6 +413,10 @@ impl PhysicalDeviceFeatures {
                         || on.contains(&Feature::ShaderBFloat16CooperativeMatrix)
                 })
                 .map(|_| Default::default()),
+            cooperative_matrix2: self
+                .cooperative_matrix2
+                .filter(|_| Feature::COOPERATIVE_MATRIX2.iter().any(|f| on.contains(f)))
+                .map(|_| Default::default()),
         };
         for feature in on {
             enabled.slots(feature, |b| *b = vk::TRUE);
@@ -383,6 +465,9 @@ impl PhysicalDeviceFeatures {
         }
         if self.bfloat16.is_some() {
             names.push(SHADER_BFLOAT16);
+        }
+        if self.cooperative_matrix2.is_some() {
+            names.push(COOPERATIVE_MATRIX2);
         }
         names
     }

@@ -10,8 +10,8 @@ use super::check::{
 use super::{float_variant, pipeline, recorded, scratch, OpError, Ops};
 use crate::tuning::GemmProblem;
 use crate::{
-    conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, Conv2dShape,
-    GemmConfig,
+    conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, Cm2Tiles,
+    Conv2dShape, GemmConfig,
 };
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -161,11 +161,14 @@ impl Ops {
     /// with `transpose_a`), `b` K×N (N×K with `transpose_b`), `c` M×N, `bias` N values added to
     /// each row, all of one format (F32, F16 or Bf16), every stored row a multiple of 4
     /// elements. A batch: `c` `[batch, M, N]` with `a` and `b` each `[batch, ...]` or one matrix
-    /// every product shares (strided batched GEMM, one dispatch). The variant is the best this
-    /// device runs on that format (cooperative matrices where each matrix of A and B holds a
-    /// multiple of 8 elements), the tiles the tile policy's (or the tuner's), a single product
-    /// without `beta` split along K where that fills the GPU better. Nothing is recorded when
-    /// a check fails.
+    /// every product shares (strided batched GEMM, one dispatch). F16 operands without `beta`
+    /// whose stored rows are multiples of 8 go to [`gemm_cm2`](crate::gemm_cm2) where the
+    /// device has `VK_NV_cooperative_matrix2` ([`Ops::gemm_cm2_with`], tiles from
+    /// [`Cm2Tiles::for_problem`]). Otherwise the variant of [`gemm`] is the best this device
+    /// runs on that format (cooperative matrices where each matrix of A and B holds a multiple
+    /// of 8 elements), the tiles the tile policy's (or the tuner's), a single product without
+    /// `beta` split along K where that fills the GPU better. Nothing is recorded when a check
+    /// fails.
     pub fn gemm(
         &self,
         list: &mut CommandList,
@@ -176,6 +179,10 @@ impl Ops {
         op: &Gemm,
     ) -> Result<(), OpError> {
         let d = check_gemm(a, b, bias, c, op)?;
+        if let Some(kernel) = self.gemm_cm2_kernel(&d, a, b, op) {
+            let tiles = Cm2Tiles::for_problem(d.m, d.n, d.k);
+            return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
+        }
         let (m, n, k) = (d.m, d.n, d.k);
         let matrices = (m * k).is_multiple_of(8) && (k * n).is_multiple_of(8);
         let kernel = self.kernel_for::<gemm::Kernel>("gemm", "a_blob", d.format, matrices)?;
@@ -465,15 +472,15 @@ impl Ops {
 
 /// The GEMM's operands checked: (M, N, K) and their one float format.
 /// A GEMM's sizes, batch and format, from its checked operands.
-struct GemmDims {
-    m: usize,
-    n: usize,
-    k: usize,
+pub(super) struct GemmDims {
+    pub(super) m: usize,
+    pub(super) n: usize,
+    pub(super) k: usize,
     /// Products (1: one).
-    batch: usize,
+    pub(super) batch: usize,
     /// Elements from one batch's A, B and C to the next (0 where every product shares it).
-    strides: [usize; 3],
-    format: TensorFormat,
+    pub(super) strides: [usize; 3],
+    pub(super) format: TensorFormat,
 }
 
 impl GemmDims {
@@ -513,7 +520,7 @@ fn batched_matrix(
 }
 
 /// The GEMM's operands checked: sizes, batch and their one float format.
-fn check_gemm(
+pub(super) fn check_gemm(
     a: &Tensor,
     b: &Tensor,
     bias: Option<&Tensor>,

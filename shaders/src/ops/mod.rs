@@ -34,6 +34,7 @@ mod elementwise;
 mod error;
 mod fold;
 mod gemm;
+mod gemm_cm2;
 mod gemv;
 mod movement;
 mod norm;

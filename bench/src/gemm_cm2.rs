@@ -1,0 +1,145 @@
+//! GEMM throughput of `vkprism_shaders::gemm_cm2` (workgroup-scope cooperative matrices,
+//! `VK_NV_cooperative_matrix2`) on the GEMM case's shapes, recorded as variant `fp16s_cm2` of
+//! case `gemm` beside the KHR kernel's `fp16s_lm_cm`. Where the device lacks the extension's
+//! features, one line says so and nothing is recorded.
+
+use crate::gemm::{check, shape_selected, transposed};
+use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
+use crate::{quantize, random};
+use vkprism::{CommandList, Context, LoadOptions, Tensor};
+use vkprism_shaders::{gemm_cm2, Cm2Tiles};
+
+/// The record's variant: the storage variant, on the `_cm2` path.
+const VARIANT: &str = "fp16s_cm2";
+
+pub fn run(
+    ctx: &Context,
+    cfg: Config,
+    shapes: &[(usize, usize, usize)],
+) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let kernel = match ctx.load_with::<gemm_cm2::Kernel>(&LoadOptions::variant_named("fp16s_cm")?) {
+        Ok(k) => k,
+        Err(e) => {
+            println!("# gemm {VARIANT}: not run: {e}");
+            return Ok(Vec::new());
+        }
+    };
+    let mut records = Vec::new();
+    for &(m, n, k) in shapes {
+        if !shape_selected(&format!("{m}x{n}x{k}")) {
+            continue;
+        }
+        let a = random(m * k, 1);
+        let b = random(k * n, 2);
+        for tiles in candidates(m, n, k) {
+            match one(ctx, cfg, &kernel, (m, n, k), tiles, &a, &b) {
+                Ok(r) => {
+                    print(&r);
+                    println!("#   gemm {m}x{n}x{k} {VARIANT}: {tiles:?}");
+                    records.push(r);
+                }
+                Err(e) => println!("# gemm {m}x{n}x{k} {VARIANT} {tiles:?}: not run: {e}"),
+            }
+        }
+    }
+    Ok(records)
+}
+
+/// `Cm2Tiles::for_problem`'s choice, or with `VKPRISM_BENCH_CM2=bm,bn,bk,unroll,fixed[,threads];...`
+/// those tiles (to compare them; `fixed` 1 fixes the sizes at pipeline creation).
+fn candidates(m: usize, n: usize, k: usize) -> Vec<Cm2Tiles> {
+    let Ok(list) = std::env::var("VKPRISM_BENCH_CM2") else {
+        return vec![Cm2Tiles::for_problem(m, n, k)];
+    };
+    list.split(';')
+        .filter_map(|t| {
+            let v: Vec<u32> = t.split(',').filter_map(|x| x.parse().ok()).collect();
+            let (&[bm, bn, bk, unroll, fixed], threads) = (&v[..5.min(v.len())], v.get(5)) else {
+                return None;
+            };
+            Some(Cm2Tiles {
+                bm,
+                bn,
+                bk,
+                unroll,
+                fixed_sizes: fixed == 1,
+                threads: threads
+                    .copied()
+                    .unwrap_or(vkprism_shaders::GEMM_CM2_THREADS),
+            })
+        })
+        .collect()
+}
+
+fn one(
+    ctx: &Context,
+    cfg: Config,
+    kernel: &std::sync::Arc<vkprism::LoadedKernel<gemm_cm2::Kernel>>,
+    (m, n, k): (usize, usize, usize),
+    tiles: Cm2Tiles,
+    a: &[f32],
+    b: &[f32],
+) -> Result<Record, Box<dyn std::error::Error>> {
+    let f = kernel.format_of("a_blob")?;
+    // VKPRISM_BENCH_TRANSPOSE as for the KHR kernel: operands stored transposed, the same
+    // product.
+    let transpose = std::env::var("VKPRISM_BENCH_TRANSPOSE").unwrap_or_default();
+    let (ta, tb) = (transpose.contains('a'), transpose.contains('b'));
+    let at = match ta {
+        true => Tensor::from_f32(ctx, &[k, m], f, &transposed(a, m, k))?,
+        false => Tensor::from_f32(ctx, &[m, k], f, a)?,
+    };
+    let bt = match tb {
+        true => Tensor::from_f32(ctx, &[n, k], f, &transposed(b, k, n))?,
+        false => Tensor::from_f32(ctx, &[k, n], f, b)?,
+    };
+    let ct = Tensor::new(ctx, &[m, n], f)?;
+    let spec = tiles.spec(
+        (m, n, k),
+        gemm_cm2::SpecConstants {
+            transpose_a: ta as i32,
+            transpose_b: tb as i32,
+            ..Default::default()
+        },
+    );
+    let pipe = kernel.pipeline(&spec, Some(tiles.local_size()))?;
+    crate::print_statistics(&format!("gemm_cm2 {tiles:?}"), &pipe);
+    let push = gemm_cm2::PushConstants {
+        M: m as i32,
+        N: n as i32,
+        K: k as i32,
+        alpha: 1.0,
+        ..Default::default()
+    };
+    let bindings = gemm_cm2::BufferBindings {
+        a_blob: &at,
+        b_blob: &bt,
+        bias_blob: &at,
+        c_blob: &ct,
+    };
+    let grid = tiles.grid(m, n, 1);
+    let record = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+        Ok(l.dispatch(&pipe, &bindings, &push, grid)?)
+    };
+    let mut list = CommandList::new(ctx)?;
+    record(&mut list)?;
+    list.submit_and_wait()?;
+    check(
+        &ct.download_f32()?,
+        &quantize(a, f),
+        &quantize(b, f),
+        (m, n, k),
+        VARIANT,
+    )?;
+    let t = time_calls(ctx, cfg, record)?;
+    Ok(Record {
+        case: "gemm",
+        shape: format!("{m}x{n}x{k}"),
+        variant: VARIANT.into(),
+        coopmat: true,
+        value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
+        unit: "TFLOP/s",
+        sm_clock_mhz: t.sm_clock_mhz,
+        method: CALLS_METHOD,
+    })
+}

@@ -1,0 +1,161 @@
+#version 450
+// C = act(alpha * op(A) * op(B) + bias) on workgroup-scope cooperative matrices
+// (VK_NV_cooperative_matrix2): each workgroup owns a BM×BN tile of C as one fp32 accumulator
+// matrix and walks K BK at a time, loading BM×BK of A and BK×BN of B as workgroup matrices
+// straight from the buffers through tensor layouts. The driver stages those loads through
+// shared memory itself (with the copies the hardware has for that, which a kernel written
+// with subgroup matrices cannot reach), so the kernel declares none.
+//
+// Edges: the tensor layouts clamp (`gl_CooperativeMatrixClampModeConstantNV`), so loads past
+// M, N or K read zeros and stores past M or N are dropped: no size needs to be a multiple of a
+// tile (`clamped` turns that off where none crosses an edge). Every stored row must be a multiple of 8 elements (16 bytes): the strides are written
+// so the compiler knows that, and the loads go 16 bytes at a time.
+//
+// Layouts: A stored M×K (K×M with transpose_a), B stored K×N (N×K with transpose_b), C M×N,
+// all row-major fp16; a transposed operand is read through a tensor view that swaps its two
+// dimensions. With `batched`, workgroup z multiplies product z, its operands `batch_a`,
+// `batch_b` and `batch_c` elements after the previous one's (0: shared by every product).
+// Sizes: M, N and K come from the push constants, or from the specialization constants
+// `fixed_m`, `fixed_n`, `fixed_k` where those are not 0 (the driver then knows the loop's
+// bounds and the edges at pipeline creation). The K loop runs `unroll` steps at a time, then
+// the steps left one at a time. Grid: [ceil(N / BN) · 256, ceil(M / BM), batch].
+#extension GL_EXT_control_flow_attributes : require
+#if NCNN_cooperative_matrix
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_NV_cooperative_matrix2 : require
+#endif
+
+layout (local_size_x = 256) in;
+
+layout (constant_id = 0) const int BM = 128;
+layout (constant_id = 1) const int BN = 256;
+layout (constant_id = 2) const int BK = 64;
+layout (constant_id = 3) const int transpose_a = 0;
+layout (constant_id = 4) const int transpose_b = 0;
+layout (constant_id = 5) const int bias_term = 0;
+// 0 none, 1 relu, 2 leaky relu with `slope`, 3 sigmoid, 4 GELU (erf form), 5 SiLU.
+layout (constant_id = 6) const int activation = 0;
+layout (constant_id = 7) const int batched = 0;
+layout (constant_id = 8) const int fixed_m = 0;
+layout (constant_id = 9) const int fixed_n = 0;
+layout (constant_id = 10) const int fixed_k = 0;
+layout (constant_id = 11) const int unroll = 4;
+// How the tensor layouts treat an element past an edge: gl_CooperativeMatrixClampModeConstantNV
+// (loads read 0, stores drop it), or gl_CooperativeMatrixClampModeUndefinedNV where no tile
+// crosses an edge (M, N and K fixed and multiples of the tiles), which spares the checks.
+layout (constant_id = 12) const uint clamped = gl_CooperativeMatrixClampModeConstantNV;
+
+#if NCNN_cooperative_matrix
+layout (binding = 0) readonly buffer a_blob { float16_t a_data[]; };
+layout (binding = 1) readonly buffer b_blob { float16_t b_data[]; };
+// N values, read only when bias_term is 1 (bind any fp16 tensor otherwise).
+layout (binding = 2) readonly buffer bias_blob { float16_t bias_data[]; };
+layout (binding = 3) writeonly buffer c_blob { float16_t c_data[]; };
+#else
+// The fp32 reference the bindings' formats are told from; never shipped.
+layout (binding = 0) readonly buffer a_blob { sfp a_data[]; };
+layout (binding = 1) readonly buffer b_blob { sfp b_data[]; };
+layout (binding = 2) readonly buffer bias_blob { sfp bias_data[]; };
+layout (binding = 3) writeonly buffer c_blob { sfp c_data[]; };
+#endif
+
+layout (push_constant) uniform parameter {
+    int M; int N; int K; float alpha; float slope;
+    int batch_a; int batch_b; int batch_c;
+} p;
+
+#include "activation.glsl"
+
+#if NCNN_cooperative_matrix
+// alpha, the bias of column n0 + col and the activation, on one element of the accumulator.
+float epilogue(const in uint row, const in uint col, const in float v, const in uint n0)
+{
+    float x = v * p.alpha;
+    if (bias_term == 1) {
+        uint n = n0 + col;
+        x += n < uint(p.N) ? float(bias_data[n]) : 0.0;
+    }
+    return activate(vec4(x)).x;
+}
+
+// A stored row of `cols` elements, rounded down to the 8 the kernel requires: a stride the
+// compiler can see is a multiple of 8.
+uint aligned_stride(uint cols)
+{
+    return (cols >> 3) << 3;
+}
+
+void main()
+{
+    const uint M = fixed_m > 0 ? uint(fixed_m) : uint(p.M);
+    const uint N = fixed_n > 0 ? uint(fixed_n) : uint(p.N);
+    const uint K = fixed_k > 0 ? uint(fixed_k) : uint(p.K);
+    const uint m0 = gl_WorkGroupID.y * BM;
+    const uint n0 = gl_WorkGroupID.x * BN;
+    const uint z = batched == 1 ? gl_WorkGroupID.z : 0;
+    const uint a_at = z * uint(p.batch_a);
+    const uint b_at = z * uint(p.batch_b);
+    const uint c_at = z * uint(p.batch_c);
+
+    // Each operand as stored (rows × columns), clamped at its edges.
+    tensorLayoutNV<2, clamped> la = createTensorLayoutNV(2, clamped);
+    tensorLayoutNV<2, clamped> lb = createTensorLayoutNV(2, clamped);
+    tensorLayoutNV<2, clamped> lc = createTensorLayoutNV(2, clamped);
+    la = transpose_a == 1 ? setTensorLayoutDimensionNV(la, K, M) : setTensorLayoutDimensionNV(la, M, K);
+    la = setTensorLayoutStrideNV(la, aligned_stride(transpose_a == 1 ? M : K), 1);
+    lb = transpose_b == 1 ? setTensorLayoutDimensionNV(lb, N, K) : setTensorLayoutDimensionNV(lb, K, N);
+    lb = setTensorLayoutStrideNV(lb, aligned_stride(transpose_b == 1 ? K : N), 1);
+    lc = setTensorLayoutDimensionNV(lc, M, N);
+    lc = setTensorLayoutStrideNV(lc, aligned_stride(N), 1);
+    // Reads a stored K×M (N×K) block as the M×K (K×N) matrix it holds.
+    tensorViewNV<2, false, 1, 0> swapped = createTensorViewNV(2, false, 1, 0);
+
+    coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
+        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
+    coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
+    coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
+
+    const uint steps = (K + BK - 1) / BK;
+    const uint whole = steps - steps % uint(unroll);
+    uint step = 0;
+    for (; step < whole; step += unroll) {
+        [[unroll]] for (int u = 0; u < unroll; u++) {
+            const uint k = (step + u) * BK;
+            if (transpose_a == 1) {
+                coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, k, BK, m0, BM), swapped);
+            } else {
+                coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, m0, BM, k, BK));
+            }
+            if (transpose_b == 1) {
+                coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
+            } else {
+                coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, k, BK, n0, BN));
+            }
+            acc = coopMatMulAdd(ma, mb, acc);
+        }
+    }
+    for (; step < steps; step++) {
+        const uint k = step * BK;
+        if (transpose_a == 1) {
+            coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, k, BK, m0, BM), swapped);
+        } else {
+            coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, m0, BM, k, BK));
+        }
+        if (transpose_b == 1) {
+            coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
+        } else {
+            coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, k, BK, n0, BN));
+        }
+        acc = coopMatMulAdd(ma, mb, acc);
+    }
+
+    coopMatPerElementNV(acc, acc, epilogue, n0);
+    coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> out16 =
+        coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);
+    coopMatStoreTensorNV(out16, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+}
+#else
+void main()
+{
+}
+#endif

@@ -1,0 +1,95 @@
+//! [`Ops::gemm`] on workgroup-scope cooperative matrices ([`gemm_cm2`]): when it is taken and
+//! how it is recorded.
+
+use super::check::kernel_takes;
+use super::gemm::{check_gemm, GemmDims};
+use super::{pipeline, recorded, OpError, Ops};
+use crate::{gemm_cm2, Cm2Tiles, Gemm};
+use std::sync::Arc;
+use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
+
+impl Ops {
+    /// [`gemm_cm2`] for the checked problem `d`, where it computes it and the device runs it:
+    /// F16 operands, no `beta`, every stored row of A, B and C a multiple of 8 elements.
+    pub(super) fn gemm_cm2_kernel(
+        &self,
+        d: &GemmDims,
+        a: &Tensor,
+        b: &Tensor,
+        op: &Gemm,
+    ) -> Option<Arc<LoadedKernel<gemm_cm2::Kernel>>> {
+        let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
+        let rows_of_eight = [row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8));
+        if d.format != TensorFormat::F16 || op.beta != 0.0 || !rows_of_eight {
+            return None;
+        }
+        // A device without VK_NV_cooperative_matrix2 refuses every variant: the KHR kernel.
+        self.kernel_for::<gemm_cm2::Kernel>("gemm", "a_blob", TensorFormat::F16, true)
+            .ok()
+    }
+
+    /// As [`Ops::gemm`] on [`gemm_cm2`] with `tiles` (a benchmark's choice): one dispatch. The
+    /// same checks, and besides: F16 operands, no `beta`, every stored row a multiple of 8.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm_cm2_with(
+        &self,
+        list: &mut CommandList,
+        kernel: &Arc<LoadedKernel<gemm_cm2::Kernel>>,
+        tiles: &Cm2Tiles,
+        a: &Tensor,
+        b: &Tensor,
+        bias: Option<&Tensor>,
+        c: &Tensor,
+        op: &Gemm,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemm";
+        let d = check_gemm(a, b, bias, c, op)?;
+        kernel_takes(OP, kernel.format_of("a_blob"), d.format)?;
+        if op.beta != 0.0 {
+            return Err(OpError::Unsupported {
+                op: OP,
+                why: "gemm_cm2 does not read C (beta)".into(),
+            });
+        }
+        let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
+        if ![row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8)) {
+            return Err(OpError::Unsupported {
+                op: OP,
+                why: "gemm_cm2 reads stored rows of multiples of 8 elements".into(),
+            });
+        }
+        let (activation, slope) = op.activation.code();
+        let spec = tiles.spec(
+            (d.m, d.n, d.k),
+            gemm_cm2::SpecConstants {
+                transpose_a: op.transpose_a as i32,
+                transpose_b: op.transpose_b as i32,
+                bias_term: bias.is_some() as i32,
+                activation,
+                batched: (d.batch > 1) as i32,
+                ..Default::default()
+            },
+        );
+        let [batch_a, batch_b, batch_c] = d.strides.map(|s| s as i32);
+        let push = gemm_cm2::PushConstants {
+            M: d.m as i32,
+            N: d.n as i32,
+            K: d.k as i32,
+            alpha: op.alpha,
+            slope,
+            batch_a,
+            batch_b,
+            batch_c,
+        };
+        let bindings = gemm_cm2::BufferBindings {
+            a_blob: a,
+            b_blob: b,
+            // Unread without a bias (bias_term 0): any F16 tensor binds.
+            bias_blob: bias.unwrap_or(a),
+            c_blob: c,
+        };
+        let pipe = pipeline(OP, kernel, &spec, Some(tiles.local_size()))?;
+        let grid = tiles.grid(d.m, d.n, d.batch);
+        recorded(OP, list.dispatch(&pipe, &bindings, &push, grid))
+    }
+}

@@ -1,0 +1,346 @@
+//! `gemm_cm2` (workgroup-scope cooperative matrices, `VK_NV_cooperative_matrix2`) in every
+//! variant against the CPU reference, on random non-zero data with C poisoned: edges that are
+//! not multiples of a tile, both transposes, bias and every activation, workgroups of 256 and
+//! 128 invocations, a K loop with steps left over after its unrolled part, sizes fixed at
+//! pipeline creation or pushed, a batch with a shared B. On a device without the extension's
+//! features each variant must be refused for them (lavapipe), with the validation layer on
+//! either way.
+
+use vkprism::{CommandList, LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::{gemm_cm2, reference, Activation, Cm2Tiles, Gemm, Ops};
+use vkprism_testkit::{
+    assert_clean, assert_close_scaled as check, ctx, device_lacks_cooperative_matrix2,
+    load_unless_device_lacks_matrices, quantize, random_in as random, tolerance,
+};
+
+/// One problem: sizes, batch, options and tiles.
+struct Case {
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    /// B is one matrix every product shares.
+    shared_b: bool,
+    o: reference::Gemm,
+    bias: bool,
+    tiles: Cm2Tiles,
+}
+
+fn tiles(bm: u32, bn: u32, bk: u32, unroll: u32, fixed_sizes: bool) -> Cm2Tiles {
+    Cm2Tiles {
+        bm,
+        bn,
+        bk,
+        unroll,
+        fixed_sizes,
+        threads: 256,
+    }
+}
+
+fn run_case(ctx: &vkprism::Context, case: &Case, seed: u64) -> usize {
+    let Case { m, n, k, batch, .. } = *case;
+    let o = case.o;
+    let b_count = if case.shared_b { 1 } else { batch };
+    let a = random(batch * m * k, seed, -1.0, 1.0);
+    let b = random(b_count * k * n, seed + 1, -1.0, 1.0);
+    let bias = random(n, seed + 2, -1.0, 1.0);
+    let a_shape = if o.transpose_a {
+        [batch, k, m]
+    } else {
+        [batch, m, k]
+    };
+    let b_shape = if o.transpose_b {
+        [b_count, n, k]
+    } else {
+        [b_count, k, n]
+    };
+    let mut ran = 0;
+    for name in gemm_cm2::VARIANT_NAMES {
+        let Some(kernel) = load_unless_device_lacks_matrices::<gemm_cm2::Kernel>(ctx, name) else {
+            continue;
+        };
+        let key = kernel.variant().key;
+        let f = kernel.format_of("a_blob").unwrap();
+        let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
+        let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
+        let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
+        let ct = Tensor::from_f32(ctx, &[batch, m, n], f, &vec![f32::NAN; batch * m * n]).unwrap();
+        let spec = case.tiles.spec(
+            (m, n, k),
+            gemm_cm2::SpecConstants {
+                transpose_a: o.transpose_a as i32,
+                transpose_b: o.transpose_b as i32,
+                bias_term: case.bias as i32,
+                activation: o.activation,
+                batched: (batch > 1) as i32,
+                ..Default::default()
+            },
+        );
+        let pipe = kernel
+            .pipeline(&spec, Some(case.tiles.local_size()))
+            .unwrap();
+        let push = gemm_cm2::PushConstants {
+            M: m as i32,
+            N: n as i32,
+            K: k as i32,
+            alpha: o.alpha,
+            slope: o.slope,
+            batch_a: (m * k) as i32,
+            batch_b: if case.shared_b { 0 } else { (k * n) as i32 },
+            batch_c: (m * n) as i32,
+        };
+        let bindings = gemm_cm2::BufferBindings {
+            a_blob: &at,
+            b_blob: &bt,
+            bias_blob: &biast,
+            c_blob: &ct,
+        };
+        let grid = case.tiles.grid(m, n, batch);
+        ctx.run(|l| l.dispatch(&pipe, &bindings, &push, grid))
+            .unwrap();
+        let got = ct.download_f32().unwrap();
+        let q = |x: &[f32]| quantize(x, f);
+        let bias_q = q(&bias);
+        for z in 0..batch {
+            let bz = if case.shared_b { 0 } else { z };
+            let (want, scale) = reference::gemm_with(
+                o,
+                m,
+                n,
+                k,
+                &q(&a[z * m * k..(z + 1) * m * k]),
+                &q(&b[bz * k * n..(bz + 1) * k * n]),
+                case.bias.then_some(&bias_q[..]),
+            );
+            // C is stored in fp16: its rounding is relative to |C|.
+            let scale: Vec<f32> = scale
+                .iter()
+                .zip(&want)
+                .map(|(s, w)| s.max(w.abs()))
+                .collect();
+            check(
+                &got[z * m * n..(z + 1) * m * n],
+                &q(&want),
+                &scale,
+                tolerance(&key),
+                &format!("{name} {m}x{n}x{k} product {z} {o:?} bias {}", case.bias),
+            );
+        }
+        ran += 1;
+    }
+    ran
+}
+
+#[test]
+fn gemm_cm2_every_variant() {
+    let ctx = ctx();
+    assert_eq!(gemm_cm2::VARIANT_NAMES, ["fp16s_cm", "fp16sa_cm"]);
+    let plain = reference::Gemm {
+        alpha: 1.0,
+        ..Default::default()
+    };
+    let cases = [
+        // Whole tiles, the default choice for the shape.
+        Case {
+            m: 256,
+            n: 512,
+            k: 320,
+            batch: 1,
+            shared_b: false,
+            o: plain,
+            bias: false,
+            tiles: Cm2Tiles::for_problem(256, 512, 320),
+        },
+        // Edges on every side, B stored N×K, bias and relu; K's 4 steps run as one unrolled
+        // group of 3 and one left over.
+        Case {
+            m: 100,
+            n: 136,
+            k: 200,
+            batch: 1,
+            shared_b: false,
+            o: reference::Gemm {
+                transpose_b: true,
+                alpha: 0.5,
+                activation: 1,
+                ..plain
+            },
+            bias: true,
+            tiles: tiles(64, 128, 64, 3, true),
+        },
+        // A stored K×M, leaky relu, sizes pushed rather than fixed.
+        Case {
+            m: 72,
+            n: 40,
+            k: 96,
+            batch: 1,
+            shared_b: false,
+            o: reference::Gemm {
+                transpose_a: true,
+                activation: 2,
+                slope: 0.1,
+                ..plain
+            },
+            bias: true,
+            tiles: tiles(64, 128, 32, 2, false),
+        },
+        // A batch of 3 sharing B, sigmoid, both transposes.
+        Case {
+            m: 48,
+            n: 64,
+            k: 80,
+            batch: 3,
+            shared_b: true,
+            o: reference::Gemm {
+                transpose_a: true,
+                transpose_b: true,
+                activation: 3,
+                ..plain
+            },
+            bias: false,
+            tiles: tiles(128, 128, 16, 1, true),
+        },
+        // GELU on a workgroup of 128 invocations.
+        Case {
+            m: 144,
+            n: 160,
+            k: 128,
+            batch: 1,
+            shared_b: false,
+            o: reference::Gemm {
+                transpose_b: true,
+                activation: 4,
+                ..plain
+            },
+            bias: true,
+            tiles: Cm2Tiles {
+                threads: 128,
+                ..tiles(128, 128, 64, 8, true)
+            },
+        },
+        // SiLU.
+        Case {
+            m: 64,
+            n: 128,
+            k: 64,
+            batch: 1,
+            shared_b: false,
+            o: reference::Gemm {
+                activation: 5,
+                ..plain
+            },
+            bias: true,
+            tiles: tiles(64, 128, 32, 4, true),
+        },
+    ];
+    let mut ran = 0;
+    for (i, case) in cases.iter().enumerate() {
+        ran += run_case(&ctx, case, 40 + 10 * i as u64);
+    }
+    eprintln!("{ran} variant runs");
+    assert_clean(&ctx);
+}
+
+/// `Ops::gemm` records `gemm_cm2` for F16 operands where the device has its features (and
+/// `gemm` otherwise, or with `beta`, or for rows that are not multiples of 8), with the same
+/// results; `Ops::gemm_cm2_with` refuses what the kernel does not compute.
+#[test]
+fn ops_gemm_takes_cm2_where_the_device_has_it() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let has = !device_lacks_cooperative_matrix2(&ctx);
+    let f = TensorFormat::F16;
+    let (m, n, k) = (96, 200, 136);
+    let a = random(m * k, 7, -1.0, 1.0);
+    let b = random(n * k, 8, -1.0, 1.0);
+    let bias = random(n, 9, -1.0, 1.0);
+    let at = Tensor::from_f32(&ctx, &[m, k], f, &a).unwrap();
+    let bt = Tensor::from_f32(&ctx, &[n, k], f, &b).unwrap();
+    let biast = Tensor::from_f32(&ctx, &[n], f, &bias).unwrap();
+    let op = Gemm::new()
+        .with_transpose_b(true)
+        .with_activation(Activation::Silu);
+    let o = reference::Gemm {
+        transpose_b: true,
+        alpha: 1.0,
+        activation: 5,
+        ..Default::default()
+    };
+    let (want, scale) = reference::gemm_with(
+        o,
+        m,
+        n,
+        k,
+        &quantize(&a, f),
+        &quantize(&b, f),
+        Some(&quantize(&bias, f)),
+    );
+    let scale: Vec<f32> = scale
+        .iter()
+        .zip(&want)
+        .map(|(s, w)| s.max(w.abs()))
+        .collect();
+    for (beta, kernel) in [(0.0, if has { "gemm_cm2" } else { "gemm" }), (0.5, "gemm")] {
+        let ct = Tensor::from_f32(&ctx, &[m, n], f, &vec![0.0; m * n]).unwrap();
+        let mut list = CommandList::new(&ctx).unwrap();
+        ops.gemm(&mut list, &at, &bt, Some(&biast), &ct, &op.with_beta(beta))
+            .unwrap();
+        assert_eq!(list.dispatch_names(), [kernel], "beta {beta}");
+        list.submit_and_wait().unwrap();
+        // C was 0, so beta adds nothing.
+        check(
+            &ct.download_f32().unwrap(),
+            &quantize(&want, f),
+            &scale,
+            2e-3,
+            kernel,
+        );
+    }
+    // Rows of 4 but not 8 elements: the KHR kernel.
+    let a4 = Tensor::from_f32(&ctx, &[m, 12], f, &a[..m * 12]).unwrap();
+    let b4 = Tensor::from_f32(&ctx, &[n, 12], f, &b[..n * 12]).unwrap();
+    let c4 = Tensor::new(&ctx, &[m, n], f).unwrap();
+    let mut list = CommandList::new(&ctx).unwrap();
+    ops.gemm(
+        &mut list,
+        &a4,
+        &b4,
+        None,
+        &c4,
+        &Gemm::new().with_transpose_b(true),
+    )
+    .unwrap();
+    assert_eq!(list.dispatch_names(), ["gemm"]);
+    if has {
+        let kernel = ctx
+            .load_with::<gemm_cm2::Kernel>(&LoadOptions::variant_named("fp16s_cm").unwrap())
+            .unwrap();
+        let tiles = Cm2Tiles::for_problem(m, n, k);
+        let ct = Tensor::new(&ctx, &[m, n], f).unwrap();
+        let mut list = CommandList::new(&ctx).unwrap();
+        let beta = ops.gemm_cm2_with(
+            &mut list,
+            &kernel,
+            &tiles,
+            &at,
+            &bt,
+            None,
+            &ct,
+            &op.with_beta(1.0),
+        );
+        assert!(beta.unwrap_err().to_string().contains("beta"));
+        let rows = ops.gemm_cm2_with(
+            &mut list,
+            &kernel,
+            &tiles,
+            &a4,
+            &b4,
+            None,
+            &c4,
+            &Gemm::new().with_transpose_b(true),
+        );
+        assert!(rows.unwrap_err().to_string().contains("multiples of 8"));
+        assert!(list.dispatch_names().is_empty());
+    }
+    assert_clean(&ctx);
+}
