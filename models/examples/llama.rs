@@ -13,8 +13,8 @@
 //! or BF16 tensors, converted to `--format` at load). With `--expect FILE` (written by
 //! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
 //! greedy `tokens`), the prompt comes from the file and the logits at every position and the
-//! greedy tokens are compared with PyTorch's. With `--profile`, the last decode step's GPU time
-//! per kernel (every dispatch timed, which serializes the GPU).
+//! greedy tokens are compared with PyTorch's. With `--profile`, the prompt's step's and the last
+//! decode step's GPU time per kernel (every dispatch timed, which serializes the GPU).
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -254,19 +254,25 @@ fn compare(model: &mut Llama, path: &std::path::Path) -> Result<(), Box<dyn Erro
     Ok(())
 }
 
-/// Greedy generation, then the last decode step's GPU time per kernel.
+/// The prompt's step, then greedy generation: the GPU time per kernel of the prompt's step and
+/// of the last decode step.
 fn profile(model: &mut Llama, prompt: &[u32], n: usize) -> Result<(), Box<dyn Error>> {
     model.set_profile(true);
+    model.reset();
+    model.prefill(prompt)?;
+    print_kernel_times(model, &format!("prompt of {} tokens", prompt.len()))?;
     let tokens = model.greedy(prompt, n.max(2))?;
     println!("generated: {tokens:?}");
+    print_kernel_times(model, "last decode step")
+}
+
+/// The last step's GPU time per kernel, under `step`.
+fn print_kernel_times(model: &Llama, step: &str) -> Result<(), Box<dyn Error>> {
     let Some(times) = model.last_kernel_times() else {
         return Err("the device has no timestamps".into());
     };
     let total: Duration = times.iter().map(|k| k.time).sum();
-    println!(
-        "last decode step, every dispatch timed: {} in all",
-        ms(total)
-    );
+    println!("{step}, every dispatch timed: {} in all", ms(total));
     for k in times {
         println!(
             "{:>24}: {:>4} dispatches, {}",

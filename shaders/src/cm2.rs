@@ -2,15 +2,15 @@
 //! (`VK_NV_cooperative_matrix2`), and [`Cm2Tiles`], how it runs one problem.
 
 vkprism::compute_shader! {
-    /// `C = act(alpha · op(A) · op(B) + bias)` in fp16 with fp32 accumulation, on
+    /// `C = act(alpha · op(A) · op(B) + beta · C + bias)` in fp16 with fp32 accumulation, on
     /// `VK_NV_cooperative_matrix2`'s workgroup-scope matrices and tensor-addressed loads: one
     /// BM×BN tile of C per workgroup of 256 invocations, A and B loaded BK deep straight from
     /// the buffers (the driver stages them). A stored M×K (K×M with `transpose_a`), B K×N (N×K
     /// with `transpose_b`), C M×N, the bias N values; every stored row a multiple of 8
     /// elements; M, N and K any size (the loads clamp at the edges). Specialization constants
     /// as [`Cm2Tiles::spec`] fills them (tiles, transposes, `bias_term`, `activation` as in
-    /// [`gemm`](crate::gemm), `batched`, the sizes fixed at pipeline creation, the K loop's
-    /// unrolling); push constants M, N, K, alpha, slope and the batch strides in elements;
+    /// [`gemm`](crate::gemm), `batched`, `beta_term` (C read first), the sizes fixed at pipeline creation, the K loop's
+    /// unrolling); push constants M, N, K, alpha, slope, the batch strides in elements and beta;
     /// dispatch [`Cm2Tiles::grid`].
     ///
     /// Its variants need, beyond `cooperativeMatrix`, the device's
@@ -84,7 +84,7 @@ impl Cm2Tiles {
     }
 
     /// The specialization constants for an M×N×K product with these tiles and `epilogue`'s
-    /// transposes, bias, activation and batching (only those fields of it are read). The
+    /// transposes, bias, activation, batching and `beta_term` (only those fields of it are read). The
     /// layouts clamp at the edges unless the sizes are fixed and multiples of the tiles.
     pub fn spec(
         &self,

@@ -1,5 +1,5 @@
 #version 450
-// C = act(alpha * op(A) * op(B) + bias) on workgroup-scope cooperative matrices
+// C = act(alpha * op(A) * op(B) + beta * C + bias) on workgroup-scope cooperative matrices
 // (VK_NV_cooperative_matrix2): each workgroup owns a BM×BN tile of C as one fp32 accumulator
 // matrix and walks K BK at a time, loading BM×BK of A and BK×BN of B as workgroup matrices
 // straight from the buffers through tensor layouts. The driver stages those loads through
@@ -44,36 +44,40 @@ layout (constant_id = 11) const int unroll = 4;
 // (loads read 0, stores drop it), or gl_CooperativeMatrixClampModeUndefinedNV where no tile
 // crosses an edge (M, N and K fixed and multiples of the tiles), which spares the checks.
 layout (constant_id = 12) const uint clamped = gl_CooperativeMatrixClampModeConstantNV;
+// C's value before the product is read (times `beta`): a residual added in place.
+layout (constant_id = 13) const int beta_term = 0;
 
 #if NCNN_cooperative_matrix
 layout (binding = 0) readonly buffer a_blob { float16_t a_data[]; };
 layout (binding = 1) readonly buffer b_blob { float16_t b_data[]; };
 // N values, read only when bias_term is 1 (bind any fp16 tensor otherwise).
 layout (binding = 2) readonly buffer bias_blob { float16_t bias_data[]; };
-layout (binding = 3) writeonly buffer c_blob { float16_t c_data[]; };
+// Read back where beta_term is 1.
+layout (binding = 3) buffer c_blob { float16_t c_data[]; };
 #else
 // The fp32 reference the bindings' formats are told from; never shipped.
 layout (binding = 0) readonly buffer a_blob { sfp a_data[]; };
 layout (binding = 1) readonly buffer b_blob { sfp b_data[]; };
 layout (binding = 2) readonly buffer bias_blob { sfp bias_data[]; };
-layout (binding = 3) writeonly buffer c_blob { sfp c_data[]; };
+layout (binding = 3) buffer c_blob { sfp c_data[]; };
 #endif
 
 layout (push_constant) uniform parameter {
     int M; int N; int K; float alpha; float slope;
-    int batch_a; int batch_b; int batch_c;
+    int batch_a; int batch_b; int batch_c; float beta;
 } p;
 
 #include "activation.glsl"
 
 #if NCNN_cooperative_matrix
-// alpha, the bias of column n0 + col and the activation, on one element of the accumulator.
+// The bias of column n0 + col and the activation, on one element of alpha · A · B (+ beta · C).
 float epilogue(const in uint row, const in uint col, const in float v, const in uint n0)
 {
-    float x = v * p.alpha;
+    const uint N = fixed_n > 0 ? uint(fixed_n) : uint(p.N);
+    float x = v;
     if (bias_term == 1) {
         uint n = n0 + col;
-        x += n < uint(p.N) ? float(bias_data[n]) : 0.0;
+        x += n < N ? float(bias_data[n]) : 0.0;
     }
     return activate(vec4(x)).x;
 }
@@ -149,6 +153,12 @@ void main()
         acc = coopMatMulAdd(ma, mb, acc);
     }
 
+    acc = acc * p.alpha;
+    if (beta_term == 1) {
+        coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> before;
+        coopMatLoadTensorNV(before, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+        acc += coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(before) * p.beta;
+    }
     coopMatPerElementNV(acc, acc, epilogue, n0);
     coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> out16 =
         coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);

@@ -23,6 +23,8 @@ struct Case {
     shared_b: bool,
     o: reference::Gemm,
     bias: bool,
+    /// C's value before is added times this (0: C is poisoned and not read).
+    beta: f32,
     tiles: Cm2Tiles,
 }
 
@@ -44,6 +46,10 @@ fn run_case(ctx: &vkprism::Context, case: &Case, seed: u64) -> usize {
     let a = random(batch * m * k, seed, -1.0, 1.0);
     let b = random(b_count * k * n, seed + 1, -1.0, 1.0);
     let bias = random(n, seed + 2, -1.0, 1.0);
+    let before = match case.beta {
+        0.0 => vec![f32::NAN; batch * m * n],
+        _ => random(batch * m * n, seed + 3, -1.0, 1.0),
+    };
     let a_shape = if o.transpose_a {
         [batch, k, m]
     } else {
@@ -64,7 +70,7 @@ fn run_case(ctx: &vkprism::Context, case: &Case, seed: u64) -> usize {
         let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
         let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
         let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
-        let ct = Tensor::from_f32(ctx, &[batch, m, n], f, &vec![f32::NAN; batch * m * n]).unwrap();
+        let ct = Tensor::from_f32(ctx, &[batch, m, n], f, &before).unwrap();
         let spec = case.tiles.spec(
             (m, n, k),
             gemm_cm2::SpecConstants {
@@ -73,6 +79,7 @@ fn run_case(ctx: &vkprism::Context, case: &Case, seed: u64) -> usize {
                 bias_term: case.bias as i32,
                 activation: o.activation,
                 batched: (batch > 1) as i32,
+                beta_term: (case.beta != 0.0) as i32,
                 ..Default::default()
             },
         );
@@ -88,6 +95,7 @@ fn run_case(ctx: &vkprism::Context, case: &Case, seed: u64) -> usize {
             batch_a: (m * k) as i32,
             batch_b: if case.shared_b { 0 } else { (k * n) as i32 },
             batch_c: (m * n) as i32,
+            beta: case.beta,
         };
         let bindings = gemm_cm2::BufferBindings {
             a_blob: &at,
@@ -112,6 +120,16 @@ fn run_case(ctx: &vkprism::Context, case: &Case, seed: u64) -> usize {
                 &q(&b[bz * k * n..(bz + 1) * k * n]),
                 case.bias.then_some(&bias_q[..]),
             );
+            // beta · C before (the cases with beta have no activation).
+            let before = q(&before[z * m * n..(z + 1) * m * n]);
+            let want: Vec<f32> = want
+                .iter()
+                .zip(&before)
+                .map(|(w, c)| match case.beta {
+                    0.0 => *w,
+                    beta => w + beta * c,
+                })
+                .collect();
             // C is stored in fp16: its rounding is relative to |C|.
             let scale: Vec<f32> = scale
                 .iter()
@@ -140,7 +158,7 @@ fn gemm_cm2_every_variant() {
         ..Default::default()
     };
     let cases = [
-        // Whole tiles, the default choice for the shape.
+        // Whole tiles, the default choice for the shape; C before added times 0.5.
         Case {
             m: 256,
             n: 512,
@@ -149,6 +167,7 @@ fn gemm_cm2_every_variant() {
             shared_b: false,
             o: plain,
             bias: false,
+            beta: 0.5,
             tiles: Cm2Tiles::for_problem(256, 512, 320),
         },
         // Edges on every side, B stored N×K, bias and relu; K's 4 steps run as one unrolled
@@ -166,6 +185,7 @@ fn gemm_cm2_every_variant() {
                 ..plain
             },
             bias: true,
+            beta: 0.0,
             tiles: tiles(64, 128, 64, 3, true),
         },
         // A stored K×M, leaky relu, sizes pushed rather than fixed.
@@ -182,6 +202,7 @@ fn gemm_cm2_every_variant() {
                 ..plain
             },
             bias: true,
+            beta: 0.0,
             tiles: tiles(64, 128, 32, 2, false),
         },
         // A batch of 3 sharing B, sigmoid, both transposes.
@@ -198,6 +219,7 @@ fn gemm_cm2_every_variant() {
                 ..plain
             },
             bias: false,
+            beta: 0.0,
             tiles: tiles(128, 128, 16, 1, true),
         },
         // GELU on a workgroup of 128 invocations.
@@ -213,10 +235,26 @@ fn gemm_cm2_every_variant() {
                 ..plain
             },
             bias: true,
+            beta: 0.0,
             tiles: Cm2Tiles {
                 threads: 128,
                 ..tiles(128, 128, 64, 8, true)
             },
+        },
+        // A residual added in place (beta 1) with a bias, B stored N×K, sizes pushed.
+        Case {
+            m: 72,
+            n: 48,
+            k: 40,
+            batch: 1,
+            shared_b: false,
+            o: reference::Gemm {
+                transpose_b: true,
+                ..plain
+            },
+            bias: true,
+            beta: 1.0,
+            tiles: tiles(64, 128, 32, 2, false),
         },
         // SiLU.
         Case {
@@ -230,6 +268,7 @@ fn gemm_cm2_every_variant() {
                 ..plain
             },
             bias: true,
+            beta: 0.0,
             tiles: tiles(64, 128, 32, 4, true),
         },
     ];
@@ -242,8 +281,8 @@ fn gemm_cm2_every_variant() {
 }
 
 /// `Ops::gemm` records `gemm_cm2` for F16 operands where the device has its features (and
-/// `gemm` otherwise, or with `beta`, or for rows that are not multiples of 8), with the same
-/// results; `Ops::gemm_cm2_with` refuses what the kernel does not compute.
+/// `gemm` otherwise, or for rows that are not multiples of 8), with the same results;
+/// `Ops::gemm_cm2_with` refuses rows it does not read.
 #[test]
 fn ops_gemm_takes_cm2_where_the_device_has_it() {
     let ctx = ctx();
@@ -280,7 +319,8 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
         .zip(&want)
         .map(|(s, w)| s.max(w.abs()))
         .collect();
-    for (beta, kernel) in [(0.0, if has { "gemm_cm2" } else { "gemm" }), (0.5, "gemm")] {
+    let kernel = if has { "gemm_cm2" } else { "gemm" };
+    for beta in [0.0, 0.5] {
         let ct = Tensor::from_f32(&ctx, &[m, n], f, &vec![0.0; m * n]).unwrap();
         let mut list = CommandList::new(&ctx).unwrap();
         ops.gemm(&mut list, &at, &bt, Some(&biast), &ct, &op.with_beta(beta))
@@ -316,19 +356,7 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
             .load_with::<gemm_cm2::Kernel>(&LoadOptions::variant_named("fp16s_cm").unwrap())
             .unwrap();
         let tiles = Cm2Tiles::for_problem(m, n, k);
-        let ct = Tensor::new(&ctx, &[m, n], f).unwrap();
         let mut list = CommandList::new(&ctx).unwrap();
-        let beta = ops.gemm_cm2_with(
-            &mut list,
-            &kernel,
-            &tiles,
-            &at,
-            &bt,
-            None,
-            &ct,
-            &op.with_beta(1.0),
-        );
-        assert!(beta.unwrap_err().to_string().contains("beta"));
         let rows = ops.gemm_cm2_with(
             &mut list,
             &kernel,

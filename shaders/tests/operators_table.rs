@@ -56,7 +56,7 @@ macro_rules! row {
 /// The operation layer: each operation and the kernels it records.
 fn operations() -> Vec<Row> {
     vec![
-        row!("gemm": (gemm_cm2, "F16, no beta, rows multiples of 8, VK_NV_cooperative_matrix2"),
+        row!("gemm": (gemm_cm2, "F16, rows multiples of 8, VK_NV_cooperative_matrix2"),
              gemm, (gemm_split, "split K"), (gemm_split_reduce, "split K's sum")),
         row!("gemm_int8": gemm_int8),
         row!("conv2d": conv2d_nhwc, (conv2d_nhwc_split, "split K"),

@@ -8,6 +8,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("bench/kernels/copy.comp", include_str!("../../../bench/kernels/copy.comp")),
     ("bench/kernels/tick.comp", include_str!("../../../bench/kernels/tick.comp")),
     ("compiler/tests/bfloat16.rs", include_str!("../../../compiler/tests/bfloat16.rs")),
+    ("compiler/tests/cooperative_matrix2.rs", include_str!("../../../compiler/tests/cooperative_matrix2.rs")),
     ("compiler/tests/variants.rs", include_str!("../../../compiler/tests/variants.rs")),
     ("examples/hello.rs", include_str!("../../../examples/hello.rs")),
     ("examples/image_filter.rs", include_str!("../../../examples/image_filter.rs")),

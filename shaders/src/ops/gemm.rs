@@ -161,8 +161,8 @@ impl Ops {
     /// with `transpose_a`), `b` K×N (N×K with `transpose_b`), `c` M×N, `bias` N values added to
     /// each row, all of one format (F32, F16 or Bf16), every stored row a multiple of 4
     /// elements. A batch: `c` `[batch, M, N]` with `a` and `b` each `[batch, ...]` or one matrix
-    /// every product shares (strided batched GEMM, one dispatch). F16 operands without `beta`
-    /// whose stored rows are multiples of 8 go to [`gemm_cm2`](crate::gemm_cm2) where the
+    /// every product shares (strided batched GEMM, one dispatch). F16 operands whose stored
+    /// rows are multiples of 8 go to [`gemm_cm2`](crate::gemm_cm2) where the
     /// device has `VK_NV_cooperative_matrix2` ([`Ops::gemm_cm2_with`], tiles from
     /// [`Cm2Tiles::for_problem`]). Otherwise the variant of [`gemm`] is the best this device
     /// runs on that format (cooperative matrices where each matrix of A and B holds a multiple
@@ -179,7 +179,7 @@ impl Ops {
         op: &Gemm,
     ) -> Result<(), OpError> {
         let d = check_gemm(a, b, bias, c, op)?;
-        if let Some(kernel) = self.gemm_cm2_kernel(&d, a, b, op) {
+        if let Some(kernel) = self.gemm_cm2_kernel(&d, a, b) {
             let tiles = Cm2Tiles::for_problem(d.m, d.n, d.k);
             return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
         }

@@ -10,17 +10,16 @@ use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
 
 impl Ops {
     /// [`gemm_cm2`] for the checked problem `d`, where it computes it and the device runs it:
-    /// F16 operands, no `beta`, every stored row of A, B and C a multiple of 8 elements.
+    /// F16 operands, every stored row of A, B and C a multiple of 8 elements.
     pub(super) fn gemm_cm2_kernel(
         &self,
         d: &GemmDims,
         a: &Tensor,
         b: &Tensor,
-        op: &Gemm,
     ) -> Option<Arc<LoadedKernel<gemm_cm2::Kernel>>> {
         let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
         let rows_of_eight = [row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8));
-        if d.format != TensorFormat::F16 || op.beta != 0.0 || !rows_of_eight {
+        if d.format != TensorFormat::F16 || !rows_of_eight {
             return None;
         }
         // A device without VK_NV_cooperative_matrix2 refuses every variant: the KHR kernel.
@@ -29,7 +28,7 @@ impl Ops {
     }
 
     /// As [`Ops::gemm`] on [`gemm_cm2`] with `tiles` (a benchmark's choice): one dispatch. The
-    /// same checks, and besides: F16 operands, no `beta`, every stored row a multiple of 8.
+    /// same checks, and besides: F16 operands, every stored row a multiple of 8.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_cm2_with(
         &self,
@@ -45,12 +44,6 @@ impl Ops {
         const OP: &str = "gemm";
         let d = check_gemm(a, b, bias, c, op)?;
         kernel_takes(OP, kernel.format_of("a_blob"), d.format)?;
-        if op.beta != 0.0 {
-            return Err(OpError::Unsupported {
-                op: OP,
-                why: "gemm_cm2 does not read C (beta)".into(),
-            });
-        }
         let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
         if ![row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8)) {
             return Err(OpError::Unsupported {
@@ -67,6 +60,7 @@ impl Ops {
                 bias_term: bias.is_some() as i32,
                 activation,
                 batched: (d.batch > 1) as i32,
+                beta_term: (op.beta != 0.0) as i32,
                 ..Default::default()
             },
         );
@@ -80,6 +74,7 @@ impl Ops {
             batch_a,
             batch_b,
             batch_c,
+            beta: op.beta,
         };
         let bindings = gemm_cm2::BufferBindings {
             a_blob: a,
