@@ -35,7 +35,12 @@ const VARIANTS: [&str; 14] = [
 ];
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
-    let shapes: &[_] = if cfg.quick { &QUICK_SHAPES } else { &SHAPES };
+    let given = given_shapes();
+    let shapes: &[_] = match (&given, cfg.quick) {
+        (Some(given), _) => given,
+        (None, true) => &QUICK_SHAPES,
+        (None, false) => &SHAPES,
+    };
     let mut records = Vec::new();
     let mut tuner = tuner(ctx);
     for &(m, n, k) in shapes {
@@ -185,6 +190,21 @@ pub fn transposed(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     (0..cols * rows)
         .map(|i| x[(i % rows) * cols + i / rows])
         .collect()
+}
+
+/// `VKPRISM_BENCH_GEMM_SHAPES=MxNxK;...`: the GEMM cases' shapes instead of the committed ones
+/// (to measure others, such as a network's projections).
+fn given_shapes() -> Option<Vec<(usize, usize, usize)>> {
+    let list = std::env::var("VKPRISM_BENCH_GEMM_SHAPES").ok()?;
+    let shape = |s: &str| match s
+        .split('x')
+        .map(str::parse)
+        .collect::<Result<Vec<usize>, _>>()
+    {
+        Ok(v) if v.len() == 3 && v.iter().all(|d| *d > 0) => Some((v[0], v[1], v[2])),
+        _ => None,
+    };
+    Some(list.split(';').filter_map(shape).collect())
 }
 
 /// `VKPRISM_BENCH_SHAPES=a;b` limits the GEMM and convolution runs to those shapes (labels as

@@ -7,7 +7,7 @@ use crate::gemm::{check, shape_selected, transposed};
 use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
-use vkprism_shaders::{gemm_cm2, Cm2Tiles};
+use vkprism_shaders::{gemm_cm2, Cm2Tiles, Gemm, Ops};
 
 /// The record's variant: the storage variant, on the `_cm2` path.
 const VARIANT: &str = "fp16s_cm2";
@@ -45,8 +45,9 @@ pub fn run(
     Ok(records)
 }
 
-/// `Cm2Tiles::for_problem`'s choice, or with `VKPRISM_BENCH_CM2=bm,bn,bk,unroll,fixed[,threads];...`
-/// those tiles (to compare them; `fixed` 1 fixes the sizes at pipeline creation).
+/// The operation layer's choice (`Cm2Tiles::for_problem`), or with
+/// `VKPRISM_BENCH_CM2=bm,bn,bk,unroll,fixed[,threads[,split]];...` those tiles (to compare
+/// them; `fixed` 1 fixes the sizes at pipeline creation).
 fn candidates(m: usize, n: usize, k: usize) -> Vec<Cm2Tiles> {
     let Ok(list) = std::env::var("VKPRISM_BENCH_CM2") else {
         return vec![Cm2Tiles::for_problem(m, n, k)];
@@ -54,7 +55,9 @@ fn candidates(m: usize, n: usize, k: usize) -> Vec<Cm2Tiles> {
     list.split(';')
         .filter_map(|t| {
             let v: Vec<u32> = t.split(',').filter_map(|x| x.parse().ok()).collect();
-            let (&[bm, bn, bk, unroll, fixed], threads) = (&v[..5.min(v.len())], v.get(5)) else {
+            let (&[bm, bn, bk, unroll, fixed], threads, split) =
+                (&v[..5.min(v.len())], v.get(5), v.get(6))
+            else {
                 return None;
             };
             Some(Cm2Tiles {
@@ -66,6 +69,7 @@ fn candidates(m: usize, n: usize, k: usize) -> Vec<Cm2Tiles> {
                 threads: threads
                     .copied()
                     .unwrap_or(vkprism_shaders::GEMM_CM2_THREADS),
+                split_k: split.copied().unwrap_or(1),
             })
         })
         .collect()
@@ -104,22 +108,11 @@ fn one(
     );
     let pipe = kernel.pipeline(&spec, Some(tiles.local_size()))?;
     crate::print_statistics(&format!("gemm_cm2 {tiles:?}"), &pipe);
-    let push = gemm_cm2::PushConstants {
-        M: m as i32,
-        N: n as i32,
-        K: k as i32,
-        alpha: 1.0,
-        ..Default::default()
-    };
-    let bindings = gemm_cm2::BufferBindings {
-        a_blob: &at,
-        b_blob: &bt,
-        bias_blob: &at,
-        c_blob: &ct,
-    };
-    let grid = tiles.grid(m, n, 1);
+    // As the operation layer records it (the split pair where tiles.split_k > 1).
+    let op = Gemm::new().with_transpose_a(ta).with_transpose_b(tb);
+    let ops = Ops::new(ctx);
     let record = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-        Ok(l.dispatch(&pipe, &bindings, &push, grid)?)
+        Ok(ops.gemm_cm2_with(l, kernel, &tiles, &at, &bt, None, &ct, &op)?)
     };
     let mut list = CommandList::new(ctx)?;
     record(&mut list)?;

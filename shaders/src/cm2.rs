@@ -2,28 +2,45 @@
 //! (`VK_NV_cooperative_matrix2`), and [`Cm2Tiles`], how it runs one problem.
 
 vkprism::compute_shader! {
+    /// The GEMM on workgroup-scope matrices and its split-K first pass, one module each
+    /// (re-exported at the crate's root), sharing one set of constants types.
+    pub mod cm2_kernels,
+    variants: [fp16s_cm, fp16sa_cm],
+    // glslang compiles GL_NV_cooperative_matrix2 only for SPIR-V 1.6 (Vulkan 1.3).
+    vulkan_version: "1.3",
+    shaders: {
     /// `C = act(alpha · op(A) · op(B) + beta · C + bias)` in fp16 with fp32 accumulation, on
     /// `VK_NV_cooperative_matrix2`'s workgroup-scope matrices and tensor-addressed loads: one
-    /// BM×BN tile of C per workgroup of 256 invocations, A and B loaded BK deep straight from
+    /// BM×BN tile of C per workgroup (of [`Cm2Tiles::threads`]), A and B loaded BK deep straight from
     /// the buffers (the driver stages them). A stored M×K (K×M with `transpose_a`), B K×N (N×K
     /// with `transpose_b`), C M×N, the bias N values; every stored row a multiple of 8
     /// elements; M, N and K any size (the loads clamp at the edges). Specialization constants
     /// as [`Cm2Tiles::spec`] fills them (tiles, transposes, `bias_term`, `activation` as in
-    /// [`gemm`](crate::gemm), `batched`, `beta_term` (C read first), the sizes fixed at pipeline creation, the K loop's
-    /// unrolling); push constants M, N, K, alpha, slope, the batch strides in elements and beta;
-    /// dispatch [`Cm2Tiles::grid`].
+    /// [`gemm`](crate::gemm), `batched`, `beta_term` (C read first), the sizes fixed at
+    /// pipeline creation, the K loop's unrolling); push constants M, N, K, alpha, slope, the
+    /// batch strides in elements and beta; dispatch [`Cm2Tiles::grid`].
     ///
     /// Its variants need, beyond `cooperativeMatrix`, the device's
     /// `cooperativeMatrixWorkgroupScope`, `cooperativeMatrixFlexibleDimensions`,
     /// `cooperativeMatrixPerElementOperations` and `cooperativeMatrixTensorAddressing`: where
     /// those are missing it does not load, and [`Ops::gemm`](crate::ops::Ops::gemm) records
     /// [`gemm`](crate::gemm).
-    pub mod gemm_cm2,
-    path: "gemm_cm2.comp",
-    // glslang compiles GL_NV_cooperative_matrix2 only for SPIR-V 1.6 (Vulkan 1.3).
-    vulkan_version: "1.3",
-    variants: [fp16s_cm, fp16sa_cm],
+        gemm_cm2: { path: "gemm_cm2.comp" },
+    /// [`gemm_cm2`](crate::gemm_cm2) split along K, the first of two passes for one product
+    /// whose grid of tiles is too small to fill the GPU: workgroup z of `split_k` multiplies
+    /// one share of K (whole steps) and stores its fp32 sums to `partial` (`[split_k][M][N]`
+    /// F32); [`gemm_split_reduce`](crate::gemm_split_reduce) (`fp16s`) then adds the shares and
+    /// applies alpha, beta, the bias, the activation and C's format. The same variants,
+    /// requirements and constants types; dispatch [`Cm2Tiles::grid`] with z `split_k`.
+        gemm_cm2_split: {
+            path: "gemm_cm2.comp",
+            define: [("VKPRISM_SPLIT_K", "1")],
+            share: [gemm_cm2::SpecConstants, gemm_cm2::PushConstants],
+        },
+    },
 }
+
+pub use cm2_kernels::{gemm_cm2, gemm_cm2_split};
 
 /// How [`gemm_cm2`] runs one problem: the tile of C per workgroup, the step depth, how many
 /// steps the K loop runs unrolled, and whether M, N and K are fixed at pipeline creation.
@@ -43,6 +60,9 @@ pub struct Cm2Tiles {
     /// Invocations per workgroup (a multiple of the subgroup size, at most the device's
     /// `cooperativeMatrixWorkgroupScopeMaxWorkgroupSize`).
     pub threads: u32,
+    /// Shares of K (`split_k`): 1 for [`gemm_cm2`]; more for [`gemm_cm2_split`] and its
+    /// second pass (one product only).
+    pub split_k: u32,
 }
 
 /// `gl_CooperativeMatrixClampModeUndefinedNV`: no element is read or written past an edge.
@@ -51,31 +71,32 @@ const CLAMP_MODE_UNDEFINED: u32 = 0;
 const CLAMP_MODE_CONSTANT: u32 = 1;
 
 /// The invocations of a [`gemm_cm2`] workgroup unless [`Cm2Tiles::threads`] says otherwise.
-pub const GEMM_CM2_THREADS: u32 = 256;
+pub const GEMM_CM2_THREADS: u32 = 128;
 
 impl Cm2Tiles {
-    /// The tiles for an M×N×K problem, by how many tiles the grid holds (the H100's 132 SMs,
-    /// measured in BENCHMARKS.md): 128×256 tiles 32 deep with 32 steps unrolled where there are
-    /// at least 128 of them, else 128×128 tiles 64 deep with 8 unrolled where there are at
-    /// least 128 of those, else 64×128 tiles 64 deep with 4 unrolled; 256 invocations, the
-    /// sizes fixed.
-    pub fn for_problem(m: usize, n: usize, _k: usize) -> Cm2Tiles {
-        let tiles = |bm: usize, bn: usize| m.div_ceil(bm) * n.div_ceil(bn);
-        let (bm, bn, bk, unroll) = if tiles(128, 256) >= 128 {
-            (128, 256, 32, 32)
-        } else if tiles(128, 128) >= 128 {
-            (128, 128, 64, 8)
-        } else {
-            (64, 128, 64, 4)
-        };
-        Cm2Tiles {
+    /// The tiles for one M×N×K product, by the grid of 128×128 tiles and the depth of K, as
+    /// measured on the H100 (BENCHMARKS.md; a workgroup of 128 invocations holds about half an
+    /// SM's registers, so two share one): 128×128 tiles 64 deep, 8 steps unrolled, split in 2
+    /// along K where fewer than 128 of them cover C over a K of at least 2048, or fewer than
+    /// 264 over a K of at least 8192; 64×128 tiles, 4 steps unrolled, where fewer than 128
+    /// cover C over a shorter K. 128 invocations, the sizes fixed. A batch of products takes
+    /// these tiles with `split_k` 1.
+    pub fn for_problem(m: usize, n: usize, k: usize) -> Cm2Tiles {
+        let tiles = m.div_ceil(128) * n.div_ceil(128);
+        let choose = |bm, bn, unroll, split_k| Cm2Tiles {
             bm,
             bn,
-            bk,
+            bk: 64,
             unroll,
             fixed_sizes: true,
             threads: GEMM_CM2_THREADS,
+            split_k,
+        };
+        if tiles < 128 && k < 2048 {
+            return choose(64, 128, 4, 1);
         }
+        let split = (tiles < 128 && k >= 2048) || (tiles < 264 && k >= 8192);
+        choose(128, 128, 8, if split { 2 } else { 1 })
     }
 
     /// The workgroup to create the pipeline with.
@@ -108,16 +129,23 @@ impl Cm2Tiles {
             fixed_n: fixed(n),
             fixed_k: fixed(k),
             unroll: self.unroll.max(1) as i32,
+            split_k: self.split_k.max(1) as i32,
             ..epilogue
         }
     }
 
-    /// The dispatch for an M×N result over `batch` products, in invocations.
+    /// The dispatch for an M×N result over `batch` products (or, split, `split_k` shares of
+    /// one), in invocations.
     pub fn grid(&self, m: usize, n: usize, batch: usize) -> [u32; 3] {
+        let z = if self.split_k > 1 {
+            self.split_k
+        } else {
+            batch as u32
+        };
         [
             n.div_ceil(self.bn as usize) as u32 * self.threads,
             m.div_ceil(self.bm as usize) as u32,
-            batch as u32,
+            z,
         ]
     }
 }

@@ -204,7 +204,7 @@ impl GemmConfig {
 
     /// The invocation grid of [`gemm_split_reduce`] for an M×N result (one per 4 elements).
     pub fn reduce_grid(&self, m: usize, n: usize) -> [u32; 3] {
-        [(m * n.div_ceil(4)) as u32, 1, 1]
+        split_reduce_grid(m, n)
     }
 
     /// [`gemm_split_reduce`]'s constants for this configuration, with `bias_term` and
@@ -286,4 +286,10 @@ fn coopmat_tiles(
     } else {
         (8, [4, 4, 4], if k >= 2048 { 48 } else { 32 })
     }
+}
+
+/// The invocation grid of [`gemm_split_reduce`] for an M×N result, whatever the first pass:
+/// one invocation per 4 elements.
+pub(crate) fn split_reduce_grid(m: usize, n: usize) -> [u32; 3] {
+    [(m * n.div_ceil(4)) as u32, 1, 1]
 }

@@ -18,17 +18,23 @@
 // Sizes: M, N and K come from the push constants, or from the specialization constants
 // `fixed_m`, `fixed_n`, `fixed_k` where those are not 0 (the driver then knows the loop's
 // bounds and the edges at pipeline creation). The K loop runs `unroll` steps at a time, then
-// the steps left one at a time. Grid: [ceil(N / BN) · 256, ceil(M / BM), batch].
+// the steps left one at a time. Grid: [ceil(N / BN) · workgroup, ceil(M / BM), batch].
+//
+// With VKPRISM_SPLIT_K (gemm_cm2_split, one product): workgroup z multiplies share z of the
+// `split_k` shares of K (whole steps) and stores its fp32 sums to `partial` ([split_k][M][N]);
+// gemm_split_reduce adds them and applies the rest. Grid: [.., .., split_k].
 #extension GL_EXT_control_flow_attributes : require
 #if NCNN_cooperative_matrix
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_NV_cooperative_matrix2 : require
 #endif
 
-layout (local_size_x = 256) in;
+// 128 or 256 invocations (Cm2Tiles::threads), within the device's
+// cooperativeMatrixWorkgroupScopeMaxWorkgroupSize.
+layout (local_size_x = 128) in;
 
 layout (constant_id = 0) const int BM = 128;
-layout (constant_id = 1) const int BN = 256;
+layout (constant_id = 1) const int BN = 128;
 layout (constant_id = 2) const int BK = 64;
 layout (constant_id = 3) const int transpose_a = 0;
 layout (constant_id = 4) const int transpose_b = 0;
@@ -46,18 +52,27 @@ layout (constant_id = 11) const int unroll = 4;
 layout (constant_id = 12) const uint clamped = gl_CooperativeMatrixClampModeConstantNV;
 // C's value before the product is read (times `beta`): a residual added in place.
 layout (constant_id = 13) const int beta_term = 0;
+// Split-K kernel (gemm_cm2_split): the shares of K, one per workgroup z.
+layout (constant_id = 14) const int split_k = 1;
 
 #if NCNN_cooperative_matrix
 layout (binding = 0) readonly buffer a_blob { float16_t a_data[]; };
 layout (binding = 1) readonly buffer b_blob { float16_t b_data[]; };
+#else
+// The fp32 reference the bindings' formats are told from; never shipped.
+layout (binding = 0) readonly buffer a_blob { sfp a_data[]; };
+layout (binding = 1) readonly buffer b_blob { sfp b_data[]; };
+#endif
+#if VKPRISM_SPLIT_K
+// Workgroup z's fp32 sums over its share of K, [split_k][M][N]; gemm_split_reduce applies
+// alpha, beta, the bias, the activation and C's format.
+layout (binding = 2) writeonly buffer partial_blob { float partial_data[]; };
+#elif NCNN_cooperative_matrix
 // N values, read only when bias_term is 1 (bind any fp16 tensor otherwise).
 layout (binding = 2) readonly buffer bias_blob { float16_t bias_data[]; };
 // Read back where beta_term is 1.
 layout (binding = 3) buffer c_blob { float16_t c_data[]; };
 #else
-// The fp32 reference the bindings' formats are told from; never shipped.
-layout (binding = 0) readonly buffer a_blob { sfp a_data[]; };
-layout (binding = 1) readonly buffer b_blob { sfp b_data[]; };
 layout (binding = 2) readonly buffer bias_blob { sfp bias_data[]; };
 layout (binding = 3) buffer c_blob { sfp c_data[]; };
 #endif
@@ -69,7 +84,7 @@ layout (push_constant) uniform parameter {
 
 #include "activation.glsl"
 
-#if NCNN_cooperative_matrix
+#if NCNN_cooperative_matrix && !VKPRISM_SPLIT_K
 // The bias of column n0 + col and the activation, on one element of alpha · A · B (+ beta · C).
 float epilogue(const in uint row, const in uint col, const in float v, const in uint n0)
 {
@@ -81,7 +96,9 @@ float epilogue(const in uint row, const in uint col, const in float v, const in 
     }
     return activate(vec4(x)).x;
 }
+#endif
 
+#if NCNN_cooperative_matrix
 // A stored row of `cols` elements, rounded down to the 8 the kernel requires: a stride the
 // compiler can see is a multiple of 8.
 uint aligned_stride(uint cols)
@@ -96,7 +113,11 @@ void main()
     const uint K = fixed_k > 0 ? uint(fixed_k) : uint(p.K);
     const uint m0 = gl_WorkGroupID.y * BM;
     const uint n0 = gl_WorkGroupID.x * BN;
+#if VKPRISM_SPLIT_K
+    const uint z = 0;
+#else
     const uint z = batched == 1 ? gl_WorkGroupID.z : 0;
+#endif
     const uint a_at = z * uint(p.batch_a);
     const uint b_at = z * uint(p.batch_b);
     const uint c_at = z * uint(p.batch_c);
@@ -119,9 +140,19 @@ void main()
     coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
     coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
 
-    const uint steps = (K + BK - 1) / BK;
-    const uint whole = steps - steps % uint(unroll);
-    uint step = 0;
+    // This workgroup's steps of K: all of them, or share z of split_k (whole steps).
+    const uint all_steps = (K + BK - 1) / BK;
+#if VKPRISM_SPLIT_K
+    const uint share = (all_steps + split_k - 1) / split_k;
+    const uint first = min(gl_WorkGroupID.z * share, all_steps);
+    const uint steps = min(first + share, all_steps);
+#else
+    const uint first = 0;
+    const uint steps = all_steps;
+#endif
+    const uint count = steps - first;
+    const uint whole = first + count - count % uint(unroll);
+    uint step = first;
     for (; step < whole; step += unroll) {
         [[unroll]] for (int u = 0; u < unroll; u++) {
             const uint k = (step + u) * BK;
@@ -153,6 +184,10 @@ void main()
         acc = coopMatMulAdd(ma, mb, acc);
     }
 
+#if VKPRISM_SPLIT_K
+    const uint partial_at = gl_WorkGroupID.z * M * N;
+    coopMatStoreTensorNV(acc, partial_data, partial_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+#else
     acc = acc * p.alpha;
     if (beta_term == 1) {
         coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> before;
@@ -163,6 +198,7 @@ void main()
     coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> out16 =
         coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);
     coopMatStoreTensorNV(out16, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+#endif
 }
 #else
 void main()

@@ -71,7 +71,7 @@ pub use attention_kernels::{
     attention, attention4, attention_cm, attention_combine, attention_grouped, AttentionShape,
 };
 pub use broadcast::{binary_bcast, binary_bcast4};
-pub use cm2::{gemm_cm2, Cm2Tiles, GEMM_CM2_THREADS};
+pub use cm2::{cm2_kernels, gemm_cm2, gemm_cm2_split, Cm2Tiles, GEMM_CM2_THREADS};
 pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use conv::{conv2d, Conv2dShape};
 pub use convert_kernels::{

@@ -36,6 +36,7 @@ fn tiles(bm: u32, bn: u32, bk: u32, unroll: u32, fixed_sizes: bool) -> Cm2Tiles 
         unroll,
         fixed_sizes,
         threads: 256,
+        split_k: 1,
     }
 }
 
@@ -370,5 +371,87 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
         assert!(rows.unwrap_err().to_string().contains("multiples of 8"));
         assert!(list.dispatch_names().is_empty());
     }
+    assert_clean(&ctx);
+}
+
+/// `Ops::gemm_cm2_with` split along K: shares of whole steps (some empty) summed by
+/// `gemm_split_reduce` with alpha, beta, the bias and the activation, against the CPU reference.
+#[test]
+fn gemm_cm2_split_k_every_variant() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let f = TensorFormat::F16;
+    let (m, n, k) = (80, 136, 200);
+    let a = random(m * k, 11, -1.0, 1.0);
+    let b = random(n * k, 12, -1.0, 1.0);
+    let bias = random(n, 13, -1.0, 1.0);
+    let before = random(m * n, 14, -1.0, 1.0);
+    let q = |x: &[f32]| quantize(x, f);
+    let at = Tensor::from_f32(&ctx, &[m, k], f, &a).unwrap();
+    let bt = Tensor::from_f32(&ctx, &[n, k], f, &b).unwrap();
+    let biast = Tensor::from_f32(&ctx, &[n], f, &bias).unwrap();
+    let mut ran = 0;
+    // 13 steps of 16 in 3 shares (5, 5, 3); 4 steps of 64 in 8 shares (4 of them empty).
+    for (bk, split, beta, activation) in [
+        (16, 3, 0.5, Activation::None),
+        (64, 8, 0.0, Activation::Gelu),
+    ] {
+        for name in gemm_cm2::VARIANT_NAMES {
+            let Some(kernel) = load_unless_device_lacks_matrices::<gemm_cm2::Kernel>(&ctx, name)
+            else {
+                continue;
+            };
+            let ct = Tensor::from_f32(&ctx, &[m, n], f, &before).unwrap();
+            let tiles = Cm2Tiles {
+                split_k: split,
+                ..tiles(64, 128, bk, 2, true)
+            };
+            let op = Gemm::new()
+                .with_transpose_b(true)
+                .with_alpha(0.75)
+                .with_beta(beta)
+                .with_activation(activation);
+            let mut list = CommandList::new(&ctx).unwrap();
+            ops.gemm_cm2_with(&mut list, &kernel, &tiles, &at, &bt, Some(&biast), &ct, &op)
+                .unwrap();
+            assert_eq!(
+                list.dispatch_names(),
+                ["gemm_cm2_split", "gemm_split_reduce"]
+            );
+            list.submit_and_wait().unwrap();
+            let o = reference::Gemm {
+                transpose_b: true,
+                alpha: 0.75,
+                ..Default::default()
+            };
+            let (pre, scale) = reference::gemm_with(o, m, n, k, &q(&a), &q(&b), Some(&q(&bias)));
+            let want: Vec<f32> = pre
+                .iter()
+                .zip(q(&before))
+                .map(|(p, c)| {
+                    let x = p + beta * c;
+                    match activation {
+                        Activation::Gelu => reference::gelu(x as f64) as f32,
+                        _ => x,
+                    }
+                })
+                .collect();
+            let scale: Vec<f32> = scale
+                .iter()
+                .zip(&want)
+                .map(|(s, w)| s.max(w.abs()))
+                .collect();
+            let key = kernel.variant().key;
+            check(
+                &ct.download_f32().unwrap(),
+                &q(&want),
+                &scale,
+                tolerance(&key),
+                &format!("{name} split {split}"),
+            );
+            ran += 1;
+        }
+    }
+    eprintln!("{ran} split runs");
     assert_clean(&ctx);
 }

@@ -57,7 +57,8 @@ macro_rules! row {
 fn operations() -> Vec<Row> {
     vec![
         row!("gemm": (gemm_cm2, "F16, rows multiples of 8, VK_NV_cooperative_matrix2"),
-             gemm, (gemm_split, "split K"), (gemm_split_reduce, "split K's sum")),
+             (gemm_cm2_split, "the same, split K"), gemm, (gemm_split, "split K"),
+             (gemm_split_reduce, "split K's sum")),
         row!("gemm_int8": gemm_int8),
         row!("conv2d": conv2d_nhwc, (conv2d_nhwc_split, "split K"),
              (gemm_split_reduce, "split K's sum")),

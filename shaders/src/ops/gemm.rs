@@ -148,12 +148,12 @@ impl Conv2d {
 
 /// The second pass of a split, and the first pass's constants, shared by the GEMM and the
 /// convolution.
-struct Epilogue<'a> {
-    bias: Option<&'a Tensor>,
-    alpha: f32,
+pub(super) struct Epilogue<'a> {
+    pub(super) bias: Option<&'a Tensor>,
+    pub(super) alpha: f32,
     /// C's value before the product, times this, is added (0: not read).
-    beta: f32,
-    activation: Activation,
+    pub(super) beta: f32,
+    pub(super) activation: Activation,
 }
 
 impl Ops {
@@ -164,7 +164,7 @@ impl Ops {
     /// every product shares (strided batched GEMM, one dispatch). F16 operands whose stored
     /// rows are multiples of 8 go to [`gemm_cm2`](crate::gemm_cm2) where the
     /// device has `VK_NV_cooperative_matrix2` ([`Ops::gemm_cm2_with`], tiles from
-    /// [`Cm2Tiles::for_problem`]). Otherwise the variant of [`gemm`] is the best this device
+    /// [`Cm2Tiles::for_problem`]: a single product split along K where that fills the GPU). Otherwise the variant of [`gemm`] is the best this device
     /// runs on that format (cooperative matrices where each matrix of A and B holds a multiple
     /// of 8 elements), the tiles the tile policy's (or the tuner's), a single product without
     /// `beta` split along K where that fills the GPU better. Nothing is recorded when a check
@@ -180,7 +180,13 @@ impl Ops {
     ) -> Result<(), OpError> {
         let d = check_gemm(a, b, bias, c, op)?;
         if let Some(kernel) = self.gemm_cm2_kernel(&d, a, b) {
-            let tiles = Cm2Tiles::for_problem(d.m, d.n, d.k);
+            let tiles = match (Cm2Tiles::for_problem(d.m, d.n, d.k), d.batch) {
+                (one, 1) => one,
+                (tiles, _) => Cm2Tiles {
+                    split_k: 1,
+                    ..tiles
+                },
+            };
             return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
         }
         let (m, n, k) = (d.m, d.n, d.k);
@@ -234,7 +240,7 @@ impl Ops {
                 });
             }
             let split = self.kernel_exact::<gemm_split::Kernel>(OP, key)?;
-            let partial = self.partial(list, OP, cfg, m, n)?;
+            let partial = self.partial(list, OP, cfg.split_k, m, n)?;
             let bindings = gemm_split::BufferBindings {
                 a_blob: a,
                 b_blob: b,
@@ -248,7 +254,7 @@ impl Ops {
                 beta: op.beta,
                 activation: op.activation,
             };
-            return self.split_reduce(list, OP, key, cfg, (m, n), &partial, c, &epilogue);
+            return self.split_reduce(list, OP, key, cfg.split_k, (m, n), &partial, c, &epilogue);
         }
         let (activation, slope) = op.activation.code();
         let spec = gemm::SpecConstants {
@@ -368,7 +374,7 @@ impl Ops {
         let key = kernel.variant().key;
         if cfg.split_k > 1 {
             let split = self.kernel_exact::<conv2d_nhwc_split::Kernel>(OP, key)?;
-            let partial = self.partial(list, OP, cfg, m, n)?;
+            let partial = self.partial(list, OP, cfg.split_k, m, n)?;
             let bindings = conv2d_nhwc_split::BufferBindings {
                 in_blob: input,
                 w_blob: weight,
@@ -383,7 +389,7 @@ impl Ops {
                 beta: 0.0,
                 activation: op.activation,
             };
-            return self.split_reduce(list, OP, key, cfg, (m, n), &partial, out, &epilogue);
+            return self.split_reduce(list, OP, key, cfg.split_k, (m, n), &partial, out, &epilogue);
         }
         let (code, slope) = op.activation.code();
         let spec = gemm::SpecConstants {
@@ -408,33 +414,29 @@ impl Ops {
         self.class.config(problem, variant, subgroup)
     }
 
-    /// Scratch for a split's fp32 partial sums (the list keeps it alive while it exists).
-    fn partial(
+    /// Scratch for the fp32 partial sums of a split in `splits` shares, `[splits, m, n]` (the
+    /// list keeps it alive while it exists).
+    pub(super) fn partial(
         &self,
         list: &mut CommandList,
         op: &'static str,
-        cfg: &GemmConfig,
+        splits: u32,
         m: usize,
         n: usize,
     ) -> Result<Tensor, OpError> {
-        scratch(
-            list,
-            &self.ctx,
-            op,
-            &cfg.partial_shape(m, n),
-            TensorFormat::F32,
-        )
+        let shape = [splits as usize, m, n];
+        scratch(list, &self.ctx, op, &shape, TensorFormat::F32)
     }
 
-    /// Records the second pass of a split: `out = act(alpha · Σ partial + bias)` in the first
-    /// pass's float mode.
+    /// Records the second pass of a split in `splits` shares: `out = act(alpha · Σ partial +
+    /// beta · out + bias)` in the first pass's float mode.
     #[allow(clippy::too_many_arguments)]
-    fn split_reduce(
+    pub(super) fn split_reduce(
         &self,
         list: &mut CommandList,
         op: &'static str,
         first: VariantKey,
-        cfg: &GemmConfig,
+        splits: u32,
         (m, n): (usize, usize),
         partial: &Tensor,
         out: &Tensor,
@@ -445,8 +447,10 @@ impl Ops {
         let kernel = self.kernel_exact::<gemm_split_reduce::Kernel>(op, key)?;
         let (activation, slope) = epilogue.activation.code();
         let spec = gemm_split_reduce::SpecConstants {
+            splits: splits as i32,
+            bias_term: epilogue.bias.is_some() as i32,
+            activation,
             beta_term: (epilogue.beta != 0.0) as i32,
-            ..cfg.reduce_spec(epilogue.bias.is_some(), activation)
         };
         let pipe = pipeline(op, &kernel, &spec, None)?;
         let bindings = gemm_split_reduce::BufferBindings {
@@ -463,7 +467,12 @@ impl Ops {
         };
         let result = recorded(
             op,
-            list.dispatch(&pipe, &bindings, &push, cfg.reduce_grid(m, n)),
+            list.dispatch(
+                &pipe,
+                &bindings,
+                &push,
+                crate::config::split_reduce_grid(m, n),
+            ),
         );
         list.release_scratch(partial);
         result

@@ -2,9 +2,9 @@
 //! how it is recorded.
 
 use super::check::kernel_takes;
-use super::gemm::{check_gemm, GemmDims};
+use super::gemm::{check_gemm, Epilogue, GemmDims};
 use super::{pipeline, recorded, OpError, Ops};
-use crate::{gemm_cm2, Cm2Tiles, Gemm};
+use crate::{gemm_cm2, gemm_cm2_split, Cm2Tiles, Gemm};
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
 
@@ -27,8 +27,10 @@ impl Ops {
             .ok()
     }
 
-    /// As [`Ops::gemm`] on [`gemm_cm2`] with `tiles` (a benchmark's choice): one dispatch. The
-    /// same checks, and besides: F16 operands, every stored row a multiple of 8.
+    /// As [`Ops::gemm`] on [`gemm_cm2`] with `tiles` (a benchmark's choice): one dispatch, or
+    /// where `tiles.split_k` > 1 [`gemm_cm2_split`] then
+    /// [`gemm_split_reduce`](crate::gemm_split_reduce) (one product only). The same checks,
+    /// and besides: F16 operands, every stored row a multiple of 8.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_cm2_with(
         &self,
@@ -50,6 +52,9 @@ impl Ops {
                 op: OP,
                 why: "gemm_cm2 reads stored rows of multiples of 8 elements".into(),
             });
+        }
+        if tiles.split_k > 1 {
+            return self.gemm_cm2_split(list, kernel, tiles, &d, (a, b, bias, c), op);
         }
         let (activation, slope) = op.activation.code();
         let spec = tiles.spec(
@@ -86,5 +91,65 @@ impl Ops {
         let pipe = pipeline(OP, kernel, &spec, Some(tiles.local_size()))?;
         let grid = tiles.grid(d.m, d.n, d.batch);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, grid))
+    }
+
+    /// The split pair: shares of K into fp32 partial sums, then their sum with the epilogue.
+    fn gemm_cm2_split(
+        &self,
+        list: &mut CommandList,
+        kernel: &Arc<LoadedKernel<gemm_cm2::Kernel>>,
+        tiles: &Cm2Tiles,
+        d: &GemmDims,
+        (a, b, bias, c): (&Tensor, &Tensor, Option<&Tensor>, &Tensor),
+        op: &Gemm,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemm";
+        if d.batch > 1 {
+            return Err(OpError::Unsupported {
+                op: OP,
+                why: "split-K takes one product, not a batch".into(),
+            });
+        }
+        let key = kernel.variant().key;
+        let split = self.kernel_exact::<gemm_cm2_split::Kernel>(OP, key)?;
+        let spec = tiles.spec(
+            (d.m, d.n, d.k),
+            gemm_cm2::SpecConstants {
+                transpose_a: op.transpose_a as i32,
+                transpose_b: op.transpose_b as i32,
+                ..Default::default()
+            },
+        );
+        let push = gemm_cm2::PushConstants {
+            M: d.m as i32,
+            N: d.n as i32,
+            K: d.k as i32,
+            ..Default::default()
+        };
+        let partial = self.partial(list, OP, tiles.split_k, d.m, d.n)?;
+        let bindings = gemm_cm2_split::BufferBindings {
+            a_blob: a,
+            b_blob: b,
+            partial_blob: &partial,
+        };
+        let pipe = pipeline(OP, &split, &spec, Some(tiles.local_size()))?;
+        let grid = tiles.grid(d.m, d.n, 1);
+        recorded(OP, list.dispatch(&pipe, &bindings, &push, grid))?;
+        let epilogue = Epilogue {
+            bias,
+            alpha: op.alpha,
+            beta: op.beta,
+            activation: op.activation,
+        };
+        self.split_reduce(
+            list,
+            OP,
+            key,
+            tiles.split_k,
+            (d.m, d.n),
+            &partial,
+            c,
+            &epilogue,
+        )
     }
 }
