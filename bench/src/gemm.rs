@@ -60,9 +60,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             }
         }
     }
-    if selected("fp16s_cm2") {
-        records.extend(crate::gemm_cm2::run(ctx, cfg, shapes)?);
-    }
+    records.extend(crate::gemm_cm2::run(ctx, cfg, shapes)?);
     records.extend(crate::gemm_int8::run(ctx, cfg, shapes)?);
     records.extend(crate::gemm_image::run(ctx, cfg, shapes)?);
     Ok(records)

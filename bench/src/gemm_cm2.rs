@@ -1,44 +1,49 @@
 //! GEMM throughput of `vkprism_shaders::gemm_cm2` (workgroup-scope cooperative matrices,
-//! `VK_NV_cooperative_matrix2`) on the GEMM case's shapes, recorded as variant `fp16s_cm2` of
-//! case `gemm` beside the KHR kernel's `fp16s_lm_cm`. Where the device lacks the extension's
-//! features, one line says so and nothing is recorded.
+//! `VK_NV_cooperative_matrix2`) on the GEMM case's shapes, recorded as variants `fp16s_cm2` and
+//! `bf16s_cm2` of case `gemm` beside the KHR kernel's `fp16s_lm_cm` and `bf16s_lm_cm`. Where the
+//! device lacks the extension's features, one line says so and nothing is recorded.
 
-use crate::gemm::{check, shape_selected, transposed};
+use crate::gemm::{check, selected, shape_selected, transposed};
 use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::{quantize, random};
-use vkprism::{CommandList, Context, LoadOptions, Tensor};
+use std::sync::Arc;
+use vkprism::{CommandList, Context, LoadOptions, LoadedKernel, Tensor};
 use vkprism_shaders::{gemm_cm2, Cm2Tiles, Gemm, Ops};
 
-/// The record's variant: the storage variant, on the `_cm2` path.
-const VARIANT: &str = "fp16s_cm2";
+/// The kernel's variants and the records' names for them (the storage variant on the `_cm2`
+/// path).
+const VARIANTS: [(&str, &str); 2] = [("fp16s_cm", "fp16s_cm2"), ("bf16s_cm", "bf16s_cm2")];
 
 pub fn run(
     ctx: &Context,
     cfg: Config,
     shapes: &[(usize, usize, usize)],
 ) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
-    let kernel = match ctx.load_with::<gemm_cm2::Kernel>(&LoadOptions::variant_named("fp16s_cm")?) {
-        Ok(k) => k,
-        Err(e) => {
-            println!("# gemm {VARIANT}: not run: {e}");
-            return Ok(Vec::new());
-        }
-    };
     let mut records = Vec::new();
-    for &(m, n, k) in shapes {
-        if !shape_selected(&format!("{m}x{n}x{k}")) {
-            continue;
-        }
-        let a = random(m * k, 1);
-        let b = random(k * n, 2);
-        for tiles in candidates(m, n, k) {
-            match one(ctx, cfg, &kernel, (m, n, k), tiles, &a, &b) {
-                Ok(r) => {
-                    print(&r);
-                    println!("#   gemm {m}x{n}x{k} {VARIANT}: {tiles:?}");
-                    records.push(r);
+    for (variant, label) in VARIANTS.into_iter().filter(|(_, l)| selected(l)) {
+        let load = LoadOptions::variant_named(variant)?;
+        let kernel = match ctx.load_with::<gemm_cm2::Kernel>(&load) {
+            Ok(k) => k,
+            Err(e) => {
+                println!("# gemm {label}: not run: {e}");
+                continue;
+            }
+        };
+        for &(m, n, k) in shapes {
+            if !shape_selected(&format!("{m}x{n}x{k}")) {
+                continue;
+            }
+            let a = random(m * k, 1);
+            let b = random(k * n, 2);
+            for tiles in candidates(m, n, k) {
+                match one(ctx, cfg, (&kernel, label), (m, n, k), tiles, &a, &b) {
+                    Ok(r) => {
+                        print(&r);
+                        println!("#   gemm {m}x{n}x{k} {label}: {tiles:?}");
+                        records.push(r);
+                    }
+                    Err(e) => println!("# gemm {m}x{n}x{k} {label} {tiles:?}: not run: {e}"),
                 }
-                Err(e) => println!("# gemm {m}x{n}x{k} {VARIANT} {tiles:?}: not run: {e}"),
             }
         }
     }
@@ -78,7 +83,7 @@ fn candidates(m: usize, n: usize, k: usize) -> Vec<Cm2Tiles> {
 fn one(
     ctx: &Context,
     cfg: Config,
-    kernel: &std::sync::Arc<vkprism::LoadedKernel<gemm_cm2::Kernel>>,
+    (kernel, label): (&Arc<LoadedKernel<gemm_cm2::Kernel>>, &'static str),
     (m, n, k): (usize, usize, usize),
     tiles: Cm2Tiles,
     a: &[f32],
@@ -122,13 +127,13 @@ fn one(
         &quantize(a, f),
         &quantize(b, f),
         (m, n, k),
-        VARIANT,
+        label,
     )?;
     let t = time_calls(ctx, cfg, record)?;
     Ok(Record {
         case: "gemm",
         shape: format!("{m}x{n}x{k}"),
-        variant: VARIANT.into(),
+        variant: label.into(),
         coopmat: true,
         value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
         unit: "TFLOP/s",

@@ -12,8 +12,8 @@
 // so the compiler knows that, and the loads go 16 bytes at a time.
 //
 // Layouts: A stored M×K (K×M with transpose_a), B stored K×N (N×K with transpose_b), C M×N,
-// all row-major fp16; a transposed operand is read through a tensor view that swaps its two
-// dimensions. With `batched`, workgroup z multiplies product z, its operands `batch_a`,
+// all row-major fp16 (bf16 in bf16s_cm: `cmfp`); a transposed operand is read through a tensor
+// view that swaps its two dimensions. With `batched`, workgroup z multiplies product z, its operands `batch_a`,
 // `batch_b` and `batch_c` elements after the previous one's (0: shared by every product).
 // Sizes: M, N and K come from the push constants, or from the specialization constants
 // `fixed_m`, `fixed_n`, `fixed_k` where those are not 0 (the driver then knows the loop's
@@ -56,8 +56,8 @@ layout (constant_id = 13) const int beta_term = 0;
 layout (constant_id = 14) const int split_k = 1;
 
 #if NCNN_cooperative_matrix
-layout (binding = 0) readonly buffer a_blob { float16_t a_data[]; };
-layout (binding = 1) readonly buffer b_blob { float16_t b_data[]; };
+layout (binding = 0) readonly buffer a_blob { cmfp a_data[]; };
+layout (binding = 1) readonly buffer b_blob { cmfp b_data[]; };
 #else
 // The fp32 reference the bindings' formats are told from; never shipped.
 layout (binding = 0) readonly buffer a_blob { sfp a_data[]; };
@@ -69,9 +69,9 @@ layout (binding = 1) readonly buffer b_blob { sfp b_data[]; };
 layout (binding = 2) writeonly buffer partial_blob { float partial_data[]; };
 #elif NCNN_cooperative_matrix
 // N values, read only when bias_term is 1 (bind any fp16 tensor otherwise).
-layout (binding = 2) readonly buffer bias_blob { float16_t bias_data[]; };
+layout (binding = 2) readonly buffer bias_blob { cmfp bias_data[]; };
 // Read back where beta_term is 1.
-layout (binding = 3) buffer c_blob { float16_t c_data[]; };
+layout (binding = 3) buffer c_blob { cmfp c_data[]; };
 #else
 layout (binding = 2) readonly buffer bias_blob { sfp bias_data[]; };
 layout (binding = 3) buffer c_blob { sfp c_data[]; };
@@ -137,8 +137,8 @@ void main()
 
     coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> acc =
         coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
-    coopmat<float16_t, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
-    coopmat<float16_t, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
+    coopmat<cmfp, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
+    coopmat<cmfp, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mb;
 
     // This workgroup's steps of K: all of them, or share z of split_k (whole steps).
     const uint all_steps = (K + BK - 1) / BK;
@@ -190,13 +190,13 @@ void main()
 #else
     acc = acc * p.alpha;
     if (beta_term == 1) {
-        coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> before;
+        coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> before;
         coopMatLoadTensorNV(before, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
         acc += coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(before) * p.beta;
     }
     coopMatPerElementNV(acc, acc, epilogue, n0);
-    coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> out16 =
-        coopmat<float16_t, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);
+    coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> out16 =
+        coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);
     coopMatStoreTensorNV(out16, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 #endif
 }

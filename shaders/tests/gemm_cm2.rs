@@ -10,7 +10,8 @@ use vkprism::{CommandList, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{gemm_cm2, reference, Activation, Cm2Tiles, Gemm, Ops};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, device_lacks_cooperative_matrix2,
-    load_unless_device_lacks_matrices, quantize, random_in as random, tolerance,
+    device_lacks_matrices_for, load_unless_device_lacks_matrices, quantize, random_in as random,
+    tolerance,
 };
 
 /// One problem: sizes, batch, options and tiles.
@@ -153,7 +154,10 @@ fn run_case(ctx: &vkprism::Context, case: &Case, seed: u64) -> usize {
 #[test]
 fn gemm_cm2_every_variant() {
     let ctx = ctx();
-    assert_eq!(gemm_cm2::VARIANT_NAMES, ["fp16s_cm", "fp16sa_cm"]);
+    assert_eq!(
+        gemm_cm2::VARIANT_NAMES,
+        ["fp16s_cm", "fp16sa_cm", "bf16s_cm"]
+    );
     let plain = reference::Gemm {
         alpha: 1.0,
         ..Default::default()
@@ -281,62 +285,25 @@ fn gemm_cm2_every_variant() {
     assert_clean(&ctx);
 }
 
-/// `Ops::gemm` records `gemm_cm2` for F16 operands where the device has its features (and
-/// `gemm` otherwise, or for rows that are not multiples of 8), with the same results;
+/// `Ops::gemm` records `gemm_cm2` for F16 and Bf16 operands where the device has its features
+/// (and `gemm` otherwise, or for rows that are not multiples of 8), with the same results;
 /// `Ops::gemm_cm2_with` refuses rows it does not read.
 #[test]
 fn ops_gemm_takes_cm2_where_the_device_has_it() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
     let has = !device_lacks_cooperative_matrix2(&ctx);
-    let f = TensorFormat::F16;
     let (m, n, k) = (96, 200, 136);
     let a = random(m * k, 7, -1.0, 1.0);
     let b = random(n * k, 8, -1.0, 1.0);
-    let bias = random(n, 9, -1.0, 1.0);
-    let at = Tensor::from_f32(&ctx, &[m, k], f, &a).unwrap();
-    let bt = Tensor::from_f32(&ctx, &[n, k], f, &b).unwrap();
-    let biast = Tensor::from_f32(&ctx, &[n], f, &bias).unwrap();
-    let op = Gemm::new()
-        .with_transpose_b(true)
-        .with_activation(Activation::Silu);
-    let o = reference::Gemm {
-        transpose_b: true,
-        alpha: 1.0,
-        activation: 5,
-        ..Default::default()
-    };
-    let (want, scale) = reference::gemm_with(
-        o,
-        m,
-        n,
-        k,
-        &quantize(&a, f),
-        &quantize(&b, f),
-        Some(&quantize(&bias, f)),
-    );
-    let scale: Vec<f32> = scale
-        .iter()
-        .zip(&want)
-        .map(|(s, w)| s.max(w.abs()))
-        .collect();
-    let kernel = if has { "gemm_cm2" } else { "gemm" };
-    for beta in [0.0, 0.5] {
-        let ct = Tensor::from_f32(&ctx, &[m, n], f, &vec![0.0; m * n]).unwrap();
-        let mut list = CommandList::new(&ctx).unwrap();
-        ops.gemm(&mut list, &at, &bt, Some(&biast), &ct, &op.with_beta(beta))
-            .unwrap();
-        assert_eq!(list.dispatch_names(), [kernel], "beta {beta}");
-        list.submit_and_wait().unwrap();
-        // C was 0, so beta adds nothing.
-        check(
-            &ct.download_f32().unwrap(),
-            &quantize(&want, f),
-            &scale,
-            2e-3,
-            kernel,
-        );
+    for (f, variant) in [
+        (TensorFormat::F16, "fp16s_cm"),
+        (TensorFormat::Bf16, "bf16s_cm"),
+    ] {
+        let cm2 = has && !device_lacks_matrices_for(&ctx, variant);
+        ops_gemm_case(&ctx, &ops, f, (m, n, k), (&a, &b), cm2);
     }
+    let f = TensorFormat::F16;
     // Rows of 4 but not 8 elements: the KHR kernel.
     let a4 = Tensor::from_f32(&ctx, &[m, 12], f, &a[..m * 12]).unwrap();
     let b4 = Tensor::from_f32(&ctx, &[n, 12], f, &b[..n * 12]).unwrap();
@@ -380,16 +347,11 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
 fn gemm_cm2_split_k_every_variant() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
-    let f = TensorFormat::F16;
     let (m, n, k) = (80, 136, 200);
     let a = random(m * k, 11, -1.0, 1.0);
     let b = random(n * k, 12, -1.0, 1.0);
     let bias = random(n, 13, -1.0, 1.0);
     let before = random(m * n, 14, -1.0, 1.0);
-    let q = |x: &[f32]| quantize(x, f);
-    let at = Tensor::from_f32(&ctx, &[m, k], f, &a).unwrap();
-    let bt = Tensor::from_f32(&ctx, &[n, k], f, &b).unwrap();
-    let biast = Tensor::from_f32(&ctx, &[n], f, &bias).unwrap();
     let mut ran = 0;
     // 13 steps of 16 in 3 shares (5, 5, 3); 4 steps of 64 in 8 shares (4 of them empty).
     for (bk, split, beta, activation) in [
@@ -401,6 +363,11 @@ fn gemm_cm2_split_k_every_variant() {
             else {
                 continue;
             };
+            let f = kernel.format_of("a_blob").unwrap();
+            let q = |x: &[f32]| quantize(x, f);
+            let at = Tensor::from_f32(&ctx, &[m, k], f, &a).unwrap();
+            let bt = Tensor::from_f32(&ctx, &[n, k], f, &b).unwrap();
+            let biast = Tensor::from_f32(&ctx, &[n], f, &bias).unwrap();
             let ct = Tensor::from_f32(&ctx, &[m, n], f, &before).unwrap();
             let tiles = Cm2Tiles {
                 split_k: split,
@@ -454,4 +421,50 @@ fn gemm_cm2_split_k_every_variant() {
     }
     eprintln!("{ran} split runs");
     assert_clean(&ctx);
+}
+
+/// One `Ops::gemm` in format `f` with a bias and SiLU, C zero before, with `beta` 0 and 0.5:
+/// recorded as `gemm_cm2` where `cm2`, else `gemm`, and each against the CPU reference.
+fn ops_gemm_case(
+    ctx: &vkprism::Context,
+    ops: &Ops,
+    f: TensorFormat,
+    (m, n, k): (usize, usize, usize),
+    (a, b): (&[f32], &[f32]),
+    cm2: bool,
+) {
+    let bias = random(n, 9, -1.0, 1.0);
+    let at = Tensor::from_f32(ctx, &[m, k], f, a).unwrap();
+    let bt = Tensor::from_f32(ctx, &[n, k], f, b).unwrap();
+    let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
+    let op = Gemm::new()
+        .with_transpose_b(true)
+        .with_activation(Activation::Silu);
+    let o = reference::Gemm {
+        transpose_b: true,
+        alpha: 1.0,
+        activation: 5,
+        ..Default::default()
+    };
+    let q = |x: &[f32]| quantize(x, f);
+    let (want, scale) = reference::gemm_with(o, m, n, k, &q(a), &q(b), Some(&q(&bias)));
+    let scale: Vec<f32> = scale
+        .iter()
+        .zip(&want)
+        .map(|(s, w)| s.max(w.abs()))
+        .collect();
+    let kernel = if cm2 { "gemm_cm2" } else { "gemm" };
+    // One rounding of the stored result: 10- and 7-bit mantissas.
+    let tol = if f == TensorFormat::F16 { 2e-3 } else { 1.6e-2 };
+    for beta in [0.0, 0.5] {
+        let ct = Tensor::from_f32(ctx, &[m, n], f, &vec![0.0; m * n]).unwrap();
+        let mut list = CommandList::new(ctx).unwrap();
+        ops.gemm(&mut list, &at, &bt, Some(&biast), &ct, &op.with_beta(beta))
+            .unwrap();
+        assert_eq!(list.dispatch_names(), [kernel], "{f:?} beta {beta}");
+        list.submit_and_wait().unwrap();
+        // C was 0, so beta adds nothing.
+        let what = format!("{kernel} {f:?} beta {beta}");
+        check(&ct.download_f32().unwrap(), &q(&want), &scale, tol, &what);
+    }
 }

@@ -161,14 +161,16 @@ impl Ops {
     /// with `transpose_a`), `b` K×N (N×K with `transpose_b`), `c` M×N, `bias` N values added to
     /// each row, all of one format (F32, F16 or Bf16), every stored row a multiple of 4
     /// elements. A batch: `c` `[batch, M, N]` with `a` and `b` each `[batch, ...]` or one matrix
-    /// every product shares (strided batched GEMM, one dispatch). F16 operands whose stored
-    /// rows are multiples of 8 go to [`gemm_cm2`](crate::gemm_cm2) where the
-    /// device has `VK_NV_cooperative_matrix2` ([`Ops::gemm_cm2_with`], tiles from
-    /// [`Cm2Tiles::for_problem`]: a single product split along K where that fills the GPU). Otherwise the variant of [`gemm`] is the best this device
-    /// runs on that format (cooperative matrices where each matrix of A and B holds a multiple
-    /// of 8 elements), the tiles the tile policy's (or the tuner's), a single product without
-    /// `beta` split along K where that fills the GPU better. Nothing is recorded when a check
-    /// fails.
+    /// every product shares (strided batched GEMM, one dispatch).
+    ///
+    /// F16 or Bf16 operands whose stored rows are multiples of 8 go to
+    /// [`gemm_cm2`](crate::gemm_cm2) where the device has `VK_NV_cooperative_matrix2`
+    /// ([`Ops::gemm_cm2_with`], tiles from [`Cm2Tiles::for_problem`]: a single product split
+    /// along K where that fills the GPU). Otherwise the variant of [`gemm`] is the best this
+    /// device runs on that format (cooperative matrices where each matrix of A and B holds a
+    /// multiple of 8 elements), the tiles the tile policy's (or the tuner's), a single product
+    /// without `beta` split along K where that fills the GPU better. Nothing is recorded when a
+    /// check fails.
     pub fn gemm(
         &self,
         list: &mut CommandList,
