@@ -5,12 +5,13 @@ vkprism::compute_shader! {
     /// The GEMM on workgroup-scope matrices and its split-K first pass, one module each
     /// (re-exported at the crate's root), sharing one set of constants types.
     pub mod cm2_kernels,
-    variants: [fp16s_cm, fp16sa_cm, bf16s_cm],
+    // fp16 only: a bf16s_cm build (`cmfp` bfloat16_t) failed the decoder's and the operation
+    // layer's bf16 tests on the H100, the cause not located.
+    variants: [fp16s_cm, fp16sa_cm],
     // glslang compiles GL_NV_cooperative_matrix2 only for SPIR-V 1.6 (Vulkan 1.3).
     vulkan_version: "1.3",
     shaders: {
-    /// `C = act(alpha · op(A) · op(B) + beta · C + bias)` in fp16 (bf16 in `bf16s_cm`, which
-    /// also needs `shaderBFloat16CooperativeMatrix`) with fp32 accumulation, on
+    /// `C = act(alpha · op(A) · op(B) + beta · C + bias)` in fp16 with fp32 accumulation, on
     /// `VK_NV_cooperative_matrix2`'s workgroup-scope matrices and tensor-addressed loads: one
     /// BM×BN tile of C per workgroup (of [`Cm2Tiles::threads`]), A and B loaded BK deep straight from
     /// the buffers (the driver stages them). A stored M×K (K×M with `transpose_a`), B K×N (N×K

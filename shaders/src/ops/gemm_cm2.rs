@@ -10,7 +10,7 @@ use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
 
 impl Ops {
     /// [`gemm_cm2`] for the checked problem `d`, where it computes it and the device runs it:
-    /// F16 or Bf16 operands, every stored row of A, B and C a multiple of 8 elements.
+    /// F16 operands, every stored row of A, B and C a multiple of 8 elements.
     pub(super) fn gemm_cm2_kernel(
         &self,
         d: &GemmDims,
@@ -19,8 +19,7 @@ impl Ops {
     ) -> Option<Arc<LoadedKernel<gemm_cm2::Kernel>>> {
         let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
         let rows_of_eight = [row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8));
-        let matrices = matches!(d.format, TensorFormat::F16 | TensorFormat::Bf16);
-        if !matrices || !rows_of_eight {
+        if d.format != TensorFormat::F16 || !rows_of_eight {
             return None;
         }
         // A device without VK_NV_cooperative_matrix2 refuses every variant: the KHR kernel.
