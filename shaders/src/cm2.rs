@@ -13,14 +13,16 @@ vkprism::compute_shader! {
     shaders: {
     /// `C = act(alpha · op(A) · op(B) + beta · C + bias)` in fp16 with fp32 accumulation, on
     /// `VK_NV_cooperative_matrix2`'s workgroup-scope matrices and tensor-addressed loads: one
-    /// BM×BN tile of C per workgroup (of [`Cm2Tiles::threads`]), A and B loaded BK deep straight from
-    /// the buffers (the driver stages them). A stored M×K (K×M with `transpose_a`), B K×N (N×K
-    /// with `transpose_b`), C M×N, the bias N values; every stored row a multiple of 8
-    /// elements; M, N and K any size (the loads clamp at the edges). Specialization constants
-    /// as [`Cm2Tiles::spec`] fills them (tiles, transposes, `bias_term`, `activation` as in
-    /// [`gemm`](crate::gemm), `batched`, `beta_term` (C read first), the sizes fixed at
-    /// pipeline creation, the K loop's unrolling); push constants M, N, K, alpha, slope, the
-    /// batch strides in elements and beta; dispatch [`Cm2Tiles::grid`].
+    /// BM×BN tile of C per workgroup (of [`Cm2Tiles::threads`](crate::Cm2Tiles::threads)
+    /// invocations), A and B loaded BK deep straight from the buffers (the driver stages them).
+    /// A stored M×K (K×M with `transpose_a`), B K×N (N×K with `transpose_b`), C M×N, the bias N
+    /// values; every stored row a multiple of 8 elements; M, N and K any size (the loads clamp
+    /// at the edges). Specialization constants as
+    /// [`Cm2Tiles::spec`](crate::Cm2Tiles::spec) fills them (tiles, transposes, `bias_term`,
+    /// `activation` as in [`gemm`](crate::gemm), `batched`, `beta_term` (C read first), the
+    /// sizes fixed at pipeline creation, the K loop's unrolling); push constants M, N, K,
+    /// alpha, slope, the batch strides in elements and beta; dispatch
+    /// [`Cm2Tiles::grid`](crate::Cm2Tiles::grid).
     ///
     /// Its variants need, beyond `cooperativeMatrix`, the device's
     /// `cooperativeMatrixWorkgroupScope`, `cooperativeMatrixFlexibleDimensions`,
@@ -33,7 +35,7 @@ vkprism::compute_shader! {
     /// one share of K (whole steps) and stores its fp32 sums to `partial` (`[split_k][M][N]`
     /// F32); [`gemm_split_reduce`](crate::gemm_split_reduce) (`fp16s`) then adds the shares and
     /// applies alpha, beta, the bias, the activation and C's format. The same variants,
-    /// requirements and constants types; dispatch [`Cm2Tiles::grid`] with z `split_k`.
+    /// requirements and constants types; dispatch [`Cm2Tiles::grid`](crate::Cm2Tiles::grid) with z `split_k`.
         gemm_cm2_split: {
             path: "gemm_cm2.comp",
             define: [("VKPRISM_SPLIT_K", "1")],
