@@ -7,7 +7,7 @@
 //! either way.
 
 use vkprism::{CommandList, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{gemm_cm2, reference, Activation, Cm2Tiles, Conv2d, Conv2dShape, Gemm, Ops};
+use vkprism_shaders::{gemm_cm2, reference, Activation, Cm2Tiles, Gemm, Ops};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, device_lacks_cooperative_matrix2,
     device_lacks_matrices_for, load_unless_device_lacks_matrices, quantize, random_in as random,
@@ -464,58 +464,4 @@ fn ops_gemm_case(
         let what = format!("{kernel} {f:?} beta {beta}");
         check(&ct.download_f32().unwrap(), &q(&want), &scale, tol, &what);
     }
-}
-
-/// `Ops::conv2d` records a 1×1 convolution of stride 1 without padding over F16 tensors as the
-/// GEMM it is, on `gemm_cm2` where the device has it (`conv2d_nhwc` otherwise, and for a
-/// strided one), with the CPU reference's result (alpha, bias, relu).
-#[test]
-fn ops_conv2d_1x1_takes_cm2_where_the_device_has_it() {
-    let ctx = ctx();
-    let ops = Ops::new(&ctx);
-    let has = !device_lacks_cooperative_matrix2(&ctx);
-    let f = TensorFormat::F16;
-    let q = |x: &[f32]| quantize(x, f);
-    for (stride, kernel) in [
-        (1, if has { "gemm_cm2" } else { "conv2d_nhwc" }),
-        (2, "conv2d_nhwc"),
-    ] {
-        let s = Conv2dShape {
-            batch: 2,
-            h: 7,
-            w: 5,
-            c: 24,
-            outc: 40,
-            kh: 1,
-            kw: 1,
-            stride,
-            pad: 0,
-        };
-        let input = random(s.batch * s.h * s.w * s.c, 21, -1.0, 1.0);
-        let weight = random(s.c * s.outc, 22, -1.0, 1.0);
-        let bias = random(s.outc, 23, -1.0, 1.0);
-        let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
-        let wt = Tensor::from_f32(&ctx, &[1, 1, s.c, s.outc], f, &weight).unwrap();
-        let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
-        let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
-        let len = out_shape.iter().product();
-        let ot = Tensor::from_f32(&ctx, &out_shape, f, &vec![f32::NAN; len]).unwrap();
-        let op = Conv2d::new(s)
-            .with_alpha(1.0)
-            .with_activation(Activation::Relu);
-        let mut list = CommandList::new(&ctx).unwrap();
-        ops.conv2d(&mut list, &it, &wt, Some(&bt), &ot, &op)
-            .unwrap();
-        assert_eq!(list.dispatch_names(), [kernel], "stride {stride}");
-        list.submit_and_wait().unwrap();
-        let (pre, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
-        let want: Vec<f32> = pre.iter().map(|v| v.max(0.0)).collect();
-        let scale: Vec<f32> = scale
-            .iter()
-            .zip(&want)
-            .map(|(s, w)| s.max(w.abs()))
-            .collect();
-        check(&ot.download_f32().unwrap(), &q(&want), &scale, 2e-3, kernel);
-    }
-    assert_clean(&ctx);
 }

@@ -331,9 +331,7 @@ impl Ops {
     /// Records the channels-last convolution `out = act(alpha · conv(input, weight) + bias)` of
     /// `op.shape`: `input` `[batch, h, w, c]`, `weight` `[kh, kw, c, outc]`, `bias` `[outc]`,
     /// `out` `[batch, outh, outw, outc]`, one float format, `c` and `outc` multiples of 4; an
-    /// implicit GEMM with [`Ops::gemm`]'s choice of variant, tiles and split. A 1×1 convolution
-    /// of stride 1 without padding over F16 tensors whose channel counts are multiples of 8 is
-    /// the GEMM it is, on [`gemm_cm2`](crate::gemm_cm2) where the device runs it.
+    /// implicit GEMM with [`Ops::gemm`]'s choice of variant, tiles and split.
     pub fn conv2d(
         &self,
         list: &mut CommandList,
@@ -344,9 +342,6 @@ impl Ops {
         op: &Conv2d,
     ) -> Result<(), OpError> {
         let format = check_conv(input, weight, bias, out, &op.shape)?;
-        if let Some(recorded) = self.conv1x1_on_cm2(list, (input, weight, bias, out), op) {
-            return recorded;
-        }
         let matrices = input.len().is_multiple_of(8) && weight.len().is_multiple_of(8);
         let kernel =
             self.kernel_for::<conv2d_nhwc::Kernel>("conv2d", "in_blob", format, matrices)?;

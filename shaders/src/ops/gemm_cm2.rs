@@ -1,53 +1,14 @@
-//! [`Ops::gemm`] on workgroup-scope cooperative matrices ([`gemm_cm2`]), and [`Ops::conv2d`]'s
-//! 1×1 convolutions through it: when it is taken and how it is recorded.
+//! [`Ops::gemm`] on workgroup-scope cooperative matrices ([`gemm_cm2`]): when it is taken and
+//! how it is recorded.
 
 use super::check::kernel_takes;
 use super::gemm::{check_gemm, Epilogue, GemmDims};
 use super::{pipeline, recorded, OpError, Ops};
-use crate::{gemm_cm2, gemm_cm2_split, Cm2Tiles, Conv2d, Gemm};
+use crate::{gemm_cm2, gemm_cm2_split, Cm2Tiles, Gemm};
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
 
 impl Ops {
-    /// A checked 1×1 convolution of stride 1 without padding over F16 channels-last tensors
-    /// whose channel counts are multiples of 8, where the device runs [`gemm_cm2`]: the GEMM
-    /// `out[b·h·w, outc] = input[b·h·w, c] · weight[c, outc]` recorded by [`Ops::gemm`];
-    /// `None` for any other (the caller records `conv2d_nhwc`).
-    pub(super) fn conv1x1_on_cm2(
-        &self,
-        list: &mut CommandList,
-        (input, weight, bias, out): (&Tensor, &Tensor, Option<&Tensor>, &Tensor),
-        op: &Conv2d,
-    ) -> Option<Result<(), OpError>> {
-        let s = &op.shape;
-        let pointwise = s.kh == 1 && s.kw == 1 && s.stride == 1 && s.pad == 0;
-        let eights = s.c.is_multiple_of(8) && s.outc.is_multiple_of(8);
-        if !pointwise || !eights || input.format() != TensorFormat::F16 {
-            return None;
-        }
-        let (m, n, k) = s.gemm_mnk();
-        let matrix = |t: &Tensor, shape: [usize; 2]| {
-            t.view(0, &shape).map_err(|e| OpError::Unsupported {
-                op: "conv2d",
-                why: e.to_string(),
-            })
-        };
-        let views = (
-            matrix(input, [m, k]),
-            matrix(weight, [k, n]),
-            matrix(out, [m, n]),
-        );
-        let (Ok(a), Ok(b), Ok(c)) = views else {
-            return None;
-        };
-        let d = check_gemm(&a, &b, bias, &c, &Gemm::new()).ok()?;
-        self.gemm_cm2_kernel(&d, &a, &b)?;
-        let gemm = Gemm::new()
-            .with_alpha(op.alpha)
-            .with_activation(op.activation);
-        Some(self.gemm(list, &a, &b, bias, &c, &gemm))
-    }
-
     /// [`gemm_cm2`] for the checked problem `d`, where it computes it and the device runs it:
     /// F16 operands, every stored row of A, B and C a multiple of 8 elements.
     pub(super) fn gemm_cm2_kernel(
