@@ -91,12 +91,12 @@ pub use movement::{
     contiguous_strides, embedding, flat_grid, pad_copy, strided_copy, transpose_grid,
     transpose_tiled, CopyShape, PadShape, MAX_RANK, MOVE_LOCAL,
 };
-pub use ops::QuantScale;
 pub use ops::{
     broadcast_shape, Activation, Attention, BinaryOp, Conv2d, Gemm, Gemv, OpError, Ops, ReduceOp,
     Softmax, UnaryOp,
 };
 pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
+pub use ops::{QuantScale, CM2_MIN_PRODUCT};
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
 pub use quant_gemm::{quantize_rows, quantize_rows_grid};
 pub use rotary::{rope, rope_qkv, RopeQkvShape, RopeShape};

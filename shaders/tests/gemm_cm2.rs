@@ -7,7 +7,7 @@
 //! either way.
 
 use vkprism::{CommandList, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{gemm_cm2, reference, Activation, Cm2Tiles, Gemm, Ops};
+use vkprism_shaders::{gemm_cm2, reference, Activation, Cm2Tiles, Gemm, Ops, CM2_MIN_PRODUCT};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, device_lacks_cooperative_matrix2,
     device_lacks_matrices_for, load_unless_device_lacks_matrices, quantize, random_in as random,
@@ -282,15 +282,18 @@ fn gemm_cm2_every_variant() {
     assert_clean(&ctx);
 }
 
-/// `Ops::gemm` records `gemm_cm2` for F16 operands where the device has its features (and
-/// `gemm` otherwise: Bf16 operands, rows that are not multiples of 8), with the same results;
+/// `Ops::gemm` records `gemm_cm2` for F16 operands of `CM2_MIN_PRODUCT` multiply-adds where the
+/// device has its features (and `gemm` otherwise: Bf16 operands, fewer multiply-adds, rows that
+/// are not multiples of 8), with the same results;
 /// `Ops::gemm_cm2_with` refuses rows it does not read.
 #[test]
 fn ops_gemm_takes_cm2_where_the_device_has_it() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
     let has = !device_lacks_cooperative_matrix2(&ctx);
-    let (m, n, k) = (96, 200, 136);
+    // CM2_MIN_PRODUCT multiply-adds exactly, and one row of them fewer.
+    let (m, n, k) = (512, 512, 2048);
+    assert_eq!(m * n * k, CM2_MIN_PRODUCT);
     let a = random(m * k, 7, -1.0, 1.0);
     let b = random(n * k, 8, -1.0, 1.0);
     for (f, variant) in [
@@ -300,6 +303,8 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
         let cm2 = has && f == TensorFormat::F16 && !device_lacks_matrices_for(&ctx, variant);
         ops_gemm_case(&ctx, &ops, f, (m, n, k), (&a, &b), cm2);
     }
+    let small = (m - 1, n, k);
+    ops_gemm_case(&ctx, &ops, TensorFormat::F16, small, (&a, &b), false);
     let f = TensorFormat::F16;
     // Rows of 4 but not 8 elements: the KHR kernel.
     let a4 = Tensor::from_f32(&ctx, &[m, 12], f, &a[..m * 12]).unwrap();
@@ -421,7 +426,8 @@ fn gemm_cm2_split_k_every_variant() {
 }
 
 /// One `Ops::gemm` in format `f` with a bias and SiLU, C zero before, with `beta` 0 and 0.5:
-/// recorded as `gemm_cm2` where `cm2`, else `gemm`, and each against the CPU reference.
+/// recorded on `gemm_cm2` (or its split) where `cm2`, else on `gemm` (or its split), and each
+/// against the CPU reference.
 fn ops_gemm_case(
     ctx: &vkprism::Context,
     ops: &Ops,
@@ -431,6 +437,7 @@ fn ops_gemm_case(
     cm2: bool,
 ) {
     let bias = random(n, 9, -1.0, 1.0);
+    let (a, b) = (&a[..m * k], &b[..n * k]);
     let at = Tensor::from_f32(ctx, &[m, k], f, a).unwrap();
     let bt = Tensor::from_f32(ctx, &[n, k], f, b).unwrap();
     let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
@@ -444,12 +451,17 @@ fn ops_gemm_case(
         ..Default::default()
     };
     let q = |x: &[f32]| quantize(x, f);
-    let (want, scale) = reference::gemm_with(o, m, n, k, &q(a), &q(b), Some(&q(&bias)));
-    let scale: Vec<f32> = scale
-        .iter()
-        .zip(&want)
-        .map(|(s, w)| s.max(w.abs()))
-        .collect();
+    // The reference on every 37th row (the product is 2^29 multiply-adds), the last one too.
+    let rows: Vec<usize> = (0..m).step_by(37).chain([m - 1]).collect();
+    let (qb, qbias) = (q(b), q(&bias));
+    let (mut want, mut scale) = (Vec::new(), Vec::new());
+    for &i in &rows {
+        let row = q(&a[i * k..(i + 1) * k]);
+        let (w, s) = reference::gemm_with(o, 1, n, k, &row, &qb, Some(&qbias));
+        scale.extend(s.iter().zip(&w).map(|(s, w)| s.max(w.abs())));
+        want.extend(q(&w));
+    }
+    // The first pass: one dispatch or a split pair.
     let kernel = if cm2 { "gemm_cm2" } else { "gemm" };
     // One rounding of the stored result: 10- and 7-bit mantissas.
     let tol = if f == TensorFormat::F16 { 2e-3 } else { 1.6e-2 };
@@ -458,10 +470,21 @@ fn ops_gemm_case(
         let mut list = CommandList::new(ctx).unwrap();
         ops.gemm(&mut list, &at, &bt, Some(&biast), &ct, &op.with_beta(beta))
             .unwrap();
-        assert_eq!(list.dispatch_names(), [kernel], "{f:?} beta {beta}");
+        let names = list.dispatch_names().to_vec();
+        let on_cm2 = names[0].starts_with("gemm_cm2");
+        assert!(
+            names[0].starts_with(kernel) && on_cm2 == cm2,
+            "{f:?} beta {beta}: {names:?}"
+        );
         list.submit_and_wait().unwrap();
         // C was 0, so beta adds nothing.
+        let c = ct.download_f32().unwrap();
+        let got: Vec<f32> = rows
+            .iter()
+            .flat_map(|i| &c[i * n..(i + 1) * n])
+            .copied()
+            .collect();
         let what = format!("{kernel} {f:?} beta {beta}");
-        check(&ct.download_f32().unwrap(), &q(&want), &scale, tol, &what);
+        check(&got, &want, &scale, tol, &what);
     }
 }

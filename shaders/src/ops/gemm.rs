@@ -163,7 +163,8 @@ impl Ops {
     /// elements. A batch: `c` `[batch, M, N]` with `a` and `b` each `[batch, ...]` or one matrix
     /// every product shares (strided batched GEMM, one dispatch).
     ///
-    /// F16 operands whose stored rows are multiples of 8 go to
+    /// F16 operands whose stored rows are multiples of 8, at least
+    /// [`CM2_MIN_PRODUCT`](crate::CM2_MIN_PRODUCT) multiply-adds, go to
     /// [`gemm_cm2`](crate::gemm_cm2) where the device has `VK_NV_cooperative_matrix2`
     /// ([`Ops::gemm_cm2_with`], tiles from [`Cm2Tiles::for_problem`]: a single product split
     /// along K where that fills the GPU). Otherwise the variant of [`gemm`] is the best this

@@ -8,9 +8,16 @@ use crate::{gemm_cm2, gemm_cm2_split, Cm2Tiles, Gemm};
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
 
+/// The fewest multiply-adds (M·N·K over the batch) [`Ops::gemm`] records on [`gemm_cm2`]: the
+/// measured wins are from the decoder's prompt projections (2.1 · 10⁹ and up) and 1024³ up;
+/// ResNet-50's 1×1 convolutions as GEMMs (4 · 10⁸ and below) ran slower on it than on the
+/// convolution kernel (BENCHMARKS.md), so smaller products keep [`gemm`](crate::gemm).
+pub const CM2_MIN_PRODUCT: usize = 1 << 29;
+
 impl Ops {
     /// [`gemm_cm2`] for the checked problem `d`, where it computes it and the device runs it:
-    /// F16 operands, every stored row of A, B and C a multiple of 8 elements.
+    /// F16 operands, every stored row of A, B and C a multiple of 8 elements, at least
+    /// [`CM2_MIN_PRODUCT`] multiply-adds.
     pub(super) fn gemm_cm2_kernel(
         &self,
         d: &GemmDims,
@@ -19,7 +26,8 @@ impl Ops {
     ) -> Option<Arc<LoadedKernel<gemm_cm2::Kernel>>> {
         let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
         let rows_of_eight = [row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8));
-        if d.format != TensorFormat::F16 || !rows_of_eight {
+        let large = d.m * d.n * d.k * d.batch >= CM2_MIN_PRODUCT;
+        if d.format != TensorFormat::F16 || !rows_of_eight || !large {
             return None;
         }
         // A device without VK_NV_cooperative_matrix2 refuses every variant: the KHR kernel.
