@@ -5,8 +5,9 @@ vkprism::compute_shader! {
     /// The GEMM on workgroup-scope matrices and its split-K first pass, one module each
     /// (re-exported at the crate's root), sharing one set of constants types.
     pub mod cm2_kernels,
-    // fp16 only: a bf16s_cm build (`cmfp` bfloat16_t) failed the decoder's and the operation
-    // layer's bf16 tests on the H100, the cause not located.
+    // fp16 only: a bf16s_cm build (`cmfp` bfloat16_t) computes right on the H100, but its store
+    // converts to a bfloat16 workgroup-scope accumulator, a type the driver's flexible dimensions
+    // do not list (the validation layer refuses the pipeline).
     variants: [fp16s_cm, fp16sa_cm],
     // glslang compiles GL_NV_cooperative_matrix2 only for SPIR-V 1.6 (Vulkan 1.3).
     vulkan_version: "1.3",
