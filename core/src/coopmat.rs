@@ -92,6 +92,93 @@ impl FromIterator<CoopMatShape> for CoopMatShapes {
     }
 }
 
+/// A family of workgroup-scope shapes a device offers (`VK_NV_cooperative_matrix2`'s
+/// `vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`): matrices of these
+/// component types whose rows and columns are multiples of `granularity`'s M, N and K, in
+/// workgroups of exactly `workgroup_invocations`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WorkgroupMatrixShape {
+    /// The granularities of M, N and K, and the component types.
+    pub granularity: CoopMatShape,
+    /// The workgroup size these shapes need.
+    pub workgroup_invocations: u32,
+}
+
+impl WorkgroupMatrixShape {
+    /// Whether an `m`×`n`×`k` multiply-add of `types`' components (their M, N and K unread) in
+    /// workgroups of `invocations` is of this family.
+    pub fn offers(
+        &self,
+        (m, n, k): (u32, u32, u32),
+        types: CoopMatShape,
+        invocations: u32,
+    ) -> bool {
+        let g = self.granularity;
+        let same_types = (g.a, g.b, g.c, g.result) == (types.a, types.b, types.c, types.result);
+        let multiple = |v: u32, of: u32| of > 0 && v.is_multiple_of(of);
+        same_types
+            && invocations == self.workgroup_invocations
+            && multiple(m, g.m)
+            && multiple(n, g.n)
+            && multiple(k, g.k)
+    }
+}
+
+/// The workgroup-scope shape families of a device (a fixed-capacity list, so `DeviceFeatures`
+/// stays `Copy`); empty without `VK_NV_cooperative_matrix2`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct WorkgroupMatrixShapes {
+    items: [Option<WorkgroupMatrixShape>; WorkgroupMatrixShapes::CAPACITY],
+}
+
+impl Default for WorkgroupMatrixShapes {
+    fn default() -> Self {
+        WorkgroupMatrixShapes {
+            items: [None; WorkgroupMatrixShapes::CAPACITY],
+        }
+    }
+}
+
+impl WorkgroupMatrixShapes {
+    /// More than a driver reports today.
+    pub const CAPACITY: usize = 32;
+
+    /// Adds `shape` unless present; returns false when the list is full.
+    pub fn push(&mut self, shape: WorkgroupMatrixShape) -> bool {
+        if self.iter().any(|s| s == shape) {
+            return true;
+        }
+        match self.items.iter_mut().find(|s| s.is_none()) {
+            Some(slot) => {
+                *slot = Some(shape);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The families, in the order they were added.
+    pub fn iter(&self) -> impl Iterator<Item = WorkgroupMatrixShape> + '_ {
+        self.items.iter().flatten().copied()
+    }
+
+    /// Whether some family offers an `m`×`n`×`k` multiply-add of `types`' components in
+    /// workgroups of `invocations` ([`WorkgroupMatrixShape::offers`]).
+    pub fn offer(&self, mnk: (u32, u32, u32), types: CoopMatShape, invocations: u32) -> bool {
+        self.iter().any(|s| s.offers(mnk, types, invocations))
+    }
+}
+
+impl FromIterator<WorkgroupMatrixShape> for WorkgroupMatrixShapes {
+    fn from_iter<I: IntoIterator<Item = WorkgroupMatrixShape>>(iter: I) -> Self {
+        let mut s = WorkgroupMatrixShapes::default();
+        for shape in iter {
+            s.push(shape);
+        }
+        s
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +201,34 @@ mod tests {
         assert!(s.contains(&f16));
         assert!(!s.contains(&CoopMatShape { k: 8, ..f16 }));
         assert_eq!(f16.to_string(), "16x16x16 F16*F16+F32->F32");
+    }
+
+    #[test]
+    fn workgroup_shapes_offer_multiples_of_their_granularity_at_their_workgroup_size() {
+        let types = CoopMatShape {
+            m: 16,
+            n: 16,
+            k: 16,
+            a: ScalarKind::F16,
+            b: ScalarKind::F16,
+            c: ScalarKind::F32,
+            result: ScalarKind::F32,
+        };
+        let shapes: WorkgroupMatrixShapes = [WorkgroupMatrixShape {
+            granularity: types,
+            workgroup_invocations: 128,
+        }]
+        .into_iter()
+        .collect();
+        assert!(shapes.offer((128, 128, 64), types, 128));
+        assert!(!shapes.offer((128, 128, 64), types, 256));
+        assert!(!shapes.offer((128, 120, 64), types, 128));
+        let bf16 = CoopMatShape {
+            a: ScalarKind::Bf16,
+            b: ScalarKind::Bf16,
+            ..types
+        };
+        assert!(!shapes.offer((128, 128, 64), bf16, 128));
+        assert!(!WorkgroupMatrixShapes::default().offer((128, 128, 64), types, 128));
     }
 }

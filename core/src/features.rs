@@ -3,7 +3,7 @@
 //! (`vkprism-runtime`'s `device/features.rs` and `device/properties.rs`) fills what a device
 //! offers; tests build them by hand. No Vulkan here.
 
-use crate::CoopMatShapes;
+use crate::{CoopMatShapes, WorkgroupMatrixShapes};
 use std::fmt;
 
 /// One device capability that a kernel variant may need.
@@ -367,6 +367,10 @@ pub struct DeviceFeatures {
     /// Subgroup-scope shapes of `vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR` whose
     /// component types vkprism knows; empty without `cooperativeMatrix`.
     pub cooperative_matrices: CoopMatShapes,
+    /// Workgroup-scope shape families of `VK_NV_cooperative_matrix2`
+    /// (`vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`) whose component
+    /// types vkprism knows; empty without `cooperativeMatrixFlexibleDimensions`.
+    pub workgroup_matrices: WorkgroupMatrixShapes,
     /// The Vulkan API version the device is used at (the lower of the instance's and the
     /// device's, as [`crate::api_version`] encodes it): variants compiled for a higher one
     /// can't run.
@@ -385,6 +389,7 @@ impl DeviceFeatures {
             features,
             limits: DeviceLimits::default(),
             cooperative_matrices: CoopMatShapes::default(),
+            workgroup_matrices: WorkgroupMatrixShapes::default(),
             api_version: crate::api_version(1, 1),
             vendor_id: 0,
             driver_id: 0,

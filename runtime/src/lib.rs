@@ -97,7 +97,8 @@ pub use vkprism_core::{
     CoopMatShapes, DeviceFact, DeviceFeatures, DeviceLimits, ElementType, FactChoice, FactFamily,
     FactMismatch, Feature, FeatureSet, FloatMode, IdChoice, IdFact, Int16Mode, Int8Mode,
     KernelInfo, LocalSizeDim, MemoryKind, ParseVariantError, PushConstantInfo, ScalarKind,
-    SpecConstantInfo, TensorFormat, VariantInfo, VariantKey,
+    SpecConstantInfo, TensorFormat, VariantInfo, VariantKey, WorkgroupMatrixShape,
+    WorkgroupMatrixShapes,
 };
 
 /// Includes a SPIR-V file (as `include_bytes!` finds it) as `&'static [u32]`, usable in `const`

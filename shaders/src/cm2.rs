@@ -104,6 +104,27 @@ impl Cm2Tiles {
         choose(128, 128, 8, if split { 2 } else { 1 })
     }
 
+    /// Whether `device` offers these tiles' workgroup-scope matrices: the BM×BN×BK fp16
+    /// multiply-add into fp32 and the fp16 BM×BN result C is stored as (and loaded as, for
+    /// `beta`), in workgroups of [`Cm2Tiles::threads`]
+    /// (`vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`).
+    pub fn offered_by(&self, device: &vkprism::DeviceFeatures) -> bool {
+        use vkprism::ScalarKind::{F16, F32};
+        let types = |c, result| vkprism::CoopMatShape {
+            m: 0,
+            n: 0,
+            k: 0,
+            a: F16,
+            b: F16,
+            c,
+            result,
+        };
+        let shapes = &device.workgroup_matrices;
+        let mnk = (self.bm, self.bn, self.bk);
+        shapes.offer(mnk, types(F32, F32), self.threads)
+            && shapes.offer(mnk, types(F16, F16), self.threads)
+    }
+
     /// The workgroup to create the pipeline with.
     pub fn local_size(&self) -> [u32; 3] {
         [self.threads, 1, 1]
@@ -152,5 +173,46 @@ impl Cm2Tiles {
             m.div_ceil(self.bm as usize) as u32,
             z,
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vkprism::{CoopMatShape, DeviceFeatures, FeatureSet, ScalarKind, WorkgroupMatrixShape};
+
+    fn family(c: ScalarKind, invocations: u32) -> WorkgroupMatrixShape {
+        WorkgroupMatrixShape {
+            granularity: CoopMatShape {
+                m: 16,
+                n: 16,
+                k: 16,
+                a: ScalarKind::F16,
+                b: ScalarKind::F16,
+                c,
+                result: c,
+            },
+            workgroup_invocations: invocations,
+        }
+    }
+
+    #[test]
+    fn tiles_are_offered_only_with_both_families_at_their_workgroup_size() {
+        let tiles = Cm2Tiles::for_problem(4096, 4096, 4096);
+        let mut device = DeviceFeatures::new(FeatureSet::all());
+        assert!(!tiles.offered_by(&device));
+        device.workgroup_matrices = [family(ScalarKind::F32, 128)].into_iter().collect();
+        assert!(!tiles.offered_by(&device), "no fp16 result family");
+        device.workgroup_matrices = [family(ScalarKind::F32, 128), family(ScalarKind::F16, 128)]
+            .into_iter()
+            .collect();
+        assert!(tiles.offered_by(&device));
+        let wide = Cm2Tiles {
+            threads: 256,
+            ..tiles
+        };
+        assert!(!wide.offered_by(&device), "no family of 256 invocations");
+        let odd = Cm2Tiles { bk: 24, ..tiles };
+        assert!(!odd.offered_by(&device), "24 is no multiple of 16");
     }
 }

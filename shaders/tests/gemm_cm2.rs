@@ -284,8 +284,8 @@ fn gemm_cm2_every_variant() {
 
 /// `Ops::gemm` records `gemm_cm2` for F16 operands of `CM2_MIN_PRODUCT` multiply-adds where the
 /// device has its features (and `gemm` otherwise: Bf16 operands, fewer multiply-adds, rows that
-/// are not multiples of 8), with the same results;
-/// `Ops::gemm_cm2_with` refuses rows it does not read.
+/// are not multiples of 8), with the same results; `Ops::gemm_cm2_with` refuses rows it does not
+/// read and tiles the device lists no workgroup-scope matrices for.
 #[test]
 fn ops_gemm_takes_cm2_where_the_device_has_it() {
     let ctx = ctx();
@@ -338,6 +338,31 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
             &Gemm::new().with_transpose_b(true),
         );
         assert!(rows.unwrap_err().to_string().contains("multiples of 8"));
+        // Tiles in a workgroup size the device lists no workgroup-scope matrices for.
+        for s in ctx.features().workgroup_matrices.iter() {
+            eprintln!("workgroup-scope family: {s:?}");
+        }
+        let unoffered = Cm2Tiles {
+            threads: 96,
+            ..tiles
+        };
+        assert!(!unoffered.offered_by(ctx.features()));
+        let (a8, b8) = (
+            Tensor::new(&ctx, &[m, 16], f).unwrap(),
+            Tensor::new(&ctx, &[n, 16], f).unwrap(),
+        );
+        let refused = ops.gemm_cm2_with(
+            &mut list,
+            &kernel,
+            &unoffered,
+            &a8,
+            &b8,
+            None,
+            &c4,
+            &Gemm::new().with_transpose_b(true),
+        );
+        let refused = refused.unwrap_err().to_string();
+        assert!(refused.contains("offers no workgroup-scope"), "{refused}");
         assert!(list.dispatch_names().is_empty());
     }
     assert_clean(&ctx);

@@ -74,7 +74,7 @@ use instance::Instance;
 use logical::Device;
 use std::mem::ManuallyDrop;
 use std::sync::{Mutex, RwLock};
-use vkprism_core::{CoopMatShapes, DeviceFeatures, Feature};
+use vkprism_core::{CoopMatShapes, DeviceFeatures, Feature, WorkgroupMatrixShapes};
 
 /// What to open, as plain values (the safe layer resolves options and environment variables).
 pub(crate) struct OpenRequest {
@@ -186,12 +186,20 @@ unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, D
         } else {
             CoopMatShapes::default()
         };
+        let workgroup_matrices = if set.contains(Feature::CooperativeMatrixFlexibleDimensions) {
+            properties::workgroup_shapes(instance.entry(), instance, pd).map_err(vkerr(
+                "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV",
+            ))?
+        } else {
+            WorkgroupMatrixShapes::default()
+        };
         let vulkan12 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 2;
         let (driver_name, driver_info, driver_id) = properties::driver(instance, pd, vulkan12);
         let features = DeviceFeatures {
             features: set,
             limits: properties::limits(instance, &physical),
             cooperative_matrices,
+            workgroup_matrices,
             // The device is used at the instance's version when that is the lower one.
             api_version: api.min(instance.api_version),
             vendor_id: physical.properties.vendor_id,

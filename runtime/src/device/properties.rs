@@ -3,7 +3,11 @@
 
 use super::physical::Physical;
 use ash::vk;
-use vkprism_core::{CoopMatShape, CoopMatShapes, DeviceLimits, Feature, FeatureSet, ScalarKind};
+use std::ffi::c_void;
+use vkprism_core::{
+    CoopMatShape, CoopMatShapes, DeviceLimits, Feature, FeatureSet, ScalarKind,
+    WorkgroupMatrixShape, WorkgroupMatrixShapes,
+};
 
 /// The device's extension names.
 ///
@@ -246,6 +250,100 @@ pub(crate) unsafe fn coopmat_shapes(
                 b: scalar(p.b_type)?,
                 c: scalar(p.c_type)?,
                 result: scalar(p.result_type)?,
+            })
+        })
+        .collect())
+}
+
+/// `VkCooperativeMatrixFlexibleDimensionsPropertiesNV`, written out: ash 0.38's headers predate
+/// `VK_NV_cooperative_matrix2`. Laid out as the C struct.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct FlexibleDimensionsProperties {
+    s_type: vk::StructureType,
+    p_next: *mut c_void,
+    m_granularity: u32,
+    n_granularity: u32,
+    k_granularity: u32,
+    a_type: vk::ComponentTypeKHR,
+    b_type: vk::ComponentTypeKHR,
+    c_type: vk::ComponentTypeKHR,
+    result_type: vk::ComponentTypeKHR,
+    saturating_accumulation: vk::Bool32,
+    scope: vk::ScopeKHR,
+    workgroup_invocations: u32,
+}
+
+impl Default for FlexibleDimensionsProperties {
+    fn default() -> Self {
+        FlexibleDimensionsProperties {
+            // VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV
+            s_type: vk::StructureType::from_raw(1_000_593_001),
+            p_next: std::ptr::null_mut(),
+            m_granularity: 0,
+            n_granularity: 0,
+            k_granularity: 0,
+            a_type: vk::ComponentTypeKHR::FLOAT16,
+            b_type: vk::ComponentTypeKHR::FLOAT16,
+            c_type: vk::ComponentTypeKHR::FLOAT16,
+            result_type: vk::ComponentTypeKHR::FLOAT16,
+            saturating_accumulation: vk::FALSE,
+            scope: vk::ScopeKHR::WORKGROUP,
+            workgroup_invocations: 0,
+        }
+    }
+}
+
+/// `vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`.
+type FlexibleDimensionsFn = unsafe extern "system" fn(
+    vk::PhysicalDevice,
+    *mut u32,
+    *mut FlexibleDimensionsProperties,
+) -> vk::Result;
+
+/// The workgroup-scope shape families
+/// `vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV` reports, those whose
+/// component types vkprism names; none where the loader does not know the command.
+///
+/// # Safety
+/// `device` comes from the live `instance`, created from `entry`, with
+/// VK_NV_cooperative_matrix2 present.
+pub(crate) unsafe fn workgroup_shapes(
+    entry: &ash::Entry,
+    instance: &ash::Instance,
+    device: vk::PhysicalDevice,
+) -> Result<WorkgroupMatrixShapes, vk::Result> {
+    let name = c"vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV";
+    // SAFETY: the instance is alive and the name is a NUL-terminated command name.
+    let Some(f) = (unsafe { entry.get_instance_proc_addr(instance.handle(), name.as_ptr()) })
+    else {
+        return Ok(WorkgroupMatrixShapes::default());
+    };
+    // SAFETY: the loader returned this command's address for this name, whose C signature
+    // `FlexibleDimensionsFn` is.
+    let query: FlexibleDimensionsFn = unsafe { std::mem::transmute(f) };
+    let mut count = 0u32;
+    // SAFETY: a count query (null array), `device` from the caller.
+    unsafe { query(device, &mut count, std::ptr::null_mut()) }.result()?;
+    let mut props = vec![FlexibleDimensionsProperties::default(); count as usize];
+    // SAFETY: `props` holds `count` structs with their sType set and no pNext chain.
+    unsafe { query(device, &mut count, props.as_mut_ptr()) }.result()?;
+    props.truncate(count as usize);
+    Ok(props
+        .iter()
+        .filter(|p| p.scope == vk::ScopeKHR::WORKGROUP)
+        .filter_map(|p| {
+            Some(WorkgroupMatrixShape {
+                granularity: CoopMatShape {
+                    m: p.m_granularity,
+                    n: p.n_granularity,
+                    k: p.k_granularity,
+                    a: scalar(p.a_type)?,
+                    b: scalar(p.b_type)?,
+                    c: scalar(p.c_type)?,
+                    result: scalar(p.result_type)?,
+                },
+                workgroup_invocations: p.workgroup_invocations,
             })
         })
         .collect())

@@ -167,7 +167,7 @@ impl Ops {
     /// [`CM2_MIN_PRODUCT`](crate::CM2_MIN_PRODUCT) multiply-adds, go to
     /// [`gemm_cm2`](crate::gemm_cm2) where the device has `VK_NV_cooperative_matrix2`
     /// ([`Ops::gemm_cm2_with`], tiles from [`Cm2Tiles::for_problem`]: a single product split
-    /// along K where that fills the GPU). Otherwise the variant of [`gemm`] is the best this
+    /// along K where that fills the GPU) and offers those tiles ([`Cm2Tiles::offered_by`]). Otherwise the variant of [`gemm`] is the best this
     /// device runs on that format (cooperative matrices where each matrix of A and B holds a
     /// multiple of 8 elements), the tiles the tile policy's (or the tuner's), a single product
     /// without `beta` split along K where that fills the GPU better. Nothing is recorded when a
@@ -190,7 +190,9 @@ impl Ops {
                     ..tiles
                 },
             };
-            return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
+            if tiles.offered_by(self.context().features()) {
+                return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
+            }
         }
         let (m, n, k) = (d.m, d.n, d.k);
         let matrices = (m * k).is_multiple_of(8) && (k * n).is_multiple_of(8);

@@ -38,7 +38,8 @@ impl Ops {
     /// As [`Ops::gemm`] on [`gemm_cm2`] with `tiles` (a benchmark's choice): one dispatch, or
     /// where `tiles.split_k` > 1 [`gemm_cm2_split`] then
     /// [`gemm_split_reduce`](crate::gemm_split_reduce) (one product only). The same checks,
-    /// and besides: F16 operands, every stored row a multiple of 8.
+    /// and besides: F16 operands, every stored row a multiple of 8, `tiles` offered by the
+    /// device ([`Cm2Tiles::offered_by`]).
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_cm2_with(
         &self,
@@ -54,6 +55,15 @@ impl Ops {
         const OP: &str = "gemm";
         let d = check_gemm(a, b, bias, c, op)?;
         kernel_takes(OP, kernel.format_of("a_blob"), d.format)?;
+        if !tiles.offered_by(self.context().features()) {
+            return Err(OpError::Unsupported {
+                op: OP,
+                why: format!(
+                    "the device offers no workgroup-scope matrices for {tiles:?} \
+                     (VkCooperativeMatrixFlexibleDimensionsPropertiesNV)"
+                ),
+            });
+        }
         let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
         if ![row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8)) {
             return Err(OpError::Unsupported {
