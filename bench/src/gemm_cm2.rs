@@ -1,7 +1,7 @@
 //! GEMM throughput of `vkprism_shaders::gemm_cm2` (workgroup-scope cooperative matrices,
-//! `VK_NV_cooperative_matrix2`) on the GEMM case's shapes, recorded as variant `fp16s_cm2` of
-//! case `gemm` beside the KHR kernel's `fp16s_lm_cm`. Where the device lacks the extension's
-//! features, one line says so and nothing is recorded.
+//! `VK_NV_cooperative_matrix2`) on the GEMM case's shapes, recorded as variants `fp16s_cm2` and
+//! `bf16s_cm2` of case `gemm` beside the KHR kernel's `fp16s_lm_cm` and `bf16s_lm_cm`. Where the
+//! device lacks the extension's features, one line says so and nothing is recorded.
 
 use crate::gemm::{check, selected, shape_selected, transposed};
 use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
@@ -12,7 +12,7 @@ use vkprism_shaders::{gemm_cm2, Cm2Tiles, Gemm, Ops};
 
 /// The kernel's variants and the records' names for them (the storage variant on the `_cm2`
 /// path).
-const VARIANTS: [(&str, &str); 1] = [("fp16s_cm", "fp16s_cm2")];
+const VARIANTS: [(&str, &str); 2] = [("fp16s_cm", "fp16s_cm2"), ("bf16s_cm", "bf16s_cm2")];
 
 pub fn run(
     ctx: &Context,

@@ -1,18 +1,17 @@
-//! [`gemm_cm2`]: the fp16 GEMM on workgroup-scope cooperative matrices
+//! [`gemm_cm2`]: the fp16 / bf16 GEMM on workgroup-scope cooperative matrices
 //! (`VK_NV_cooperative_matrix2`), and [`Cm2Tiles`], how it runs one problem.
 
 vkprism::compute_shader! {
     /// The GEMM on workgroup-scope matrices and its split-K first pass, one module each
     /// (re-exported at the crate's root), sharing one set of constants types.
     pub mod cm2_kernels,
-    // fp16 only: a bf16s_cm build (`cmfp` bfloat16_t) computes right on the H100, but its store
-    // converts to a bfloat16 workgroup-scope accumulator, a type the driver's flexible dimensions
-    // do not list (the validation layer refuses the pipeline).
-    variants: [fp16s_cm, fp16sa_cm],
+    variants: [fp16s_cm, fp16sa_cm, bf16s_cm],
     // glslang compiles GL_NV_cooperative_matrix2 only for SPIR-V 1.6 (Vulkan 1.3).
     vulkan_version: "1.3",
     shaders: {
-    /// `C = act(alpha · op(A) · op(B) + beta · C + bias)` in fp16 with fp32 accumulation, on
+    /// `C = act(alpha · op(A) · op(B) + beta · C + bias)` in fp16 (bf16 in `bf16s_cm`, which
+    /// also needs `shaderBFloat16CooperativeMatrix` and `cooperativeMatrixConversions`: C is
+    /// stored from an A-use matrix) with fp32 accumulation, on
     /// `VK_NV_cooperative_matrix2`'s workgroup-scope matrices and tensor-addressed loads: one
     /// BM×BN tile of C per workgroup (of [`Cm2Tiles::threads`](crate::Cm2Tiles::threads)
     /// invocations), A and B loaded BK deep straight from the buffers (the driver stages them).
@@ -46,6 +45,7 @@ vkprism::compute_shader! {
 }
 
 pub use cm2_kernels::{gemm_cm2, gemm_cm2_split};
+use vkprism::ScalarKind;
 
 /// How [`gemm_cm2`] runs one problem: the tile of C per workgroup, the step depth, how many
 /// steps the K loop runs unrolled, and whether M, N and K are fixed at pipeline creation.
@@ -104,25 +104,37 @@ impl Cm2Tiles {
         choose(128, 128, 8, if split { 2 } else { 1 })
     }
 
-    /// Whether `device` offers these tiles' workgroup-scope matrices: the BM×BN×BK fp16
-    /// multiply-add into fp32 and the fp16 BM×BN result C is stored as (and loaded as, for
-    /// `beta`), in workgroups of [`Cm2Tiles::threads`]
+    /// Whether `device` offers these tiles' workgroup-scope matrices for `operands` (F16 or
+    /// Bf16): the BM×BN×BK multiply-add into fp32 and the BM×BN matrix C is stored from (an
+    /// fp16 accumulator, or a bf16 A-use matrix), in workgroups of [`Cm2Tiles::threads`]
     /// (`vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`).
-    pub fn offered_by(&self, device: &vkprism::DeviceFeatures) -> bool {
-        use vkprism::ScalarKind::{F16, F32};
+    pub fn offered_by(&self, device: &vkprism::DeviceFeatures, operands: ScalarKind) -> bool {
         let types = |c, result| vkprism::CoopMatShape {
             m: 0,
             n: 0,
             k: 0,
-            a: F16,
-            b: F16,
+            a: operands,
+            b: operands,
             c,
             result,
         };
         let shapes = &device.workgroup_matrices;
-        let mnk = (self.bm, self.bn, self.bk);
-        shapes.offer(mnk, types(F32, F32), self.threads)
-            && shapes.offer(mnk, types(F16, F16), self.threads)
+        let offer = |mnk, c, result| shapes.offer(mnk, types(c, result), self.threads);
+        let multiply = offer(
+            (self.bm, self.bn, self.bk),
+            ScalarKind::F32,
+            ScalarKind::F32,
+        );
+        let stored = match operands {
+            // C as an A-use matrix: BM rows, BN columns along K.
+            ScalarKind::Bf16 => offer(
+                (self.bm, self.bn, self.bn),
+                ScalarKind::F32,
+                ScalarKind::F32,
+            ),
+            _ => offer((self.bm, self.bn, self.bk), operands, operands),
+        };
+        multiply && stored
     }
 
     /// The workgroup to create the pipeline with.
@@ -179,7 +191,7 @@ impl Cm2Tiles {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use vkprism::{CoopMatShape, DeviceFeatures, FeatureSet, ScalarKind, WorkgroupMatrixShape};
+    use vkprism::{CoopMatShape, DeviceFeatures, FeatureSet, WorkgroupMatrixShape};
 
     fn family(c: ScalarKind, invocations: u32) -> WorkgroupMatrixShape {
         WorkgroupMatrixShape {
@@ -200,19 +212,28 @@ mod tests {
     fn tiles_are_offered_only_with_both_families_at_their_workgroup_size() {
         let tiles = Cm2Tiles::for_problem(4096, 4096, 4096);
         let mut device = DeviceFeatures::new(FeatureSet::all());
-        assert!(!tiles.offered_by(&device));
+        assert!(!tiles.offered_by(&device, ScalarKind::F16));
         device.workgroup_matrices = [family(ScalarKind::F32, 128)].into_iter().collect();
-        assert!(!tiles.offered_by(&device), "no fp16 result family");
+        assert!(
+            !tiles.offered_by(&device, ScalarKind::F16),
+            "no fp16 result family"
+        );
         device.workgroup_matrices = [family(ScalarKind::F32, 128), family(ScalarKind::F16, 128)]
             .into_iter()
             .collect();
-        assert!(tiles.offered_by(&device));
+        assert!(tiles.offered_by(&device, ScalarKind::F16));
         let wide = Cm2Tiles {
             threads: 256,
             ..tiles
         };
-        assert!(!wide.offered_by(&device), "no family of 256 invocations");
+        assert!(
+            !wide.offered_by(&device, ScalarKind::F16),
+            "no family of 256 invocations"
+        );
         let odd = Cm2Tiles { bk: 24, ..tiles };
-        assert!(!odd.offered_by(&device), "24 is no multiple of 16");
+        assert!(
+            !odd.offered_by(&device, ScalarKind::F16),
+            "24 is no multiple of 16"
+        );
     }
 }

@@ -85,13 +85,32 @@ layout (push_constant) uniform parameter {
 #include "activation.glsl"
 
 #if NCNN_cooperative_matrix && !VKPRISM_SPLIT_K
-// The bias of column n0 + col and the activation, on one element of alpha · A · B (+ beta · C).
-float epilogue(const in uint row, const in uint col, const in float v, const in uint n0)
+// bf16: the driver offers no bfloat16 workgroup-scope accumulator, so C is stored from an
+// A-use matrix (converted from the fp32 accumulator) and its value before is read here an
+// element at a time; fp16 stores and loads C as an accumulator.
+#if NCNN_bf16_storage
+#define C_USE gl_MatrixUseA
+#define BETA_PER_ELEMENT 1
+#else
+#define C_USE gl_MatrixUseAccumulator
+#define BETA_PER_ELEMENT 0
+#endif
+
+// One element of C at (m0 + row, n0 + col) from v, alpha · (A · B) there (+ beta · C's value
+// before, added as a matrix unless BETA_PER_ELEMENT): beta · C here where BETA_PER_ELEMENT,
+// then the bias and the activation.
+float epilogue(const in uint row, const in uint col, const in float v, const in uint m0,
+               const in uint n0, const in uint c_at)
 {
+    const uint M = fixed_m > 0 ? uint(fixed_m) : uint(p.M);
     const uint N = fixed_n > 0 ? uint(fixed_n) : uint(p.N);
+    const uint m = m0 + row;
+    const uint n = n0 + col;
     float x = v;
+    if (BETA_PER_ELEMENT == 1 && beta_term == 1 && m < M && n < N) {
+        x += p.beta * float(c_data[c_at + m * N + n]);
+    }
     if (bias_term == 1) {
-        uint n = n0 + col;
         x += n < N ? float(bias_data[n]) : 0.0;
     }
     return activate(vec4(x)).x;
@@ -189,14 +208,16 @@ void main()
     coopMatStoreTensorNV(acc, partial_data, partial_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 #else
     acc = acc * p.alpha;
+#if !BETA_PER_ELEMENT
     if (beta_term == 1) {
         coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> before;
         coopMatLoadTensorNV(before, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
         acc += coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(before) * p.beta;
     }
-    coopMatPerElementNV(acc, acc, epilogue, n0);
-    coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> out16 =
-        coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(acc);
+#endif
+    coopMatPerElementNV(acc, acc, epilogue, m0, n0, c_at);
+    coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE> out16 =
+        coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE>(acc);
     coopMatStoreTensorNV(out16, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 #endif
 }

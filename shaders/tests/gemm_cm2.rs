@@ -154,7 +154,10 @@ fn run_case(ctx: &vkprism::Context, case: &Case, seed: u64) -> usize {
 #[test]
 fn gemm_cm2_every_variant() {
     let ctx = ctx();
-    assert_eq!(gemm_cm2::VARIANT_NAMES, ["fp16s_cm", "fp16sa_cm"]);
+    assert_eq!(
+        gemm_cm2::VARIANT_NAMES,
+        ["fp16s_cm", "fp16sa_cm", "bf16s_cm"]
+    );
     let plain = reference::Gemm {
         alpha: 1.0,
         ..Default::default()
@@ -282,9 +285,9 @@ fn gemm_cm2_every_variant() {
     assert_clean(&ctx);
 }
 
-/// `Ops::gemm` records `gemm_cm2` for F16 operands of `CM2_MIN_PRODUCT` multiply-adds where the
-/// device has its features (and `gemm` otherwise: Bf16 operands, fewer multiply-adds, rows that
-/// are not multiples of 8), with the same results; `Ops::gemm_cm2_with` refuses rows it does not
+/// `Ops::gemm` records `gemm_cm2` for F16 and Bf16 operands of `CM2_MIN_PRODUCT` multiply-adds
+/// where the device has its features (and `gemm` otherwise: fewer multiply-adds, rows that are
+/// not multiples of 8), with the same results; `Ops::gemm_cm2_with` refuses rows it does not
 /// read and tiles the device lists no workgroup-scope matrices for.
 #[test]
 fn ops_gemm_takes_cm2_where_the_device_has_it() {
@@ -300,7 +303,7 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
         (TensorFormat::F16, "fp16s_cm"),
         (TensorFormat::Bf16, "bf16s_cm"),
     ] {
-        let cm2 = has && f == TensorFormat::F16 && !device_lacks_matrices_for(&ctx, variant);
+        let cm2 = has && !device_lacks_matrices_for(&ctx, variant);
         ops_gemm_case(&ctx, &ops, f, (m, n, k), (&a, &b), cm2);
     }
     let small = (m - 1, n, k);
@@ -346,7 +349,7 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
             threads: 96,
             ..tiles
         };
-        assert!(!unoffered.offered_by(ctx.features()));
+        assert!(!unoffered.offered_by(ctx.features(), vkprism::ScalarKind::F16));
         let (a8, b8) = (
             Tensor::new(&ctx, &[m, 16], f).unwrap(),
             Tensor::new(&ctx, &[n, 16], f).unwrap(),

@@ -7,6 +7,7 @@
 use super::check::{
     float_format, kernel_takes, matrix, not_aliased, rows_of_four, same_format, shape_is,
 };
+use super::gemm_cm2::operands;
 use super::{float_variant, pipeline, recorded, scratch, OpError, Ops};
 use crate::tuning::GemmProblem;
 use crate::{
@@ -163,7 +164,7 @@ impl Ops {
     /// elements. A batch: `c` `[batch, M, N]` with `a` and `b` each `[batch, ...]` or one matrix
     /// every product shares (strided batched GEMM, one dispatch).
     ///
-    /// F16 operands whose stored rows are multiples of 8, at least
+    /// F16 or Bf16 operands whose stored rows are multiples of 8, at least
     /// [`CM2_MIN_PRODUCT`](crate::CM2_MIN_PRODUCT) multiply-adds, go to
     /// [`gemm_cm2`](crate::gemm_cm2) where the device has `VK_NV_cooperative_matrix2`
     /// ([`Ops::gemm_cm2_with`], tiles from [`Cm2Tiles::for_problem`]: a single product split
@@ -190,7 +191,7 @@ impl Ops {
                     ..tiles
                 },
             };
-            if tiles.offered_by(self.context().features()) {
+            if tiles.offered_by(self.context().features(), operands(d.format)) {
                 return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
             }
         }

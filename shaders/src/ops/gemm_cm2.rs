@@ -16,7 +16,7 @@ pub const CM2_MIN_PRODUCT: usize = 1 << 29;
 
 impl Ops {
     /// [`gemm_cm2`] for the checked problem `d`, where it computes it and the device runs it:
-    /// F16 operands, every stored row of A, B and C a multiple of 8 elements, at least
+    /// F16 or Bf16 operands, every stored row of A, B and C a multiple of 8 elements, at least
     /// [`CM2_MIN_PRODUCT`] multiply-adds.
     pub(super) fn gemm_cm2_kernel(
         &self,
@@ -27,7 +27,8 @@ impl Ops {
         let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
         let rows_of_eight = [row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8));
         let large = d.m * d.n * d.k * d.batch >= CM2_MIN_PRODUCT;
-        if d.format != TensorFormat::F16 || !rows_of_eight || !large {
+        let matrices = matches!(d.format, TensorFormat::F16 | TensorFormat::Bf16);
+        if !matrices || !rows_of_eight || !large {
             return None;
         }
         // A device without VK_NV_cooperative_matrix2 refuses every variant: the KHR kernel.
@@ -38,8 +39,8 @@ impl Ops {
     /// As [`Ops::gemm`] on [`gemm_cm2`] with `tiles` (a benchmark's choice): one dispatch, or
     /// where `tiles.split_k` > 1 [`gemm_cm2_split`] then
     /// [`gemm_split_reduce`](crate::gemm_split_reduce) (one product only). The same checks,
-    /// and besides: F16 operands, every stored row a multiple of 8, `tiles` offered by the
-    /// device ([`Cm2Tiles::offered_by`]).
+    /// and besides: the kernel's format (F16 or Bf16), every stored row a multiple of 8,
+    /// `tiles` offered by the device ([`Cm2Tiles::offered_by`]).
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_cm2_with(
         &self,
@@ -55,7 +56,7 @@ impl Ops {
         const OP: &str = "gemm";
         let d = check_gemm(a, b, bias, c, op)?;
         kernel_takes(OP, kernel.format_of("a_blob"), d.format)?;
-        if !tiles.offered_by(self.context().features()) {
+        if !tiles.offered_by(self.context().features(), operands(d.format)) {
             return Err(OpError::Unsupported {
                 op: OP,
                 why: format!(
@@ -169,5 +170,13 @@ impl Ops {
             c,
             &epilogue,
         )
+    }
+}
+
+/// The component type of `format`'s matrices (F16 or Bf16 tensors).
+pub(super) fn operands(format: TensorFormat) -> vkprism::ScalarKind {
+    match format {
+        TensorFormat::Bf16 => vkprism::ScalarKind::Bf16,
+        _ => vkprism::ScalarKind::F16,
     }
 }
