@@ -2,23 +2,23 @@
 // C = act(alpha * op(A) * op(B) + beta * C + bias) on workgroup-scope cooperative matrices
 // (VK_NV_cooperative_matrix2): each workgroup owns a BM×BN tile of C as one fp32 accumulator
 // matrix and walks K BK at a time, loading BM×BK of A and BK×BN of B as workgroup matrices
-// straight from the buffers through tensor layouts. The driver stages those loads through
-// shared memory itself (with the copies the hardware has for that, which a kernel written
-// with subgroup matrices cannot reach), so the kernel declares none.
+// straight from the buffers through tensor layouts. The driver stages those loads itself, so
+// the kernel declares no shared memory.
 //
 // Edges: the tensor layouts clamp (`gl_CooperativeMatrixClampModeConstantNV`), so loads past
 // M, N or K read zeros and stores past M or N are dropped: no size needs to be a multiple of a
-// tile (`clamped` turns that off where none crosses an edge). Every stored row must be a multiple of 8 elements (16 bytes): the strides are written
-// so the compiler knows that, and the loads go 16 bytes at a time.
+// tile (`clamped` turns that off where none crosses an edge). Every stored row must be a
+// multiple of 8 elements (16 bytes): the strides are written so the compiler knows that, and
+// the loads go 16 bytes at a time.
 //
 // Layouts: A stored M×K (K×M with transpose_a), B stored K×N (N×K with transpose_b), C M×N,
 // all row-major fp16 (bf16 in bf16s_cm: `cmfp`); a transposed operand is read through a tensor
-// view that swaps its two dimensions. With `batched`, workgroup z multiplies product z, its operands `batch_a`,
-// `batch_b` and `batch_c` elements after the previous one's (0: shared by every product).
-// Sizes: M, N and K come from the push constants, or from the specialization constants
-// `fixed_m`, `fixed_n`, `fixed_k` where those are not 0 (the driver then knows the loop's
-// bounds and the edges at pipeline creation). The K loop runs `unroll` steps at a time, then
-// the steps left one at a time. Grid: [ceil(N / BN) · workgroup, ceil(M / BM), batch].
+// view that swaps its two dimensions. With `batched`, workgroup z multiplies product z, its
+// operands `batch_a`, `batch_b` and `batch_c` elements after the previous one's (0: shared by
+// every product). Sizes: M, N and K come from the push constants, or from the specialization
+// constants `fixed_m`, `fixed_n`, `fixed_k` where those are not 0 (the driver then knows the
+// loop's bounds and the edges at pipeline creation). The K loop runs `unroll` steps at a time,
+// then the steps left one at a time. Grid: [ceil(N / BN) · workgroup, ceil(M / BM), batch].
 //
 // With VKPRISM_SPLIT_K (gemm_cm2_split, one product): workgroup z multiplies share z of the
 // `split_k` shares of K (whole steps) and stores its fp32 sums to `partial` ([split_k][M][N]);
@@ -29,8 +29,8 @@
 #extension GL_NV_cooperative_matrix2 : require
 #endif
 
-// 128 or 256 invocations (Cm2Tiles::threads), within the device's
-// cooperativeMatrixWorkgroupScopeMaxWorkgroupSize.
+// Cm2Tiles::threads: a workgroup size the device lists workgroup-scope matrices for
+// (Cm2Tiles::offered_by).
 layout (local_size_x = 128) in;
 
 layout (constant_id = 0) const int BM = 128;
