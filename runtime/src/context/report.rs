@@ -132,6 +132,33 @@ impl fmt::Display for DeviceReport {
             l.max_memory_allocation_size >> 20,
             l.timestamp_period_ns
         )?;
+        let subgroup: Vec<String> = self
+            .features
+            .cooperative_matrices
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if !subgroup.is_empty() {
+            writeln!(f, "matrices: subgroup {}", subgroup.join(", "))?;
+        }
+        let workgroup: Vec<String> = self
+            .features
+            .workgroup_matrices
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({} invocations)",
+                    s.granularity, s.workgroup_invocations
+                )
+            })
+            .collect();
+        if !workgroup.is_empty() {
+            writeln!(
+                f,
+                "          workgroup, multiples of {}",
+                workgroup.join(", ")
+            )?;
+        }
         write!(f, "options:  {}", self.options)
     }
 }
