@@ -150,11 +150,23 @@ impl Conv2d {
 /// The second pass of a split, and the first pass's constants, shared by the GEMM and the
 /// convolution.
 pub(super) struct Epilogue<'a> {
-    pub(super) bias: Option<&'a Tensor>,
-    pub(super) alpha: f32,
+    bias: Option<&'a Tensor>,
+    alpha: f32,
     /// C's value before the product, times this, is added (0: not read).
-    pub(super) beta: f32,
-    pub(super) activation: Activation,
+    beta: f32,
+    activation: Activation,
+}
+
+impl<'a> Epilogue<'a> {
+    /// What a GEMM's second pass applies: `op`'s alpha, beta and activation, and `bias`.
+    pub(super) fn of_gemm(bias: Option<&'a Tensor>, op: &Gemm) -> Epilogue<'a> {
+        Epilogue {
+            bias,
+            alpha: op.alpha,
+            beta: op.beta,
+            activation: op.activation,
+        }
+    }
 }
 
 impl Ops {
@@ -254,12 +266,7 @@ impl Ops {
             };
             let pipe = config_pipeline(OP, &split, &cfg.spec(spec), cfg)?;
             recorded(OP, list.dispatch(&pipe, &bindings, &push, cfg.grid(m, n)))?;
-            let epilogue = Epilogue {
-                bias,
-                alpha: op.alpha,
-                beta: op.beta,
-                activation: op.activation,
-            };
+            let epilogue = Epilogue::of_gemm(bias, op);
             return self.split_reduce(list, OP, key, cfg.split_k, (m, n), &partial, c, &epilogue);
         }
         let (activation, slope) = op.activation.code();

@@ -24,11 +24,9 @@ impl Ops {
         a: &Tensor,
         b: &Tensor,
     ) -> Option<Arc<LoadedKernel<gemm_cm2::Kernel>>> {
-        let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
-        let rows_of_eight = [row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8));
         let large = d.m * d.n * d.k * d.batch >= CM2_MIN_PRODUCT;
         let matrices = matches!(d.format, TensorFormat::F16 | TensorFormat::Bf16);
-        if !matrices || !rows_of_eight || !large {
+        if !matrices || !rows_of_eight(d, a, b) || !large {
             return None;
         }
         // A device without VK_NV_cooperative_matrix2 refuses every variant: the KHR kernel.
@@ -65,8 +63,7 @@ impl Ops {
                 ),
             });
         }
-        let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
-        if ![row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8)) {
+        if !rows_of_eight(&d, a, b) {
             return Err(OpError::Unsupported {
                 op: OP,
                 why: "gemm_cm2 reads stored rows of multiples of 8 elements".into(),
@@ -154,12 +151,7 @@ impl Ops {
         let pipe = pipeline(OP, &split, &spec, Some(tiles.local_size()))?;
         let grid = tiles.grid(d.m, d.n, 1);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, grid))?;
-        let epilogue = Epilogue {
-            bias,
-            alpha: op.alpha,
-            beta: op.beta,
-            activation: op.activation,
-        };
+        let epilogue = Epilogue::of_gemm(bias, op);
         self.split_reduce(
             list,
             OP,
@@ -171,6 +163,13 @@ impl Ops {
             &epilogue,
         )
     }
+}
+
+/// Whether every stored row of A, B and C (N long) is a multiple of 8 elements: what
+/// [`gemm_cm2`]'s 16-byte loads read.
+fn rows_of_eight(d: &GemmDims, a: &Tensor, b: &Tensor) -> bool {
+    let row = |t: &Tensor| t.shape().last().copied().unwrap_or(0);
+    [row(a), row(b), d.n].iter().all(|r| r.is_multiple_of(8))
 }
 
 /// The component type of `format`'s matrices (F16 or Bf16 tensors).
