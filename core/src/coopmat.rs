@@ -34,26 +34,25 @@ impl fmt::Display for CoopMatShape {
     }
 }
 
-/// The shapes a device offers, in a fixed-capacity list (so `DeviceFeatures` stays `Copy`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct CoopMatShapes {
-    items: [Option<CoopMatShape>; CoopMatShapes::CAPACITY],
+/// Distinct shapes in a fixed-capacity list, in the order they were added (fixed so that
+/// `DeviceFeatures` stays `Copy`): [`CoopMatShapes`], [`WorkgroupMatrixShapes`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ShapeList<T: Copy, const N: usize> {
+    items: [Option<T>; N],
 }
 
-impl Default for CoopMatShapes {
+impl<T: Copy, const N: usize> Default for ShapeList<T, N> {
     fn default() -> Self {
-        CoopMatShapes {
-            items: [None; CoopMatShapes::CAPACITY],
-        }
+        ShapeList { items: [None; N] }
     }
 }
 
-impl CoopMatShapes {
-    /// More than any driver reports today (the H100 reports 14).
-    pub const CAPACITY: usize = 48;
+impl<T: Copy + PartialEq, const N: usize> ShapeList<T, N> {
+    /// How many shapes the list holds at most.
+    pub const CAPACITY: usize = N;
 
     /// Adds `shape` unless present; returns false when the list is full.
-    pub fn push(&mut self, shape: CoopMatShape) -> bool {
+    pub fn push(&mut self, shape: T) -> bool {
         if self.contains(&shape) {
             return true;
         }
@@ -67,12 +66,12 @@ impl CoopMatShapes {
     }
 
     /// Whether `shape` is in the list.
-    pub fn contains(&self, shape: &CoopMatShape) -> bool {
+    pub fn contains(&self, shape: &T) -> bool {
         self.iter().any(|s| s == *shape)
     }
 
     /// The shapes, in the order they were added.
-    pub fn iter(&self) -> impl Iterator<Item = CoopMatShape> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
         self.items.iter().flatten().copied()
     }
 
@@ -82,15 +81,19 @@ impl CoopMatShapes {
     }
 }
 
-impl FromIterator<CoopMatShape> for CoopMatShapes {
-    fn from_iter<I: IntoIterator<Item = CoopMatShape>>(iter: I) -> Self {
-        let mut s = CoopMatShapes::default();
+impl<T: Copy + PartialEq, const N: usize> FromIterator<T> for ShapeList<T, N> {
+    fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
+        let mut s = ShapeList::default();
         for shape in iter {
             s.push(shape);
         }
         s
     }
 }
+
+/// The subgroup-scope shapes a device offers (more room than any driver reports today: the
+/// H100 reports 14).
+pub type CoopMatShapes = ShapeList<CoopMatShape, 48>;
 
 /// A family of workgroup-scope shapes a device offers (`VK_NV_cooperative_matrix2`'s
 /// `vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`): matrices of these
@@ -124,58 +127,14 @@ impl WorkgroupMatrixShape {
     }
 }
 
-/// The workgroup-scope shape families of a device (a fixed-capacity list, so `DeviceFeatures`
-/// stays `Copy`); empty without `VK_NV_cooperative_matrix2`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct WorkgroupMatrixShapes {
-    items: [Option<WorkgroupMatrixShape>; WorkgroupMatrixShapes::CAPACITY],
-}
-
-impl Default for WorkgroupMatrixShapes {
-    fn default() -> Self {
-        WorkgroupMatrixShapes {
-            items: [None; WorkgroupMatrixShapes::CAPACITY],
-        }
-    }
-}
+/// The workgroup-scope shape families of a device; empty without `VK_NV_cooperative_matrix2`.
+pub type WorkgroupMatrixShapes = ShapeList<WorkgroupMatrixShape, 32>;
 
 impl WorkgroupMatrixShapes {
-    /// More than a driver reports today.
-    pub const CAPACITY: usize = 32;
-
-    /// Adds `shape` unless present; returns false when the list is full.
-    pub fn push(&mut self, shape: WorkgroupMatrixShape) -> bool {
-        if self.iter().any(|s| s == shape) {
-            return true;
-        }
-        match self.items.iter_mut().find(|s| s.is_none()) {
-            Some(slot) => {
-                *slot = Some(shape);
-                true
-            }
-            None => false,
-        }
-    }
-
-    /// The families, in the order they were added.
-    pub fn iter(&self) -> impl Iterator<Item = WorkgroupMatrixShape> + '_ {
-        self.items.iter().flatten().copied()
-    }
-
     /// Whether some family offers an `m`×`n`×`k` multiply-add of `types`' components in
     /// workgroups of `invocations` ([`WorkgroupMatrixShape::offers`]).
     pub fn offer(&self, mnk: (u32, u32, u32), types: CoopMatShape, invocations: u32) -> bool {
         self.iter().any(|s| s.offers(mnk, types, invocations))
-    }
-}
-
-impl FromIterator<WorkgroupMatrixShape> for WorkgroupMatrixShapes {
-    fn from_iter<I: IntoIterator<Item = WorkgroupMatrixShape>>(iter: I) -> Self {
-        let mut s = WorkgroupMatrixShapes::default();
-        for shape in iter {
-            s.push(shape);
-        }
-        s
     }
 }
 

@@ -14,7 +14,9 @@ pub mod store;
 mod tested;
 mod variant;
 
-pub use coopmat::{CoopMatShape, CoopMatShapes, WorkgroupMatrixShape, WorkgroupMatrixShapes};
+pub use coopmat::{
+    CoopMatShape, CoopMatShapes, ShapeList, WorkgroupMatrixShape, WorkgroupMatrixShapes,
+};
 pub use facts::{DeviceFact, FIRST_DEVICE_FACT_ID};
 pub use features::{DeviceFeatures, DeviceLimits, Feature, FeatureSet};
 pub use info::{

@@ -97,7 +97,7 @@ pub use vkprism_core::{
     CoopMatShapes, DeviceFact, DeviceFeatures, DeviceLimits, ElementType, FactChoice, FactFamily,
     FactMismatch, Feature, FeatureSet, FloatMode, IdChoice, IdFact, Int16Mode, Int8Mode,
     KernelInfo, LocalSizeDim, MemoryKind, ParseVariantError, PushConstantInfo, ScalarKind,
-    SpecConstantInfo, TensorFormat, VariantInfo, VariantKey, WorkgroupMatrixShape,
+    ShapeList, SpecConstantInfo, TensorFormat, VariantInfo, VariantKey, WorkgroupMatrixShape,
     WorkgroupMatrixShapes,
 };
 
