@@ -1,7 +1,7 @@
 //! GEMM throughput of `vkprism_shaders::gemm` in every local-memory variant, 2·M·N·K FLOPs per run,
 //! the GEMM on workgroup-scope matrices (`gemm_cm2.rs`), then the int8 GEMM (`gemm_int8.rs`) and the image GEMM (`gemm_image.rs`) on the same shapes.
 
-use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
+use crate::harness::{print, time_calls, Config, Record, Timing, CALLS_METHOD};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
 use vkprism_shaders::{gemm, gemm_split, Gemm, GemmConfig, GemmTuner, Ops};
@@ -77,20 +77,12 @@ fn one(
 ) -> Result<(Record, Option<String>), Box<dyn std::error::Error>> {
     let kernel = ctx.load_with::<gemm::Kernel>(&LoadOptions::variant_named(variant)?)?;
     let f = kernel.format_of("a_blob")?;
-    // VKPRISM_BENCH_TRANSPOSE=a, b or ab: the operands stored transposed (the same op(A) and
-    // op(B), so the same check), to compare the fragment loads of both layouts.
-    let transpose = std::env::var("VKPRISM_BENCH_TRANSPOSE").unwrap_or_default();
-    let (ta, tb) = (transpose.contains('a'), transpose.contains('b'));
-    let at = if ta {
-        Tensor::from_f32(ctx, &[k, m], f, &transposed(a, m, k))?
-    } else {
-        Tensor::from_f32(ctx, &[m, k], f, a)?
-    };
-    let bt = if tb {
-        Tensor::from_f32(ctx, &[n, k], f, &transposed(b, k, n))?
-    } else {
-        Tensor::from_f32(ctx, &[k, n], f, b)?
-    };
+    let Operands {
+        a: at,
+        b: bt,
+        ta,
+        tb,
+    } = Operands::upload(ctx, f, (m, n, k), a, b)?;
     let ct = Tensor::new(ctx, &[m, n], f)?;
     let key = kernel.variant().key;
     let coopmat = key.coopmat == Some(true);
@@ -133,7 +125,50 @@ fn one(
         variant,
     )?;
     let t = time_calls(ctx, cfg, record)?;
-    let record = Record {
+    Ok((tflops_record((m, n, k), variant, coopmat, &t), tuned))
+}
+
+/// A GEMM's A and B uploaded in format `f`, stored transposed where `VKPRISM_BENCH_TRANSPOSE`
+/// says (`a`, `b` or `ab`: the same op(A) and op(B), so the same check), to compare the loads
+/// of both layouts; `ta` / `tb` say which.
+pub struct Operands {
+    pub a: Tensor,
+    pub b: Tensor,
+    pub ta: bool,
+    pub tb: bool,
+}
+
+impl Operands {
+    /// `a` (M×K) and `b` (K×N), row-major, uploaded as the environment asks.
+    pub fn upload(
+        ctx: &Context,
+        f: vkprism::TensorFormat,
+        (m, n, k): (usize, usize, usize),
+        a: &[f32],
+        b: &[f32],
+    ) -> Result<Operands, Box<dyn std::error::Error>> {
+        let transpose = std::env::var("VKPRISM_BENCH_TRANSPOSE").unwrap_or_default();
+        let (ta, tb) = (transpose.contains('a'), transpose.contains('b'));
+        let a = match ta {
+            true => Tensor::from_f32(ctx, &[k, m], f, &transposed(a, m, k))?,
+            false => Tensor::from_f32(ctx, &[m, k], f, a)?,
+        };
+        let b = match tb {
+            true => Tensor::from_f32(ctx, &[n, k], f, &transposed(b, k, n))?,
+            false => Tensor::from_f32(ctx, &[k, n], f, b)?,
+        };
+        Ok(Operands { a, b, ta, tb })
+    }
+}
+
+/// The record of an M×N×K GEMM of `variant` timed as `t`: 2·M·N·K FLOPs a call, in TFLOP/s.
+pub fn tflops_record(
+    (m, n, k): (usize, usize, usize),
+    variant: &str,
+    coopmat: bool,
+    t: &Timing,
+) -> Record {
+    Record {
         case: "gemm",
         shape: format!("{m}x{n}x{k}"),
         variant: variant.into(),
@@ -142,8 +177,7 @@ fn one(
         unit: "TFLOP/s",
         sm_clock_mhz: t.sm_clock_mhz,
         method: CALLS_METHOD,
-    };
-    Ok((record, tuned))
+    }
 }
 
 /// `VKPRISM_BENCH_AUTOTUNE=1`: the GEMM, int8 GEMM and convolution runs take their
@@ -184,7 +218,7 @@ pub fn selected(variant: &str) -> bool {
 }
 
 /// The rows × cols row-major `x` transposed (cols × rows).
-pub fn transposed(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+fn transposed(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     (0..cols * rows)
         .map(|i| x[(i % rows) * cols + i / rows])
         .collect()

@@ -3,8 +3,8 @@
 //! `bf16s_cm2` of case `gemm` beside the KHR kernel's `fp16s_lm_cm` and `bf16s_lm_cm`. Where the
 //! device lacks the extension's features, one line says so and nothing is recorded.
 
-use crate::gemm::{check, selected, shape_selected, transposed};
-use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
+use crate::gemm::{check, selected, shape_selected, tflops_record, Operands};
+use crate::harness::{print, time_calls, Config, Record};
 use crate::{quantize, random};
 use std::sync::Arc;
 use vkprism::{CommandList, Context, LoadOptions, LoadedKernel, Tensor};
@@ -90,18 +90,12 @@ fn one(
     b: &[f32],
 ) -> Result<Record, Box<dyn std::error::Error>> {
     let f = kernel.format_of("a_blob")?;
-    // VKPRISM_BENCH_TRANSPOSE as for the KHR kernel: operands stored transposed, the same
-    // product.
-    let transpose = std::env::var("VKPRISM_BENCH_TRANSPOSE").unwrap_or_default();
-    let (ta, tb) = (transpose.contains('a'), transpose.contains('b'));
-    let at = match ta {
-        true => Tensor::from_f32(ctx, &[k, m], f, &transposed(a, m, k))?,
-        false => Tensor::from_f32(ctx, &[m, k], f, a)?,
-    };
-    let bt = match tb {
-        true => Tensor::from_f32(ctx, &[n, k], f, &transposed(b, k, n))?,
-        false => Tensor::from_f32(ctx, &[k, n], f, b)?,
-    };
+    let Operands {
+        a: at,
+        b: bt,
+        ta,
+        tb,
+    } = Operands::upload(ctx, f, (m, n, k), a, b)?;
     let ct = Tensor::new(ctx, &[m, n], f)?;
     let spec = tiles.spec(
         (m, n, k),
@@ -130,14 +124,5 @@ fn one(
         label,
     )?;
     let t = time_calls(ctx, cfg, record)?;
-    Ok(Record {
-        case: "gemm",
-        shape: format!("{m}x{n}x{k}"),
-        variant: label.into(),
-        coopmat: true,
-        value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
-        unit: "TFLOP/s",
-        sm_clock_mhz: t.sm_clock_mhz,
-        method: CALLS_METHOD,
-    })
+    Ok(tflops_record((m, n, k), label, true, &t))
 }

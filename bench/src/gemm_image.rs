@@ -4,7 +4,7 @@
 //! `fp16p_image`, ...) sit beside the buffer variants' and cuBLAS's of the same dtype in
 //! `bench/merge.py`.
 
-use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
+use crate::harness::{print, time_calls, Config, Record};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, Image, LoadOptions, Tensor};
 use vkprism_shaders::{gemm_image, gemm_image_grid};
@@ -92,16 +92,7 @@ fn one(
         variant,
     )?;
     let t = time_calls(ctx, cfg, record)?;
-    Ok(Record {
-        case: "gemm",
-        shape: format!("{m}x{n}x{k}"),
-        variant: variant.into(),
-        coopmat: false,
-        value: 2.0 * (m * n * k) as f64 / t.median_s / 1e12,
-        unit: "TFLOP/s",
-        sm_clock_mhz: t.sm_clock_mhz,
-        method: CALLS_METHOD,
-    })
+    Ok(crate::gemm::tflops_record((m, n, k), variant, false, &t))
 }
 
 /// [`LOCAL`], or `VKPRISM_BENCH_LOCAL=XxY`.
