@@ -276,6 +276,68 @@ macro_rules! int8_fused {
     }};
 }
 
+/// A `rope_qkv` case's heads: `hq` query and `hkv` key/value heads of `d`, a cache of `rows`,
+/// the token at position `at`.
+struct RopeHeads {
+    hq: usize,
+    hkv: usize,
+    d: usize,
+    rows: usize,
+    at: usize,
+}
+
+impl RopeHeads {
+    /// Checks q and the caches against the projection `y` (f64 reference, error scale
+    /// `scale`): queries rotated into q, the key rotated and the value as it is in the caches'
+    /// row `at`, every other row still poisoned.
+    fn assert_placed(
+        &self,
+        what: &str,
+        f: TensorFormat,
+        tol: f32,
+        (y, scale): (&[f32], &[f32]),
+        [qt, kc, vc]: [&Tensor; 3],
+    ) {
+        let RopeHeads {
+            hq,
+            hkv,
+            d,
+            rows,
+            at,
+        } = *self;
+        let rotate = |from: usize, heads: usize| {
+            let part = &y[from * d..(from + heads) * d];
+            let (r, e) = vkprism_shaders::reference::rope(1, heads, d, at, 10000.0, true, part);
+            let e: Vec<f32> = e
+                .iter()
+                .zip(&scale[from * d..])
+                .map(|(a, b)| a.max(*b))
+                .collect();
+            expected_in(&r, &e, f)
+        };
+        let (want_q, scale_q) = rotate(0, hq);
+        assert_close_scaled(&qt.download_f32().unwrap(), &want_q, &scale_q, tol, what);
+        let (want_k, scale_k) = rotate(hq, hkv);
+        let (want_v, scale_v) = expected_in(&y[(hq + hkv) * d..], &scale[(hq + hkv) * d..], f);
+        let (got_k, got_v) = (kc.download_f32().unwrap(), vc.download_f32().unwrap());
+        for r in 0..rows {
+            let (gk, gv) = (
+                &got_k[r * hkv * d..][..hkv * d],
+                &got_v[r * hkv * d..][..hkv * d],
+            );
+            if r == at {
+                assert_close_scaled(gk, &want_k, &scale_k, tol, &format!("{what}: key row"));
+                assert_close_scaled(gv, &want_v, &scale_v, tol, &format!("{what}: value row"));
+            } else {
+                assert!(
+                    gk.iter().chain(gv).all(|v| v.is_nan()),
+                    "{what}: row {r} written"
+                );
+            }
+        }
+    }
+}
+
 /// Runs the `rope_qkv` epilogue of kernel module `$m` in variant `$name` over K = `$k` and
 /// checks q and the cache.
 macro_rules! rope_case {
@@ -344,38 +406,16 @@ macro_rules! rope_case {
             accumulate: false,
         };
         let (y, scale) = reference(&plain, &w, &x, None, None, &[]);
-        let rotate = |from: usize, heads: usize| {
-            let part = &y[from * d..(from + heads) * d];
-            let (r, e) = vkprism_shaders::reference::rope(1, heads, d, at, 10000.0, true, part);
-            let e: Vec<f32> = e
-                .iter()
-                .zip(&scale[from * d..])
-                .map(|(a, b)| a.max(*b))
-                .collect();
-            expected_in(&r, &e, f)
-        };
         let tol = tolerance(&kernel.variant().key) + at as f32 * 5e-7;
         let what = format!("{} {name} rope_qkv in_buffer {in_buffer}", stringify!($m));
-        let (want_q, scale_q) = rotate(0, hq);
-        assert_close_scaled(&qt.download_f32().unwrap(), &want_q, &scale_q, tol, &what);
-        let (want_k, scale_k) = rotate(hq, hkv);
-        let (want_v, scale_v) = expected_in(&y[(hq + hkv) * d..], &scale[(hq + hkv) * d..], f);
-        let (got_k, got_v) = (kc.download_f32().unwrap(), vc.download_f32().unwrap());
-        for r in 0..rows {
-            let (gk, gv) = (
-                &got_k[r * hkv * d..][..hkv * d],
-                &got_v[r * hkv * d..][..hkv * d],
-            );
-            if r == at {
-                assert_close_scaled(gk, &want_k, &scale_k, tol, &format!("{what}: key row"));
-                assert_close_scaled(gv, &want_v, &scale_v, tol, &format!("{what}: value row"));
-            } else {
-                assert!(
-                    gk.iter().chain(gv).all(|v| v.is_nan()),
-                    "{what}: row {r} written"
-                );
-            }
-        }
+        let heads = RopeHeads {
+            hq,
+            hkv,
+            d,
+            rows,
+            at,
+        };
+        heads.assert_placed(&what, f, tol, (&y, &scale), [&qt, &kc, &vc]);
     }};
 }
 
@@ -520,6 +560,73 @@ fn gemv_rope_qkv_every_variant() {
     assert_clean(&ctx);
 }
 
+/// [`Ops::gemv_int8_rope_qkv`] in every float format the device runs: int8 weights with a
+/// scale per row, K 64 (the wide kernel) and 61 (the scalar one), the position pushed and read
+/// from a buffer, against the f64 reference.
+#[test]
+fn gemv_int8_rope_qkv_every_format() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let (hq, hkv, d, rows, offset, from_buffer) = (3, 1, 8, 12, 2, 7);
+    let n = (hq + 2 * hkv) * d;
+    for f in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+        for (i, k) in [64, 61].into_iter().enumerate() {
+            let seed = 90 + 10 * i as u64;
+            let w = random_i8(n * k, seed);
+            let scales = random_in(n, seed + 1, 1e-3, 2e-2);
+            let x = quantize(&random_in(k, seed + 2, 0.1, 2.0), f);
+            let wt = Tensor::from_i8(&ctx, &[n, k], &w).unwrap();
+            let st = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &scales).unwrap();
+            let xt = Tensor::from_f32(&ctx, &[1, k], f, &x).unwrap();
+            let qt = poisoned(&ctx, &[1, hq, d], f);
+            let (kc, vc) = (
+                poisoned(&ctx, &[rows, hkv, d], f),
+                poisoned(&ctx, &[rows, hkv, d], f),
+            );
+            let pos = Tensor::from_i32(&ctx, &[1], &[from_buffer as i32]).unwrap();
+            let rope = Rope::new()
+                .with_style(RopeStyle::Interleaved)
+                .with_position_offset(offset);
+            let normed = Gemv::new().with_rms_input(EPS);
+            let caches = [&kc, &vc];
+            let run = ops.run(|l| {
+                ops.gemv_int8_rope_qkv(l, (&wt, &st), &xt, &qt, caches, &normed, &rope, Some(&pos))
+            });
+            match run {
+                Err(OpError::FormatUnsupported { .. }) => {
+                    println!("gemv_int8_rope_qkv: the device runs no variant on {f:?}");
+                    continue;
+                }
+                other => other.unwrap(),
+            }
+            let plain = Fused {
+                batch: 1,
+                n,
+                k,
+                bias: false,
+                rms: true,
+                activation: 0,
+                gated: false,
+                accumulate: false,
+            };
+            let wf: Vec<f32> = w.iter().map(|v| *v as f32).collect();
+            let (y, scale) = reference(&plain, &wf, &x, Some(&scales), None, &[]);
+            let at = offset + from_buffer;
+            let heads = RopeHeads {
+                hq,
+                hkv,
+                d,
+                rows,
+                at,
+            };
+            let tol = if f == TensorFormat::F32 { 1e-5 } else { 1e-2 } + at as f32 * 5e-7;
+            let what = format!("gemv_int8_rope_qkv {f:?} K {k}");
+            heads.assert_placed(&what, f, tol, (&y, &scale), [&qt, &kc, &vc]);
+        }
+    }
+    assert_clean(&ctx);
+}
+
 #[test]
 fn gemv_rope_qkv_bad_operands_are_errors_and_record_nothing() {
     let ctx = ctx();
@@ -558,6 +665,29 @@ fn gemv_rope_qkv_bad_operands_are_errors_and_record_nothing() {
     );
     let e = run(&t(&[12, 8]), &x, &normed, &rope);
     assert!(matches!(e, OpError::Shape { operand: "w", .. }), "{e}");
+    // The int8 form: a float `w`, and scales of the wrong length.
+    let int8 = |w: &Tensor, scales: &Tensor| {
+        refused(&ctx, |l| {
+            ops.gemv_int8_rope_qkv(l, (w, scales), &x, &q, [&kc, &vc], &normed, &rope, None)
+        })
+    };
+    let (w8, scales) = (
+        Tensor::new(&ctx, &[16, 8], TensorFormat::I8).unwrap(),
+        t(&[16]),
+    );
+    let e = int8(&w, &scales);
+    assert!(matches!(e, OpError::Format { operand: "w", .. }), "{e}");
+    let e = int8(&w8, &t(&[12]));
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                operand: "scales",
+                ..
+            }
+        ),
+        "{e}"
+    );
     // The context still works: the same call with the right operands runs.
     ops.run(|l| ops.gemv_rope_qkv(l, &w, &x, &q, [&kc, &vc], &normed, &rope, None))
         .unwrap();

@@ -94,6 +94,8 @@ fn operations() -> Vec<Row> {
         row!("gemv_rope_qkv": (gemv, "rows of whole 16-byte chunks"), (gemv_scalar, "otherwise")),
         row!("gemv_int8": (gemv_int8, "rows of whole 16-byte chunks"),
              (gemv_int8_scalar, "otherwise")),
+        row!("gemv_int8_rope_qkv": (gemv_int8, "rows of whole 16-byte chunks"),
+             (gemv_int8_scalar, "otherwise")),
         row!("rope": rope),
         row!("rope_qkv": rope_qkv),
         row!("glu": glu),

@@ -1,8 +1,10 @@
 //! The matrix-vector products of decoding: [`Ops::gemv`] on float weights and
 //! [`Ops::gemv_int8`] on int8 weights with a scale per output channel, and their `_with` forms
-//! that fuse what surrounds a decoder's projections ([`Gemv`]). Each checks its operands and
-//! records one dispatch of the wide kernel ([`gemv`], [`gemv_int8`]: 16-byte loads) where K is
-//! a multiple of the chunk, of the scalar one otherwise.
+//! that fuse what surrounds a decoder's projections ([`Gemv`]), and [`Ops::gemv_rope_qkv`] /
+//! [`Ops::gemv_int8_rope_qkv`], a decoder's query/key/value projection rotated into its KV
+//! cache. Each checks its operands and records one dispatch of the wide kernel ([`gemv`],
+//! [`gemv_int8`]: 16-byte loads) where K is a multiple of the chunk, of the scalar one
+//! otherwise.
 
 use super::check::{
     float_format, kv_cache_shape, not_aliased, placed_apart, position_buffer, same_format, shape_is,
@@ -171,6 +173,51 @@ fn check_rope_qkv(
     Ok([hq, hkv, d, rows])
 }
 
+/// The GEMV kernels' constants for the `rope_qkv` epilogue over W's heads `[hq, hkv, d, rows]`,
+/// the position pushed, plus the one in `position` where given.
+fn rope_constants(
+    op: &Gemv,
+    s: &GemvShape,
+    rope: &Rope,
+    [hq, hkv, d, rows]: [usize; 4],
+    position: Option<&Tensor>,
+) -> (gemv::SpecConstants, gemv::PushConstants) {
+    let spec = gemv::SpecConstants {
+        rope_qkv: if position.is_some() { 2 } else { 1 },
+        ..op.spec(s, false)
+    };
+    let push = gemv::PushConstants {
+        d: d as i32,
+        hq: hq as i32,
+        hkv: hkv as i32,
+        rows: rows as i32,
+        offset: rope.position_offset as i32,
+        log2_base: (rope.theta_base as f64).log2() as f32,
+        ..op.push(s)
+    };
+    (spec, push)
+}
+
+/// An int8 weight `w` (I8, `[N, K]` as `s` holds) and its F32 `scales` `[N]`, or the located
+/// refusal.
+fn int8_weights(
+    op: &'static str,
+    s: &GemvShape,
+    w: &Tensor,
+    scales: &Tensor,
+) -> Result<(), OpError> {
+    shape_is(op, "scales", scales, &[s.n], "[N]")?;
+    if w.format() != TensorFormat::I8 {
+        return Err(OpError::Format {
+            op,
+            operand: "w",
+            got: w.format(),
+            want: "I8".into(),
+        });
+    }
+    same_format(op, "scales", Some(scales), TensorFormat::F32)
+}
+
 /// The product's shape from W (`[N, K]`) and x (`[K]` or `[batch, K]`, batch 1 to 8), and y's
 /// shape (x's rank, N for K).
 fn gemv_shape(
@@ -301,19 +348,7 @@ impl Ops {
                 None => self.unread_i32(OP)?,
             },
         };
-        let spec = gemv::SpecConstants {
-            rope_qkv: if position.is_some() { 2 } else { 1 },
-            ..op.spec(&s, false)
-        };
-        let push = gemv::PushConstants {
-            d: d as i32,
-            hq: hq as i32,
-            hkv: hkv as i32,
-            rows: rows as i32,
-            offset: rope.position_offset as i32,
-            log2_base: (rope.theta_base as f64).log2() as f32,
-            ..op.push(&s)
-        };
+        let (spec, push) = rope_constants(op, &s, rope, [hq, hkv, d, rows], position);
         self.record_float_gemv(list, [w, x, q], None, &s, (&spec, &push), &place)
     }
 
@@ -391,16 +426,7 @@ impl Ops {
         let (s, y_shape) = gemv_shape(OP, w, x)?;
         let y_shape = op.output_shape(OP, y_shape)?;
         shape_is(OP, "y", y, &y_shape, "x's rows × N (N/2 gated)")?;
-        shape_is(OP, "scales", scales, &[s.n], "[N]")?;
-        if w.format() != TensorFormat::I8 {
-            return Err(OpError::Format {
-                op: OP,
-                operand: "w",
-                got: w.format(),
-                want: "I8".into(),
-            });
-        }
-        same_format(OP, "scales", Some(scales), TensorFormat::F32)?;
+        int8_weights(OP, &s, w, scales)?;
         let format = float_format(OP, "x", x)?;
         same_format(OP, "y", Some(y), format)?;
         not_aliased(
@@ -409,54 +435,101 @@ impl Ops {
             "y",
             &[("w", Some(w)), ("scales", Some(scales)), ("x", Some(x))],
         )?;
-        let spec = op.spec(&s, false);
-        let push = op.push(&s);
+        let place = Placement {
+            k: y,
+            v: y,
+            position: self.unread_i32(OP)?,
+        };
+        let constants = (&op.spec(&s, false), &op.push(&s));
+        self.record_int8_gemv(list, OP, [w, scales, x, y], &s, constants, &place)
+    }
+
+    /// [`Ops::gemv_rope_qkv`] on int8 weights: `w` I8 `[(hq + 2·hkv) · d, K]` (its heads' rotation
+    /// pairs side by side) with one F32 scale per row in `scales`, the other operands as there
+    /// in one float format. Nothing is recorded when a check fails.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemv_int8_rope_qkv(
+        &self,
+        list: &mut CommandList,
+        (w, scales): (&Tensor, &Tensor),
+        x: &Tensor,
+        q: &Tensor,
+        [k_cache, v_cache]: [&Tensor; 2],
+        op: &Gemv,
+        rope: &Rope,
+        position: Option<&Tensor>,
+    ) -> Result<(), OpError> {
+        const OP: &str = "gemv_int8_rope_qkv";
+        let (s, _) = gemv_shape(OP, w, x)?;
+        let heads = check_rope_qkv(OP, &s, q, [k_cache, v_cache], op, rope)?;
+        int8_weights(OP, &s, w, scales)?;
+        let format = float_format(OP, "x", x)?;
+        for (name, t) in [("q", q), ("k_cache", k_cache), ("v_cache", v_cache)] {
+            same_format(OP, name, Some(t), format)?;
+        }
+        let inputs = [("w", Some(w)), ("scales", Some(scales)), ("x", Some(x))];
+        placed_apart(OP, [q, k_cache, v_cache], &inputs)?;
+        position_buffer(OP, position)?;
+        let place = Placement {
+            k: k_cache,
+            v: v_cache,
+            position: match position {
+                Some(p) => p,
+                None => self.unread_i32(OP)?,
+            },
+        };
+        let (spec, push) = rope_constants(op, &s, rope, heads, position);
+        self.record_int8_gemv(list, OP, [w, scales, x, q], &s, (&spec, &push), &place)
+    }
+
+    /// One dispatch of the int8 GEMV, wide or scalar as K allows (the scalar one on packed
+    /// int8 storage needs `N · K` a multiple of 4).
+    fn record_int8_gemv(
+        &self,
+        list: &mut CommandList,
+        op: &'static str,
+        [w, scales, x, y]: [&Tensor; 4],
+        s: &GemvShape,
+        constants: (&gemv::SpecConstants, &gemv::PushConstants),
+        place: &Placement<'_>,
+    ) -> Result<(), OpError> {
+        let format = x.format();
         if s.wide(1) {
-            let kernel = self.kernel_for::<gemv_int8::Kernel>(OP, "x_blob", format, false)?;
+            let kernel = self.kernel_for::<gemv_int8::Kernel>(op, "x_blob", format, false)?;
             let b = gemv_int8::BufferBindings {
                 w_blob: w,
                 x_blob: x,
                 scale_blob: scales,
                 y_blob: y,
-                k_blob: y,
-                v_blob: y,
-                pos_blob: self.unread_i32(OP)?,
+                k_blob: place.k,
+                v_blob: place.v,
+                pos_blob: place.position,
             };
-            self.record_gemv(
-                list,
-                OP,
-                &kernel,
-                &s,
-                GemvShape::chunk(1),
-                (&spec, &push),
-                &b,
-            )
-        } else {
-            let kernel =
-                self.kernel_for::<gemv_int8_scalar::Kernel>(OP, "x_blob", format, false)?;
-            let packed = kernel.variant().key.int8 == Some(Int8Mode::Int8p);
-            if packed && !(s.n * s.k).is_multiple_of(4) {
-                return Err(OpError::Unsupported {
-                    op: OP,
-                    why: format!(
-                        "`w` holds {} int8 values, not a multiple of 4, and K = {} is not a \
-                         multiple of 16; this device reads int8 as 32-bit words (no 8-bit storage)",
-                        s.n * s.k,
-                        s.k
-                    ),
-                });
-            }
-            let b = gemv_int8_scalar::BufferBindings {
-                w_blob: w,
-                x_blob: x,
-                scale_blob: scales,
-                y_blob: y,
-                k_blob: y,
-                v_blob: y,
-                pos_blob: self.unread_i32(OP)?,
-            };
-            self.record_gemv(list, OP, &kernel, &s, 1, (&spec, &push), &b)
+            return self.record_gemv(list, op, &kernel, s, GemvShape::chunk(1), constants, &b);
         }
+        let kernel = self.kernel_for::<gemv_int8_scalar::Kernel>(op, "x_blob", format, false)?;
+        let packed = kernel.variant().key.int8 == Some(Int8Mode::Int8p);
+        if packed && !(s.n * s.k).is_multiple_of(4) {
+            return Err(OpError::Unsupported {
+                op,
+                why: format!(
+                    "`w` holds {} int8 values, not a multiple of 4, and K = {} is not a \
+                     multiple of 16; this device reads int8 as 32-bit words (no 8-bit storage)",
+                    s.n * s.k,
+                    s.k
+                ),
+            });
+        }
+        let b = gemv_int8_scalar::BufferBindings {
+            w_blob: w,
+            x_blob: x,
+            scale_blob: scales,
+            y_blob: y,
+            k_blob: place.k,
+            v_blob: place.v,
+            pos_blob: place.position,
+        };
+        self.record_gemv(list, op, &kernel, s, 1, constants, &b)
     }
 
     /// One GEMV dispatch of `kernel` (any of the four: they share constants types) reading
