@@ -9,22 +9,48 @@
 //! it), the MLP's gate and up rows interleaved. Read one tensor at a time from a [`WeightSource`] (a file's tensors are never
 //! all on the host as `f32` at once).
 
+use crate::int8::quantize_rows;
 use crate::weights::layer_weight;
-use crate::{LlamaConfig, ModelError, WeightSource};
+use crate::{LlamaConfig, ModelError, WeightSource, WeightStorage};
 use vkprism::{Context, Tensor, TensorFormat};
+
+/// A projection's weight `[out, in]` as stored.
+pub(crate) enum Projection {
+    /// In the model's float format.
+    Float(Tensor),
+    /// I8 values and one F32 scale per row.
+    Int8 { w: Tensor, scales: Tensor },
+}
+
+impl Projection {
+    /// The stored matrix `[out, in]` (float or I8).
+    pub fn matrix(&self) -> &Tensor {
+        match self {
+            Projection::Float(w) | Projection::Int8 { w, .. } => w,
+        }
+    }
+
+    /// Bytes of GPU memory it takes.
+    fn bytes(&self) -> u64 {
+        match self {
+            Projection::Float(w) => w.size_bytes(),
+            Projection::Int8 { w, scales } => w.size_bytes() + scales.size_bytes(),
+        }
+    }
+}
 
 /// One decoder layer's weights (projections `[out, in]`).
 pub(crate) struct LayerWeights {
     /// The query, key and value rows stacked, `[(heads + 2·kv_heads) · head_dim, hidden]`,
     /// each head's rotation pairs side by side, the input norm folded in.
-    pub qkv: Tensor,
+    pub qkv: Projection,
     /// `[hidden, hidden]`, each head's columns in the pairs' order.
-    pub o: Tensor,
+    pub o: Projection,
     /// Gate and up rows interleaved (row 2i gate i, row 2i + 1 up i), `[2·mlp, hidden]`, the
     /// post-attention norm folded in.
-    pub gate_up: Tensor,
+    pub gate_up: Projection,
     /// `[hidden, mlp]`.
-    pub down: Tensor,
+    pub down: Projection,
 }
 
 /// Every weight of a decoder.
@@ -33,7 +59,7 @@ pub(crate) struct DeviceWeights {
     pub layers: Vec<LayerWeights>,
     /// The output projection `[vocab, hidden]`, the final norm folded in (the embedding's
     /// values where the model ties them).
-    pub lm_head: Tensor,
+    pub lm_head: Projection,
 }
 
 /// Reads tensors from one source and uploads them in one format.
@@ -41,6 +67,7 @@ struct Uploader<'a> {
     ctx: &'a Context,
     source: &'a dyn WeightSource,
     format: TensorFormat,
+    storage: WeightStorage,
 }
 
 impl Uploader<'_> {
@@ -50,6 +77,22 @@ impl Uploader<'_> {
 
     fn upload(&self, shape: &[usize], values: &[f32]) -> Result<Tensor, ModelError> {
         Ok(Tensor::from_f32(self.ctx, shape, self.format, values)?)
+    }
+
+    /// A projection's weight `[out, in]` stored as `storage` says.
+    fn projection(
+        &self,
+        [out, width]: [usize; 2],
+        values: &[f32],
+    ) -> Result<Projection, ModelError> {
+        if self.storage == WeightStorage::Float {
+            return Ok(Projection::Float(self.upload(&[out, width], values)?));
+        }
+        let (q, scales) = quantize_rows(values, width);
+        Ok(Projection::Int8 {
+            w: Tensor::from_i8(self.ctx, &[out, width], &q)?,
+            scales: Tensor::from_f32(self.ctx, &[out], TensorFormat::F32, &scales)?,
+        })
     }
 
     fn layer(&self, cfg: &LlamaConfig, i: usize) -> Result<LayerWeights, ModelError> {
@@ -70,17 +113,17 @@ impl Uploader<'_> {
         fold_columns(&mut gate_up, &post_norm);
         let down = read("mlp.down_proj", &[h, m])?;
         Ok(LayerWeights {
-            qkv: self.upload(&[h + 2 * kv, h], &qkv)?,
-            o: self.upload(&[h, h], &o)?,
-            gate_up: self.upload(&[2 * m, h], &gate_up)?,
-            down: self.upload(&[h, m], &down)?,
+            qkv: self.projection([h + 2 * kv, h], &qkv)?,
+            o: self.projection([h, h], &o)?,
+            gate_up: self.projection([2 * m, h], &gate_up)?,
+            down: self.projection([h, m], &down)?,
         })
     }
 }
 
 /// Every column k of the row-major matrix `w` (rows of `g.len()`) scaled by `g[k]`: a norm's
 /// weight moved into the projection after it.
-fn fold_columns(w: &mut [f32], g: &[f32]) {
+pub(crate) fn fold_columns(w: &mut [f32], g: &[f32]) {
     for row in w.chunks_mut(g.len()) {
         for (v, s) in row.iter_mut().zip(g) {
             *v *= s;
@@ -131,17 +174,19 @@ fn interleave_rows(a: &[f32], b: &[f32], width: usize) -> Vec<f32> {
 }
 
 impl DeviceWeights {
-    /// Every tensor of `cfg` from `source`, uploaded as `format`.
+    /// Every tensor of `cfg` from `source`, uploaded as `format` (the projections as
+    /// `storage` says).
     pub fn upload(
         ctx: &Context,
         cfg: &LlamaConfig,
         source: &dyn WeightSource,
-        format: TensorFormat,
+        (format, storage): (TensorFormat, WeightStorage),
     ) -> Result<DeviceWeights, ModelError> {
         let up = Uploader {
             ctx,
             source,
             format,
+            storage,
         };
         let (h, vocab) = (cfg.hidden, cfg.vocab);
         let embed_values = up.read("model.embed_tokens.weight", &[vocab, h])?;
@@ -160,7 +205,7 @@ impl DeviceWeights {
         Ok(DeviceWeights {
             embed,
             layers,
-            lm_head: up.upload(&[vocab, h], &head)?,
+            lm_head: up.projection([vocab, h], &head)?,
         })
     }
 
@@ -169,12 +214,10 @@ impl DeviceWeights {
         let layer = |l: &LayerWeights| {
             [&l.qkv, &l.o, &l.gate_up, &l.down]
                 .iter()
-                .map(|t| t.size_bytes())
+                .map(|p| p.bytes())
                 .sum::<u64>()
         };
-        self.embed.size_bytes()
-            + self.lm_head.size_bytes()
-            + self.layers.iter().map(layer).sum::<u64>()
+        self.embed.size_bytes() + self.lm_head.bytes() + self.layers.iter().map(layer).sum::<u64>()
     }
 }
 

@@ -3,13 +3,17 @@
 //! (each norm a dispatch of its own, its weight folded into the projection after it); one token
 //! through fused GEMVs that normalize their input, rotate queries and keys into place, gate the
 //! MLP and add into the residual stream themselves: six dispatches a layer with attention's
-//! two. Heads keep their rotation pairs side by side ([`crate::device_weights`]).
+//! two. Heads keep their rotation pairs side by side ([`crate::device_weights`]). On int8
+//! weights a token's GEMVs read them as they are; a prompt's GEMMs read each weight dequantized
+//! into one scratch matrix first (a dispatch before each GEMM).
 
 use crate::cache::KvCache;
-use crate::device_weights::{DeviceWeights, LayerWeights};
-use crate::{LlamaConfig, ModelError};
+use crate::device_weights::{DeviceWeights, LayerWeights, Projection};
+use crate::{LlamaConfig, ModelError, WeightStorage};
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
-use vkprism_shaders::{Activation, Attention, Gemm, Gemv, Ops, ReduceOp, Rope, RopeStyle};
+use vkprism_shaders::{
+    Activation, Attention, Gemm, Gemv, Ops, QuantScale, ReduceOp, Rope, RopeStyle,
+};
 
 /// The tensors a step of `n` tokens works in, reused by every layer (the list puts a barrier
 /// wherever one layer's use of a tensor follows another's).
@@ -31,18 +35,24 @@ pub(crate) struct Activations {
     /// The logits `[n, vocab]`, and the index of each row's largest, I32 `[n]`.
     pub logits: Tensor,
     pub best: Tensor,
+    /// Where a prompt's GEMM reads an int8 weight dequantized: as many values as the largest
+    /// projection (a prompt on int8 weights only).
+    dequantized: Option<Tensor>,
 }
 
 impl Activations {
-    /// The activations of `n` tokens of `cfg` in `format`.
+    /// The activations of `n` tokens of `cfg` in `format` over weights stored as `storage`.
     pub fn new(
         ctx: &Context,
         cfg: &LlamaConfig,
         n: usize,
-        format: TensorFormat,
+        (format, storage): (TensorFormat, WeightStorage),
     ) -> Result<Activations, ModelError> {
         let t = |shape: &[usize]| Tensor::new(ctx, shape, format);
         let (heads, d) = (cfg.heads, cfg.head_dim());
+        let dequantized = (n > 1 && storage == WeightStorage::Int8)
+            .then(|| t(&[largest_projection(cfg)]))
+            .transpose()?;
         Ok(Activations {
             ids: Tensor::new(ctx, &[n], TensorFormat::I32)?,
             x: t(&[n, cfg.hidden])?,
@@ -54,6 +64,7 @@ impl Activations {
             mlp: t(&[n, cfg.mlp])?,
             logits: t(&[n, cfg.vocab])?,
             best: Tensor::new(ctx, &[n], TensorFormat::I32)?,
+            dequantized,
         })
     }
 
@@ -78,8 +89,18 @@ impl Activations {
         ]
         .iter()
         .map(|t| t.size_bytes())
-        .sum()
+        .sum::<u64>()
+            + self.dequantized.as_ref().map_or(0, |t| t.size_bytes())
     }
+}
+
+/// Values in the largest projection of `cfg`.
+fn largest_projection(cfg: &LlamaConfig) -> usize {
+    let (h, kv, m) = (cfg.hidden, cfg.kv_dim(), cfg.mlp);
+    [(h + 2 * kv) * h, h * h, 2 * m * h, h * m, cfg.vocab * h]
+        .into_iter()
+        .max()
+        .expect("five projections")
 }
 
 /// Where a step's first token sits in its sequence.
@@ -145,16 +166,22 @@ impl Forward<'_> {
             StepPosition::Buffer { position, capacity } => {
                 let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
                 let cache = [keys, values];
-                ops.gemv_rope_qkv(
-                    list,
-                    &l.qkv,
-                    &a.x,
-                    &a.q,
-                    cache,
-                    &normed,
-                    &rope,
-                    Some(position),
-                )?;
+                let at = Some(position);
+                match &l.qkv {
+                    Projection::Float(w) => {
+                        ops.gemv_rope_qkv(list, w, &a.x, &a.q, cache, &normed, &rope, at)?
+                    }
+                    Projection::Int8 { w, scales } => ops.gemv_int8_rope_qkv(
+                        list,
+                        (w, scales),
+                        &a.x,
+                        &a.q,
+                        cache,
+                        &normed,
+                        &rope,
+                        at,
+                    )?,
+                }
                 let (k, v) = self.cache.rows(i, capacity)?;
                 ops.attention_at(list, &a.q, &k, &v, &a.o, &causal, position)?;
             }
@@ -183,18 +210,16 @@ impl Forward<'_> {
     fn normed_linear(
         &self,
         list: &mut CommandList,
-        w: &Tensor,
+        w: &Projection,
         y: &Tensor,
         fused: Gemv,
     ) -> Result<(), ModelError> {
         let (a, eps) = (self.act, self.cfg.rms_eps);
         if a.tokens() == 1 {
-            let op = fused.with_rms_input(eps);
-            return Ok(self.ops.gemv_with(list, w, &a.x, None, y, &op)?);
+            return self.gemv(list, w, &a.x, y, &fused.with_rms_input(eps));
         }
         self.ops.rms_norm(list, &a.x, None, &a.h, eps)?;
-        let op = Gemm::new().with_transpose_b(true);
-        Ok(self.ops.gemm(list, &a.h, w, None, y, &op)?)
+        self.gemm(list, &a.h, w, y, &Gemm::new().with_transpose_b(true))
     }
 
     /// `x += input · wᵀ`: the GEMM (`beta` 1) or the GEMV (accumulating) adds into the stream
@@ -202,16 +227,55 @@ impl Forward<'_> {
     fn residual(
         &self,
         list: &mut CommandList,
-        w: &Tensor,
+        w: &Projection,
         input: &Tensor,
     ) -> Result<(), ModelError> {
         let a = self.act;
         if a.tokens() == 1 {
-            let op = Gemv::new().with_accumulate(true);
-            return Ok(self.ops.gemv_with(list, w, input, None, &a.x, &op)?);
+            return self.gemv(list, w, input, &a.x, &Gemv::new().with_accumulate(true));
         }
         let op = Gemm::new().with_transpose_b(true).with_beta(1.0);
-        Ok(self.ops.gemm(list, input, w, None, &a.x, &op)?)
+        self.gemm(list, input, w, &a.x, &op)
+    }
+
+    /// `y = W · x` with `op` fused, on `w` as stored.
+    fn gemv(
+        &self,
+        list: &mut CommandList,
+        w: &Projection,
+        x: &Tensor,
+        y: &Tensor,
+        op: &Gemv,
+    ) -> Result<(), ModelError> {
+        match w {
+            Projection::Float(w) => self.ops.gemv_with(list, w, x, None, y, op)?,
+            Projection::Int8 { w, scales } => self.ops.gemv_int8_with(list, w, scales, x, y, op)?,
+        }
+        Ok(())
+    }
+
+    /// The GEMM `op` of `x` and `w` into `y`; an int8 `w` dequantized into the step's scratch
+    /// matrix first.
+    fn gemm(
+        &self,
+        list: &mut CommandList,
+        x: &Tensor,
+        w: &Projection,
+        y: &Tensor,
+        op: &Gemm,
+    ) -> Result<(), ModelError> {
+        let Projection::Int8 { w, scales } = w else {
+            return Ok(self.ops.gemm(list, x, w.matrix(), None, y, op)?);
+        };
+        let scratch = self
+            .act
+            .dequantized
+            .as_ref()
+            .expect("a prompt on int8 weights has a scratch matrix");
+        let wf = scratch.view(0, w.shape())?;
+        let per_row = QuantScale::PerChannel { scales, axis: 0 };
+        self.ops.dequantize(list, w, per_row, &wf)?;
+        Ok(self.ops.gemm(list, x, &wf, None, y, op)?)
     }
 }
 

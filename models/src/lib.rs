@@ -3,6 +3,7 @@
 //! - `llama.rs`: [`Llama`], a Llama-style decoder with a KV cache (prefill, decode, greedy
 //!   generation), each step one command list; `forward.rs` records a step, `cache.rs` holds
 //!   the KV cache, `device_weights.rs` the weights in GPU memory;
+//! - `int8.rs`: [`WeightStorage`] and the per-row int8 quantization of a decoder's weights;
 //! - `config.rs`: [`LlamaConfig`] (TinyLlama's, and a small one for tests);
 //! - `weights.rs`: the weights' names and shapes ([`weight_shapes`], Hugging Face's state-dict
 //!   names), [`WeightSource`], [`HostWeights`] (random weights for tests, safetensors output);
@@ -19,6 +20,7 @@ mod config;
 mod device_weights;
 mod error;
 mod forward;
+mod int8;
 mod llama;
 pub mod reference;
 pub mod resnet;
@@ -28,6 +30,7 @@ mod weights;
 
 pub use config::LlamaConfig;
 pub use error::ModelError;
+pub use int8::WeightStorage;
 pub use llama::{KernelTime, Llama, LlamaMemory, Logits, DECODE_SPAN};
 pub use reference::ReferenceLlama;
 pub use safetensors_io::SafetensorsFile;

@@ -9,7 +9,7 @@
 use crate::cache::KvCache;
 use crate::device_weights::DeviceWeights;
 use crate::forward::{Activations, Forward, StepPosition};
-use crate::{LlamaConfig, ModelError, SafetensorsFile, WeightSource};
+use crate::{LlamaConfig, ModelError, SafetensorsFile, WeightSource, WeightStorage};
 use std::path::Path;
 use std::time::Duration;
 use vkprism::{CommandList, Context, Readback, Tensor, TensorFormat, UploadSlot};
@@ -54,12 +54,14 @@ enum Read {
 }
 
 /// A Llama-style decoder on one context: weights in GPU memory in one float format (F32, F16 or
-/// Bf16), and a KV cache of `max_seq` positions. A refused step (too long, a token past the
+/// Bf16; the projections in int8 where [`WeightStorage::Int8`]), and a KV cache of `max_seq`
+/// positions. A refused step (too long, a token past the
 /// vocabulary) changes nothing: the model stays usable.
 pub struct Llama {
     ops: Ops,
     cfg: LlamaConfig,
     format: TensorFormat,
+    storage: WeightStorage,
     weights: DeviceWeights,
     cache: KvCache,
     timing: bool,
@@ -115,6 +117,18 @@ impl Llama {
         source: &dyn WeightSource,
         format: TensorFormat,
     ) -> Result<Llama, ModelError> {
+        Llama::with_storage(ctx, cfg, source, format, WeightStorage::Float)
+    }
+
+    /// [`Llama::new`] with the projections' weights stored as `storage` says (activations and
+    /// cache in `format`).
+    pub fn with_storage(
+        ctx: &Context,
+        cfg: &LlamaConfig,
+        source: &dyn WeightSource,
+        format: TensorFormat,
+        storage: WeightStorage,
+    ) -> Result<Llama, ModelError> {
         if let Some(why) = cfg.problem() {
             return Err(ModelError::Config(why));
         }
@@ -128,7 +142,8 @@ impl Llama {
             ops: Ops::new(ctx),
             cfg: *cfg,
             format,
-            weights: DeviceWeights::upload(ctx, cfg, source, format)?,
+            storage,
+            weights: DeviceWeights::upload(ctx, cfg, source, (format, storage))?,
             cache: KvCache::new(ctx, cfg, format)?,
             timing: false,
             gpu_time: None,
@@ -164,9 +179,15 @@ impl Llama {
         &self.cfg
     }
 
-    /// The format the weights, cache and activations are stored in.
+    /// The format the weights, cache and activations are stored in (the projections as
+    /// [`Llama::storage`] says).
     pub fn format(&self) -> TensorFormat {
         self.format
+    }
+
+    /// How the projections' weights are stored.
+    pub fn storage(&self) -> WeightStorage {
+        self.storage
     }
 
     /// Positions in the KV cache: the tokens of the sequence so far.
@@ -300,9 +321,12 @@ impl Llama {
             earlier => {
                 let act = match earlier {
                     Some(p) if p.act.tokens() == tokens.len() => p.act,
-                    _ => {
-                        Activations::new(self.ops.context(), &self.cfg, tokens.len(), self.format)?
-                    }
+                    _ => Activations::new(
+                        self.ops.context(),
+                        &self.cfg,
+                        tokens.len(),
+                        (self.format, self.storage),
+                    )?,
                 };
                 self.prompt = Some(self.record_prompt(act, start, read)?);
             }
@@ -368,7 +392,7 @@ impl Llama {
         let ctx = self.ops.context().clone();
         if self.decode.is_none() {
             self.decode = Some(DecodeLists {
-                act: Activations::new(&ctx, &self.cfg, 1, self.format)?,
+                act: Activations::new(&ctx, &self.cfg, 1, (self.format, self.storage))?,
                 position: Tensor::new(&ctx, &[1], TensorFormat::I32)?,
                 lists: Vec::new(),
             });

@@ -74,7 +74,8 @@ impl<'w> ReferenceLlama<'w> {
         }
         self.pos += 1;
         let h = rms_norm(&x, self.w("model.norm.weight"), c.rms_eps);
-        let head = if c.tie_embeddings {
+        // The head's own tensor where the weights hold one (int8-rounded weights do).
+        let head = if c.tie_embeddings && self.weights.get("lm_head.weight").is_none() {
             "model.embed_tokens.weight"
         } else {
             "lm_head.weight"

@@ -3,6 +3,8 @@
 //! from ([`WeightSource`]: a safetensors file, [`HostWeights`]), random weights for tests, and
 //! safetensors output.
 
+use crate::device_weights::fold_columns;
+use crate::int8::rounded_rows;
 use crate::safetensors_io::{encode, Dtype};
 use crate::{LlamaConfig, ModelError};
 use std::collections::BTreeMap;
@@ -24,6 +26,19 @@ pub const LAYER_PARTS: [&str; 9] = [
 /// The state-dict name of part `part` (one of [`LAYER_PARTS`]) of layer `layer`.
 pub fn layer_weight(layer: usize, part: &str) -> String {
     format!("model.layers.{layer}.{part}.weight")
+}
+
+/// For a layer's projection, the norm folded into its columns (`None` for none); `None` for a
+/// norm.
+fn folded_norm(part: &str) -> Option<Option<&'static str>> {
+    match part {
+        "self_attn.q_proj" | "self_attn.k_proj" | "self_attn.v_proj" => {
+            Some(Some("input_layernorm"))
+        }
+        "mlp.gate_proj" | "mlp.up_proj" => Some(Some("post_attention_layernorm")),
+        "self_attn.o_proj" | "mlp.down_proj" => Some(None),
+        _ => None,
+    }
 }
 
 /// The shape of a layer's part: a norm's `[hidden]`, a projection's `[out, in]`.
@@ -134,6 +149,59 @@ impl HostWeights {
         HostWeights { tensors }
     }
 
+    /// The weights a decoder of `cfg` with int8 projections ([`WeightStorage::Int8`]) and
+    /// activations in `format` computes with: each projection rounded per row as the model
+    /// quantizes it at load (the norm before it folded into its columns first, and taken out
+    /// again here: the reference applies the norm itself), the output projection a tensor of
+    /// its own even where the embedding is tied, the embedding rounded to `format`.
+    ///
+    /// [`WeightStorage::Int8`]: crate::WeightStorage::Int8
+    pub fn int8_rounded(
+        &self,
+        cfg: &LlamaConfig,
+        format: TensorFormat,
+    ) -> Result<HostWeights, ModelError> {
+        // The norms as they are: the model folds them into int8 projections in f32.
+        let mut out = self.clone();
+        let embed = "model.embed_tokens.weight";
+        let (shape, values) = self
+            .rounded(format)
+            .tensors
+            .remove(embed)
+            .ok_or_else(|| ModelError::MissingTensor { name: embed.into() })?;
+        out.tensors.insert(embed.into(), (shape, values));
+        // Projection `from` rounded, as tensor `to`, its columns scaled by norm `g` meanwhile.
+        let mut put = |from: &str, to: String, shape: Vec<usize>, g: Option<String>| {
+            let values = self.tensor(from, &shape)?;
+            let g = g.map(|n| self.tensor(&n, &[cfg.hidden])).transpose()?;
+            let rounded = int8_rows(&values, shape[1], g);
+            out.tensors.insert(to, (shape, rounded));
+            Ok::<_, ModelError>(())
+        };
+        for layer in 0..cfg.layers {
+            for part in LAYER_PARTS {
+                if let Some(norm) = folded_norm(part) {
+                    let name = layer_weight(layer, part);
+                    let g = norm.map(|n| layer_weight(layer, n));
+                    put(&name, name.clone(), part_shape(cfg, part), g)?;
+                }
+            }
+        }
+        let head = if cfg.tie_embeddings {
+            "model.embed_tokens.weight"
+        } else {
+            "lm_head.weight"
+        };
+        let g = Some("model.norm.weight".to_string());
+        put(
+            head,
+            "lm_head.weight".into(),
+            vec![cfg.vocab, cfg.hidden],
+            g,
+        )?;
+        Ok(out)
+    }
+
     /// A copy without tensor `name` (for tests of a file that lacks one).
     pub fn without(&self, name: &str) -> HostWeights {
         let mut out = self.clone();
@@ -176,6 +244,23 @@ impl WeightSource for HostWeights {
         }
         Ok(values.clone())
     }
+}
+
+/// Row-major `w` (rows of `width`) as its per-row int8 quantization holds it, the columns
+/// scaled by `g` before and divided by it after, where given.
+fn int8_rows(w: &[f32], width: usize, g: Option<Vec<f32>>) -> Vec<f32> {
+    let Some(g) = g else {
+        return rounded_rows(w, width);
+    };
+    let mut folded = w.to_vec();
+    fold_columns(&mut folded, &g);
+    let mut rounded = rounded_rows(&folded, width);
+    for row in rounded.chunks_mut(width) {
+        for (v, s) in row.iter_mut().zip(&g) {
+            *v /= s;
+        }
+    }
+    rounded
 }
 
 /// SplitMix64: a small generator whose stream is fixed by its seed for good (random weights

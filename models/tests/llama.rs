@@ -8,7 +8,8 @@ use safetensors::Dtype;
 use vkprism::{Context, TensorFormat};
 use vkprism_models::reference::argmax;
 use vkprism_models::{
-    HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama, SafetensorsFile, DECODE_SPAN,
+    HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama, SafetensorsFile, WeightStorage,
+    DECODE_SPAN,
 };
 use vkprism_shaders::OpError;
 use vkprism_testkit::{assert_clean, ctx};
@@ -48,8 +49,24 @@ fn tolerance(format: TensorFormat) -> f32 {
 /// The model in `format` on random weights, or `None` where the device runs no variant of
 /// that format (said on stderr).
 fn model(ctx: &Context, weights: &HostWeights, format: TensorFormat) -> Option<Llama> {
-    let cfg = LlamaConfig::small();
-    let mut m = Llama::new(ctx, &cfg, weights, format).unwrap();
+    model_stored(
+        ctx,
+        &LlamaConfig::small(),
+        weights,
+        format,
+        WeightStorage::Float,
+    )
+}
+
+/// [`model`] of `cfg` with the projections stored as `storage` says.
+fn model_stored(
+    ctx: &Context,
+    cfg: &LlamaConfig,
+    weights: &HostWeights,
+    format: TensorFormat,
+    storage: WeightStorage,
+) -> Option<Llama> {
+    let mut m = Llama::with_storage(ctx, cfg, weights, format, storage).unwrap();
     match m.prefill(&[0]) {
         Ok(_) => {
             m.reset();
@@ -178,6 +195,66 @@ fn decode_f16() {
 #[test]
 fn decode_bf16() {
     check_decode(TensorFormat::Bf16);
+}
+
+/// Int8 projections (one scale per row) with activations in `format`, on a configuration whose
+/// embedding is tied (the output projection quantized from it): the prompt's logits at every
+/// position and seven decode steps' within `format`'s tolerance of the reference on the
+/// weights as the quantization holds them, the weights' memory below a float model's.
+fn check_int8(format: TensorFormat) {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small().with_tied_embeddings(true);
+    let weights = HostWeights::random(&cfg, SEED);
+    let Some(mut m) = model_stored(&ctx, &cfg, &weights, format, WeightStorage::Int8) else {
+        return;
+    };
+    assert_eq!(m.storage(), WeightStorage::Int8);
+    let rounded = weights.int8_rounded(&cfg, format).unwrap();
+    let mut reference = ReferenceLlama::new(&cfg, &rounded);
+    let tokens = ReferenceLlama::new(&cfg, &rounded).greedy(&PROMPT, 8);
+    let got = m.prefill(&PROMPT).unwrap();
+    for (i, want) in reference.forward(&PROMPT).iter().enumerate() {
+        let err = max_error(got.row(i), want);
+        eprintln!("{format:?} int8 prefill position {i}: error {err:.2e}");
+        assert!(
+            err <= tolerance(format),
+            "{format:?} int8 position {i}: {err:.2e}"
+        );
+    }
+    for (step, token) in tokens[..7].iter().enumerate() {
+        let got = m.decode(*token).unwrap();
+        let want = reference.forward(&[*token]).pop().unwrap();
+        let err = max_error(&got, &want);
+        eprintln!("{format:?} int8 decode step {step}: error {err:.2e}");
+        assert!(
+            err <= tolerance(format),
+            "{format:?} int8 step {step}: {err:.2e}"
+        );
+    }
+    // Against the float weights the error is the quantization's: in F32 far past the
+    // tolerance, so the check above tells int8 weights from float ones.
+    let float = ReferenceLlama::new(&cfg, &weights.rounded(format)).forward(&PROMPT);
+    let quantization = max_error(got.last(), float.last().unwrap());
+    eprintln!("{format:?} int8 against float weights: error {quantization:.2e}");
+    if format == TensorFormat::F32 {
+        assert!(
+            quantization > 10.0 * tolerance(format),
+            "{quantization:.2e}"
+        );
+    }
+    let float_model = Llama::new(&ctx, &cfg, &weights, format).unwrap();
+    assert!(m.memory().weights < float_model.memory().weights);
+    assert_clean(&ctx);
+}
+
+#[test]
+fn int8_weights_f32() {
+    check_int8(TensorFormat::F32);
+}
+
+#[test]
+fn int8_weights_f16() {
+    check_int8(TensorFormat::F16);
 }
 
 /// Weights written as safetensors in each float type read back as what that type holds, and a

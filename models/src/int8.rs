@@ -1,0 +1,74 @@
+//! Int8 weights: [`WeightStorage`] (how a decoder stores its projections) and the quantization
+//! it uses at load, one scale per output row, symmetric: the row's largest magnitude / 127, each
+//! value divided by it and rounded to nearest. A row of zeros gets the scale 0.
+
+/// How a decoder stores its projections' weights (the embedding is always stored in the model's
+/// float format: a step reads one row of it).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum WeightStorage {
+    /// In the model's float format.
+    #[default]
+    Float,
+    /// Int8 with one F32 scale per output row (the norms folded in before quantizing): half
+    /// the bytes of fp16. A token's GEMVs read the int8 values and scale each row's sum; a
+    /// prompt's GEMMs read each weight dequantized into the model's float format first.
+    Int8,
+}
+
+/// Row-major `w` (rows of `width`) quantized per row: the int8 values and each row's scale.
+pub(crate) fn quantize_rows(w: &[f32], width: usize) -> (Vec<i8>, Vec<f32>) {
+    let mut values = Vec::with_capacity(w.len());
+    let scales = w
+        .chunks(width)
+        .map(|row| {
+            let scale = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+            values.extend(row.iter().map(|v| quantize(*v, scale)));
+            scale
+        })
+        .collect();
+    (values, scales)
+}
+
+/// `v` in steps of `scale`, rounded to nearest (0 where the scale is).
+fn quantize(v: f32, scale: f32) -> i8 {
+    if scale > 0.0 {
+        (v / scale).round().clamp(-127.0, 127.0) as i8
+    } else {
+        0
+    }
+}
+
+/// Row-major `w` (rows of `width`) as its per-row quantization holds it: each value rounded to
+/// a step of its row's scale.
+pub(crate) fn rounded_rows(w: &[f32], width: usize) -> Vec<f32> {
+    let (values, scales) = quantize_rows(w, width);
+    values
+        .chunks(width)
+        .zip(scales)
+        .flat_map(|(row, s)| row.iter().map(move |q| *q as f32 * s))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_get_their_own_scale_and_round_to_nearest() {
+        let w = [1.27, -0.5, 0.006, 0.0, 0.0, 0.0, -2.54, 1.0, 0.004];
+        let (q, s) = quantize_rows(&w, 3);
+        assert_eq!(s, [0.01, 0.0, 0.02]);
+        assert_eq!(q, [127, -50, 1, 0, 0, 0, -127, 50, 0]);
+        let r = rounded_rows(&w, 3);
+        assert!((r[1] + 0.5).abs() < 1e-6 && r[8] == 0.0 && (r[6] + 2.54).abs() < 1e-6);
+    }
+
+    #[test]
+    fn quantizing_what_a_quantization_holds_gives_it_back() {
+        let w: Vec<f32> = (0..64)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) * 0.013)
+            .collect();
+        let once = rounded_rows(&w, 16);
+        assert_eq!(quantize_rows(&once, 16), quantize_rows(&w, 16));
+    }
+}
