@@ -4,14 +4,69 @@ state dict as safetensors, a random prompt, the prompt's logits at every positio
 greedy continuation, for `models/examples/llama.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
+        [--int8-weights]
 
 Writes OUT_DIR/model.safetensors and OUT_DIR/expect.safetensors (prompt: I64 [p], logits:
-F32 [p, vocab], tokens: I64 [n]) and prints PyTorch's prefill and per-token decode time.
+F32 [p, vocab], tokens: I64 [n]) and prints PyTorch's prefill and per-token decode time. With
+`--int8-weights`, also OUT_DIR/expect_int8.safetensors: the same model with every projection
+rounded as vkprism's `WeightStorage::Int8` quantizes the file's weights at load (the norm
+before it folded into its columns, one scale per row, max |w| / 127, rounded to nearest, the
+norm taken out again), for `llama.rs --int8-weights --expect`.
 """
 import argparse, os, time
 import torch
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
+
+
+# Each projection's norm folded into its columns before vkprism quantizes it (None: none).
+FOLDED = {"q_proj": "input_layernorm", "k_proj": "input_layernorm", "v_proj": "input_layernorm",
+          "gate_proj": "post_attention_layernorm", "up_proj": "post_attention_layernorm",
+          "o_proj": None, "down_proj": None}
+
+
+def norm_of(name, params):
+    """The norm folded into projection `name` (a state-dict name), or None."""
+    if name == "lm_head.weight":
+        return params["model.norm.weight"]
+    layer, proj = name.rsplit(".", 3)[0], name.split(".")[-2]
+    norm = FOLDED[proj]
+    return None if norm is None else params[f"{layer}.{norm}.weight"]
+
+
+def round_to_int8(model):
+    """Every projection replaced by its per-row int8 rounding, as vkprism's loader makes it."""
+    params = dict(model.state_dict())
+    with torch.no_grad():
+        for name, w in params.items():
+            if not (name.endswith("_proj.weight") or name == "lm_head.weight"):
+                continue
+            g = norm_of(name, params)
+            g = torch.ones(w.shape[1], device=w.device) if g is None else g.float()
+            folded = w.float() * g[None, :]
+            scale = folded.abs().amax(dim=1) / 127.0
+            q = torch.where(scale[:, None] > 0, folded / scale[:, None], torch.zeros_like(folded))
+            # Halves away from zero, as Rust's f32::round (torch.round takes them to even).
+            tie = (q.abs() - q.abs().floor()) == 0.5
+            q = torch.where(tie, q.abs().ceil().copysign(q), torch.round(q)).clamp(-127, 127)
+            w.copy_((q * scale[:, None] / g[None, :]).to(w.dtype))
+
+
+def expect(model, prompt, tokens):
+    """The prompt's logits at every position and the greedy continuation, with times."""
+    with torch.no_grad():
+        torch.cuda.synchronize(); t = time.perf_counter()
+        logits = model(prompt).logits[0].float()
+        torch.cuda.synchronize(); prefill = time.perf_counter() - t
+        t = time.perf_counter()
+        out = model.generate(prompt, max_new_tokens=tokens, do_sample=False, min_new_tokens=tokens)
+        torch.cuda.synchronize(); gen = time.perf_counter() - t
+    return logits, out[0, prompt.shape[1]:], prefill, gen
+
+
+def save_expect(path, prompt, logits, tokens):
+    save_file({"prompt": prompt[0].long().cpu(), "logits": logits.cpu().contiguous(),
+               "tokens": tokens.long().cpu()}, path)
 
 
 def main():
@@ -21,6 +76,7 @@ def main():
     ap.add_argument("--prompt", type=int, default=16)
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--layers", type=int, default=22)
+    ap.add_argument("--int8-weights", action="store_true")
     args = ap.parse_args()
     dtype = torch.float16 if args.dtype == "fp16" else torch.float32
     cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=args.layers,
@@ -31,21 +87,22 @@ def main():
     model = LlamaForCausalLM(cfg).to(dtype).cuda().eval()
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, cfg.vocab_size, (1, args.prompt), generator=g).cuda()
-    with torch.no_grad():
-        torch.cuda.synchronize(); t = time.perf_counter()
-        logits = model(prompt).logits[0].float()
-        torch.cuda.synchronize(); prefill = time.perf_counter() - t
-        t = time.perf_counter()
-        out = model.generate(prompt, max_new_tokens=args.tokens, do_sample=False, min_new_tokens=args.tokens)
-        torch.cuda.synchronize(); gen = time.perf_counter() - t
-    tokens = out[0, args.prompt:]
+    logits, tokens, prefill, gen = expect(model, prompt, args.tokens)
     os.makedirs(args.out, exist_ok=True)
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, f"{args.out}/model.safetensors")
-    save_file({"prompt": prompt[0].long().cpu(), "logits": logits.cpu().contiguous(),
-               "tokens": tokens.long().cpu()}, f"{args.out}/expect.safetensors")
+    save_expect(f"{args.out}/expect.safetensors", prompt, logits, tokens)
     print(f"torch {args.dtype}: prefill of {args.prompt} tokens {prefill * 1e3:.2f} ms (eager), "
           f"{args.tokens} greedy tokens in {gen * 1e3:.1f} ms ({gen / args.tokens * 1e3:.2f} ms per token, generate())")
     print(f"torch greedy tokens: {tokens.tolist()}")
+    if args.int8_weights:
+        round_to_int8(model)
+        logits8, tokens8, _, _ = expect(model, prompt, args.tokens)
+        save_expect(f"{args.out}/expect_int8.safetensors", prompt, logits8, tokens8)
+        cos = torch.nn.functional.cosine_similarity(logits8, logits, dim=1).min().item()
+        same = (tokens8 == tokens).long().cumprod(0).sum().item()
+        print(f"torch int8-rounded weights: worst logits cosine against the float weights {cos:.6f}, "
+              f"{same} of {args.tokens} greedy tokens the same before the first difference")
+        print(f"torch greedy tokens (int8-rounded weights): {tokens8.tolist()}")
 
 
 if __name__ == "__main__":

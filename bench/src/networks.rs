@@ -1,6 +1,7 @@
 //! Whole networks from `vkprism-models`, random weights, each step timed on the GPU
 //! ([`time_steps`]) as `bench/networks_ref.py` times PyTorch's on the same configurations:
-//! - `decoder`: a Llama-style decoder in TinyLlama-1.1B's configuration, fp16: a 512-token
+//! - `decoder`: a Llama-style decoder in TinyLlama-1.1B's configuration, fp16 (weights in fp16,
+//!   variant `fp16`, or in int8 with a scale per row, `fp16 int8-weights`): a 512-token
 //!   prompt, and one greedy decode step at 512 and 2048 tokens of context (the step replayed
 //!   at the same position: the cache cut back after each);
 //! - `resnet50`: ResNet-50 at 224×224, batch 1 and 8, fp16 and fp32.
@@ -14,7 +15,7 @@ use std::error::Error;
 use std::time::Duration;
 use vkprism::{Context, TensorFormat};
 use vkprism_models::resnet::{self, ResNet, ResNetConfig, Timing};
-use vkprism_models::{HostWeights, Llama, LlamaConfig};
+use vkprism_models::{HostWeights, Llama, LlamaConfig, WeightStorage};
 
 /// How wall-time records are timed.
 const WALL_METHOD: &str =
@@ -48,6 +49,23 @@ fn gpu_time(t: Option<Duration>) -> Result<Duration, Box<dyn Error>> {
 }
 
 pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>> {
+    let mut out = decoder_stored(ctx, cfg, WeightStorage::Float, "fp16")?;
+    out.extend(decoder_stored(
+        ctx,
+        cfg,
+        WeightStorage::Int8,
+        "fp16 int8-weights",
+    )?);
+    Ok(out)
+}
+
+/// The decoder's records with its projections stored as `storage` says, as `variant`.
+fn decoder_stored(
+    ctx: &Context,
+    cfg: Config,
+    storage: WeightStorage,
+    variant: &str,
+) -> Result<Vec<Record>, Box<dyn Error>> {
     let (model_cfg, prompt_len, contexts) = if cfg.quick {
         (LlamaConfig::small(), 16, vec![16, 40])
     } else {
@@ -60,7 +78,7 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
     let weights = HostWeights::random(&model_cfg, 1);
     ctx.reset_peak_allocated_bytes();
     let before = ctx.allocated_bytes();
-    let mut m = Llama::new(ctx, &model_cfg, &weights, TensorFormat::F16)?;
+    let mut m = Llama::with_storage(ctx, &model_cfg, &weights, TensorFormat::F16, storage)?;
     drop(weights);
     m.set_timing(true);
     let vocab = model_cfg.vocab as u32;
@@ -72,14 +90,9 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
         m.next_token(&prompt)?;
         gpu_time(m.last_gpu_time())
     })?;
-    records(
-        "decoder",
-        format!("prefill {prompt_len}"),
-        "fp16",
-        t,
-        &mut out,
-    );
-    print_profile(&mut m, &format!("prefill {prompt_len}"), |m| {
+    let prefill = format!("prefill {prompt_len}");
+    records("decoder", prefill.clone(), variant, t, &mut out);
+    print_profile(&mut m, &format!("{variant} {prefill}"), |m| {
         m.reset();
         m.next_token(&prompt).map(|_| ())
     })?;
@@ -95,16 +108,16 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
             m.truncate(context)?;
             gpu_time(m.last_gpu_time())
         })?;
-        records("decoder", format!("decode {context}"), "fp16", t, &mut out);
+        records("decoder", format!("decode {context}"), variant, t, &mut out);
         memory = m.memory();
-        print_profile(&mut m, &format!("decode {context}"), |m| {
+        print_profile(&mut m, &format!("{variant} decode {context}"), |m| {
             m.next_token(&[5])?;
             m.truncate(context)
         })?;
     }
     let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
     println!(
-        "# decoder memory: {memory}; peak GPU memory of the model {:.1} MiB",
+        "# decoder {variant} memory: {memory}; peak GPU memory of the model {:.1} MiB",
         mib(ctx.peak_allocated_bytes() - before)
     );
     Ok(out)

@@ -14,13 +14,17 @@
 //! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
 //! greedy `tokens`), the prompt comes from the file and the logits at every position and the
 //! greedy tokens are compared with PyTorch's. With `--profile`, the prompt's step's and the last
-//! decode step's GPU time per kernel (every dispatch timed, which serializes the GPU).
+//! decode step's GPU time per kernel (every dispatch timed, which serializes the GPU). With
+//! `--int8-weights`, the projections are stored in int8 with a scale per row (activations and
+//! cache in `--format`).
 
 use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use vkprism::{Context, TensorFormat};
-use vkprism_models::{HostWeights, Llama, LlamaConfig, ReferenceLlama};
+use vkprism_models::{
+    HostWeights, Llama, LlamaConfig, ReferenceLlama, SafetensorsFile, WeightStorage,
+};
 
 /// What the command line asked for.
 struct Args {
@@ -29,6 +33,7 @@ struct Args {
     weights: Option<PathBuf>,
     save: Option<PathBuf>,
     format: TensorFormat,
+    storage: WeightStorage,
     tokens: usize,
     prompt: Vec<u32>,
     expect: Option<PathBuf>,
@@ -42,6 +47,7 @@ fn parse_args() -> Result<Args, String> {
         weights: None,
         save: None,
         format: TensorFormat::F32,
+        storage: WeightStorage::Float,
         tokens: 8,
         prompt: vec![1, 17, 300, 42, 511, 5, 99],
         expect: None,
@@ -51,6 +57,10 @@ fn parse_args() -> Result<Args, String> {
     while let Some(flag) = it.next() {
         if flag == "--profile" {
             args.profile = true;
+            continue;
+        }
+        if flag == "--int8-weights" {
+            args.storage = WeightStorage::Int8;
             continue;
         }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -109,7 +119,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     let ctx = Context::new()?;
     let cfg = args.config;
     println!(
-        "{}: {} layers, hidden {}, {} heads ({} KV), MLP {}, vocabulary {}, {:?}",
+        "{}: {} layers, hidden {}, {} heads ({} KV), MLP {}, vocabulary {}, {:?}, weights {:?}",
         ctx.device_name(),
         cfg.layers,
         cfg.hidden,
@@ -117,16 +127,22 @@ fn run() -> Result<(), Box<dyn Error>> {
         cfg.kv_heads,
         cfg.mlp,
         cfg.vocab,
-        args.format
+        args.format,
+        args.storage
     );
     let start = Instant::now();
     let random = args
         .weights
         .is_none()
         .then(|| HostWeights::random(&cfg, 21));
+    let (format, storage) = (args.format, args.storage);
     let mut model = match (&args.weights, &random) {
-        (Some(path), _) => Llama::from_file(&ctx, &cfg, path, args.format)?,
-        (None, Some(w)) => Llama::new(&ctx, &cfg, w, args.format)?,
+        (Some(path), _) => {
+            let bytes = std::fs::read(path)?;
+            let file = SafetensorsFile::parse(&bytes)?;
+            Llama::with_storage(&ctx, &cfg, &file, format, storage)?
+        }
+        (None, Some(w)) => Llama::with_storage(&ctx, &cfg, w, format, storage)?,
         (None, None) => unreachable!("random weights are made without a file"),
     };
     println!("loaded in {}", ms(start.elapsed()));
@@ -142,8 +158,11 @@ fn run() -> Result<(), Box<dyn Error>> {
     }
     let tokens = generate(&mut model, &args.prompt, args.tokens)?;
     if let (true, Some(w)) = (args.small, &random) {
-        let want =
-            ReferenceLlama::new(&cfg, &w.rounded(args.format)).greedy(&args.prompt, args.tokens);
+        let held = match storage {
+            WeightStorage::Float => w.rounded(format),
+            WeightStorage::Int8 => w.int8_rounded(&cfg, format)?,
+        };
+        let want = ReferenceLlama::new(&cfg, &held).greedy(&args.prompt, args.tokens);
         let agree = tokens.iter().zip(&want).take_while(|(a, b)| a == b).count();
         println!(
             "CPU reference: {want:?} ({agree} of {} tokens agree)",
