@@ -4,12 +4,16 @@
 //! workgroups of 64, 128 and 256 invocations (the library's choice is the row's chunks rounded
 //! to a power of two, at most 256); and a dependent chain of one-token rotations, nearly no
 //! work, for the cost of a dependent dispatch itself. Printed, not compared with PyTorch: they
-//! say where a decode step's time goes (bytes per second against the dispatch's floor).
+//! say where a decode step's time goes (bytes per second against the dispatch's floor). The same
+//! projections on int8 weights (`gemv_int8`, `fp16s_int8p_sg`) at workgroups of 32 to 256, each call
+//! reading the next of as many copies of the weights as keep them out of L2 (as in a decode
+//! step, where every weight comes from memory).
 
 use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
+use std::cell::Cell;
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{gemv, GemvShape, Ops, Rope};
+use vkprism_shaders::{gemv, gemv_int8, GemvShape, Ops, Rope};
 
 const CASE: &str = "gemv_probe";
 
@@ -59,6 +63,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             out.push(r);
         }
     }
+    out.extend(int8(ctx, cfg, shapes)?);
     // The floor: a dependent chain of one-token rotations (64 values each).
     let ops = Ops::new(ctx);
     let x = Tensor::from_f32(ctx, &[1, 1, 64], f, &random(64, 23))?;
@@ -69,5 +74,59 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         "fp16".into(),
         t,
     ));
+    Ok(out)
+}
+
+/// Bytes of weights a chain cycles through: past the H100's 50 MiB of L2.
+const PAST_L2: usize = 160 << 20;
+
+/// The int8 GEMV on `shapes`, each call on the next copy of the weights.
+fn int8(
+    ctx: &Context,
+    cfg: Config,
+    shapes: &[(usize, usize, &str)],
+) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let f = TensorFormat::F16;
+    let kernel =
+        ctx.load_with::<gemv_int8::Kernel>(&LoadOptions::variant_named("fp16s_int8p_sg")?)?;
+    let mut out = Vec::new();
+    for &(n, k, name) in shapes {
+        let copies = PAST_L2.div_ceil(n * k).clamp(1, 20);
+        let values: Vec<i8> = (0..n * k).map(|i| (i * 37 % 255) as i8).collect();
+        let w = (0..copies)
+            .map(|_| Tensor::from_i8(ctx, &[n, k], &values))
+            .collect::<Result<Vec<_>, _>>()?;
+        let scales = Tensor::from_f32(ctx, &[n], TensorFormat::F32, &random(n, 24))?;
+        let x = Tensor::from_f32(ctx, &[1, k], f, &random(k, 22))?;
+        let y = Tensor::new(ctx, &[1, n], f)?;
+        let s = GemvShape { batch: 1, n, k };
+        let unread = Tensor::from_i32(ctx, &[1], &[0])?;
+        for local in [32u32, 64, 128, 256] {
+            let pipe = kernel.pipeline(&s.spec(false), Some([local, 1, 1]))?;
+            let next = Cell::new(0);
+            let t = time_calls(ctx, cfg, |l| {
+                let b = gemv_int8::BufferBindings {
+                    w_blob: &w[next.get() % copies],
+                    x_blob: &x,
+                    scale_blob: &scales,
+                    y_blob: &y,
+                    k_blob: &y,
+                    v_blob: &y,
+                    pos_blob: &unread,
+                };
+                next.set(next.get() + 1);
+                l.dispatch(&pipe, &b, &s.push(), s.grid([local, 1, 1]))?;
+                Ok(())
+            })?;
+            let r = probe_record(
+                CASE,
+                format!("{name} {n}x{k} int8, {copies} copies"),
+                format!("fp16s_int8p_sg local {local}"),
+                t,
+            );
+            println!("#   {:.2} TB/s", (n * k) as f64 / t.median_s / 1e12);
+            out.push(r);
+        }
+    }
     Ok(out)
 }
