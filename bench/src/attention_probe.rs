@@ -2,7 +2,8 @@
 //! of several lengths on this device (TinyLlama's heads: 32 query heads over 4 key/value heads
 //! of 64, fp16): [`attention_grouped`] with the keys in 1 to 16 shares (and the combine pass
 //! where there are several), beside the row kernel [`attention4`] at the operation layer's
-//! split, each as 20 dependent calls in one list ([`time_calls`]). Printed, not compared with
+//! split (the combine pass, or the last share merging each row) and at fewer, wider shares,
+//! each as 20 dependent calls in one list ([`time_calls`]). Printed, not compared with
 //! PyTorch (the `ops` case does that for the operation layer's choice): it says which split
 //! a cache length wants.
 
@@ -92,37 +93,57 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 t,
             ));
         }
-        let splits = s.splits_for(2048);
-        let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
-        let spec = attention::SpecConstants {
-            causal: 1,
-            split: (splits > 1) as i32,
-            position_in_buffer: 0,
-        };
-        let pipe = rows.pipeline(&spec, Some([64, 1, 1]))?;
-        let b = attention4::BufferBindings {
-            q_blob: &q,
-            k_blob: &k,
-            v_blob: &v,
-            o_blob: &o,
-            part_blob: &part,
-            pos_blob: &pos,
-        };
-        let t = time_calls(ctx, cfg, |l| {
-            l.dispatch(
-                &pipe,
-                &b,
-                &s.push(scale, s.causal_offset(), splits),
-                s.grid(splits),
-            )?;
-            combined(l, &part, splits)
-        })?;
-        out.push(probe_record(
-            CASE,
-            format!("kv{cache} rows"),
-            format!("{splits} shares"),
-            t,
-        ));
+        // The row kernel at the operation layer's split (64 invocations), then at fewer,
+        // wider shares: a workgroup of 128 or 256 per query head and share.
+        // The last share merging each row instead of the combine pass: at the operation
+        // layer's split.
+        let ops_splits = s.splits_for(2048);
+        let counts = Tensor::from_i32(ctx, &[s.rows()], &vec![0; s.rows()])?;
+        let candidates = [
+            (64, ops_splits, false),
+            (64, ops_splits, true),
+            (128, 2, false),
+            (256, 2, false),
+            (256, 1, false),
+        ];
+        for (local, splits, last) in candidates {
+            let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
+            let spec = attention::SpecConstants {
+                causal: 1,
+                split: (splits > 1) as i32,
+                position_in_buffer: 0,
+                combine_last: last as i32,
+            };
+            let pipe = rows.pipeline(&spec, Some([local, 1, 1]))?;
+            let b = attention4::BufferBindings {
+                q_blob: &q,
+                k_blob: &k,
+                v_blob: &v,
+                o_blob: &o,
+                part_blob: &part,
+                pos_blob: &pos,
+                count_blob: &counts,
+            };
+            let t = time_calls(ctx, cfg, |l| {
+                l.dispatch(
+                    &pipe,
+                    &b,
+                    &s.push(scale, s.causal_offset(), splits),
+                    s.grid(splits),
+                )?;
+                if last {
+                    return Ok(());
+                }
+                combined(l, &part, splits)
+            })?;
+            let merged = if last { ", the last merging" } else { "" };
+            out.push(probe_record(
+                CASE,
+                format!("kv{cache} rows"),
+                format!("{splits} shares of {local}{merged}"),
+                t,
+            ));
+        }
     }
     Ok(out)
 }

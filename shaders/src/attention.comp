@@ -21,7 +21,10 @@
 //
 // With `split` the keys are shared between gl_NumWorkGroups.x workgroups (decode: one query
 // row, thousands of keys) and each writes its unnormalized output with its running maximum
-// and sum to part [rows][splits][d + 2]; attention_combine.comp merges them.
+// and sum to part [rows][splits][d + 2]; attention_combine.comp merges them, or, with
+// `combine_last`, the row's last workgroup to finish does (attention_merge.glsl): each
+// workgroup counts itself done in count[row] once its share is written, and the one that
+// brings the count to `splits` merges and sets it back to 0 (a dispatch fewer a decode step).
 layout (local_size_x = 64) in;
 
 layout (constant_id = 0) const int causal = 0;
@@ -29,6 +32,8 @@ layout (constant_id = 1) const int split = 0;
 // 1: the causal offset is p.offset plus pos_data[0] (a recorded decode step replayed at any
 // position of the cache; keys past the query's position are not read).
 layout (constant_id = 2) const int position_in_buffer = 0;
+// 1 (with `split`): the last share to finish merges the row (count_data zero before and after).
+layout (constant_id = 3) const int combine_last = 0;
 // VKPRISM_QUADS (attention4): d and kv_stride are multiples of 4, K and V rows are read as
 // quads, and each invocation accumulates whole quads of the output.
 #if VKPRISM_QUADS
@@ -46,8 +51,10 @@ layout (binding = 1) readonly buffer k_blob { sfp k_data[]; };
 layout (binding = 2) readonly buffer v_blob { sfp v_data[]; };
 #endif
 layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
-layout (binding = 4) writeonly buffer part_blob { float part_data[]; };
+// Coherent: the last share reads what the others wrote.
+layout (binding = 4) coherent buffer part_blob { float part_data[]; };
 layout (binding = 5) readonly buffer pos_blob { int pos_data[]; };
+layout (binding = 6) coherent buffer count_blob { int count_data[]; };
 
 layout (push_constant) uniform parameter {
     int batch; int sq; int skv; int hq; int hkv; int d;
@@ -55,6 +62,10 @@ layout (push_constant) uniform parameter {
 } p;
 
 #include "rows.glsl"
+#include "attention_merge.glsl"
+
+// Whether this workgroup finished its row's last share (`combine_last`).
+shared bool last_share;
 
 // The largest head dimension: output dimensions per invocation times the workgroup.
 const int MAX_D = 256;
@@ -75,6 +86,28 @@ float out_value(float acc[PER], vec4 acc4, int r)
     if (quads == 0) return acc[r];
     const int e = int(gl_LocalInvocationID.x) + r * int(gl_WorkGroupSize.x);
     return out_quads[e / 4][e % 4];
+}
+
+// Where query i of batch n, head h, writes its output.
+int output_at(int n, int i, int h)
+{
+    return (n * p.sq + i) * p.o_stride + h * p.d;
+}
+
+// Called by every invocation once its share of row `row` is in part_data: counts the share
+// done, and where it was the row's last, merges the row into o and zeroes its count. Each
+// invocation's writes are made visible beyond the workgroup before the count says so, and the
+// last reads the others' through the coherent buffer after seeing the count.
+void merge_if_last(int row, int o_at)
+{
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationID.x == 0) last_share = atomicAdd(count_data[row], 1) == p.splits - 1;
+    barrier();
+    if (!last_share) return;
+    memoryBarrierBuffer();
+    merge_shares(row, o_at);
+    if (gl_LocalInvocationID.x == 0) count_data[row] = 0;
 }
 
 void main()
@@ -202,10 +235,11 @@ void main()
             part_data[at + p.d] = m;
             part_data[at + p.d + 1] = l;
         }
+        if (combine_last == 1) merge_if_last(row, output_at(n, i, h));
         return;
     }
     const float inv = l > 0.0 ? 1.0 / l : 0.0;
-    const int o_at = (n * p.sq + i) * p.o_stride + h * p.d;
+    const int o_at = output_at(n, i, h);
     for (int r = 0; r < PER; r++)
     {
         const int e = lid + r * size;

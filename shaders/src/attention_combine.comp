@@ -3,10 +3,8 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
-// The second pass of split attention (attention.comp with `split`): each row's shares, each an
-// unnormalized output o_s with its running maximum m_s and sum l_s, merged as
-// o = Σ e^(m_s - M) o_s / Σ e^(m_s - M) l_s with M the largest m_s (a share that saw no key
-// has m_s = -inf and weighs 0; a row whose shares saw none gives 0). One workgroup per row.
+// The second pass of split attention (attention.comp with `split`): each row's shares merged
+// by attention_merge.glsl. One workgroup per row.
 layout (local_size_x = 64) in;
 
 layout (binding = 0) readonly buffer part_blob { float part_data[]; };
@@ -17,60 +15,12 @@ layout (push_constant) uniform parameter {
 } p;
 
 #include "rows.glsl"
+#include "attention_merge.glsl"
 
-// Each share's weight e^(m_s - M), for the first MAX_SPLITS shares (later ones computed again
-// where they are read).
-const int MAX_SPLITS = 1024;
-shared float weight[MAX_SPLITS];
-
-float share_weight(int base, int s, float big)
-{
-    if (s < MAX_SPLITS) return weight[s];
-    const float ms = part_data[base + s * (p.d + 2) + p.d];
-    return ms > rows_neg_inf() ? exp(ms - big) : 0.0;
-}
-
-// The shares' maxima and sums are spread over the invocations (one load each, reduced through
-// rows.glsl), then each output dimension sums the shares four at a time (four loads in
-// flight): the row's loads wait on each other twice, not once per share.
 void main()
 {
     const int row = rows_row();
     if (row >= p.rows) return;
-    const int lid = int(gl_LocalInvocationID.x), size = int(gl_WorkGroupSize.x);
-    const int base = row * p.splits * (p.d + 2);
-    float big = rows_neg_inf();
-    for (int s = lid; s < p.splits; s += size)
-        big = max(big, part_data[base + s * (p.d + 2) + p.d]);
-    big = rows_max(big);
-    float l = 0.0;
-    for (int s = lid; s < p.splits; s += size)
-    {
-        const float ms = part_data[base + s * (p.d + 2) + p.d];
-        const float w = ms > rows_neg_inf() ? exp(ms - big) : 0.0;
-        if (s < MAX_SPLITS) weight[s] = w;
-        l += w * part_data[base + s * (p.d + 2) + p.d + 1];
-    }
-    // The sum's barriers also make every weight visible.
-    l = rows_sum(l);
-    const float inv = l > 0.0 ? 1.0 / l : 0.0;
     // Row `row` is (query token, head): its output sits o_stride apart per token.
-    const int o_at = (row / p.hq) * p.o_stride + (row % p.hq) * p.d;
-    const int stride = p.d + 2;
-    for (int e = lid; e < p.d; e += size)
-    {
-        vec4 a = vec4(0.0);
-        int s = 0;
-        for (; s + 4 <= p.splits; s += 4)
-        {
-            const int at = base + s * stride + e;
-            const vec4 v = vec4(part_data[at], part_data[at + stride], part_data[at + 2 * stride],
-                                part_data[at + 3 * stride]);
-            const vec4 w = vec4(share_weight(base, s, big), share_weight(base, s + 1, big),
-                                share_weight(base, s + 2, big), share_weight(base, s + 3, big));
-            a += w * v;
-        }
-        for (; s < p.splits; s++) a.x += share_weight(base, s, big) * part_data[base + s * stride + e];
-        buffer_st1(o_data, o_at + e, afp(((a.x + a.y) + (a.z + a.w)) * inv));
-    }
+    merge_shares(row, (row / p.hq) * p.o_stride + (row % p.hq) * p.d);
 }

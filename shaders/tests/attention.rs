@@ -55,13 +55,14 @@ fn check(got: &Tensor, s: &AttentionShape, x: &Operands, causal: bool, tol: f32,
 }
 
 /// Runs the row kernel in variant `name` ([`attention4`] with `quads`) with `splits` shares
-/// per row (and the combine pass where there are several).
+/// per row (and, where there are several, the combine pass, or with `combine_last` the last
+/// share of each row merging it: the share counters must be zero again after).
 fn run_rows(
     ctx: &Context,
     name: &str,
     s: AttentionShape,
     causal: bool,
-    splits: usize,
+    (splits, combine_last): (usize, bool),
     quads: bool,
     seed: u64,
 ) {
@@ -79,7 +80,9 @@ fn run_rows(
         causal: causal as i32,
         split: (splits > 1) as i32,
         position_in_buffer: causal as i32,
+        combine_last: combine_last as i32,
     };
+    let counts = Tensor::from_i32(ctx, &[s.rows()], &vec![0; s.rows()]).unwrap();
     const FROM_BUFFER: i32 = 5;
     let pos = Tensor::new(ctx, &[1], TensorFormat::I32).unwrap();
     ctx.run(|l| l.upload_bytes(&pos, &FROM_BUFFER.to_le_bytes()))
@@ -109,6 +112,7 @@ fn run_rows(
                 o_blob: &o,
                 part_blob: &part,
                 pos_blob: &pos,
+                count_blob: &counts,
             };
             l.dispatch(&pipe4, &b, &push, s.grid(splits))?;
         } else {
@@ -119,10 +123,11 @@ fn run_rows(
                 o_blob: &o,
                 part_blob: &part,
                 pos_blob: &pos,
+                count_blob: &counts,
             };
             l.dispatch(&pipe, &b, &push, s.grid(splits))?;
         }
-        if splits > 1 {
+        if splits > 1 && !combine_last {
             let b = attention_combine::BufferBindings {
                 part_blob: &part,
                 o_blob: &o,
@@ -132,8 +137,12 @@ fn run_rows(
         Ok(())
     })
     .unwrap();
-    let what = format!("{name} {s:?} causal {causal} splits {splits} quads {quads}");
+    let what = format!(
+        "{name} {s:?} causal {causal} splits {splits} (last merges: {combine_last}) quads {quads}"
+    );
     check(&o, &s, &x, causal, tolerance(&k.variant().key), &what);
+    let left = counts.download_i32().unwrap();
+    assert!(left.iter().all(|c| *c == 0), "{what}: counts left {left:?}");
 }
 
 fn shape(batch: usize, sq: usize, skv: usize, hq: usize, hkv: usize, d: usize) -> AttentionShape {
@@ -182,21 +191,19 @@ fn attention_rows_every_variant() {
             for causal in [false, true] {
                 // Rows of quads also through the scalar path.
                 for quads in [false, s.quads()] {
-                    run_rows(&ctx, name, *s, causal, *splits, quads, 10 * i as u64);
+                    for last in [false, *splits > 1] {
+                        let seed = 10 * i as u64;
+                        run_rows(&ctx, name, *s, causal, (*splits, last), quads, seed);
+                    }
                 }
             }
         }
-        // More shares than the combine pass keeps weights of (1024): shares 1024 to 1031 hold
-        // keys, the last 8 none.
-        run_rows(
-            &ctx,
-            name,
-            shape(1, 1, 66000, 2, 1, 8),
-            true,
-            1040,
-            true,
-            90,
-        );
+        // More shares than the merge keeps weights of (1024): shares 1024 to 1031 hold keys,
+        // the last 8 none; merged by the combine pass and by the last share.
+        for last in [false, true] {
+            let s = shape(1, 1, 66000, 2, 1, 8);
+            run_rows(&ctx, name, s, true, (1040, last), true, 90);
+        }
     }
     assert_clean(&ctx);
 }
@@ -210,7 +217,7 @@ fn attention_rows_over_the_grid_limit() {
         "fp32_sg",
         shape(1, 1100, 3, 32, 8, 4),
         true,
-        1,
+        (1, false),
         true,
         7,
     );

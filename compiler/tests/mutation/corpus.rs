@@ -17,6 +17,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/attention_cm.comp", include_str!("../../../shaders/src/attention_cm.comp")),
     ("shaders/src/attention_combine.comp", include_str!("../../../shaders/src/attention_combine.comp")),
     ("shaders/src/attention_grouped.comp", include_str!("../../../shaders/src/attention_grouped.comp")),
+    ("shaders/src/attention_merge.glsl", include_str!("../../../shaders/src/attention_merge.glsl")),
     ("shaders/src/binary_bcast.comp", include_str!("../../../shaders/src/binary_bcast.comp")),
     ("shaders/src/binary_bcast4.comp", include_str!("../../../shaders/src/binary_bcast4.comp")),
     ("shaders/src/binary_f.glsl", include_str!("../../../shaders/src/binary_f.glsl")),

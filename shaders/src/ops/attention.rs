@@ -71,6 +71,10 @@ const GROUPED_MIN_HEADS: usize = 4;
 /// run one after another, the shares side by side).
 const GROUPED_SHARE: usize = 256;
 
+/// Query rows up to which the row kernels' last share merges a split row itself (the
+/// counters [`Ops::share_counts`] holds): beyond, the combine pass does.
+pub(crate) const COUNTED_ROWS: usize = 1024;
+
 /// The kernel of a pass over query rows.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum RowsKernel {
@@ -247,11 +251,15 @@ impl Ops {
         (kernel, splits): (RowsKernel, usize),
         part: &Tensor,
     ) -> Result<(), OpError> {
+        // The row kernels' last share merges the row where its count fits the counters.
+        let combine_last = splits > 1 && kernel != RowsKernel::Grouped && s.rows() <= COUNTED_ROWS;
         let spec = attention::SpecConstants {
             causal: pass.causal as i32,
             split: (splits > 1) as i32,
             position_in_buffer: pass.position.is_some() as i32,
+            combine_last: combine_last as i32,
         };
+        let counts = self.share_counts(OP)?;
         let push = s.push(pass.scale, pass.offset, splits);
         // Unread without `position_in_buffer`, but bound.
         let pos = match pass.position {
@@ -289,6 +297,7 @@ impl Ops {
                     o_blob: o,
                     part_blob: part,
                     pos_blob: pos,
+                    count_blob: counts,
                 };
                 rows_pass(list, &kernel, &spec, &b, &push, (64, s.grid(splits)))?
             }
@@ -301,11 +310,12 @@ impl Ops {
                     o_blob: o,
                     part_blob: part,
                     pos_blob: pos,
+                    count_blob: counts,
                 };
                 rows_pass(list, &kernel, &spec, &b, &push, (64, s.grid(splits)))?
             }
         };
-        if splits == 1 {
+        if splits == 1 || combine_last {
             return Ok(());
         }
         // The combine pass runs in the first pass's variant (float mode and subgroups).

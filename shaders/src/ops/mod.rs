@@ -75,6 +75,8 @@ pub struct Ops {
     kernels: Mutex<HashMap<(TypeId, Choice), Arc<dyn Any + Send + Sync>>>,
     /// An I32 tensor of one value, bound where a kernel declares a binding it does not read.
     unread_i32: std::sync::OnceLock<vkprism::Tensor>,
+    /// The split attention rows' share counters, zero between dispatches.
+    share_counts: std::sync::OnceLock<vkprism::Tensor>,
 }
 
 /// What a kernel's variant is chosen for: the tensor format its operands have, and whether
@@ -97,6 +99,7 @@ impl Ops {
             tuner: None,
             kernels: Mutex::new(HashMap::new()),
             unread_i32: std::sync::OnceLock::new(),
+            share_counts: std::sync::OnceLock::new(),
         }
     }
 
@@ -123,6 +126,19 @@ impl Ops {
         let t = vkprism::Tensor::new(&self.ctx, &[1], TensorFormat::I32)
             .map_err(|source| OpError::Scratch { op, source })?;
         Ok(self.unread_i32.get_or_init(|| t))
+    }
+
+    /// The counters of split attention's shares ([`attention::COUNTED_ROWS`] I32 zeros): each
+    /// row's workgroups count themselves done there and the last sets it back to 0, so they
+    /// are zero again after every dispatch.
+    pub(crate) fn share_counts(&self, op: &'static str) -> Result<&vkprism::Tensor, OpError> {
+        if let Some(t) = self.share_counts.get() {
+            return Ok(t);
+        }
+        let zeros = vec![0; attention::COUNTED_ROWS];
+        let t = vkprism::Tensor::from_i32(&self.ctx, &[zeros.len()], &zeros)
+            .map_err(|source| OpError::Scratch { op, source })?;
+        Ok(self.share_counts.get_or_init(|| t))
     }
 
     /// Records what `record` records into one list, submits it and waits: the eager form of
