@@ -77,7 +77,17 @@ vkprism::compute_shader! {
             define: [("DEQUANT", "1"), ("CHANNELS", "1")],
             share: [quantize::PushConstants],
         },
+        /// [`dequantize_channels`](crate::dequantize_channels) reading four int8 values as one
+        /// word and writing them as one quad: `n` and `inner` multiples of 4 (a weight's rows
+        /// of a multiple of 4 values, scaled per row), the same grid.
+        dequantize_channels4: {
+            path: "quantize.comp",
+            define: [("DEQUANT", "1"), ("CHANNELS", "1"), ("WIDE", "1")],
+            share: [quantize::PushConstants],
+        },
     },
 }
 
-pub use quantize_kernels::{dequantize, dequantize_channels, quantize, quantize_channels};
+pub use quantize_kernels::{
+    dequantize, dequantize_channels, dequantize_channels4, quantize, quantize_channels,
+};

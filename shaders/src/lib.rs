@@ -76,7 +76,7 @@ pub use config::{GemmConfig, SPLIT_K_WORKGROUPS};
 pub use conv::{conv2d, Conv2dShape};
 pub use convert_kernels::{
     cast_from_f16, cast_from_f32, cast_to_f16, cast_to_f32, dequantize, dequantize_channels,
-    quantize, quantize_channels,
+    dequantize_channels4, quantize, quantize_channels,
 };
 pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
 pub use elementwise::{activation, activation_grid, binary_op};

@@ -7,9 +7,20 @@
 // Rounding is half to even (roundEven: the one rounding GLSL defines exactly). Every
 // invocation owns 4 consecutive elements (one packed word in int8p, which only binds tensors of
 // a multiple of 4 elements), a grid apart (the grid capped at 65,535 workgroups).
+// WIDE (DEQUANT and CHANNELS only): the 4 read as one word and written as one quad, n and
+// inner multiples of 4 (the quad shares its channel).
 layout (local_size_x = 256) in;
 
-#if DEQUANT
+#if WIDE
+#if NCNN_int8_packed
+layout (binding = 0) readonly buffer x_blob { uint x_data[]; };
+#define X_QUAD(w) vec4(unpackInt4x8(int(x_data[w])))
+#else
+layout (binding = 0) readonly buffer x_blob { sint8vec4 x_data[]; };
+#define X_QUAD(w) vec4(ivec4(x_data[w]))
+#endif
+layout (binding = 1) writeonly buffer y_blob { sfpvec4 y_data[]; };
+#elif DEQUANT
 layout (binding = 0) readonly buffer x_blob { sint8 x_data[]; };
 layout (binding = 1) writeonly buffer y_blob { sfp y_data[]; };
 #else
@@ -39,6 +50,14 @@ int quantized(int i)
 }
 #endif
 
+#if WIDE
+void main()
+{
+    const uint grid = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    for (uint w = gl_GlobalInvocationID.x; w < uint(p.n / 4); w += grid)
+        buffer_st4(y_data, int(w), afpvec4(X_QUAD(w) * scale_of(4 * int(w))));
+}
+#else
 void main()
 {
     const uint grid = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
@@ -63,3 +82,4 @@ void main()
 #endif
     }
 }
+#endif

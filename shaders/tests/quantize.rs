@@ -1,5 +1,5 @@
-//! Symmetric int8 quantization: [`quantize`], [`quantize_channels`], [`dequantize`] and
-//! [`dequantize_channels`] in every variant (each float format, int8 packed and 8-bit
+//! Symmetric int8 quantization: [`quantize`], [`quantize_channels`], [`dequantize`],
+//! [`dequantize_channels`] and [`dequantize_channels4`] in every variant (each float format, int8 packed and 8-bit
 //! storage), and [`Ops::quantize`] / [`Ops::dequantize`] per tensor and per channel along each
 //! axis in every format, against the f64 reference: quantized values exact (round half to
 //! even) except where x / s lies within float rounding of a .5 boundary, dequantized values bit
@@ -10,8 +10,8 @@ mod movement_util;
 use movement_util::{assert_bits, ones, output, FORMATS};
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
-    dequantize, dequantize_channels, flat_grid, quantize, quantize_channels, reference, OpError,
-    Ops, QuantScale, MOVE_LOCAL,
+    dequantize, dequantize_channels, dequantize_channels4, flat_grid, quantize, quantize_channels,
+    reference, OpError, Ops, QuantScale, MOVE_LOCAL,
 };
 use vkprism_testkit::{assert_clean, ctx, quantize as rounded, random_i8, random_in, refused};
 
@@ -109,6 +109,19 @@ fn variant_case(
         }
         let want = rounded(&reference::dequantize(&q, &scales, inner), f);
         assert_bits(&yt.download_f32().unwrap(), &want, &what);
+        // Quads sharing their channel: the wide kernel too.
+        if channels.is_some() && n % 4 == 0 && inner % 4 == 0 {
+            let yt = output(ctx, &[n], f);
+            run!(
+                dequantize_channels4,
+                dequantize_channels4::BufferBindings {
+                    x_blob: &qt,
+                    y_blob: &yt,
+                    scale_blob: &st
+                }
+            );
+            assert_bits(&yt.download_f32().unwrap(), &want, &format!("{what} wide"));
+        }
     } else {
         let x = rounded(&random_in(n, n as u64, 0.001, 4.0), f);
         let xt = Tensor::from_f32(ctx, &[n], f, &x).unwrap();
@@ -142,6 +155,7 @@ fn int8_kernels_in_every_variant() {
         quantize_channels::VARIANT_NAMES,
         dequantize::VARIANT_NAMES,
         dequantize_channels::VARIANT_NAMES,
+        dequantize_channels4::VARIANT_NAMES,
     ] {
         assert_eq!(names, INT8_VARIANTS);
     }
@@ -156,6 +170,9 @@ fn int8_kernels_in_every_variant() {
                 variant_case(&ctx, name, dequant, n, None);
                 if n % 4 == 0 {
                     variant_case(&ctx, name, dequant, n, Some((n / 4, 4)));
+                    if n % 8 == 0 {
+                        variant_case(&ctx, name, dequant, n, Some((n / 8, 8)));
+                    }
                     variant_case(&ctx, name, dequant, n, Some((4, 1)));
                 } else {
                     variant_case(&ctx, name, dequant, n, Some((n, 1)));
@@ -187,7 +204,17 @@ fn quantize_rounds_half_to_even_and_saturates() {
 fn quantize_and_dequantize_ops_every_format_and_axis() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
-    let shape = [3, 5, 7];
+    // [3, 5, 7]: no inner length a multiple of 4; [6, 3, 8]: axes 0 and 1 take the wide
+    // dequantization.
+    for shape in [[3, 5, 7], [6, 3, 8]] {
+        quantize_round_trip_every_format_and_axis(&ctx, &ops, shape);
+    }
+    assert_clean(&ctx);
+}
+
+/// [`quantize_and_dequantize_ops_every_format_and_axis`] on `shape`.
+fn quantize_round_trip_every_format_and_axis(ctx: &Context, ops: &Ops, shape: [usize; 3]) {
+    let ctx = ctx.clone();
     let n: usize = shape.iter().product();
     for format in FORMATS {
         let x = rounded(&random_in(n, 50, 0.001, 4.0), format);
@@ -210,7 +237,7 @@ fn quantize_and_dequantize_ops_every_format_and_axis() {
                 None => QuantScale::PerTensor(scales[0]),
                 Some(axis) => QuantScale::PerChannel { scales: &st, axis },
             };
-            let what = format!("{format:?} axis {axis:?}");
+            let what = format!("{format:?} {shape:?} axis {axis:?}");
             let yq = Tensor::from_i8(&ctx, &shape, &vec![i8::MIN; n]).unwrap();
             ops.run(|l| ops.quantize(l, &xt, scale, &yq)).unwrap();
             assert_quantized(&yq.download_i8().unwrap(), &x, &scales, inner, &what);
@@ -220,7 +247,6 @@ fn quantize_and_dequantize_ops_every_format_and_axis() {
             assert_bits(&yf.download_f32().unwrap(), &want, &what);
         }
     }
-    assert_clean(&ctx);
 }
 
 #[test]

@@ -7,7 +7,7 @@ use super::movement::fits_i32;
 use super::{pipeline, recorded, OpError, Ops};
 use crate::{
     cast_from_f16, cast_from_f32, cast_to_f16, cast_to_f32, dequantize, dequantize_channels,
-    flat_grid, quantize, quantize_channels, MOVE_LOCAL,
+    dequantize_channels4, flat_grid, quantize, quantize_channels, MOVE_LOCAL,
 };
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Int8Mode, Kernel, LoadedKernel, Tensor, TensorFormat};
@@ -130,6 +130,20 @@ impl Ops {
                 let bindings = dequantize::BufferBindings {
                     x_blob: x,
                     y_blob: y,
+                };
+                record_int8(OP, list, &k, &bindings, &push, n)
+            }
+            // Quads that share a channel: read as words, written as quads.
+            QuantScale::PerChannel { scales, .. }
+                if n.is_multiple_of(4) && view.inner.is_multiple_of(4) =>
+            {
+                let k =
+                    self.int8_kernel::<dequantize_channels4::Kernel>(OP, "y_blob", format, n)?;
+                let push = view.push(n, 0.0);
+                let bindings = dequantize_channels4::BufferBindings {
+                    x_blob: x,
+                    y_blob: y,
+                    scale_blob: scales,
                 };
                 record_int8(OP, list, &k, &bindings, &push, n)
             }
