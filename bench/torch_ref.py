@@ -4,7 +4,9 @@ Same cases, shapes and byte / FLOP counts as bench/src/*.rs, the same method: ea
 captured 20 times back to back in a CUDA graph (vkprism: 20 calls in one command list), warm-up
 by GPU time (>= 300 ms) right before each series, median of >= 20 CUDA-event-timed replays lasting
 >= 200 ms in all, divided by 20, the SM clock read by nvidia-smi during the series; no host launch
-inside the timed span on either side. Writes a JSON array of
+inside the timed span on either side. `gemm_wall` is the labelled exception: the GEMM as an
+eager caller waits for it (one call and a synchronize, host wall time), beside vkprism's
+submit and wait. Writes a JSON array of
 {case, shape, dtype, value, unit, sm_clock_mhz, reference, method} records.
 
     python3 bench/torch_ref.py [--cases gemm,elementwise,dispatch] --json FILE
@@ -105,6 +107,39 @@ def gemm():
         t, mhz = graph_timed(lambda: torch._int_mm(a, b))
         out.append(rec("gemm", f"{m}x{n}x{k}", "int8", 2 * m * n * k / t / 1e12, "TOP/s", mhz,
                        "torch._int_mm (int8 -> int32)"))
+    return out
+
+
+def wall_timed(fn, warmup_s=0.3, min_runs=20, min_series_s=0.2):
+    """Median host seconds of fn() then torch.cuda.synchronize(): what an eager caller waits
+    for, launch included; warmed up by GPU time first; the SM clock during the series."""
+    busy = 0.0
+    while busy < warmup_s:
+        busy += event_time(fn)
+    clock = {}
+    reader = threading.Thread(target=lambda: clock.setdefault("mhz", sm_clock()))
+    reader.start()
+    times = []
+    while len(times) < min_runs or sum(times) < min_series_s or reader.is_alive():
+        t = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    reader.join()
+    return statistics.median(times), clock.get("mhz")
+
+
+def gemm_wall():
+    """The GEMM as an eager caller sees it, beside vkprism's `gemm_wall` case (submit, wait)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    out = []
+    for m, n, k in GEMM_SHAPES:
+        for dname, dtype in DTYPES.items():
+            a, b = rand((m, k), dtype, 1), rand((k, n), dtype, 2)
+            c = torch.empty((m, n), device="cuda", dtype=dtype)
+            t, mhz = wall_timed(lambda: torch.matmul(a, b, out=c))
+            out.append(rec("gemm", f"{m}x{n}x{k} wall", dname, t * 1e6, "us", mhz,
+                           f"torch.matmul {dname} eager", "host wall time of one eager call, synchronized, median"))
     return out
 
 
@@ -306,7 +341,7 @@ def main():
     networks = [c for c in args.cases.split(",") if c in NETWORK_CASES]
     for case in args.cases.split(","):
         if case not in NETWORK_CASES:
-            records += {"gemm": gemm, "elementwise": elementwise, "dispatch": dispatch, "conv2d": conv2d,
+            records += {"gemm": gemm, "gemm_wall": gemm_wall, "elementwise": elementwise, "dispatch": dispatch, "conv2d": conv2d,
                         "transfer": transfer, "ops": ops}[case]()
     if networks:
         import networks_ref

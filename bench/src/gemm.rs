@@ -7,7 +7,7 @@ use vkprism::{CommandList, Context, LoadOptions, Tensor};
 use vkprism_shaders::{gemm, gemm_split, Gemm, GemmConfig, GemmTuner, Ops};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
-const SHAPES: [(usize, usize, usize); 4] = [
+pub const SHAPES: [(usize, usize, usize); 4] = [
     (1024, 1024, 1024),
     (2048, 2048, 2048),
     (4096, 4096, 4096),
@@ -226,7 +226,7 @@ fn transposed(x: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 
 /// `VKPRISM_BENCH_GEMM_SHAPES=MxNxK;...`: the GEMM cases' shapes instead of the committed ones
 /// (to measure others, such as a network's projections).
-fn given_shapes() -> Option<Vec<(usize, usize, usize)>> {
+pub fn given_shapes() -> Option<Vec<(usize, usize, usize)>> {
     let list = std::env::var("VKPRISM_BENCH_GEMM_SHAPES").ok()?;
     let shape = |s: &str| match s
         .split('x')

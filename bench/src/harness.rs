@@ -161,7 +161,7 @@ pub fn time_steps(
 
 /// Runs `list` until it has kept the GPU busy for `cfg.warmup_gpu_s` (at least once; at most
 /// 20 s of wall time, in case timestamps are broken).
-fn warm_up(list: &mut CommandList, cfg: Config) -> Result<(), vkprism::Error> {
+pub fn warm_up(list: &mut CommandList, cfg: Config) -> Result<(), vkprism::Error> {
     let start = Instant::now();
     let mut busy = 0.0;
     loop {

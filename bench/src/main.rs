@@ -3,7 +3,7 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe] [--json FILE]
 
 mod attention_probe;
 mod bound;
@@ -16,6 +16,7 @@ mod gemm_cm2;
 mod gemm_image;
 mod gemm_int8;
 mod gemm_probe;
+mod gemm_wall;
 mod gemv_probe;
 mod harness;
 mod networks;
@@ -26,7 +27,7 @@ use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -84,6 +85,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     for case in &args.cases {
         records.extend(match case.as_str() {
             "gemm" => gemm::run(&ctx, args.cfg)?,
+            "gemm_wall" => gemm_wall::run(&ctx, args.cfg)?,
             "conv2d" => conv::run(&ctx, args.cfg)?,
             "transfer" => transfer::run(&ctx, args.cfg)?,
             "elementwise" => elementwise::run(&ctx, args.cfg)?,
