@@ -110,7 +110,7 @@ fn variant_case(
         let want = rounded(&reference::dequantize(&q, &scales, inner), f);
         assert_bits(&yt.download_f32().unwrap(), &want, &what);
         // Quads sharing their channel: the wide kernel too.
-        if channels.is_some() && n % 4 == 0 && inner % 4 == 0 {
+        if channels.is_some() && n.is_multiple_of(4) && inner.is_multiple_of(4) {
             let yt = output(ctx, &[n], f);
             run!(
                 dequantize_channels4,
@@ -170,7 +170,7 @@ fn int8_kernels_in_every_variant() {
                 variant_case(&ctx, name, dequant, n, None);
                 if n % 4 == 0 {
                     variant_case(&ctx, name, dequant, n, Some((n / 4, 4)));
-                    if n % 8 == 0 {
+                    if n.is_multiple_of(8) {
                         variant_case(&ctx, name, dequant, n, Some((n / 8, 8)));
                     }
                     variant_case(&ctx, name, dequant, n, Some((4, 1)));
