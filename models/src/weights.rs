@@ -28,18 +28,16 @@ pub fn layer_weight(layer: usize, part: &str) -> String {
     format!("model.layers.{layer}.{part}.weight")
 }
 
-/// For a layer's projection, the norm folded into its columns (`None` for none); `None` for a
-/// norm.
-fn folded_norm(part: &str) -> Option<Option<&'static str>> {
-    match part {
-        "self_attn.q_proj" | "self_attn.k_proj" | "self_attn.v_proj" => {
-            Some(Some("input_layernorm"))
-        }
-        "mlp.gate_proj" | "mlp.up_proj" => Some(Some("post_attention_layernorm")),
-        "self_attn.o_proj" | "mlp.down_proj" => Some(None),
-        _ => None,
-    }
-}
+/// A layer's projections and the norm each has folded into its columns at load (`None`: none).
+const PROJECTION_NORMS: [(&str, Option<&str>); 7] = [
+    ("self_attn.q_proj", Some("input_layernorm")),
+    ("self_attn.k_proj", Some("input_layernorm")),
+    ("self_attn.v_proj", Some("input_layernorm")),
+    ("self_attn.o_proj", None),
+    ("mlp.gate_proj", Some("post_attention_layernorm")),
+    ("mlp.up_proj", Some("post_attention_layernorm")),
+    ("mlp.down_proj", None),
+];
 
 /// The shape of a layer's part: a norm's `[hidden]`, a projection's `[out, in]`.
 fn part_shape(cfg: &LlamaConfig, part: &str) -> Vec<usize> {
@@ -131,20 +129,10 @@ impl HostWeights {
     /// These weights as tensors of `format` hold them (fp16 and bf16 rounded to nearest): what
     /// a model of that format computes with.
     pub fn rounded(&self, format: TensorFormat) -> HostWeights {
-        let round = |x: f32| match format {
-            TensorFormat::F16 => half::f16::from_f32(x).to_f32(),
-            TensorFormat::Bf16 => half::bf16::from_f32(x).to_f32(),
-            _ => x,
-        };
         let tensors = self
             .tensors
             .iter()
-            .map(|(n, (s, v))| {
-                (
-                    n.clone(),
-                    (s.clone(), v.iter().map(|x| round(*x)).collect()),
-                )
-            })
+            .map(|(n, (s, v))| (n.clone(), (s.clone(), rounded_to(format, v))))
             .collect();
         HostWeights { tensors }
     }
@@ -163,12 +151,8 @@ impl HostWeights {
     ) -> Result<HostWeights, ModelError> {
         // The norms as they are: the model folds them into int8 projections in f32.
         let mut out = self.clone();
-        let embed = "model.embed_tokens.weight";
-        let (shape, values) = self
-            .rounded(format)
-            .tensors
-            .remove(embed)
-            .ok_or_else(|| ModelError::MissingTensor { name: embed.into() })?;
+        let (embed, shape) = ("model.embed_tokens.weight", vec![cfg.vocab, cfg.hidden]);
+        let values = rounded_to(format, &self.tensor(embed, &shape)?);
         out.tensors.insert(embed.into(), (shape, values));
         // Projection `from` rounded, as tensor `to`, its columns scaled by norm `g` meanwhile.
         let mut put = |from: &str, to: String, shape: Vec<usize>, g: Option<String>| {
@@ -179,12 +163,10 @@ impl HostWeights {
             Ok::<_, ModelError>(())
         };
         for layer in 0..cfg.layers {
-            for part in LAYER_PARTS {
-                if let Some(norm) = folded_norm(part) {
-                    let name = layer_weight(layer, part);
-                    let g = norm.map(|n| layer_weight(layer, n));
-                    put(&name, name.clone(), part_shape(cfg, part), g)?;
-                }
+            for (part, norm) in PROJECTION_NORMS {
+                let name = layer_weight(layer, part);
+                let g = norm.map(|n| layer_weight(layer, n));
+                put(&name, name.clone(), part_shape(cfg, part), g)?;
             }
         }
         let head = if cfg.tie_embeddings {
@@ -244,6 +226,16 @@ impl WeightSource for HostWeights {
         }
         Ok(values.clone())
     }
+}
+
+/// `values` as a tensor of `format` holds them (fp16 and bf16 rounded to nearest).
+fn rounded_to(format: TensorFormat, values: &[f32]) -> Vec<f32> {
+    let round = |x: f32| match format {
+        TensorFormat::F16 => half::f16::from_f32(x).to_f32(),
+        TensorFormat::Bf16 => half::bf16::from_f32(x).to_f32(),
+        _ => x,
+    };
+    values.iter().map(|x| round(*x)).collect()
 }
 
 /// Row-major `w` (rows of `width`) as its per-row int8 quantization holds it, the columns
