@@ -19,8 +19,11 @@ vkprism::compute_shader! {
         /// and share of the keys: grid x is `splits` workgroups; with `split` (constant 1) each
         /// writes its unnormalized share to `part` (`[rows, splits, d + 2]` F32) for
         /// [`attention_combine`](crate::attention_combine), otherwise `o` (then `splits` must be
-        /// 1; `part` is unread, bind any F32 tensor). Variants: `fp32`, `fp16s`, `fp16sa`,
-        /// `bf16s`, each `_sg` and `_nosg`.
+        /// 1; `part` is unread, bind any F32 tensor). With `split` and `combine_last`
+        /// (constant 3) the row's last workgroup to finish merges its shares into `o` itself:
+        /// `count` holds an I32 zero per row (zero again after the dispatch; unread without
+        /// `combine_last`, bind any I32 tensor). Variants: `fp32`, `fp16s`, `fp16sa`, `bf16s`,
+        /// each `_sg` and `_nosg`.
         attention: { path: "attention.comp" },
         /// [`attention`](crate::attention) with K and V read as quads: `d` and `kv_stride`
         /// multiples of 4 (so k and v hold whole quads).

@@ -2,7 +2,9 @@
 //! grouped-query heads, for a prompt or for new tokens against a KV cache. The fp16 path on
 //! devices with cooperative matrices is [`attention_cm`] (a block of query rows per workgroup);
 //! everywhere else, and for few query rows (decode), [`attention`] with the keys shared between
-//! workgroups where the rows alone would leave the GPU idle, then [`attention_combine`].
+//! workgroups where the rows alone would leave the GPU idle, each row merged by its last share
+//! to finish (or, for the grouped kernel and past [`COUNTED_ROWS`] rows, by
+//! [`attention_combine`]).
 
 use super::check::{float_format, not_aliased, position_buffer, same_format};
 use super::{pipeline, recorded, scratch, OpError, Ops};
@@ -241,7 +243,8 @@ impl Ops {
         result
     }
 
-    /// `kernel`'s pass over `part` (the shares, where `splits` > 1), then the combine pass.
+    /// `kernel`'s pass over `part` (the shares, where `splits` > 1), merged by the row kernels'
+    /// last share or by the combine pass.
     fn rows_passes(
         &self,
         list: &mut CommandList,
