@@ -257,6 +257,11 @@ fn int8_weights_f16() {
     check_int8(TensorFormat::F16);
 }
 
+#[test]
+fn int8_weights_bf16() {
+    check_int8(TensorFormat::Bf16);
+}
+
 /// Weights written as safetensors in each float type read back as what that type holds, and a
 /// model loaded from the F32 file computes exactly what one given the weights directly does.
 #[test]
