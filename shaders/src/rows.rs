@@ -43,6 +43,10 @@ pub struct ReduceShape {
     pub inner: usize,
 }
 
+/// Outputs up to which a reduction with a workgroup per output takes workgroups of up to 1024
+/// invocations ([`ReduceShape::local_size_within`]).
+pub const FEW_OUTPUTS: usize = 32;
+
 impl ReduceShape {
     /// The view of a tensor of `shape` for a reduction along dimension `axis` (< its rank).
     pub fn of(shape: &[usize], axis: usize) -> ReduceShape {
@@ -77,11 +81,24 @@ impl ReduceShape {
     /// The workgroup: 64 invocations along the inner outputs, or, one workgroup per output,
     /// the axis rounded up to a power of two, at most 256.
     pub fn local_size(&self) -> [u32; 3] {
+        self.local_size_within(256)
+    }
+
+    /// [`ReduceShape::local_size`] on a device that takes workgroups of up to
+    /// `max_invocations`: where the outputs are at most [`FEW_OUTPUTS`] (a decode step's argmax
+    /// over its vocabulary: one workgroup is the whole grid), a workgroup per output of up to
+    /// 1024 invocations, so each walks fewer of the axis's values one after another.
+    pub fn local_size_within(&self, max_invocations: u32) -> [u32; 3] {
         if self.per_invocation() {
-            [64, 1, 1]
-        } else {
-            [self.axis.next_power_of_two().clamp(1, 256) as u32, 1, 1]
+            return [64, 1, 1];
         }
+        let most = if self.outputs() <= FEW_OUTPUTS {
+            1024
+        } else {
+            256
+        };
+        let most = most.min(max_invocations as usize).max(1);
+        [self.axis.next_power_of_two().clamp(1, most) as u32, 1, 1]
     }
 
     /// The invocation grid for the workgroup `local`: `inner` × `outer` invocations (one per

@@ -119,6 +119,11 @@ fn reduce() {
         for (i, (shape, axis)) in CASES.iter().enumerate() {
             run_case(&ctx, name, shape, *axis, 10 + i as u64, None);
         }
+        // Few outputs of a long axis (a vocabulary's argmax): workgroups of 1024.
+        let long = ReduceShape::of(&[2, 32000], 1);
+        assert_eq!(long.local_size_within(1024), [1024, 1, 1]);
+        assert_eq!(long.local_size_within(128), [128, 1, 1]);
+        run_case(&ctx, name, &[2, 32000], 1, 5, Some([1024, 1, 1]));
         // A workgroup that is not a power of two: the tree's edges.
         run_case(&ctx, name, &[4, 1000], 1, 3, Some([100, 1, 1]));
         run_case(&ctx, name, &[3, 4099], 1, 4, Some([3, 1, 1]));

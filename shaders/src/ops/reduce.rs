@@ -87,7 +87,12 @@ impl Ops {
         }
         not_aliased(OP, out, "out", &[("x", Some(x))])?;
         let s = ReduceShape::of(xs, axis);
-        let local = s.local_size();
+        let local = s.local_size_within(
+            self.ctx
+                .features()
+                .limits
+                .max_compute_work_group_invocations,
+        );
         match op.code() {
             Some(code) => {
                 let kernel = self.kernel_for::<reduce::Kernel>(OP, "x_blob", format, false)?;
