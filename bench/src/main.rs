@@ -3,7 +3,7 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,latency_probe] [--json FILE]
 
 mod attention_probe;
 mod bound;
@@ -19,6 +19,7 @@ mod gemm_probe;
 mod gemm_wall;
 mod gemv_probe;
 mod harness;
+mod latency_probe;
 mod networks;
 mod ops;
 mod transfer;
@@ -27,7 +28,7 @@ use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,latency_probe] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -95,6 +96,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "gemv_probe" => gemv_probe::run(&ctx, args.cfg)?,
             "attention_probe" => attention_probe::run(&ctx, args.cfg)?,
             "gemm_probe" => gemm_probe::run(&ctx, args.cfg)?,
+            "latency_probe" => latency_probe::run(&ctx, args.cfg)?,
             "decoder" => networks::decoder(&ctx, args.cfg)?,
             "resnet50" => networks::resnet50(&ctx, args.cfg)?,
             other => return Err(format!("unknown case `{other}`\n{USAGE}").into()),

@@ -1,0 +1,88 @@
+//! `--cases latency_probe`: where a host's submit-and-wait of one small list goes on this
+//! device. Round trips (host wall time, median after 300 ms of warm-up) of an empty list, of
+//! one dispatch of nearly no work, of two dependent ones, and of a 1024³ fp16 `Ops::gemm`, each
+//! with and without the list's total timing (its timestamp queries). Printed, not compared with
+//! PyTorch: the `gemm_wall` case does that.
+
+use crate::harness::{median, Config, Record, Timing};
+use crate::random;
+use std::time::{Duration, Instant};
+use vkprism::{CommandList, Context, Tensor, TensorFormat};
+use vkprism_shaders::{Gemm, Ops, Rope};
+
+const CASE: &str = "latency_probe";
+
+/// How the records are timed.
+const METHOD: &str = "host wall time of submit and wait, median";
+
+pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let ops = Ops::new(ctx);
+    let f = TensorFormat::F16;
+    let x = Tensor::from_f32(ctx, &[1, 1, 64], f, &random(64, 23))?;
+    let n = if cfg.quick { 64 } else { 1024 };
+    let a = Tensor::from_f32(ctx, &[n, n], f, &random(n * n, 1))?;
+    let b = Tensor::from_f32(ctx, &[n, n], f, &random(n * n, 2))?;
+    let c = Tensor::new(ctx, &[n, n], f)?;
+    let rope = |l: &mut CommandList| ops.rope(l, &x, &x, &Rope::new());
+    let mut out = Vec::new();
+    for timed in [false, true] {
+        let lists: [(
+            &str,
+            &dyn Fn(&mut CommandList) -> Result<(), vkprism_shaders::OpError>,
+        ); 4] = [
+            ("empty list", &|_| Ok(())),
+            ("one dispatch (rope of 64 values)", &|l| rope(l)),
+            ("two dependent dispatches", &|l| {
+                rope(l)?;
+                rope(l)
+            }),
+            ("Ops::gemm fp16 1024³", &|l| {
+                ops.gemm(l, &a, &b, None, &c, &Gemm::new())
+            }),
+        ];
+        for (what, record) in lists {
+            let mut list = match timed {
+                true => CommandList::with_total_timing(ctx)?,
+                false => CommandList::new(ctx)?,
+            };
+            record(&mut list)?;
+            let t = round_trip(&mut list, cfg)?;
+            let r = Record {
+                case: CASE,
+                shape: what.into(),
+                variant: if timed { "total timing" } else { "untimed" }.into(),
+                coopmat: false,
+                value: t.median_s * 1e6,
+                unit: "us",
+                sm_clock_mhz: t.sm_clock_mhz,
+                method: METHOD,
+            };
+            crate::harness::print(&r);
+            out.push(r);
+        }
+    }
+    Ok(out)
+}
+
+/// The median wall time of submitting `list` and waiting for it, after 300 ms of it.
+fn round_trip(list: &mut CommandList, cfg: Config) -> Result<Timing, vkprism::Error> {
+    let (warm, runs) = match cfg.quick {
+        true => (Duration::ZERO, 10),
+        false => (Duration::from_millis(300), 1000),
+    };
+    let start = Instant::now();
+    while start.elapsed() < warm {
+        list.submit_and_wait()?;
+    }
+    let clock = std::thread::spawn(crate::harness::sm_clock_mhz);
+    let mut times = Vec::with_capacity(runs);
+    while times.len() < runs || !clock.is_finished() {
+        let t = Instant::now();
+        list.submit_and_wait()?;
+        times.push(t.elapsed().as_secs_f64());
+    }
+    Ok(Timing {
+        median_s: median(times),
+        sm_clock_mhz: clock.join().ok().flatten(),
+    })
+}
