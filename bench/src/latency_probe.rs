@@ -12,6 +12,9 @@ use vkprism_shaders::{Gemm, Ops, Rope};
 
 const CASE: &str = "latency_probe";
 
+/// What a probed list holds, recorded into it.
+type Recorder<'a> = dyn Fn(&mut CommandList) -> Result<(), vkprism_shaders::OpError> + 'a;
+
 /// How the records are timed.
 const METHOD: &str = "host wall time of submit and wait, median";
 
@@ -26,10 +29,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     let rope = |l: &mut CommandList| ops.rope(l, &x, &x, &Rope::new());
     let mut out = Vec::new();
     for timed in [false, true] {
-        let lists: [(
-            &str,
-            &dyn Fn(&mut CommandList) -> Result<(), vkprism_shaders::OpError>,
-        ); 4] = [
+        let lists: [(&str, &Recorder); 4] = [
             ("empty list", &|_| Ok(())),
             ("one dispatch (rope of 64 values)", &|l| rope(l)),
             ("two dependent dispatches", &|l| {
