@@ -59,7 +59,9 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
 }
 
 /// The median host wall time of submitting `list` and waiting for it, after warm-up by GPU
-/// time, and the SM clock read during the series.
+/// time, and the SM clock read during the series. The series lasts at least
+/// `cfg.min_series_gpu_s` of wall time and until the clock has been read, as PyTorch's does
+/// (`torch_ref.py`'s `wall_timed`): the same rule on both sides.
 fn wall_time(
     list: &mut CommandList,
     cfg: Config,
@@ -67,7 +69,11 @@ fn wall_time(
     warm_up(list, cfg)?;
     let clock = std::thread::spawn(sm_clock_mhz);
     let mut times = Vec::new();
-    while times.len() < cfg.min_runs || (times.len() < 10_000 && !clock.is_finished()) {
+    let series = Instant::now();
+    while times.len() < cfg.min_runs
+        || (times.len() < 100_000
+            && (series.elapsed().as_secs_f64() < cfg.min_series_gpu_s || !clock.is_finished()))
+    {
         let start = Instant::now();
         list.submit_and_wait()?;
         times.push(start.elapsed().as_secs_f64());
