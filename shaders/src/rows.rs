@@ -45,7 +45,7 @@ pub struct ReduceShape {
 
 /// Outputs up to which a reduction with a workgroup per output takes workgroups of up to 1024
 /// invocations ([`ReduceShape::local_size_within`]).
-pub const FEW_OUTPUTS: usize = 32;
+const FEW_OUTPUTS: usize = 32;
 
 impl ReduceShape {
     /// The view of a tensor of `shape` for a reduction along dimension `axis` (< its rank).
@@ -85,7 +85,7 @@ impl ReduceShape {
     }
 
     /// [`ReduceShape::local_size`] on a device that takes workgroups of up to
-    /// `max_invocations`: where the outputs are at most [`FEW_OUTPUTS`] (a decode step's argmax
+    /// `max_invocations`: where the outputs are at most 32 (a decode step's argmax
     /// over its vocabulary: one workgroup is the whole grid), a workgroup per output of up to
     /// 1024 invocations, so each walks fewer of the axis's values one after another.
     pub fn local_size_within(&self, max_invocations: u32) -> [u32; 3] {
