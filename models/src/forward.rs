@@ -2,8 +2,9 @@
 //! ([`Activations`]) and the operations over them ([`Forward`]). A prompt goes through GEMMs
 //! (each norm a dispatch of its own, its weight folded into the projection after it); one token
 //! through fused GEMVs that normalize their input, rotate queries and keys into place, gate the
-//! MLP and add into the residual stream themselves: six dispatches a layer with attention's
-//! two. Heads keep their rotation pairs side by side ([`crate::device_weights`]). On int8
+//! MLP and add into the residual stream themselves: five dispatches a layer with attention's
+//! (six where attention merges its key shares in a pass of its own: the grouped kernel, long
+//! caches). Heads keep their rotation pairs side by side ([`crate::device_weights`]). On int8
 //! weights a token's GEMVs read them as they are; a prompt's GEMMs read each weight dequantized
 //! into one scratch matrix first (a dispatch before each GEMM).
 
