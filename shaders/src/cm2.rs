@@ -81,11 +81,11 @@ pub const GEMM_CM2_THREADS: u32 = 128;
 impl Cm2Tiles {
     /// The tiles for one M×N×K product, by the grid of 128×128 tiles and the depth of K, as
     /// measured on the H100 (BENCHMARKS.md; a workgroup of 128 invocations holds about half an
-    /// SM's registers, so two share one): 128×128 tiles 64 deep, 8 steps unrolled, split in 2
-    /// along K where fewer than 128 of them cover C over a K of at least 2048, or fewer than
-    /// 264 over a K of at least 8192; 64×128 tiles, 4 steps unrolled, where fewer than 128
-    /// cover C over a shorter K. 128 invocations, the sizes fixed. A batch of products takes
-    /// these tiles with `split_k` 1.
+    /// SM's registers, so two share one): 128×128 tiles 64 deep, 8 steps unrolled, split along
+    /// K where fewer than 128 of them cover C — in 4 over a K of at least 4096, in 2 over a K
+    /// of at least 2048 — or in 2 where fewer than 264 cover C over a K of at least 8192;
+    /// 64×128 tiles, 4 steps unrolled, where fewer than 128 cover C over a shorter K. 128
+    /// invocations, the sizes fixed. A batch of products takes these tiles with `split_k` 1.
     pub fn for_problem(m: usize, n: usize, k: usize) -> Cm2Tiles {
         let tiles = m.div_ceil(128) * n.div_ceil(128);
         let choose = |bm, bn, unroll, split_k| Cm2Tiles {
@@ -100,8 +100,12 @@ impl Cm2Tiles {
         if tiles < 128 && k < 2048 {
             return choose(64, 128, 4, 1);
         }
-        let split = (tiles < 128 && k >= 2048) || (tiles < 264 && k >= 8192);
-        choose(128, 128, 8, if split { 2 } else { 1 })
+        let split = match (tiles, k) {
+            (..128, 4096..) => 4,
+            (..128, 2048..) | (..264, 8192..) => 2,
+            _ => 1,
+        };
+        choose(128, 128, 8, split)
     }
 
     /// Whether `device` offers these tiles' workgroup-scope matrices for `operands` (F16 or
@@ -206,6 +210,20 @@ mod tests {
             },
             workgroup_invocations: invocations,
         }
+    }
+
+    #[test]
+    fn small_grids_split_by_the_depth_of_k() {
+        let split = |m, n, k| Cm2Tiles::for_problem(m, n, k).split_k;
+        // A decoder's prompt of 512 tokens: down (64 tiles over 5632), O (64 over 2048), gate/up
+        // (352 tiles), and the tall 4096×512×14336 (128 tiles over 14336).
+        assert_eq!(split(512, 2048, 5632), 4);
+        assert_eq!(split(512, 2048, 2048), 2);
+        assert_eq!(split(512, 11264, 2048), 1);
+        assert_eq!(split(4096, 512, 14336), 2);
+        assert_eq!(split(4096, 4096, 4096), 1);
+        let short = Cm2Tiles::for_problem(512, 2048, 1024);
+        assert_eq!((short.bm, short.split_k), (64, 1));
     }
 
     #[test]
