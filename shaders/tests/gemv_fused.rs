@@ -70,6 +70,21 @@ fn cases(k_wide: usize) -> [Fused; 3] {
 }
 
 impl Fused {
+    /// The product the `rope_qkv` epilogue rotates: one token, its input RMS-normalized, nothing
+    /// else fused.
+    fn rope_projection(n: usize, k: usize) -> Fused {
+        Fused {
+            batch: 1,
+            n,
+            k,
+            bias: false,
+            rms: true,
+            activation: 0,
+            gated: false,
+            accumulate: false,
+        }
+    }
+
     fn outputs(&self) -> usize {
         if self.gated {
             self.n / 2
@@ -395,16 +410,7 @@ macro_rules! rope_case {
         };
         ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid(local)))
             .unwrap();
-        let plain = Fused {
-            batch: 1,
-            n,
-            k,
-            bias: false,
-            rms: true,
-            activation: 0,
-            gated: false,
-            accumulate: false,
-        };
+        let plain = Fused::rope_projection(n, k);
         let (y, scale) = reference(&plain, &w, &x, None, None, &[]);
         let tol = tolerance(&kernel.variant().key) + at as f32 * 5e-7;
         let what = format!("{} {name} rope_qkv in_buffer {in_buffer}", stringify!($m));
@@ -599,16 +605,7 @@ fn gemv_int8_rope_qkv_every_format() {
                 }
                 other => other.unwrap(),
             }
-            let plain = Fused {
-                batch: 1,
-                n,
-                k,
-                bias: false,
-                rms: true,
-                activation: 0,
-                gated: false,
-                accumulate: false,
-            };
+            let plain = Fused::rope_projection(n, k);
             let wf: Vec<f32> = w.iter().map(|v| *v as f32).collect();
             let (y, scale) = reference(&plain, &wf, &x, Some(&scales), None, &[]);
             let at = offset + from_buffer;

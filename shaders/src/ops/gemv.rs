@@ -339,17 +339,25 @@ impl Ops {
             same_format(OP, name, Some(t), format)?;
         }
         placed_apart(OP, [q, k_cache, v_cache], &[("w", Some(w)), ("x", Some(x))])?;
-        position_buffer(OP, position)?;
-        let place = Placement {
-            k: k_cache,
-            v: v_cache,
-            position: match position {
-                Some(p) => p,
-                None => self.unread_i32(OP)?,
-            },
-        };
+        let place = self.rope_placement(OP, [k_cache, v_cache], position)?;
         let (spec, push) = rope_constants(op, &s, rope, [hq, hkv, d, rows], position);
         self.record_float_gemv(list, [w, x, q], None, &s, (&spec, &push), &place)
+    }
+
+    /// Where the `rope_qkv` epilogue writes: the caches, and the position buffer (checked) or
+    /// the unread one.
+    fn rope_placement<'a>(
+        &'a self,
+        op: &'static str,
+        [k, v]: [&'a Tensor; 2],
+        position: Option<&'a Tensor>,
+    ) -> Result<Placement<'a>, OpError> {
+        position_buffer(op, position)?;
+        let position = match position {
+            Some(p) => p,
+            None => self.unread_i32(op)?,
+        };
+        Ok(Placement { k, v, position })
     }
 
     /// One dispatch of the float GEMV, wide or scalar as K allows.
@@ -469,15 +477,7 @@ impl Ops {
         }
         let inputs = [("w", Some(w)), ("scales", Some(scales)), ("x", Some(x))];
         placed_apart(OP, [q, k_cache, v_cache], &inputs)?;
-        position_buffer(OP, position)?;
-        let place = Placement {
-            k: k_cache,
-            v: v_cache,
-            position: match position {
-                Some(p) => p,
-                None => self.unread_i32(OP)?,
-            },
-        };
+        let place = self.rope_placement(OP, [k_cache, v_cache], position)?;
         let (spec, push) = rope_constants(op, &s, rope, heads, position);
         self.record_int8_gemv(list, OP, [w, scales, x, q], &s, (&spec, &push), &place)
     }
