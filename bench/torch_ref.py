@@ -31,8 +31,11 @@ def sm_clock():
         return None
 
 
-def timed(fn, warmup_s=0.3, min_runs=20, min_series_s=0.2):
-    """Median seconds of fn() on the GPU after warming up by GPU time; the SM clock during it."""
+def timed(fn, warmup_s=0.3, min_runs=20, min_series_s=0.2, sample=None, until_clock=False):
+    """Median seconds of fn() as `sample` times one call (default: on the GPU, `event_time`)
+    after warming up by GPU time; the SM clock during the series, which lasts until the clock
+    has been read where `until_clock`."""
+    sample = sample or event_time
     busy = 0.0
     while busy < warmup_s:
         busy += event_time(fn)
@@ -40,8 +43,8 @@ def timed(fn, warmup_s=0.3, min_runs=20, min_series_s=0.2):
     reader = threading.Thread(target=lambda: clock.setdefault("mhz", sm_clock()))
     reader.start()
     times = []
-    while len(times) < min_runs or sum(times) < min_series_s:
-        times.append(event_time(fn))
+    while len(times) < min_runs or sum(times) < min_series_s or (until_clock and reader.is_alive()):
+        times.append(sample(fn))
     reader.join()
     return statistics.median(times), clock.get("mhz")
 
@@ -110,23 +113,13 @@ def gemm():
     return out
 
 
-def wall_timed(fn, warmup_s=0.3, min_runs=20, min_series_s=0.2):
-    """Median host seconds of fn() then torch.cuda.synchronize(): what an eager caller waits
-    for, launch included; warmed up by GPU time first; the SM clock during the series."""
-    busy = 0.0
-    while busy < warmup_s:
-        busy += event_time(fn)
-    clock = {}
-    reader = threading.Thread(target=lambda: clock.setdefault("mhz", sm_clock()))
-    reader.start()
-    times = []
-    while len(times) < min_runs or sum(times) < min_series_s or reader.is_alive():
-        t = time.perf_counter()
-        fn()
-        torch.cuda.synchronize()
-        times.append(time.perf_counter() - t)
-    reader.join()
-    return statistics.median(times), clock.get("mhz")
+def wall_time(fn):
+    """Host seconds of fn() then torch.cuda.synchronize(): what an eager caller waits for,
+    launch included."""
+    t = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    return time.perf_counter() - t
 
 
 def gemm_wall():
@@ -137,7 +130,7 @@ def gemm_wall():
         for dname, dtype in DTYPES.items():
             a, b = rand((m, k), dtype, 1), rand((k, n), dtype, 2)
             c = torch.empty((m, n), device="cuda", dtype=dtype)
-            t, mhz = wall_timed(lambda: torch.matmul(a, b, out=c))
+            t, mhz = timed(lambda: torch.matmul(a, b, out=c), sample=wall_time, until_clock=True)
             out.append(rec("gemm", f"{m}x{n}x{k} wall", dname, t * 1e6, "us", mhz,
                            f"torch.matmul {dname} eager", "host wall time of one eager call, synchronized, median"))
     return out

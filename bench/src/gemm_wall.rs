@@ -6,9 +6,8 @@
 //! end-to-end figures beside the kernel-only ones (20 calls back to back, GPU time).
 
 use crate::gemm::{given_shapes, shape_selected, SHAPES};
-use crate::harness::{median, print, sm_clock_mhz, warm_up, Config, Record};
+use crate::harness::{print, wall_series, warm_up, Config, Record};
 use crate::random;
-use std::time::Instant;
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
 use vkprism_shaders::{Gemm, Ops};
 
@@ -40,15 +39,18 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             let c = Tensor::new(ctx, &[m, n], format)?;
             let mut list = CommandList::with_total_timing(ctx)?;
             ops.gemm(&mut list, &a, &b, None, &c, &Gemm::new())?;
-            let (wall_s, sm_clock_mhz) = wall_time(&mut list, cfg)?;
+            // The series at least as long as PyTorch's and until the clock has been read
+            // (`torch_ref.py`'s `timed` with `until_clock`): the same rule on both sides.
+            warm_up(&mut list, cfg)?;
+            let t = wall_series(&mut list, cfg.min_runs, cfg.min_series_gpu_s)?;
             let r = Record {
                 case: "gemm",
                 shape: format!("{m}x{n}x{k} wall"),
                 variant: name.into(),
                 coopmat: false,
-                value: wall_s * 1e6,
+                value: t.median_s * 1e6,
                 unit: "us",
-                sm_clock_mhz,
+                sm_clock_mhz: t.sm_clock_mhz,
                 method: METHOD,
             };
             print(&r);
@@ -56,27 +58,4 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         }
     }
     Ok(out)
-}
-
-/// The median host wall time of submitting `list` and waiting for it, after warm-up by GPU
-/// time, and the SM clock read during the series. The series lasts at least
-/// `cfg.min_series_gpu_s` of wall time and until the clock has been read, as PyTorch's does
-/// (`torch_ref.py`'s `wall_timed`): the same rule on both sides.
-fn wall_time(
-    list: &mut CommandList,
-    cfg: Config,
-) -> Result<(f64, Option<u32>), Box<dyn std::error::Error>> {
-    warm_up(list, cfg)?;
-    let clock = std::thread::spawn(sm_clock_mhz);
-    let mut times = Vec::new();
-    let series = Instant::now();
-    while times.len() < cfg.min_runs
-        || (times.len() < 100_000
-            && (series.elapsed().as_secs_f64() < cfg.min_series_gpu_s || !clock.is_finished()))
-    {
-        let start = Instant::now();
-        list.submit_and_wait()?;
-        times.push(start.elapsed().as_secs_f64());
-    }
-    Ok((median(times), clock.join().ok().flatten()))
 }

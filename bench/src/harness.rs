@@ -173,6 +173,31 @@ pub fn warm_up(list: &mut CommandList, cfg: Config) -> Result<(), vkprism::Error
     }
 }
 
+/// The median host wall time of submitting `list` and waiting for it, and the SM clock read
+/// during the series: at least `min_runs` runs, lasting at least `min_series_s` and until the
+/// clock has been read (at most 100,000 runs past `min_runs`). Warm the GPU up first.
+pub fn wall_series(
+    list: &mut CommandList,
+    min_runs: usize,
+    min_series_s: f64,
+) -> Result<Timing, vkprism::Error> {
+    let clock = std::thread::spawn(sm_clock_mhz);
+    let mut times = Vec::with_capacity(min_runs);
+    let series = Instant::now();
+    while times.len() < min_runs
+        || (times.len() < 100_000
+            && (series.elapsed().as_secs_f64() < min_series_s || !clock.is_finished()))
+    {
+        let start = Instant::now();
+        list.submit_and_wait()?;
+        times.push(start.elapsed().as_secs_f64());
+    }
+    Ok(Timing {
+        median_s: median(times),
+        sm_clock_mhz: clock.join().ok().flatten(),
+    })
+}
+
 /// The median of `v` (upper median for even lengths).
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

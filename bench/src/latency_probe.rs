@@ -4,7 +4,7 @@
 //! with and without the list's total timing (its timestamp queries). Printed, not compared with
 //! PyTorch: the `gemm_wall` case does that.
 
-use crate::harness::{median, Config, Record, Timing};
+use crate::harness::{wall_series, Config, Record, Timing};
 use crate::random;
 use std::time::{Duration, Instant};
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
@@ -74,15 +74,5 @@ fn round_trip(list: &mut CommandList, cfg: Config) -> Result<Timing, vkprism::Er
     while start.elapsed() < warm {
         list.submit_and_wait()?;
     }
-    let clock = std::thread::spawn(crate::harness::sm_clock_mhz);
-    let mut times = Vec::with_capacity(runs);
-    while times.len() < runs || !clock.is_finished() {
-        let t = Instant::now();
-        list.submit_and_wait()?;
-        times.push(t.elapsed().as_secs_f64());
-    }
-    Ok(Timing {
-        median_s: median(times),
-        sm_clock_mhz: clock.join().ok().flatten(),
-    })
+    wall_series(list, runs, 0.0)
 }
