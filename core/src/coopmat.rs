@@ -142,17 +142,20 @@ impl WorkgroupMatrixShapes {
 mod tests {
     use super::*;
 
+    /// 16×16×16 fp16 into fp32.
+    const F16_16X16X16: CoopMatShape = CoopMatShape {
+        m: 16,
+        n: 16,
+        k: 16,
+        a: ScalarKind::F16,
+        b: ScalarKind::F16,
+        c: ScalarKind::F32,
+        result: ScalarKind::F32,
+    };
+
     #[test]
     fn list_keeps_each_shape_once() {
-        let f16 = CoopMatShape {
-            m: 16,
-            n: 16,
-            k: 16,
-            a: ScalarKind::F16,
-            b: ScalarKind::F16,
-            c: ScalarKind::F32,
-            result: ScalarKind::F32,
-        };
+        let f16 = F16_16X16X16;
         let mut s = CoopMatShapes::default();
         assert!(s.is_empty());
         assert!(s.push(f16) && s.push(f16));
@@ -164,15 +167,7 @@ mod tests {
 
     #[test]
     fn workgroup_shapes_offer_multiples_of_their_granularity_at_their_workgroup_size() {
-        let types = CoopMatShape {
-            m: 16,
-            n: 16,
-            k: 16,
-            a: ScalarKind::F16,
-            b: ScalarKind::F16,
-            c: ScalarKind::F32,
-            result: ScalarKind::F32,
-        };
+        let types = F16_16X16X16;
         let shapes: WorkgroupMatrixShapes = [WorkgroupMatrixShape {
             granularity: types,
             workgroup_invocations: 128,

@@ -242,15 +242,8 @@ pub(crate) unsafe fn coopmat_shapes(
         .iter()
         .filter(|p| p.scope == vk::ScopeKHR::SUBGROUP)
         .filter_map(|p| {
-            Some(CoopMatShape {
-                m: p.m_size,
-                n: p.n_size,
-                k: p.k_size,
-                a: scalar(p.a_type)?,
-                b: scalar(p.b_type)?,
-                c: scalar(p.c_type)?,
-                result: scalar(p.result_type)?,
-            })
+            let types = [p.a_type, p.b_type, p.c_type, p.result_type];
+            coopmat_shape((p.m_size, p.n_size, p.k_size), types)
         })
         .collect())
 }
@@ -333,16 +326,10 @@ pub(crate) unsafe fn workgroup_shapes(
         .iter()
         .filter(|p| p.scope == vk::ScopeKHR::WORKGROUP)
         .filter_map(|p| {
+            let types = [p.a_type, p.b_type, p.c_type, p.result_type];
+            let mnk = (p.m_granularity, p.n_granularity, p.k_granularity);
             Some(WorkgroupMatrixShape {
-                granularity: CoopMatShape {
-                    m: p.m_granularity,
-                    n: p.n_granularity,
-                    k: p.k_granularity,
-                    a: scalar(p.a_type)?,
-                    b: scalar(p.b_type)?,
-                    c: scalar(p.c_type)?,
-                    result: scalar(p.result_type)?,
-                },
+                granularity: coopmat_shape(mnk, types)?,
                 workgroup_invocations: p.workgroup_invocations,
             })
         })
@@ -353,6 +340,23 @@ pub(crate) unsafe fn workgroup_shapes(
 const BFLOAT16: vk::ComponentTypeKHR = vk::ComponentTypeKHR::from_raw(1_000_141_000);
 
 /// The scalar kind of a cooperative-matrix component type, if vkprism names it.
+/// The M×N×K shape over the component types `[a, b, c, result]`, or `None` where one has no
+/// [`ScalarKind`].
+fn coopmat_shape(
+    (m, n, k): (u32, u32, u32),
+    [a, b, c, result]: [vk::ComponentTypeKHR; 4],
+) -> Option<CoopMatShape> {
+    Some(CoopMatShape {
+        m,
+        n,
+        k,
+        a: scalar(a)?,
+        b: scalar(b)?,
+        c: scalar(c)?,
+        result: scalar(result)?,
+    })
+}
+
 fn scalar(t: vk::ComponentTypeKHR) -> Option<ScalarKind> {
     Some(match t {
         vk::ComponentTypeKHR::FLOAT16 => ScalarKind::F16,
