@@ -93,10 +93,9 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 t,
             ));
         }
-        // The row kernel at the operation layer's split (64 invocations), then at fewer,
-        // wider shares: a workgroup of 128 or 256 per query head and share.
-        // The last share merging each row instead of the combine pass: at the operation
-        // layer's split.
+        // The row kernel at the operation layer's split (64 invocations), merged by the combine
+        // pass or by each row's last share, then at fewer, wider shares: a workgroup of 128 or
+        // 256 per query head and share.
         let ops_splits = s.splits_for(2048);
         let counts = Tensor::from_i32(ctx, &[s.rows()], &vec![0; s.rows()])?;
         let candidates = [
