@@ -46,6 +46,16 @@ fn tolerance(format: TensorFormat) -> f32 {
     }
 }
 
+/// `got` within `format`'s tolerance of the reference's `want` (the error printed as `what`).
+fn assert_logits(format: TensorFormat, what: &str, got: &[f32], want: &[f32]) {
+    let err = max_error(got, want);
+    eprintln!("{format:?} {what}: error {err:.2e}");
+    assert!(
+        err <= tolerance(format),
+        "{format:?} {what}: error {err:.2e}"
+    );
+}
+
 /// The model in `format` on random weights, or `None` where the device runs no variant of
 /// that format (said on stderr).
 fn model(ctx: &Context, weights: &HostWeights, format: TensorFormat) -> Option<Llama> {
@@ -95,12 +105,7 @@ fn check_prefill(format: TensorFormat) {
     assert_eq!(got.rows(), PROMPT.len());
     assert_eq!(m.position(), PROMPT.len());
     for (i, w) in want.iter().enumerate() {
-        let err = max_error(got.row(i), w);
-        eprintln!("{format:?} prefill position {i}: error {err:.2e}");
-        assert!(
-            err <= tolerance(format),
-            "{format:?} position {i}: error {err:.2e}"
-        );
+        assert_logits(format, &format!("prefill position {i}"), got.row(i), w);
     }
     assert_clean(&ctx);
 }
@@ -156,12 +161,7 @@ fn check_decode(format: TensorFormat) {
         let got = m.decode(*token).unwrap();
         steps.push((tokens[step + 1], got.clone()));
         let want = reference.forward(&[*token]).pop().unwrap();
-        let err = max_error(&got, &want);
-        eprintln!("{format:?} decode step {step}: error {err:.2e}");
-        assert!(
-            err <= tolerance(format),
-            "{format:?} step {step}: error {err:.2e}"
-        );
+        assert_logits(format, &format!("decode step {step}"), &got, &want);
     }
     assert_eq!(m.position(), PROMPT.len() + 7);
     check_gpu_argmax(&mut m, &mut steps);
@@ -214,22 +214,17 @@ fn check_int8(format: TensorFormat) {
     let tokens = ReferenceLlama::new(&cfg, &rounded).greedy(&PROMPT, 8);
     let got = m.prefill(&PROMPT).unwrap();
     for (i, want) in reference.forward(&PROMPT).iter().enumerate() {
-        let err = max_error(got.row(i), want);
-        eprintln!("{format:?} int8 prefill position {i}: error {err:.2e}");
-        assert!(
-            err <= tolerance(format),
-            "{format:?} int8 position {i}: {err:.2e}"
+        assert_logits(
+            format,
+            &format!("int8 prefill position {i}"),
+            got.row(i),
+            want,
         );
     }
     for (step, token) in tokens[..7].iter().enumerate() {
         let got = m.decode(*token).unwrap();
         let want = reference.forward(&[*token]).pop().unwrap();
-        let err = max_error(&got, &want);
-        eprintln!("{format:?} int8 decode step {step}: error {err:.2e}");
-        assert!(
-            err <= tolerance(format),
-            "{format:?} int8 step {step}: {err:.2e}"
-        );
+        assert_logits(format, &format!("int8 decode step {step}"), &got, &want);
     }
     // Against the float weights the error is the quantization's: in F32 far past the
     // tolerance, so the check above tells int8 weights from float ones.
