@@ -1,13 +1,14 @@
 //! `--cases gemv_probe`: what a decode step's GEMVs cost one after another on this device. The
 //! TinyLlama decoder's four projections and its output layer (`fp16s_sg`), each as 20 dependent calls
-//! in one list ([`time_calls`]: every call waits for the one before, as in a decode step), at
-//! workgroups of 64, 128 and 256 invocations (the library's choice is the row's chunks rounded
-//! to a power of two, at most 256); and a dependent chain of one-token rotations, nearly no
-//! work, for the cost of a dependent dispatch itself. Printed, not compared with PyTorch: they
+//! in one list ([`time_calls`]: every call waits for the one before, as in a decode step), each
+//! call on the next of as many copies of the weights as keep them out of L2 (as in a decode
+//! step, where every weight comes from memory), at workgroups of 64, 128 and 256 invocations
+//! (the library's choice is the row's chunks rounded to a power of two, at most 256); and a
+//! dependent chain of one-token rotations, nearly no work, for the cost of a dependent dispatch
+//! itself. Printed, not compared with PyTorch: they
 //! say where a decode step's time goes (bytes per second against the dispatch's floor). The same
-//! projections on int8 weights (`gemv_int8`, `fp16s_int8p_sg`) at workgroups of 32 to 256, each call
-//! reading the next of as many copies of the weights as keep them out of L2 (as in a decode
-//! step, where every weight comes from memory).
+//! projections on int8 weights (`gemv_int8`, `fp16s_int8p_sg`) the same way, at workgroups of 32
+//! to 256.
 
 use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
@@ -33,29 +34,34 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     let kernel = ctx.load_with::<gemv::Kernel>(&LoadOptions::variant_named("fp16s_sg")?)?;
     let mut out = Vec::new();
     for &(n, k, name) in shapes {
-        let w = Tensor::from_f32(ctx, &[n, k], f, &random(n * k, 21))?;
+        let copies = PAST_L2.div_ceil(n * k * 2).clamp(1, 20);
+        let w = (0..copies)
+            .map(|c| Tensor::from_f32(ctx, &[n, k], f, &random(n * k, 21 + c as u64)))
+            .collect::<Result<Vec<_>, _>>()?;
         let x = Tensor::from_f32(ctx, &[1, k], f, &random(k, 22))?;
         let y = Tensor::new(ctx, &[1, n], f)?;
         let s = GemvShape { batch: 1, n, k };
         let unread = Tensor::from_i32(ctx, &[1], &[0])?;
         for local in [64u32, 128, 256] {
             let pipe = kernel.pipeline(&s.spec(false), Some([local, 1, 1]))?;
-            let b = gemv::BufferBindings {
-                w_blob: &w,
-                x_blob: &x,
-                bias_blob: &w,
-                y_blob: &y,
-                k_blob: &y,
-                v_blob: &y,
-                pos_blob: &unread,
-            };
+            let next = Cell::new(0);
             let t = time_calls(ctx, cfg, |l| {
+                let b = gemv::BufferBindings {
+                    w_blob: &w[next.get() % copies],
+                    x_blob: &x,
+                    bias_blob: &x,
+                    y_blob: &y,
+                    k_blob: &y,
+                    v_blob: &y,
+                    pos_blob: &unread,
+                };
+                next.set(next.get() + 1);
                 l.dispatch(&pipe, &b, &s.push(), s.grid([local, 1, 1]))?;
                 Ok(())
             })?;
             let r = probe_record(
                 CASE,
-                format!("{name} {n}x{k}"),
+                format!("{name} {n}x{k}, {copies} copies"),
                 format!("fp16s_sg local {local}"),
                 t,
             );

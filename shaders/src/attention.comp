@@ -3,6 +3,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+#extension GL_EXT_control_flow_attributes : require
 // Scaled dot-product attention, one workgroup per (query row, head) and share of the keys:
 // o = softmax(scale · q·Kᵀ) · V with the softmax computed online (flash attention's running
 // maximum and sum), so any number of keys in one pass and no score matrix in memory.
@@ -73,6 +74,11 @@ const int PER = MAX_D / int(gl_WorkGroupSize.x) > 0 ? MAX_D / int(gl_WorkGroupSi
 
 shared vec4 q_shared[MAX_D / 4];
 
+// attention4: the quads of a key row and the keys' value quads an invocation loads at the start
+// of a chunk, in registers (a head of 64 whole: both in one wait).
+const int HELD_QUADS = 16;
+const int HELD_KEYS = 16;
+
 shared float p_shared[gl_WorkGroupSize.x];
 
 // This invocation's r-th output dimension, lid + r·size, as the scalar or quad path holds
@@ -129,9 +135,14 @@ void main()
     const int j_begin = int(gl_WorkGroupID.x) * share;
     const int j_end = min(visible, j_begin + share);
 
-    for (int e = lid; e < MAX_D; e += size)
-        q_shared[e / 4][e % 4] = e < p.d ? float(buffer_ld1(q_data, q_at + e)) * p.scale : 0.0;
-    barrier();
+    // q's values this invocation places in shared memory, loaded now and stored once the
+    // first chunk's loads are issued (their waits overlap).
+    float q_own[PER];
+    [[unroll]] for (int r = 0; r < PER; r++)
+    {
+        const int e = lid + r * size;
+        q_own[r] = e < p.d ? float(buffer_ld1(q_data, q_at + e)) * p.scale : 0.0;
+    }
 
     float m = rows_neg_inf();
     float l = 0.0;
@@ -143,16 +154,46 @@ void main()
     for (int j0 = j_begin; j0 < j_end; j0 += size)
     {
         const int j = j0 + lid;
+        const int at = kv_at + j * p.kv_stride;
+        const int count = min(size, j_end - j0);
+#if VKPRISM_QUADS
+        // The chunk's first loads all issued before any is used, so the chunk waits on memory
+        // about once rather than once a quad or a key: this invocation's key row (up to
+        // HELD_QUADS quads) and its value quads (up to HELD_KEYS keys; the keys t ≡ g mod
+        // groups, quad qd of each row).
+        const int qn = p.d / 4;
+        const int qd = lid % qn, g = lid / qn;
+        const bool holds_values = lid < groups * qn;
+        vec4 k_held[HELD_QUADS];
+        [[unroll]] for (int u = 0; u < HELD_QUADS; u++)
+            k_held[u] = j < j_end && u < qn ? vec4(buffer_ld4(k_data, at / 4 + u)) : vec4(0.0);
+        vec4 v_held[HELD_KEYS];
+        [[unroll]] for (int u = 0; u < HELD_KEYS; u++)
+        {
+            const int t = g + u * groups;
+            v_held[u] = holds_values && t < count
+                ? vec4(buffer_ld4(v_data, (kv_at + (j0 + t) * p.kv_stride) / 4 + qd))
+                : vec4(0.0);
+        }
+#endif
+        if (j0 == j_begin)
+        {
+            [[unroll]] for (int r = 0; r < PER; r++)
+            {
+                const int e = lid + r * size;
+                if (e < MAX_D) q_shared[e / 4][e % 4] = q_own[r];
+            }
+            barrier();
+        }
         float s = rows_neg_inf();
         if (j < j_end)
         {
-            s = 0.0;
-            const int at = kv_at + j * p.kv_stride;
 #if VKPRISM_QUADS
-            // Four independent sums: four loads in flight.
             vec4 s4 = vec4(0.0);
-            int e4 = 0;
-            for (; e4 + 4 <= p.d / 4; e4 += 4)
+            [[unroll]] for (int u = 0; u < HELD_QUADS; u++) s4[u % 4] += dot(q_shared[u], k_held[u]);
+            // Rows longer than HELD_QUADS quads: the rest four at a time.
+            int e4 = HELD_QUADS;
+            for (; e4 + 4 <= qn; e4 += 4)
             {
                 const int b = at / 4 + e4;
                 s4 += vec4(dot(q_shared[e4], vec4(buffer_ld4(k_data, b))),
@@ -160,10 +201,11 @@ void main()
                            dot(q_shared[e4 + 2], vec4(buffer_ld4(k_data, b + 2))),
                            dot(q_shared[e4 + 3], vec4(buffer_ld4(k_data, b + 3))));
             }
-            for (; e4 < p.d / 4; e4++)
+            for (; e4 < qn; e4++)
                 s4.x += dot(q_shared[e4], vec4(buffer_ld4(k_data, at / 4 + e4)));
             s = (s4.x + s4.y) + (s4.z + s4.w);
 #else
+            s = 0.0;
             for (int e = 0; e < p.d; e++)
                 s += q_shared[e / 4][e % 4] * float(buffer_ld1(k_data, at + e));
 #endif
@@ -175,15 +217,18 @@ void main()
         l = l * rescale + rows_sum(pj);
         p_shared[lid] = pj;
         barrier();
-        const int count = min(size, j_end - j0);
 #if VKPRISM_QUADS
-        // Invocation lid holds quad lid % d/4 of the keys t ≡ lid / (d/4) (mod groups): every
-        // invocation loads, two keys in flight each.
-        if (lid < groups * (p.d / 4))
+        // Invocation lid holds quad lid % d/4 of the keys t ≡ lid / (d/4) (mod groups): the
+        // first HELD_KEYS from registers, the rest loaded two at a time.
+        if (holds_values)
         {
-            const int qd = lid % (p.d / 4), g = lid / (p.d / 4);
             vec4 a = acc4 * rescale, b = vec4(0.0);
-            int t = g;
+            [[unroll]] for (int u = 0; u < HELD_KEYS; u++)
+            {
+                const int t = g + u * groups;
+                if (t < count) a += p_shared[t] * v_held[u];
+            }
+            int t = g + HELD_KEYS * groups;
             for (; t + groups < count; t += 2 * groups)
             {
                 const vec4 v0 = vec4(buffer_ld4(v_data, (kv_at + (j0 + t) * p.kv_stride) / 4 + qd));

@@ -3,6 +3,7 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #endif
+#extension GL_EXT_control_flow_attributes : require
 // The second pass of split attention (attention.comp with `split`): each row's shares merged
 // by attention_merge.glsl. One workgroup per row.
 layout (local_size_x = 64) in;

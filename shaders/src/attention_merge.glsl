@@ -18,34 +18,54 @@ float share_weight(int base, int s, float big)
     return ms > rows_neg_inf() ? exp(ms - big) : 0.0;
 }
 
-// Row `row`'s shares merged into o at o_at. The shares' maxima and sums are spread over the
-// invocations (one load each, reduced through rows.glsl), then each output dimension sums the
-// shares four at a time (four loads in flight): the row's loads wait on each other twice, not
-// once per share. Every invocation of the workgroup calls it.
+// Shares whose values an invocation loads at once, with the maxima and sums.
+const int HELD_SHARES = 8;
+
+// Row `row`'s shares merged into o at o_at. Every load the merge needs first is issued before
+// any is used (each invocation's first share's maximum and sum, and its first output
+// dimension's value in the first HELD_SHARES shares), so a row of a few shares waits on memory
+// once; further shares and dimensions are read as they come, four shares at a time. Every
+// invocation of the workgroup calls it.
 void merge_shares(int row, int o_at)
 {
     const int lid = int(gl_LocalInvocationID.x), size = int(gl_WorkGroupSize.x);
-    const int base = row * p.splits * (p.d + 2);
-    float big = rows_neg_inf();
-    for (int s = lid; s < p.splits; s += size)
-        big = max(big, part_data[base + s * (p.d + 2) + p.d]);
+    const int stride = p.d + 2;
+    const int base = row * p.splits * stride;
+    float m_first = rows_neg_inf(), l_first = 0.0;
+    if (lid < p.splits)
+    {
+        m_first = part_data[base + lid * stride + p.d];
+        l_first = part_data[base + lid * stride + p.d + 1];
+    }
+    float held[HELD_SHARES];
+    [[unroll]] for (int s = 0; s < HELD_SHARES; s++)
+        held[s] = lid < p.d && s < p.splits ? part_data[base + s * stride + lid] : 0.0;
+    float big = m_first;
+    for (int s = lid + size; s < p.splits; s += size)
+        big = max(big, part_data[base + s * stride + p.d]);
     big = rows_max(big);
     float l = 0.0;
     for (int s = lid; s < p.splits; s += size)
     {
-        const float ms = part_data[base + s * (p.d + 2) + p.d];
+        const float ms = s == lid ? m_first : part_data[base + s * stride + p.d];
+        const float ls = s == lid ? l_first : part_data[base + s * stride + p.d + 1];
         const float w = ms > rows_neg_inf() ? exp(ms - big) : 0.0;
         if (s < MAX_SPLITS) merge_weight[s] = w;
-        l += w * part_data[base + s * (p.d + 2) + p.d + 1];
+        l += w * ls;
     }
     // The sum's barriers also make every weight visible.
     l = rows_sum(l);
     const float inv = l > 0.0 ? 1.0 / l : 0.0;
-    const int stride = p.d + 2;
     for (int e = lid; e < p.d; e += size)
     {
         vec4 a = vec4(0.0);
         int s = 0;
+        if (e == lid)
+        {
+            [[unroll]] for (int h = 0; h < HELD_SHARES; h++)
+                if (h < p.splits) a[h % 4] += share_weight(base, h, big) * held[h];
+            s = HELD_SHARES;
+        }
         for (; s + 4 <= p.splits; s += 4)
         {
             const int at = base + s * stride + e;
