@@ -219,6 +219,94 @@ fn a_small_cnn_matches_the_cpu_and_resizes_keeping_its_weights() {
     assert_clean(&ctx);
 }
 
+/// [`cnn`] with the 1×1 branch, its residual sum and ReLU as one [`Graph::conv2d_residual`] node
+/// (returned with the graph): its shortcut a value of its own where `own_shortcut` (a ReLU of
+/// the pooled values, which are not negative: the same numbers), else the pooled values the
+/// branch convolves.
+fn cnn_residual(w: &CnnWeights, own_shortcut: bool) -> (Graph, Value) {
+    let mut g = Graph::new();
+    let dims = [
+        Dim::Var("batch"),
+        Dim::Var("height"),
+        Dim::Var("width"),
+        Dim::Fixed(4),
+    ];
+    let x = g.input("images", &dims);
+    let conv = Conv {
+        weight: g.constant("conv.weight", &[3, 3, 4, 8], w.conv.clone()),
+        bias: Some(g.constant("conv.bias", &[8], w.conv_bias.clone())),
+        stride: 1,
+        pad: 1,
+        activation: Activation::Relu,
+    };
+    let x = g.conv2d("conv", x, conv);
+    let pooled = g.max_pool("pool", x, Pool2d::new(2, 2));
+    let shortcut = match own_shortcut {
+        true => g.unary("shortcut", pooled, UnaryOp::Relu),
+        false => pooled,
+    };
+    let branch = Conv {
+        weight: g.constant("branch.weight", &[1, 1, 8, 8], w.branch.clone()),
+        bias: None,
+        stride: 1,
+        pad: 0,
+        activation: Activation::Relu,
+    };
+    let y = g.conv2d_residual("branch", pooled, shortcut, branch);
+    let features = g.global_avg_pool("avgpool", y);
+    let fc = Linear {
+        weight: g.constant("fc.weight", &[4, 8], w.fc.clone()),
+        bias: Some(g.constant("fc.bias", &[4], w.fc_bias.clone())),
+        activation: Activation::None,
+    };
+    let logits = g.linear("fc", features, fc);
+    g.output(logits);
+    (g, y)
+}
+
+/// A residual convolution matches the CPU at two shapes, written over its shortcut where that
+/// is a value of its own, over a copy of it where the shortcut is also what it convolves; a
+/// shortcut of another shape is an error naming the node.
+#[test]
+fn a_residual_convolution_writes_over_its_shortcut_or_a_copy() {
+    let ctx = ctx();
+    let w = CnnWeights::random(4);
+    for own_shortcut in [true, false] {
+        let (g, y) = cnn_residual(&w, own_shortcut);
+        let mut s = Session::new(&ctx, g, TensorFormat::F32).unwrap();
+        for (shape, seed) in [([1, 8, 8, 4], 20), ([2, 6, 10, 4], 21)] {
+            check_cnn(&mut s, &w, shape, seed);
+            let planned = &s.plan().unwrap().values[y.index()];
+            assert_eq!(planned.in_place_of.is_some(), own_shortcut, "{planned:?}");
+        }
+    }
+    let mut g = Graph::new();
+    let x = g.input(
+        "x",
+        &[Dim::Fixed(1), Dim::Fixed(4), Dim::Fixed(4), Dim::Fixed(4)],
+    );
+    let pooled = g.max_pool("pool", x, Pool2d::new(2, 2));
+    let conv = Conv {
+        weight: g.constant("w", &[1, 1, 4, 4], random(&[1, 1, 4, 4], 5)),
+        bias: None,
+        stride: 1,
+        pad: 0,
+        activation: Activation::None,
+    };
+    let y = g.conv2d_residual("sum", x, pooled, conv);
+    g.output(y);
+    let mut s = Session::new(&ctx, g, TensorFormat::F32).unwrap();
+    match s.resize(&[1, 4, 4, 4]) {
+        Err(e @ SessionError::Shape { .. }) => {
+            let message = e.to_string();
+            assert!(message.starts_with("node `sum`"), "{message}");
+            assert!(message.contains("[1, 2, 2, 4]"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_clean(&ctx);
+}
+
 /// A resize drops the pass before it records the next: its peak device memory is what the
 /// larger of the two holds, never both (checked against the context's high-water mark, each
 /// way), and the results stay right.

@@ -2,8 +2,9 @@
 #extension GL_EXT_control_flow_attributes : require
 // 2D convolution as an implicit GEMM (no im2col buffer), channels-last:
 //   out[b][y][x][o] = act(alpha * sum_{ky,kx,c} in[b][y*stride+ky-pad][x*stride+kx-pad][c]
-//                                              * w[ky][kx][c][o] + bias[o])
-// with zero outside the input. As a GEMM: M = batch × outh × outw output pixels, N = outc,
+//                                              * w[ky][kx][c][o] + bias[o] (+ out[b][y][x][o]))
+// with zero outside the input; out's value before is added where beta_term is 1 (a residual
+// connection written over the tensor it adds: each element read before it is written). As a GEMM: M = batch × outh × outw output pixels, N = outc,
 // K = kh × kw × c; A[m][k] is gathered from the input on the fly (a quad of A is 4 consecutive
 // channels of one input pixel, so c must be a multiple of 4), B is the weight tensor
 // [kh][kw][c][outc] as it is stored (outc a multiple of 4), C is the NHWC output. A 1×1
@@ -33,7 +34,9 @@ layout (binding = 1) readonly buffer w_blob { sfpvec4 b_data[]; };
 layout (binding = 2) writeonly buffer partial_blob { vec4 partial_data[]; };
 #else
 layout (binding = 2) readonly buffer bias_blob { sfpvec4 bias_data[]; };
-layout (binding = 3) writeonly buffer out_blob { sfpvec4 c_data[]; };
+// Read back where beta_term is 1.
+layout (binding = 3) buffer out_blob { sfpvec4 c_data[]; };
+#define GEMM_RESIDUAL
 #endif
 
 // M, N, K, alpha, slope as in the GEMM; then the input size, the output size, the kernel size,

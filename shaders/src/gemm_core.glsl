@@ -59,6 +59,10 @@ void store_c(int m, int n, vec4 sum)
     if (beta_term == 1) v += p.beta * vec4(buffer_ld4(c_data, at));
 #else
     const int at = m * (p.N / 4) + n / 4;
+#ifdef GEMM_RESIDUAL
+    // conv2d_nhwc.comp: the output's value before, added where beta_term is 1.
+    if (beta_term == 1) v += vec4(buffer_ld4(c_data, at));
+#endif
 #endif
     buffer_st4(c_data, at, afpvec4(activate(v)));
 #endif

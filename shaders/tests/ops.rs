@@ -221,6 +221,79 @@ fn conv2d_every_format_and_split() {
     assert_clean(&ctx);
 }
 
+/// A residual convolution (`Conv2d::with_residual`) with ReLU: out, holding the shortcut, becomes
+/// relu(conv + bias + shortcut) in every format and split three ways along K (the second pass
+/// adds it there), against the CPU reference.
+#[test]
+fn conv2d_residual_every_format_and_split() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let s = Conv2dShape {
+        batch: 2,
+        h: 7,
+        w: 6,
+        c: 8,
+        outc: 12,
+        kh: 3,
+        kw: 3,
+        stride: 2,
+        pad: 1,
+    };
+    let input = random(s.batch * s.h * s.w * s.c, 31, 0.1, 1.0);
+    let weight = random(s.kh * s.kw * s.c * s.outc, 32, -1.0, 1.0);
+    let bias = random(s.outc, 33, -1.0, 1.0);
+    let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
+    let shortcut = random(out_shape.iter().product(), 34, -4.0, 4.0);
+    let op = Conv2d::new(s)
+        .with_residual(true)
+        .with_activation(Activation::Relu);
+    let run = |f: TensorFormat, cfg: Option<(&_, &GemmConfig)>| {
+        let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
+        let wt = Tensor::from_f32(&ctx, &[s.kh, s.kw, s.c, s.outc], f, &weight).unwrap();
+        let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
+        let ot = Tensor::from_f32(&ctx, &out_shape, f, &shortcut).unwrap();
+        let r = ops.run(|l| match cfg {
+            Some((kernel, cfg)) => ops.conv2d_with(l, kernel, cfg, &it, &wt, Some(&bt), &ot, &op),
+            None => ops.conv2d(l, &it, &wt, Some(&bt), &ot, &op),
+        });
+        r.map(|()| ot)
+    };
+    let check_out = |out: &Tensor, f: TensorFormat, what: &str| {
+        let q = |x: &[f32]| quantize(x, f);
+        let (sum, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
+        let want: Vec<f32> = sum
+            .iter()
+            .zip(q(&shortcut))
+            .map(|(v, r)| (v + r).max(0.0))
+            .collect();
+        let scale: Vec<f32> = scale.iter().map(|c| c + 4.0).collect();
+        let (want, scale) = expected_in(&want, &scale, f);
+        let got = out.download_f32().unwrap();
+        assert!(got.contains(&0.0) && got.iter().any(|&v| v > 0.0), "{what}");
+        check(&got, &want, &scale, tolerance_of(f), what);
+    };
+    for f in FORMATS {
+        match run(f, None) {
+            Err(OpError::FormatUnsupported { .. }) => continue,
+            r => check_out(&r.unwrap(), f, &format!("conv2d residual {f:?}")),
+        }
+    }
+    let kernel = ctx
+        .load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
+        .unwrap();
+    let cfg = GemmConfig {
+        split_k: 3,
+        ..GemmConfig::for_conv(
+            &kernel.variant().key,
+            ctx.features().limits.subgroup_size,
+            &s,
+        )
+    };
+    let out = run(TensorFormat::F32, Some((&kernel, &cfg))).unwrap();
+    check_out(&out, TensorFormat::F32, "conv2d residual split 3");
+    assert_clean(&ctx);
+}
+
 #[test]
 fn gemm_int8_exact() {
     let ctx = ctx();

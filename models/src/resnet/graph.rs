@@ -1,6 +1,6 @@
 //! The folded network as a session [`Graph`]: the stem, the max pool, each bottleneck block
-//! (three convolutions, the shortcut, the residual sum and its ReLU), the global average pool
-//! and the last layer, each node named as the weights are.
+//! (three convolutions and the shortcut, the last convolution adding the shortcut before its
+//! ReLU), the global average pool and the last layer, each node named as the weights are.
 
 use super::config::Block;
 use super::fold::{FoldedConv, FoldedNet};
@@ -26,12 +26,13 @@ pub(crate) fn build(net: FoldedNet, blocks: &[Block]) -> Graph {
         let name = |part: &str| format!("{prefix}.{part}");
         let y = conv(&mut g, &name("conv1"), x, folded.conv1, true);
         let y = conv(&mut g, &name("conv2"), y, folded.conv2, true);
-        let y = conv(&mut g, &name("conv3"), y, folded.conv3, false);
         let shortcut = match folded.downsample {
             Some(d) => conv(&mut g, &name("downsample"), x, d, false),
             None => x,
         };
-        x = g.add(&name("add_relu"), y, shortcut, true);
+        // conv3, the residual sum and its ReLU in one pass, written over the shortcut.
+        let conv3 = conv_node(&mut g, &name("conv3"), folded.conv3, true);
+        x = g.conv2d_residual(&name("conv3"), y, shortcut, conv3);
     }
     let features = g.global_avg_pool("avgpool", x);
     let classes = net.classes_padded;
@@ -48,7 +49,14 @@ pub(crate) fn build(net: FoldedNet, blocks: &[Block]) -> Graph {
 
 /// Adds the convolution `name` of `x` with `f`'s weights, ReLU fused where `relu`.
 fn conv(g: &mut Graph, name: &str, x: Value, f: FoldedConv, relu: bool) -> Value {
-    let conv = Conv {
+    let conv = conv_node(g, name, f, relu);
+    g.conv2d(name, x, conv)
+}
+
+/// The convolution `name` with `f`'s weights (added to `g` as constants), ReLU fused where
+/// `relu`.
+fn conv_node(g: &mut Graph, name: &str, f: FoldedConv, relu: bool) -> Conv {
+    Conv {
         weight: g.constant(
             &format!("{name}.weight"),
             &[f.k, f.k, f.c, f.outc],
@@ -62,6 +70,5 @@ fn conv(g: &mut Graph, name: &str, x: Value, f: FoldedConv, relu: bool) -> Value
         } else {
             Activation::None
         },
-    };
-    g.conv2d(name, x, conv)
+    }
 }

@@ -130,7 +130,7 @@ impl ResNet {
     }
 
     /// Each layer's name (`conv1`, `maxpool`, `layer1.0.conv2`, `layer1.0.downsample`,
-    /// `layer1.0.add_relu`, `avgpool`, `fc`) and GPU time in the last forward pass, with
+    /// `layer1.0.conv3` with the residual sum, `avgpool`, `fc`) and GPU time in the last forward pass, with
     /// [`Timing::PerLayer`].
     pub fn layer_times(&self) -> Option<Vec<(String, Duration)>> {
         self.session.node_times()

@@ -72,6 +72,10 @@ pub struct Linear {
 pub enum Op {
     /// Channels-last convolution of `[batch, h, w, c]`, bias and activation fused.
     Conv2d(Conv),
+    /// [`Op::Conv2d`] of the first input with the second (the output's shape) added before the
+    /// activation: a residual block's last convolution and its sum in one pass, written over
+    /// the second input where the plan lets it (else over a copy of it).
+    Conv2dResidual(Conv),
     /// Max pooling of `[batch, h, w, c]`.
     MaxPool(Pool2d),
     /// Average pooling of `[batch, h, w, c]` (padding counted as zeros).
@@ -110,23 +114,37 @@ pub enum Op {
 }
 
 impl Op {
-    /// Whether the output may be written over its first input (the kernel reads each element
-    /// before writing it), where the two have one shape.
-    pub(crate) fn in_place(&self) -> bool {
-        matches!(
-            self,
-            Op::Binary { .. }
-                | Op::Unary(_)
-                | Op::Softmax(_)
-                | Op::LayerNorm { .. }
-                | Op::RmsNorm { .. }
-        )
+    /// Whether the output may be written over input `i` of `inputs` (the kernel reads each
+    /// element of it before writing it), where the two have one shape. A convolution reads its
+    /// first input all over while it writes: never over that value.
+    pub(crate) fn in_place(&self, i: usize, inputs: &[Value]) -> bool {
+        match self {
+            Op::Conv2dResidual(_) => i == 1 && inputs[0] != inputs[1],
+            _ => matches!(
+                self,
+                Op::Binary { .. }
+                    | Op::Unary(_)
+                    | Op::Softmax(_)
+                    | Op::LayerNorm { .. }
+                    | Op::RmsNorm { .. }
+            ),
+        }
+    }
+
+    /// How many inputs it reads.
+    pub(crate) fn arity(&self) -> usize {
+        match self {
+            Op::Binary { .. } | Op::Conv2dResidual(_) => 2,
+            _ => 1,
+        }
     }
 
     /// The constants it reads.
     pub(crate) fn constants(&self) -> Vec<Constant> {
         match self {
-            Op::Conv2d(c) => [Some(c.weight), c.bias].into_iter().flatten().collect(),
+            Op::Conv2d(c) | Op::Conv2dResidual(c) => {
+                [Some(c.weight), c.bias].into_iter().flatten().collect()
+            }
             Op::Linear(l) => [Some(l.weight), l.bias].into_iter().flatten().collect(),
             Op::LayerNorm { gamma, beta, .. } => [*gamma, *beta].into_iter().flatten().collect(),
             Op::RmsNorm { gamma, .. } => gamma.iter().copied().collect(),
@@ -138,7 +156,10 @@ impl Op {
     /// binary operation one more): the room per-node timing needs.
     pub(crate) fn max_dispatches(&self) -> u32 {
         match self {
-            Op::Conv2d(_) | Op::Linear(_) | Op::Binary { then: Some(_), .. } => 2,
+            Op::Conv2d(_)
+            | Op::Conv2dResidual(_)
+            | Op::Linear(_)
+            | Op::Binary { then: Some(_), .. } => 2,
             _ => 1,
         }
     }
@@ -225,6 +246,11 @@ impl Graph {
     /// A convolution of `x` ([`Op::Conv2d`]).
     pub fn conv2d(&mut self, name: &str, x: Value, conv: Conv) -> Value {
         self.node(name, Op::Conv2d(conv), &[x])
+    }
+
+    /// `act(conv(x) + bias + shortcut)` ([`Op::Conv2dResidual`]).
+    pub fn conv2d_residual(&mut self, name: &str, x: Value, shortcut: Value, conv: Conv) -> Value {
+        self.node(name, Op::Conv2dResidual(conv), &[x, shortcut])
     }
 
     /// Max pooling of `x` over `window`.

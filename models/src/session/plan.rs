@@ -81,11 +81,13 @@ impl MemoryPlan {
                 !dead
             });
             let out = node.output.0;
-            let donor = node.inputs.iter().map(|v| v.0).find(|&v| {
-                node.op.in_place()
+            let donor = node.inputs.iter().enumerate().find_map(|(input, v)| {
+                let v = v.0;
+                (node.op.in_place(input, &node.inputs)
                     && last_read[v] == i
                     && self.values[v].shape == self.values[out].shape
-                    && live.contains(&v)
+                    && live.contains(&v))
+                .then_some(v)
             });
             match donor {
                 Some(v) => {

@@ -34,7 +34,11 @@ pub(crate) fn record(
     let x = &t.values[node.inputs[0].0];
     let y = &t.values[node.output.0];
     match &node.op {
-        Op::Conv2d(conv) => record_conv(ops, list, conv, x, y, t),
+        Op::Conv2d(conv) => record_conv(ops, list, conv, x, y, None, t),
+        Op::Conv2dResidual(conv) => {
+            let shortcut = &t.values[node.inputs[1].0];
+            record_conv(ops, list, conv, x, y, Some(shortcut), t)
+        }
         Op::MaxPool(window) => ops.max_pool2d(list, x, y, window),
         Op::AvgPool(window) => ops.avg_pool2d(list, x, y, window),
         Op::GlobalAvgPool => ops.global_avg_pool(list, x, y),
@@ -55,13 +59,16 @@ pub(crate) fn record(
     }
 }
 
-/// A convolution of `x` into `y`, its shape from theirs and the weight's.
+/// A convolution of `x` into `y`, its shape from theirs and the weight's; `shortcut` added
+/// before the activation where there is one (copied into `y` first unless `y` is written over
+/// it).
 fn record_conv(
     ops: &Ops,
     list: &mut CommandList,
     conv: &Conv,
     x: &Tensor,
     y: &Tensor,
+    shortcut: Option<&Tensor>,
     t: &Operands<'_>,
 ) -> Result<(), OpError> {
     let weight = t.constant(conv.weight);
@@ -77,7 +84,18 @@ fn record_conv(
         stride: conv.stride,
         pad: conv.pad,
     };
-    let op = Conv2d::new(shape).with_activation(conv.activation);
+    if let Some(s) = shortcut {
+        let in_place = s.raw_buffer() == y.raw_buffer() && s.offset_bytes() == y.offset_bytes();
+        if !in_place {
+            list.copy(s, y).map_err(|source| OpError::Record {
+                op: "conv2d",
+                source,
+            })?;
+        }
+    }
+    let op = Conv2d::new(shape)
+        .with_activation(conv.activation)
+        .with_residual(shortcut.is_some());
     ops.conv2d(list, x, weight, t.optional(conv.bias), y, &op)
 }
 

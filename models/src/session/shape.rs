@@ -60,11 +60,7 @@ fn same_var_same_size(dims: &[Dim], shape: &[usize], var: &'static str, size: us
 
 /// `node`'s output shape from its operands' shapes, or what mismatched.
 fn node_shape(graph: &Graph, node: &Node, operands: &[&[usize]]) -> Result<Vec<usize>, String> {
-    let arity = if matches!(node.op, Op::Binary { .. }) {
-        2
-    } else {
-        1
-    };
+    let arity = node.op.arity();
     if operands.len() != arity {
         return Err(format!("takes {arity} inputs, given {}", operands.len()));
     }
@@ -72,6 +68,16 @@ fn node_shape(graph: &Graph, node: &Node, operands: &[&[usize]]) -> Result<Vec<u
     let constant = |c: Constant| &graph.constants[c.0].shape[..];
     match &node.op {
         Op::Conv2d(conv) => conv_shape(x, conv, constant),
+        Op::Conv2dResidual(conv) => {
+            let out = conv_shape(x, conv, constant)?;
+            if operands[1] != out {
+                return Err(format!(
+                    "the residual {:?} is not the convolution's output shape {out:?}",
+                    operands[1]
+                ));
+            }
+            Ok(out)
+        }
         Op::MaxPool(window) | Op::AvgPool(window) => pool_shape(x, window),
         Op::GlobalAvgPool => nhwc(x).map(|[b, _, _, c]| vec![b, c]),
         Op::Binary { .. } => broadcast_shape(x, operands[1])

@@ -113,7 +113,7 @@ impl Gemm {
     }
 }
 
-/// `out = act(alpha · conv(input, weight) + bias)` over a channels-last input: what
+/// `out = act(alpha · conv(input, weight) + bias (+ out))` over a channels-last input: what
 /// [`Ops::conv2d`] computes. Built with [`Conv2d::new`] and the `with_*` setters.
 #[derive(Copy, Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -124,6 +124,9 @@ pub struct Conv2d {
     pub alpha: f32,
     /// The function applied last.
     pub activation: Activation,
+    /// Whether out's value before is added ahead of the activation (a residual connection
+    /// written over the tensor it adds).
+    pub residual: bool,
 }
 
 impl Conv2d {
@@ -133,6 +136,7 @@ impl Conv2d {
             shape,
             alpha: 1.0,
             activation: Activation::None,
+            residual: false,
         }
     }
     /// This convolution scaled by `alpha`.
@@ -143,6 +147,13 @@ impl Conv2d {
     /// This convolution with `activation` applied last.
     pub fn with_activation(mut self, activation: Activation) -> Conv2d {
         self.activation = activation;
+        self
+    }
+    /// This convolution added to out's value before (`on`), ahead of the activation:
+    /// `out = act(alpha · conv + bias + out)`, one pass where the sum and its activation took
+    /// another (a residual block's last convolution, written over its shortcut).
+    pub fn with_residual(mut self, on: bool) -> Conv2d {
+        self.residual = on;
         self
     }
 }
@@ -340,7 +351,7 @@ impl Ops {
     }
 
     /// Records the channels-last convolution `out = act(alpha · conv(input, weight) + bias)` of
-    /// `op.shape`: `input` `[batch, h, w, c]`, `weight` `[kh, kw, c, outc]`, `bias` `[outc]`,
+    /// `op.shape` (`+ out`, its value before, with [`Conv2d::with_residual`]): `input` `[batch, h, w, c]`, `weight` `[kh, kw, c, outc]`, `bias` `[outc]`,
     /// `out` `[batch, outh, outw, outc]`, one float format, `c` and `outc` multiples of 4; an
     /// implicit GEMM with [`Ops::gemm`]'s choice of variant, tiles and split.
     pub fn conv2d(
@@ -399,7 +410,7 @@ impl Ops {
             let epilogue = Epilogue {
                 bias,
                 alpha: op.alpha,
-                beta: 0.0,
+                beta: if op.residual { 1.0 } else { 0.0 },
                 activation: op.activation,
             };
             return self.split_reduce(list, OP, key, cfg.split_k, (m, n), &partial, out, &epilogue);
@@ -408,6 +419,7 @@ impl Ops {
         let spec = gemm::SpecConstants {
             bias_term: bias.is_some() as i32,
             activation: code,
+            beta_term: op.residual as i32,
             ..Default::default()
         };
         let bindings = conv2d_nhwc::BufferBindings {
