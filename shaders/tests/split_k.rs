@@ -7,7 +7,7 @@ use vkprism::{LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::tuning::{shared_memory_bytes, GemmProblem};
 use vkprism_shaders::{
     conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, reference, Conv2dShape,
-    GemmConfig, SPLIT_K_WORKGROUPS,
+    GemmConfig, MAX_SPLIT, MIN_WIDE_TILES, SPLIT_K_WORKGROUPS,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, expected_in,
@@ -231,8 +231,9 @@ fn conv2d_nhwc_split_every_variant() {
     assert_clean(&ctx);
 }
 
-/// `split_for` splits configurations whose grid is small, over a long K, into at most 8 shares
-/// of at least two steps, and the grid's z follows.
+/// `split_for` splits configurations whose grid is small, over a long K, into at most
+/// `MAX_SPLIT` shares of at least two steps, and the grid's z follows; 128×256 tiles only where
+/// at least `MIN_WIDE_TILES` of them cover the result.
 #[test]
 fn split_for_splits_only_small_grids_over_long_k() {
     let key = |name: &str| {
@@ -254,14 +255,24 @@ fn split_for_splits_only_small_grids_over_long_k() {
         "{tall:?}"
     );
     assert_eq!(tall.grid(4096, 512), [2 * 32, 32 * 8, 2]);
-    // 1568×256 over 2304 (a 3×3 convolution, batch 8, 14×14, 256 channels): 13 tiles, 8 shares.
+    // 1568×256 over 2304 (a 3×3 convolution, batch 8, 14×14, 256 channels): 13 tiles, 10 shares.
     let conv = config(&cm, (1568, 256, 2304));
     assert_eq!(
         (conv.split_k, conv.tile(), conv.bk),
-        (8, (128, 256), 32),
+        (10, (128, 256), 32),
         "{conv:?}"
     );
-    assert!(13 * conv.split_k as usize >= SPLIT_K_WORKGROUPS / 2);
+    assert!(13 * conv.split_k as usize >= SPLIT_K_WORKGROUPS);
+    // 49×512 over 4608 (ResNet-50's last 3×3 convolutions at batch 1): 2 wide tiles, under
+    // MIN_WIDE_TILES, so the table's 64×64 tiles, 8 of them, in MAX_SPLIT shares.
+    const { assert!(2 < MIN_WIDE_TILES) };
+    let small = config(&cm, (49, 512, 4608));
+    assert_eq!(
+        (small.split_k, small.tile(), small.bk),
+        (MAX_SPLIT as u32, (64, 64), 32),
+        "{small:?}"
+    );
+    assert_eq!(small.grid(49, 512)[2], MAX_SPLIT as u32);
     // N of 64 keeps the table's tiles: 1568×64 over 576 is 25 tiles of 64×128, 6 shares.
     let narrow = config(&cm, (1568, 64, 576));
     assert_eq!(
@@ -275,16 +286,17 @@ fn split_for_splits_only_small_grids_over_long_k() {
     assert_eq!(config(&cm, (64, 64, 256)).split_k, 1);
     assert_eq!(config(&plain, (4096, 4096, 4096)).split_k, 1);
     assert_eq!(config(&plain, (64, 64, 256)).split_k, 1);
-    // Without matrices too: the table's tiles and step depth, 8 shares of a long K.
+    // Without matrices too: the table's tiles and step depth, MAX_SPLIT shares of a long K.
     let plain_long = config(&plain, (64, 64, 8192));
     let table = GemmConfig::for_gemm(&plain, 32, 64, 64, 8192);
     assert_eq!(
         (plain_long.split_k, plain_long.tile(), plain_long.bk),
-        (8, table.tile(), table.bk)
+        (MAX_SPLIT as u32, table.tile(), table.bk)
     );
-    assert_eq!(plain_long.grid(64, 64)[2], 8);
-    // One tile over a long K: 8 shares.
-    assert_eq!(config(&cm, (64, 64, 8192)).split_k, 8);
+    assert_eq!(plain_long.grid(64, 64)[2], MAX_SPLIT as u32);
+    // One tile over a long K: MAX_SPLIT shares; over a K of 512, 8 (two 32-deep steps each).
+    assert_eq!(config(&cm, (64, 64, 8192)).split_k, MAX_SPLIT as u32);
+    assert_eq!(config(&cm, (64, 64, 512)).split_k, 8);
 }
 
 /// Every configuration the table and `split_for` choose fits in the 48 KiB of shared memory
