@@ -157,7 +157,8 @@ impl GemmConfig {
     /// them cover the result (fewer rows keep the table's smaller tiles: more workgroups to
     /// split); then (every path) a grid of fewer than [`SPLIT_K_WORKGROUPS`] workgroups over a
     /// K of at least 512 gets enough shares of K to reach that many (at most [`MAX_SPLIT`],
-    /// each at least two 32-deep steps), 48-deep steps where a share is 2048 or more. Every choice fits in 48 KiB of shared memory
+    /// each at least two 32-deep steps; without cooperative matrices [`PLAIN_SPLIT_WORKGROUPS`]
+    /// in at most [`PLAIN_MAX_SPLIT`]), 48-deep steps where a share is 2048 or more. Every choice fits in 48 KiB of shared memory
     /// ([`tuning::shared_memory_bytes`]; NVIDIA's limit, the smallest of the desktop GPUs'):
     /// 64-deep steps of 128×256 tiles would need 60,416 bytes. Measured on the H100 (fp16p,
     /// TFLOP/s, one-pass against split): 4096×512×14336 178 → 202–206 (2 shares); a 3×3
@@ -186,10 +187,11 @@ impl GemmConfig {
         if workgroups >= SPLIT_K_WORKGROUPS || k < 512 {
             return self;
         }
-        let split = SPLIT_K_WORKGROUPS
-            .div_ceil(workgroups)
-            .min(MAX_SPLIT)
-            .min(k / 64);
+        let (aim, cap) = match self.coopmat {
+            true => (SPLIT_K_WORKGROUPS, MAX_SPLIT),
+            false => (PLAIN_SPLIT_WORKGROUPS, PLAIN_MAX_SPLIT),
+        };
+        let split = aim.div_ceil(workgroups).min(cap).min(k / 64);
         // Without matrices the table's step depth stays: the shares are whole steps of it.
         let bk = match (self.coopmat, k / split >= 2048) {
             (false, _) => self.bk,
@@ -257,7 +259,17 @@ pub const MIN_WIDE_TILES: usize = 8;
 /// The most shares [`GemmConfig::split_for`] splits K into.
 pub const MAX_SPLIT: usize = 16;
 
-/// The workgroups [`GemmConfig::split_for`] aims at: about one per SM of an H100 (132).
+/// The workgroups a split without cooperative matrices aims at: two an SM, whose register
+/// tiles leave room for both (ResNet-50 in fp32 on the H100, batch 1: 2.77 → 2.10 ms against
+/// one an SM and 16 shares; batch 8 8.20 → 7.28). Grids of [`SPLIT_K_WORKGROUPS`] or more
+/// stay whole all the same (4096×512×14336 in fp32 split in 2 there: 37.0 → 34.1 TFLOP/s).
+pub const PLAIN_SPLIT_WORKGROUPS: usize = 256;
+
+/// The most shares a split without cooperative matrices takes.
+pub const PLAIN_MAX_SPLIT: usize = 32;
+
+/// The workgroups [`GemmConfig::split_for`] aims at: about one per SM of an H100 (132); below
+/// it a grid is split.
 pub const SPLIT_K_WORKGROUPS: usize = 128;
 
 /// Cooperative-matrix tiles for an M×N×K problem with `tiles` 128×128 tiles: (subgroups per

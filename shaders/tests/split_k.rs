@@ -7,7 +7,8 @@ use vkprism::{LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::tuning::{shared_memory_bytes, GemmProblem};
 use vkprism_shaders::{
     conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, reference, Conv2dShape,
-    GemmConfig, MAX_SPLIT, MIN_WIDE_TILES, SPLIT_K_WORKGROUPS,
+    GemmConfig, MAX_SPLIT, MIN_WIDE_TILES, PLAIN_MAX_SPLIT, PLAIN_SPLIT_WORKGROUPS,
+    SPLIT_K_WORKGROUPS,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, expected_in,
@@ -286,14 +287,33 @@ fn split_for_splits_only_small_grids_over_long_k() {
     assert_eq!(config(&cm, (64, 64, 256)).split_k, 1);
     assert_eq!(config(&plain, (4096, 4096, 4096)).split_k, 1);
     assert_eq!(config(&plain, (64, 64, 256)).split_k, 1);
-    // Without matrices too: the table's tiles and step depth, MAX_SPLIT shares of a long K.
+    // Without matrices too: the table's tiles and step depth, PLAIN_MAX_SPLIT shares of a long
+    // K; a small grid (a 3×3 convolution at batch 1, 14×14, 256 channels) split toward
+    // PLAIN_SPLIT_WORKGROUPS.
     let plain_long = config(&plain, (64, 64, 8192));
     let table = GemmConfig::for_gemm(&plain, 32, 64, 64, 8192);
     assert_eq!(
         (plain_long.split_k, plain_long.tile(), plain_long.bk),
-        (MAX_SPLIT as u32, table.tile(), table.bk)
+        (PLAIN_MAX_SPLIT as u32, table.tile(), table.bk)
     );
-    assert_eq!(plain_long.grid(64, 64)[2], MAX_SPLIT as u32);
+    assert_eq!(plain_long.grid(64, 64)[2], PLAIN_MAX_SPLIT as u32);
+    let plain_tiles = |c: &GemmConfig, m: usize, n: usize| {
+        let (bm, bn) = c.tile();
+        m.div_ceil(bm) * n.div_ceil(bn)
+    };
+    let plain_conv = config(&plain, (196, 256, 2304));
+    let groups = plain_tiles(&plain_conv, 196, 256);
+    assert!(
+        groups < SPLIT_K_WORKGROUPS && plain_conv.split_k > 1,
+        "{plain_conv:?}"
+    );
+    assert_eq!(
+        plain_conv.split_k as usize,
+        PLAIN_SPLIT_WORKGROUPS.div_ceil(groups).min(PLAIN_MAX_SPLIT),
+        "{plain_conv:?}"
+    );
+    // 128 workgroups or more stay whole without matrices too (4096×512 in 128×128 tiles).
+    assert_eq!(config(&plain, (4096, 512, 14336)).split_k, 1);
     // One tile over a long K: MAX_SPLIT shares; over a K of 512, 8 (two 32-deep steps each).
     assert_eq!(config(&cm, (64, 64, 8192)).split_k, MAX_SPLIT as u32);
     assert_eq!(config(&cm, (64, 64, 512)).split_k, 8);
