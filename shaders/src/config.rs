@@ -163,10 +163,9 @@ impl GemmConfig {
     /// 64-deep steps of 128×256 tiles would need 60,416 bytes. Measured on the H100 (fp16p,
     /// TFLOP/s, one-pass against split): 4096×512×14336 178 → 202–206 (2 shares); a 3×3
     /// convolution, batch 8, 14×14, 256 channels 25.6 → 61.5 (8 shares), 64 channels 5.3 →
-    /// 7.4; ResNet-50 at batch 1, whose last stages' convolutions have 49 and 196 rows (one or two
-    /// wide tiles, 16 workgroups once split in 8), 0.848 → 0.655 ms in fp16 with the table's
-    /// tiles and up to 16 shares, 3.00 → 2.77 ms in fp32, batch 8 1.211 → 1.170 ms. A
-    /// configuration with
+    /// 7.4. ResNet-50's last stages at batch 1 (results of 49 and 196 rows: one or two wide
+    /// tiles) are why the wide tiles need [`MIN_WIDE_TILES`] and why the shares go to
+    /// [`MAX_SPLIT`] (BENCHMARKS.md has the measurements). A configuration with
     /// `split_k` > 1 is for [`gemm_split`] / [`conv2d_nhwc_split`] and [`gemm_split_reduce`].
     pub fn split_for(self, (m, n, k): (usize, usize, usize)) -> GemmConfig {
         let wide = GemmConfig {
@@ -260,9 +259,9 @@ pub const MIN_WIDE_TILES: usize = 8;
 pub const MAX_SPLIT: usize = 16;
 
 /// The workgroups a split without cooperative matrices aims at: two an SM, whose register
-/// tiles leave room for both (ResNet-50 in fp32 on the H100, batch 1: 2.77 → 2.10 ms against
-/// one an SM and 16 shares; batch 8 8.20 → 7.28). Grids of [`SPLIT_K_WORKGROUPS`] or more
-/// stay whole all the same (4096×512×14336 in fp32 split in 2 there: 37.0 → 34.1 TFLOP/s).
+/// tiles leave room for both (measured on ResNet-50 in fp32: BENCHMARKS.md). Grids of
+/// [`SPLIT_K_WORKGROUPS`] or more stay whole all the same (a 4096×512×14336 GEMM in fp32 lost
+/// split in 2 there).
 pub const PLAIN_SPLIT_WORKGROUPS: usize = 256;
 
 /// The most shares a split without cooperative matrices takes.
