@@ -29,7 +29,7 @@
 //!   [`embedding`], casts ([`cast_to_f32`], ...), int8 [`quantize`] / [`dequantize`];
 //! - [`gemv`], [`gemv_int8`] (and scalar forms): decode's matrix-vector products ([`GemvShape`]);
 //! - [`rope`]: rotary position embedding ([`RopeShape`]); [`rope_qkv`]: a fused projection rotated into a KV cache ([`RopeQkvShape`]);
-//! - [`pool2d`], [`global_avg_pool`]: channels-last pooling ([`Pool2dShape`], [`GlobalPoolShape`]).
+//! - [`pool2d`] / [`pool2d4`], [`global_avg_pool`]: channels-last pooling ([`Pool2dShape`], [`GlobalPoolShape`]).
 //!
 //! [`Ops`] is the operation layer: one call per operation, recorded into a command list, with
 //! kernels loaded once, tiles chosen, scratch allocated and operands checked ([`mod@ops`]).
@@ -100,7 +100,7 @@ pub use ops::{
 };
 pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
 pub use ops::{QuantScale, CM2_MIN_PRODUCT};
-pub use pool::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
+pub use pool::{global_avg_pool, global_avg_pool4, pool2d, pool2d4, GlobalPoolShape, Pool2dShape};
 pub use quant_gemm::{quantize_rows, quantize_rows_grid};
 pub use rotary::{rope, rope_qkv, RopeQkvShape, RopeShape};
 pub use rows::{

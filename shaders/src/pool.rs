@@ -1,15 +1,34 @@
-//! Pooling, channels-last: [`pool2d`] (max or average over windows, [`Pool2dShape`]) and
+//! Pooling, channels-last: [`pool2d`] and [`pool2d4`] (max or average over windows,
+//! [`Pool2dShape`]) and
 //! [`global_avg_pool`] / [`global_avg_pool4`] (the mean over every pixel, [`GlobalPoolShape`]).
 
 vkprism::compute_shader! {
+    /// The window pools, sharing [`pool2d`](crate::pool2d)'s constants.
+    pub mod pool2d_kernels,
+    shaders: {
     /// Max (`op` 0) or average (`op` 1) pooling of x `[batch, h, w, c]` into y `[batch, outh,
     /// outw, c]` over windows of kh × kw, stride (sh, sw), zero padding (ph, pw); average
     /// divides by kh · kw (padding counted, PyTorch's default `count_include_pad`), max ignores
     /// the padding. One output per invocation, any grid covers them ([`Pool2dShape::grid`](crate::Pool2dShape::grid)).
     /// Variants `fp32`, `fp16s`, `fp16sa`, `bf16s`.
-    pub mod pool2d,
-    path: "pool2d.comp",
+        pool2d: {
+            path: "pool2d.comp",
+            define: [("POOL_VEC4", "0")],
+            variants: [fp32, fp16s, fp16sa, bf16s],
+        },
+    /// As [`pool2d`](crate::pool2d), four channels per invocation (c a multiple of 4; the push
+    /// constant `c` counts quads: [`Pool2dShape::push_in`](crate::Pool2dShape::push_in)). Same
+    /// variants.
+        pool2d4: {
+            path: "pool2d.comp",
+            define: [("POOL_VEC4", "1")],
+            variants: [fp32, fp16s, fp16sa, bf16s],
+            share: [pool2d::SpecConstants, pool2d::PushConstants],
+        },
+    },
 }
+
+pub use pool2d_kernels::{pool2d, pool2d4};
 
 vkprism::compute_shader! {
     /// The global average pools, sharing [`global_avg_pool`](crate::global_avg_pool)'s push constants.
@@ -76,20 +95,34 @@ impl Pool2dShape {
     pub fn local_size(&self) -> [u32; 3] {
         [LOCAL as u32, 1, 1]
     }
-    /// The invocation grid: one per output, at most 65,535 workgroups (each invocation then
-    /// takes several outputs).
-    pub fn grid(&self) -> [u32; 3] {
-        let outs: usize = self.out_shape().iter().product();
-        [(outs.div_ceil(LOCAL).clamp(1, 65535) * LOCAL) as u32, 1, 1]
+    /// Whether [`pool2d4`] takes it (c a multiple of 4).
+    pub fn vec4(&self) -> bool {
+        self.c.is_multiple_of(4)
     }
-    /// The push constants.
+    /// The invocation grid of [`pool2d`]: one per output, at most 65,535 workgroups (each
+    /// invocation then takes several outputs).
+    pub fn grid(&self) -> [u32; 3] {
+        self.grid_in(false)
+    }
+    /// The invocation grid of [`pool2d4`] (`quads`) or [`pool2d`]: one per quad of outputs or
+    /// per output, at most 65,535 workgroups.
+    pub fn grid_in(&self, quads: bool) -> [u32; 3] {
+        let outs: usize = self.out_shape().iter().product();
+        let units = if quads { outs / 4 } else { outs };
+        [(units.div_ceil(LOCAL).clamp(1, 65535) * LOCAL) as u32, 1, 1]
+    }
+    /// The push constants of [`pool2d`].
     pub fn push(&self) -> pool2d::PushConstants {
+        self.push_in(false)
+    }
+    /// The push constants of [`pool2d4`] (`quads`: `c` in quads) or [`pool2d`].
+    pub fn push_in(&self, quads: bool) -> pool2d::PushConstants {
         let i = |v: usize| v as i32;
         pool2d::PushConstants {
             batch: i(self.batch),
             h: i(self.h),
             w: i(self.w),
-            c: i(self.c),
+            c: i(if quads { self.c / 4 } else { self.c }),
             outh: i(self.outh()),
             outw: i(self.outw()),
             kh: i(self.kernel.0),

@@ -7,13 +7,25 @@
 // window lies within the padded input, so every divisor is kh · kw). fp32 in every variant.
 //
 // One output per invocation, a grid apart (any size); neighbouring invocations take
-// neighbouring channels, so reads and writes are coalesced.
+// neighbouring channels, so reads and writes are coalesced. POOL_VEC4 1: four channels per
+// invocation, read and written as one quad (c a multiple of 4; `c` below counts quads then).
 layout (local_size_x = 256) in;
 
 layout (constant_id = 0) const int op = 0;
 
+#if POOL_VEC4
+layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
+layout (binding = 1) writeonly buffer y_blob { sfpvec4 y_data[]; };
+#define T vec4
+#define LD(i) vec4(buffer_ld4(x_data, i))
+#define ST(i, v) buffer_st4(y_data, i, afpvec4(v))
+#else
 layout (binding = 0) readonly buffer x_blob { sfp x_data[]; };
 layout (binding = 1) writeonly buffer y_blob { sfp y_data[]; };
+#define T float
+#define LD(i) float(buffer_ld1(x_data, i))
+#define ST(i, v) buffer_st1(y_data, i, afp(v))
+#endif
 
 layout (push_constant) uniform parameter {
     int batch; int h; int w; int c; int outh; int outw; int kh; int kw; int sh; int sw; int ph;
@@ -32,17 +44,17 @@ void main()
         const int oy = (px / p.outw) % p.outh;
         const int b = px / (p.outw * p.outh);
         const int y0 = oy * p.sh - p.ph, x0 = ox * p.sw - p.pw;
-        float acc = op == 0 ? uintBitsToFloat(0xff800000u) : 0.0;
+        T acc = T(op == 0 ? uintBitsToFloat(0xff800000u) : 0.0);
         for (int ky = max(0, -y0); ky < min(p.kh, p.h - y0); ky++)
         {
             const int row = (b * p.h + y0 + ky) * p.w;
             for (int kx = max(0, -x0); kx < min(p.kw, p.w - x0); kx++)
             {
-                const float v = float(buffer_ld1(x_data, (row + x0 + kx) * p.c + ch));
+                const T v = LD((row + x0 + kx) * p.c + ch);
                 acc = op == 0 ? max(acc, v) : acc + v;
             }
         }
         if (op == 1) acc /= float(p.kh * p.kw);
-        buffer_st1(y_data, o, afp(acc));
+        ST(o, acc);
     }
 }

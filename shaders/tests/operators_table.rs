@@ -100,8 +100,8 @@ fn operations() -> Vec<Row> {
         row!("rope": rope),
         row!("rope_qkv": rope_qkv),
         row!("glu": glu),
-        row!("max_pool2d": pool2d),
-        row!("avg_pool2d": pool2d),
+        row!("max_pool2d": (pool2d4, "channels a multiple of 4"), (pool2d, "otherwise")),
+        row!("avg_pool2d": (pool2d4, "channels a multiple of 4"), (pool2d, "otherwise")),
         row!("global_avg_pool": (global_avg_pool4, "channels a multiple of 4"),
              (global_avg_pool, "otherwise")),
     ]

@@ -1,54 +1,60 @@
-//! Channels-last pooling ([`pool2d`]: max and average; [`global_avg_pool`],
+//! Channels-last pooling ([`pool2d`], [`pool2d4`]: max and average; [`global_avg_pool`],
 //! [`global_avg_pool4`]) in every variant, against the f64 reference on random non-zero data,
 //! outputs poisoned; odd sizes, strides, paddings, channel counts not multiples of 4, a grid
 //! smaller than the outputs; and the operation layer with its checks.
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
-    global_avg_pool, global_avg_pool4, pool2d, reference, GlobalPoolShape, OpError, Ops, Pool2d,
-    Pool2dShape,
+    global_avg_pool, global_avg_pool4, pool2d, pool2d4, reference, GlobalPoolShape, OpError, Ops,
+    Pool2d, Pool2dShape,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
     tolerance,
 };
 
-fn pool_case(ctx: &Context, name: &str, s: Pool2dShape, max: bool, grid: Option<u32>, seed: u64) {
-    let k = ctx
-        .load_with::<pool2d::Kernel>(&LoadOptions::variant_named(name).unwrap())
+/// One window pool of `s` in kernel module `$m` (`pool2d`, or `pool2d4` with `$quads`), variant
+/// `name`, against the reference; `grid` invocations where given, else the shape's.
+macro_rules! pool_case {
+    ($m:ident, $quads:expr, $ctx:expr, $name:expr, $s:expr, $max:expr, $grid:expr, $seed:expr) => {{
+        let (ctx, name, s, max, grid, seed): (&Context, &str, Pool2dShape, bool, Option<u32>, u64) =
+            ($ctx, $name, $s, $max, $grid, $seed);
+        let k = ctx
+            .load_with::<$m::Kernel>(&LoadOptions::variant_named(name).unwrap())
+            .unwrap();
+        let f = k.format_of("x_blob").unwrap();
+        let x = random_in(s.batch * s.h * s.w * s.c, seed, 0.1, 4.0);
+        let xt = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, &x).unwrap();
+        let yt = poisoned(ctx, &s.out_shape(), f);
+        let pipe = k
+            .pipeline(
+                &pool2d::SpecConstants { op: (!max) as i32 },
+                Some(s.local_size()),
+            )
+            .unwrap();
+        let grid = grid.map_or(s.grid_in($quads), |g| [g, 1, 1]);
+        ctx.run(|l| {
+            l.dispatch(
+                &pipe,
+                &$m::BufferBindings {
+                    x_blob: &xt,
+                    y_blob: &yt,
+                },
+                &s.push_in($quads),
+                grid,
+            )
+        })
         .unwrap();
-    let f = k.format_of("x_blob").unwrap();
-    let x = random_in(s.batch * s.h * s.w * s.c, seed, 0.1, 4.0);
-    let xt = Tensor::from_f32(ctx, &[s.batch, s.h, s.w, s.c], f, &x).unwrap();
-    let yt = poisoned(ctx, &s.out_shape(), f);
-    let pipe = k
-        .pipeline(
-            &pool2d::SpecConstants { op: (!max) as i32 },
-            Some(s.local_size()),
-        )
-        .unwrap();
-    let grid = grid.map_or(s.grid(), |g| [g, 1, 1]);
-    ctx.run(|l| {
-        l.dispatch(
-            &pipe,
-            &pool2d::BufferBindings {
-                x_blob: &xt,
-                y_blob: &yt,
-            },
-            &s.push(),
-            grid,
-        )
-    })
-    .unwrap();
-    let (want, scale) = reference::pool2d(s, max, &quantize(&x, f));
-    let (want, scale) = expected_in(&want, &scale, f);
-    assert_close_scaled(
-        &yt.download_f32().unwrap(),
-        &want,
-        &scale,
-        tolerance(&k.variant().key),
-        &format!("{name} {s:?} max {max} grid {grid:?}"),
-    );
+        let (want, scale) = reference::pool2d(s, max, &quantize(&x, f));
+        let (want, scale) = expected_in(&want, &scale, f);
+        assert_close_scaled(
+            &yt.download_f32().unwrap(),
+            &want,
+            &scale,
+            tolerance(&k.variant().key),
+            &format!("{} {name} {s:?} max {max} grid {grid:?}", stringify!($m)),
+        );
+    }};
 }
 
 const fn window(
@@ -79,21 +85,31 @@ const WINDOWS: &[Pool2dShape] = &[
     window(1, 9, 7, 5, (3, 2), (1, 2), (1, 0)),
     window(3, 5, 6, 1, (5, 3), (1, 1), (2, 1)),
     window(1, 1, 1, 7, (1, 1), (1, 1), (0, 0)),
+    window(2, 10, 9, 12, (3, 3), (2, 2), (1, 1)),
+    window(1, 7, 8, 4, (2, 3), (1, 2), (0, 1)),
 ];
 
 #[test]
 fn pool2d_every_variant() {
     let ctx = ctx();
     assert_eq!(pool2d::VARIANT_NAMES, ["fp32", "fp16s", "fp16sa", "bf16s"]);
+    assert_eq!(pool2d4::VARIANT_NAMES, pool2d::VARIANT_NAMES);
     for name in pool2d::VARIANT_NAMES {
         for (i, s) in WINDOWS.iter().enumerate() {
             for max in [true, false] {
-                pool_case(&ctx, name, *s, max, None, 2 * i as u64 + max as u64);
+                let seed = 2 * i as u64 + max as u64;
+                pool_case!(pool2d, false, &ctx, name, *s, max, None, seed);
+                if s.vec4() {
+                    pool_case!(pool2d4, true, &ctx, name, *s, max, None, seed);
+                }
             }
         }
-        // Fewer invocations than outputs: each takes several.
-        pool_case(&ctx, name, WINDOWS[0], true, Some(256), 20);
-        pool_case(&ctx, name, WINDOWS[0], false, Some(256), 21);
+        // Fewer invocations than outputs (quads): each takes several.
+        for max in [true, false] {
+            let seed = 20 + max as u64;
+            pool_case!(pool2d, false, &ctx, name, WINDOWS[0], max, Some(256), seed);
+            pool_case!(pool2d4, true, &ctx, name, WINDOWS[5], max, Some(256), seed);
+        }
     }
     assert_clean(&ctx);
 }
@@ -184,13 +200,16 @@ fn pool_ops_every_format() {
             TensorFormat::F16 => 1e-3,
             _ => 8e-3,
         };
-        let (b, h, w, c) = (2, 9, 10, 6);
-        let x = random_in(b * h * w * c, 30, 0.1, 4.0);
-        let xq = quantize(&x, f);
-        let xt = Tensor::from_f32(&ctx, &[b, h, w, c], f, &x).unwrap();
-        let op = Pool2d::new(3, 3).with_stride(2, 2).with_padding(1, 1);
-        let s = window(b, h, w, c, (3, 3), (2, 2), (1, 1));
-        for max in [true, false] {
+        // c not a multiple of 4 (pool2d) and one (pool2d4).
+        for (b, h, w, c, max) in [6, 8]
+            .into_iter()
+            .flat_map(|c| [(2, 9, 10, c, true), (2, 9, 10, c, false)])
+        {
+            let x = random_in(b * h * w * c, 30, 0.1, 4.0);
+            let xq = quantize(&x, f);
+            let xt = Tensor::from_f32(&ctx, &[b, h, w, c], f, &x).unwrap();
+            let op = Pool2d::new(3, 3).with_stride(2, 2).with_padding(1, 1);
+            let s = window(b, h, w, c, (3, 3), (2, 2), (1, 1));
             let yt = poisoned(&ctx, &s.out_shape(), f);
             let r = ops.run(|l| {
                 if max {
@@ -206,7 +225,7 @@ fn pool_ops_every_format() {
             r.unwrap();
             let (want, scale) = reference::pool2d(s, max, &xq);
             let (want, scale) = expected_in(&want, &scale, f);
-            let what = format!("pool {f:?} max {max}");
+            let what = format!("pool {f:?} c {c} max {max}");
             assert_close_scaled(&yt.download_f32().unwrap(), &want, &scale, tol, &what);
         }
         // Both output shapes; c a multiple of 4 and not.

@@ -3,7 +3,7 @@
 
 use super::check::{float_format, not_aliased, same_format, shape_is};
 use super::{pipeline, recorded, OpError, Ops};
-use crate::{global_avg_pool, global_avg_pool4, pool2d, GlobalPoolShape, Pool2dShape};
+use crate::{global_avg_pool, global_avg_pool4, pool2d, pool2d4, GlobalPoolShape, Pool2dShape};
 use vkprism::{CommandList, Tensor};
 
 /// A pooling window: what [`Ops::max_pool2d`] and [`Ops::avg_pool2d`] slide. Output sizes are
@@ -150,18 +150,25 @@ impl Ops {
         let format = float_format(op, "x", x)?;
         same_format(op, "y", Some(y), format)?;
         not_aliased(op, y, "y", &[("x", Some(x))])?;
+        let spec = pool2d::SpecConstants { op: code };
+        let quads = s.vec4();
+        let (push, grid) = (s.push_in(quads), s.grid_in(quads));
+        if quads {
+            let kernel = self.kernel_for::<pool2d4::Kernel>(op, "x_blob", format, false)?;
+            let pipe = pipeline(op, &kernel, &spec, Some(s.local_size()))?;
+            let b = pool2d4::BufferBindings {
+                x_blob: x,
+                y_blob: y,
+            };
+            return recorded(op, list.dispatch(&pipe, &b, &push, grid));
+        }
         let kernel = self.kernel_for::<pool2d::Kernel>(op, "x_blob", format, false)?;
-        let pipe = pipeline(
-            op,
-            &kernel,
-            &pool2d::SpecConstants { op: code },
-            Some(s.local_size()),
-        )?;
+        let pipe = pipeline(op, &kernel, &spec, Some(s.local_size()))?;
         let b = pool2d::BufferBindings {
             x_blob: x,
             y_blob: y,
         };
-        recorded(op, list.dispatch(&pipe, &b, &s.push(), s.grid()))
+        recorded(op, list.dispatch(&pipe, &b, &push, grid))
     }
 }
 
