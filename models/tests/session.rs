@@ -62,6 +62,16 @@ fn cnn(w: &CnnWeights) -> Graph {
 /// [`cnn`] with a last layer of weight `fc` of `fc_shape`.
 fn cnn_with_fc(w: &CnnWeights, fc_shape: &[usize], fc: Vec<f32>) -> Graph {
     let mut g = Graph::new();
+    let (pooled, branch) = cnn_body(&mut g, w, false);
+    let y = g.conv2d("branch", pooled, branch);
+    let y = g.add("residual", y, pooled, true);
+    cnn_head(&mut g, w, y, fc_shape, fc);
+    g
+}
+
+/// The first layers of [`cnn`]: conv 3×3 (bias) → relu (fused where `fused_relu`, else a node
+/// of its own) → max pool 2×2; returns the pooled value and the 1×1 branch's convolution.
+fn cnn_body(g: &mut Graph, w: &CnnWeights, fused_relu: bool) -> (Value, Conv) {
     let dims = [
         Dim::Var("batch"),
         Dim::Var("height"),
@@ -74,10 +84,16 @@ fn cnn_with_fc(w: &CnnWeights, fc_shape: &[usize], fc: Vec<f32>) -> Graph {
         bias: Some(g.constant("conv.bias", &[8], w.conv_bias.clone())),
         stride: 1,
         pad: 1,
-        activation: Activation::None,
+        activation: if fused_relu {
+            Activation::Relu
+        } else {
+            Activation::None
+        },
     };
-    let x = g.conv2d("conv", x, conv);
-    let x = g.unary("relu", x, UnaryOp::Relu);
+    let mut x = g.conv2d("conv", x, conv);
+    if !fused_relu {
+        x = g.unary("relu", x, UnaryOp::Relu);
+    }
     let pooled = g.max_pool("pool", x, Pool2d::new(2, 2));
     let branch = Conv {
         weight: g.constant("branch.weight", &[1, 1, 8, 8], w.branch.clone()),
@@ -86,8 +102,12 @@ fn cnn_with_fc(w: &CnnWeights, fc_shape: &[usize], fc: Vec<f32>) -> Graph {
         pad: 0,
         activation: Activation::None,
     };
-    let y = g.conv2d("branch", pooled, branch);
-    let y = g.add("residual", y, pooled, true);
+    (pooled, branch)
+}
+
+/// The last layers of [`cnn`] after `y`: global average pool → linear of weight `fc`; the
+/// logits the graph's output.
+fn cnn_head(g: &mut Graph, w: &CnnWeights, y: Value, fc_shape: &[usize], fc: Vec<f32>) {
     let features = g.global_avg_pool("avgpool", y);
     let fc = Linear {
         weight: g.constant("fc.weight", fc_shape, fc),
@@ -96,7 +116,6 @@ fn cnn_with_fc(w: &CnnWeights, fc_shape: &[usize], fc: Vec<f32>) -> Graph {
     };
     let logits = g.linear("fc", features, fc);
     g.output(logits);
-    g
 }
 
 /// Channels-last convolution on the CPU, weights `[k, k, c, outc]`, stride 1.
@@ -225,42 +244,17 @@ fn a_small_cnn_matches_the_cpu_and_resizes_keeping_its_weights() {
 /// branch convolves.
 fn cnn_residual(w: &CnnWeights, own_shortcut: bool) -> (Graph, Value) {
     let mut g = Graph::new();
-    let dims = [
-        Dim::Var("batch"),
-        Dim::Var("height"),
-        Dim::Var("width"),
-        Dim::Fixed(4),
-    ];
-    let x = g.input("images", &dims);
-    let conv = Conv {
-        weight: g.constant("conv.weight", &[3, 3, 4, 8], w.conv.clone()),
-        bias: Some(g.constant("conv.bias", &[8], w.conv_bias.clone())),
-        stride: 1,
-        pad: 1,
-        activation: Activation::Relu,
-    };
-    let x = g.conv2d("conv", x, conv);
-    let pooled = g.max_pool("pool", x, Pool2d::new(2, 2));
+    let (pooled, branch) = cnn_body(&mut g, w, true);
     let shortcut = match own_shortcut {
         true => g.unary("shortcut", pooled, UnaryOp::Relu),
         false => pooled,
     };
     let branch = Conv {
-        weight: g.constant("branch.weight", &[1, 1, 8, 8], w.branch.clone()),
-        bias: None,
-        stride: 1,
-        pad: 0,
         activation: Activation::Relu,
+        ..branch
     };
     let y = g.conv2d_residual("branch", pooled, shortcut, branch);
-    let features = g.global_avg_pool("avgpool", y);
-    let fc = Linear {
-        weight: g.constant("fc.weight", &[4, 8], w.fc.clone()),
-        bias: Some(g.constant("fc.bias", &[4], w.fc_bias.clone())),
-        activation: Activation::None,
-    };
-    let logits = g.linear("fc", features, fc);
-    g.output(logits);
+    cnn_head(&mut g, w, y, &[4, 8], w.fc.clone());
     (g, y)
 }
 

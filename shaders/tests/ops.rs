@@ -161,21 +161,46 @@ fn gemm_split_through_the_layer() {
     assert_clean(&ctx);
 }
 
+/// A strided 3×3 convolution of odd sizes, the convolution tests' shape.
+const SMALL_CONV: Conv2dShape = Conv2dShape {
+    batch: 2,
+    h: 7,
+    w: 6,
+    c: 8,
+    outc: 12,
+    kh: 3,
+    kw: 3,
+    stride: 2,
+    pad: 1,
+};
+
+/// `fp32_lm_nocm`'s convolution kernel and a configuration of `s` split three ways along K.
+fn split_three_ways(
+    ctx: &vkprism::Context,
+    s: &Conv2dShape,
+) -> (
+    std::sync::Arc<vkprism::LoadedKernel<conv2d_nhwc::Kernel>>,
+    GemmConfig,
+) {
+    let kernel = ctx
+        .load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
+        .unwrap();
+    let cfg = GemmConfig {
+        split_k: 3,
+        ..GemmConfig::for_conv(
+            &kernel.variant().key,
+            ctx.features().limits.subgroup_size,
+            s,
+        )
+    };
+    (kernel, cfg)
+}
+
 #[test]
 fn conv2d_every_format_and_split() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
-    let s = Conv2dShape {
-        batch: 2,
-        h: 7,
-        w: 6,
-        c: 8,
-        outc: 12,
-        kh: 3,
-        kw: 3,
-        stride: 2,
-        pad: 1,
-    };
+    let s = SMALL_CONV;
     let input = random(s.batch * s.h * s.w * s.c, 21, 0.1, 1.0);
     let weight = random(s.kh * s.kw * s.c * s.outc, 22, 0.1, 1.0);
     let bias = random(s.outc, 23, 0.1, 1.0);
@@ -200,17 +225,7 @@ fn conv2d_every_format_and_split() {
     }
     // Split three ways along K = 3 × 3 × 8.
     let f = TensorFormat::F32;
-    let kernel = ctx
-        .load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
-        .unwrap();
-    let cfg = GemmConfig {
-        split_k: 3,
-        ..GemmConfig::for_conv(
-            &kernel.variant().key,
-            ctx.features().limits.subgroup_size,
-            &s,
-        )
-    };
+    let (kernel, cfg) = split_three_ways(&ctx, &s);
     let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
     let wt = Tensor::from_f32(&ctx, &[s.kh, s.kw, s.c, s.outc], f, &weight).unwrap();
     let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
@@ -228,17 +243,7 @@ fn conv2d_every_format_and_split() {
 fn conv2d_residual_every_format_and_split() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
-    let s = Conv2dShape {
-        batch: 2,
-        h: 7,
-        w: 6,
-        c: 8,
-        outc: 12,
-        kh: 3,
-        kw: 3,
-        stride: 2,
-        pad: 1,
-    };
+    let s = SMALL_CONV;
     let input = random(s.batch * s.h * s.w * s.c, 31, 0.1, 1.0);
     let weight = random(s.kh * s.kw * s.c * s.outc, 32, -1.0, 1.0);
     let bias = random(s.outc, 33, -1.0, 1.0);
@@ -278,17 +283,7 @@ fn conv2d_residual_every_format_and_split() {
             r => check_out(&r.unwrap(), f, &format!("conv2d residual {f:?}")),
         }
     }
-    let kernel = ctx
-        .load_with::<conv2d_nhwc::Kernel>(&LoadOptions::variant_named("fp32_lm_nocm").unwrap())
-        .unwrap();
-    let cfg = GemmConfig {
-        split_k: 3,
-        ..GemmConfig::for_conv(
-            &kernel.variant().key,
-            ctx.features().limits.subgroup_size,
-            &s,
-        )
-    };
+    let (kernel, cfg) = split_three_ways(&ctx, &s);
     let out = run(TensorFormat::F32, Some((&kernel, &cfg))).unwrap();
     check_out(&out, TensorFormat::F32, "conv2d residual split 3");
     assert_clean(&ctx);
