@@ -158,7 +158,8 @@ impl GemmConfig {
     /// split); then (every path) a grid of fewer than [`SPLIT_K_WORKGROUPS`] workgroups over a
     /// K of at least 512 gets enough shares of K to reach that many (at most [`MAX_SPLIT`],
     /// each at least two 32-deep steps; without cooperative matrices [`PLAIN_SPLIT_WORKGROUPS`]
-    /// in at most [`PLAIN_MAX_SPLIT`]), 48-deep steps where a share is 2048 or more. Every choice fits in 48 KiB of shared memory
+    /// in at most [`PLAIN_MAX_SPLIT`]), 48-deep steps where a share is 2048 or more. Every
+    /// choice fits in 48 KiB of shared memory
     /// ([`tuning::shared_memory_bytes`]; NVIDIA's limit, the smallest of the desktop GPUs'):
     /// 64-deep steps of 128×256 tiles would need 60,416 bytes. Measured on the H100 (fp16p,
     /// TFLOP/s, one-pass against split): 4096×512×14336 178 → 202–206 (2 shares); a 3×3
