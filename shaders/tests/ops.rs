@@ -289,6 +289,73 @@ fn conv2d_residual_every_format_and_split() {
     assert_clean(&ctx);
 }
 
+/// A 1×1 stride-1 convolution with a residual and ReLU in every format, against the CPU: on a
+/// variant without cooperative matrices it is recorded as the GEMM of its pixels (the
+/// dispatch named `gemm`, or the split's), with them as the convolution.
+#[test]
+fn conv2d_pointwise_every_format() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let s = Conv2dShape {
+        batch: 2,
+        h: 5,
+        w: 7,
+        c: 12,
+        outc: 8,
+        kh: 1,
+        kw: 1,
+        stride: 1,
+        pad: 0,
+    };
+    let input = random(s.batch * s.h * s.w * s.c, 41, -1.0, 1.0);
+    let weight = random(s.c * s.outc, 42, -1.0, 1.0);
+    let bias = random(s.outc, 43, -1.0, 1.0);
+    let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
+    let shortcut = random(out_shape.iter().product(), 44, -2.0, 2.0);
+    let op = Conv2d::new(s)
+        .with_residual(true)
+        .with_activation(Activation::Relu);
+    for f in FORMATS {
+        let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
+        let wt = Tensor::from_f32(&ctx, &[1, 1, s.c, s.outc], f, &weight).unwrap();
+        let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
+        let ot = Tensor::from_f32(&ctx, &out_shape, f, &shortcut).unwrap();
+        let mut list = CommandList::new(&ctx).unwrap();
+        match ops.conv2d(&mut list, &it, &wt, Some(&bt), &ot, &op) {
+            Err(OpError::FormatUnsupported { .. }) => continue,
+            r => r.unwrap(),
+        }
+        let names = list.dispatch_names().to_vec();
+        let coopmat = !ctx.features().cooperative_matrices.is_empty() && f != TensorFormat::F32;
+        assert!(
+            names
+                .iter()
+                .all(|n| n.starts_with(if coopmat { "conv2d" } else { "gemm" })),
+            "{f:?}: {names:?}"
+        );
+        list.submit_and_wait().unwrap();
+        let q = |x: &[f32]| quantize(x, f);
+        let (sum, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
+        let want: Vec<f32> = sum
+            .iter()
+            .zip(q(&shortcut))
+            .map(|(v, r)| (v + r).max(0.0))
+            .collect();
+        let scale: Vec<f32> = scale.iter().map(|c| c + 2.0).collect();
+        let (want, scale) = expected_in(&want, &scale, f);
+        let got = ot.download_f32().unwrap();
+        assert!(got.contains(&0.0) && got.iter().any(|&v| v > 0.0), "{f:?}");
+        check(
+            &got,
+            &want,
+            &scale,
+            tolerance_of(f),
+            &format!("pointwise {f:?}"),
+        );
+    }
+    assert_clean(&ctx);
+}
+
 #[test]
 fn gemm_int8_exact() {
     let ctx = ctx();

@@ -351,9 +351,11 @@ impl Ops {
     }
 
     /// Records the channels-last convolution `out = act(alpha · conv(input, weight) + bias)` of
-    /// `op.shape` (`+ out`, its value before, with [`Conv2d::with_residual`]): `input` `[batch, h, w, c]`, `weight` `[kh, kw, c, outc]`, `bias` `[outc]`,
-    /// `out` `[batch, outh, outw, outc]`, one float format, `c` and `outc` multiples of 4; an
-    /// implicit GEMM with [`Ops::gemm`]'s choice of variant, tiles and split.
+    /// `op.shape` (`+ out`, its value before, with [`Conv2d::with_residual`]): `input`
+    /// `[batch, h, w, c]`, `weight` `[kh, kw, c, outc]`, `bias` `[outc]`, `out` `[batch, outh,
+    /// outw, outc]`, one float format, `c` and `outc` multiples of 4; an implicit GEMM with
+    /// [`Ops::gemm`]'s choice of variant, tiles and split (a 1×1 stride-1 convolution without
+    /// cooperative matrices: the GEMM of its pixels).
     pub fn conv2d(
         &self,
         list: &mut CommandList,
@@ -368,12 +370,56 @@ impl Ops {
         let kernel =
             self.kernel_for::<conv2d_nhwc::Kernel>("conv2d", "in_blob", format, matrices)?;
         let s = &op.shape;
+        let pointwise = s.kh == 1 && s.kw == 1 && s.stride == 1 && s.pad == 0;
+        if pointwise && kernel.variant().key.coopmat != Some(true) {
+            return self.conv2d_pointwise(list, input, weight, bias, out, op);
+        }
         let cfg = match self.tuner() {
             Some(mut t) => t.conv2d_nhwc(&kernel, s)?,
             None => self.default_config(&GemmProblem::conv2d_nhwc(s), &kernel.variant().key),
         };
         let cfg = cfg.split_for(s.gemm_mnk());
         self.conv2d_with(list, &kernel, &cfg, input, weight, bias, out, op)
+    }
+
+    /// A 1×1 stride-1 convolution without padding as the GEMM of its pixels (`[M, c]` by the
+    /// weight `[c, outc]`), the residual as beta: without cooperative matrices the GEMM's
+    /// direct loads beat the convolution's gathered ones (ResNet-50 in fp32: BENCHMARKS.md);
+    /// with them the convolution's kernel was as fast.
+    fn conv2d_pointwise(
+        &self,
+        list: &mut CommandList,
+        input: &Tensor,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        out: &Tensor,
+        op: &Conv2d,
+    ) -> Result<(), OpError> {
+        const OP: &str = "conv2d";
+        let (m, n, k) = op.shape.gemm_mnk();
+        let matrix = |t: &Tensor, shape: &[usize]| {
+            t.view(0, shape)
+                .map_err(|source| OpError::Scratch { op: OP, source })
+        };
+        let (a, b, c) = (
+            matrix(input, &[m, k])?,
+            matrix(weight, &[k, n])?,
+            matrix(out, &[m, n])?,
+        );
+        let kernel = self.kernel_for::<gemm::Kernel>(OP, "a_blob", input.format(), false)?;
+        let cfg = match self.tuner() {
+            Some(mut t) => t.gemm(&kernel, m, n, k, false, false)?,
+            None => self.default_config(
+                &GemmProblem::gemm(m, n, k, false, false),
+                &kernel.variant().key,
+            ),
+        };
+        let gemm = Gemm::new()
+            .with_alpha(op.alpha)
+            .with_activation(op.activation)
+            .with_beta(if op.residual { 1.0 } else { 0.0 });
+        let cfg = cfg.split_for((m, n, k));
+        self.gemm_with(list, &kernel, &cfg, &a, &b, bias, &c, &gemm)
     }
 
     /// As [`Ops::conv2d`] in `kernel`'s variant with the configuration `cfg`: one dispatch, or
