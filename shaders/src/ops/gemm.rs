@@ -218,8 +218,22 @@ impl Ops {
                 return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
             }
         }
+        let matrices = (d.m * d.k).is_multiple_of(8) && (d.k * d.n).is_multiple_of(8);
+        self.gemm_tiled(list, &d, matrices, (a, b, bias, c), op)
+    }
+
+    /// [`Ops::gemm`] on [`gemm`] (with cooperative matrices where `matrices` and the device has
+    /// them), its operands checked as `d`: the tuner's or the table's tiles, a single product
+    /// split along K where that fills the GPU better.
+    fn gemm_tiled(
+        &self,
+        list: &mut CommandList,
+        d: &GemmDims,
+        matrices: bool,
+        (a, b, bias, c): (&Tensor, &Tensor, Option<&Tensor>, &Tensor),
+        op: &Gemm,
+    ) -> Result<(), OpError> {
         let (m, n, k) = (d.m, d.n, d.k);
-        let matrices = (m * k).is_multiple_of(8) && (k * n).is_multiple_of(8);
         let kernel = self.kernel_for::<gemm::Kernel>("gemm", "a_blob", d.format, matrices)?;
         let (ta, tb) = (op.transpose_a, op.transpose_b);
         let cfg = match self.tuner() {
@@ -406,20 +420,12 @@ impl Ops {
             matrix(weight, &[k, n])?,
             matrix(out, &[m, n])?,
         );
-        let kernel = self.kernel_for::<gemm::Kernel>(OP, "a_blob", input.format(), false)?;
-        let cfg = match self.tuner() {
-            Some(mut t) => t.gemm(&kernel, m, n, k, false, false)?,
-            None => self.default_config(
-                &GemmProblem::gemm(m, n, k, false, false),
-                &kernel.variant().key,
-            ),
-        };
         let gemm = Gemm::new()
             .with_alpha(op.alpha)
             .with_activation(op.activation)
             .with_beta(if op.residual { 1.0 } else { 0.0 });
-        let cfg = cfg.split_for((m, n, k));
-        self.gemm_with(list, &kernel, &cfg, &a, &b, bias, &c, &gemm)
+        let d = check_gemm(&a, &b, bias, &c, &gemm)?;
+        self.gemm_tiled(list, &d, false, (&a, &b, bias, &c), &gemm)
     }
 
     /// As [`Ops::conv2d`] in `kernel`'s variant with the configuration `cfg`: one dispatch, or
