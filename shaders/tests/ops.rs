@@ -236,6 +236,61 @@ fn conv2d_every_format_and_split() {
     assert_clean(&ctx);
 }
 
+/// A residual convolution's operands on the host: random input, weight, bias and shortcut
+/// (|shortcut| up to `bound`) for shape `s`.
+struct ResidualCase {
+    s: Conv2dShape,
+    input: Vec<f32>,
+    weight: Vec<f32>,
+    bias: Vec<f32>,
+    shortcut: Vec<f32>,
+    bound: f32,
+}
+
+impl ResidualCase {
+    fn new(s: Conv2dShape, seed: u64, bound: f32) -> ResidualCase {
+        let out: usize = [s.batch, s.outh(), s.outw(), s.outc].iter().product();
+        ResidualCase {
+            s,
+            input: random(s.batch * s.h * s.w * s.c, seed, -1.0, 1.0),
+            weight: random(s.kh * s.kw * s.c * s.outc, seed + 1, -1.0, 1.0),
+            bias: random(s.outc, seed + 2, -1.0, 1.0),
+            shortcut: random(out, seed + 3, -bound, bound),
+            bound,
+        }
+    }
+
+    /// Input, weight, bias, and the output holding the shortcut, in `f`.
+    fn upload(&self, ctx: &vkprism::Context, f: TensorFormat) -> [Tensor; 4] {
+        let s = self.s;
+        let t = |shape: &[usize], v: &[f32]| Tensor::from_f32(ctx, shape, f, v).unwrap();
+        [
+            t(&[s.batch, s.h, s.w, s.c], &self.input),
+            t(&[s.kh, s.kw, s.c, s.outc], &self.weight),
+            t(&[s.outc], &self.bias),
+            t(&[s.batch, s.outh(), s.outw(), s.outc], &self.shortcut),
+        ]
+    }
+
+    /// `out` is relu(conv + bias + shortcut) within `f`'s tolerance, with both zeros and
+    /// positive values among it.
+    fn check(&self, out: &Tensor, f: TensorFormat, what: &str) {
+        let q = |x: &[f32]| quantize(x, f);
+        let (sum, scale) =
+            reference::conv2d_nhwc(self.s, &q(&self.input), &q(&self.weight), &q(&self.bias));
+        let want: Vec<f32> = sum
+            .iter()
+            .zip(q(&self.shortcut))
+            .map(|(v, r)| (v + r).max(0.0))
+            .collect();
+        let scale: Vec<f32> = scale.iter().map(|c| c + self.bound).collect();
+        let (want, scale) = expected_in(&want, &scale, f);
+        let got = out.download_f32().unwrap();
+        assert!(got.contains(&0.0) && got.iter().any(|&v| v > 0.0), "{what}");
+        check(&got, &want, &scale, tolerance_of(f), what);
+    }
+}
+
 /// A residual convolution (`Conv2d::with_residual`) with ReLU: out, holding the shortcut, becomes
 /// relu(conv + bias + shortcut) in every format and split three ways along K (the second pass
 /// adds it there), against the CPU reference.
@@ -243,49 +298,27 @@ fn conv2d_every_format_and_split() {
 fn conv2d_residual_every_format_and_split() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
-    let s = SMALL_CONV;
-    let input = random(s.batch * s.h * s.w * s.c, 31, 0.1, 1.0);
-    let weight = random(s.kh * s.kw * s.c * s.outc, 32, -1.0, 1.0);
-    let bias = random(s.outc, 33, -1.0, 1.0);
-    let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
-    let shortcut = random(out_shape.iter().product(), 34, -4.0, 4.0);
-    let op = Conv2d::new(s)
+    let case = ResidualCase::new(SMALL_CONV, 31, 4.0);
+    let op = Conv2d::new(case.s)
         .with_residual(true)
         .with_activation(Activation::Relu);
     let run = |f: TensorFormat, cfg: Option<(&_, &GemmConfig)>| {
-        let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
-        let wt = Tensor::from_f32(&ctx, &[s.kh, s.kw, s.c, s.outc], f, &weight).unwrap();
-        let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
-        let ot = Tensor::from_f32(&ctx, &out_shape, f, &shortcut).unwrap();
+        let [it, wt, bt, ot] = case.upload(&ctx, f);
         let r = ops.run(|l| match cfg {
             Some((kernel, cfg)) => ops.conv2d_with(l, kernel, cfg, &it, &wt, Some(&bt), &ot, &op),
             None => ops.conv2d(l, &it, &wt, Some(&bt), &ot, &op),
         });
         r.map(|()| ot)
     };
-    let check_out = |out: &Tensor, f: TensorFormat, what: &str| {
-        let q = |x: &[f32]| quantize(x, f);
-        let (sum, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
-        let want: Vec<f32> = sum
-            .iter()
-            .zip(q(&shortcut))
-            .map(|(v, r)| (v + r).max(0.0))
-            .collect();
-        let scale: Vec<f32> = scale.iter().map(|c| c + 4.0).collect();
-        let (want, scale) = expected_in(&want, &scale, f);
-        let got = out.download_f32().unwrap();
-        assert!(got.contains(&0.0) && got.iter().any(|&v| v > 0.0), "{what}");
-        check(&got, &want, &scale, tolerance_of(f), what);
-    };
     for f in FORMATS {
         match run(f, None) {
             Err(OpError::FormatUnsupported { .. }) => continue,
-            r => check_out(&r.unwrap(), f, &format!("conv2d residual {f:?}")),
+            r => case.check(&r.unwrap(), f, &format!("conv2d residual {f:?}")),
         }
     }
-    let (kernel, cfg) = split_three_ways(&ctx, &s);
+    let (kernel, cfg) = split_three_ways(&ctx, &case.s);
     let out = run(TensorFormat::F32, Some((&kernel, &cfg))).unwrap();
-    check_out(&out, TensorFormat::F32, "conv2d residual split 3");
+    case.check(&out, TensorFormat::F32, "conv2d residual split 3");
     assert_clean(&ctx);
 }
 
@@ -307,19 +340,12 @@ fn conv2d_pointwise_every_format() {
         stride: 1,
         pad: 0,
     };
-    let input = random(s.batch * s.h * s.w * s.c, 41, -1.0, 1.0);
-    let weight = random(s.c * s.outc, 42, -1.0, 1.0);
-    let bias = random(s.outc, 43, -1.0, 1.0);
-    let out_shape = [s.batch, s.outh(), s.outw(), s.outc];
-    let shortcut = random(out_shape.iter().product(), 44, -2.0, 2.0);
+    let case = ResidualCase::new(s, 41, 2.0);
     let op = Conv2d::new(s)
         .with_residual(true)
         .with_activation(Activation::Relu);
     for f in FORMATS {
-        let it = Tensor::from_f32(&ctx, &[s.batch, s.h, s.w, s.c], f, &input).unwrap();
-        let wt = Tensor::from_f32(&ctx, &[1, 1, s.c, s.outc], f, &weight).unwrap();
-        let bt = Tensor::from_f32(&ctx, &[s.outc], f, &bias).unwrap();
-        let ot = Tensor::from_f32(&ctx, &out_shape, f, &shortcut).unwrap();
+        let [it, wt, bt, ot] = case.upload(&ctx, f);
         let mut list = CommandList::new(&ctx).unwrap();
         match ops.conv2d(&mut list, &it, &wt, Some(&bt), &ot, &op) {
             Err(OpError::FormatUnsupported { .. }) => continue,
@@ -334,24 +360,7 @@ fn conv2d_pointwise_every_format() {
             "{f:?}: {names:?}"
         );
         list.submit_and_wait().unwrap();
-        let q = |x: &[f32]| quantize(x, f);
-        let (sum, scale) = reference::conv2d_nhwc(s, &q(&input), &q(&weight), &q(&bias));
-        let want: Vec<f32> = sum
-            .iter()
-            .zip(q(&shortcut))
-            .map(|(v, r)| (v + r).max(0.0))
-            .collect();
-        let scale: Vec<f32> = scale.iter().map(|c| c + 2.0).collect();
-        let (want, scale) = expected_in(&want, &scale, f);
-        let got = ot.download_f32().unwrap();
-        assert!(got.contains(&0.0) && got.iter().any(|&v| v > 0.0), "{f:?}");
-        check(
-            &got,
-            &want,
-            &scale,
-            tolerance_of(f),
-            &format!("pointwise {f:?}"),
-        );
+        case.check(&ot, f, &format!("pointwise {f:?}"));
     }
     assert_clean(&ctx);
 }
