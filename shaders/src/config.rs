@@ -273,26 +273,25 @@ pub const PLAIN_MAX_SPLIT: usize = 32;
 pub const SPLIT_K_WORKGROUPS: usize = 128;
 
 /// Cooperative-matrix tiles for an M×N×K problem with `tiles` 128×128 tiles: (subgroups per
-/// workgroup, `cm_tiles`, `BK`). Measured on the H100, fp16p (TFLOP/s, this choice against the
-/// runner-up, BENCHMARKS.md):
-/// - N ≤ 64 with many tiles (convolutions with 64 channels): 64×64 tiles of 4 subgroups
-///   (56² × 64 ch 3×3: 50 against 29);
-/// - a tiny grid over a long K: the same 64×64 tiles (14² × 256 ch: 20 against 17);
+/// workgroup, `cm_tiles`, `BK`). Each rule won against its runner-up on the H100 (BENCHMARKS.md,
+/// "Tile rules", has the figures):
+/// - N ≤ 64 with many tiles (convolutions with 64 channels), or a tiny grid over a long K:
+///   64×64 tiles of 4 subgroups;
 /// - few tiles over a long K: 128×128 tiles, 8 subgroups of 64×32 and a 64-deep step, fewer
-///   barriers per multiply-add (4096×512×14336: 178 against 132); also a short, wide product
-///   of fewer than 512 such tiles (a 512-token prompt's gate/up projection, 512×11264×2048: 0.167
-///   against 0.195 ms for 128×256 tiles, `--cases gemm_probe`);
-/// - few tiles otherwise: 64×128 tiles so every SM has work (1024³: 81 against 61);
-/// - else 128×256 tiles, 8 subgroups of 64×64, a 32-deep step, 48-deep where K ≥ 2048
-///   (4096³: 269 against 229 at 32; 2048³: 236 against 226). 48 is the deepest step of these
-///   tiles within the 48 KiB of shared memory a workgroup may have on NVIDIA GPUs (39,680
-///   bytes; 64 would need 52,224);
-/// - except for a convolution (`gathers`: its A loads compute an input address per octet),
-///   which gets 96×256 tiles of 12 subgroups of 32×64 (3 along M) and a 48-deep step (b8 56² ×
-///   256 ch 3×3: 193–199 against 165 for 64×256 tiles of 8 subgroups and 64-deep steps, which
-///   had beaten 128×256's 137; 392 → 262 workgroups, 2.97 → 1.98 waves of 132 SMs, with 12
-///   subgroups an SM instead of 8 at 168 registers: the 12-subgroup 192×256 tiles spill at that
-///   cap and run 87–131; a GEMM loses with 32×64 subgroup tiles, 4096³ 162 against 271).
+///   barriers per multiply-add; also a short, wide product of fewer than 512 such tiles (a
+///   prompt's gate/up projection);
+/// - few tiles otherwise: 64×128 tiles so every SM has work;
+/// - a convolution (`gathers`: its A loads compute an input address per octet) with N > 128
+///   and K > 64: 96×256 tiles of 12 subgroups of 32×64 (3 along M) and a 48-deep step, two
+///   thirds of the workgroups of 128×256 tiles with 12 subgroups an SM instead of 8 (192×256
+///   tiles of 12 subgroups spill at their register cap; a GEMM loses with 32×64 subgroup
+///   tiles);
+/// - a convolution of N ≤ 128 or K ≤ 64 (ResNet's 1×1 layers of 64 input channels, its
+///   128-channel reductions): 64×128 tiles of 8 subgroups, as half of a 256-wide tile would be
+///   empty and a 48-deep step over a depth of 64 multiplies a second step of mostly zeros;
+/// - else 128×256 tiles, 8 subgroups of 64×64, a 32-deep step, 48-deep where K ≥ 2048 (the
+///   deepest step of these tiles within the 48 KiB of shared memory a workgroup may have on
+///   NVIDIA GPUs: 39,680 bytes; 64 would need 52,224).
 fn coopmat_tiles(
     (m, n, k): (usize, usize, usize),
     tiles: usize,
@@ -305,8 +304,10 @@ fn coopmat_tiles(
         (8, [4, 2, 4], 64)
     } else if tiles < 128 {
         (8, [2, 2, 4], 32)
-    } else if gathers {
+    } else if gathers && n > 128 && k > 64 {
         (12, [2, 4, 4], 48)
+    } else if gathers {
+        (8, [2, 2, 4], 32)
     } else {
         (8, [4, 4, 4], if k >= 2048 { 48 } else { 32 })
     }

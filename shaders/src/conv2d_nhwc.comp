@@ -81,8 +81,7 @@ uvec2 a_quad(int q)
 int a_image_row[A_LOADS];
 int a_iy0[A_LOADS];
 int a_ix0[A_LOADS];
-// With wide_loads, each load's depth split into tap (ky, kx) and channel c, kept from one step to the
-// next: a load's column in the tile stays the same, so its next depth is one STEP on and is
+// Each load's depth split into tap (ky, kx) and channel c, kept from one step to the next: a load's column in the tile stays the same, so its next depth is one STEP on and is
 // reached by adding (the two divisions that split a depth were the gather's cost at 256
 // channels once the pixel's were gone).
 int a_k[A_LOADS];
@@ -142,25 +141,29 @@ int a_index_split(int i, int k, int c, int ky, int kx)
     return ((a_image_row[i] + iy) * p.w + ix) * (p.c / 4) + c / 4;
 }
 
-// Input quad for load i at GEMM depth k, or -1 outside.
-int a_index_at(int i, int k)
-{
-    int c, ky, kx;
-    split_depth(k, c, ky, kx);
-    return a_index_split(i, k, c, ky, kx);
-}
-
-// gemm_core.glsl's octet loads: 8 channels of one tap (with wide_loads, c is a multiple of 8, so they
-// are one aligned octet of one pixel, at the depth a_move carries), or two quads that may belong
-// to different taps.
+// gemm_core.glsl's octet loads at the depth a_move carries: 8 channels of one tap (with
+// wide_loads, c is a multiple of 8, so they are one aligned octet of one pixel), or two quads
+// that may belong to different taps (the second reached from the first by adding, as a_move
+// does: dividing for both cost the 4-channel stem more than its multiply-adds).
 uvec4 cm_a8_at(int i, int m, int k)
 {
+    a_move(i, k);
     if (wide_loads == 1) {
-        a_move(i, k);
         const int q = a_index_split(i, k, a_c[i], a_ky[i], a_kx[i]);
         return q < 0 ? uvec4(0) : a_data[q >> 1];
     }
-    return uvec4(a_quad(a_index_at(i, k)), a_quad(a_index_at(i, k + 4)));
+    // The second quad: 4 channels on, or the next tap's first.
+    int c = a_c[i] + 4, ky = a_ky[i], kx = a_kx[i];
+    if (c >= p.c) {
+        c -= p.c;
+        kx++;
+        if (kx == p.kw) {
+            kx = 0;
+            ky++;
+        }
+    }
+    return uvec4(a_quad(a_index_split(i, k, a_c[i], a_ky[i], a_kx[i])),
+                 a_quad(a_index_split(i, k + 4, c, ky, kx)));
 }
 
 uvec4 cm_b8(int k, int n)

@@ -768,3 +768,38 @@ fn damaged_truncated_foreign_and_other_version_files_are_reported_and_replaced()
     let _ = std::fs::remove_dir_all(&dir);
     assert_clean(&ctx);
 }
+
+/// The convolution's cooperative-matrix tiles on NVIDIA: 96×256 where N > 128 and K > 64 (a
+/// 3×3 convolution of 256 channels), 64×128 where either is small (a 1×1 convolution of 64 input
+/// channels, or one of 128 output channels), as `coopmat_tiles` documents.
+#[test]
+fn convolutions_of_few_channels_get_narrower_tiles() {
+    let cm = variants(GemmKernel::Conv2dNhwc)
+        .into_iter()
+        .find(|k| k.name() == "fp16s_lm_cm")
+        .unwrap();
+    let conv = |c, outc, kernel| Conv2dShape {
+        batch: 8,
+        h: 56,
+        w: 56,
+        c,
+        outc,
+        kh: kernel,
+        kw: kernel,
+        stride: 1,
+        pad: kernel / 2,
+    };
+    for (shape, tile, subgroups) in [
+        (conv(256, 256, 3), (96, 256), 12),
+        (conv(64, 256, 1), (64, 128), 8),
+        (conv(256, 128, 1), (64, 128), 8),
+        (conv(256, 512, 1), (96, 256), 12),
+    ] {
+        let cfg = GemmConfig::for_conv(&cm, 32, &shape);
+        assert_eq!(
+            (cfg.tile(), cfg.local),
+            (tile, [32, subgroups]),
+            "{shape:?}"
+        );
+    }
+}
