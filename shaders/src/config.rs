@@ -108,9 +108,8 @@ impl GemmConfig {
                 cm_tiles,
             };
         }
-        // Grids of few 128×128 tiles get 64×64 ones so every SM has work: at 1024³ fp32
-        // 17.0 → 25.7 TFLOP/s; at 4096×512×14336 the 16-bit storage variants 24 → 34 while
-        // fp32 lost 6% (hence its lower threshold).
+        // Grids of few 128×128 tiles get 64×64 ones so every SM has work; fp32 lost on the tall
+        // 4096×512×14336 with them, hence its lower threshold (BENCHMARKS.md, "Tile rules").
         let enough = if variant.float == vkprism::FloatMode::Fp32 {
             128
         } else {
@@ -161,12 +160,11 @@ impl GemmConfig {
     /// in at most [`PLAIN_MAX_SPLIT`]), 48-deep steps where a share is 2048 or more. Every
     /// choice fits in 48 KiB of shared memory
     /// ([`tuning::shared_memory_bytes`]; NVIDIA's limit, the smallest of the desktop GPUs'):
-    /// 64-deep steps of 128×256 tiles would need 60,416 bytes. Measured on the H100 (fp16p,
-    /// TFLOP/s, one-pass against split): 4096×512×14336 178 → 202–206 (2 shares); a 3×3
-    /// convolution, batch 8, 14×14, 256 channels 25.6 → 61.5 (8 shares), 64 channels 5.3 →
-    /// 7.4. ResNet-50's last stages at batch 1 (results of 49 and 196 rows: one or two wide
-    /// tiles) are why the wide tiles need [`MIN_WIDE_TILES`] and why the shares go to
-    /// [`MAX_SPLIT`] (BENCHMARKS.md has the measurements). A configuration with
+    /// 64-deep steps of 128×256 tiles would need 60,416 bytes. Splitting won on the H100 for
+    /// the tall 4096×512×14336 GEMM and the small-grid 3×3 convolutions at batch 8 14×14;
+    /// ResNet-50's last stages at batch 1 (results of 49 and 196 rows: one or two wide tiles)
+    /// are why the wide tiles need [`MIN_WIDE_TILES`] and why the shares go to [`MAX_SPLIT`]
+    /// (BENCHMARKS.md, "Tile rules", has the measurements). A configuration with
     /// `split_k` > 1 is for [`gemm_split`] / [`conv2d_nhwc_split`] and [`gemm_split_reduce`].
     pub fn split_for(self, (m, n, k): (usize, usize, usize)) -> GemmConfig {
         let wide = GemmConfig {

@@ -79,8 +79,7 @@ const int BN = 8 * LX;
 // Quads of A and B as fp32 (the tiles and accumulators are fp32 in every variant). With 16-bit
 // storage (fp16s, fp16sa, bf16s) the kernels declare A and B as uvec2 words (AB_WORDS: the same
 // bytes) and unpack a quad here, as the packed modes do: read as four 16-bit values, the same
-// GEMM ran at half the speed of fp16p on the H100 (fp16s 1024³ 12.9 against 26.6 TFLOP/s,
-// 4096×512×14336 18.2 against 37.5; fp16sa 4096³ 34.4 against 42.6).
+// GEMM ran at half the speed of fp16p on the H100 (BENCHMARKS.md, "Tile rules").
 #if NCNN_fp16_storage || NCNN_bf16_storage
 #define AB_WORDS 1
 #else

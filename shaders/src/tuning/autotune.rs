@@ -650,9 +650,10 @@ impl GemmTuner {
     }
 }
 
-/// GPU work run before timing: an idle H100 runs at 345–465 MHz and needs ~200 ms of sustained
-/// work to reach its 1980 MHz; timed cold, the first candidates ran slower than the last and a
-/// slower configuration was chosen (4096×512×14336 fp32: 34.7 TFLOP/s against the table's 36.7).
+/// GPU work run before timing: an idle H100 runs far below its boost clock and needs a few
+/// hundred milliseconds of sustained work to reach it; timed cold, the first candidates ran
+/// slower than the last and a slower configuration was chosen (BENCHMARKS.md, "Tile
+/// configuration per device").
 const WARM_UP: Duration = Duration::from_millis(300);
 /// The most rounds of warm-up, whatever their duration (bounds the cost of tiny problems).
 const MAX_WARM_UP_ROUNDS: usize = 2000;

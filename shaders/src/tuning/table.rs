@@ -149,7 +149,7 @@ impl DeviceInfo {
 ///
 /// | class | from | plain path (8×8 outputs per invocation) | cooperative matrices | why |
 /// |---|---|---|---|---|
-/// | [`NvidiaHopper`] | 0x10de, device 0x23xx (GH100: H100, H200, H800, H20) or a name with H100 / H200 / H800 / GH200 | 16×16 workgroups (128×128 tiles), 8×8 (64×64) under 128 tiles (fp32) / 256 (16-bit); BK 16 | `coopmat_tiles`: 128×256 tiles of 8 subgroups, BK 32 (48 from K ≥ 2048); convolutions 96×256 of 12 subgroups (BK 48); 64×64 / 64×128 / 128×128 (BK 64) for small grids, N ≤ 64 or long K; every choice within 48 KiB of shared memory | **measured** on the H100 |
+/// | [`NvidiaHopper`] | 0x10de, device 0x23xx (GH100: H100, H200, H800, H20) or a name with H100 / H200 / H800 / GH200 | 16×16 workgroups (128×128 tiles), 8×8 (64×64) under 128 tiles (fp32) / 256 (16-bit); BK 16 | `coopmat_tiles`: 128×256 tiles of 8 subgroups, BK 32 (48 from K ≥ 2048); convolutions 96×256 of 12 subgroups (BK 48), 64×128 of 8 where N ≤ 128 or K ≤ 64; 64×64 / 64×128 / 128×128 (BK 64) for small grids, N ≤ 64 or long K; every choice within 48 KiB of shared memory | **measured** on the H100 |
 /// | [`Nvidia`] | 0x10de, other devices | as Hopper | as Hopper | Hopper's figures, not measured on other generations |
 /// | [`Amd`] | 0x1002, 0x1022 | 16×16 (256 invocations: 4 wave64), 8×8 (one wave64) under 128 tiles; BK 16 | 128×128 tiles of 4 subgroups (4×4 fragments each), 64×64 under 128 tiles; BK 32 | workgroups a multiple of 64 invocations (GCN / CDNA wave64, RDNA's wave64 mode); 64 KiB LDS |
 /// | [`Intel`] | 0x8086 | 16×16, 8×8 under 64 tiles; BK 16 | as AMD, 64×64 under 64 tiles | integrated parts have few execution units: smaller grids already fill them |
