@@ -156,7 +156,8 @@ impl GemmConfig {
     /// them cover the result (fewer rows keep the table's smaller tiles: more workgroups to
     /// split); then (every path) a grid of fewer than [`SPLIT_K_WORKGROUPS`] workgroups over a
     /// K of at least 512 gets enough shares of K to reach that many (at most [`MAX_SPLIT`],
-    /// each at least two 32-deep steps; without cooperative matrices [`PLAIN_SPLIT_WORKGROUPS`]
+    /// each at least two 32-deep steps; workgroups of 4 subgroups below and toward
+    /// [`SMALL_CM_SPLIT_WORKGROUPS`]; without cooperative matrices [`PLAIN_SPLIT_WORKGROUPS`]
     /// in at most [`PLAIN_MAX_SPLIT`]), 48-deep steps where a share is 2048 or more. Every
     /// choice fits in 48 KiB of shared memory
     /// ([`tuning::shared_memory_bytes`]; NVIDIA's limit, the smallest of the desktop GPUs'):
@@ -182,12 +183,18 @@ impl GemmConfig {
         };
         let (bm, bn) = base.tile();
         let workgroups = m.div_ceil(bm) * n.div_ceil(bn);
-        if workgroups >= SPLIT_K_WORKGROUPS || k < 512 {
+        let small_cm = base.coopmat && base.local[1] <= 4;
+        let whole = match small_cm {
+            true => SMALL_CM_SPLIT_WORKGROUPS,
+            false => SPLIT_K_WORKGROUPS,
+        };
+        if workgroups >= whole || k < 512 {
             return self;
         }
-        let (aim, cap) = match self.coopmat {
-            true => (SPLIT_K_WORKGROUPS, MAX_SPLIT),
-            false => (PLAIN_SPLIT_WORKGROUPS, PLAIN_MAX_SPLIT),
+        let (aim, cap) = match (self.coopmat, small_cm) {
+            (true, true) => (SMALL_CM_SPLIT_WORKGROUPS, MAX_SPLIT),
+            (true, false) => (SPLIT_K_WORKGROUPS, MAX_SPLIT),
+            (false, _) => (PLAIN_SPLIT_WORKGROUPS, PLAIN_MAX_SPLIT),
         };
         let split = aim.div_ceil(workgroups).min(cap).min(k / 64);
         // Without matrices the table's step depth stays: the shares are whole steps of it.
@@ -269,6 +276,11 @@ pub const PLAIN_MAX_SPLIT: usize = 32;
 /// The workgroups [`GemmConfig::split_for`] aims at: about one per SM of an H100 (132); below
 /// it a grid is split.
 pub const SPLIT_K_WORKGROUPS: usize = 128;
+
+/// The workgroups a split with cooperative matrices aims at where a workgroup is only 4
+/// subgroups (64×64 tiles): two an SM, as small workgroups leave room for both (measured on
+/// ResNet-50 in fp16: BENCHMARKS.md); larger workgroups aim at [`SPLIT_K_WORKGROUPS`].
+pub const SMALL_CM_SPLIT_WORKGROUPS: usize = 256;
 
 /// Cooperative-matrix tiles for an M×N×K problem with `tiles` 128×128 tiles: (subgroups per
 /// workgroup, `cm_tiles`, `BK`). Each rule won against its runner-up on the H100 (BENCHMARKS.md,

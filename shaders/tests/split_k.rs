@@ -8,7 +8,7 @@ use vkprism_shaders::tuning::{shared_memory_bytes, GemmProblem};
 use vkprism_shaders::{
     conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, reference, Conv2dShape,
     GemmConfig, MAX_SPLIT, MIN_WIDE_TILES, PLAIN_MAX_SPLIT, PLAIN_SPLIT_WORKGROUPS,
-    SPLIT_K_WORKGROUPS,
+    SMALL_CM_SPLIT_WORKGROUPS, SPLIT_K_WORKGROUPS,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled as check, ctx, expected_in,
@@ -280,6 +280,18 @@ fn split_for_splits_only_small_grids_over_long_k() {
         (narrow.split_k, narrow.tile()),
         (6, (64, 128)),
         "{narrow:?}"
+    );
+    // Workgroups of 4 subgroups aim at SMALL_CM_SPLIT_WORKGROUPS: 1568×64 over 2304 (a 3×3
+    // convolution of 256 to 64 channels at batch 8, 14×14) is 25 tiles of 64×64.
+    let small_cm = config(&cm, (1568, 64, 2304));
+    assert_eq!(
+        (
+            small_cm.split_k as usize,
+            small_cm.tile(),
+            small_cm.local[1]
+        ),
+        (SMALL_CM_SPLIT_WORKGROUPS.div_ceil(25), (64, 64), 4),
+        "{small_cm:?}"
     );
     // Grids that fill the GPU and short K: unsplit.
     assert_eq!(config(&cm, (1024, 1024, 1024)).split_k, 1);
