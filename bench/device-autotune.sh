@@ -5,7 +5,7 @@
 # $OUT/pass1.txt, $OUT/pass2.txt and the cache file $OUT/h100.tuning
 # (benchmarks/results/h100-autotune.txt and h100.tuning come from this script).
 set -uo pipefail
-[ -d .devbin ] || tar xJf .devtools/devbin.tar.xz
+. bench/unpack.sh
 . bench/env.sh >/dev/null
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 export VKPRISM_BENCH_VARIANTS=${VKPRISM_BENCH_VARIANTS:-fp32_lm_nocm,fp16s_lm_nocm,fp16p_lm_cm,fp32_int8a_cm}

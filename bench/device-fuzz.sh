@@ -4,7 +4,7 @@
 # at INPUTS inputs in all, figures summed (scripts/fuzz.sh; issue 9 asks for >= 100,000 inputs).
 #   bash bench/device-fuzz.sh [SHARDS [SECS [INPUTS]]]
 set -uo pipefail
-[ -d .devbin ] || tar xJf .devtools/devbin.tar.xz
+. bench/unpack.sh
 export VKPRISM_MUTATION_BIN=$PWD/.devbin/fuzz/mutation
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 export VKPRISM_MUTATION_FAILURES=$out/failures

@@ -7,7 +7,7 @@
 # decoder,resnet50).
 #   bash bench/device-networks.sh [cases] [skip-tests]
 set -uo pipefail
-[ -d .devbin ] || tar xJf .devtools/devbin.tar.xz
+. bench/unpack.sh
 . bench/env.sh
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 cases=${1:-decoder,resnet50}

@@ -8,8 +8,8 @@
 # 48 µs in one run (13.5 alone on the same machine, and PyTorch's, measured after everything
 # else, 13.7): the host's state after the tests, not the dispatch path.
 set -uo pipefail
-# The binaries travel packed where .devbin alone is over the device tool's carry limit.
-[ -d .devbin ] || tar xJf .devtools/devbin.tar.xz
+# The binaries travel packed: .devbin alone is over the device tool's carry limit.
+. bench/unpack.sh
 cases=${1:-gemm,conv2d,elementwise,transfer,ops,decoder,resnet50,dispatch}
 . bench/env.sh
 out=${OUT:-/tmp/out}; mkdir -p "$out"
