@@ -183,19 +183,19 @@ impl GemmConfig {
         };
         let (bm, bn) = base.tile();
         let workgroups = m.div_ceil(bm) * n.div_ceil(bn);
-        let small_cm = base.coopmat && base.local[1] <= 4;
-        let whole = match small_cm {
-            true => SMALL_CM_SPLIT_WORKGROUPS,
-            false => SPLIT_K_WORKGROUPS,
+        // (grids this large stay whole, the workgroups a split aims at, the most shares)
+        let (whole, aim, cap) = match (self.coopmat, base.local[1] <= 4) {
+            (true, true) => (
+                SMALL_CM_SPLIT_WORKGROUPS,
+                SMALL_CM_SPLIT_WORKGROUPS,
+                MAX_SPLIT,
+            ),
+            (true, false) => (SPLIT_K_WORKGROUPS, SPLIT_K_WORKGROUPS, MAX_SPLIT),
+            (false, _) => (SPLIT_K_WORKGROUPS, PLAIN_SPLIT_WORKGROUPS, PLAIN_MAX_SPLIT),
         };
         if workgroups >= whole || k < 512 {
             return self;
         }
-        let (aim, cap) = match (self.coopmat, small_cm) {
-            (true, true) => (SMALL_CM_SPLIT_WORKGROUPS, MAX_SPLIT),
-            (true, false) => (SPLIT_K_WORKGROUPS, MAX_SPLIT),
-            (false, _) => (PLAIN_SPLIT_WORKGROUPS, PLAIN_MAX_SPLIT),
-        };
         let split = aim.div_ceil(workgroups).min(cap).min(k / 64);
         // Without matrices the table's step depth stays: the shares are whole steps of it.
         let bk = match (self.coopmat, k / split >= 2048) {

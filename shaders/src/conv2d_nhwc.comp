@@ -81,8 +81,9 @@ uvec2 a_quad(int q)
 int a_image_row[A_LOADS];
 int a_iy0[A_LOADS];
 int a_ix0[A_LOADS];
-// Each load's depth split into tap (ky, kx) and channel c, kept from one step to the next: a load's column in the tile stays the same, so its next depth is one STEP on and is
-// reached by adding (the two divisions that split a depth were the gather's cost at 256
+// Each load's depth split into tap (ky, kx) and channel c, kept from one step to the next: a
+// load's column in the tile stays the same, so its next depth is one STEP on and is reached by
+// adding (the two divisions that split a depth were the gather's cost at 256
 // channels once the pixel's were gone).
 int a_k[A_LOADS];
 int a_c[A_LOADS];
@@ -111,6 +112,20 @@ void split_depth(int k, out int c, out int ky, out int kx)
     kx = tap - ky * p.kw;
 }
 
+// Moves a split depth (channel c of tap (ky, kx)) `by` further, by adding.
+void advance_depth(int by, inout int c, inout int ky, inout int kx)
+{
+    c += by;
+    while (c >= p.c) {
+        c -= p.c;
+        kx++;
+        if (kx == p.kw) {
+            kx = 0;
+            ky++;
+        }
+    }
+}
+
 // Moves load i's split depth to k: by adding when k is one STEP past the last (every step
 // after a workgroup's first), by dividing otherwise.
 void a_move(int i, int k)
@@ -118,15 +133,7 @@ void a_move(int i, int k)
     if (k != a_k[i] + STEP) {
         split_depth(k, a_c[i], a_ky[i], a_kx[i]);
     } else {
-        a_c[i] += STEP;
-        while (a_c[i] >= p.c) {
-            a_c[i] -= p.c;
-            a_kx[i]++;
-            if (a_kx[i] == p.kw) {
-                a_kx[i] = 0;
-                a_ky[i]++;
-            }
-        }
+        advance_depth(STEP, a_c[i], a_ky[i], a_kx[i]);
     }
     a_k[i] = k;
 }
@@ -153,15 +160,8 @@ uvec4 cm_a8_at(int i, int m, int k)
         return q < 0 ? uvec4(0) : a_data[q >> 1];
     }
     // The second quad: 4 channels on, or the next tap's first.
-    int c = a_c[i] + 4, ky = a_ky[i], kx = a_kx[i];
-    if (c >= p.c) {
-        c -= p.c;
-        kx++;
-        if (kx == p.kw) {
-            kx = 0;
-            ky++;
-        }
-    }
+    int c = a_c[i], ky = a_ky[i], kx = a_kx[i];
+    advance_depth(4, c, ky, kx);
     return uvec4(a_quad(a_index_split(i, k, a_c[i], a_ky[i], a_kx[i])),
                  a_quad(a_index_split(i, k + 4, c, ky, kx)));
 }
