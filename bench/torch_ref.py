@@ -335,7 +335,7 @@ def main():
     for case in args.cases.split(","):
         if case not in NETWORK_CASES:
             records += {"gemm": gemm, "gemm_wall": gemm_wall, "elementwise": elementwise, "dispatch": dispatch, "conv2d": conv2d,
-                        "transfer": transfer, "ops": ops}[case]()
+                        "conv2d_dw": conv2d_dw, "transfer": transfer, "ops": ops}[case]()
     if networks:
         import networks_ref
         records += sum((getattr(networks_ref, c)() for c in networks), [])

@@ -3,7 +3,7 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,latency_probe] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,latency_probe] [--json FILE]
 
 mod attention_probe;
 mod bound;
@@ -28,7 +28,7 @@ use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,latency_probe] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,latency_probe] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -88,6 +88,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "gemm" => gemm::run(&ctx, args.cfg)?,
             "gemm_wall" => gemm_wall::run(&ctx, args.cfg)?,
             "conv2d" => conv::run(&ctx, args.cfg)?,
+            "conv2d_dw" => conv_dw::run(&ctx, args.cfg)?,
             "transfer" => transfer::run(&ctx, args.cfg)?,
             "elementwise" => elementwise::run(&ctx, args.cfg)?,
             "dispatch" => dispatch::run(&ctx, args.cfg)?,

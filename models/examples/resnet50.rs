@@ -131,6 +131,12 @@ fn main() -> Result<(), Box<dyn Error>> {
     if let Some(memory) = model.memory() {
         println!("{memory}");
     }
+    if let Some(r) = model.recorded() {
+        println!(
+            "recorded: {} dispatches, {} barriers",
+            r.dispatches, r.barriers
+        );
+    }
     if args.plan {
         print!("{}", model.plan_description().unwrap_or_default());
     }

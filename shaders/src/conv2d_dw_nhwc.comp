@@ -1,14 +1,20 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // Depthwise 2D convolution, channels-last: every channel convolved with its own kernel,
 //   out[b][y][x][c] = act(sum_{ky,kx} in[b][y*stride+ky-pad][x*stride+kx-pad][c] * w[ky][kx][c]
 //                         + bias[c])
 // with zero outside the input (as `F.conv2d(x, w, groups=c)`). One invocation computes one
-// output pixel's quad of channels, so c must be a multiple of 4; x of the grid walks the channel
-// quads (neighbouring invocations read neighbouring bytes), y the output pixels
-// (M = batch × outh × outw). There is no shared-memory tile: each input quad is read by at most
-// kh × kw invocations of nearby pixels, which the caches serve, and the kernel is bound by the
-// bytes it moves, not by arithmetic. Sums run in the variant's arithmetic precision (fp16 in
-// fp16pa / fp16sa), fp32 otherwise.
+// quad of channels (so c must be a multiple of 4) of a cell of neighbouring output pixels,
+// px columns × py rows (the push constants, `Conv2dDwShape::cell`); x of the grid walks the
+// channel quads (neighbouring invocations read neighbouring bytes), y the cells (batch ×
+// ⌈outh / py⌉ × ⌈outw / px⌉). Neighbouring outputs share input columns and rows: a 3×3 kernel
+// of stride 1 or 2 (MobileNet's) takes cells of PX columns, loads its 9 weights once and then,
+// an input row at a time, the row's (PX - 1)·stride + 3 columns once for every output of the
+// cell that reads them, each row's loads issued before its multiplies. Other kernels and
+// strides take cells of one pixel, a tap at a time. There is no shared-memory tile: the caches
+// serve what neighbouring cells share, and the kernel is bound by the bytes it moves, not by
+// arithmetic. Sums run in the variant's arithmetic precision (fp16 in fp16pa / fp16sa), fp32
+// otherwise.
 layout (constant_id = 0) const int bias_term = 0;
 // 0 none, 1 relu, 2 leaky relu (slope in the push constants), 3 sigmoid, 4 GELU (erf form),
 // 5 SiLU: the GEMM's numbering
@@ -21,12 +27,19 @@ layout (binding = 1) readonly buffer w_blob { sfpvec4 w_data[]; };
 layout (binding = 2) readonly buffer bias_blob { sfpvec4 bias_data[]; };
 layout (binding = 3) writeonly buffer out_blob { sfpvec4 out_data[]; };
 
-// M = batch × outh × outw output pixels; then the input size, the output size, the kernel
-// size, the stride, the zero padding and leaky relu's slope.
+// The cells (the grid's y); the input size, the output size, the kernel size, the stride, the
+// zero padding, leaky relu's slope; the cell's columns and rows (PX × 1 or 2 for a 3×3 kernel
+// of stride 1 or 2, else 1 × 1).
 layout (push_constant) uniform parameter {
-    int M; int h; int w; int c; int outh; int outw; int kh; int kw; int stride; int pad;
-    float slope;
+    int cells; int h; int w; int c; int outh; int outw; int kh; int kw; int stride; int pad;
+    float slope; int px; int py;
 } p;
+
+// A 3×3 kernel's cell: PX columns, at most PY rows.
+const int PX = 4;
+const int PY = 2;
+// Input columns a 3×3 row of PX outputs reads at stride 2.
+const int COLS = 2 * (PX - 1) + 3;
 
 #include "unary_math.glsl"
 
@@ -42,27 +55,83 @@ afpvec4 activate(afpvec4 v)
     return v;
 }
 
-void main()
+// The input quad at (row start `row`, column ix) of channel quad cq, zero outside the image.
+afpvec4 input_at(int row, int ix, int cq, int quads)
 {
-    const int cq = int(gl_GlobalInvocationID.x);
-    const int m = int(gl_GlobalInvocationID.y);
-    const int quads = p.c / 4;
-    if (cq >= quads || m >= p.M) return;
-    const int x = m % p.outw, y = (m / p.outw) % p.outh, b = m / (p.outw * p.outh);
-    const int y0 = y * p.stride - p.pad, x0 = x * p.stride - p.pad;
+    return ix >= 0 && ix < p.w ? buffer_ld4(in_data, (row + ix) * quads + cq) : afpvec4(0);
+}
 
-    afpvec4 sum = bias_term == 1 ? buffer_ld4(bias_data, cq) : afpvec4(0);
-    for (int ky = 0; ky < p.kh; ky++) {
+// A 3×3 kernel at stride S (1 or 2) over a cell of PX × p.py outputs: its 9 weights loaded
+// once, then an input row at a time the row's (PX - 1)·S + 3 columns, each output row's taps
+// from registers (constant indices once unrolled).
+void taps3(inout afpvec4 acc[PY * PX], int b, int y0, int x0, int cq, int quads, const int S)
+{
+    afpvec4 k[9];
+    [[unroll]] for (int t = 0; t < 9; t++) k[t] = buffer_ld4(w_data, t * quads + cq);
+    [[unroll]] for (int r = 0; r < (PY - 1) * S + 3; r++)
+    {
+        const int iy = y0 + r;
+        if (r >= (p.py - 1) * S + 3 || iy < 0 || iy >= p.h) continue;
+        const int row = (b * p.h + iy) * p.w;
+        afpvec4 col[COLS];
+        [[unroll]] for (int c = 0; c < (PX - 1) * S + 3; c++)
+            col[c] = input_at(row, x0 + c, cq, quads);
+        [[unroll]] for (int oy = 0; oy < PY; oy++)
+        {
+            const int ky = r - oy * S;
+            if (ky < 0 || ky >= 3 || oy >= p.py) continue;
+            [[unroll]] for (int px = 0; px < PX; px++)
+                [[unroll]] for (int kx = 0; kx < 3; kx++)
+                    acc[oy * PX + px] += col[px * S + kx] * k[ky * 3 + kx];
+        }
+    }
+}
+
+// Any kernel and stride, one output pixel (a cell of 1 × 1), a tap at a time.
+afpvec4 taps(afpvec4 sum, int b, int y0, int x0, int cq, int quads)
+{
+    for (int ky = 0; ky < p.kh; ky++)
+    {
         const int iy = y0 + ky;
         if (iy < 0 || iy >= p.h) continue;
         const int row = (b * p.h + iy) * p.w;
-        for (int kx = 0; kx < p.kw; kx++) {
-            const int ix = x0 + kx;
-            if (ix < 0 || ix >= p.w) continue;
-            const afpvec4 v = buffer_ld4(in_data, (row + ix) * quads + cq);
+        for (int kx = 0; kx < p.kw; kx++)
+        {
             const afpvec4 k = buffer_ld4(w_data, (ky * p.kw + kx) * quads + cq);
-            sum += v * k;
+            sum += input_at(row, x0 + kx, cq, quads) * k;
         }
     }
-    buffer_st4(out_data, m * quads + cq, activate(sum));
+    return sum;
+}
+
+void main()
+{
+    const int cq = int(gl_GlobalInvocationID.x);
+    const int cell = int(gl_GlobalInvocationID.y);
+    const int quads = p.c / 4;
+    if (cq >= quads || cell >= p.cells) return;
+    const int per_row = (p.outw + p.px - 1) / p.px, row_cells = (p.outh + p.py - 1) / p.py;
+    const int x = cell % per_row * p.px, y = (cell / per_row) % row_cells * p.py;
+    const int b = cell / (per_row * row_cells);
+    const int y0 = y * p.stride - p.pad, x0 = x * p.stride - p.pad;
+    const afpvec4 start = bias_term == 1 ? buffer_ld4(bias_data, cq) : afpvec4(0);
+    if (p.px != PX || p.kh != 3 || p.kw != 3 || p.stride > 2)
+    {
+        const int at = ((b * p.outh + y) * p.outw + x) * quads + cq;
+        buffer_st4(out_data, at, activate(taps(start, b, y0, x0, cq, quads)));
+        return;
+    }
+    afpvec4 acc[PY * PX];
+    [[unroll]] for (int i = 0; i < PY * PX; i++) acc[i] = start;
+    if (p.stride == 1)
+        taps3(acc, b, y0, x0, cq, quads, 1);
+    else
+        taps3(acc, b, y0, x0, cq, quads, 2);
+    [[unroll]] for (int oy = 0; oy < PY; oy++)
+        [[unroll]] for (int px = 0; px < PX; px++)
+            if (oy < p.py && y + oy < p.outh && x + px < p.outw)
+            {
+                const int at = ((b * p.outh + y + oy) * p.outw + x + px) * quads + cq;
+                buffer_st4(out_data, at, activate(acc[oy * PX + px]));
+            }
 }

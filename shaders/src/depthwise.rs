@@ -4,11 +4,12 @@
 vkprism::compute_shader! {
     /// Depthwise 2D convolution, channels-last (as `F.conv2d(x, w, groups=c)`): NHWC input and
     /// output with the same `c`, weights `[kh][kw][c]`, bias per channel, stride and zero
-    /// padding, `out = act(conv(in, w) + bias)`. `c` must be a multiple of 4 (one invocation
-    /// computes one output pixel's quad of channels). Specialization constants: `bias_term` (add
-    /// `bias[c]`), `activation` (the GEMM's: 0 none, 1 relu, 2 leaky relu with `slope`, 3
-    /// sigmoid, 4 GELU (erf form), 5 SiLU). Push constants and grid from [`Conv2dDwShape`](crate::Conv2dDwShape); the
-    /// workgroup is 16 channel quads × 8 pixels unless `pipeline` is given another
+    /// padding, `out = act(conv(in, w) + bias)`. `c` must be a multiple of 4. Specialization
+    /// constants: `bias_term` (add `bias[c]`), `activation` (the GEMM's: 0 none, 1 relu, 2 leaky
+    /// relu with `slope`, 3 sigmoid, 4 GELU (erf form), 5 SiLU). Push constants and grid from
+    /// [`Conv2dDwShape`](crate::Conv2dDwShape): an invocation computes one channel quad of a
+    /// cell of neighbouring output pixels ([`Conv2dDwShape::cell`](crate::Conv2dDwShape::cell));
+    /// the workgroup is 16 channel quads × 8 cells unless `pipeline` is given another
     /// ([`Conv2dDwShape::local_size`](crate::Conv2dDwShape::local_size) fits it to `c`). No
     /// shared memory, so no local-memory axis.
     pub mod conv2d_dw_nhwc,
@@ -37,6 +38,18 @@ pub struct Conv2dDwShape {
 }
 
 impl Conv2dDwShape {
+    /// The output pixels an invocation computes, `[columns, rows]`: 3×3 kernels, which read
+    /// the input columns and rows their neighbouring outputs share once, take cells of 4 × 2 at
+    /// stride 1 and 4 × 1 at stride 2 (two rows of stride 2 share one input row of five, not
+    /// worth the registers); other kernels and strides 1 × 1.
+    pub fn cell(&self) -> [usize; 2] {
+        match (self.kh, self.kw, self.stride) {
+            (3, 3, 1) => [4, 2],
+            (3, 3, 2) => [4, 1],
+            _ => [1, 1],
+        }
+    }
+
     /// Output height.
     pub fn outh(&self) -> usize {
         (self.h + 2 * self.pad - self.kh) / self.stride + 1
@@ -47,9 +60,14 @@ impl Conv2dDwShape {
         (self.w + 2 * self.pad - self.kw) / self.stride + 1
     }
 
-    /// Output pixels over the batch (the grid's y).
+    /// Output pixels over the batch.
     pub fn pixels(&self) -> usize {
         self.batch * self.outh() * self.outw()
+    }
+
+    /// The invocations' [`Conv2dDwShape::cell`]s over the batch (the grid's y).
+    pub fn cells(&self) -> usize {
+        self.batch * self.outh().div_ceil(self.cell()[1]) * self.outw().div_ceil(self.cell()[0])
     }
 
     /// Multiply-adds times two: `2 · batch · outh · outw · c · kh · kw` (padding taps included,
@@ -62,7 +80,7 @@ impl Conv2dDwShape {
     pub fn push(&self, slope: f32) -> conv2d_dw_nhwc::PushConstants {
         let i = |v: usize| v as i32;
         conv2d_dw_nhwc::PushConstants {
-            M: i(self.pixels()),
+            cells: i(self.cells()),
             h: i(self.h),
             w: i(self.w),
             c: i(self.c),
@@ -73,14 +91,16 @@ impl Conv2dDwShape {
             stride: i(self.stride),
             pad: i(self.pad),
             slope,
+            px: i(self.cell()[0]),
+            py: i(self.cell()[1]),
         }
     }
 
-    /// The invocation grid: one invocation per channel quad (x) and output pixel (y). Vulkan
-    /// guarantees 65535 workgroups along y, so up to 524280 output pixels with the default
-    /// workgroup (8 pixels per workgroup), more with [`Conv2dDwShape::local_size`]'s.
+    /// The invocation grid: one invocation per channel quad (x) and cell (y). Vulkan
+    /// guarantees 65535 workgroups along y, so up to 524280 cells with the default workgroup
+    /// (8 cells per workgroup), more with [`Conv2dDwShape::local_size`]'s.
     pub fn grid(&self) -> [u32; 3] {
-        [(self.c / 4) as u32, self.pixels() as u32, 1]
+        [(self.c / 4) as u32, self.cells() as u32, 1]
     }
 
     /// A 128-invocation workgroup that wastes few invocations on narrow layers: the channel

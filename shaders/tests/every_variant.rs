@@ -858,12 +858,23 @@ fn conv2d_dw_nhwc_every_variant() {
         stride,
         pad,
     };
-    // 3×3 same padding over two images, 12 channels (3 quads on a workgroup of 4, the pixels
-    // not a multiple of its 32); 5×5 strided with odd sizes; 3×3 strided, 68 channels (17
+    // 3×3 kernels take cells of 4 × 2 output pixels at stride 1, 4 × 1 at stride 2; the rest
+    // one pixel.
+    assert_eq!(shape(1, 8, 8, 4, 3, 1, 1).cell(), [4, 2]);
+    assert_eq!(shape(1, 8, 8, 4, 3, 2, 1).cell(), [4, 1]);
+    assert_eq!(shape(1, 8, 8, 4, 3, 3, 1).cell(), [1, 1]);
+    assert_eq!(shape(1, 8, 8, 4, 5, 1, 2).cell(), [1, 1]);
+    // 3×3 same padding over two images, 12 channels (3 quads on a workgroup of 4, the cells
+    // not a multiple of its 32; 7 rows, so the last cell of a column 1 row high; each row 2
+    // cells of 4 pixels and one of 1); 5×5 strided with odd sizes; 3×3 strided, 68 channels (17
     // quads on a workgroup of 16: the x edge), relu.
     run_conv_dw_case(&ctx, shape(2, 7, 9, 12, 3, 1, 1), 0, 91);
     run_conv_dw_case(&ctx, shape(1, 11, 10, 8, 5, 2, 2), 2, 95);
     run_conv_dw_case(&ctx, shape(1, 6, 5, 68, 3, 2, 1), 1, 99);
+    // 3×3 at stride 2 over two cells of 4 output pixels a row (the second 2 wide), 11 columns.
+    run_conv_dw_case(&ctx, shape(1, 9, 11, 8, 3, 2, 1), 0, 101);
+    // 3×3 at stride 3: one pixel a cell.
+    run_conv_dw_case(&ctx, shape(1, 10, 8, 4, 3, 3, 0), 0, 102);
     // A 3×5 kernel without padding (taps indexed by kw, not kh), sigmoid.
     let wide = Conv2dDwShape {
         kw: 5,

@@ -21,7 +21,7 @@ mod model;
 pub mod reference;
 mod weights;
 
-pub use crate::session::{MemoryReport, Timing};
+pub use crate::session::{MemoryReport, Recorded, Timing};
 pub use config::{Block, ResNetConfig, EXPANSION};
 pub use error::ResNetError;
 pub use model::{Logits, ResNet};

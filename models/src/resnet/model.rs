@@ -6,7 +6,7 @@ use super::fold::fold;
 use super::graph::build;
 use super::weights::HostWeights;
 use super::ResNetError;
-use crate::session::{MemoryReport, Session, Timing};
+use crate::session::{MemoryReport, Recorded, Session, Timing};
 use std::time::Duration;
 use vkprism::{Context, TensorFormat};
 use vkprism_shaders::Ops;
@@ -134,6 +134,11 @@ impl ResNet {
     /// [`Timing::PerLayer`].
     pub fn layer_times(&self) -> Option<Vec<(String, Duration)>> {
         self.session.node_times()
+    }
+
+    /// The dispatches and barriers recorded for the last forward pass's input size.
+    pub fn recorded(&self) -> Option<Recorded> {
+        self.session.recorded()
     }
 
     /// The memory plan of the last forward pass's input size.
