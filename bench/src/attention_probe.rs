@@ -101,8 +101,8 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         let candidates = [
             (64, ops_splits, false),
             (64, ops_splits, true),
-            (128, 2, false),
-            (256, 2, false),
+            (128, (ops_splits / 2).max(1), true),
+            (256, (ops_splits / 4).max(1), true),
             (256, 1, false),
         ];
         for (local, splits, last) in candidates {
@@ -114,6 +114,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 combine_last: last as i32,
             };
             let pipe = rows.pipeline(&spec, Some([local, 1, 1]))?;
+            let grid = s.grid(splits);
             let b = attention4::BufferBindings {
                 q_blob: &q,
                 k_blob: &k,
@@ -128,7 +129,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                     &pipe,
                     &b,
                     &s.push(scale, s.causal_offset(), splits),
-                    s.grid(splits),
+                    [local * splits as u32, grid[1], grid[2]],
                 )?;
                 if last {
                     return Ok(());

@@ -28,14 +28,14 @@ layout (binding = 2) readonly buffer bias_blob { sfpvec4 bias_data[]; };
 layout (binding = 3) writeonly buffer out_blob { sfpvec4 out_data[]; };
 
 // The cells (the grid's y); the input size, the output size, the kernel size, the stride, the
-// zero padding, leaky relu's slope; the cell's columns and rows (PX × 1 or 2 for a 3×3 kernel
-// of stride 1 or 2, else 1 × 1).
+// zero padding, leaky relu's slope; the cell's columns and rows, `Conv2dDwShape::cell`'s: PX ×
+// PY for a 3×3 kernel of stride 1, PX × 1 at stride 2 (each unrolled for its cell), else 1 × 1.
 layout (push_constant) uniform parameter {
     int cells; int h; int w; int c; int outh; int outw; int kh; int kw; int stride; int pad;
     float slope; int px; int py;
 } p;
 
-// A 3×3 kernel's cell: PX columns, at most PY rows.
+// A 3×3 kernel's cell: PX columns, PY rows at stride 1.
 const int PX = 4;
 const int PY = 2;
 // Input columns a 3×3 row of PX outputs reads at stride 2.
@@ -61,25 +61,27 @@ afpvec4 input_at(int row, int ix, int cq, int quads)
     return ix >= 0 && ix < p.w ? buffer_ld4(in_data, (row + ix) * quads + cq) : afpvec4(0);
 }
 
-// A 3×3 kernel at stride S (1 or 2) over a cell of PX × p.py outputs: its 9 weights loaded
-// once, then an input row at a time the row's (PX - 1)·S + 3 columns, each output row's taps
-// from registers (constant indices once unrolled).
-void taps3(inout afpvec4 acc[PY * PX], int b, int y0, int x0, int cq, int quads, const int S)
+// A 3×3 kernel at stride S over a cell of PX × R outputs (R = PY at stride 1, 1 at stride 2:
+// `Conv2dDwShape::cell`): its 9 weights loaded once, then an input row at a time the row's
+// (PX - 1)·S + 3 columns, each output row's taps from registers (constant indices once
+// unrolled).
+void taps3(inout afpvec4 acc[PY * PX], int b, int y0, int x0, int cq, int quads, const int S,
+           const int R)
 {
     afpvec4 k[9];
     [[unroll]] for (int t = 0; t < 9; t++) k[t] = buffer_ld4(w_data, t * quads + cq);
-    [[unroll]] for (int r = 0; r < (PY - 1) * S + 3; r++)
+    [[unroll]] for (int r = 0; r < (R - 1) * S + 3; r++)
     {
         const int iy = y0 + r;
-        if (r >= (p.py - 1) * S + 3 || iy < 0 || iy >= p.h) continue;
+        if (iy < 0 || iy >= p.h) continue;
         const int row = (b * p.h + iy) * p.w;
         afpvec4 col[COLS];
         [[unroll]] for (int c = 0; c < (PX - 1) * S + 3; c++)
             col[c] = input_at(row, x0 + c, cq, quads);
-        [[unroll]] for (int oy = 0; oy < PY; oy++)
+        [[unroll]] for (int oy = 0; oy < R; oy++)
         {
             const int ky = r - oy * S;
-            if (ky < 0 || ky >= 3 || oy >= p.py) continue;
+            if (ky < 0 || ky >= 3) continue;
             [[unroll]] for (int px = 0; px < PX; px++)
                 [[unroll]] for (int kx = 0; kx < 3; kx++)
                     acc[oy * PX + px] += col[px * S + kx] * k[ky * 3 + kx];
@@ -115,7 +117,9 @@ void main()
     const int b = cell / (per_row * row_cells);
     const int y0 = y * p.stride - p.pad, x0 = x * p.stride - p.pad;
     const afpvec4 start = bias_term == 1 ? buffer_ld4(bias_data, cq) : afpvec4(0);
-    if (p.px != PX || p.kh != 3 || p.kw != 3 || p.stride > 2)
+    const bool cell3 = p.px == PX && p.kh == 3 && p.kw == 3
+        && ((p.stride == 1 && p.py == PY) || (p.stride == 2 && p.py == 1));
+    if (!cell3)
     {
         const int at = ((b * p.outh + y) * p.outw + x) * quads + cq;
         buffer_st4(out_data, at, activate(taps(start, b, y0, x0, cq, quads)));
@@ -124,9 +128,9 @@ void main()
     afpvec4 acc[PY * PX];
     [[unroll]] for (int i = 0; i < PY * PX; i++) acc[i] = start;
     if (p.stride == 1)
-        taps3(acc, b, y0, x0, cq, quads, 1);
+        taps3(acc, b, y0, x0, cq, quads, 1, PY);
     else
-        taps3(acc, b, y0, x0, cq, quads, 2);
+        taps3(acc, b, y0, x0, cq, quads, 2, 1);
     [[unroll]] for (int oy = 0; oy < PY; oy++)
         [[unroll]] for (int px = 0; px < PX; px++)
             if (oy < p.py && y + oy < p.outh && x + px < p.outw)
