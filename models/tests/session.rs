@@ -9,6 +9,7 @@ use vkprism_models::session::{
     Conv, Dim, Graph, Linear, MemoryPlan, Op, Recorded, Session, SessionError, Timing, Value,
 };
 use vkprism_shaders::ops::{Activation, Pool2d, Softmax, UnaryOp};
+use vkprism_shaders::{reference, Conv2dDwShape};
 use vkprism_testkit::{assert_clean, ctx, random_in};
 
 /// Random non-zero values for a tensor of `shape`.
@@ -295,6 +296,104 @@ fn a_residual_convolution_writes_over_its_shortcut_or_a_copy() {
             let message = e.to_string();
             assert!(message.starts_with("node `sum`"), "{message}");
             assert!(message.contains("[1, 2, 2, 4]"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_clean(&ctx);
+}
+
+/// A depthwise convolution node `name` of 8 channels: 3×3, padding 1, `stride`, the weight
+/// `[3, 3, 8]`, the bias where given, then `activation`.
+fn depthwise(
+    g: &mut Graph,
+    name: &str,
+    weight: &[f32],
+    bias: Option<&[f32]>,
+    stride: usize,
+    activation: Activation,
+) -> Conv {
+    Conv {
+        weight: g.constant(&format!("{name}.weight"), &[3, 3, 8], weight.to_vec()),
+        bias: bias.map(|b| g.constant(&format!("{name}.bias"), &[8], b.to_vec())),
+        stride,
+        pad: 1,
+        activation,
+    }
+}
+
+/// The CPU's 3×3 depthwise convolution of `x` `[batch, h, w, 8]` (padding 1): the output and
+/// its `[batch, outh, outw]`.
+fn depthwise_cpu(
+    x: &[f32],
+    [batch, h, w]: [usize; 3],
+    weight: &[f32],
+    bias: &[f32],
+    stride: usize,
+) -> (Vec<f32>, [usize; 3]) {
+    let s = Conv2dDwShape {
+        batch,
+        h,
+        w,
+        c: 8,
+        kh: 3,
+        kw: 3,
+        stride,
+        pad: 1,
+    };
+    let (out, _) = reference::conv2d_dw_nhwc(s, x, weight, bias);
+    (out, [batch, s.outh(), s.outw()])
+}
+
+/// Two depthwise convolutions (3×3 with a bias and ReLU, then 3×3 of stride 2 without a bias)
+/// against the CPU at two sizes of one graph; a weight in a dense convolution's layout is an
+/// error naming the node.
+#[test]
+fn depthwise_convolutions_match_the_cpu_and_resize() {
+    let ctx = ctx();
+    let signed = |n: usize, seed| random_in(n, seed, -1.0, 1.0);
+    let (w1, b1, w2) = (signed(72, 30), signed(8, 31), signed(72, 32));
+    let mut g = Graph::new();
+    let dims = [
+        Dim::Var("batch"),
+        Dim::Var("height"),
+        Dim::Var("width"),
+        Dim::Fixed(8),
+    ];
+    let x = g.input("x", &dims);
+    let c1 = depthwise(&mut g, "dw1", &w1, Some(&b1), 1, Activation::Relu);
+    let y = g.depthwise_conv2d("dw1", x, c1);
+    let c2 = depthwise(&mut g, "dw2", &w2, None, 2, Activation::None);
+    let y = g.depthwise_conv2d("dw2", y, c2);
+    g.output(y);
+    let mut s = Session::new(&ctx, g, TensorFormat::F32).unwrap();
+    for (shape, seed) in [([1usize, 8, 8, 8], 33), ([2, 7, 9, 8], 34)] {
+        s.resize(&shape).unwrap();
+        let x = signed(shape.iter().product(), seed);
+        let got = s.run(&x).unwrap();
+        let (y1, at) = depthwise_cpu(&x, [shape[0], shape[1], shape[2]], &w1, &b1, 1);
+        let y1: Vec<f32> = y1.iter().map(|v| v.max(0.0)).collect();
+        let (want, [b, h, w]) = depthwise_cpu(&y1, at, &w2, &[0.0; 8], 2);
+        assert_eq!(got.shape, [b, h, w, 8]);
+        let err = relative_error(&got.values, &want);
+        assert!(err < 1e-5, "{shape:?}: relative error {err}");
+    }
+    let mut g = Graph::new();
+    let x = g.input("x", &dims);
+    let dense = Conv {
+        weight: g.constant("dw.weight", &[3, 3, 8, 8], signed(576, 35)),
+        bias: None,
+        stride: 1,
+        pad: 1,
+        activation: Activation::None,
+    };
+    let y = g.depthwise_conv2d("dw", x, dense);
+    g.output(y);
+    let mut s = Session::new(&ctx, g, TensorFormat::F32).unwrap();
+    match s.resize(&[1, 8, 8, 8]) {
+        Err(e @ SessionError::Shape { .. }) => {
+            let message = e.to_string();
+            assert!(message.starts_with("node `dw`"), "{message}");
+            assert!(message.contains("[kh, kw, c]"), "{message}");
         }
         other => panic!("{other:?}"),
     }

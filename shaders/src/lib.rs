@@ -95,8 +95,8 @@ pub use movement::{
     transpose_tiled, CopyShape, PadShape, MAX_RANK, MOVE_LOCAL,
 };
 pub use ops::{
-    broadcast_shape, Activation, Attention, BinaryOp, Conv2d, Gemm, Gemv, OpError, Ops, ReduceOp,
-    Softmax, UnaryOp,
+    broadcast_shape, Activation, Attention, BinaryOp, Conv2d, DepthwiseConv2d, Gemm, Gemv, OpError,
+    Ops, ReduceOp, Softmax, UnaryOp,
 };
 pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
 pub use ops::{QuantScale, CM2_MIN_PRODUCT};

@@ -106,6 +106,7 @@ fn operations() -> Vec<Row> {
         row!("avg_pool2d": (pool2d4, "channels a multiple of 4"), (pool2d, "otherwise")),
         row!("global_avg_pool": (global_avg_pool4, "channels a multiple of 4"),
              (global_avg_pool, "otherwise")),
+        row!("conv2d_depthwise": conv2d_dw_nhwc),
     ]
 }
 
@@ -115,7 +116,6 @@ fn direct_kernels() -> Vec<Row> {
         row!("": (activation, "relu, leaky relu, sigmoid, tanh, hardswish on vec4s")),
         row!("": (binary_op, "same-shape binary ops on vec4s")),
         row!("": (conv2d, "direct CHW convolution")),
-        row!("": (conv2d_dw_nhwc, "depthwise, channels-last")),
         row!("": (gemm_image, "B through the sampled-image path")),
     ]
 }

@@ -76,6 +76,10 @@ pub enum Op {
     /// activation: a residual block's last convolution and its sum in one pass, written over
     /// the second input where the plan lets it (else over a copy of it).
     Conv2dResidual(Conv),
+    /// Depthwise convolution of `[batch, h, w, c]` (every channel by its own kernel), bias and
+    /// activation fused; the [`Conv`]'s weight is `[kh, kw, c]` (as
+    /// [`vkprism_shaders::ops::Ops::conv2d_depthwise`]'s), its bias `[c]`.
+    DepthwiseConv2d(Conv),
     /// Max pooling of `[batch, h, w, c]`.
     MaxPool(Pool2d),
     /// Average pooling of `[batch, h, w, c]` (padding counted as zeros).
@@ -142,7 +146,7 @@ impl Op {
     /// The constants it reads.
     pub(crate) fn constants(&self) -> Vec<Constant> {
         match self {
-            Op::Conv2d(c) | Op::Conv2dResidual(c) => {
+            Op::Conv2d(c) | Op::Conv2dResidual(c) | Op::DepthwiseConv2d(c) => {
                 [Some(c.weight), c.bias].into_iter().flatten().collect()
             }
             Op::Linear(l) => [Some(l.weight), l.bias].into_iter().flatten().collect(),
@@ -246,6 +250,11 @@ impl Graph {
     /// A convolution of `x` ([`Op::Conv2d`]).
     pub fn conv2d(&mut self, name: &str, x: Value, conv: Conv) -> Value {
         self.node(name, Op::Conv2d(conv), &[x])
+    }
+
+    /// A depthwise convolution of `x` ([`Op::DepthwiseConv2d`]).
+    pub fn depthwise_conv2d(&mut self, name: &str, x: Value, conv: Conv) -> Value {
+        self.node(name, Op::DepthwiseConv2d(conv), &[x])
     }
 
     /// `act(conv(x) + bias + shortcut)` ([`Op::Conv2dResidual`]).

@@ -3,8 +3,8 @@
 
 use super::graph::{Constant, Conv, Linear, Node, Op};
 use vkprism::{CommandList, Tensor};
-use vkprism_shaders::ops::{Conv2d, Gemm, Gemv, OpError, Ops};
-use vkprism_shaders::{Conv2dShape, GEMV_MAX_BATCH};
+use vkprism_shaders::ops::{Conv2d, DepthwiseConv2d, Gemm, Gemv, OpError, Ops};
+use vkprism_shaders::{Conv2dDwShape, Conv2dShape, GEMV_MAX_BATCH};
 
 /// The tensors a node records over: every value's, every constant's.
 pub(crate) struct Operands<'a> {
@@ -39,6 +39,7 @@ pub(crate) fn record(
             let shortcut = &t.values[node.inputs[1].0];
             record_conv(ops, list, conv, x, y, Some(shortcut), t)
         }
+        Op::DepthwiseConv2d(conv) => record_depthwise(ops, list, conv, x, y, t),
         Op::MaxPool(window) => ops.max_pool2d(list, x, y, window),
         Op::AvgPool(window) => ops.avg_pool2d(list, x, y, window),
         Op::GlobalAvgPool => ops.global_avg_pool(list, x, y),
@@ -97,6 +98,31 @@ fn record_conv(
         .with_activation(conv.activation)
         .with_residual(shortcut.is_some());
     ops.conv2d(list, x, weight, t.optional(conv.bias), y, &op)
+}
+
+/// A depthwise convolution of `x` into `y`, its shape from theirs and the weight's.
+fn record_depthwise(
+    ops: &Ops,
+    list: &mut CommandList,
+    conv: &Conv,
+    x: &Tensor,
+    y: &Tensor,
+    t: &Operands<'_>,
+) -> Result<(), OpError> {
+    let weight = t.constant(conv.weight);
+    let (xs, ws) = (x.shape(), weight.shape());
+    let shape = Conv2dDwShape {
+        batch: xs[0],
+        h: xs[1],
+        w: xs[2],
+        c: xs[3],
+        kh: ws[0],
+        kw: ws[1],
+        stride: conv.stride,
+        pad: conv.pad,
+    };
+    let op = DepthwiseConv2d::new(shape).with_activation(conv.activation);
+    ops.conv2d_depthwise(list, x, weight, t.optional(conv.bias), y, &op)
 }
 
 /// `y = x · weightᵀ + bias` with every leading dim of `x` and `y` taken as rows of one matrix.

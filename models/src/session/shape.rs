@@ -78,6 +78,7 @@ fn node_shape(graph: &Graph, node: &Node, operands: &[&[usize]]) -> Result<Vec<u
             }
             Ok(out)
         }
+        Op::DepthwiseConv2d(conv) => depthwise_shape(x, conv, constant),
         Op::MaxPool(window) | Op::AvgPool(window) => pool_shape(x, window),
         Op::GlobalAvgPool => nhwc(x).map(|[b, _, _, c]| vec![b, c]),
         Op::Binary { .. } => broadcast_shape(x, operands[1])
@@ -112,7 +113,7 @@ fn conv_shape<'a>(
     conv: &Conv,
     constant: impl Fn(Constant) -> &'a [usize],
 ) -> Result<Vec<usize>, String> {
-    let [b, h, w, c] = nhwc(x)?;
+    let [_, _, _, c] = nhwc(x)?;
     let [kh, kw, wc, outc]: [usize; 4] = constant(conv.weight).try_into().map_err(|_| {
         format!(
             "weight {:?}: [kh, kw, c, outc] expected",
@@ -124,6 +125,38 @@ fn conv_shape<'a>(
             "input {x:?} has {c} channels, the weight [{kh}, {kw}, {wc}, {outc}] takes {wc}"
         ));
     }
+    conv_out(x, conv, [kh, kw, outc], constant)
+}
+
+/// A depthwise convolution's output over `x`: the weight `[kh, kw, c]` with `x`'s channels,
+/// the bias `[c]`, the padded input at least the kernel.
+fn depthwise_shape<'a>(
+    x: &[usize],
+    conv: &Conv,
+    constant: impl Fn(Constant) -> &'a [usize],
+) -> Result<Vec<usize>, String> {
+    let [_, _, _, c] = nhwc(x)?;
+    let [kh, kw, wc]: [usize; 3] = constant(conv.weight)
+        .try_into()
+        .map_err(|_| format!("weight {:?}: [kh, kw, c] expected", constant(conv.weight)))?;
+    if wc != c {
+        return Err(format!(
+            "input {x:?} has {c} channels, the weight [{kh}, {kw}, {wc}] takes {wc}"
+        ));
+    }
+    conv_out(x, conv, [kh, kw, c], constant)
+}
+
+/// The output `[batch, outh, outw, outc]` of a `kh × kw` kernel over `x` with `conv`'s stride
+/// and padding, after checking the bias `[outc]`, the stride and that the padded input holds
+/// the kernel.
+fn conv_out<'a>(
+    x: &[usize],
+    conv: &Conv,
+    [kh, kw, outc]: [usize; 3],
+    constant: impl Fn(Constant) -> &'a [usize],
+) -> Result<Vec<usize>, String> {
+    let [b, h, w, _] = nhwc(x)?;
     if let Some(bias) = conv.bias.map(&constant).filter(|s| *s != [outc]) {
         return Err(format!("bias {bias:?}: [{outc}] expected"));
     }

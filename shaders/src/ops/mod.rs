@@ -21,6 +21,7 @@
 //! - `gemv.rs`: decode's matrix-vector products, [`Ops::gemv`] and [`Ops::gemv_int8`], and
 //!   their `_with` forms fusing an input RMS norm, activation, gated pairs, residual ([`Gemv`]);
 //! - `pool.rs`: [`Ops::max_pool2d`], [`Ops::avg_pool2d`] ([`Pool2d`]), [`Ops::global_avg_pool`];
+//! - `depthwise.rs`: [`Ops::conv2d_depthwise`] ([`DepthwiseConv2d`]), channels-last;
 //! - `rope.rs`: [`Ops::rope`] ([`Rope`]: rotary position embedding, decode's offset);
 //! - `fold.rs`: [`fold_batch_norm`], batch norm folded into a convolution's weights (host side);
 //! - `quant_gemm.rs`: [`Ops::gemm_int8_weights`], a float GEMM through int8 tensor cores
@@ -30,6 +31,7 @@
 mod attention;
 mod check;
 mod convert;
+mod depthwise;
 mod elementwise;
 mod error;
 mod fold;
@@ -45,6 +47,7 @@ mod rope;
 
 pub use attention::Attention;
 pub use convert::QuantScale;
+pub use depthwise::DepthwiseConv2d;
 pub use elementwise::{broadcast_shape, BinaryOp, UnaryOp};
 pub use error::OpError;
 pub use fold::{fold_batch_norm, BatchNorm, ConvWeightLayout};
