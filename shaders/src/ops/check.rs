@@ -66,6 +66,28 @@ pub(super) fn nonempty(op: &'static str, operand: &'static str, t: &Tensor) -> R
     })
 }
 
+/// A sliding kernel (`shape` describes it) of `kernel` (kh, kw) over an input of `size` (h, w)
+/// padded by `pad` on every side, moved by `stride`: neither a zero stride nor a zero kernel,
+/// and the padded input at least the kernel.
+pub(super) fn kernel_fits(
+    op: &'static str,
+    shape: &dyn std::fmt::Debug,
+    (h, w): (usize, usize),
+    (kh, kw): (usize, usize),
+    stride: usize,
+    pad: usize,
+) -> Result<(), OpError> {
+    if stride == 0 || kh == 0 || kw == 0 || h + 2 * pad < kh || w + 2 * pad < kw {
+        return Err(OpError::Unsupported {
+            op,
+            why: format!(
+                "{shape:?}: a zero stride or kernel, or a kernel larger than the padded input"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// `t`'s shape is `want` (described as `names`).
 pub(super) fn shape_is(
     op: &'static str,

@@ -1,7 +1,7 @@
 //! [`Ops::conv2d_depthwise`]: the depthwise convolution, channels-last (MobileNet's), on
 //! [`conv2d_dw_nhwc`](crate::conv2d_dw_nhwc).
 
-use super::check::{float_format, not_aliased, rows_of_four, same_format, shape_is};
+use super::check::{float_format, kernel_fits, not_aliased, rows_of_four, same_format, shape_is};
 use super::{pipeline, recorded, Activation, OpError, Ops};
 use crate::{conv2d_dw_nhwc, Conv2dDwShape};
 use vkprism::{CommandList, Tensor, TensorFormat};
@@ -87,14 +87,7 @@ fn check_depthwise(
     out: &Tensor,
     s: &Conv2dDwShape,
 ) -> Result<TensorFormat, OpError> {
-    if s.stride == 0 || s.kh == 0 || s.kw == 0 || s.h + 2 * s.pad < s.kh || s.w + 2 * s.pad < s.kw {
-        return Err(OpError::Unsupported {
-            op: OP,
-            why: format!(
-                "{s:?}: a zero stride or kernel, or a kernel larger than the padded input"
-            ),
-        });
-    }
+    kernel_fits(OP, s, (s.h, s.w), (s.kh, s.kw), s.stride, s.pad)?;
     shape_is(
         OP,
         "input",

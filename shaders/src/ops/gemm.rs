@@ -5,7 +5,8 @@
 //! split-K pair: partial sums into scratch, then [`gemm_split_reduce`] (written here once).
 
 use super::check::{
-    float_format, kernel_takes, matrix, not_aliased, rows_of_four, same_format, shape_is,
+    float_format, kernel_fits, kernel_takes, matrix, not_aliased, rows_of_four, same_format,
+    shape_is,
 };
 use super::gemm_cm2::operands;
 use super::{float_variant, pipeline, recorded, scratch, OpError, Ops};
@@ -674,14 +675,7 @@ fn check_conv(
     s: &Conv2dShape,
 ) -> Result<TensorFormat, OpError> {
     const OP: &str = "conv2d";
-    if s.stride == 0 || s.kh == 0 || s.kw == 0 || s.h + 2 * s.pad < s.kh || s.w + 2 * s.pad < s.kw {
-        return Err(OpError::Unsupported {
-            op: OP,
-            why: format!(
-                "{s:?}: a zero stride or kernel, or a kernel larger than the padded input"
-            ),
-        });
-    }
+    kernel_fits(OP, s, (s.h, s.w), (s.kh, s.kw), s.stride, s.pad)?;
     shape_is(
         OP,
         "input",
