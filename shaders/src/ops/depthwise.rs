@@ -42,8 +42,9 @@ impl Ops {
     /// Records the depthwise convolution `out = act(conv(input, weight) + bias)` of `op.shape`
     /// into `list`: `input` `[batch, h, w, c]`, `weight` `[kh, kw, c]` (PyTorch's `[c, 1, kh,
     /// kw]` with its channel axis last), `bias` `[c]`, `out` `[batch, outh, outw, c]`, one float
-    /// format, `c` a multiple of 4; `out` none of the others. Nothing is recorded when a check
-    /// fails.
+    /// format, `c` a multiple of 4; `out` none of the others. F16 sums in fp16 where the device
+    /// has fp16 arithmetic (the kernel's `fp16sa` / `fp16pa` variants, its fastest), else in
+    /// fp32. Nothing is recorded when a check fails.
     pub fn conv2d_depthwise(
         &self,
         list: &mut CommandList,
