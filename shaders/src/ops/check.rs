@@ -88,6 +88,32 @@ pub(super) fn kernel_fits(
     Ok(())
 }
 
+/// A convolution's operands past their shapes: `input`'s float format, which `weight`, `out`
+/// and the bias share; the rows in `rows` multiples of 4; `out` aliasing none of the others.
+pub(super) fn conv_operands(
+    op: &'static str,
+    [input, weight, out]: [&Tensor; 3],
+    bias: Option<&Tensor>,
+    rows: &[(&'static str, usize)],
+) -> Result<TensorFormat, OpError> {
+    let format = float_format(op, "input", input)?;
+    for (name, t) in [("weight", Some(weight)), ("out", Some(out)), ("bias", bias)] {
+        same_format(op, name, t, format)?;
+    }
+    rows_of_four(op, rows)?;
+    not_aliased(
+        op,
+        out,
+        "out",
+        &[
+            ("input", Some(input)),
+            ("weight", Some(weight)),
+            ("bias", bias),
+        ],
+    )?;
+    Ok(format)
+}
+
 /// `t`'s shape is `want` (described as `names`).
 pub(super) fn shape_is(
     op: &'static str,

@@ -1,7 +1,7 @@
 //! [`Ops::conv2d_depthwise`]: the depthwise convolution, channels-last (MobileNet's), on
 //! [`conv2d_dw_nhwc`](crate::conv2d_dw_nhwc).
 
-use super::check::{float_format, kernel_fits, not_aliased, rows_of_four, same_format, shape_is};
+use super::check::{conv_operands, kernel_fits, shape_is};
 use super::{pipeline, recorded, Activation, OpError, Ops};
 use crate::{conv2d_dw_nhwc, Conv2dDwShape};
 use vkprism::{CommandList, Tensor, TensorFormat};
@@ -102,11 +102,7 @@ fn check_depthwise(
     if let Some(bias) = bias {
         shape_is(OP, "bias", bias, &[s.c], "[c]")?;
     }
-    let format = float_format(OP, "input", input)?;
-    for (name, t) in [("weight", Some(weight)), ("out", Some(out)), ("bias", bias)] {
-        same_format(OP, name, t, format)?;
-    }
-    rows_of_four(OP, &[("input", s.c)])?;
+    let format = conv_operands(OP, [input, weight, out], bias, &[("input", s.c)])?;
     let per_workgroup = s.local_size()[1] as usize;
     if s.cells().div_ceil(per_workgroup) > MAX_WORKGROUPS {
         return Err(OpError::Unsupported {
@@ -118,15 +114,5 @@ fn check_depthwise(
             ),
         });
     }
-    not_aliased(
-        OP,
-        out,
-        "out",
-        &[
-            ("input", Some(input)),
-            ("weight", Some(weight)),
-            ("bias", bias),
-        ],
-    )?;
     Ok(format)
 }

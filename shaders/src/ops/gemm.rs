@@ -5,8 +5,8 @@
 //! split-K pair: partial sums into scratch, then [`gemm_split_reduce`] (written here once).
 
 use super::check::{
-    float_format, kernel_fits, kernel_takes, matrix, not_aliased, rows_of_four, same_format,
-    shape_is,
+    conv_operands, float_format, kernel_fits, kernel_takes, matrix, not_aliased, rows_of_four,
+    same_format, shape_is,
 };
 use super::gemm_cm2::operands;
 use super::{float_variant, pipeline, recorded, scratch, OpError, Ops};
@@ -695,22 +695,12 @@ fn check_conv(
     if let Some(bias) = bias {
         shape_is(OP, "bias", bias, &[s.outc], "[outc]")?;
     }
-    let format = float_format(OP, "input", input)?;
-    for (name, t) in [("weight", Some(weight)), ("out", Some(out)), ("bias", bias)] {
-        same_format(OP, name, t, format)?;
-    }
-    rows_of_four(OP, &[("input", s.c), ("out", s.outc)])?;
-    not_aliased(
+    conv_operands(
         OP,
-        out,
-        "out",
-        &[
-            ("input", Some(input)),
-            ("weight", Some(weight)),
-            ("bias", bias),
-        ],
-    )?;
-    Ok(format)
+        [input, weight, out],
+        bias,
+        &[("input", s.c), ("out", s.outc)],
+    )
 }
 
 /// `kernel`'s pipeline for `spec` with `cfg`'s workgroup.
