@@ -31,12 +31,14 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         let input = random(batch * hw * hw * c, 7);
         let weight = random(9 * c, 8);
         for variant in VARIANTS.into_iter().filter(|v| crate::gemm::selected(v)) {
-            match one(ctx, cfg, s, variant, &input, &weight) {
-                Ok(r) => {
-                    print(&r);
-                    records.push(r);
+            for cell in cells(&s) {
+                match one(ctx, cfg, s, cell, variant, &input, &weight) {
+                    Ok(r) => {
+                        print(&r);
+                        records.push(r);
+                    }
+                    Err(e) => println!("# conv2d {} {variant}: not run: {e}", label(&s)),
                 }
-                Err(e) => println!("# conv2d {} {variant}: not run: {e}", label(&s)),
             }
         }
     }
@@ -57,10 +59,32 @@ fn label(s: &Conv2dDwShape) -> String {
     )
 }
 
+/// The cells to time: `VKPRISM_BENCH_DW_CELLS` (`4x2,4x4`: columns × rows, each shape timed
+/// with each, its variant named `fp32 cell 4x4`) or `None`, the shape's own
+/// ([`Conv2dDwShape::cell`]).
+fn cells(s: &Conv2dDwShape) -> Vec<Option<[usize; 2]>> {
+    let Ok(list) = std::env::var("VKPRISM_BENCH_DW_CELLS") else {
+        return vec![None];
+    };
+    let parse = |c: &str| {
+        let (w, h) = c.split_once('x')?;
+        Some([w.trim().parse().ok()?, h.trim().parse().ok()?])
+    };
+    let cells: Vec<_> = list.split(',').filter_map(parse).map(Some).collect();
+    if cells.is_empty() {
+        println!(
+            "# conv2d {}: VKPRISM_BENCH_DW_CELLS={list:?} names no cell",
+            label(s)
+        );
+    }
+    cells
+}
+
 fn one(
     ctx: &Context,
     cfg: Config,
     s: Conv2dDwShape,
+    cell: Option<[usize; 2]>,
     variant: &str,
     input: &[f32],
     weight: &[f32],
@@ -72,7 +96,16 @@ fn one(
     let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c], f, weight)?;
     let bias = Tensor::new(ctx, &[s.c], f)?;
     let ot = Tensor::new(ctx, &[s.batch, s.outh(), s.outw(), s.c], f)?;
-    let pipe = kernel.pipeline(&Default::default(), Some(s.local_size()))?;
+    let mut spec = s.spec(false, 0);
+    let mut push = s.push(0.0);
+    let mut grid = s.grid();
+    if let Some([w, h]) = cell {
+        (spec.cell_w, spec.cell_h) = (w as i32, h as i32);
+        let cells = s.batch * s.outh().div_ceil(h) * s.outw().div_ceil(w);
+        push.cells = cells as i32;
+        grid[1] = cells as u32;
+    }
+    let pipe = kernel.pipeline(&spec, Some(s.local_size()))?;
     let mut list = CommandList::with_total_timing(ctx)?;
     let b = conv2d_dw_nhwc::BufferBindings {
         in_blob: &it,
@@ -81,7 +114,7 @@ fn one(
         out_blob: &ot,
     };
     let record = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-        Ok(l.dispatch(&pipe, &b, &s.push(0.0), s.grid())?)
+        Ok(l.dispatch(&pipe, &b, &push, grid)?)
     };
     record(&mut list)?;
     list.submit_and_wait()?;
@@ -90,7 +123,10 @@ fn one(
     Ok(Record {
         case: "conv2d",
         shape: label(&s),
-        variant: variant.into(),
+        variant: match cell {
+            Some([w, h]) => format!("{variant} cell {w}x{h}"),
+            None => variant.into(),
+        },
         coopmat: key.coopmat == Some(true),
         value: s.flops() / t.median_s / 1e12,
         unit: "TFLOP/s",

@@ -5,13 +5,14 @@ vkprism::compute_shader! {
     /// Depthwise 2D convolution, channels-last (as `F.conv2d(x, w, groups=c)`): NHWC input and
     /// output with the same `c`, weights `[kh][kw][c]`, bias per channel, stride and zero
     /// padding, `out = act(conv(in, w) + bias)`. `c` must be a multiple of 4. Specialization
-    /// constants: `bias_term` (add `bias[c]`), `activation` (the GEMM's: 0 none, 1 relu, 2 leaky
-    /// relu with `slope`, 3 sigmoid, 4 GELU (erf form), 5 SiLU). Push constants and grid from
-    /// [`Conv2dDwShape`](crate::Conv2dDwShape): an invocation computes one channel quad of a
-    /// cell of neighbouring output pixels ([`Conv2dDwShape::cell`](crate::Conv2dDwShape::cell));
-    /// the workgroup is 16 channel quads × 8 cells unless `pipeline` is given another
-    /// ([`Conv2dDwShape::local_size`](crate::Conv2dDwShape::local_size) fits it to `c`). No
-    /// shared memory, so no local-memory axis.
+    /// constants ([`Conv2dDwShape::spec`](crate::Conv2dDwShape::spec) fills them): `bias_term`
+    /// (add `bias[c]`), `activation` (the GEMM's: 0 none, 1 relu, 2 leaky relu with `slope`, 3
+    /// sigmoid, 4 GELU (erf form), 5 SiLU), `cell_w` × `cell_h`, the output pixels an
+    /// invocation computes ([`Conv2dDwShape::cell`](crate::Conv2dDwShape::cell)). Push
+    /// constants and grid from [`Conv2dDwShape`](crate::Conv2dDwShape): an invocation computes
+    /// one channel quad of a cell; the workgroup is 16 channel quads × 8 cells unless
+    /// `pipeline` is given another ([`Conv2dDwShape::local_size`](crate::Conv2dDwShape::local_size)
+    /// fits it to `c`). No shared memory, so no local-memory axis.
     pub mod conv2d_dw_nhwc,
     path: "conv2d_dw_nhwc.comp",
 }
@@ -47,6 +48,19 @@ impl Conv2dDwShape {
             (3, 3, 1) => [4, 2],
             (3, 3, 2) => [4, 1],
             _ => [1, 1],
+        }
+    }
+
+    /// The specialization constants for this shape: its [`Conv2dDwShape::cell`] (which sizes
+    /// the kernel's accumulators), with a bias added where `bias` is true and `activation` (the
+    /// kernel's numbering) applied last.
+    pub fn spec(&self, bias: bool, activation: i32) -> conv2d_dw_nhwc::SpecConstants {
+        let [w, h] = self.cell();
+        conv2d_dw_nhwc::SpecConstants {
+            bias_term: bias as i32,
+            activation,
+            cell_w: w as i32,
+            cell_h: h as i32,
         }
     }
 
@@ -91,8 +105,6 @@ impl Conv2dDwShape {
             stride: i(self.stride),
             pad: i(self.pad),
             slope,
-            px: i(self.cell()[0]),
-            py: i(self.cell()[1]),
         }
     }
 

@@ -795,10 +795,7 @@ fn run_conv_dw_case(ctx: &vkprism::Context, s: Conv2dDwShape, activation: i32, s
         let wt = Tensor::from_f32(ctx, &[s.kh, s.kw, s.c], f, &weight).unwrap();
         let bt = Tensor::from_f32(ctx, &[s.c], f, &bias).unwrap();
         let ot = Tensor::from_f32(ctx, &out_shape, f, &vec![f32::NAN; len]).unwrap();
-        let spec = conv2d_dw_nhwc::SpecConstants {
-            bias_term: 1,
-            activation,
-        };
+        let spec = s.spec(true, activation);
         let pipe = k.pipeline(&spec, Some(s.local_size())).unwrap();
         let bindings = conv2d_dw_nhwc::BufferBindings {
             in_blob: &it,

@@ -58,10 +58,7 @@ impl Ops {
         let format = check_depthwise(input, weight, bias, out, &s)?;
         let kernel = self.kernel_for::<conv2d_dw_nhwc::Kernel>(OP, "in_blob", format, false)?;
         let (activation, slope) = op.activation.code();
-        let spec = conv2d_dw_nhwc::SpecConstants {
-            bias_term: bias.is_some() as i32,
-            activation,
-        };
+        let spec = s.spec(bias.is_some(), activation);
         let local = s.local_size();
         let pipe = pipeline(OP, &kernel, &spec, Some(local))?;
         let bindings = conv2d_dw_nhwc::BufferBindings {
