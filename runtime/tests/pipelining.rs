@@ -655,11 +655,11 @@ fn scratch_buffers_are_lent_again_once_given_back() {
     let ctx = ctx();
     let mut list = CommandList::new(&ctx).unwrap();
     let f = TensorFormat::F32;
-    let a = list.scratch(&ctx, &[1000], f).unwrap();
-    let b = list.scratch(&ctx, &[10], f).unwrap();
+    let a = list.scratch(&ctx, &[1000], f, &[]).unwrap();
+    let b = list.scratch(&ctx, &[10], f, &[]).unwrap();
     assert_ne!(a.raw_buffer(), b.raw_buffer(), "a is still lent");
     list.release_scratch(&a);
-    let c = list.scratch(&ctx, &[20, 25], f).unwrap();
+    let c = list.scratch(&ctx, &[20, 25], f, &[]).unwrap();
     assert_eq!(
         c.raw_buffer(),
         a.raw_buffer(),
@@ -667,9 +667,9 @@ fn scratch_buffers_are_lent_again_once_given_back() {
     );
     assert_eq!(c.shape(), &[20, 25]);
     list.release_scratch(&c);
-    let d = list.scratch(&ctx, &[2000], f).unwrap();
+    let d = list.scratch(&ctx, &[2000], f, &[]).unwrap();
     assert_ne!(d.raw_buffer(), a.raw_buffer(), "too small");
-    let e = list.scratch(&ctx, &[10], TensorFormat::I32).unwrap();
+    let e = list.scratch(&ctx, &[10], TensorFormat::I32, &[]).unwrap();
     assert_ne!(e.raw_buffer(), a.raw_buffer(), "another format");
     assert_eq!(list.scratch_bytes(), (1000 + 10 + 2000) * 4 + 10 * 4);
     let held = ctx.allocated_bytes();
@@ -677,5 +677,65 @@ fn scratch_buffers_are_lent_again_once_given_back() {
     assert_eq!(ctx.allocated_bytes(), held, "the list keeps its scratch");
     drop(list);
     assert!(ctx.allocated_bytes() < held);
+    assert_clean(&ctx);
+}
+
+/// A scratch buffer that a command since the last barrier used is not lent to a command that
+/// would otherwise run beside it (a new buffer, no barrier), and is lent where one of the
+/// command's inputs was written since the last barrier (it waits there anyway). Two branches
+/// of one input, each through a scratch buffer, run without a barrier between them and both
+/// give their results.
+#[test]
+fn scratch_in_use_is_not_lent_to_a_command_that_would_run_beside_it() {
+    let ctx = ctx();
+    let (_k, p) = scale_pipeline(&ctx);
+    let x = f32_tensor(&ctx, &random(256, 3));
+    let (y1, y2, z) = (
+        f32_tensor(&ctx, &[f32::NAN; 256]),
+        f32_tensor(&ctx, &[f32::NAN; 256]),
+        f32_tensor(&ctx, &[f32::NAN; 256]),
+    );
+    let mut list = CommandList::new(&ctx).unwrap();
+    let f = TensorFormat::F32;
+    // Branch 1: x → s1 → y1 (a barrier between its two passes).
+    let s1 = list.scratch(&ctx, &[256], f, &[&x]).unwrap();
+    scale_into(&mut list, &p, &x, &s1, 2.0, 0.0);
+    scale_into(&mut list, &p, &s1, &y1, 1.0, 1.0);
+    list.release_scratch(&s1);
+    assert_eq!(list.barrier_count(), 1);
+    // Branch 2 reads x, written before the barrier: s1's buffer (read since it) is not lent.
+    let s2 = list.scratch(&ctx, &[256], f, &[&x]).unwrap();
+    assert_ne!(s2.raw_buffer(), s1.raw_buffer());
+    scale_into(&mut list, &p, &x, &s2, 3.0, 0.0);
+    assert_eq!(
+        list.barrier_count(),
+        1,
+        "branch 2 runs beside branch 1's second pass"
+    );
+    scale_into(&mut list, &p, &s2, &y2, 1.0, -1.0);
+    list.release_scratch(&s2);
+    // A command reading y2, written since the last barrier, waits anyway: s1 is lent again.
+    let s3 = list.scratch(&ctx, &[256], f, &[&y2]).unwrap();
+    assert_eq!(s3.raw_buffer(), s1.raw_buffer());
+    scale_into(&mut list, &p, &y2, &s3, 0.5, 0.0);
+    scale_into(&mut list, &p, &s3, &z, 1.0, 0.0);
+    list.release_scratch(&s3);
+    assert_eq!(list.scratch_bytes(), 2 * 256 * 4);
+    list.submit_and_wait().unwrap();
+    let xs = x.download_f32().unwrap();
+    let want_y2 = affine(&affine(&xs, 3.0, 0.0), 1.0, -1.0);
+    assert_close(
+        &y1.download_f32().unwrap(),
+        &affine(&affine(&xs, 2.0, 0.0), 1.0, 1.0),
+        1e-6,
+        "y1",
+    );
+    assert_close(&y2.download_f32().unwrap(), &want_y2, 1e-6, "y2");
+    assert_close(
+        &z.download_f32().unwrap(),
+        &affine(&want_y2, 0.5, 0.0),
+        1e-6,
+        "z",
+    );
     assert_clean(&ctx);
 }

@@ -24,12 +24,13 @@ pub(crate) fn build(net: FoldedNet, blocks: &[Block]) -> Graph {
     for (folded, block) in net.blocks.into_iter().zip(blocks) {
         let prefix = block.prefix();
         let name = |part: &str| format!("{prefix}.{part}");
-        let y = conv(&mut g, &name("conv1"), x, folded.conv1, true);
-        let y = conv(&mut g, &name("conv2"), y, folded.conv2, true);
+        // The downsample first: it and conv1 read x alone, so the two run side by side.
         let shortcut = match folded.downsample {
             Some(d) => conv(&mut g, &name("downsample"), x, d, false),
             None => x,
         };
+        let y = conv(&mut g, &name("conv1"), x, folded.conv1, true);
+        let y = conv(&mut g, &name("conv2"), y, folded.conv2, true);
         // conv3, the residual sum and its ReLU in one pass, written over the shortcut.
         let conv3 = conv_node(&mut g, &name("conv3"), folded.conv3, true);
         x = g.conv2d_residual(&name("conv3"), y, shortcut, conv3);

@@ -390,23 +390,41 @@ impl CommandList {
     }
 
     /// A tensor of `shape` and `format` for intermediate results that live within this list
-    /// (a split GEMM's partial sums, attention's shares): a view of one of the list's scratch
-    /// buffers, one given back by [`CommandList::release_scratch`] where one is large enough,
-    /// otherwise a new one. A replayed step of many such passes then holds the largest of them,
-    /// not their sum. Uses of one buffer are ordered like any other tensor's (a barrier where a
-    /// later pass writes what an earlier one read), and the list runs one submission at a time;
+    /// (a split GEMM's partial sums, attention's shares), for a command that reads `reads`
+    /// and writes it: a view of one of the list's scratch buffers given back by
+    /// [`CommandList::release_scratch`] where one is large enough and writing it adds no barrier
+    /// that command would not need anyway, otherwise a new one. Writing a buffer that a command
+    /// since the last barrier used needs a barrier; so a buffer no such command used is lent
+    /// first, and one that such a command used only where one of `reads` was written since the
+    /// last barrier (the command waits for the barrier then anyway). A replayed step of many
+    /// dependent passes then holds the largest of them, not their sum, and independent ones
+    /// recorded side by side (a network's two branches) run side by side. Uses of one buffer
+    /// are ordered like any other tensor's, and the list runs one submission at a time;
     /// nothing outside the list may read it.
     pub fn scratch(
         &mut self,
         ctx: &Context,
         shape: &[usize],
         format: TensorFormat,
+        reads: &[&Tensor],
     ) -> Result<Tensor, CommandError> {
         let bytes = shape.iter().product::<usize>() as u64 * format.size() as u64;
-        let fits = |(t, free): &&mut (Tensor, bool)| {
-            *free && t.format() == format && t.size_bytes() >= bytes
-        };
-        if let Some((t, free)) = self.scratch.iter_mut().find(fits) {
+        let barrier_anyway = reads
+            .iter()
+            .any(|t| self.written.contains(&ResId::Buffer(t.inner.buffer)));
+        let bound = &self.bound;
+        let fits = |t: &Tensor, free: bool| free && t.format() == format && t.size_bytes() >= bytes;
+        let unused = |t: &Tensor| !bound.contains(&ResId::Buffer(t.inner.buffer));
+        let lend = self
+            .scratch
+            .iter()
+            .position(|(t, free)| fits(t, *free) && unused(t))
+            .or_else(|| {
+                let any = self.scratch.iter().position(|(t, free)| fits(t, *free));
+                any.filter(|_| barrier_anyway)
+            });
+        if let Some(i) = lend {
+            let (t, free) = &mut self.scratch[i];
             let view = t.view(0, shape)?;
             *free = false;
             return Ok(view);

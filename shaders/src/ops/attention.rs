@@ -237,7 +237,14 @@ impl Ops {
         } else {
             vec![1]
         };
-        let part = scratch(list, &self.ctx, OP, &part_shape, TensorFormat::F32)?;
+        let part = scratch(
+            list,
+            &self.ctx,
+            OP,
+            &part_shape,
+            TensorFormat::F32,
+            &[q, k, v],
+        )?;
         let result = self.rows_passes(list, s, [q, k, v, o], pass, (kernel, splits), &part);
         list.release_scratch(&part);
         result

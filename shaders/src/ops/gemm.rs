@@ -284,7 +284,7 @@ impl Ops {
                 });
             }
             let split = self.kernel_exact::<gemm_split::Kernel>(OP, key)?;
-            let partial = self.partial(list, OP, cfg.split_k, m, n)?;
+            let partial = self.partial(list, OP, cfg.split_k, (m, n), &[a, b])?;
             let bindings = gemm_split::BufferBindings {
                 a_blob: a,
                 b_blob: b,
@@ -451,7 +451,7 @@ impl Ops {
         let key = kernel.variant().key;
         if cfg.split_k > 1 {
             let split = self.kernel_exact::<conv2d_nhwc_split::Kernel>(OP, key)?;
-            let partial = self.partial(list, OP, cfg.split_k, m, n)?;
+            let partial = self.partial(list, OP, cfg.split_k, (m, n), &[input, weight])?;
             let bindings = conv2d_nhwc_split::BufferBindings {
                 in_blob: input,
                 w_blob: weight,
@@ -492,18 +492,18 @@ impl Ops {
         self.class.config(problem, variant, subgroup)
     }
 
-    /// Scratch for the fp32 partial sums of a split in `splits` shares, `[splits, m, n]` (the
-    /// list keeps it alive while it exists).
+    /// Scratch for the fp32 partial sums of a split in `splits` shares, `[splits, m, n]`, for
+    /// a first pass that reads `reads` (the list keeps it alive while it exists).
     pub(super) fn partial(
         &self,
         list: &mut CommandList,
         op: &'static str,
         splits: u32,
-        m: usize,
-        n: usize,
+        (m, n): (usize, usize),
+        reads: &[&Tensor],
     ) -> Result<Tensor, OpError> {
         let shape = [splits as usize, m, n];
-        scratch(list, &self.ctx, op, &shape, TensorFormat::F32)
+        scratch(list, &self.ctx, op, &shape, TensorFormat::F32, reads)
     }
 
     /// Records the second pass of a split in `splits` shares: `out = act(alpha · Σ partial +

@@ -142,7 +142,7 @@ impl Ops {
             K: d.k as i32,
             ..Default::default()
         };
-        let partial = self.partial(list, OP, tiles.split_k, d.m, d.n)?;
+        let partial = self.partial(list, OP, tiles.split_k, (d.m, d.n), &[a, b])?;
         let bindings = gemm_cm2_split::BufferBindings {
             a_blob: a,
             b_blob: b,

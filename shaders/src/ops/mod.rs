@@ -243,11 +243,13 @@ pub(crate) fn scratch(
     op: &'static str,
     shape: &[usize],
     format: TensorFormat,
+    reads: &[&vkprism::Tensor],
 ) -> Result<vkprism::Tensor, OpError> {
-    list.scratch(ctx, shape, format).map_err(|e| match e {
-        CommandError::Tensor(source) => OpError::Scratch { op, source },
-        source => OpError::Record { op, source },
-    })
+    list.scratch(ctx, shape, format, reads)
+        .map_err(|e| match e {
+            CommandError::Tensor(source) => OpError::Scratch { op, source },
+            source => OpError::Record { op, source },
+        })
 }
 
 /// The variant of float mode `float` of a kernel whose only axis is the float one (a second
