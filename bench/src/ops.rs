@@ -23,6 +23,13 @@ enum Work {
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let ops = Ops::new(ctx);
     let mut records = Vec::new();
+    // VKPRISM_BENCH_STEM_ONLY=1: the stem alone.
+    if std::env::var_os("VKPRISM_BENCH_STEM_ONLY").is_some() {
+        for f in [TensorFormat::F32, TensorFormat::F16] {
+            stem(ctx, &ops, cfg, f, &mut records)?;
+        }
+        return Ok(records);
+    }
     for f in [TensorFormat::F32, TensorFormat::F16] {
         rows(ctx, &ops, cfg, f, &mut records)?;
         elementwise(ctx, &ops, cfg, f, &mut records)?;
@@ -135,7 +142,9 @@ fn elementwise(
 }
 
 /// ResNet's stem: 7×7 stride-2 convolution of a 224×224 RGB image to 64 channels, the input
-/// padded to 4 channels (the kernels read quads); FLOPs of the 3 real channels, as PyTorch's.
+/// padded to 4 channels (the kernels read quads); then the same over 2×2 blocks of pixels
+/// (`StemLayout::Blocks`: a 4×4 stride-1 convolution of 16 channels over 115×115 blocks).
+/// FLOPs of the 3 real channels and 7×7 taps, as PyTorch's, for both.
 fn stem(
     ctx: &Context,
     ops: &Ops,
@@ -168,6 +177,32 @@ fn stem(
         let conv = vkprism_shaders::Conv2d::new(shape);
         let flops = Work::Flops(2 * batch * oh * ow * 64 * 49 * 3);
         let label = ("conv2d", format!("stem b{batch} {hw}x{hw} 3->64 7x7 s2"), f);
+        out.push(measure(ctx, cfg, label, flops, |l| {
+            ops.conv2d(l, &input, &weight, None, &y, &conv)
+        })?);
+        let s2d = vkprism_shaders::Conv2dShape {
+            h: oh + 3,
+            w: ow + 3,
+            c: 16,
+            kh: 4,
+            kw: 4,
+            stride: 1,
+            pad: 0,
+            ..shape
+        };
+        let input = Tensor::from_f32(
+            ctx,
+            &[batch, oh + 3, ow + 3, 16],
+            f,
+            &random(batch * (oh + 3) * (ow + 3) * 16, 18),
+        )?;
+        let weight = Tensor::from_f32(ctx, &[4, 4, 16, 64], f, &random(256 * 64, 19))?;
+        let conv = vkprism_shaders::Conv2d::new(s2d);
+        let label = (
+            "conv2d",
+            format!("stem blocks b{batch} {hw}x{hw} 3->64 7x7 s2"),
+            f,
+        );
         out.push(measure(ctx, cfg, label, flops, |l| {
             ops.conv2d(l, &input, &weight, None, &y, &conv)
         })?);

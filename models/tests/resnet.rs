@@ -5,7 +5,8 @@
 use safetensors::Dtype;
 use vkprism::{Context, TensorFormat};
 use vkprism_models::resnet::{
-    reference, HostTensor, HostWeights, Logits, ResNet, ResNetConfig, ResNetError, Timing,
+    reference, HostTensor, HostWeights, Logits, ResNet, ResNetConfig, ResNetError, StemLayout,
+    Timing,
 };
 use vkprism_shaders::ops::OpError;
 use vkprism_testkit::{assert_clean, ctx, random_in};
@@ -97,6 +98,49 @@ fn f32_logits_match_the_reference_batch_1_and_2() {
         memory.planned_bytes < memory.unplanned_bytes / 3,
         "{memory}"
     );
+    assert_clean(&ctx);
+}
+
+/// The stem over 2×2 blocks of pixels (a 4×4 stride-1 convolution of 16 channels) gives the
+/// reference's logits, in F32 to 1e-5 and in F16 to the F16 cosine, over even and odd image
+/// sizes (odd: the last block half outside the image); the layout the device gets by default
+/// is the blocks where its F16 convolution has cooperative matrices.
+#[test]
+fn the_stem_over_blocks_matches_the_reference() {
+    let ctx = ctx();
+    let cfg = ResNetConfig::reduced();
+    let weights = HostWeights::random(&cfg, SEED);
+    let blocks = |format| ResNet::with_stem(&ctx, cfg, &weights, format, StemLayout::Blocks);
+    let mut model = blocks(TensorFormat::F32).unwrap();
+    assert_eq!(model.stem_layout(), StemLayout::Blocks);
+    for (batch, h, w, seed) in [(1, 32, 32, 31), (2, 33, 29, 32)] {
+        let shape = [batch, h, w, 3];
+        let x = random_in(shape.iter().product(), seed, -2.0, 2.0);
+        let got = model.forward(&x, shape).unwrap();
+        let want = reference::forward(&cfg, &weights, &x, shape).unwrap();
+        let err = relative_error(&got.values, &want);
+        assert!(err < 1e-5, "{shape:?}: relative error {err}");
+    }
+    let mut f16 = blocks(TensorFormat::F16).unwrap();
+    let (x, shape) = images(&cfg, 2, 33);
+    match f16.forward(&x, shape) {
+        Err(ResNetError::Op(OpError::FormatUnsupported { .. })) => {}
+        got => {
+            let want = reference::forward(&cfg, &weights, &x, shape).unwrap();
+            let c = cosine(&got.unwrap().values, &want);
+            assert!(c >= 0.999, "F16: cosine {c}");
+        }
+    }
+    let by_default = ResNet::new(&ctx, cfg, &weights, TensorFormat::F16).unwrap();
+    let f16_matrices = vkprism_shaders::Ops::new(&ctx)
+        .conv2d_variant(TensorFormat::F16)
+        .is_ok_and(|v| v.coopmat == Some(true));
+    let want = if f16_matrices {
+        StemLayout::Blocks
+    } else {
+        StemLayout::Pixels
+    };
+    assert_eq!(by_default.stem_layout(), want);
     assert_clean(&ctx);
 }
 

@@ -7,15 +7,16 @@ use super::fold::{FoldedConv, FoldedNet};
 use crate::session::{Conv, Dim, Graph, Linear, Value};
 use vkprism_shaders::ops::{Activation, Pool2d};
 
-/// The graph of `net` (`blocks`: its configuration's), over `[batch, height, width, 4]`
-/// images (the stem's channels padded to 4); the output is `[batch, classes_padded]`.
+/// The graph of `net` (`blocks`: its configuration's), over `[batch, height, width,
+/// net.stem.c]` inputs (the images as the stem's [`StemLayout`](super::StemLayout) lays them
+/// out); the output is `[batch, classes_padded]`.
 pub(crate) fn build(net: FoldedNet, blocks: &[Block]) -> Graph {
     let mut g = Graph::new();
     let dims = [
         Dim::Var("batch"),
         Dim::Var("height"),
         Dim::Var("width"),
-        Dim::Fixed(4),
+        Dim::Fixed(net.stem.c),
     ];
     let x = g.input("input", &dims);
     let x = conv(&mut g, "conv1", x, net.stem, true);

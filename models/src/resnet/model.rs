@@ -4,6 +4,7 @@
 use super::config::ResNetConfig;
 use super::fold::fold;
 use super::graph::build;
+use super::stem::StemLayout;
 use super::weights::HostWeights;
 use super::ResNetError;
 use crate::session::{MemoryReport, Recorded, Session, Timing};
@@ -19,9 +20,10 @@ use vkprism_shaders::Ops;
 pub struct ResNet {
     cfg: ResNetConfig,
     session: Session,
-    /// The last input padded to 4 channels, kept: a batch's input is megabytes, whose pages a
+    stem: StemLayout,
+    /// The last input in the stem's layout, kept: a batch's input is megabytes, whose pages a
     /// fresh buffer faults in on every forward pass.
-    padded: Vec<f32>,
+    laid_out: Vec<f32>,
 }
 
 /// A forward pass's result: `[batch, classes]` scores.
@@ -50,12 +52,25 @@ impl Logits {
 
 impl ResNet {
     /// The network of `cfg` with `weights` (checked: every tensor present and of its shape),
-    /// batch norm folded, uploaded in `format` (F32, F16 or Bf16) on `ctx`.
+    /// batch norm folded, uploaded in `format` (F32, F16 or Bf16) on `ctx`, the stem in the
+    /// layout [`StemLayout::for_device`] chooses.
     pub fn new(
         ctx: &Context,
         cfg: ResNetConfig,
         weights: &HostWeights,
         format: TensorFormat,
+    ) -> Result<ResNet, ResNetError> {
+        let stem = StemLayout::for_device(ctx, format);
+        ResNet::with_stem(ctx, cfg, weights, format, stem)
+    }
+
+    /// As [`ResNet::new`], the stem in the layout `stem`.
+    pub fn with_stem(
+        ctx: &Context,
+        cfg: ResNetConfig,
+        weights: &HostWeights,
+        format: TensorFormat,
+        stem: StemLayout,
     ) -> Result<ResNet, ResNetError> {
         if !matches!(
             format,
@@ -63,12 +78,14 @@ impl ResNet {
         ) {
             return Err(ResNetError::Format(format));
         }
-        let graph = build(fold(&cfg, weights)?, &cfg.block_list());
-        let session = Session::new(ctx, graph, format)?;
+        let mut net = fold(&cfg, weights)?;
+        net.stem = stem.fold(net.stem);
+        let session = Session::new(ctx, build(net, &cfg.block_list()), format)?;
         Ok(ResNet {
             cfg,
             session,
-            padded: Vec::new(),
+            stem,
+            laid_out: Vec::new(),
         })
     }
 
@@ -93,6 +110,11 @@ impl ResNet {
         &self.cfg
     }
 
+    /// How the stem sees the images.
+    pub fn stem_layout(&self) -> StemLayout {
+        self.stem
+    }
+
     /// The format of weights and activations on the device.
     pub fn format(&self) -> TensorFormat {
         self.session.format()
@@ -104,16 +126,12 @@ impl ResNet {
     /// stays usable.
     pub fn forward(&mut self, input: &[f32], shape: [usize; 4]) -> Result<Logits, ResNetError> {
         check_input(input, shape)?;
-        let [batch, h, w, _] = shape;
-        let padded_shape = [batch, h, w, 4];
-        if self.session.input_shape() != Some(&padded_shape[..]) {
-            self.session.resize(&padded_shape)?;
+        let device_shape = self.stem.input_shape(shape);
+        if self.session.input_shape() != Some(&device_shape[..]) {
+            self.session.resize(&device_shape)?;
         }
-        self.padded.resize(input.len() / 3 * 4, 0.0);
-        for (px, to) in input.chunks_exact(3).zip(self.padded.chunks_exact_mut(4)) {
-            to.copy_from_slice(&[px[0], px[1], px[2], 0.0]);
-        }
-        let out = self.session.run(&self.padded)?;
+        self.stem.write_input(input, shape, &mut self.laid_out);
+        let out = self.session.run(&self.laid_out)?;
         let (classes, padded_classes) = (self.cfg.classes, out.shape[1]);
         let values = out
             .values

@@ -397,6 +397,13 @@ impl Ops {
         self.conv2d_with(list, &kernel, &cfg, input, weight, bias, out, op)
     }
 
+    /// The variant [`Ops::conv2d`] records for operands of `format` (element counts multiples
+    /// of 8, as a network's are): cooperative matrices where the device has them for `format`.
+    pub fn conv2d_variant(&self, format: TensorFormat) -> Result<VariantKey, OpError> {
+        let kernel = self.kernel_for::<conv2d_nhwc::Kernel>("conv2d", "in_blob", format, true)?;
+        Ok(kernel.variant().key)
+    }
+
     /// A 1×1 stride-1 convolution without padding as the GEMM of its pixels (`[M, c]` by the
     /// weight `[c, outc]`), the residual as beta: without cooperative matrices the GEMM's
     /// direct loads beat the convolution's gathered ones (ResNet-50 in fp32: BENCHMARKS.md);
