@@ -11,6 +11,7 @@
 use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::random;
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
+use vkprism_models::resnet::StemLayout;
 use vkprism_shaders::{Attention, BinaryOp, OpError, Ops, Softmax, UnaryOp};
 
 /// What one figure counts: bytes moved or floating-point operations.
@@ -141,10 +142,11 @@ fn elementwise(
     Ok(())
 }
 
-/// ResNet's stem: 7×7 stride-2 convolution of a 224×224 RGB image to 64 channels, the input
-/// padded to 4 channels (the kernels read quads); then the same over 2×2 blocks of pixels
-/// (`StemLayout::Blocks`: a 4×4 stride-1 convolution of 16 channels over 115×115 blocks).
-/// FLOPs of the 3 real channels and 7×7 taps, as PyTorch's, for both.
+/// ResNet's stem, 7×7 stride-2 convolution of 224×224 RGB images to 64 channels, in each
+/// `StemLayout`: the one the network takes on this device (`StemLayout::for_device`) under the
+/// label PyTorch's reference has (`stem b8 224x224 3->64 7x7 s2`), the other beside it with
+/// its name (`stem pixels b8 ...`, `stem blocks b8 ...`). FLOPs of the 3 real channels and the
+/// 7×7 taps, as PyTorch's, for both.
 fn stem(
     ctx: &Context,
     ops: &Ops,
@@ -153,61 +155,61 @@ fn stem(
     out: &mut Vec<Record>,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let hw = if cfg.quick { 32 } else { 224 };
+    let chosen = StemLayout::for_device(ctx, f);
     for batch in [1, 8] {
-        let shape = vkprism_shaders::Conv2dShape {
-            batch,
-            h: hw,
-            w: hw,
-            c: 4,
-            outc: 64,
-            kh: 7,
-            kw: 7,
-            stride: 2,
-            pad: 3,
-        };
-        let (oh, ow) = (shape.outh(), shape.outw());
-        let input = Tensor::from_f32(
-            ctx,
-            &[batch, hw, hw, 4],
-            f,
-            &random(batch * hw * hw * 4, 18),
-        )?;
-        let weight = Tensor::from_f32(ctx, &[7, 7, 4, 64], f, &random(49 * 4 * 64, 19))?;
-        let y = Tensor::new(ctx, &[batch, oh, ow, 64], f)?;
-        let conv = vkprism_shaders::Conv2d::new(shape);
-        let flops = Work::Flops(2 * batch * oh * ow * 64 * 49 * 3);
-        let label = ("conv2d", format!("stem b{batch} {hw}x{hw} 3->64 7x7 s2"), f);
-        out.push(measure(ctx, cfg, label, flops, |l| {
-            ops.conv2d(l, &input, &weight, None, &y, &conv)
-        })?);
-        let s2d = vkprism_shaders::Conv2dShape {
-            h: oh + 3,
-            w: ow + 3,
-            c: 16,
-            kh: 4,
-            kw: 4,
-            stride: 1,
-            pad: 0,
-            ..shape
-        };
-        let input = Tensor::from_f32(
-            ctx,
-            &[batch, oh + 3, ow + 3, 16],
-            f,
-            &random(batch * (oh + 3) * (ow + 3) * 16, 18),
-        )?;
-        let weight = Tensor::from_f32(ctx, &[4, 4, 16, 64], f, &random(256 * 64, 19))?;
-        let conv = vkprism_shaders::Conv2d::new(s2d);
-        let label = (
-            "conv2d",
-            format!("stem blocks b{batch} {hw}x{hw} 3->64 7x7 s2"),
-            f,
-        );
-        out.push(measure(ctx, cfg, label, flops, |l| {
-            ops.conv2d(l, &input, &weight, None, &y, &conv)
-        })?);
+        for layout in [StemLayout::Pixels, StemLayout::Blocks] {
+            let name = match layout {
+                _ if layout == chosen => String::new(),
+                StemLayout::Pixels => "pixels ".into(),
+                StemLayout::Blocks => "blocks ".into(),
+            };
+            let label = format!("stem {name}b{batch} {hw}x{hw} 3->64 7x7 s2");
+            out.push(stem_in(ctx, ops, cfg, f, layout, [batch, hw, hw, 3], label)?);
+        }
     }
     Ok(())
+}
+
+/// One stem of `images` (`[batch, h, w, 3]`) in `layout` (random input and weights of its
+/// shapes).
+fn stem_in(
+    ctx: &Context,
+    ops: &Ops,
+    cfg: Config,
+    f: TensorFormat,
+    layout: StemLayout,
+    images: [usize; 4],
+    label: String,
+) -> Result<Record, Box<dyn std::error::Error>> {
+    let [batch, h, w, _] = images;
+    let input_shape = layout.input_shape(images);
+    let (k, pad, stride) = match layout {
+        StemLayout::Pixels => (7, 3, 2),
+        StemLayout::Blocks => (4, 0, 1),
+    };
+    let shape = vkprism_shaders::Conv2dShape {
+        batch,
+        h: input_shape[1],
+        w: input_shape[2],
+        c: input_shape[3],
+        outc: 64,
+        kh: k,
+        kw: k,
+        stride,
+        pad,
+    };
+    let (oh, ow) = (shape.outh(), shape.outw());
+    assert_eq!((oh, ow), (h.div_ceil(2), w.div_ceil(2)), "{layout:?}");
+    let len = input_shape.iter().product();
+    let input = Tensor::from_f32(ctx, &input_shape, f, &random(len, 18))?;
+    let weight_shape = [k, k, shape.c, 64];
+    let weight = Tensor::from_f32(ctx, &weight_shape, f, &random(k * k * shape.c * 64, 19))?;
+    let y = Tensor::new(ctx, &[batch, oh, ow, 64], f)?;
+    let conv = vkprism_shaders::Conv2d::new(shape);
+    let flops = Work::Flops(2 * batch * oh * ow * 64 * 49 * 3);
+    measure(ctx, cfg, ("conv2d", label, f), flops, |l| {
+        ops.conv2d(l, &input, &weight, None, &y, &conv)
+    })
 }
 
 /// F32 → F16 and back over 256 MiB of fp32 (bytes of both sides).

@@ -4,7 +4,7 @@
 //!
 //!     cargo run --release -p vkprism-models --example resnet50 -- [--weights FILE]
 //!         [--expect FILE] [--save FILE] [--batch N] [--format f32|f16|bf16] [--runs N] [--layers] [--plan]
-//!         [--reduced [--check]] [--tune]
+//!         [--reduced [--check]] [--tune] [--resize-from N]
 //!
 //! `--reduced`: the tests' configuration (ResNet-50's depth, width 8, 32×32 images, 10
 //! classes), quick on a CPU device such as lavapipe; `--check` compares its logits with the CPU
@@ -13,7 +13,8 @@
 //! with the weights file): its images instead of random ones, and the logits compared with
 //! PyTorch's (cosine similarity and top 5 per image; the exit status says whether they match).
 //! `--tune`: every convolution's tiles measured on this device by a `GemmTuner` on first use
-//! (`ResNet::with_ops` with `Ops::with_tuner`) instead of the table's.
+//! (`ResNet::with_ops` with `Ops::with_tuner`) instead of the table's. `--resize-from N`: one
+//! forward pass of N images first, so the timed batch runs on the model resized from it.
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -37,6 +38,7 @@ struct Args {
     reduced: bool,
     check: bool,
     tune: bool,
+    resize_from: Option<usize>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -52,6 +54,7 @@ fn parse_args() -> Result<Args, String> {
         reduced: false,
         check: false,
         tune: false,
+        resize_from: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -68,6 +71,10 @@ fn parse_args() -> Result<Args, String> {
             "--reduced" => a.reduced = true,
             "--check" => a.check = true,
             "--tune" => a.tune = true,
+            "--resize-from" => {
+                let n = value()?.parse().map_err(|e| format!("--resize-from: {e}"))?;
+                a.resize_from = Some(n);
+            }
             other => return Err(format!("unknown argument {other}")),
         }
     }
@@ -122,6 +129,10 @@ fn main() -> Result<(), Box<dyn Error>> {
         Some(e) => (e.input.clone(), e.shape),
         None => images(args.batch, cfg.input),
     };
+    if let Some(n) = args.resize_from {
+        let (first, first_shape) = images(n, shape[1]);
+        model.forward(&first, first_shape)?;
+    }
     let mut times = Vec::new();
     let mut logits = model.forward(&x, shape)?;
     for _ in 0..args.runs {

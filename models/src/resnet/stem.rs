@@ -66,19 +66,25 @@ impl StemLayout {
             out.clear();
             out.resize(len, 0.0);
         }
+        if self == StemLayout::Pixels {
+            for (px, to) in images.chunks_exact(3).zip(out.chunks_exact_mut(PIXEL_CHANNELS)) {
+                to[..3].copy_from_slice(px);
+            }
+            return;
+        }
+        // A row at a time: the block row and the pixel's row in it are the row's, and the
+        // columns step through the blocks without dividing.
         let [_, h, w, _] = shape;
-        for (i, px) in images.chunks_exact(3).enumerate() {
-            let (image, y, x) = (i / (h * w), i / w % h, i % w);
-            let at = match self {
-                StemLayout::Pixels => i * PIXEL_CHANNELS,
-                StemLayout::Blocks => {
-                    let (by, dy) = ((y + BLOCK * LEAD) / BLOCK, (y + BLOCK * LEAD) % BLOCK);
-                    let (bx, dx) = ((x + BLOCK * LEAD) / BLOCK, (x + BLOCK * LEAD) % BLOCK);
-                    let block = (image * blocks(h) + by) * blocks(w) + bx;
-                    block * BLOCK_CHANNELS + (dy * BLOCK + dx) * PIXEL_CHANNELS
-                }
-            };
-            out[at..at + 3].copy_from_slice(px);
+        let row_len = blocks(w) * BLOCK_CHANNELS;
+        for (r, row) in images.chunks_exact(w * 3).enumerate() {
+            let (image, y) = (r / h, r % h + BLOCK * LEAD);
+            let block_row = (image * blocks(h) + y / BLOCK) * row_len;
+            let start = block_row + (y % BLOCK) * BLOCK * PIXEL_CHANNELS;
+            for (x, px) in row.chunks_exact(3).enumerate() {
+                let x = x + BLOCK * LEAD;
+                let at = start + (x / BLOCK) * BLOCK_CHANNELS + (x % BLOCK) * PIXEL_CHANNELS;
+                out[at..at + 3].copy_from_slice(px);
+            }
         }
     }
 
