@@ -164,7 +164,15 @@ fn stem(
                 StemLayout::Blocks => "blocks ".into(),
             };
             let label = format!("stem {name}b{batch} {hw}x{hw} 3->64 7x7 s2");
-            out.push(stem_in(ctx, ops, cfg, f, layout, [batch, hw, hw, 3], label)?);
+            out.push(stem_in(
+                ctx,
+                ops,
+                cfg,
+                f,
+                layout,
+                [batch, hw, hw, 3],
+                label,
+            )?);
         }
     }
     Ok(())

@@ -72,7 +72,9 @@ fn parse_args() -> Result<Args, String> {
             "--check" => a.check = true,
             "--tune" => a.tune = true,
             "--resize-from" => {
-                let n = value()?.parse().map_err(|e| format!("--resize-from: {e}"))?;
+                let n = value()?
+                    .parse()
+                    .map_err(|e| format!("--resize-from: {e}"))?;
                 a.resize_from = Some(n);
             }
             other => return Err(format!("unknown argument {other}")),

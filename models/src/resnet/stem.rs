@@ -67,7 +67,10 @@ impl StemLayout {
             out.resize(len, 0.0);
         }
         if self == StemLayout::Pixels {
-            for (px, to) in images.chunks_exact(3).zip(out.chunks_exact_mut(PIXEL_CHANNELS)) {
+            for (px, to) in images
+                .chunks_exact(3)
+                .zip(out.chunks_exact_mut(PIXEL_CHANNELS))
+            {
                 to[..3].copy_from_slice(px);
             }
             return;
