@@ -24,24 +24,38 @@ enum Work {
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let ops = Ops::new(ctx);
     let mut records = Vec::new();
-    // VKPRISM_BENCH_STEM_ONLY=1: the stem alone.
-    if std::env::var_os("VKPRISM_BENCH_STEM_ONLY").is_some() {
-        for f in [TensorFormat::F32, TensorFormat::F16] {
+    let floats = [TensorFormat::F32, TensorFormat::F16];
+    if group("rows") {
+        for f in floats {
+            rows(ctx, &ops, cfg, f, &mut records)?;
+        }
+    }
+    if group("elementwise") {
+        for f in floats {
+            elementwise(ctx, &ops, cfg, f, &mut records)?;
+        }
+    }
+    if group("casts") {
+        casts(ctx, &ops, cfg, &mut records)?;
+    }
+    if group("stem") {
+        for f in floats {
             stem(ctx, &ops, cfg, f, &mut records)?;
         }
-        return Ok(records);
     }
-    for f in [TensorFormat::F32, TensorFormat::F16] {
-        rows(ctx, &ops, cfg, f, &mut records)?;
-        elementwise(ctx, &ops, cfg, f, &mut records)?;
+    if group("gemv") {
+        gemv(ctx, &ops, cfg, &mut records)?;
     }
-    casts(ctx, &ops, cfg, &mut records)?;
-    for f in [TensorFormat::F32, TensorFormat::F16] {
-        stem(ctx, &ops, cfg, f, &mut records)?;
+    if group("attention") {
+        attention(ctx, &ops, cfg, &mut records)?;
     }
-    gemv(ctx, &ops, cfg, &mut records)?;
-    attention(ctx, &ops, cfg, &mut records)?;
     Ok(records)
+}
+
+/// Whether the operators' group `name` runs: every group, or those `VKPRISM_BENCH_OPS` lists
+/// (`rows,elementwise,casts,stem,gemv,attention`).
+fn group(name: &str) -> bool {
+    std::env::var("VKPRISM_BENCH_OPS").map_or(true, |list| list.split(',').any(|g| g == name))
 }
 
 fn dtype(f: TensorFormat) -> &'static str {

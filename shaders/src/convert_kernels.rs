@@ -6,7 +6,8 @@
 
 vkprism::compute_shader! {
     /// y (F32) = x, x in the variant's format: `fp16s` reads F16, `bf16s` reads Bf16. Push
-    /// constant `n` (elements); grid: [`flat_grid`](crate::flat_grid).
+    /// constant `n` (elements); grid: [`flat_grid`](crate::flat_grid) of `n.div_ceil(4)` (4
+    /// elements an invocation).
     pub mod cast_to_f32,
     path: "cast.comp",
     define: [("TO", "1"), ("FIXED", "float")],
@@ -15,7 +16,8 @@ vkprism::compute_shader! {
 
 vkprism::compute_shader! {
     /// y = x (F32) rounded to nearest even into the variant's format: `fp16s` writes F16,
-    /// `bf16s` writes Bf16. Push constant `n`; grid: [`flat_grid`](crate::flat_grid).
+    /// `bf16s` writes Bf16. Push constant `n`; grid: [`flat_grid`](crate::flat_grid) of
+    /// `n.div_ceil(4)`.
     pub mod cast_from_f32,
     path: "cast.comp",
     define: [("TO", "0"), ("FIXED", "float")],
@@ -24,7 +26,7 @@ vkprism::compute_shader! {
 
 vkprism::compute_shader! {
     /// y (F16) = x (Bf16), rounded to nearest even. Push constant `n`; grid:
-    /// [`flat_grid`](crate::flat_grid). Variant `bf16s`.
+    /// [`flat_grid`](crate::flat_grid) of `n.div_ceil(4)`. Variant `bf16s`.
     pub mod cast_to_f16,
     path: "cast.comp",
     define: [("TO", "1"), ("FIXED", "float16_t")],
@@ -33,7 +35,7 @@ vkprism::compute_shader! {
 
 vkprism::compute_shader! {
     /// y (Bf16) = x (F16), rounded to nearest even. Push constant `n`; grid:
-    /// [`flat_grid`](crate::flat_grid). Variant `bf16s`.
+    /// [`flat_grid`](crate::flat_grid) of `n.div_ceil(4)`. Variant `bf16s`.
     pub mod cast_from_f16,
     path: "cast.comp",
     define: [("TO", "0"), ("FIXED", "float16_t")],

@@ -1,5 +1,6 @@
 //! [`Ops::cast`] between F32, F16 and Bf16 in every pair (each cast kernel's every variant),
-//! rounded to nearest even as the `half` crate rounds, outputs poisoned, odd and large lengths;
+//! rounded to nearest even as the `half` crate rounds, outputs poisoned, lengths with every
+//! remainder of 4 (the kernels' step), large ones;
 //! and the checks.
 
 mod movement_util;
@@ -39,7 +40,16 @@ fn cast_every_pair() {
     assert_eq!(cast_from_f16::VARIANT_NAMES, ["bf16s"]);
     for from in FORMATS {
         for to in FORMATS {
-            for (n, shape) in [(1, vec![1]), (301, vec![7, 43]), (100_003, vec![100_003])] {
+            // Each kernel takes 4 elements a step, then the last n % 4: lengths of 0 to 3 quads
+            // with every tail, and whole quads alone.
+            let lengths = [
+                (1, vec![1]),
+                (2, vec![2]),
+                (64, vec![8, 8]),
+                (301, vec![7, 43]),
+                (100_003, vec![100_003]),
+            ];
+            for (n, shape) in lengths {
                 let x = quantize(&data(n, n as u64), from);
                 let xt = Tensor::from_f32(&ctx, &shape, from, &x).unwrap();
                 let yt = output(&ctx, &shape, to);

@@ -206,7 +206,8 @@ macro_rules! cast_kernel {
                 let pipe = pipeline("cast", &kernel, &$m::SpecConstants {}, Some(MOVE_LOCAL))?;
                 let bindings = $m::BufferBindings { x_blob: x, y_blob: y };
                 let push = $m::PushConstants { n: x.len() as i32 };
-                recorded("cast", list.dispatch(&pipe, &bindings, &push, flat_grid(x.len(), MOVE_LOCAL)))
+                let grid = flat_grid(x.len().div_ceil(4), MOVE_LOCAL);
+                recorded("cast", list.dispatch(&pipe, &bindings, &push, grid))
             }
         }
     )*};
