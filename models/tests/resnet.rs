@@ -113,7 +113,15 @@ fn the_stem_over_blocks_matches_the_reference() {
     let blocks = |format| ResNet::with_stem(&ctx, cfg, &weights, format, StemLayout::Blocks);
     let mut model = blocks(TensorFormat::F32).unwrap();
     assert_eq!(model.stem_layout(), StemLayout::Blocks);
-    for (batch, h, w, seed) in [(1, 32, 32, 31), (2, 33, 29, 32)] {
+    // 32 then 31 rows and columns lay out into blocks of the same shape: the last block row and
+    // column, the image's before, are zero padding after.
+    let sizes = [
+        (1, 32, 32, 31),
+        (2, 33, 29, 32),
+        (1, 32, 32, 34),
+        (1, 31, 31, 35),
+    ];
+    for (batch, h, w, seed) in sizes {
         let shape = [batch, h, w, 3];
         let x = random_in(shape.iter().product(), seed, -2.0, 2.0);
         let got = model.forward(&x, shape).unwrap();

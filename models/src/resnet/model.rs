@@ -4,7 +4,7 @@
 use super::config::ResNetConfig;
 use super::fold::fold;
 use super::graph::build;
-use super::stem::StemLayout;
+use super::stem::{StemInput, StemLayout};
 use super::weights::HostWeights;
 use super::ResNetError;
 use crate::session::{MemoryReport, Recorded, Session, Timing};
@@ -20,10 +20,8 @@ use vkprism_shaders::Ops;
 pub struct ResNet {
     cfg: ResNetConfig,
     session: Session,
-    stem: StemLayout,
-    /// The last input in the stem's layout, kept: a batch's input is megabytes, whose pages a
-    /// fresh buffer faults in on every forward pass.
-    laid_out: Vec<f32>,
+    /// The last input in the stem's layout.
+    input: StemInput,
 }
 
 /// A forward pass's result: `[batch, classes]` scores.
@@ -84,8 +82,7 @@ impl ResNet {
         Ok(ResNet {
             cfg,
             session,
-            stem,
-            laid_out: Vec::new(),
+            input: StemInput::new(stem),
         })
     }
 
@@ -112,7 +109,7 @@ impl ResNet {
 
     /// How the stem sees the images.
     pub fn stem_layout(&self) -> StemLayout {
-        self.stem
+        self.input.layout()
     }
 
     /// The format of weights and activations on the device.
@@ -126,12 +123,11 @@ impl ResNet {
     /// stays usable.
     pub fn forward(&mut self, input: &[f32], shape: [usize; 4]) -> Result<Logits, ResNetError> {
         check_input(input, shape)?;
-        let device_shape = self.stem.input_shape(shape);
+        let device_shape = self.input.layout().input_shape(shape);
         if self.session.input_shape() != Some(&device_shape[..]) {
             self.session.resize(&device_shape)?;
         }
-        self.stem.write_input(input, shape, &mut self.laid_out);
-        let out = self.session.run(&self.laid_out)?;
+        let out = self.session.run(self.input.write(input, shape))?;
         let (classes, padded_classes) = (self.cfg.classes, out.shape[1]);
         let values = out
             .values

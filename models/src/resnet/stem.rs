@@ -57,15 +57,9 @@ impl StemLayout {
         }
     }
 
-    /// Writes `images` (`[batch, h, w, 3]`, `shape`) into `out` in this layout. `out` is
-    /// reused: where it already holds this layout's input for `shape`, only the image's values
-    /// are written (the zeros stay where they are).
-    pub fn write_input(self, images: &[f32], shape: [usize; 4], out: &mut Vec<f32>) {
-        let len = self.input_shape(shape).iter().product();
-        if out.len() != len {
-            out.clear();
-            out.resize(len, 0.0);
-        }
+    /// Writes `images` (`[batch, h, w, 3]`, `shape`) into `out`, which holds this layout's
+    /// input for `shape` already or only zeros: only the image's values are written.
+    fn write_images(self, images: &[f32], shape: [usize; 4], out: &mut [f32]) {
         if self == StemLayout::Pixels {
             for (px, to) in images
                 .chunks_exact(3)
@@ -97,6 +91,44 @@ impl StemLayout {
             StemLayout::Pixels => stem,
             StemLayout::Blocks => blocks_stem(stem),
         }
+    }
+}
+
+/// The device input of a [`StemLayout`], kept between forward passes (a batch's input is
+/// megabytes, whose pages a fresh buffer faults in on every pass) with the image shape it was
+/// laid out for: its zeros (padding, the fourth channel) stay where they are while the shape
+/// does, and the buffer starts from zeros when it changes (two image sizes can share a layout's
+/// shape, the larger's last pixels lying where the smaller's padding is).
+pub(crate) struct StemInput {
+    layout: StemLayout,
+    /// The images' shape `values` holds, if any.
+    shape: Option<[usize; 4]>,
+    values: Vec<f32>,
+}
+
+impl StemInput {
+    pub(crate) fn new(layout: StemLayout) -> StemInput {
+        StemInput {
+            layout,
+            shape: None,
+            values: Vec::new(),
+        }
+    }
+
+    pub(crate) fn layout(&self) -> StemLayout {
+        self.layout
+    }
+
+    /// `images` (`[batch, h, w, 3]`, `shape`) in the layout, as the device takes them.
+    pub(crate) fn write(&mut self, images: &[f32], shape: [usize; 4]) -> &[f32] {
+        if self.shape != Some(shape) {
+            self.values.clear();
+            self.values
+                .resize(self.layout.input_shape(shape).iter().product(), 0.0);
+            self.shape = Some(shape);
+        }
+        self.layout.write_images(images, shape, &mut self.values);
+        &self.values
     }
 }
 
