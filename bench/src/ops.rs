@@ -205,21 +205,8 @@ fn stem_in(
 ) -> Result<Record, Box<dyn std::error::Error>> {
     let [batch, h, w, _] = images;
     let input_shape = layout.input_shape(images);
-    let (k, pad, stride) = match layout {
-        StemLayout::Pixels => (7, 3, 2),
-        StemLayout::Blocks => (4, 0, 1),
-    };
-    let shape = vkprism_shaders::Conv2dShape {
-        batch,
-        h: input_shape[1],
-        w: input_shape[2],
-        c: input_shape[3],
-        outc: 64,
-        kh: k,
-        kw: k,
-        stride,
-        pad,
-    };
+    let shape = layout.conv_shape(images, 64);
+    let k = shape.kh;
     let (oh, ow) = (shape.outh(), shape.outw());
     assert_eq!((oh, ow), (h.div_ceil(2), w.div_ceil(2)), "{layout:?}");
     let len = input_shape.iter().product();

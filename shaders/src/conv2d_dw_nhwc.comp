@@ -11,9 +11,9 @@
 // or 2 (MobileNet's) loads its 9 weights once and then, an input row at a time, the row's
 // (cell_w - 1)·stride + 3 columns once for every output of the cell that reads them, each row's
 // loads issued before its multiplies. Other kernels and strides take cells of one pixel, a tap
-// at a time. There is no shared-memory tile: the caches serve what
-// neighbouring cells share, and the kernel is bound by the bytes it moves, not by arithmetic.
-// Sums run in the variant's arithmetic precision (fp16 in fp16pa / fp16sa), fp32 otherwise.
+// at a time. There is no shared-memory tile: the caches serve what neighbouring cells share,
+// and the kernel is bound by the bytes it moves, not by arithmetic. Sums run in the variant's
+// arithmetic precision (fp16 in fp16pa / fp16sa), fp32 otherwise.
 layout (constant_id = 0) const int bias_term = 0;
 // 0 none, 1 relu, 2 leaky relu (slope in the push constants), 3 sigmoid, 4 GELU (erf form),
 // 5 SiLU: the GEMM's numbering
@@ -66,8 +66,7 @@ afpvec4 acc[cell_h * cell_w];
 
 // A 3×3 kernel at stride S over the cell: its 9 weights loaded once, then an input row at a
 // time the row's (cell_w - 1)·S + 3 columns, each output row's taps from registers.
-void taps3(int b, int y0, int x0, int cq, int quads,
-           const int S)
+void taps3(int b, int y0, int x0, int cq, int quads, const int S)
 {
     afpvec4 k[9];
     [[unroll]] for (int t = 0; t < 9; t++) k[t] = buffer_ld4(w_data, t * quads + cq);

@@ -5,7 +5,7 @@
 
 use super::fold::FoldedConv;
 use vkprism::{Context, TensorFormat};
-use vkprism_shaders::Ops;
+use vkprism_shaders::{Conv2dShape, Ops};
 
 /// Channels of one pixel on the device: RGB and a zero, so a pixel is one quad.
 const PIXEL_CHANNELS: usize = 4;
@@ -54,6 +54,27 @@ impl StemLayout {
         match self {
             StemLayout::Pixels => [batch, h, w, PIXEL_CHANNELS],
             StemLayout::Blocks => [batch, blocks(h), blocks(w), BLOCK_CHANNELS],
+        }
+    }
+
+    /// The stem's convolution in this layout over images `[batch, h, w, 3]`, to `outc`
+    /// channels.
+    pub fn conv_shape(self, images: [usize; 4], outc: usize) -> Conv2dShape {
+        let [batch, h, w, c] = self.input_shape(images);
+        let (k, stride, pad) = match self {
+            StemLayout::Pixels => (KERNEL, STRIDE, PAD),
+            StemLayout::Blocks => (BLOCK_KERNEL, 1, 0),
+        };
+        Conv2dShape {
+            batch,
+            h,
+            w,
+            c,
+            outc,
+            kh: k,
+            kw: k,
+            stride,
+            pad,
         }
     }
 
