@@ -75,18 +75,45 @@ const CLAMP_MODE_UNDEFINED: u32 = 0;
 /// `gl_CooperativeMatrixClampModeConstantNV`: loads past an edge read 0, stores are dropped.
 const CLAMP_MODE_CONSTANT: u32 = 1;
 
+/// Tiles of C that fill the H100's 132 SMs about once at one workgroup each: below this
+/// many of 128×128, [`Cm2Tiles::candidates`] narrows the tiles or splits K.
+const ONE_WAVE: usize = 128;
+
 /// The invocations of a [`gemm_cm2`] workgroup unless [`Cm2Tiles::threads`] says otherwise.
 pub const GEMM_CM2_THREADS: u32 = 128;
 
 impl Cm2Tiles {
     /// The tiles for one M×N×K product, by the grid of 128×128 tiles and the depth of K, as
     /// measured on the H100 (BENCHMARKS.md; a workgroup of 128 invocations holds about half an
-    /// SM's registers, so two share one): 128×128 tiles 64 deep, 8 steps unrolled, split along
-    /// K where fewer than 128 of them cover C — in 4 over a K of at least 4096, in 2 over a K
-    /// of at least 2048 — or in 2 where fewer than 264 cover C over a K of at least 8192;
-    /// 64×128 tiles, 4 steps unrolled, where fewer than 128 cover C over a shorter K. 128
-    /// invocations, the sizes fixed. A batch of products takes these tiles with `split_k` 1.
+    /// SM's registers, so two share one): the first of [`Cm2Tiles::candidates`].
     pub fn for_problem(m: usize, n: usize, k: usize) -> Cm2Tiles {
+        Self::candidates(m, n, k)[0]
+    }
+
+    /// The first of [`Cm2Tiles::candidates`] that `device` offers for `operands`
+    /// ([`Cm2Tiles::offered_by`]), if any.
+    pub fn for_device(
+        device: &vkprism::DeviceFeatures,
+        operands: ScalarKind,
+        (m, n, k): (usize, usize, usize),
+    ) -> Option<Cm2Tiles> {
+        Self::candidates(m, n, k)
+            .into_iter()
+            .find(|t| t.offered_by(device, operands))
+    }
+
+    /// The tiles for one M×N×K product, best first (all 64 deep, 128 invocations, the sizes
+    /// fixed). Where fewer than 128 (`ONE_WAVE`) tiles of 128×128 cover C over a K of 2048 to
+    /// 4095, tiles of 128 rows narrowed to a multiple of 16 columns (at least 64) so that about
+    /// `ONE_WAVE` cover it, unsplit, 8 steps unrolled — a decoder's prompt of 512 tokens: the
+    /// query/key/value projection 512×2560×2048 on 128×80 tiles, the output projection
+    /// 512×2048×2048 on 128×64 — then what a device without those widths takes. Otherwise:
+    /// 128×128 tiles, 8 steps unrolled, split along K where fewer than `ONE_WAVE` cover C — in
+    /// 4 over a K of at least 4096, in 2 over a K of at least 2048 — or in 2 where fewer than
+    /// 264 cover C over a K of at least 8192; 64×128 tiles, 4 steps unrolled, where fewer than
+    /// `ONE_WAVE` cover C over a shorter K. A batch of products takes these tiles with
+    /// `split_k` 1.
+    pub fn candidates(m: usize, n: usize, k: usize) -> Vec<Cm2Tiles> {
         let tiles = m.div_ceil(128) * n.div_ceil(128);
         let choose = |bm, bn, unroll, split_k| Cm2Tiles {
             bm,
@@ -97,15 +124,21 @@ impl Cm2Tiles {
             threads: GEMM_CM2_THREADS,
             split_k,
         };
-        if tiles < 128 && k < 2048 {
-            return choose(64, 128, 4, 1);
+        if tiles < ONE_WAVE && k < 2048 {
+            return vec![choose(64, 128, 4, 1)];
+        }
+        let mut candidates = Vec::with_capacity(2);
+        let narrow = (n * m.div_ceil(128) / ONE_WAVE / 16 * 16).min(112);
+        if tiles < ONE_WAVE && k < 4096 && narrow >= 64 {
+            candidates.push(choose(128, narrow as u32, 8, 1));
         }
         let split = match (tiles, k) {
-            (..128, 4096..) => 4,
-            (..128, 2048..) | (..264, 8192..) => 2,
+            (..ONE_WAVE, 4096..) => 4,
+            (..ONE_WAVE, 2048..) | (..264, 8192..) => 2,
             _ => 1,
         };
-        choose(128, 128, 8, split)
+        candidates.push(choose(128, 128, 8, split));
+        candidates
     }
 
     /// Whether `device` offers these tiles' workgroup-scope matrices for `operands` (F16 or
@@ -218,12 +251,47 @@ mod tests {
         // A decoder's prompt of 512 tokens: down (64 tiles over 5632), O (64 over 2048), gate/up
         // (352 tiles), and the tall 4096×512×14336 (128 tiles over 14336).
         assert_eq!(split(512, 2048, 5632), 4);
-        assert_eq!(split(512, 2048, 2048), 2);
+        assert_eq!(split(512, 2048, 2048), 1);
         assert_eq!(split(512, 11264, 2048), 1);
         assert_eq!(split(4096, 512, 14336), 2);
         assert_eq!(split(4096, 4096, 4096), 1);
         let short = Cm2Tiles::for_problem(512, 2048, 1024);
         assert_eq!((short.bm, short.split_k), (64, 1));
+    }
+
+    #[test]
+    fn small_grids_over_a_medium_k_take_narrow_tiles_then_the_split() {
+        let shape = |t: &Cm2Tiles| (t.bm, t.bn, t.split_k);
+        // A decoder's prompt: Q/K/V 512×2560 (80 tiles of 128×128) and O 512×2048 (64).
+        let qkv = Cm2Tiles::candidates(512, 2560, 2048);
+        assert_eq!(
+            qkv.iter().map(shape).collect::<Vec<_>>(),
+            [(128, 80, 1), (128, 128, 2)]
+        );
+        let o = Cm2Tiles::candidates(512, 2048, 2048);
+        assert_eq!(
+            o.iter().map(shape).collect::<Vec<_>>(),
+            [(128, 64, 1), (128, 128, 2)]
+        );
+        // Narrower than 64 columns: the split alone (256×2048: 32 tiles).
+        assert_eq!(Cm2Tiles::candidates(256, 2048, 2048).len(), 1);
+        // Enough tiles, or a K long enough to split in 4: no narrowing.
+        assert_eq!(Cm2Tiles::candidates(2048, 2048, 2048).len(), 1);
+        assert_eq!(Cm2Tiles::candidates(512, 2048, 5632).len(), 1);
+        // A device without 80-wide matrices runs the split.
+        let mut device = DeviceFeatures::new(FeatureSet::all());
+        let mut coarse = family(ScalarKind::F32, 128);
+        coarse.granularity.n = 32;
+        let mut coarse16 = family(ScalarKind::F16, 128);
+        coarse16.granularity.n = 32;
+        device.workgroup_matrices = [coarse, coarse16].into_iter().collect();
+        let chosen = Cm2Tiles::for_device(&device, ScalarKind::F16, (512, 2560, 2048));
+        assert_eq!(chosen.as_ref().map(shape), Some((128, 128, 2)));
+        device.workgroup_matrices = [family(ScalarKind::F32, 128), family(ScalarKind::F16, 128)]
+            .into_iter()
+            .collect();
+        let chosen = Cm2Tiles::for_device(&device, ScalarKind::F16, (512, 2560, 2048));
+        assert_eq!(chosen.as_ref().map(shape), Some((128, 80, 1)));
     }
 
     #[test]

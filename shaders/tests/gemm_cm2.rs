@@ -69,6 +69,18 @@ fn run_case(ctx: &vkprism::Context, case: &Case, seed: u64) -> usize {
         };
         let key = kernel.variant().key;
         let f = kernel.format_of("a_blob").unwrap();
+        // Matrices the device does not list give undefined results, not errors.
+        let operands = match f {
+            TensorFormat::Bf16 => vkprism::ScalarKind::Bf16,
+            _ => vkprism::ScalarKind::F16,
+        };
+        if !case.tiles.offered_by(ctx.features(), operands) {
+            eprintln!(
+                "{name} {m}x{n}x{k}: {:?} not offered here, skipped",
+                case.tiles
+            );
+            continue;
+        }
         let at = Tensor::from_f32(ctx, &a_shape, f, &a).unwrap();
         let bt = Tensor::from_f32(ctx, &b_shape, f, &b).unwrap();
         let biast = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
@@ -276,6 +288,39 @@ fn gemm_cm2_every_variant() {
             beta: 0.0,
             tiles: tiles(64, 128, 32, 4, true),
         },
+        // The narrow tiles of a short prompt's projections (`Cm2Tiles::candidates`): 128×80
+        // with edges on every side, B stored N×K, the residual added; 128×64 on whole tiles.
+        Case {
+            m: 200,
+            n: 184,
+            k: 200,
+            batch: 1,
+            shared_b: false,
+            o: reference::Gemm {
+                transpose_b: true,
+                ..plain
+            },
+            bias: false,
+            beta: 1.0,
+            tiles: Cm2Tiles {
+                threads: 128,
+                ..tiles(128, 80, 64, 8, true)
+            },
+        },
+        Case {
+            m: 256,
+            n: 192,
+            k: 192,
+            batch: 1,
+            shared_b: false,
+            o: plain,
+            bias: true,
+            beta: 0.0,
+            tiles: Cm2Tiles {
+                threads: 128,
+                ..tiles(128, 64, 64, 8, true)
+            },
+        },
     ];
     let mut ran = 0;
     for (i, case) in cases.iter().enumerate() {
@@ -313,6 +358,13 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
     }
     let small = (m - 1, n, k);
     ops_gemm_case(&ctx, &ops, TensorFormat::F16, small, (&a, &b), false);
+    // Short and wide, CM2_MIN_PRODUCT multiply-adds: one row of 64 tiles of 128×128, which
+    // `Cm2Tiles::candidates` narrows to 128×64 (rows past M clamped).
+    let wide = (32, 8192, 2048);
+    assert_eq!(Cm2Tiles::for_problem(wide.0, wide.1, wide.2).bn, 64);
+    let b_wide = random(wide.1 * wide.2, 10, -1.0, 1.0);
+    let cm2 = has && !device_lacks_matrices_for(&ctx, "fp16s_cm");
+    ops_gemm_case(&ctx, &ops, TensorFormat::F16, wide, (&a, &b_wide), cm2);
     let f = TensorFormat::F16;
     // Rows of 4 but not 8 elements: the KHR kernel.
     let a4 = Tensor::from_f32(&ctx, &[m, 12], f, &a[..m * 12]).unwrap();

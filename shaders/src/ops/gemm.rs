@@ -191,8 +191,8 @@ impl Ops {
     /// F16 or Bf16 operands whose stored rows are multiples of 8, at least
     /// [`CM2_MIN_PRODUCT`](crate::CM2_MIN_PRODUCT) multiply-adds, go to
     /// [`gemm_cm2`](crate::gemm_cm2) where the device has `VK_NV_cooperative_matrix2`
-    /// ([`Ops::gemm_cm2_with`], tiles from [`Cm2Tiles::for_problem`]: a single product split
-    /// along K where that fills the GPU) and offers those tiles ([`Cm2Tiles::offered_by`]). Otherwise the variant of [`gemm`] is the best this
+    /// ([`Ops::gemm_cm2_with`], tiles: the first of [`Cm2Tiles::candidates`] the device offers, a
+    /// single product split along K or on narrower tiles where that fills the GPU). Otherwise the variant of [`gemm`] is the best this
     /// device runs on that format (cooperative matrices where each matrix of A and B holds a
     /// multiple of 8 elements), the tiles the tile policy's (or the tuner's), a single product
     /// without `beta` split along K where that fills the GPU better. Nothing is recorded when a
@@ -208,14 +208,16 @@ impl Ops {
     ) -> Result<(), OpError> {
         let d = check_gemm(a, b, bias, c, op)?;
         if let Some(kernel) = self.gemm_cm2_kernel(&d, a, b) {
-            let tiles = match (Cm2Tiles::for_problem(d.m, d.n, d.k), d.batch) {
-                (one, 1) => one,
-                (tiles, _) => Cm2Tiles {
-                    split_k: 1,
-                    ..tiles
-                },
-            };
-            if tiles.offered_by(self.context().features(), operands(d.format)) {
+            let features = self.context().features();
+            let chosen = Cm2Tiles::for_device(features, operands(d.format), (d.m, d.n, d.k));
+            if let Some(tiles) = chosen {
+                let tiles = match d.batch {
+                    1 => tiles,
+                    _ => Cm2Tiles {
+                        split_k: 1,
+                        ..tiles
+                    },
+                };
                 return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
             }
         }
