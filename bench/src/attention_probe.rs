@@ -11,7 +11,7 @@ use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
-    attention, attention4, attention_combine, attention_grouped, AttentionShape,
+    attention, attention4, attention_combine, attention_decode, attention_grouped, AttentionShape,
 };
 
 const CASE: &str = "attention_probe";
@@ -141,6 +141,43 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 CASE,
                 format!("kv{cache} rows"),
                 format!("{splits} shares of {local}{merged}"),
+                t,
+            ));
+        }
+        // One workgroup per query head over all the keys (no merge).
+        let decode = ctx.load_with::<attention_decode::Kernel>(&load)?;
+        for (local, kpi) in [(512u32, 4i32), (512, 2), (1024, 2), (1024, 4), (256, 4)] {
+            let spec = attention_decode::SpecConstants {
+                causal: 1,
+                position_in_buffer: 0,
+                D: s.d as i32,
+                KPI: kpi,
+            };
+            let pipe = decode.pipeline(&spec, Some([local, 1, 1]))?;
+            if cache == caches[0] {
+                crate::print_statistics(&format!("attention_decode {local} x {kpi}"), &pipe);
+            }
+            let grid = s.grid(1);
+            let b = attention_decode::BufferBindings {
+                q_blob: &q,
+                k_blob: &k,
+                v_blob: &v,
+                o_blob: &o,
+                pos_blob: &pos,
+            };
+            let t = time_calls(ctx, cfg, |l| {
+                l.dispatch(
+                    &pipe,
+                    &b,
+                    &s.push(scale, s.causal_offset(), 1),
+                    [local, grid[1], grid[2]],
+                )?;
+                Ok(())
+            })?;
+            out.push(probe_record(
+                CASE,
+                format!("kv{cache} decode"),
+                format!("{local} invocations, {kpi} keys each"),
                 t,
             ));
         }

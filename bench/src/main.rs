@@ -3,7 +3,7 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,latency_probe] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,slab_probe,latency_probe] [--json FILE]
 
 mod attention_probe;
 mod bound;
@@ -22,13 +22,14 @@ mod harness;
 mod latency_probe;
 mod networks;
 mod ops;
+mod slab_probe;
 mod transfer;
 
 use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,latency_probe] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,slab_probe,latency_probe] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -96,6 +97,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "ops" => ops::run(&ctx, args.cfg)?,
             "gemv_probe" => gemv_probe::run(&ctx, args.cfg)?,
             "attention_probe" => attention_probe::run(&ctx, args.cfg)?,
+            "slab_probe" => slab_probe::run(&ctx, args.cfg)?,
             "gemm_probe" => gemm_probe::run(&ctx, args.cfg)?,
             "latency_probe" => latency_probe::run(&ctx, args.cfg)?,
             "decoder" => networks::decoder(&ctx, args.cfg)?,

@@ -42,10 +42,22 @@ vkprism::compute_shader! {
             path: "attention_grouped.comp",
             share: [attention::PushConstants],
         },
+        /// [`attention`](crate::attention)'s operation, layouts and push constants for few
+        /// query rows (decode): one workgroup of 512 or 1024 invocations per query row and head
+        /// over all of its keys, every 16-byte load of a chunk of keys issued at once, so no
+        /// merge or second pass follows. `D` (constant 2) is the head dimension, a multiple of
+        /// 8 from 32 to 256 (equal to the push constant `d`); every row stride a multiple of 8;
+        /// `KPI` (constant 3) keys per invocation and chunk, 1 to min(4, D / 8). Grid
+        /// [`AttentionShape::grid`](crate::AttentionShape::grid) of one share in the
+        /// workgroup's size.
+        attention_decode: {
+            path: "attention_decode.comp",
+            share: [attention::PushConstants],
+        },
     },
 }
 
-pub use attention_rows::{attention, attention4, attention_grouped};
+pub use attention_rows::{attention, attention4, attention_decode, attention_grouped};
 
 vkprism::compute_shader! {
     /// The second pass of a split [`attention`]: each row's shares merged by their maxima and
@@ -130,6 +142,23 @@ impl AttentionShape {
             (self.hkv * head_sets) as u32,
             (self.batch * self.sq) as u32,
         ]
+    }
+
+    /// Whether [`attention_decode`] takes the problem: a head dimension that is a multiple of
+    /// 8 from 32 to 256 (so every row stride a multiple of 8).
+    pub fn octets(&self) -> bool {
+        self.d.is_multiple_of(8) && (32..=256).contains(&self.d)
+    }
+
+    /// [`attention_decode`]'s keys a chunk in workgroups of `invocations` with `kpi` keys an
+    /// invocation: a row of `d / 8` octets, an invocation an octet.
+    pub fn decode_chunk(&self, invocations: usize, kpi: usize) -> usize {
+        invocations / (self.d / 8).max(1) * kpi
+    }
+
+    /// [`attention_decode`]'s grid in workgroups of `invocations`: one per query row and head.
+    pub fn decode_grid(&self, invocations: u32) -> [u32; 3] {
+        [invocations, self.grid(1)[1], self.grid(1)[2]]
     }
 
     /// [`attention_combine`]'s grid (workgroups of 64).

@@ -68,7 +68,8 @@ pub mod tuning;
 mod unary_kernels;
 
 pub use attention_kernels::{
-    attention, attention4, attention_cm, attention_combine, attention_grouped, AttentionShape,
+    attention, attention4, attention_cm, attention_combine, attention_decode, attention_grouped,
+    AttentionShape,
 };
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use cm2::{cm2_kernels, gemm_cm2, gemm_cm2_split, Cm2Tiles, GEMM_CM2_THREADS};

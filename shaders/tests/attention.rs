@@ -1,5 +1,5 @@
-//! Attention ([`attention`], [`attention4`], [`attention_grouped`], [`attention_combine`],
-//! [`attention_cm`]) in every variant the
+//! Attention ([`attention`], [`attention4`], [`attention_grouped`], [`attention_decode`],
+//! [`attention_combine`], [`attention_cm`]) in every variant the
 //! device runs, against the f64 reference on random non-zero data, outputs poisoned: prompts and
 //! decode, causal or not, grouped-query heads, batches, head dimensions that are not multiples
 //! of 4 (row kernel) or of the cooperative-matrix block, keys split over workgroups; and the
@@ -8,8 +8,8 @@
 
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
-    attention, attention4, attention_cm, attention_combine, attention_grouped, reference,
-    Attention, AttentionShape, OpError, Ops,
+    attention, attention4, attention_cm, attention_combine, attention_decode, attention_grouped,
+    reference, Attention, AttentionShape, OpError, Ops,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, load_unless_device_lacks_matrices,
@@ -330,20 +330,96 @@ fn attention_grouped_every_variant() {
     assert_clean(&ctx);
 }
 
-/// The operation layer takes the grouped kernel for a decode step over a long cache with
-/// grouped-query heads (and the row kernel otherwise), in each float format, prompt-free and
-/// at a position read from a buffer.
+/// Runs [`attention_decode`] in variant `name`, `kpi` keys an invocation, in workgroups of
+/// `local`, with the causal position read from a buffer.
+fn run_decode(ctx: &Context, name: &str, s: AttentionShape, (local, kpi): (u32, i32), seed: u64) {
+    let load = LoadOptions::variant_named(name).unwrap();
+    let k = ctx.load_with::<attention_decode::Kernel>(&load).unwrap();
+    let f = k.format_of("q_blob").unwrap();
+    let x = operands(ctx, &s, f, seed);
+    let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
+    let spec = attention_decode::SpecConstants {
+        causal: 1,
+        position_in_buffer: 1,
+        D: s.d as i32,
+        KPI: kpi,
+    };
+    const FROM_BUFFER: i32 = 3;
+    let pos = Tensor::new(ctx, &[1], TensorFormat::I32).unwrap();
+    ctx.run(|l| l.upload_bytes(&pos, &FROM_BUFFER.to_le_bytes()))
+        .unwrap();
+    let pipe = k.pipeline(&spec, Some([local, 1, 1])).unwrap();
+    let scale = 1.0 / (s.d as f32).sqrt();
+    let grid = s.grid(1);
+    ctx.run(|l| {
+        let b = attention_decode::BufferBindings {
+            q_blob: &x.q,
+            k_blob: &x.k,
+            v_blob: &x.v,
+            o_blob: &o,
+            pos_blob: &pos,
+        };
+        let push = s.push(scale, s.causal_offset() - FROM_BUFFER, 1);
+        l.dispatch(&pipe, &b, &push, [local, grid[1], grid[2]])
+    })
+    .unwrap();
+    let what = format!("decode {name} {s:?} local {local} kpi {kpi}");
+    check(&o, &s, &x, true, tolerance(&k.variant().key), &what);
+}
+
 #[test]
-fn attention_ops_decode_over_a_long_cache() {
+fn attention_decode_every_variant() {
+    let ctx = ctx();
+    assert_eq!(attention_decode::VARIANT_NAMES, attention::VARIANT_NAMES);
+    // In every variant: a decoder's step (32 query heads over 4 key/value heads of 64) over
+    // several chunks, the last one partly visible; one chunk, most of it past the keys.
+    let every = [
+        (shape(1, 1, 700, 8, 2, 64), (512, 4)),
+        (shape(1, 1, 37, 4, 4, 64), (256, 2)),
+    ];
+    // In one variant with subgroups and one without: head dimensions of 32 (R 4), 128 and 256
+    // (more octets a row than some subgroups hold: the shared path there), 96 (R 12, not a
+    // power of two, not dividing the workgroup: the shared path, idle invocations); batches
+    // and several query rows (causal rows see different keys); one key an invocation.
+    let edges = [
+        (shape(1, 1, 300, 2, 1, 32), (512, 4)),
+        (shape(1, 1, 260, 2, 1, 128), (512, 4)),
+        (shape(1, 1, 90, 2, 2, 256), (1024, 4)),
+        (shape(2, 3, 200, 4, 2, 96), (512, 4)),
+        (shape(1, 1, 130, 2, 1, 64), (256, 1)),
+    ];
+    for name in attention_decode::VARIANT_NAMES {
+        let edge_cases: &[_] = if matches!(*name, "fp16sa_sg" | "fp32_nosg") {
+            &edges
+        } else {
+            &[]
+        };
+        for (i, (s, run)) in every.iter().chain(edge_cases).enumerate() {
+            run_decode(&ctx, name, *s, *run, 900 + 10 * i as u64);
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// The operation layer's kernel for a decode step, in each float format, at a position read
+/// from the causal offset: [`attention_decode`] over a short cache (up to 6 chunks of its
+/// keys), the grouped kernel over a longer one with grouped-query heads, the row kernel
+/// otherwise.
+#[test]
+fn attention_ops_decode_takes_the_kernel_for_the_cache() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
     for f in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
-        for (i, (s, grouped)) in [
-            (shape(1, 1, 1100, 8, 2, 64), true),
-            (shape(1, 2, 1100, 8, 2, 64), true),
-            // Two query heads a key/value head; a short cache.
-            (shape(1, 1, 1100, 4, 2, 64), false),
-            (shape(1, 1, 500, 8, 2, 64), false),
+        for (i, (s, kernel)) in [
+            (shape(1, 1, 2000, 8, 2, 64), "attention_grouped"),
+            (shape(1, 2, 2000, 8, 2, 64), "attention_grouped"),
+            // Two query heads a key/value head over a long cache.
+            (shape(1, 1, 2000, 4, 2, 64), "attention4"),
+            // Short caches: one chunk of 256 keys, six (the most), and a head dimension that is
+            // no multiple of 8.
+            (shape(1, 1, 200, 8, 2, 64), "attention_decode"),
+            (shape(1, 1, 1536, 8, 2, 64), "attention_decode"),
+            (shape(1, 1, 500, 8, 2, 12), "attention4"),
         ]
         .iter()
         .enumerate()
@@ -354,11 +430,7 @@ fn attention_ops_decode_over_a_long_cache() {
             let mut list = CommandList::new(&ctx).unwrap();
             ops.attention(&mut list, &x.q, &x.k, &x.v, &o, &op).unwrap();
             let names = list.dispatch_names().to_vec();
-            assert_eq!(
-                names.contains(&"attention_grouped"),
-                *grouped,
-                "{s:?}: {names:?}"
-            );
+            assert_eq!(names[0], *kernel, "{s:?}: {names:?}");
             list.submit_and_wait().unwrap();
             let tol = if f == TensorFormat::F32 { 1e-5 } else { 2e-2 };
             check(&o, s, &x, true, tol, &format!("ops {f:?} {s:?}"));

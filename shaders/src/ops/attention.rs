@@ -1,7 +1,8 @@
 //! [`Ops::attention`]: scaled dot-product attention ([`Attention`]), causal or not, with
 //! grouped-query heads, for a prompt or for new tokens against a KV cache. The fp16 path on
 //! devices with cooperative matrices is [`attention_cm`] (a block of query rows per workgroup);
-//! everywhere else, and for few query rows (decode), [`attention`] with the keys shared between
+//! for few query rows (decode) over a short cache, [`attention_decode`] (a workgroup per row and
+//! head over all its keys); everywhere else [`attention`] with the keys shared between
 //! workgroups where the rows alone would leave the GPU idle, each row merged by its last share
 //! to finish (or, for the grouped kernel and past [`COUNTED_ROWS`] rows, by
 //! [`attention_combine`]).
@@ -9,7 +10,8 @@
 use super::check::{float_format, not_aliased, position_buffer, same_format};
 use super::{pipeline, recorded, scratch, OpError, Ops};
 use crate::{
-    attention, attention4, attention_cm, attention_combine, attention_grouped, AttentionShape,
+    attention, attention4, attention_cm, attention_combine, attention_decode, attention_grouped,
+    AttentionShape,
 };
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -73,6 +75,16 @@ const GROUPED_MIN_HEADS: usize = 4;
 /// run one after another, the shares side by side).
 const GROUPED_SHARE: usize = 256;
 
+/// [`attention_decode`]'s workgroup and keys an invocation: 512 × 4, against 256 × 4, 512 × 2
+/// and 1024 × 2 or 4 (which spill) on the H100 (`vkprism-bench --cases attention_probe`).
+const DECODE_INVOCATIONS: u32 = 512;
+const DECODE_KEYS_EACH: usize = 4;
+
+/// Chunks of keys up to which [`attention_decode`] takes a decode step: each chunk waits on
+/// memory once, one after another, so from about 7 the grouped kernel's shares side by side
+/// are faster (BENCHMARKS.md).
+const DECODE_MAX_CHUNKS: usize = 6;
+
 /// Query rows up to which the row kernels' last share merges a split row itself (the
 /// counters [`Ops::share_counts`] holds): beyond, the combine pass does.
 pub(crate) const COUNTED_ROWS: usize = 1024;
@@ -80,6 +92,9 @@ pub(crate) const COUNTED_ROWS: usize = 1024;
 /// The kernel of a pass over query rows.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum RowsKernel {
+    /// [`attention_decode`]: few query rows over a short cache, head dimension a multiple of 8
+    /// from 32 to 256.
+    Decode,
     /// [`attention_grouped`]: few query rows over a long cache, grouped-query heads, head
     /// dimension (so every row stride) a multiple of 4.
     Grouped,
@@ -91,6 +106,13 @@ enum RowsKernel {
 
 /// The kernel that takes `s` and the shares its keys are split into.
 fn rows_plan(s: &AttentionShape) -> (RowsKernel, usize) {
+    let decode = s.batch * s.sq <= GROUPED_ROWS
+        && s.octets()
+        && s.skv
+            <= DECODE_MAX_CHUNKS * s.decode_chunk(DECODE_INVOCATIONS as usize, DECODE_KEYS_EACH);
+    if decode {
+        return (RowsKernel::Decode, 1);
+    }
     let grouped = s.batch * s.sq <= GROUPED_ROWS
         && s.skv >= GROUPED_MIN_KEYS
         && s.hq / s.hkv >= GROUPED_MIN_HEADS
@@ -278,6 +300,25 @@ impl Ops {
         };
         let format = q.format();
         let key = match kernel {
+            RowsKernel::Decode => {
+                let kernel =
+                    self.kernel_for::<attention_decode::Kernel>(OP, "q_blob", format, false)?;
+                let spec = attention_decode::SpecConstants {
+                    causal: spec.causal,
+                    position_in_buffer: spec.position_in_buffer,
+                    D: s.d as i32,
+                    KPI: DECODE_KEYS_EACH as i32,
+                };
+                let b = attention_decode::BufferBindings {
+                    q_blob: q,
+                    k_blob: k,
+                    v_blob: v,
+                    o_blob: o,
+                    pos_blob: pos,
+                };
+                let grid = s.decode_grid(DECODE_INVOCATIONS);
+                rows_pass(list, &kernel, &spec, &b, &push, (DECODE_INVOCATIONS, grid))?
+            }
             RowsKernel::Grouped => {
                 let kernel =
                     self.kernel_for::<attention_grouped::Kernel>(OP, "q_blob", format, false)?;

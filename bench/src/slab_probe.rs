@@ -1,0 +1,84 @@
+//! `--cases slab_probe` (printed, not recorded): how long a dispatch of a few large workgroups
+//! takes to load a slab each (every 16-byte load issued before any is used), the slabs warm in
+//! L2 or read from memory after 64 MiB of other reads: what a decode step's attention, a
+//! workgroup per query head over all its keys, can expect of its loads (`attention_decode`).
+
+use crate::harness::{time_calls, Config, Record};
+use vkprism::{Context, Tensor, TensorFormat};
+
+vkprism::compute_shader! {
+    /// Each workgroup loads `PER` 16-byte words an invocation of one slab, `SHARE` workgroups a
+    /// slab.
+    pub mod slab_load,
+    path: "../kernels/slab_load.comp",
+}
+
+pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let k = ctx.load::<slab_load::Kernel>()?;
+    // 96 MiB: the slabs in its first 32, the reads that push them out of L2 the other 64.
+    let words = 96 << 16;
+    let src = Tensor::from_f32(ctx, &[words * 4], TensorFormat::F32, &vec![1.0; words * 4])?;
+    let dst = Tensor::new(ctx, &[4096], TensorFormat::F32)?;
+    for &(groups, local, per, share) in &[
+        (32u32, 512u32, 16i32, 8i32),
+        (32, 1024, 8, 8),
+        (32, 256, 32, 8),
+        (64, 512, 8, 8),
+        (64, 1024, 4, 8),
+        (128, 256, 8, 8),
+        (256, 64, 16, 8),
+        (4, 1024, 8, 1),
+        (32, 512, 16, 1),
+        (1, 64, 1, 1),
+    ] {
+        let pipe = k.pipeline(
+            &slab_load::SpecConstants {
+                PER: per,
+                SHARE: share,
+            },
+            Some([local, 1, 1]),
+        )?;
+        let b = slab_load::BufferBindings {
+            src_blob: &src,
+            dst_blob: &dst,
+        };
+        // The rest of the 96 MiB read between calls (`cold`): the slab comes from memory.
+        let evict_pipe = k.pipeline(
+            &slab_load::SpecConstants { PER: 16, SHARE: 1 },
+            Some([1024, 1, 1]),
+        )?;
+        let evict_groups = 256u32; // 64 MiB
+        let evict_first: i32 = 32 << 16;
+        let evict = |l: &mut vkprism::CommandList| {
+            l.dispatch(
+                &evict_pipe,
+                &b,
+                &slab_load::PushConstants { first: evict_first },
+                [evict_groups * 1024, 1, 1],
+            )
+        };
+        let probe = |l: &mut vkprism::CommandList| {
+            l.dispatch(
+                &pipe,
+                &b,
+                &slab_load::PushConstants { first: 0 },
+                [groups * local, 1, 1],
+            )
+        };
+        let warm = time_calls(ctx, cfg, |l| Ok(probe(l)?))?;
+        let both = time_calls(ctx, cfg, |l| {
+            evict(l)?;
+            Ok(probe(l)?)
+        })?;
+        let alone = time_calls(ctx, cfg, |l| Ok(evict(l)?))?;
+        println!(
+            "slab_probe {groups} wg x {local} inv x {per} loads (share {share}, {} KiB a wg): warm {:.2} us, cold {:.2} us (evict {:.2})  SM {:?} MHz",
+            local as usize * per as usize * 16 / 1024,
+            warm.median_s * 1e6,
+            (both.median_s - alone.median_s) * 1e6,
+            alone.median_s * 1e6,
+            warm.sm_clock_mhz
+        );
+    }
+    Ok(Vec::new())
+}

@@ -1,0 +1,282 @@
+#version 450
+#if ncnn_subgroup_basic && ncnn_subgroup_arithmetic && ncnn_subgroup_shuffle
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#define DECODE_SUBGROUPS 1
+#else
+#define DECODE_SUBGROUPS 0
+#endif
+#extension GL_EXT_control_flow_attributes : require
+// Attention for few query rows (decode): one large workgroup per query row and head over all of
+// its keys, so no share of the keys waits for another and no second pass or merge follows.
+//
+// The operation, layouts and push constants are attention.comp's: q, o [batch, sq, hq, d];
+// k, v [batch, skv, hkv, d], rows `*_stride` elements apart; query head h reads key/value head
+// h / (hq / hkv); with `causal` query i sees keys j <= i + offset (+ pos_data[0] with
+// `position_in_buffer`); a query that sees no key gives 0. Here d is the constant D, a multiple
+// of 8 from 32 to 256, and every row stride is a multiple of 8.
+//
+// Why one workgroup a row: a decode step's keys are few (a few hundred KiB a head), and a
+// workgroup of 512 or 1024 invocations with every 16-byte load of a chunk issued before any is
+// used takes them in about one memory latency, where splitting them over workgroups costs a
+// merge (a device-scope barrier, an atomic, a read-back) or a second dispatch. What a large
+// workgroup pays for instead is its barriers, so the subgroup path has one a chunk.
+//
+// A row of K or V is R = D/8 octets; invocation t owns one octet of every P-th key, P = size / R
+// rows a pass, KPI keys each, so a chunk is P · KPI keys, loaded coalesced (R neighbouring
+// invocations read one row) and all at once, K and V together. Each invocation dots its octet of
+// q with its octets of K.
+// - Subgroup path (`_sg` variants where R is a power of two no larger than the subgroup): the R
+//   partial dots of a key are added by shuffles, so every invocation holds its keys' scores;
+//   each subgroup's maximum and sum of exponentials meet in shared memory (the one barrier of a
+//   chunk); each invocation rescales and accumulates its octets of V itself; at the end the
+//   partial outputs are added by shuffles within each subgroup, then across subgroups.
+// - Shared path (otherwise): the partial dots meet in shared memory, where the first CHUNK
+//   invocations add a key's R of them; the chunk's maximum and sum go through workgroup
+//   reductions (rows.glsl), the probabilities through shared memory; at the end the P partial
+//   outputs of each octet are added by a tree through shared memory.
+// The softmax is online across chunks (running maximum and sum). fp32 throughout.
+layout (local_size_x = 512) in;
+
+layout (constant_id = 0) const int causal = 0;
+layout (constant_id = 1) const int position_in_buffer = 0;
+// The head dimension (the push constant d must equal it).
+layout (constant_id = 2) const int D = 64;
+// Keys per invocation and chunk, 1 to min(4, D / 8).
+layout (constant_id = 3) const int KPI = 4;
+
+layout (binding = 0) readonly buffer q_blob { sfpvec8 q_data[]; };
+layout (binding = 1) readonly buffer k_blob { sfpvec8 k_data[]; };
+layout (binding = 2) readonly buffer v_blob { sfpvec8 v_data[]; };
+layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
+layout (binding = 4) readonly buffer pos_blob { int pos_data[]; };
+
+layout (push_constant) uniform parameter {
+    int batch; int sq; int skv; int hq; int hkv; int d;
+    int q_stride; int kv_stride; int o_stride; int offset; float scale; int splits;
+} p;
+
+#include "rows.glsl"
+
+const int SIZE = int(gl_WorkGroupSize.x);
+// Octets a row, rows a pass, keys a chunk (at most SIZE: KPI <= R).
+const int R = D / 8;
+const int P = SIZE / R;
+const int CHUNK = P * KPI;
+
+// The chunk's partial dots ([key][octet]: at most KPI · SIZE), then at the end the partial
+// outputs, half of each octet at a time: never both at once.
+shared float pool[SIZE * 4];
+// The chunk's probabilities (shared path), or each subgroup's maximum and sum of exponentials
+// by chunk parity (subgroup path: subgroups of at least 4 invocations, as R >= 4).
+shared float chunk_values[SIZE];
+
+// What a row's pass over its keys leaves: its running maximum and sum, and this invocation's
+// partial output (its octet, over its keys).
+struct Attended { float m; float l; mat2x4 acc; };
+
+// The keys' rows an invocation loads: octet `oct` of keys j0 + group + u·P (u < KPI); past
+// `visible` (or where the invocation holds no row) row 0, always there, counted for nothing.
+int key_at(int kv_at, int kv_row, int j, bool held, int visible)
+{
+    return kv_at + (held && j < visible ? j : 0) * kv_row;
+}
+
+Attended attend_shared(const mat2x4 q, int kv_at, int kv_row, int visible)
+{
+    const int lid = int(gl_LocalInvocationID.x);
+    const int oct = lid % R, group = lid / R;
+    // Invocations past P whole rows (R not dividing the workgroup) load and add nothing.
+    const bool in_rows = group < P;
+    Attended a = Attended(rows_neg_inf(), 0.0, mat2x4(0.0));
+    for (int j0 = 0; j0 < visible; j0 += CHUNK)
+    {
+        afpvec8 kw[KPI];
+        afpvec8 vw[KPI];
+        [[unroll]] for (int u = 0; u < KPI; u++)
+        {
+            const int at = key_at(kv_at + oct, kv_row, j0 + group + u * P, in_rows, visible);
+            kw[u] = buffer_ld8(k_data, at);
+            vw[u] = buffer_ld8(v_data, at);
+        }
+        // The previous chunk's readers of pool and chunk_values are done.
+        barrier();
+        if (in_rows)
+        {
+            [[unroll]] for (int u = 0; u < KPI; u++)
+            {
+                const mat2x4 k = mat2x4(kw[u]);
+                pool[(group + u * P) * R + oct] = dot(q[0], k[0]) + dot(q[1], k[1]);
+            }
+        }
+        barrier();
+        const bool scores = lid < CHUNK && j0 + lid < visible;
+        float s = rows_neg_inf();
+        if (scores)
+        {
+            s = 0.0;
+            for (int e = 0; e < R; e++) s += pool[lid * R + e];
+        }
+        // m_new is finite: the chunk holds at least one visible key.
+        const float m_new = max(a.m, rows_max(s));
+        const float pj = scores ? exp(s - m_new) : 0.0;
+        const float rescale = exp(a.m - m_new);
+        a.l = a.l * rescale + rows_sum(pj);
+        if (lid < CHUNK) chunk_values[lid] = pj;
+        barrier();
+        a.acc *= rescale;
+        if (in_rows)
+            [[unroll]] for (int u = 0; u < KPI; u++) a.acc += chunk_values[group + u * P] * mat2x4(vw[u]);
+        a.m = m_new;
+    }
+    // Each octet's P partial outputs added by a tree (any P), half an octet at a time (pool
+    // holds 4 values an invocation); element oct · 8 + c ends in pool[oct · 8 + c].
+    vec4 halves[2];
+    [[unroll]] for (int half_at = 0; half_at < 2; half_at++)
+    {
+        barrier();
+        [[unroll]] for (int c = 0; c < 4; c++) pool[lid * 4 + c] = a.acc[half_at][c];
+        barrier();
+        for (int count = P; count > 1;)
+        {
+            const int upper = (count + 1) / 2;
+            if (group < count - upper)
+                [[unroll]] for (int c = 0; c < 4; c++) pool[lid * 4 + c] += pool[(lid + upper * R) * 4 + c];
+            count = upper;
+            barrier();
+        }
+        halves[half_at] = vec4(pool[lid * 4], pool[lid * 4 + 1], pool[lid * 4 + 2], pool[lid * 4 + 3]);
+    }
+    barrier();
+    if (group == 0)
+        [[unroll]] for (int c = 0; c < 8; c++) pool[lid * 8 + c] = halves[c / 4][c % 4];
+    barrier();
+    return a;
+}
+
+#if DECODE_SUBGROUPS
+Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int visible)
+{
+    const int lane = int(gl_SubgroupInvocationID), sg = int(gl_SubgroupSize);
+    const int sid = int(gl_SubgroupID);
+    const int oct = lane % R, group = sid * (sg / R) + lane / R;
+    const int subgroups = int(rows_subgroups());
+    Attended a = Attended(rows_neg_inf(), 0.0, mat2x4(0.0));
+    int parity = 0;
+    for (int j0 = 0; j0 < visible; j0 += CHUNK)
+    {
+        afpvec8 kw[KPI];
+        afpvec8 vw[KPI];
+        [[unroll]] for (int u = 0; u < KPI; u++)
+        {
+            const int at = key_at(kv_at + oct, kv_row, j0 + group + u * P, true, visible);
+            kw[u] = buffer_ld8(k_data, at);
+            vw[u] = buffer_ld8(v_data, at);
+        }
+        float s[KPI];
+        float m_own = rows_neg_inf();
+        [[unroll]] for (int u = 0; u < KPI; u++)
+        {
+            const mat2x4 k = mat2x4(kw[u]);
+            float d = dot(q[0], k[0]) + dot(q[1], k[1]);
+            for (int mask = 1; mask < R; mask <<= 1) d += subgroupShuffleXor(d, mask);
+            s[u] = j0 + group + u * P < visible ? d : rows_neg_inf();
+            m_own = max(m_own, s[u]);
+        }
+        // The subgroup's maximum and sum of exponentials (each key counted by its octet 0).
+        const float m_sub = subgroupMax(m_own);
+        float l_own = 0.0;
+        [[unroll]] for (int u = 0; u < KPI; u++)
+            l_own += oct == 0 && s[u] > rows_neg_inf() ? exp(s[u] - m_sub) : 0.0;
+        const float l_sub = subgroupAdd(l_own);
+        // Pairs (maximum, sum) at chunk_values[2 · (slot + k)], slot by the chunk's parity.
+        const int slot = parity * (SIZE / 4);
+        if (subgroupElect())
+        {
+            chunk_values[2 * (slot + sid)] = m_sub;
+            chunk_values[2 * (slot + sid) + 1] = l_sub;
+        }
+        barrier();
+        // m_new is finite: the chunk holds at least one visible key.
+        float m_new = a.m;
+        for (int k = 0; k < subgroups; k++) m_new = max(m_new, chunk_values[2 * (slot + k)]);
+        const float rescale = exp(a.m - m_new);
+        float l = a.l * rescale;
+        for (int k = 0; k < subgroups; k++)
+        {
+            const vec2 e = vec2(chunk_values[2 * (slot + k)], chunk_values[2 * (slot + k) + 1]);
+            if (e.x > rows_neg_inf()) l += e.y * exp(e.x - m_new);
+        }
+        a.acc *= rescale;
+        [[unroll]] for (int u = 0; u < KPI; u++)
+            if (s[u] > rows_neg_inf()) a.acc += exp(s[u] - m_new) * mat2x4(vw[u]);
+        a.m = m_new;
+        a.l = l;
+        parity ^= 1;
+    }
+    // The subgroup's partial outputs of each octet added by shuffles (lanes oct + R·g), then
+    // across subgroups through pool, half an octet at a time: subgroup k's first R lanes write
+    // pool[k · D/2 + oct · 4 + c], and invocation t < D/2 adds element t's over k.
+    for (int mask = R; mask < sg; mask <<= 1)
+    {
+        a.acc[0] += subgroupShuffleXor(a.acc[0], mask);
+        a.acc[1] += subgroupShuffleXor(a.acc[1], mask);
+    }
+    const int t = int(gl_LocalInvocationID.x);
+    float sums[2];
+    [[unroll]] for (int half_at = 0; half_at < 2; half_at++)
+    {
+        if (lane < R)
+            [[unroll]] for (int c = 0; c < 4; c++) pool[sid * (D / 2) + lane * 4 + c] = a.acc[half_at][c];
+        barrier();
+        sums[half_at] = 0.0;
+        if (t < D / 2)
+            for (int k = 0; k < subgroups; k++) sums[half_at] += pool[k * (D / 2) + t];
+        barrier();
+    }
+    // Element oct · 8 + half · 4 + c into pool[that].
+    if (t < D / 2)
+        [[unroll]] for (int half_at = 0; half_at < 2; half_at++) pool[(t / 4) * 8 + half_at * 4 + t % 4] = sums[half_at];
+    barrier();
+    return a;
+}
+#endif
+
+void main()
+{
+    const int row = rows_row();
+    if (row >= p.batch * p.sq * p.hq) return;
+    const int lid = int(gl_LocalInvocationID.x);
+    const int h = row % p.hq, i = (row / p.hq) % p.sq, n = row / (p.hq * p.sq);
+    const int kvh = h / (p.hq / p.hkv);
+    const int kv_at = (n * p.skv * p.kv_stride + kvh * D) / 8;
+    const int kv_row = p.kv_stride / 8;
+    const int offset = p.offset + (position_in_buffer == 1 ? pos_data[0] : 0);
+    const int visible = causal == 1 ? clamp(i + offset + 1, 0, p.skv) : p.skv;
+    const int q_at = ((n * p.sq + i) * p.q_stride + h * D) / 8;
+
+    Attended a;
+#if DECODE_SUBGROUPS
+    // Shuffles reach R lanes within a subgroup where R is a power of two no larger than it.
+    const bool shuffles = R <= int(gl_SubgroupSize) && (R & (R - 1)) == 0;
+    if (shuffles)
+    {
+        const int oct = int(gl_SubgroupInvocationID) % R;
+        const mat2x4 q = mat2x4(buffer_ld8(q_data, q_at + oct)) * p.scale;
+        a = attend_subgroups(q, kv_at, kv_row, visible);
+    }
+    else
+#endif
+    {
+        const mat2x4 q = mat2x4(buffer_ld8(q_data, q_at + lid % R)) * p.scale;
+        a = attend_shared(q, kv_at, kv_row, visible);
+    }
+    // pool[0 .. D) holds the row's unnormalized output.
+    if (lid < D)
+    {
+        const float inv = a.l > 0.0 ? 1.0 / a.l : 0.0;
+        const int o_at = (n * p.sq + i) * p.o_stride + h * D;
+        buffer_st1(o_data, o_at + lid, afp(pool[lid] * inv));
+    }
+}
