@@ -61,9 +61,9 @@ const SPLIT_TARGET: usize = 2048;
 /// Query rows (batch · sq) up to which [`attention_grouped`] takes a problem: decode.
 const GROUPED_ROWS: usize = 4;
 
-/// Keys from which [`attention_grouped`] takes a decode step: below them the row kernel's
-/// workgroup per query head and 64 keys is as fast (`vkprism-bench --cases attention_probe`;
-/// BENCHMARKS.md).
+/// Keys from which [`attention_grouped`] takes a decode step [`attention_decode`] does not:
+/// below them the row kernel's workgroup per query head and 64 keys is as fast
+/// (`vkprism-bench --cases attention_probe`; BENCHMARKS.md).
 const GROUPED_MIN_KEYS: usize = 1024;
 
 /// Query heads per key/value head from which [`attention_grouped`] takes a problem: with
@@ -243,9 +243,10 @@ impl Ops {
         )
     }
 
-    /// A row kernel ([`rows_plan`]'s: [`attention_grouped`] for a decode step over a long
-    /// cache, else [`attention4`] where rows are quads, else [`attention`]), its keys split
-    /// over workgroups where the rows are few, then [`attention_combine`].
+    /// A row kernel ([`rows_plan`]'s: [`attention_decode`] for a decode step over a short
+    /// cache, [`attention_grouped`] over a long one, else [`attention4`] where rows are quads,
+    /// else [`attention`]), its keys split over workgroups where the rows are few, then
+    /// [`attention_combine`].
     fn attention_rows(
         &self,
         list: &mut CommandList,
