@@ -75,8 +75,9 @@ const GROUPED_MIN_HEADS: usize = 4;
 /// run one after another, the shares side by side).
 const GROUPED_SHARE: usize = 256;
 
-/// [`attention_decode`]'s workgroup and keys an invocation: 512 × 4, against 256 × 4, 512 × 2
-/// and 1024 × 2 or 4 (which spill) on the H100 (`vkprism-bench --cases attention_probe`).
+/// [`attention_decode`]'s workgroup (or the device's largest power of two below it) and keys
+/// an invocation: 512 × 4, against 256 × 4, 512 × 2 and 1024 × 2 or 4 (which spill) on the
+/// H100 (`vkprism-bench --cases attention_probe`).
 const DECODE_INVOCATIONS: u32 = 512;
 const DECODE_KEYS_EACH: usize = 4;
 
@@ -104,12 +105,14 @@ enum RowsKernel {
     Scalar,
 }
 
-/// The kernel that takes `s` and the shares its keys are split into.
-fn rows_plan(s: &AttentionShape) -> (RowsKernel, usize) {
+/// The kernel that takes `s` and the shares its keys are split into, where
+/// [`attention_decode`] runs in workgroups of `decode_invocations`.
+fn rows_plan(s: &AttentionShape, decode_invocations: u32) -> (RowsKernel, usize) {
+    let chunk = s.decode_chunk(decode_invocations as usize, DECODE_KEYS_EACH);
     let decode = s.batch * s.sq <= GROUPED_ROWS
         && s.octets()
-        && s.skv
-            <= DECODE_MAX_CHUNKS * s.decode_chunk(DECODE_INVOCATIONS as usize, DECODE_KEYS_EACH);
+        && chunk > 0
+        && s.skv <= DECODE_MAX_CHUNKS * chunk;
     if decode {
         return (RowsKernel::Decode, 1);
     }
@@ -198,6 +201,17 @@ impl Ops {
         self.attention_rows(list, &s, [q, k, v, o], &rows)
     }
 
+    /// [`attention_decode`]'s workgroup on this device: [`DECODE_INVOCATIONS`], or the largest
+    /// power of two the device allows below it.
+    fn decode_invocations(&self) -> u32 {
+        let limits = &self.ctx.features().limits;
+        let most = DECODE_INVOCATIONS
+            .min(limits.max_compute_work_group_invocations)
+            .min(limits.max_compute_work_group_size[0])
+            .max(1);
+        1 << most.ilog2()
+    }
+
     /// Whether the cooperative-matrix kernel takes this problem: fp16, a head dimension it
     /// holds, and enough query rows to fill its blocks.
     fn matrices_fit(&self, s: &AttentionShape, format: TensorFormat) -> bool {
@@ -254,7 +268,7 @@ impl Ops {
         [q, k, v, o]: [&Tensor; 4],
         pass: &RowsPass,
     ) -> Result<(), OpError> {
-        let (kernel, splits) = rows_plan(s);
+        let (kernel, splits) = rows_plan(s, self.decode_invocations());
         let part_shape = if splits > 1 {
             s.part_shape(splits).to_vec()
         } else {
@@ -317,8 +331,9 @@ impl Ops {
                     o_blob: o,
                     pos_blob: pos,
                 };
-                let grid = s.decode_grid(DECODE_INVOCATIONS);
-                rows_pass(list, &kernel, &spec, &b, &push, (DECODE_INVOCATIONS, grid))?
+                let invocations = self.decode_invocations();
+                let grid = s.decode_grid(invocations);
+                rows_pass(list, &kernel, &spec, &b, &push, (invocations, grid))?
             }
             RowsKernel::Grouped => {
                 let kernel =
@@ -495,4 +510,41 @@ fn attention_shape(
         hkv,
         d,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode_step(skv: usize, d: usize) -> AttentionShape {
+        AttentionShape {
+            batch: 1,
+            sq: 1,
+            skv,
+            hq: 32,
+            hkv: 4,
+            d,
+        }
+    }
+
+    #[test]
+    fn a_decode_step_takes_the_decode_kernel_up_to_six_chunks_of_its_workgroup() {
+        let plan = |skv, d, invocations| rows_plan(&decode_step(skv, d), invocations).0;
+        // 512 invocations, d 64: chunks of 256 keys.
+        assert_eq!(plan(1536, 64, 512), RowsKernel::Decode);
+        assert_eq!(plan(1537, 64, 512), RowsKernel::Grouped);
+        // A device allowing 256: chunks of 128.
+        assert_eq!(plan(768, 64, 256), RowsKernel::Decode);
+        assert_eq!(plan(1000, 64, 256), RowsKernel::Quads);
+        // d 128: chunks of 128 keys at 512.
+        assert_eq!(plan(768, 128, 512), RowsKernel::Decode);
+        assert_eq!(plan(769, 128, 512), RowsKernel::Quads);
+        // A head dimension that is no multiple of 8, and a prompt.
+        assert_eq!(plan(100, 12, 512), RowsKernel::Quads);
+        let prompt = AttentionShape {
+            sq: 16,
+            ..decode_step(100, 64)
+        };
+        assert_ne!(rows_plan(&prompt, 512).0, RowsKernel::Decode);
+    }
 }
