@@ -18,7 +18,7 @@
 // of 8 from 32 to 256, and every row stride is a multiple of 8.
 //
 // Why one workgroup a row: a decode step's keys are few (a few hundred KiB a head), and a
-// workgroup of 512 or 1024 invocations with every 16-byte load of a chunk issued before any is
+// workgroup of hundreds of invocations with every 16-byte load of a chunk issued before any is
 // used takes them in about one memory latency, where splitting them over workgroups costs a
 // merge (a device-scope barrier, an atomic, a read-back) or a second dispatch. What a large
 // workgroup pays for instead is its barriers, so the subgroup path has one a chunk.

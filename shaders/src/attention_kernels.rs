@@ -43,13 +43,13 @@ vkprism::compute_shader! {
             share: [attention::PushConstants],
         },
         /// [`attention`](crate::attention)'s operation, layouts and push constants for few
-        /// query rows (decode): one workgroup of 512 or 1024 invocations per query row and head
-        /// over all of its keys, every 16-byte load of a chunk of keys issued at once, so no
-        /// merge or second pass follows. `D` (constant 2) is the head dimension, a multiple of
-        /// 8 from 32 to 256 (equal to the push constant `d`); every row stride a multiple of 8;
-        /// `KPI` (constant 3) keys per invocation and chunk, 1 to min(4, D / 8). Grid
-        /// [`AttentionShape::grid`](crate::AttentionShape::grid) of one share in the
-        /// workgroup's size.
+        /// query rows (decode): one large workgroup (the operation layer's: 512 invocations)
+        /// per query row and head over all of its keys, every 16-byte load of a chunk of keys
+        /// issued at once, so no merge or second pass follows. `D` (constant 2) is the head
+        /// dimension, a multiple of 8 from 32 to 256 (equal to the push constant `d`); every
+        /// row stride a multiple of 8; `KPI` (constant 3) keys per invocation and chunk, 1 to
+        /// min(4, D / 8); a workgroup of at least D / 8 invocations. Grid
+        /// [`AttentionShape::decode_grid`](crate::AttentionShape::decode_grid).
         attention_decode: {
             path: "attention_decode.comp",
             share: [attention::PushConstants],
