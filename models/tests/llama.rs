@@ -534,9 +534,11 @@ fn profiled_decode_names_every_kernel() {
     };
     let total: usize = times.iter().map(|k| k.dispatches).sum();
     // Per layer: 4 GEMVs (QKV normed and rotated into the cache, O into the stream, gate/up
-    // normed and gated, down into the stream), attention (keys in one share: 64 positions).
+    // normed and gated, down into the stream), attention (`attention_decode`: a workgroup a
+    // head over the cache's 64 positions, no merge).
     assert_eq!(total, 5 * cfg.layers + 3, "{times:?}");
     assert_eq!(count("gemv"), 4 * cfg.layers + 1, "{times:?}");
+    assert_eq!(count("attention_decode"), cfg.layers, "{times:?}");
     assert_eq!(count("rope_qkv"), 0, "{times:?}");
     assert!(
         times.windows(2).all(|w| w[0].time >= w[1].time),
