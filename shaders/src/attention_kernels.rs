@@ -158,7 +158,8 @@ impl AttentionShape {
 
     /// [`attention_decode`]'s grid in workgroups of `invocations`: one per query row and head.
     pub fn decode_grid(&self, invocations: u32) -> [u32; 3] {
-        [invocations, self.grid(1)[1], self.grid(1)[2]]
+        let [_, rows, slices] = self.grid(1);
+        [invocations, rows, slices]
     }
 
     /// [`attention_combine`]'s grid (workgroups of 64).

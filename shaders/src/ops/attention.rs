@@ -93,9 +93,9 @@ pub(crate) const COUNTED_ROWS: usize = 1024;
 /// The kernel of a pass over query rows.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum RowsKernel {
-    /// [`attention_decode`]: few query rows over a short cache, head dimension a multiple of 8
-    /// from 32 to 256.
-    Decode,
+    /// [`attention_decode`] in workgroups of `invocations`: few query rows over a short cache,
+    /// head dimension a multiple of 8 from 32 to 256.
+    Decode { invocations: u32 },
     /// [`attention_grouped`]: few query rows over a long cache, grouped-query heads, head
     /// dimension (so every row stride) a multiple of 4.
     Grouped,
@@ -114,7 +114,10 @@ fn rows_plan(s: &AttentionShape, decode_invocations: u32) -> (RowsKernel, usize)
         && chunk > 0
         && s.skv <= DECODE_MAX_CHUNKS * chunk;
     if decode {
-        return (RowsKernel::Decode, 1);
+        let kernel = RowsKernel::Decode {
+            invocations: decode_invocations,
+        };
+        return (kernel, 1);
     }
     let grouped = s.batch * s.sq <= GROUPED_ROWS
         && s.skv >= GROUPED_MIN_KEYS
@@ -315,7 +318,7 @@ impl Ops {
         };
         let format = q.format();
         let key = match kernel {
-            RowsKernel::Decode => {
+            RowsKernel::Decode { invocations } => {
                 let kernel =
                     self.kernel_for::<attention_decode::Kernel>(OP, "q_blob", format, false)?;
                 let spec = attention_decode::SpecConstants {
@@ -331,7 +334,6 @@ impl Ops {
                     o_blob: o,
                     pos_blob: pos,
                 };
-                let invocations = self.decode_invocations();
                 let grid = s.decode_grid(invocations);
                 rows_pass(list, &kernel, &spec, &b, &push, (invocations, grid))?
             }
@@ -531,13 +533,13 @@ mod tests {
     fn a_decode_step_takes_the_decode_kernel_up_to_six_chunks_of_its_workgroup() {
         let plan = |skv, d, invocations| rows_plan(&decode_step(skv, d), invocations).0;
         // 512 invocations, d 64: chunks of 256 keys.
-        assert_eq!(plan(1536, 64, 512), RowsKernel::Decode);
+        assert_eq!(plan(1536, 64, 512), RowsKernel::Decode { invocations: 512 });
         assert_eq!(plan(1537, 64, 512), RowsKernel::Grouped);
         // A device allowing 256: chunks of 128.
-        assert_eq!(plan(768, 64, 256), RowsKernel::Decode);
+        assert_eq!(plan(768, 64, 256), RowsKernel::Decode { invocations: 256 });
         assert_eq!(plan(1000, 64, 256), RowsKernel::Quads);
         // d 128: chunks of 128 keys at 512.
-        assert_eq!(plan(768, 128, 512), RowsKernel::Decode);
+        assert_eq!(plan(768, 128, 512), RowsKernel::Decode { invocations: 512 });
         assert_eq!(plan(769, 128, 512), RowsKernel::Quads);
         // A head dimension that is no multiple of 8, and a prompt.
         assert_eq!(plan(100, 12, 512), RowsKernel::Quads);
@@ -545,6 +547,7 @@ mod tests {
             sq: 16,
             ..decode_step(100, 64)
         };
-        assert_ne!(rows_plan(&prompt, 512).0, RowsKernel::Decode);
+        let kernel = rows_plan(&prompt, 512).0;
+        assert!(!matches!(kernel, RowsKernel::Decode { .. }), "{kernel:?}");
     }
 }
