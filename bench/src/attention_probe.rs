@@ -5,13 +5,17 @@
 //! split (the combine pass, or the last share merging each row) and at fewer, wider shares,
 //! each as 20 dependent calls in one list ([`time_calls`]). Printed, not compared with
 //! PyTorch (the `ops` case does that for the operation layer's choice): it says which split
-//! a cache length wants.
+//! a cache length wants. Then a prompt's attention (TinyLlama's 512-token prompt, and the
+//! `ops` case's 2048 tokens of 32 heads of 128, causal) on [`attention_cm`] as the operation
+//! layer ran it before [`attention_cm2`], and on [`attention_cm2`] in the tiles
+//! `VKPRISM_BENCH_ATTN_CM2` lists (`rows,keys,threads;...`), or a default set.
 
 use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
-    attention, attention4, attention_combine, attention_decode, attention_grouped, AttentionShape,
+    attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
+    attention_grouped, AttentionShape,
 };
 
 const CASE: &str = "attention_probe";
@@ -182,5 +186,102 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             ));
         }
     }
+    prefill(ctx, cfg, &mut out)?;
     Ok(out)
+}
+
+/// [`attention_cm2`]'s tiles to time: `VKPRISM_BENCH_ATTN_CM2` (`rows,keys,threads;...`) or
+/// a default set.
+fn cm2_tiles() -> Vec<[u32; 3]> {
+    let Ok(list) = std::env::var("VKPRISM_BENCH_ATTN_CM2") else {
+        return vec![[128, 64, 256], [64, 64, 128], [128, 32, 256], [64, 32, 128]];
+    };
+    list.split(';')
+        .filter_map(|t| {
+            let v: Vec<u32> = t.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            <[u32; 3]>::try_from(v).ok()
+        })
+        .collect()
+}
+
+/// A prompt's causal attention on [`attention_cm`] and on [`attention_cm2`] in each of
+/// [`cm2_tiles`], printed in µs a call.
+fn prefill(
+    ctx: &Context,
+    cfg: Config,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let f = TensorFormat::F16;
+    let n = if cfg.quick { 64 } else { 512 };
+    let shapes = [(n, 32, 4, 64), (4 * n, 32, 32, 128)];
+    let cm = ctx.load_with::<attention_cm::Kernel>(&LoadOptions::variant_named("fp16s_cm")?);
+    let cm2 = ctx.load_with::<attention_cm2::Kernel>(&LoadOptions::variant_named("fp16s_cm")?);
+    for (tokens, hq, hkv, d) in shapes {
+        let s = AttentionShape {
+            batch: 1,
+            sq: tokens,
+            skv: tokens,
+            hq,
+            hkv,
+            d,
+        };
+        let qo = |seed| Tensor::from_f32(ctx, &[tokens, hq, d], f, &random(tokens * hq * d, seed));
+        let kv =
+            |seed| Tensor::from_f32(ctx, &[tokens, hkv, d], f, &random(tokens * hkv * d, seed));
+        let (q, k, v, o) = (qo(41)?, kv(42)?, kv(43)?, qo(44)?);
+        let scale = 1.0 / (d as f32).sqrt();
+        let shape = format!("prefill {tokens} h{hq}/{hkv} d{d} causal");
+        if let Ok(cm) = &cm {
+            let threads = if d <= 128 { 256 } else { 128 };
+            let subgroup = ctx.features().limits.subgroup_size;
+            let spec = attention_cm::SpecConstants {
+                causal: 1,
+                D: d as i32,
+                subgroup_size: subgroup as i32,
+            };
+            let pipe = cm.pipeline(&spec, Some([threads, 1, 1]))?;
+            let rows = 16 * (threads / subgroup) as usize;
+            let b = attention_cm::BufferBindings {
+                q_blob: &q,
+                k_blob: &k,
+                v_blob: &v,
+                o_blob: &o,
+            };
+            let t = time_calls(ctx, cfg, |l| {
+                let push = s.cm_push(scale, 0);
+                Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows))?)
+            })?;
+            out.push(probe_record(CASE, shape.clone(), "attention_cm".into(), t));
+        }
+        let Ok(cm2) = &cm2 else { continue };
+        for [rows, keys, threads] in cm2_tiles() {
+            let spec = attention_cm2::SpecConstants {
+                causal: 1,
+                D: d as i32,
+                BR: rows as i32,
+                BC: keys as i32,
+            };
+            let Ok(pipe) = cm2.pipeline(&spec, Some([threads, 1, 1])) else {
+                println!("attention_cm2 {rows}x{keys} on {threads}: no pipeline");
+                continue;
+            };
+            crate::print_statistics(
+                &format!("attention_cm2 {rows}x{keys}x{d} on {threads}"),
+                &pipe,
+            );
+            let b = attention_cm2::BufferBindings {
+                q_blob: &q,
+                k_blob: &k,
+                v_blob: &v,
+                o_blob: &o,
+            };
+            let t = time_calls(ctx, cfg, |l| {
+                let push = s.cm2_push(scale, 0);
+                Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows as usize))?)
+            })?;
+            let variant = format!("attention_cm2 {rows} rows x {keys} keys on {threads}");
+            out.push(probe_record(CASE, shape.clone(), variant, t));
+        }
+    }
+    Ok(())
 }

@@ -1,8 +1,8 @@
 //! The attention kernels: [`attention`] and [`attention4`] (flash attention, one query row per
 //! workgroup, every float variant, prompt or decode; with `split` its keys shared between workgroups and
-//! [`attention_combine`] merging them) and [`attention_cm`] (flash attention on cooperative
-//! matrices, a block of query rows per workgroup, for prompts). [`AttentionShape`] gives their
-//! grids and push constants.
+//! [`attention_combine`] merging them), [`attention_cm`] (flash attention on cooperative
+//! matrices, a block of query rows per workgroup, for prompts) and [`attention_cm2`] (the same
+//! on workgroup-scope matrices). [`AttentionShape`] gives their grids and push constants.
 
 vkprism::compute_shader! {
     /// The two row kernels, one module each (re-exported at the crate's root): the quad one
@@ -77,6 +77,23 @@ vkprism::compute_shader! {
     pub mod attention_cm,
     path: "attention_cm.comp",
     variants: [fp16s_cm, fp16sa_cm],
+}
+
+vkprism::compute_shader! {
+    /// Flash attention on `VK_NV_cooperative_matrix2`'s workgroup-scope matrices:
+    /// [`attention`]'s operation and layouts for a block of `BR` query rows per workgroup (one
+    /// fp16 matrix of Q, one fp32 accumulator of O), the keys `BC` at a time, Q, K and V loaded
+    /// through tensor layouts (the driver stages them). `D` (constant 1) the head dimension, a
+    /// multiple of 16 up to 256; every row stride a multiple of 8; `BR` and `BC` (constants 2
+    /// and 3) multiples of the device's workgroup-scope granularity for the workgroup it runs
+    /// in. Grid [`AttentionShape::cm_grid`] with `rows` = `BR`. Variants: `fp16s_cm`,
+    /// `fp16sa_cm`, which need what [`gemm_cm2`](crate::gemm_cm2)'s do, and besides
+    /// `cooperativeMatrixReductions` and `cooperativeMatrixConversions`.
+    pub mod attention_cm2,
+    path: "attention_cm2.comp",
+    variants: [fp16s_cm, fp16sa_cm],
+    // glslang compiles GL_NV_cooperative_matrix2 only for SPIR-V 1.6 (Vulkan 1.3).
+    vulkan_version: "1.3",
 }
 
 /// One attention problem: the sizes and strides every attention kernel's push constants hold.
@@ -197,6 +214,23 @@ impl AttentionShape {
             offset,
             scale,
             splits: splits as i32,
+        }
+    }
+
+    /// [`attention_cm2`]'s push constants for contiguous operands.
+    pub fn cm2_push(&self, scale: f32, offset: i32) -> attention_cm2::PushConstants {
+        let p = self.cm_push(scale, offset);
+        attention_cm2::PushConstants {
+            batch: p.batch,
+            sq: p.sq,
+            skv: p.skv,
+            hq: p.hq,
+            hkv: p.hkv,
+            q_stride: p.q_stride,
+            kv_stride: p.kv_stride,
+            o_stride: p.o_stride,
+            offset: p.offset,
+            scale: p.scale,
         }
     }
 

@@ -22,7 +22,7 @@
 //! - [`reduce`], [`argmax`]: sum, mean, max, min and argmax along one axis ([`ReduceShape`]);
 //! - [`softmax`]: softmax along the last axis, scaled, optionally causal ([`SoftmaxShape`]);
 //! - [`norm`]: layer norm, RMS norm and channels-last group norm ([`NormShape`]);
-//! - [`attention`], [`attention_cm`]: scaled dot-product attention (flash: online softmax),
+//! - [`attention`], [`attention_cm`], [`attention_cm2`]: scaled dot-product attention (flash: online softmax),
 //!   causal, grouped-query heads, for a prompt or one token against a KV cache
 //!   ([`AttentionShape`]);
 //! - data movement and conversion: [`strided_copy`], [`pad_copy`], [`transpose_tiled`],
@@ -68,8 +68,8 @@ pub mod tuning;
 mod unary_kernels;
 
 pub use attention_kernels::{
-    attention, attention4, attention_cm, attention_combine, attention_decode, attention_grouped,
-    AttentionShape,
+    attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
+    attention_grouped, AttentionShape,
 };
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use cm2::{cm2_kernels, gemm_cm2, gemm_cm2_split, Cm2Tiles, GEMM_CM2_THREADS};

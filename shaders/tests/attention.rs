@@ -1,15 +1,15 @@
 //! Attention ([`attention`], [`attention4`], [`attention_grouped`], [`attention_decode`],
-//! [`attention_combine`], [`attention_cm`]) in every variant the
+//! [`attention_combine`], [`attention_cm`], [`attention_cm2`]) in every variant the
 //! device runs, against the f64 reference on random non-zero data, outputs poisoned: prompts and
 //! decode, causal or not, grouped-query heads, batches, head dimensions that are not multiples
 //! of 4 (row kernel) or of the cooperative-matrix block, keys split over workgroups; and the
 //! operation layer's choice and checks; [`Ops::attention_at`] replayed at positions read from a
 //! buffer.
 
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism::{CommandList, Context, CoopMatShape, LoadOptions, ScalarKind, Tensor, TensorFormat};
 use vkprism_shaders::{
-    attention, attention4, attention_cm, attention_combine, attention_decode, attention_grouped,
-    reference, Attention, AttentionShape, OpError, Ops,
+    attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
+    attention_grouped, reference, Attention, AttentionShape, OpError, Ops,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, load_unless_device_lacks_matrices,
@@ -505,6 +505,109 @@ fn attention_cm_every_variant() {
             for causal in [false, true] {
                 if !run_cm(&ctx, name, *s, causal, 100 + i as u64) {
                     break;
+                }
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// Whether the device lists [`attention_cm2`]'s products for `rows` × `keys` tiles of head
+/// dimension `d` in workgroups of `threads`: S = Q·Kᵀ, the row sums, O += P·V, O stored in fp16.
+fn cm2_offered(ctx: &Context, [rows, keys, threads]: [u32; 3], d: u32) -> bool {
+    let offer = |mnk, result| {
+        let types = CoopMatShape {
+            m: 0,
+            n: 0,
+            k: 0,
+            a: ScalarKind::F16,
+            b: ScalarKind::F16,
+            c: result,
+            result,
+        };
+        ctx.features().workgroup_matrices.offer(mnk, types, threads)
+    };
+    offer((rows, keys, d), ScalarKind::F32)
+        && offer((rows, d, keys), ScalarKind::F32)
+        && offer((rows, keys, keys), ScalarKind::F32)
+        && offer((rows, d, keys), ScalarKind::F16)
+}
+
+/// Runs [`attention_cm2`] in variant `name` on `tiles` (rows, keys, threads) where the device
+/// has its matrices and lists the tiles; false where it has no matrices.
+fn run_cm2(
+    ctx: &Context,
+    name: &str,
+    tiles: [u32; 3],
+    s: AttentionShape,
+    causal: bool,
+    seed: u64,
+) -> bool {
+    let Some(k) = load_unless_device_lacks_matrices::<attention_cm2::Kernel>(ctx, name) else {
+        return false;
+    };
+    let [rows, keys, threads] = tiles;
+    if !cm2_offered(ctx, tiles, s.d as u32) {
+        eprintln!(
+            "{name}: {rows}x{keys} on {threads} at d {} not offered",
+            s.d
+        );
+        return true;
+    }
+    let f = k.format_of("q_blob").unwrap();
+    assert_eq!(f, TensorFormat::F16);
+    let x = operands(ctx, &s, f, seed);
+    let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
+    let spec = attention_cm2::SpecConstants {
+        causal: causal as i32,
+        D: s.d as i32,
+        BR: rows as i32,
+        BC: keys as i32,
+    };
+    let pipe = k.pipeline(&spec, Some([threads, 1, 1])).unwrap();
+    let scale = 1.0 / (s.d as f32).sqrt();
+    let offset = if causal { s.causal_offset() } else { 0 };
+    ctx.run(|l| {
+        let b = attention_cm2::BufferBindings {
+            q_blob: &x.q,
+            k_blob: &x.k,
+            v_blob: &x.v,
+            o_blob: &o,
+        };
+        let grid = s.cm_grid(threads, rows as usize);
+        l.dispatch(&pipe, &b, &s.cm2_push(scale, offset), grid)
+    })
+    .unwrap();
+    // The probabilities are rounded to fp16 before they multiply V: a second rounding.
+    let tol = 2.0 * tolerance(&k.variant().key) + 1e-3;
+    let what = format!("{name} {tiles:?} {s:?} causal {causal}");
+    check(&o, &s, &x, causal, tol, &what);
+    true
+}
+
+#[test]
+fn attention_cm2_every_variant() {
+    let ctx = ctx();
+    assert_eq!(attention_cm2::VARIANT_NAMES, ["fp16s_cm", "fp16sa_cm"]);
+    let cases = [
+        shape(1, 64, 64, 2, 2, 64),
+        // Rows and keys not multiples of the blocks; grouped-query heads; batches.
+        shape(2, 70, 100, 4, 2, 128),
+        shape(1, 17, 45, 3, 1, 16),
+        // More queries than keys: causal rows that see none.
+        shape(1, 40, 20, 2, 1, 32),
+        shape(1, 33, 200, 2, 2, 256),
+        // A prompt continuing a cache: the causal edge inside a step, several steps unmasked.
+        shape(1, 100, 300, 4, 1, 64),
+    ];
+    let tiles = [[64, 64, 128], [32, 32, 128], [128, 64, 256], [64, 32, 128]];
+    for name in attention_cm2::VARIANT_NAMES {
+        for (i, s) in cases.iter().enumerate() {
+            for t in tiles {
+                for causal in [false, true] {
+                    if !run_cm2(&ctx, name, t, *s, causal, 300 + i as u64) {
+                        return assert_clean(&ctx);
+                    }
                 }
             }
         }

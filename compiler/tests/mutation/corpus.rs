@@ -16,6 +16,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/activation.glsl", include_str!("../../../shaders/src/activation.glsl")),
     ("shaders/src/attention.comp", include_str!("../../../shaders/src/attention.comp")),
     ("shaders/src/attention_cm.comp", include_str!("../../../shaders/src/attention_cm.comp")),
+    ("shaders/src/attention_cm2.comp", include_str!("../../../shaders/src/attention_cm2.comp")),
     ("shaders/src/attention_combine.comp", include_str!("../../../shaders/src/attention_combine.comp")),
     ("shaders/src/attention_decode.comp", include_str!("../../../shaders/src/attention_decode.comp")),
     ("shaders/src/attention_grouped.comp", include_str!("../../../shaders/src/attention_grouped.comp")),

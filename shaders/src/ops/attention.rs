@@ -1,6 +1,7 @@
 //! [`Ops::attention`]: scaled dot-product attention ([`Attention`]), causal or not, with
 //! grouped-query heads, for a prompt or for new tokens against a KV cache. The fp16 path on
-//! devices with cooperative matrices is [`attention_cm`] (a block of query rows per workgroup);
+//! devices with cooperative matrices is [`attention_cm2`] where the device has
+//! `VK_NV_cooperative_matrix2`, else [`attention_cm`] (a block of query rows per workgroup);
 //! for few query rows (decode) over a short cache, [`attention_decode`] (a workgroup per row and
 //! head over all its keys); everywhere else [`attention`] with the keys shared between
 //! workgroups where the rows alone would leave the GPU idle, each row merged by its last share
@@ -10,11 +11,14 @@
 use super::check::{float_format, not_aliased, position_buffer, same_format};
 use super::{pipeline, recorded, scratch, OpError, Ops};
 use crate::{
-    attention, attention4, attention_cm, attention_combine, attention_decode, attention_grouped,
-    AttentionShape,
+    attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
+    attention_grouped, AttentionShape,
 };
 use std::sync::Arc;
-use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
+use vkprism::{
+    Bindings, CommandList, CoopMatShape, Kernel, LoadedKernel, ScalarKind, Tensor, TensorFormat,
+    VariantKey,
+};
 
 const OP: &str = "attention";
 
@@ -86,6 +90,13 @@ const DECODE_KEYS_EACH: usize = 4;
 /// are faster (BENCHMARKS.md).
 const DECODE_MAX_CHUNKS: usize = 6;
 
+/// [`attention_cm2`]'s query rows per workgroup, keys per step and workgroup: the fastest of
+/// 13 tilings on the H100 at d 64 and 128 (`vkprism-bench --cases attention_probe`;
+/// BENCHMARKS.md).
+const CM2_ROWS: u32 = 128;
+const CM2_KEYS: u32 = 64;
+const CM2_THREADS: u32 = 256;
+
 /// Query rows up to which the row kernels' last share merges a split row itself (the
 /// counters [`Ops::share_counts`] holds): beyond, the combine pass does.
 pub(crate) const COUNTED_ROWS: usize = 1024;
@@ -152,6 +163,10 @@ impl Ops {
         let scale = op.scale.unwrap_or(1.0 / (s.d as f32).sqrt());
         let offset = if op.causal { s.causal_offset() } else { 0 };
         if self.matrices_fit(&s, format) {
+            if let Some(kernel) = self.attention_cm2_kernel(&s, format) {
+                let pass = (op.causal, scale, offset);
+                return self.attention_cm2(list, &kernel, &s, [q, k, v, o], pass);
+            }
             if let Ok(kernel) = self.kernel_for::<attention_cm::Kernel>(OP, "q_blob", format, true)
             {
                 return self.attention_cm(
@@ -224,6 +239,67 @@ impl Ops {
             && s.d <= 256
             && s.sq >= 16
             && matches!(subgroup, 16 | 32 | 64)
+    }
+
+    /// [`attention_cm2`] where the device loads it and lists its matrices' shapes in workgroups
+    /// of [`CM2_THREADS`]: S = Q·Kᵀ (`CM2_ROWS` × `CM2_KEYS` × d), the row sums (P times ones),
+    /// O += P·V, and O stored in fp16.
+    fn attention_cm2_kernel(
+        &self,
+        s: &AttentionShape,
+        format: TensorFormat,
+    ) -> Option<Arc<LoadedKernel<attention_cm2::Kernel>>> {
+        let shapes = &self.ctx.features().workgroup_matrices;
+        let offer = |mnk, result| {
+            let types = CoopMatShape {
+                m: 0,
+                n: 0,
+                k: 0,
+                a: ScalarKind::F16,
+                b: ScalarKind::F16,
+                c: result,
+                result,
+            };
+            shapes.offer(mnk, types, CM2_THREADS)
+        };
+        let (r, c, d) = (CM2_ROWS, CM2_KEYS, s.d as u32);
+        let offered = offer((r, c, d), ScalarKind::F32)
+            && offer((r, d, c), ScalarKind::F32)
+            && offer((r, c, c), ScalarKind::F32)
+            && offer((r, d, c), ScalarKind::F16);
+        if !offered {
+            return None;
+        }
+        self.kernel_for::<attention_cm2::Kernel>(OP, "q_blob", format, true)
+            .ok()
+    }
+
+    fn attention_cm2(
+        &self,
+        list: &mut CommandList,
+        kernel: &Arc<LoadedKernel<attention_cm2::Kernel>>,
+        s: &AttentionShape,
+        [q, k, v, o]: [&Tensor; 4],
+        (causal, scale, offset): (bool, f32, i32),
+    ) -> Result<(), OpError> {
+        let spec = attention_cm2::SpecConstants {
+            causal: causal as i32,
+            D: s.d as i32,
+            BR: CM2_ROWS as i32,
+            BC: CM2_KEYS as i32,
+        };
+        let pipe = pipeline(OP, kernel, &spec, Some([CM2_THREADS, 1, 1]))?;
+        let bindings = attention_cm2::BufferBindings {
+            q_blob: q,
+            k_blob: k,
+            v_blob: v,
+            o_blob: o,
+        };
+        let grid = s.cm_grid(CM2_THREADS, CM2_ROWS as usize);
+        recorded(
+            OP,
+            list.dispatch(&pipe, &bindings, &s.cm2_push(scale, offset), grid),
+        )
     }
 
     #[allow(clippy::too_many_arguments)]
