@@ -8,14 +8,16 @@
 //! a cache length wants. Then a prompt's attention (TinyLlama's 512-token prompt, and the
 //! `ops` case's 2048 tokens of 32 heads of 128, causal) on [`attention_cm`] as the operation
 //! layer ran it before [`attention_cm2`], and on [`attention_cm2`] in the tiles
-//! `VKPRISM_BENCH_ATTN_CM2` lists (`rows,keys,threads;...`), or a default set.
+//! `VKPRISM_BENCH_ATTN_CM2` lists (`rows,keys,threads;...`), or a default set; each alone, and
+//! after a GEMM that writes its queries (as a network runs it: the kernel's code and the
+//! driver's staging not left warm by the call before), that GEMM's own time taken out.
 
 use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, AttentionShape,
+    attention_grouped, AttentionShape, Gemm, Ops,
 };
 
 const CASE: &str = "attention_probe";
@@ -214,8 +216,10 @@ fn prefill(
     let f = TensorFormat::F16;
     let n = if cfg.quick { 64 } else { 512 };
     let shapes = [(n, 32, 4, 64), (4 * n, 32, 32, 128)];
-    let cm = ctx.load_with::<attention_cm::Kernel>(&LoadOptions::variant_named("fp16s_cm")?);
-    let cm2 = ctx.load_with::<attention_cm2::Kernel>(&LoadOptions::variant_named("fp16s_cm")?);
+    let variant = std::env::var("VKPRISM_BENCH_ATTN_VARIANT").unwrap_or("fp16s_cm".into());
+    let cm = ctx.load_with::<attention_cm::Kernel>(&LoadOptions::variant_named(&variant)?);
+    let cm2 = ctx.load_with::<attention_cm2::Kernel>(&LoadOptions::variant_named(&variant)?);
+    let ops = Ops::new(ctx);
     for (tokens, hq, hkv, d) in shapes {
         let s = AttentionShape {
             batch: 1,
@@ -231,6 +235,20 @@ fn prefill(
         let (q, k, v, o) = (qo(41)?, kv(42)?, kv(43)?, qo(44)?);
         let scale = 1.0 / (d as f32).sqrt();
         let shape = format!("prefill {tokens} h{hq}/{hkv} d{d} causal");
+        // The projection that writes the queries: [tokens, 2048] · [hq · d, 2048]ᵀ.
+        let x = Tensor::from_f32(ctx, &[tokens, 2048], f, &random(tokens * 2048, 45))?;
+        let w = Tensor::from_f32(ctx, &[hq * d, 2048], f, &random(hq * d * 2048, 46))?;
+        let q_rows = q.view(0, &[tokens, hq * d])?;
+        let project = |l: &mut CommandList| {
+            let op = Gemm::new().with_transpose_b(true);
+            ops.gemm(l, &x, &w, None, &q_rows, &op)
+        };
+        let gemm = time_calls(ctx, cfg, |l| Ok(project(l)?))?;
+        // `t` of the pair, less the GEMM's.
+        let after_gemm = |mut t: crate::harness::Timing| {
+            t.median_s -= gemm.median_s;
+            t
+        };
         if let Ok(cm) = &cm {
             let threads = if d <= 128 { 256 } else { 128 };
             let subgroup = ctx.features().limits.subgroup_size;
@@ -247,11 +265,18 @@ fn prefill(
                 v_blob: &v,
                 o_blob: &o,
             };
-            let t = time_calls(ctx, cfg, |l| {
+            let call = |l: &mut CommandList| {
                 let push = s.cm_push(scale, 0);
-                Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows))?)
-            })?;
+                l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows))
+            };
+            let t = time_calls(ctx, cfg, |l| Ok(call(l)?))?;
             out.push(probe_record(CASE, shape.clone(), "attention_cm".into(), t));
+            let t = time_calls(ctx, cfg, |l| {
+                project(l)?;
+                Ok(call(l)?)
+            })?;
+            let variant = "attention_cm after a GEMM".into();
+            out.push(probe_record(CASE, shape.clone(), variant, after_gemm(t)));
         }
         let Ok(cm2) = &cm2 else { continue };
         for [rows, keys, threads] in cm2_tiles() {
@@ -275,12 +300,19 @@ fn prefill(
                 v_blob: &v,
                 o_blob: &o,
             };
-            let t = time_calls(ctx, cfg, |l| {
+            let call = |l: &mut CommandList| {
                 let push = s.cm2_push(scale, 0);
-                Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows as usize))?)
-            })?;
+                l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows as usize))
+            };
+            let t = time_calls(ctx, cfg, |l| Ok(call(l)?))?;
             let variant = format!("attention_cm2 {rows} rows x {keys} keys on {threads}");
-            out.push(probe_record(CASE, shape.clone(), variant, t));
+            out.push(probe_record(CASE, shape.clone(), variant.clone(), t));
+            let t = time_calls(ctx, cfg, |l| {
+                project(l)?;
+                Ok(call(l)?)
+            })?;
+            let variant = format!("{variant} after a GEMM");
+            out.push(probe_record(CASE, shape.clone(), variant, after_gemm(t)));
         }
     }
     Ok(())

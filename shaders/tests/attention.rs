@@ -638,6 +638,31 @@ fn attention_ops() {
     assert_clean(&ctx);
 }
 
+/// A long fp16 prompt through the operation layer: [`attention_cm2`] where the device has
+/// workgroup-scope matrices, against the reference.
+#[test]
+fn attention_ops_takes_cm2_for_long_prompts() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let f = TensorFormat::F16;
+    let s = shape(1, 1024, 1024, 2, 1, 64);
+    let x = operands(&ctx, &s, f, 900);
+    let o = poisoned(&ctx, &[s.batch, s.sq, s.hq, s.d], f);
+    let op = Attention::new().with_causal(true);
+    let mut list = CommandList::new(&ctx).unwrap();
+    ops.attention(&mut list, &x.q, &x.k, &x.v, &o, &op).unwrap();
+    let names = list.dispatch_names().to_vec();
+    let workgroup_matrices = ctx.features().workgroup_matrices.iter().count() > 0;
+    if workgroup_matrices {
+        assert_eq!(names, ["attention_cm2"]);
+    } else {
+        assert!(!names.contains(&"attention_cm2"), "{names:?}");
+    }
+    list.submit_and_wait().unwrap();
+    check(&o, &s, &x, true, 2e-2, &format!("ops {names:?} {s:?}"));
+    assert_clean(&ctx);
+}
+
 #[test]
 fn attention_ops_refuses_bad_operands() {
     let ctx = ctx();

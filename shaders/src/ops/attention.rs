@@ -1,7 +1,7 @@
 //! [`Ops::attention`]: scaled dot-product attention ([`Attention`]), causal or not, with
 //! grouped-query heads, for a prompt or for new tokens against a KV cache. The fp16 path on
-//! devices with cooperative matrices is [`attention_cm2`] where the device has
-//! `VK_NV_cooperative_matrix2`, else [`attention_cm`] (a block of query rows per workgroup);
+//! devices with cooperative matrices is [`attention_cm`] (a block of query rows per workgroup),
+//! or for long prompts [`attention_cm2`] where the device has `VK_NV_cooperative_matrix2`;
 //! for few query rows (decode) over a short cache, [`attention_decode`] (a workgroup per row and
 //! head over all its keys); everywhere else [`attention`] with the keys shared between
 //! workgroups where the rows alone would leave the GPU idle, each row merged by its last share
@@ -96,6 +96,11 @@ const DECODE_MAX_CHUNKS: usize = 6;
 const CM2_ROWS: u32 = 128;
 const CM2_KEYS: u32 = 64;
 const CM2_THREADS: u32 = 256;
+
+/// Query rows from which [`attention_cm2`] takes a prompt: at 2048 it ran 12% faster than
+/// [`attention_cm`] alone and after a GEMM; at 512 it ran faster alone but 1.5× slower inside
+/// the decoder's prompt (BENCHMARKS.md), so shorter prompts keep [`attention_cm`].
+const CM2_MIN_ROWS: usize = 1024;
 
 /// Query rows up to which the row kernels' last share merges a split row itself (the
 /// counters [`Ops::share_counts`] holds): beyond, the combine pass does.
@@ -241,8 +246,8 @@ impl Ops {
             && matches!(subgroup, 16 | 32 | 64)
     }
 
-    /// [`attention_cm2`] where the device loads it and lists its matrices' shapes in workgroups
-    /// of [`CM2_THREADS`]: S = Q·Kᵀ (`CM2_ROWS` × `CM2_KEYS` × d), the row sums (P times ones),
+    /// [`attention_cm2`] for prompts of [`CM2_MIN_ROWS`] query rows or more, where the device
+    /// loads it and lists its matrices' shapes in workgroups of [`CM2_THREADS`]: S = Q·Kᵀ (`CM2_ROWS` × `CM2_KEYS` × d), the row sums (P times ones),
     /// O += P·V, and O stored in fp16.
     fn attention_cm2_kernel(
         &self,
@@ -262,6 +267,9 @@ impl Ops {
             };
             shapes.offer(mnk, types, CM2_THREADS)
         };
+        if s.sq < CM2_MIN_ROWS {
+            return None;
+        }
         let (r, c, d) = (CM2_ROWS, CM2_KEYS, s.d as u32);
         let offered = offer((r, c, d), ScalarKind::F32)
             && offer((r, d, c), ScalarKind::F32)
