@@ -217,6 +217,31 @@ impl AttentionShape {
         }
     }
 
+    /// Whether `device` lists [`attention_cm2`]'s products for `tiles` (query rows, keys a
+    /// step, invocations) at this head dimension: S = Q·Kᵀ, the row sums (P times ones) and
+    /// O += P·V into fp32, and O stored in fp16.
+    pub fn cm2_offered(&self, device: &vkprism::DeviceFeatures, tiles: [u32; 3]) -> bool {
+        let [rows, keys, threads] = tiles;
+        let d = self.d as u32;
+        let offer = |mnk, result| {
+            let types = vkprism::CoopMatShape {
+                m: 0,
+                n: 0,
+                k: 0,
+                a: vkprism::ScalarKind::F16,
+                b: vkprism::ScalarKind::F16,
+                c: result,
+                result,
+            };
+            device.workgroup_matrices.offer(mnk, types, threads)
+        };
+        let f32 = vkprism::ScalarKind::F32;
+        offer((rows, keys, d), f32)
+            && offer((rows, d, keys), f32)
+            && offer((rows, keys, keys), f32)
+            && offer((rows, d, keys), vkprism::ScalarKind::F16)
+    }
+
     /// [`attention_cm2`]'s push constants for contiguous operands.
     pub fn cm2_push(&self, scale: f32, offset: i32) -> attention_cm2::PushConstants {
         let p = self.cm_push(scale, offset);

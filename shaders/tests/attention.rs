@@ -6,7 +6,7 @@
 //! operation layer's choice and checks; [`Ops::attention_at`] replayed at positions read from a
 //! buffer.
 
-use vkprism::{CommandList, Context, CoopMatShape, LoadOptions, ScalarKind, Tensor, TensorFormat};
+use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
     attention_grouped, reference, Attention, AttentionShape, OpError, Ops,
@@ -512,27 +512,6 @@ fn attention_cm_every_variant() {
     assert_clean(&ctx);
 }
 
-/// Whether the device lists [`attention_cm2`]'s products for `rows` × `keys` tiles of head
-/// dimension `d` in workgroups of `threads`: S = Q·Kᵀ, the row sums, O += P·V, O stored in fp16.
-fn cm2_offered(ctx: &Context, [rows, keys, threads]: [u32; 3], d: u32) -> bool {
-    let offer = |mnk, result| {
-        let types = CoopMatShape {
-            m: 0,
-            n: 0,
-            k: 0,
-            a: ScalarKind::F16,
-            b: ScalarKind::F16,
-            c: result,
-            result,
-        };
-        ctx.features().workgroup_matrices.offer(mnk, types, threads)
-    };
-    offer((rows, keys, d), ScalarKind::F32)
-        && offer((rows, d, keys), ScalarKind::F32)
-        && offer((rows, keys, keys), ScalarKind::F32)
-        && offer((rows, d, keys), ScalarKind::F16)
-}
-
 /// Runs [`attention_cm2`] in variant `name` on `tiles` (rows, keys, threads) where the device
 /// has its matrices and lists the tiles; false where it has no matrices.
 fn run_cm2(
@@ -547,7 +526,7 @@ fn run_cm2(
         return false;
     };
     let [rows, keys, threads] = tiles;
-    if !cm2_offered(ctx, tiles, s.d as u32) {
+    if !s.cm2_offered(ctx.features(), tiles) {
         eprintln!(
             "{name}: {rows}x{keys} on {threads} at d {} not offered",
             s.d

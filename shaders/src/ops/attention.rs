@@ -15,10 +15,7 @@ use crate::{
     attention_grouped, AttentionShape,
 };
 use std::sync::Arc;
-use vkprism::{
-    Bindings, CommandList, CoopMatShape, Kernel, LoadedKernel, ScalarKind, Tensor, TensorFormat,
-    VariantKey,
-};
+use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
 
 const OP: &str = "attention";
 
@@ -254,27 +251,10 @@ impl Ops {
         s: &AttentionShape,
         format: TensorFormat,
     ) -> Option<Arc<LoadedKernel<attention_cm2::Kernel>>> {
-        let shapes = &self.ctx.features().workgroup_matrices;
-        let offer = |mnk, result| {
-            let types = CoopMatShape {
-                m: 0,
-                n: 0,
-                k: 0,
-                a: ScalarKind::F16,
-                b: ScalarKind::F16,
-                c: result,
-                result,
-            };
-            shapes.offer(mnk, types, CM2_THREADS)
-        };
         if s.sq < CM2_MIN_ROWS {
             return None;
         }
-        let (r, c, d) = (CM2_ROWS, CM2_KEYS, s.d as u32);
-        let offered = offer((r, c, d), ScalarKind::F32)
-            && offer((r, d, c), ScalarKind::F32)
-            && offer((r, c, c), ScalarKind::F32)
-            && offer((r, d, c), ScalarKind::F16);
+        let offered = s.cm2_offered(self.ctx.features(), [CM2_ROWS, CM2_KEYS, CM2_THREADS]);
         if !offered {
             return None;
         }
