@@ -17,7 +17,7 @@ use crate::random;
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, AttentionShape, Gemm, Ops,
+    attention_grouped, AttentionShape, Gemm, Ops, UnaryOp,
 };
 
 const CASE: &str = "attention_probe";
@@ -232,16 +232,48 @@ fn prefill(
         let qo = |seed| Tensor::from_f32(ctx, &[tokens, hq, d], f, &random(tokens * hq * d, seed));
         let kv =
             |seed| Tensor::from_f32(ctx, &[tokens, hkv, d], f, &random(tokens * hkv * d, seed));
-        let (q, k, v, o) = (qo(41)?, kv(42)?, kv(43)?, qo(44)?);
+        // What runs before each call: the projection that writes the queries ([tokens, 2048] ·
+        // [hq · d, 2048]ᵀ); with `VKPRISM_BENCH_ATTN_BEFORE=stream` a ReLU over 96 MiB whose
+        // output's start is the queries (L2 left holding none of the kernel's code or data);
+        // with `writes` ReLUs writing q, k and v (as the rotation into the cache does).
+        let mode = std::env::var("VKPRISM_BENCH_ATTN_BEFORE").unwrap_or_default();
+        let stream = mode == "stream";
+        let big = 48 << 20;
+        let streamed = match stream {
+            true => Some((
+                Tensor::from_f32(ctx, &[big], f, &random(big, 47))?,
+                Tensor::new(ctx, &[big], f)?,
+            )),
+            false => None,
+        };
+        let q = match &streamed {
+            Some((_, y)) => y.view(0, &[tokens, hq, d])?,
+            None => qo(41)?,
+        };
+        let (k, v, o) = (kv(42)?, kv(43)?, qo(44)?);
+        let sources = [qo(48)?, kv(49)?, kv(50)?];
         let scale = 1.0 / (d as f32).sqrt();
         let shape = format!("prefill {tokens} h{hq}/{hkv} d{d} causal");
-        // The projection that writes the queries: [tokens, 2048] · [hq · d, 2048]ᵀ.
         let x = Tensor::from_f32(ctx, &[tokens, 2048], f, &random(tokens * 2048, 45))?;
         let w = Tensor::from_f32(ctx, &[hq * d, 2048], f, &random(hq * d * 2048, 46))?;
         let q_rows = q.view(0, &[tokens, hq * d])?;
-        let project = |l: &mut CommandList| {
-            let op = Gemm::new().with_transpose_b(true);
-            ops.gemm(l, &x, &w, None, &q_rows, &op)
+        let project = |l: &mut CommandList| match (&streamed, mode.as_str()) {
+            (Some((sx, sy)), _) => ops.unary(l, sx, sy, UnaryOp::Relu),
+            (None, "writes") => {
+                for (src, dst) in sources.iter().zip([&q, &k, &v]) {
+                    ops.unary(l, src, dst, UnaryOp::Relu)?;
+                }
+                Ok(())
+            }
+            _ => {
+                let op = Gemm::new().with_transpose_b(true);
+                ops.gemm(l, &x, &w, None, &q_rows, &op)
+            }
+        };
+        let before = match mode.as_str() {
+            "stream" => "a 96 MiB stream",
+            "writes" => "writes of q, k and v",
+            _ => "a GEMM",
         };
         let gemm = time_calls(ctx, cfg, |l| Ok(project(l)?))?;
         // `t` of the pair, less the GEMM's.
@@ -275,7 +307,7 @@ fn prefill(
                 project(l)?;
                 Ok(call(l)?)
             })?;
-            let variant = "attention_cm after a GEMM".into();
+            let variant = format!("attention_cm after {before}");
             out.push(probe_record(CASE, shape.clone(), variant, after_gemm(t)));
         }
         let Ok(cm2) = &cm2 else { continue };
@@ -311,7 +343,7 @@ fn prefill(
                 project(l)?;
                 Ok(call(l)?)
             })?;
-            let variant = format!("{variant} after a GEMM");
+            let variant = format!("{variant} after {before}");
             out.push(probe_record(CASE, shape.clone(), variant, after_gemm(t)));
         }
     }

@@ -1,6 +1,7 @@
 //! One step of the decoder recorded into a command list: the activations of `n` tokens
 //! ([`Activations`]) and the operations over them ([`Forward`]). A prompt goes through GEMMs
-//! (each norm a dispatch of its own, its weight folded into the projection after it); one token
+//! (each norm a dispatch of its own, its weight folded into the projection after it; the MLP's
+//! gate/up GEMM gating its own products, [`Ops::gemm_glu`]); one token
 //! through fused GEMVs that normalize their input, rotate queries and keys into place, gate the
 //! MLP and add into the residual stream themselves: five dispatches a layer with attention's
 //! (six where attention merges its key shares in a pass of its own: the grouped kernel, long
@@ -30,8 +31,7 @@ pub(crate) struct Activations {
     /// Rotated queries and the attention's output `[n, heads, head_dim]`.
     q: Tensor,
     o: Tensor,
-    /// The MLP's gate/up pairs (GEMM path) `[n, 2·mlp]`, and its gated values `[n, mlp]`.
-    gate_up: Tensor,
+    /// The MLP's gated values `[n, mlp]`.
     mlp: Tensor,
     /// The logits `[n, vocab]`, and the index of each row's largest, I32 `[n]`.
     pub logits: Tensor,
@@ -61,7 +61,6 @@ impl Activations {
             qkv: t(&[n, cfg.hidden + 2 * cfg.kv_dim()])?,
             q: t(&[n, heads, d])?,
             o: t(&[n, heads, d])?,
-            gate_up: t(&[n, 2 * cfg.mlp])?,
             mlp: t(&[n, cfg.mlp])?,
             logits: t(&[n, cfg.vocab])?,
             best: Tensor::new(ctx, &[n], TensorFormat::I32)?,
@@ -83,7 +82,6 @@ impl Activations {
             &self.qkv,
             &self.q,
             &self.o,
-            &self.gate_up,
             &self.mlp,
             &self.logits,
             &self.best,
@@ -190,7 +188,9 @@ impl Forward<'_> {
         self.residual(list, &l.o, &flat(&a.o)?)
     }
 
-    /// `x += down(silu(gate(h)) · up(h))` of the normed stream.
+    /// `x += down(silu(gate(h)) · up(h))` of the normed stream: for one token the gated GEMV,
+    /// for a prompt the norm's dispatch, then the gate/up GEMM gating its own products
+    /// ([`Ops::gemm_glu`]).
     fn mlp_block(&self, list: &mut CommandList, l: &LayerWeights) -> Result<(), ModelError> {
         let a = self.act;
         if a.tokens() == 1 {
@@ -199,8 +199,11 @@ impl Forward<'_> {
                 .with_activation(Activation::Silu);
             self.normed_linear(list, &l.gate_up, &a.mlp, gated)?;
         } else {
-            self.normed_linear(list, &l.gate_up, &a.gate_up, Gemv::new())?;
-            self.ops.glu(list, &a.gate_up, &a.mlp, Activation::Silu)?;
+            self.ops
+                .rms_norm(list, &a.x, None, &a.h, self.cfg.rms_eps)?;
+            let w = self.float_weights(list, &l.gate_up)?;
+            self.ops
+                .gemm_glu(list, &a.h, &w, &a.mlp, Activation::Silu)?;
         }
         self.residual(list, &l.down, &a.mlp)
     }
@@ -255,8 +258,7 @@ impl Forward<'_> {
         Ok(())
     }
 
-    /// The GEMM `op` of `x` and `w` into `y`; an int8 `w` dequantized into the step's scratch
-    /// matrix first.
+    /// The GEMM `op` of `x` and `w` into `y` ([`Forward::float_weights`]' matrix).
     fn gemm(
         &self,
         list: &mut CommandList,
@@ -265,8 +267,15 @@ impl Forward<'_> {
         y: &Tensor,
         op: &Gemm,
     ) -> Result<(), ModelError> {
+        let w = self.float_weights(list, w)?;
+        Ok(self.ops.gemm(list, x, &w, None, y, op)?)
+    }
+
+    /// `w` as a float matrix a prompt's GEMM reads: itself, or an int8 `w` dequantized into
+    /// the step's scratch matrix (a dispatch).
+    fn float_weights(&self, list: &mut CommandList, w: &Projection) -> Result<Tensor, ModelError> {
         let Projection::Int8 { w, scales } = w else {
-            return Ok(self.ops.gemm(list, x, w.matrix(), None, y, op)?);
+            return Ok(w.matrix().clone());
         };
         let scratch = self
             .act
@@ -276,7 +285,7 @@ impl Forward<'_> {
         let wf = scratch.view(0, w.shape())?;
         let per_row = QuantScale::PerChannel { scales, axis: 0 };
         self.ops.dequantize(list, w, per_row, &wf)?;
-        Ok(self.ops.gemm(list, x, &wf, None, y, op)?)
+        Ok(wf)
     }
 }
 

@@ -41,10 +41,23 @@ vkprism::compute_shader! {
             define: [("VKPRISM_SPLIT_K", "1")],
             share: [gemm_cm2::SpecConstants, gemm_cm2::PushConstants],
         },
+    /// A SwiGLU MLP's gate and up projections and its gate in one pass on
+    /// [`gemm_cm2`](crate::gemm_cm2)'s matrices: `C[m][n] = act(A·Bᵀ[2n]) · (A·Bᵀ[2n + 1])` for
+    /// A `[M][K]`, B stored `[2N][K]` with each output's gate and up rows side by side (as the
+    /// decoder stores its gate/up weights) and C `[M][N]`; fp32 accumulation, no bias, beta or
+    /// alpha. Each workgroup holds a BM×BN tile of both products as two accumulators and stores
+    /// their gated product. The same variants, requirements and constants types
+    /// (`transpose_b` 1, `activation` the gate's; M, N and K the result's and the depth);
+    /// dispatch [`Cm2Tiles::grid`](crate::Cm2Tiles::grid) for the M×N result.
+        gemm_cm2_glu: {
+            path: "gemm_cm2.comp",
+            define: [("VKPRISM_GLU", "1")],
+            share: [gemm_cm2::SpecConstants, gemm_cm2::PushConstants],
+        },
     },
 }
 
-pub use cm2_kernels::{gemm_cm2, gemm_cm2_split};
+pub use cm2_kernels::{gemm_cm2, gemm_cm2_glu, gemm_cm2_split};
 use vkprism::ScalarKind;
 
 /// How [`gemm_cm2`] runs one problem: the tile of C per workgroup, the step depth, how many

@@ -23,6 +23,12 @@
 // With VKPRISM_SPLIT_K (gemm_cm2_split, one product): workgroup z multiplies share z of the
 // `split_k` shares of K (whole steps) and stores its fp32 sums to `partial` ([split_k][M][N]);
 // gemm_split_reduce adds them and applies the rest. Grid: [.., .., split_k].
+//
+// With VKPRISM_GLU (gemm_cm2_glu, one product): a SwiGLU MLP's gate and up projections and its
+// gate in one pass, C[m][n] = act(A·Bᵀ[2n]) · (A·Bᵀ[2n + 1]) for B stored [2N][K] with each
+// output's gate and up rows side by side (transpose_b 1, no bias, beta or alpha): each workgroup
+// holds a BM×BN tile of both products as two accumulators (the gate rows and the up rows read
+// through two layouts of stride 2K) and stores only their gated product, C [M][N].
 #extension GL_EXT_control_flow_attributes : require
 #if NCNN_cooperative_matrix
 #extension GL_KHR_memory_scope_semantics : require
@@ -125,6 +131,71 @@ uint aligned_stride(uint cols)
     return (cols >> 3) << 3;
 }
 
+#if VKPRISM_GLU
+// act(gate) · up of one element: `g` from the gate accumulator, `u` the up one's at the same
+// place (matrices of one type hold their elements alike).
+float glu_element(const in uint row, const in uint col, const in float g, const in float u)
+{
+    return activate(vec4(g)).x * u;
+}
+
+void main()
+{
+    const uint M = fixed_m > 0 ? uint(fixed_m) : uint(p.M);
+    const uint N = fixed_n > 0 ? uint(fixed_n) : uint(p.N);
+    const uint K = fixed_k > 0 ? uint(fixed_k) : uint(p.K);
+    const uint m0 = gl_WorkGroupID.y * BM;
+    const uint n0 = gl_WorkGroupID.x * BN;
+
+    tensorLayoutNV<2, clamped> la = createTensorLayoutNV(2, clamped);
+    tensorLayoutNV<2, clamped> lb = createTensorLayoutNV(2, clamped);
+    tensorLayoutNV<2, clamped> lc = createTensorLayoutNV(2, clamped);
+    la = setTensorLayoutDimensionNV(la, M, K);
+    la = setTensorLayoutStrideNV(la, aligned_stride(K), 1);
+    // Every other stored row of B: the gates from row 0, the ups from row 1 (K elements on).
+    lb = setTensorLayoutDimensionNV(lb, N, K);
+    lb = setTensorLayoutStrideNV(lb, 2 * aligned_stride(K), 1);
+    lc = setTensorLayoutDimensionNV(lc, M, N);
+    lc = setTensorLayoutStrideNV(lc, aligned_stride(N), 1);
+    tensorViewNV<2, false, 1, 0> swapped = createTensorViewNV(2, false, 1, 0);
+    const uint up_at = aligned_stride(K);
+
+    coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> gate =
+        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
+    coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> up =
+        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
+    coopmat<cmfp, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
+    coopmat<cmfp, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mg;
+    coopmat<cmfp, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mu;
+
+    const uint steps = (K + BK - 1) / BK;
+    const uint whole = steps - steps % uint(unroll);
+    uint step = 0;
+    for (; step < whole; step += unroll) {
+        [[unroll]] for (int u = 0; u < unroll; u++) {
+            const uint k = (step + u) * BK;
+            coopMatLoadTensorNV(ma, a_data, 0, sliceTensorLayoutNV(la, m0, BM, k, BK));
+            coopMatLoadTensorNV(mg, b_data, 0, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
+            coopMatLoadTensorNV(mu, b_data, up_at, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
+            gate = coopMatMulAdd(ma, mg, gate);
+            up = coopMatMulAdd(ma, mu, up);
+        }
+    }
+    for (; step < steps; step++) {
+        const uint k = step * BK;
+        coopMatLoadTensorNV(ma, a_data, 0, sliceTensorLayoutNV(la, m0, BM, k, BK));
+        coopMatLoadTensorNV(mg, b_data, 0, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
+        coopMatLoadTensorNV(mu, b_data, up_at, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
+        gate = coopMatMulAdd(ma, mg, gate);
+        up = coopMatMulAdd(ma, mu, up);
+    }
+
+    coopMatPerElementNV(gate, gate, glu_element, up);
+    coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE> out16 =
+        coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE>(gate);
+    coopMatStoreTensorNV(out16, c_data, 0, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+}
+#else
 void main()
 {
     const uint M = fixed_m > 0 ? uint(fixed_m) : uint(p.M);
@@ -221,6 +292,7 @@ void main()
     coopMatStoreTensorNV(out16, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 #endif
 }
+#endif
 #else
 void main()
 {

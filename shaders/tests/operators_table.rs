@@ -60,6 +60,8 @@ fn operations() -> Vec<Row> {
              (gemm_cm2_split, "the same, split K"), gemm, (gemm_split, "split K"),
              (gemm_split_reduce, "split K's sum")),
         row!("gemm_int8": gemm_int8),
+        row!("gemm_glu": (gemm_cm2_glu, "on VK_NV_cooperative_matrix2 where the device lists its tiles"),
+             (gemm, "otherwise, into scratch"), (glu, "the gate over the scratch")),
         row!("conv2d": conv2d_nhwc, (conv2d_nhwc_split, "split K"),
              (gemm_split_reduce, "split K's sum"),
              (gemm, "1×1, stride 1, no padding, without cooperative matrices"),

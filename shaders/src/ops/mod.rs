@@ -37,6 +37,7 @@ mod error;
 mod fold;
 mod gemm;
 mod gemm_cm2;
+mod gemm_glu;
 mod gemv;
 mod movement;
 mod norm;
