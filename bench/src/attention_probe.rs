@@ -206,8 +206,61 @@ fn cm2_tiles() -> Vec<[u32; 3]> {
         .collect()
 }
 
+/// What runs before each call in the probe's second series (`VKPRISM_BENCH_ATTN_BEFORE`).
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Before {
+    /// The projection that writes the queries ([tokens, 2048] · [hq · d, 2048]ᵀ): the default.
+    Gemm,
+    /// `stream`: a ReLU over 96 MiB whose output's start is the queries (L2 left holding none
+    /// of the kernel's code or data).
+    Stream,
+    /// `writes`: ReLUs writing q, k and v (as the rotation into the cache does).
+    Writes,
+}
+
+impl Before {
+    fn from_env() -> Before {
+        match std::env::var("VKPRISM_BENCH_ATTN_BEFORE").as_deref() {
+            Ok("stream") => Before::Stream,
+            Ok("writes") => Before::Writes,
+            _ => Before::Gemm,
+        }
+    }
+
+    fn label(self) -> &'static str {
+        match self {
+            Before::Gemm => "a GEMM",
+            Before::Stream => "a 96 MiB stream",
+            Before::Writes => "writes of q, k and v",
+        }
+    }
+}
+
+type Recorder<'a> = dyn Fn(&mut CommandList) -> Result<(), Box<dyn std::error::Error>> + 'a;
+
+/// Times `call` alone, then after `before` (less `before`'s own time `before_s`), and records
+/// both under `shape` as `variant`.
+fn time_alone_and_after(
+    (ctx, cfg): (&Context, Config),
+    (shape, variant): (&str, &str),
+    call: &Recorder<'_>,
+    (before, label, before_s): (&Recorder<'_>, &str, f64),
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let t = time_calls(ctx, cfg, call)?;
+    out.push(probe_record(CASE, shape.into(), variant.into(), t));
+    let mut t = time_calls(ctx, cfg, |l| {
+        before(l)?;
+        call(l)
+    })?;
+    t.median_s -= before_s;
+    let variant = format!("{variant} after {label}");
+    out.push(probe_record(CASE, shape.into(), variant, t));
+    Ok(())
+}
+
 /// A prompt's causal attention on [`attention_cm`] and on [`attention_cm2`] in each of
-/// [`cm2_tiles`], printed in µs a call.
+/// [`cm2_tiles`], printed in µs a call, alone and after [`Before::from_env`]'s work.
 fn prefill(
     ctx: &Context,
     cfg: Config,
@@ -220,6 +273,7 @@ fn prefill(
     let cm = ctx.load_with::<attention_cm::Kernel>(&LoadOptions::variant_named(&variant)?);
     let cm2 = ctx.load_with::<attention_cm2::Kernel>(&LoadOptions::variant_named(&variant)?);
     let ops = Ops::new(ctx);
+    let before = Before::from_env();
     for (tokens, hq, hkv, d) in shapes {
         let s = AttentionShape {
             batch: 1,
@@ -232,55 +286,48 @@ fn prefill(
         let qo = |seed| Tensor::from_f32(ctx, &[tokens, hq, d], f, &random(tokens * hq * d, seed));
         let kv =
             |seed| Tensor::from_f32(ctx, &[tokens, hkv, d], f, &random(tokens * hkv * d, seed));
-        // What runs before each call: the projection that writes the queries ([tokens, 2048] ·
-        // [hq · d, 2048]ᵀ); with `VKPRISM_BENCH_ATTN_BEFORE=stream` a ReLU over 96 MiB whose
-        // output's start is the queries (L2 left holding none of the kernel's code or data);
-        // with `writes` ReLUs writing q, k and v (as the rotation into the cache does).
-        let mode = std::env::var("VKPRISM_BENCH_ATTN_BEFORE").unwrap_or_default();
-        let stream = mode == "stream";
+        // The streamed tensors: the queries are the start of the output.
         let big = 48 << 20;
-        let streamed = match stream {
-            true => Some((
+        let streamed = match before {
+            Before::Stream => Some((
                 Tensor::from_f32(ctx, &[big], f, &random(big, 47))?,
                 Tensor::new(ctx, &[big], f)?,
             )),
-            false => None,
+            _ => None,
         };
         let q = match &streamed {
             Some((_, y)) => y.view(0, &[tokens, hq, d])?,
             None => qo(41)?,
         };
         let (k, v, o) = (kv(42)?, kv(43)?, qo(44)?);
-        let sources = [qo(48)?, kv(49)?, kv(50)?];
         let scale = 1.0 / (d as f32).sqrt();
         let shape = format!("prefill {tokens} h{hq}/{hkv} d{d} causal");
-        let x = Tensor::from_f32(ctx, &[tokens, 2048], f, &random(tokens * 2048, 45))?;
-        let w = Tensor::from_f32(ctx, &[hq * d, 2048], f, &random(hq * d * 2048, 46))?;
-        let q_rows = q.view(0, &[tokens, hq * d])?;
-        let project = |l: &mut CommandList| match (&streamed, mode.as_str()) {
-            (Some((sx, sy)), _) => ops.unary(l, sx, sy, UnaryOp::Relu),
-            (None, "writes") => {
-                for (src, dst) in sources.iter().zip([&q, &k, &v]) {
-                    ops.unary(l, src, dst, UnaryOp::Relu)?;
-                }
-                Ok(())
+        let sources = match before {
+            Before::Writes => vec![qo(48)?, kv(49)?, kv(50)?],
+            _ => Vec::new(),
+        };
+        let projection = match before {
+            Before::Gemm => Some((
+                Tensor::from_f32(ctx, &[tokens, 2048], f, &random(tokens * 2048, 45))?,
+                Tensor::from_f32(ctx, &[hq * d, 2048], f, &random(hq * d * 2048, 46))?,
+                q.view(0, &[tokens, hq * d])?,
+            )),
+            _ => None,
+        };
+        let record_before = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+            if let Some((sx, sy)) = &streamed {
+                ops.unary(l, sx, sy, UnaryOp::Relu)?;
             }
-            _ => {
-                let op = Gemm::new().with_transpose_b(true);
-                ops.gemm(l, &x, &w, None, &q_rows, &op)
+            for (src, dst) in sources.iter().zip([&q, &k, &v]) {
+                ops.unary(l, src, dst, UnaryOp::Relu)?;
             }
+            if let Some((x, w, q_rows)) = &projection {
+                ops.gemm(l, x, w, None, q_rows, &Gemm::new().with_transpose_b(true))?;
+            }
+            Ok(())
         };
-        let before = match mode.as_str() {
-            "stream" => "a 96 MiB stream",
-            "writes" => "writes of q, k and v",
-            _ => "a GEMM",
-        };
-        let gemm = time_calls(ctx, cfg, |l| Ok(project(l)?))?;
-        // `t` of the pair, less the GEMM's.
-        let after_gemm = |mut t: crate::harness::Timing| {
-            t.median_s -= gemm.median_s;
-            t
-        };
+        let before_s = time_calls(ctx, cfg, record_before)?.median_s;
+        let before_work = (&record_before as &Recorder<'_>, before.label(), before_s);
         if let Ok(cm) = &cm {
             let threads = if d <= 128 { 256 } else { 128 };
             let subgroup = ctx.features().limits.subgroup_size;
@@ -297,18 +344,12 @@ fn prefill(
                 v_blob: &v,
                 o_blob: &o,
             };
-            let call = |l: &mut CommandList| {
+            let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
                 let push = s.cm_push(scale, 0);
-                l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows))
+                Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows))?)
             };
-            let t = time_calls(ctx, cfg, |l| Ok(call(l)?))?;
-            out.push(probe_record(CASE, shape.clone(), "attention_cm".into(), t));
-            let t = time_calls(ctx, cfg, |l| {
-                project(l)?;
-                Ok(call(l)?)
-            })?;
-            let variant = format!("attention_cm after {before}");
-            out.push(probe_record(CASE, shape.clone(), variant, after_gemm(t)));
+            let names = (shape.as_str(), "attention_cm");
+            time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
         }
         let Ok(cm2) = &cm2 else { continue };
         for [rows, keys, threads] in cm2_tiles() {
@@ -332,19 +373,13 @@ fn prefill(
                 v_blob: &v,
                 o_blob: &o,
             };
-            let call = |l: &mut CommandList| {
+            let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
                 let push = s.cm2_push(scale, 0);
-                l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows as usize))
+                Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows as usize))?)
             };
-            let t = time_calls(ctx, cfg, |l| Ok(call(l)?))?;
             let variant = format!("attention_cm2 {rows} rows x {keys} keys on {threads}");
-            out.push(probe_record(CASE, shape.clone(), variant.clone(), t));
-            let t = time_calls(ctx, cfg, |l| {
-                project(l)?;
-                Ok(call(l)?)
-            })?;
-            let variant = format!("{variant} after {before}");
-            out.push(probe_record(CASE, shape.clone(), variant, after_gemm(t)));
+            let names = (shape.as_str(), variant.as_str());
+            time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
         }
     }
     Ok(())

@@ -199,11 +199,9 @@ impl Forward<'_> {
                 .with_activation(Activation::Silu);
             self.normed_linear(list, &l.gate_up, &a.mlp, gated)?;
         } else {
-            self.ops
-                .rms_norm(list, &a.x, None, &a.h, self.cfg.rms_eps)?;
+            let h = self.normed(list)?;
             let w = self.float_weights(list, &l.gate_up)?;
-            self.ops
-                .gemm_glu(list, &a.h, &w, &a.mlp, Activation::Silu)?;
+            self.ops.gemm_glu(list, h, &w, &a.mlp, Activation::Silu)?;
         }
         self.residual(list, &l.down, &a.mlp)
     }
@@ -222,8 +220,16 @@ impl Forward<'_> {
         if a.tokens() == 1 {
             return self.gemv(list, w, &a.x, y, &fused.with_rms_input(eps));
         }
-        self.ops.rms_norm(list, &a.x, None, &a.h, eps)?;
-        self.gemm(list, &a.h, w, y, &Gemm::new().with_transpose_b(true))
+        let h = self.normed(list)?;
+        self.gemm(list, h, w, y, &Gemm::new().with_transpose_b(true))
+    }
+
+    /// The stream RMS-normalized without a weight (a prompt's dispatch of its own), in `h`.
+    fn normed(&self, list: &mut CommandList) -> Result<&Tensor, ModelError> {
+        let a = self.act;
+        self.ops
+            .rms_norm(list, &a.x, None, &a.h, self.cfg.rms_eps)?;
+        Ok(&a.h)
     }
 
     /// `x += input · wᵀ`: the GEMM (`beta` 1) or the GEMV (accumulating) adds into the stream

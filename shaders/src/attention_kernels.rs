@@ -4,6 +4,8 @@
 //! matrices, a block of query rows per workgroup, for prompts) and [`attention_cm2`] (the same
 //! on workgroup-scope matrices). [`AttentionShape`] gives their grids and push constants.
 
+use crate::cm2::workgroup_offers;
+
 vkprism::compute_shader! {
     /// The two row kernels, one module each (re-exported at the crate's root): the quad one
     /// takes the scalar one's constants types (one set of push constants for both).
@@ -221,25 +223,14 @@ impl AttentionShape {
     /// step, invocations) at this head dimension: S = Q·Kᵀ, the row sums (P times ones) and
     /// O += P·V into fp32, and O stored in fp16.
     pub fn cm2_offered(&self, device: &vkprism::DeviceFeatures, tiles: [u32; 3]) -> bool {
+        use vkprism::ScalarKind::{F16, F32};
         let [rows, keys, threads] = tiles;
         let d = self.d as u32;
-        let offer = |mnk, result| {
-            let types = vkprism::CoopMatShape {
-                m: 0,
-                n: 0,
-                k: 0,
-                a: vkprism::ScalarKind::F16,
-                b: vkprism::ScalarKind::F16,
-                c: result,
-                result,
-            };
-            device.workgroup_matrices.offer(mnk, types, threads)
-        };
-        let f32 = vkprism::ScalarKind::F32;
-        offer((rows, keys, d), f32)
-            && offer((rows, d, keys), f32)
-            && offer((rows, keys, keys), f32)
-            && offer((rows, d, keys), vkprism::ScalarKind::F16)
+        let offer = |mnk, result| workgroup_offers(device, mnk, (F16, result, result), threads);
+        offer((rows, keys, d), F32)
+            && offer((rows, d, keys), F32)
+            && offer((rows, keys, keys), F32)
+            && offer((rows, d, keys), F16)
     }
 
     /// [`attention_cm2`]'s push constants for contiguous operands.
@@ -284,5 +275,52 @@ impl AttentionShape {
             offset,
             scale,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vkprism::{CoopMatShape, DeviceFeatures, FeatureSet, ScalarKind, WorkgroupMatrixShape};
+
+    /// fp16 products into `c` at granularity 32×32×16 in workgroups of 256 (the H100's).
+    fn family(c: ScalarKind) -> WorkgroupMatrixShape {
+        let granularity = CoopMatShape {
+            m: 32,
+            n: 32,
+            k: 16,
+            a: ScalarKind::F16,
+            b: ScalarKind::F16,
+            c,
+            result: c,
+        };
+        WorkgroupMatrixShape {
+            granularity,
+            workgroup_invocations: 256,
+        }
+    }
+
+    #[test]
+    fn cm2_tiles_are_offered_only_with_every_product_at_their_workgroup_size() {
+        let s = |d| AttentionShape {
+            batch: 1,
+            sq: 2048,
+            skv: 2048,
+            hq: 32,
+            hkv: 32,
+            d,
+        };
+        let mut device = DeviceFeatures::new(FeatureSet::all());
+        device.workgroup_matrices = [family(ScalarKind::F32), family(ScalarKind::F16)]
+            .into_iter()
+            .collect();
+        assert!(s(128).cm2_offered(&device, [128, 64, 256]));
+        // O's columns (d) and the keys must fill the granularity; the workgroup must match.
+        assert!(!s(48).cm2_offered(&device, [128, 64, 256]));
+        assert!(!s(128).cm2_offered(&device, [128, 48, 256]));
+        assert!(!s(128).cm2_offered(&device, [128, 64, 128]));
+        // Without fp16 results O can't be stored.
+        device.workgroup_matrices = [family(ScalarKind::F32)].into_iter().collect();
+        assert!(!s(128).cm2_offered(&device, [128, 64, 256]));
     }
 }

@@ -88,6 +88,27 @@ const CLAMP_MODE_UNDEFINED: u32 = 0;
 /// `gl_CooperativeMatrixClampModeConstantNV`: loads past an edge read 0, stores are dropped.
 const CLAMP_MODE_CONSTANT: u32 = 1;
 
+/// Whether `device` lists an `m`×`n`×`k` multiply-add on workgroup-scope matrices of
+/// `operands` (A and B) into `c` with a `result` in workgroups of `invocations`
+/// (`vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`).
+pub(crate) fn workgroup_offers(
+    device: &vkprism::DeviceFeatures,
+    mnk: (u32, u32, u32),
+    (operands, c, result): (ScalarKind, ScalarKind, ScalarKind),
+    invocations: u32,
+) -> bool {
+    let types = vkprism::CoopMatShape {
+        m: 0,
+        n: 0,
+        k: 0,
+        a: operands,
+        b: operands,
+        c,
+        result,
+    };
+    device.workgroup_matrices.offer(mnk, types, invocations)
+}
+
 /// Tiles of C that fill the H100's 132 SMs about once at one workgroup each: below this
 /// many of 128×128, [`Cm2Tiles::candidates`] narrows the tiles or splits K.
 const ONE_WAVE: usize = 128;
@@ -159,17 +180,8 @@ impl Cm2Tiles {
     /// fp16 accumulator, or a bf16 A-use matrix), in workgroups of [`Cm2Tiles::threads`]
     /// (`vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV`).
     pub fn offered_by(&self, device: &vkprism::DeviceFeatures, operands: ScalarKind) -> bool {
-        let types = |c, result| vkprism::CoopMatShape {
-            m: 0,
-            n: 0,
-            k: 0,
-            a: operands,
-            b: operands,
-            c,
-            result,
-        };
-        let shapes = &device.workgroup_matrices;
-        let offer = |mnk, c, result| shapes.offer(mnk, types(c, result), self.threads);
+        let offer =
+            |mnk, c, result| workgroup_offers(device, mnk, (operands, c, result), self.threads);
         let multiply = offer(
             (self.bm, self.bn, self.bk),
             ScalarKind::F32,

@@ -6,7 +6,7 @@
 //! operation layer's choice and checks; [`Ops::attention_at`] replayed at positions read from a
 //! buffer.
 
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
     attention_grouped, reference, Attention, AttentionShape, OpError, Ops,
@@ -474,32 +474,48 @@ fn run_cm(ctx: &Context, name: &str, s: AttentionShape, causal: bool, seed: u64)
         )
     })
     .unwrap();
-    // The probabilities are rounded to fp16 before they multiply V: a second rounding.
-    let tol = 2.0 * tolerance(&k.variant().key) + 1e-3;
-    check(
+    check_matrices(
         &o,
         &s,
         &x,
         causal,
-        tol,
+        &k.variant().key,
         &format!("{name} {s:?} causal {causal}"),
     );
     true
+}
+
+/// [`check`] at a matrix kernel's tolerance: its variant's, twice over (the probabilities are
+/// rounded to fp16 before they multiply V: a second rounding).
+fn check_matrices(
+    got: &Tensor,
+    s: &AttentionShape,
+    x: &Operands,
+    causal: bool,
+    variant: &VariantKey,
+    what: &str,
+) {
+    check(got, s, x, causal, 2.0 * tolerance(variant) + 1e-3, what);
+}
+
+/// Prompts for the matrix kernels: rows and keys not multiples of the blocks, grouped-query
+/// heads, batches, causal rows that see no key, head dimensions from 16 to 256.
+fn matrix_cases() -> Vec<AttentionShape> {
+    vec![
+        shape(1, 64, 64, 2, 2, 64),
+        shape(2, 70, 100, 4, 2, 128),
+        shape(1, 17, 45, 3, 1, 16),
+        // More queries than keys: causal rows that see none.
+        shape(1, 40, 20, 2, 1, 32),
+        shape(1, 33, 200, 2, 2, 256),
+    ]
 }
 
 #[test]
 fn attention_cm_every_variant() {
     let ctx = ctx();
     assert_eq!(attention_cm::VARIANT_NAMES, ["fp16s_cm", "fp16sa_cm"]);
-    let cases = [
-        shape(1, 64, 64, 2, 2, 64),
-        // Rows and keys not multiples of the blocks; grouped-query heads; batches.
-        shape(2, 70, 100, 4, 2, 128),
-        shape(1, 17, 45, 3, 1, 16),
-        // More queries than keys: causal rows that see none.
-        shape(1, 40, 20, 2, 1, 32),
-        shape(1, 33, 200, 2, 2, 256),
-    ];
+    let cases = matrix_cases();
     for name in attention_cm::VARIANT_NAMES {
         for (i, s) in cases.iter().enumerate() {
             for causal in [false, true] {
@@ -557,10 +573,8 @@ fn run_cm2(
         l.dispatch(&pipe, &b, &s.cm2_push(scale, offset), grid)
     })
     .unwrap();
-    // The probabilities are rounded to fp16 before they multiply V: a second rounding.
-    let tol = 2.0 * tolerance(&k.variant().key) + 1e-3;
     let what = format!("{name} {tiles:?} {s:?} causal {causal}");
-    check(&o, &s, &x, causal, tol, &what);
+    check_matrices(&o, &s, &x, causal, &k.variant().key, &what);
     true
 }
 
@@ -568,17 +582,9 @@ fn run_cm2(
 fn attention_cm2_every_variant() {
     let ctx = ctx();
     assert_eq!(attention_cm2::VARIANT_NAMES, ["fp16s_cm", "fp16sa_cm"]);
-    let cases = [
-        shape(1, 64, 64, 2, 2, 64),
-        // Rows and keys not multiples of the blocks; grouped-query heads; batches.
-        shape(2, 70, 100, 4, 2, 128),
-        shape(1, 17, 45, 3, 1, 16),
-        // More queries than keys: causal rows that see none.
-        shape(1, 40, 20, 2, 1, 32),
-        shape(1, 33, 200, 2, 2, 256),
-        // A prompt continuing a cache: the causal edge inside a step, several steps unmasked.
-        shape(1, 100, 300, 4, 1, 64),
-    ];
+    let mut cases = matrix_cases();
+    // A prompt continuing a cache: the causal edge inside a step, several steps unmasked.
+    cases.push(shape(1, 100, 300, 4, 1, 64));
     let tiles = [[64, 64, 128], [32, 32, 128], [128, 64, 256], [64, 32, 128]];
     for name in attention_cm2::VARIANT_NAMES {
         for (i, s) in cases.iter().enumerate() {

@@ -244,8 +244,8 @@ impl Ops {
     }
 
     /// [`attention_cm2`] for prompts of [`CM2_MIN_ROWS`] query rows or more, where the device
-    /// loads it and lists its matrices' shapes in workgroups of [`CM2_THREADS`]: S = Q·Kᵀ (`CM2_ROWS` × `CM2_KEYS` × d), the row sums (P times ones),
-    /// O += P·V, and O stored in fp16.
+    /// loads it and lists its matrices' shapes ([`AttentionShape::cm2_offered`]) for
+    /// [`CM2_ROWS`] × [`CM2_KEYS`] tiles in workgroups of [`CM2_THREADS`].
     fn attention_cm2_kernel(
         &self,
         s: &AttentionShape,

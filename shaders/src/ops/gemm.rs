@@ -191,9 +191,9 @@ impl Ops {
     /// F16 or Bf16 operands whose stored rows are multiples of 8, at least
     /// [`CM2_MIN_PRODUCT`](crate::CM2_MIN_PRODUCT) multiply-adds, go to
     /// [`gemm_cm2`](crate::gemm_cm2) where the device has `VK_NV_cooperative_matrix2`
-    /// ([`Ops::gemm_cm2_with`], tiles: the first of [`Cm2Tiles::candidates`] the device offers, a
-    /// single product split along K or on narrower tiles where that fills the GPU). Otherwise the variant of [`gemm`] is the best this
-    /// device runs on that format (cooperative matrices where each matrix of A and B holds a
+    /// ([`Ops::gemm_cm2_with`], tiles: the first of [`Cm2Tiles::candidates`] the device offers,
+    /// a single product split along K or on narrower tiles where that fills the GPU). Otherwise
+    /// the variant of [`gemm`] is the best this device runs on that format (cooperative matrices where each matrix of A and B holds a
     /// multiple of 8 elements), the tiles the tile policy's (or the tuner's), a single product
     /// without `beta` split along K where that fills the GPU better. Nothing is recorded when a
     /// check fails.
