@@ -57,6 +57,11 @@ fn candidates(m: usize, n: usize, k: usize) -> Vec<Cm2Tiles> {
     let Ok(list) = std::env::var("VKPRISM_BENCH_CM2") else {
         return vec![Cm2Tiles::for_problem(m, n, k)];
     };
+    parse_tiles(&list)
+}
+
+/// Tiles written `bm,bn,bk,unroll,fixed[,threads[,split]];...`.
+pub fn parse_tiles(list: &str) -> Vec<Cm2Tiles> {
     list.split(';')
         .filter_map(|t| {
             let v: Vec<u32> = t.split(',').filter_map(|x| x.parse().ok()).collect();

@@ -3,7 +3,7 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,slab_probe,latency_probe] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,glu_probe,gemm_probe,attention_probe,slab_probe,latency_probe] [--json FILE]
 
 mod attention_probe;
 mod bound;
@@ -18,6 +18,7 @@ mod gemm_int8;
 mod gemm_probe;
 mod gemm_wall;
 mod gemv_probe;
+mod glu_probe;
 mod harness;
 mod latency_probe;
 mod networks;
@@ -29,7 +30,7 @@ use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,gemm_probe,attention_probe,slab_probe,latency_probe] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,glu_probe,gemm_probe,attention_probe,slab_probe,latency_probe] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -96,6 +97,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "bound" => bound::run(&ctx, args.cfg)?,
             "ops" => ops::run(&ctx, args.cfg)?,
             "gemv_probe" => gemv_probe::run(&ctx, args.cfg)?,
+            "glu_probe" => glu_probe::run(&ctx, args.cfg)?,
             "attention_probe" => attention_probe::run(&ctx, args.cfg)?,
             "slab_probe" => slab_probe::run(&ctx, args.cfg)?,
             "gemm_probe" => gemm_probe::run(&ctx, args.cfg)?,

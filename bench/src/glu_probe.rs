@@ -1,0 +1,102 @@
+//! `--cases glu_probe`: `gemm_cm2_glu` (a SwiGLU MLP's gate/up GEMM gating its own products) on
+//! the decoder's prompt shape (512 tokens, 5632 outputs, K 2048, fp16, weights `[2n, k]` as
+//! stored) on each candidate tiling (`VKPRISM_BENCH_GLU=bm,bn,bk,unroll,fixed[,threads];...`,
+//! default a list around the library's), each call on the next of four copies of the weights
+//! (past L2, as in a prompt); beside `Ops::gemm_glu` as recorded today. Printed, not recorded:
+//! it picks the library's tiling.
+
+use crate::gemm_cm2::parse_tiles;
+use crate::harness::{time_calls, Config, Record};
+use crate::random;
+use std::cell::Cell;
+use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::{gemm_cm2, gemm_cm2_glu, Activation, Ops};
+
+const DEFAULT: &str = "128,64,64,8,1,128;128,64,64,4,1,128;128,64,64,16,1,128;128,64,32,8,1,128;\
+                       64,64,64,8,1,128;128,32,64,8,1,128;64,128,64,8,1,128;128,128,64,8,1,256;\
+                       256,64,64,8,1,256;64,64,64,8,1,64;128,64,64,8,1,256";
+
+pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let (m, n, k) = if cfg.quick {
+        (64, 256, 128)
+    } else {
+        (512, 5632, 2048)
+    };
+    let f = TensorFormat::F16;
+    let x = Tensor::from_f32(ctx, &[m, k], f, &random(m * k, 1))?;
+    let w = (0..4u64)
+        .map(|c| Tensor::from_f32(ctx, &[2 * n, k], f, &random(2 * n * k, 2 + c)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let y = Tensor::new(ctx, &[m, n], f)?;
+    let flop = 2.0 * (m * 2 * n * k) as f64;
+    let ops = Ops::new(ctx);
+    let next = Cell::new(0);
+    let t = time_calls(ctx, cfg, |l| {
+        next.set(next.get() + 1);
+        Ok(ops.gemm_glu(l, &x, &w[next.get() % 4], &y, Activation::Silu)?)
+    })?;
+    println!(
+        "# glu {m}x{n}x{k} Ops::gemm_glu: {:.1} us {:.1} TFLOP/s",
+        t.median_s * 1e6,
+        flop / t.median_s / 1e12
+    );
+    let kernel =
+        match ctx.load_with::<gemm_cm2_glu::Kernel>(&LoadOptions::variant_named("fp16s_cm")?) {
+            Ok(k) => k,
+            Err(e) => {
+                println!("# glu: not run: {e}");
+                return Ok(Vec::new());
+            }
+        };
+    let list = std::env::var("VKPRISM_BENCH_GLU").unwrap_or_else(|_| DEFAULT.replace(' ', ""));
+    // SiLU (activation.glsl's code 5), as Ops::gemm_glu records Activation::Silu.
+    let (activation, slope) = (5, 0.0);
+    for tiles in parse_tiles(&list) {
+        if !tiles.offered_by(ctx.features(), vkprism::ScalarKind::F16) {
+            println!("# glu {tiles:?}: not offered");
+            continue;
+        }
+        let epilogue = gemm_cm2::SpecConstants {
+            transpose_b: 1,
+            activation,
+            ..Default::default()
+        };
+        let pipe = match kernel.pipeline(&tiles.spec((m, n, k), epilogue), Some(tiles.local_size()))
+        {
+            Ok(p) => p,
+            Err(e) => {
+                println!("# glu {tiles:?}: no pipeline: {e}");
+                continue;
+            }
+        };
+        let push = gemm_cm2::PushConstants {
+            M: m as i32,
+            N: n as i32,
+            K: k as i32,
+            alpha: 1.0,
+            slope,
+            batch_a: 0,
+            batch_b: 0,
+            batch_c: 0,
+            beta: 0.0,
+        };
+        let t = time_calls(ctx, cfg, |l| {
+            next.set(next.get() + 1);
+            let b = gemm_cm2_glu::BufferBindings {
+                a_blob: &x,
+                b_blob: &w[next.get() % 4],
+                bias_blob: &x,
+                c_blob: &y,
+            };
+            l.dispatch(&pipe, &b, &push, tiles.grid(m, n, 1))?;
+            Ok(())
+        })?;
+        println!(
+            "# glu {m}x{n}x{k} {tiles:?}: {:.1} us {:.1} TFLOP/s at {:?} MHz",
+            t.median_s * 1e6,
+            flop / t.median_s / 1e12,
+            t.sm_clock_mhz
+        );
+    }
+    Ok(Vec::new())
+}
