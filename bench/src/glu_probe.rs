@@ -10,7 +10,7 @@ use crate::harness::{time_calls, Config, Record};
 use crate::random;
 use std::cell::Cell;
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{gemm_cm2, gemm_cm2_glu, Activation, Ops};
+use vkprism_shaders::{gemm_cm2_glu, gemm_glu_constants, Activation, Ops};
 
 const DEFAULT: &str = "128,64,64,8,1,128;128,64,64,4,1,128;128,64,64,16,1,128;128,64,32,8,1,128;\
                        64,64,64,8,1,128;128,32,64,8,1,128;64,128,64,8,1,128;128,128,64,8,1,256;\
@@ -49,36 +49,18 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             }
         };
     let list = std::env::var("VKPRISM_BENCH_GLU").unwrap_or_else(|_| DEFAULT.replace(' ', ""));
-    // SiLU (activation.glsl's code 5), as Ops::gemm_glu records Activation::Silu.
-    let (activation, slope) = (5, 0.0);
     for tiles in parse_tiles(&list) {
         if !tiles.offered_by(ctx.features(), vkprism::ScalarKind::F16) {
             println!("# glu {tiles:?}: not offered");
             continue;
         }
-        let epilogue = gemm_cm2::SpecConstants {
-            transpose_b: 1,
-            activation,
-            ..Default::default()
-        };
-        let pipe = match kernel.pipeline(&tiles.spec((m, n, k), epilogue), Some(tiles.local_size()))
-        {
+        let (spec, push) = gemm_glu_constants(&tiles, (m, n, k), Activation::Silu);
+        let pipe = match kernel.pipeline(&spec, Some(tiles.local_size())) {
             Ok(p) => p,
             Err(e) => {
                 println!("# glu {tiles:?}: no pipeline: {e}");
                 continue;
             }
-        };
-        let push = gemm_cm2::PushConstants {
-            M: m as i32,
-            N: n as i32,
-            K: k as i32,
-            alpha: 1.0,
-            slope,
-            batch_a: 0,
-            batch_b: 0,
-            batch_c: 0,
-            beta: 0.0,
         };
         let t = time_calls(ctx, cfg, |l| {
             next.set(next.get() + 1);

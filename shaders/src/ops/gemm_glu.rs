@@ -81,24 +81,7 @@ impl Ops {
         act: Activation,
         (m, n, k): (usize, usize, usize),
     ) -> Result<(), OpError> {
-        let (activation, slope) = act.code();
-        let epilogue = gemm_cm2::SpecConstants {
-            transpose_b: 1,
-            activation,
-            ..Default::default()
-        };
-        let spec = GLU_TILES.spec((m, n, k), epilogue);
-        let push = gemm_cm2::PushConstants {
-            M: m as i32,
-            N: n as i32,
-            K: k as i32,
-            alpha: 1.0,
-            slope,
-            batch_a: 0,
-            batch_b: 0,
-            batch_c: 0,
-            beta: 0.0,
-        };
+        let (spec, push) = gemm_glu_constants(&GLU_TILES, (m, n, k), act);
         let bindings = gemm_cm2_glu::BufferBindings {
             a_blob: x,
             b_blob: w,
@@ -110,6 +93,34 @@ impl Ops {
         let grid = GLU_TILES.grid(m, n, 1);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, grid))
     }
+}
+
+/// [`gemm_cm2_glu`]'s specialization and push constants for x `[m, k]`, w `[2n, k]` (B read
+/// transposed) on `tiles`, `act` the gate's activation: what [`Ops::gemm_glu`] records with
+/// its own tiles.
+pub fn gemm_glu_constants(
+    tiles: &Cm2Tiles,
+    (m, n, k): (usize, usize, usize),
+    act: Activation,
+) -> (gemm_cm2::SpecConstants, gemm_cm2::PushConstants) {
+    let (activation, slope) = act.code();
+    let epilogue = gemm_cm2::SpecConstants {
+        transpose_b: 1,
+        activation,
+        ..Default::default()
+    };
+    let push = gemm_cm2::PushConstants {
+        M: m as i32,
+        N: n as i32,
+        K: k as i32,
+        alpha: 1.0,
+        slope,
+        batch_a: 0,
+        batch_b: 0,
+        batch_c: 0,
+        beta: 0.0,
+    };
+    (tiles.spec((m, n, k), epilogue), push)
 }
 
 /// `(m, n, k)` of x `[m, k]`, w `[2n, k]` and y `[m, n]`.
