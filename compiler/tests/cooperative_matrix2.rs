@@ -92,3 +92,28 @@ fn workgroup_matrices_are_reflected_and_require_their_features() {
     assert!(!plain.contains(Feature::CooperativeMatrixPerElementOperations));
     assert!(plain.contains(Feature::CooperativeMatrixTensorAddressing));
 }
+
+/// An fp16 accumulator turned into an A matrix of the same component type changes only its use
+/// (`OpCooperativeMatrixConvertNV`, which rspirv 0.12 does not know): reflected around it, and
+/// the conversion's feature required.
+#[test]
+fn a_use_change_without_a_type_change_is_reflected() {
+    let model = compile(
+        "coopmat<float16_t, gl_ScopeWorkgroup, 64, 64, gl_MatrixUseAccumulator> h16 =
+            coopmat<float16_t, gl_ScopeWorkgroup, 64, 64, gl_MatrixUseAccumulator>(c);
+        coopmat<float16_t, gl_ScopeWorkgroup, 64, 64, gl_MatrixUseA> ha =
+            coopmat<float16_t, gl_ScopeWorkgroup, 64, 64, gl_MatrixUseA>(h16);
+        coopmat<float16_t, gl_ScopeWorkgroup, 64, 64, gl_MatrixUseB> b2;
+        coopMatLoadTensorNV(b2, a_data, 0, sliceTensorLayoutNV(l, 0, 64, 0, 64));
+        c = coopMatMulAdd(ha, b2, c);",
+    );
+    let v = &model.variants[0];
+    spirv_val::validate(&v.spirv, "vulkan1.3").unwrap_or_else(|e| panic!("spirv-val: {e}"));
+    let names: Vec<&str> = v.bindings.iter().map(|(b, _)| b.name.as_str()).collect();
+    assert_eq!(names, ["a_blob", "c_blob"]);
+    let needs = v.capabilities_require;
+    assert!(
+        needs.contains(Feature::CooperativeMatrixConversions),
+        "{needs:?}"
+    );
+}

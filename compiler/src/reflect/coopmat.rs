@@ -62,9 +62,10 @@ fn unknown_capability(capability: u32) -> bool {
 
 /// Opcodes of `SPV_NV_cooperative_matrix2` and `SPV_NV_tensor_addressing` (reductions, tensor
 /// loads and stores, per-element operations, tensor layout and view types and their setters,
-/// transposes), which rspirv 0.12's grammar does not know.
+/// transposes, a matrix's use changed without its type: `OpCooperativeMatrixConvertNV`), which
+/// rspirv 0.12's grammar does not know.
 fn unknown_opcode(opcode: u32) -> bool {
-    (5366..=5384).contains(&opcode) || opcode == 5390
+    (5366..=5384).contains(&opcode) || matches!(opcode, 5293 | 5390)
 }
 
 /// `words` without what rspirv 0.12 cannot parse ([`unknown_capability`], [`unknown_opcode`],
