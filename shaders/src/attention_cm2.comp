@@ -2,10 +2,12 @@
 // Scaled dot-product attention on workgroup-scope cooperative matrices
 // (VK_NV_cooperative_matrix2), flash attention in one pass: one workgroup per block of BR query
 // rows of one head holds their Q as one fp16 matrix and their output O as one fp32
-// accumulator, and walks the keys BC at a time: S = Q·Kᵀ (K read through a view that swaps its
-// two dimensions), the online softmax on S as matrices (each row's maximum by a row
-// reduction, smeared across the row), O rescaled and O += P·V. Q, K and V are loaded straight
-// from the buffers through tensor layouts, which the driver stages: no shared memory.
+// accumulator, and walks the keys BC at a time: S = Q·Kᵀ (K read from shared memory as a
+// column-major matrix), the online softmax on S as matrices (each row's maximum by a row
+// reduction, smeared across the row), O rescaled and O += P·V. Q is loaded once through a
+// tensor layout. K and V are staged by the kernel: each step's tiles are read into registers
+// a step ahead and stored to shared memory at the step's start, so the reads overlap the
+// step before (left to the driver's tensor-addressed loads, they did not: BENCHMARKS.md).
 //
 // Each row's running maximum M and sum L are kept as BR×BC matrices whose columns repeat the
 // row's value (the reductions return them so); a row's rescale reaches O's D columns through a
@@ -14,8 +16,9 @@
 // Layouts as attention.comp: q, o [batch, sq, hq, d], k, v [batch, skv, hkv, d] with row
 // strides in elements; d is the constant D (a multiple of 16, at most 256) and every stride a
 // multiple of 8. Query head h reads key/value head h / (hq / hkv). With `causal`, query i sees
-// keys j <= i + offset; a query that sees none gives 0. Loads past sq or skv read zeros (the
-// layouts clamp), scores past skv or the causal edge are masked, stores past sq are dropped.
+// keys j <= i + offset; a query that sees none gives 0. Loads past sq or skv read zeros, scores
+// past skv or the causal edge are masked, stores past sq are dropped. Shared memory:
+// 2 · BC · (D / 8 + 1) · 16 bytes.
 // Grid: [ceil(sq / BR) · workgroup, hq, batch].
 #extension GL_EXT_control_flow_attributes : require
 #if NCNN_cooperative_matrix
@@ -36,8 +39,9 @@ layout (constant_id = 3) const int BC = 64;
 
 #if NCNN_cooperative_matrix
 layout (binding = 0) readonly buffer q_blob { cmfp q_data[]; };
-layout (binding = 1) readonly buffer k_blob { cmfp k_data[]; };
-layout (binding = 2) readonly buffer v_blob { cmfp v_data[]; };
+// K and V are staged by the kernel, an octet of halves a load.
+layout (binding = 1) readonly buffer k_blob { uvec4 k_data[]; };
+layout (binding = 2) readonly buffer v_blob { uvec4 v_data[]; };
 layout (binding = 3) writeonly buffer o_blob { cmfp o_data[]; };
 #else
 // The fp32 reference the bindings' formats are told from; never shipped.
@@ -110,6 +114,45 @@ uint aligned_stride(int cols)
     return (uint(cols) >> 3) << 3;
 }
 
+const int THREADS = int(gl_WorkGroupSize.x);
+// Octets per row of a head, and per staged row (one more: rows start on different banks).
+const int D8 = D / 8;
+const int KS = D8 + 1;
+// The K tile (BC rows) then the V tile (BC rows).
+shared uvec4 kv_smem[2 * BC * KS];
+const int KV_LOADS = (BC * D8 + THREADS - 1) / THREADS;
+
+// This invocation's octets of the K and V rows j0 .. j0 + BC of key/value head kvh (zeros
+// past skv): loaded a step ahead, so they arrive while the current step computes.
+void load_kv(int tid, int n, int kvh, int j0, out uvec4 rk[KV_LOADS], out uvec4 rv[KV_LOADS])
+{
+    [[unroll]] for (int i = 0; i < KV_LOADS; i++)
+    {
+        const int l = tid + i * THREADS;
+        const int r = l / D8, c = l % D8, j = j0 + r;
+        rk[i] = uvec4(0);
+        rv[i] = uvec4(0);
+        if (l < BC * D8 && j < p.skv)
+        {
+            const int at = ((n * p.skv + j) * p.kv_stride + kvh * D) / 8 + c;
+            rk[i] = k_data[at];
+            rv[i] = v_data[at];
+        }
+    }
+}
+
+void store_kv(int tid, uvec4 rk[KV_LOADS], uvec4 rv[KV_LOADS])
+{
+    [[unroll]] for (int i = 0; i < KV_LOADS; i++)
+    {
+        const int l = tid + i * THREADS;
+        if (l >= BC * D8) break;
+        const int r = l / D8, c = l % D8;
+        kv_smem[r * KS + c] = rk[i];
+        kv_smem[(BC + r) * KS + c] = rv[i];
+    }
+}
+
 void main()
 {
     const int n = int(gl_WorkGroupID.z), h = int(gl_WorkGroupID.y);
@@ -120,17 +163,12 @@ void main()
     const uint clamp_mode = gl_CooperativeMatrixClampModeConstantNV;
 
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lq = createTensorLayoutNV(2, clamp_mode);
-    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lkv = createTensorLayoutNV(2, clamp_mode);
     tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lo = createTensorLayoutNV(2, clamp_mode);
     lq = setTensorLayoutDimensionNV(lq, p.sq, D);
     lq = setTensorLayoutStrideNV(lq, aligned_stride(p.q_stride), 1);
-    lkv = setTensorLayoutDimensionNV(lkv, p.skv, D);
-    lkv = setTensorLayoutStrideNV(lkv, aligned_stride(p.kv_stride), 1);
     lo = setTensorLayoutDimensionNV(lo, p.sq, D);
     lo = setTensorLayoutStrideNV(lo, aligned_stride(p.o_stride), 1);
-    tensorViewNV<2, false, 1, 0> swapped = createTensorViewNV(2, false, 1, 0);
     const uint q_at = uint(n * p.sq * p.q_stride + h * D);
-    const uint kv_at = uint(n * p.skv * p.kv_stride + kvh * D);
     const uint o_at = uint(n * p.sq * p.o_stride + h * D);
 
     coopmat<cmfp, gl_ScopeWorkgroup, BR, D, gl_MatrixUseA> q;
@@ -147,12 +185,20 @@ void main()
     const int kv_end = causal == 1 ? clamp(r0 + BR + p.offset, 0, p.skv) : p.skv;
     // Steps from here on cross the causal edge or skv: only they need the mask.
     const int unmasked_end = causal == 1 ? min(r0 + p.offset + 1, p.skv) : p.skv;
-    // Each step loads its K and V where it uses them: loading the next step's K and this
-    // step's V before the softmax spills (BENCHMARKS.md).
+    const int tid = int(gl_LocalInvocationID.x);
+    uvec4 rk[KV_LOADS], rv[KV_LOADS];
+    load_kv(tid, n, kvh, 0, rk, rv);
     for (int j0 = 0; j0 < kv_end; j0 += BC)
     {
         coopmat<cmfp, gl_ScopeWorkgroup, D, BC, gl_MatrixUseB> kt;
-        coopMatLoadTensorNV(kt, k_data, kv_at, sliceTensorLayoutNV(lkv, j0, BC, 0, D), swapped);
+        // The tile loaded a step ago goes to shared memory once the last step's reads are
+        // done; the next one is loaded now and waits in registers while this step computes.
+        barrier();
+        store_kv(tid, rk, rv);
+        barrier();
+        if (j0 + BC < kv_end)
+            load_kv(tid, n, kvh, j0 + BC, rk, rv);
+        coopMatLoad(kt, kv_smem, 0, KS, gl_CooperativeMatrixLayoutColumnMajor);
         SCORES s = coopMatMulAdd(q, kt, SCORES(0.0));
         if (j0 + BC > unmasked_end)
             coopMatPerElementNV(s, s, mask_scores, r0, j0);
@@ -173,7 +219,7 @@ void main()
         l = rescale * l + coopMatMulAdd(pa, ones, SCORES(0.0));
 
         coopmat<cmfp, gl_ScopeWorkgroup, BC, D, gl_MatrixUseB> v;
-        coopMatLoadTensorNV(v, v_data, kv_at, sliceTensorLayoutNV(lkv, j0, BC, 0, D));
+        coopMatLoad(v, kv_smem, BC * KS, KS, gl_CooperativeMatrixLayoutRowMajor);
         OUT rescale_o;
         coopMatReduceNV(rescale_o, rescale, gl_CooperativeMatrixReduceRowNV, smear);
         o = coopMatMulAdd(pa, v, o * rescale_o);

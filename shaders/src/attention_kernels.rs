@@ -220,17 +220,25 @@ impl AttentionShape {
     }
 
     /// Whether `device` lists [`attention_cm2`]'s products for `tiles` (query rows, keys a
-    /// step, invocations) at this head dimension: S = Q·Kᵀ, the row sums (P times ones) and
-    /// O += P·V into fp32, and O stored in fp16.
+    /// step, invocations) at this head dimension — S = Q·Kᵀ, the row sums (P times ones) and
+    /// O += P·V into fp32, O stored in fp16 — and holds its staged K and V tiles in shared
+    /// memory ([`Self::cm2_shared_bytes`]).
     pub fn cm2_offered(&self, device: &vkprism::DeviceFeatures, tiles: [u32; 3]) -> bool {
         use vkprism::ScalarKind::{F16, F32};
         let [rows, keys, threads] = tiles;
         let d = self.d as u32;
         let offer = |mnk, result| workgroup_offers(device, mnk, (F16, result, result), threads);
-        offer((rows, keys, d), F32)
+        let fits = self.cm2_shared_bytes(keys) <= device.limits.max_compute_shared_memory_size;
+        fits && offer((rows, keys, d), F32)
             && offer((rows, d, keys), F32)
             && offer((rows, keys, keys), F32)
             && offer((rows, d, keys), F16)
+    }
+
+    /// [`attention_cm2`]'s shared memory at `keys` a step: a K and a V tile of `keys` rows of
+    /// `d` halves, each row padded by one octet (as the kernel declares it).
+    pub fn cm2_shared_bytes(&self, keys: u32) -> u32 {
+        2 * keys * (self.d as u32 / 8 + 1) * 16
     }
 
     /// [`attention_cm2`]'s push constants for contiguous operands.

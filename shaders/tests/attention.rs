@@ -623,6 +623,34 @@ fn attention_ops() {
     assert_clean(&ctx);
 }
 
+/// [`AttentionShape::cm2_shared_bytes`] is what [`attention_cm2`] declares: the bytes the
+/// runtime reads from each variant's module with the same constants (what it checks against
+/// the device's limit before creating a pipeline).
+#[test]
+fn attention_cm2_shared_bytes_are_the_kernels() {
+    use vkprism::{Kernel, SpecConstants};
+    for variant in attention_cm2::Kernel::INFO.variants {
+        for d in [64, 128, 256] {
+            for keys in [32u32, 64, 128] {
+                let spec = attention_cm2::SpecConstants {
+                    causal: 1,
+                    D: d as i32,
+                    BR: 128,
+                    BC: keys as i32,
+                };
+                let declared = vkprism::workgroup_bytes(variant.spirv, &spec.entries());
+                let computed = shape(1, 100, 100, 4, 1, d).cm2_shared_bytes(keys);
+                assert_eq!(
+                    declared,
+                    Some(u64::from(computed)),
+                    "{} d {d} keys {keys}",
+                    variant.key.name()
+                );
+            }
+        }
+    }
+}
+
 /// A long fp16 prompt through the operation layer: [`attention_cm2`] where the device has
 /// workgroup-scope matrices, against the reference.
 #[test]

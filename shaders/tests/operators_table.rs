@@ -75,7 +75,7 @@ fn operations() -> Vec<Row> {
         row!("layer_norm": (norm4, "rows a multiple of 4"), (norm, "otherwise")),
         row!("rms_norm": (norm4, "rows a multiple of 4"), (norm, "otherwise")),
         row!("group_norm": norm),
-        row!("attention": (attention_cm2, "fp16 prompts of 1024 query rows or more on VK_NV_cooperative_matrix2 where the device lists its tiles"),
+        row!("attention": (attention_cm2, "fp16 prompts of 1024 query rows or more on VK_NV_cooperative_matrix2 where the device lists its tiles and its shared memory holds the staged K and V"),
              (attention_cm, "fp16 where the matrices fit otherwise"),
              (attention_decode, "decode over up to 6 chunks of keys (1536 at head dimension 64), head dimension a multiple of 8 from 32 to 256"),
              (attention_grouped, "decode over longer caches of 1024 keys or more, 4 or more query heads a key/value head"),

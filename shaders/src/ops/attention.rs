@@ -94,9 +94,10 @@ const CM2_ROWS: u32 = 128;
 const CM2_KEYS: u32 = 64;
 const CM2_THREADS: u32 = 256;
 
-/// Query rows from which [`attention_cm2`] takes a prompt: at 2048 it ran 12% faster than
-/// [`attention_cm`] alone and after a GEMM; at 512 it ran faster alone but 1.5× slower inside
-/// the decoder's prompt (BENCHMARKS.md), so shorter prompts keep [`attention_cm`].
+/// Query rows from which [`attention_cm2`] takes a prompt: at 2048 it runs faster than
+/// [`attention_cm`] alone and after a GEMM; at 512 it runs faster alone but slower inside the
+/// decoder's prompt, for a reason not found (BENCHMARKS.md), so shorter prompts keep
+/// [`attention_cm`].
 const CM2_MIN_ROWS: usize = 1024;
 
 /// Query rows up to which the row kernels' last share merges a split row itself (the
