@@ -322,7 +322,14 @@ mod tests {
         device.workgroup_matrices = [family(ScalarKind::F32), family(ScalarKind::F16)]
             .into_iter()
             .collect();
+        // The H100's shared memory: the staged K and V tiles of 64 keys fit up to d 184.
+        device.limits.max_compute_shared_memory_size = 49152;
         assert!(s(128).cm2_offered(&device, [128, 64, 256]));
+        assert!(!s(256).cm2_offered(&device, [128, 64, 256]));
+        assert!(s(256).cm2_offered(&device, [128, 32, 256]));
+        device.limits.max_compute_shared_memory_size = 32768;
+        assert!(!s(128).cm2_offered(&device, [128, 64, 256]));
+        device.limits.max_compute_shared_memory_size = 49152;
         // O's columns (d) and the keys must fill the granularity; the workgroup must match.
         assert!(!s(48).cm2_offered(&device, [128, 64, 256]));
         assert!(!s(128).cm2_offered(&device, [128, 48, 256]));
