@@ -86,39 +86,7 @@ void sync_subgroup()
     subgroupBarrier();
 }
 
-// Octets of K (and of V) each invocation moves per step.
-const int KV_LOADS = (BC * D8 + THREADS - 1) / THREADS;
-
-// This invocation's octets of the K and V rows j0 .. j0 + BC of key/value head kvh (zeros
-// past skv): loaded a step ahead, so they arrive while the current step multiplies.
-void load_kv(int tid, int n, int kvh, int j0, out uvec4 rk[KV_LOADS], out uvec4 rv[KV_LOADS])
-{
-    [[unroll]] for (int i = 0; i < KV_LOADS; i++)
-    {
-        const int l = tid + i * THREADS;
-        const int r = l / D8, c = l % D8, j = j0 + r;
-        rk[i] = uvec4(0);
-        rv[i] = uvec4(0);
-        if (l < BC * D8 && j < p.skv)
-        {
-            const int at = ((n * p.skv + j) * p.kv_stride + kvh * D) / 8 + c;
-            rk[i] = k_data[at];
-            rv[i] = v_data[at];
-        }
-    }
-}
-
-void store_kv(int tid, uvec4 rk[KV_LOADS], uvec4 rv[KV_LOADS])
-{
-    [[unroll]] for (int i = 0; i < KV_LOADS; i++)
-    {
-        const int l = tid + i * THREADS;
-        if (l >= BC * D8) break;
-        const int r = l / D8, c = l % D8;
-        kv_smem[r * KS + c] = rk[i];
-        kv_smem[(BC + r) * KS + c] = rv[i];
-    }
-}
+#include "attention_stage.glsl"
 
 // The reduction of the LPR lanes' partials of row r (max or sum).
 float row_combine(int warp, int r, int part, float v, bool is_max)
