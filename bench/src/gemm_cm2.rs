@@ -115,8 +115,16 @@ fn one(
     // As the operation layer records it (the split pair where tiles.split_k > 1).
     let op = Gemm::new().with_transpose_a(ta).with_transpose_b(tb);
     let ops = Ops::new(ctx);
+    let copies = cold_copies(k * n * 2);
+    let extra: Vec<Tensor> = (1..copies)
+        .map(|_| Operands::upload(ctx, f, (m, n, k), a, b).map(|o| o.b))
+        .collect::<Result<_, _>>()?;
+    let next = std::cell::Cell::new(0usize);
     let record = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-        Ok(ops.gemm_cm2_with(l, kernel, &tiles, &at, &bt, None, &ct, &op)?)
+        let i = next.get();
+        next.set((i + 1) % copies);
+        let b = if i == 0 { &bt } else { &extra[i - 1] };
+        Ok(ops.gemm_cm2_with(l, kernel, &tiles, &at, b, None, &ct, &op)?)
     };
     let mut list = CommandList::new(ctx)?;
     record(&mut list)?;
@@ -130,4 +138,13 @@ fn one(
     )?;
     let t = time_calls(ctx, cfg, record)?;
     Ok(tflops_record((m, n, k), label, true, &t))
+}
+
+/// With `VKPRISM_BENCH_COLD_B` set, as many copies of B (of `bytes`) as keep each call's B out
+/// of L2 (128 MiB of them), the calls cycling through them as a network's layers do; else 1.
+fn cold_copies(bytes: usize) -> usize {
+    match std::env::var("VKPRISM_BENCH_COLD_B") {
+        Ok(_) => (128usize << 20).div_ceil(bytes).max(2),
+        Err(_) => 1,
+    }
 }

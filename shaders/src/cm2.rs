@@ -138,10 +138,12 @@ impl Cm2Tiles {
 
     /// The tiles for one M×N×K product, best first (all 64 deep, 128 invocations, the sizes
     /// fixed). Where fewer than 128 (`ONE_WAVE`) tiles of 128×128 cover C over a K of 2048 to
-    /// 4095, tiles of 128 rows narrowed to a multiple of 16 columns (at least 64) so that about
-    /// `ONE_WAVE` cover it, unsplit, 8 steps unrolled — a decoder's prompt of 512 tokens: the
-    /// query/key/value projection 512×2560×2048 on 128×80 tiles, the output projection
-    /// 512×2048×2048 on 128×64 — then what a device without those widths takes. Otherwise:
+    /// 4095, tiles narrowed to a multiple of 16 columns (at least 64) so that about `ONE_WAVE`
+    /// tiles of 128 rows would cover it, taken 64 rows high (about two workgroups an SM, so
+    /// that more loads of B are in flight while each layer's weights come from memory),
+    /// unsplit, 8 steps unrolled — a decoder's prompt of 512 tokens: the query/key/value
+    /// projection 512×2560×2048 on 64×80 tiles, the output projection 512×2048×2048 on 64×64 —
+    /// then what a device without those widths takes. Otherwise:
     /// 128×128 tiles, 8 steps unrolled, split along K where fewer than `ONE_WAVE` cover C — in
     /// 4 over a K of at least 4096, in 2 over a K of at least 2048 — or in 2 where fewer than
     /// 264 cover C over a K of at least 8192; 64×128 tiles, 4 steps unrolled, where fewer than
@@ -164,7 +166,7 @@ impl Cm2Tiles {
         let mut candidates = Vec::with_capacity(2);
         let narrow = (n * m.div_ceil(128) / ONE_WAVE / 16 * 16).min(112);
         if tiles < ONE_WAVE && k < 4096 && narrow >= 64 {
-            candidates.push(choose(128, narrow as u32, 8, 1));
+            candidates.push(choose(64, narrow as u32, 8, 1));
         }
         let split = match (tiles, k) {
             (..ONE_WAVE, 4096..) => 4,
@@ -291,12 +293,12 @@ mod tests {
         let qkv = Cm2Tiles::candidates(512, 2560, 2048);
         assert_eq!(
             qkv.iter().map(shape).collect::<Vec<_>>(),
-            [(128, 80, 1), (128, 128, 2)]
+            [(64, 80, 1), (128, 128, 2)]
         );
         let o = Cm2Tiles::candidates(512, 2048, 2048);
         assert_eq!(
             o.iter().map(shape).collect::<Vec<_>>(),
-            [(128, 64, 1), (128, 128, 2)]
+            [(64, 64, 1), (128, 128, 2)]
         );
         // Narrower than 64 columns: the split alone (256×2048: 32 tiles).
         assert_eq!(Cm2Tiles::candidates(256, 2048, 2048).len(), 1);
@@ -316,7 +318,7 @@ mod tests {
             .into_iter()
             .collect();
         let chosen = Cm2Tiles::for_device(&device, ScalarKind::F16, (512, 2560, 2048));
-        assert_eq!(chosen.as_ref().map(shape), Some((128, 80, 1)));
+        assert_eq!(chosen.as_ref().map(shape), Some((64, 80, 1)));
     }
 
     #[test]

@@ -288,7 +288,7 @@ fn gemm_cm2_every_variant() {
             beta: 0.0,
             tiles: tiles(64, 128, 32, 4, true),
         },
-        // The narrow tiles of a short prompt's projections (`Cm2Tiles::candidates`): 128×80
+        // The narrow tiles of a short prompt's projections (`Cm2Tiles::candidates`): 64×80
         // with edges on every side, B stored N×K, the residual added; 128×64 on whole tiles.
         Case {
             m: 200,
@@ -304,7 +304,7 @@ fn gemm_cm2_every_variant() {
             beta: 1.0,
             tiles: Cm2Tiles {
                 threads: 128,
-                ..tiles(128, 80, 64, 8, true)
+                ..tiles(64, 80, 64, 8, true)
             },
         },
         Case {
@@ -359,7 +359,7 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
     let small = (m - 1, n, k);
     ops_gemm_case(&ctx, &ops, TensorFormat::F16, small, (&a, &b), false);
     // Short and wide, CM2_MIN_PRODUCT multiply-adds: one row of 64 tiles of 128×128, which
-    // `Cm2Tiles::candidates` narrows to 128×64 (rows past M clamped).
+    // `Cm2Tiles::candidates` narrows to 64×64 (rows past M clamped).
     let wide = (32, 8192, 2048);
     assert_eq!(Cm2Tiles::for_problem(wide.0, wide.1, wide.2).bn, 64);
     let b_wide = random(wide.1 * wide.2, 10, -1.0, 1.0);
