@@ -1,4 +1,5 @@
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 // A decoder step's fused query/key/value projection [tokens, (hq + 2·hkv) · dim] (each token's
 // row: hq query heads, hkv key heads, hkv value heads) split and placed: the query heads
 // rotated (rotary position embedding, rope.glsl) into q [tokens, hq, dim]; the key heads
@@ -10,16 +11,26 @@
 // each replay. A position at or past `rows` (the cache's length) writes no key or value.
 //
 // One pair of values per invocation (pairs as rope.comp's: (i, i + dim/2), or (2i, 2i + 1)
-// `interleaved`), a grid apart; value heads are copied pair by pair the same way.
+// `interleaved`), a grid apart; value heads are copied pair by pair the same way. With
+// VKPRISM_QUADS (rope_qkv4, dim a multiple of 8) four consecutive pairs per invocation, their
+// values loaded and stored as two quads: (i .. i + 3) and (i + dim/2 ..), or interleaved the
+// 8 values from 2i.
 layout (local_size_x = 256) in;
 
 layout (constant_id = 0) const int interleaved = 0;
 layout (constant_id = 1) const int position_in_buffer = 0;
 
+#if VKPRISM_QUADS
+layout (binding = 0) readonly buffer qkv_blob { sfpvec4 qkv_data[]; };
+layout (binding = 1) writeonly buffer q_blob { sfpvec4 q_data[]; };
+layout (binding = 2) writeonly buffer k_blob { sfpvec4 k_data[]; };
+layout (binding = 3) writeonly buffer v_blob { sfpvec4 v_data[]; };
+#else
 layout (binding = 0) readonly buffer qkv_blob { sfp qkv_data[]; };
 layout (binding = 1) writeonly buffer q_blob { sfp q_data[]; };
 layout (binding = 2) writeonly buffer k_blob { sfp k_data[]; };
 layout (binding = 3) writeonly buffer v_blob { sfp v_data[]; };
+#endif
 layout (binding = 4) readonly buffer pos_blob { int pos_data[]; };
 
 layout (push_constant) uniform parameter {
@@ -28,6 +39,81 @@ layout (push_constant) uniform parameter {
 
 #include "rope.glsl"
 
+#if VKPRISM_QUADS
+// The two quads holding pairs 4j .. 4j + 3 of the head whose values start at `base` (a
+// multiple of 8).
+ivec2 pair_quads(int base, int j, int dim)
+{
+    return interleaved == 1 ? ivec2(base / 4 + 2 * j, base / 4 + 2 * j + 1)
+                            : ivec2(base / 4 + j, (base + dim / 2) / 4 + j);
+}
+
+// Pairs 4j .. 4j + 3 held in quads u and v (as pair_quads reads them) turned at `pos`, and
+// written back where they were.
+void turn_quads(inout vec4 u, inout vec4 v, int pos, int j)
+{
+    [[unroll]] for (int k = 0; k < 4; k++)
+    {
+        const int i = 4 * j + k;
+        const vec2 sc = rope_sin_cos(pos, i, p.dim, p.log2_base);
+        if (interleaved == 1)
+        {
+            vec4 w = k < 2 ? u : v;
+            const vec2 ab = rope_turn(k % 2 == 0 ? w.xy : w.zw, sc);
+            if (k % 2 == 0) w.xy = ab; else w.zw = ab;
+            if (k < 2) u = w; else v = w;
+        }
+        else
+        {
+            const vec2 ab = rope_turn(vec2(u[k], v[k]), sc);
+            u[k] = ab.x;
+            v[k] = ab.y;
+        }
+    }
+}
+
+void main()
+{
+    const int dim = p.dim;
+    const int per_head = dim / 8;
+    const int heads = p.hq + 2 * p.hkv;
+    const int quads = p.tokens * heads * per_head;
+    const int start = p.offset + (position_in_buffer == 1 ? pos_data[0] : 0);
+    const int grid = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+    for (int q = int(gl_GlobalInvocationID.x); q < quads; q += grid)
+    {
+        const int j = q % per_head;
+        const int head = (q / per_head) % heads;
+        const int token = q / (per_head * heads);
+        const int pos = start + token;
+        const ivec2 from = pair_quads((token * heads + head) * dim, j, dim);
+        vec4 u = vec4(buffer_ld4(qkv_data, from.x));
+        vec4 v = vec4(buffer_ld4(qkv_data, from.y));
+        if (head < p.hq + p.hkv) turn_quads(u, v, pos, j);
+        if (head < p.hq)
+        {
+            const ivec2 to = pair_quads((token * p.hq + head) * dim, j, dim);
+            buffer_st4(q_data, to.x, afpvec4(u));
+            buffer_st4(q_data, to.y, afpvec4(v));
+        }
+        else if (pos < p.rows)
+        {
+            const int kv_head = (head - p.hq) % p.hkv;
+            const ivec2 to = pair_quads((pos * p.hkv + kv_head) * dim, j, dim);
+            if (head < p.hq + p.hkv)
+            {
+                buffer_st4(k_data, to.x, afpvec4(u));
+                buffer_st4(k_data, to.y, afpvec4(v));
+            }
+            else
+            {
+                buffer_st4(v_data, to.x, afpvec4(u));
+                buffer_st4(v_data, to.y, afpvec4(v));
+            }
+        }
+    }
+}
+#else
 void main()
 {
     const int half_dim = p.dim / 2;
@@ -67,3 +153,4 @@ void main()
         }
     }
 }
+#endif

@@ -14,17 +14,33 @@ vkprism::compute_shader! {
 }
 
 vkprism::compute_shader! {
+    /// The fused projection's placement, one module per width of work an invocation takes
+    /// (re-exported at the crate's root), sharing one set of constants types.
+    pub mod rope_qkv_kernels,
+    variants: [fp32, fp16s, fp16sa, bf16s],
+    shaders: {
     /// A fused query/key/value projection `[tokens, (hq + 2·hkv) · dim]` split and placed:
     /// query heads rotated into q `[tokens, hq, dim]`, key heads rotated and value heads copied
     /// into the cache's rows k, v `[rows, hkv, dim]` at the tokens' positions `offset + t`
     /// (plus `pos[0]` with `position_in_buffer`: a recorded step replayed at any position;
     /// positions at or past `rows` write no key or value). Rotation as [`rope`](crate::rope)
     /// (constant `interleaved`). Push constants from
-    /// [`RopeQkvShape::push`](crate::RopeQkvShape::push). Variants `fp32`, `fp16s`, `fp16sa`,
+    /// [`RopeQkvShape::push`](crate::RopeQkvShape::push); one pair an invocation, grid
+    /// [`RopeQkvShape::grid`](crate::RopeQkvShape::grid). Variants `fp32`, `fp16s`, `fp16sa`,
     /// `bf16s`.
-    pub mod rope_qkv,
-    path: "rope_qkv.comp",
+        rope_qkv: { path: "rope_qkv.comp" },
+    /// [`rope_qkv`](crate::rope_qkv) four pairs an invocation, their values loaded and stored
+    /// as quads: `dim` a multiple of 8. The same constants types and variants; grid
+    /// [`RopeQkvShape::quads_grid`](crate::RopeQkvShape::quads_grid).
+        rope_qkv4: {
+            path: "rope_qkv.comp",
+            define: [("VKPRISM_QUADS", "1")],
+            share: [rope_qkv::SpecConstants, rope_qkv::PushConstants],
+        },
+    },
 }
+
+pub use rope_qkv_kernels::{rope_qkv, rope_qkv4};
 
 /// The invocations per workgroup of [`rope`].
 const LOCAL: usize = 256;
@@ -101,6 +117,13 @@ impl RopeQkvShape {
     /// The invocation grid (workgroups of 256): one per pair, at most 65,535 workgroups.
     pub fn grid(&self) -> [u32; 3] {
         let groups = self.pairs().div_ceil(LOCAL).clamp(1, MAX_GROUPS);
+        [(groups * LOCAL) as u32, 1, 1]
+    }
+
+    /// The invocation grid of [`rope_qkv4`] (workgroups of 256): one per 4 pairs, at most
+    /// 65,535 workgroups.
+    pub fn quads_grid(&self) -> [u32; 3] {
+        let groups = (self.pairs() / 4).div_ceil(LOCAL).clamp(1, MAX_GROUPS);
         [(groups * LOCAL) as u32, 1, 1]
     }
 

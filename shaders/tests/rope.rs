@@ -6,7 +6,8 @@
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::{
-    reference, rope, rope_qkv, OpError, Ops, Rope, RopeQkvShape, RopeShape, RopeStyle,
+    reference, rope, rope_qkv, rope_qkv4, OpError, Ops, Rope, RopeQkvShape, RopeShape,
+    RopeStyle,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
@@ -308,12 +309,11 @@ fn split_qkv(c: &QkvCase, qkv: &[f32]) -> [Vec<f32>; 3] {
     parts
 }
 
-/// Runs one case of variant `name` and checks q, the cache rows written, and that no other
-/// cache row changed (they stay poisoned).
-fn run_qkv(ctx: &Context, name: &str, c: QkvCase, seed: u64) {
-    let k = ctx
-        .load_with::<rope_qkv::Kernel>(&LoadOptions::variant_named(name).unwrap())
-        .unwrap();
+/// Runs one case of variant `name` of `rope_qkv` (of `rope_qkv4` with `quads`) and checks q,
+/// the cache rows written, and that no other cache row changed (they stay poisoned).
+fn run_qkv(ctx: &Context, name: &str, c: QkvCase, quads: bool, seed: u64) {
+    let load = LoadOptions::variant_named(name).unwrap();
+    let k = ctx.load_with::<rope_qkv::Kernel>(&load).unwrap();
     let f = k.format_of("qkv_blob").unwrap();
     let width = (c.hq + 2 * c.hkv) * c.dim;
     let qkv = quantize(&random_in(c.tokens * width, seed, 0.1, 2.0), f);
@@ -333,17 +333,31 @@ fn run_qkv(ctx: &Context, name: &str, c: QkvCase, seed: u64) {
         interleaved: c.interleaved as i32,
         position_in_buffer: c.in_buffer as i32,
     };
-    let pipe = k.pipeline(&spec, Some([256, 1, 1])).unwrap();
-    let b = rope_qkv::BufferBindings {
-        qkv_blob: &qkv_t,
-        q_blob: &q_t,
-        k_blob: &kc,
-        v_blob: &vc,
-        pos_blob: &pos,
-    };
     let base = if c.in_buffer { 0 } else { c.from_buffer };
     let push = s.push((c.offset + base) as i32, 10000.0);
-    ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid())).unwrap();
+    if quads {
+        let k4 = ctx.load_with::<rope_qkv4::Kernel>(&load).unwrap();
+        let pipe = k4.pipeline(&spec, Some([256, 1, 1])).unwrap();
+        let b = rope_qkv4::BufferBindings {
+            qkv_blob: &qkv_t,
+            q_blob: &q_t,
+            k_blob: &kc,
+            v_blob: &vc,
+            pos_blob: &pos,
+        };
+        ctx.run(|l| l.dispatch(&pipe, &b, &push, s.quads_grid()))
+            .unwrap();
+    } else {
+        let pipe = k.pipeline(&spec, Some([256, 1, 1])).unwrap();
+        let b = rope_qkv::BufferBindings {
+            qkv_blob: &qkv_t,
+            q_blob: &q_t,
+            k_blob: &kc,
+            v_blob: &vc,
+            pos_blob: &pos,
+        };
+        ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid())).unwrap();
+    }
 
     let start = c.offset + c.from_buffer;
     let [qv, kv, vv] = split_qkv(&c, &qkv);
@@ -352,7 +366,7 @@ fn run_qkv(ctx: &Context, name: &str, c: QkvCase, seed: u64) {
         expected_in(&w, &s, f)
     };
     let tol = rope_tolerance(&k.variant().key, start + c.tokens);
-    let what = format!("rope_qkv {name} {c:?}");
+    let what = format!("rope_qkv{} {name} {c:?}", if quads { "4" } else { "" });
     let (want, scale) = rope(&qv, c.hq);
     assert_close_scaled(&q_t.download_f32().unwrap(), &want, &scale, tol, &what);
     let row = c.hkv * c.dim;
@@ -392,9 +406,12 @@ fn rope_qkv_every_variant() {
         case(5, 4, 2, 8, 9, 0, 0),
         case(1, 8, 2, 64, 40, 3, 30),
         case(3, 3, 1, 6, 12, 2, 7),
+        // Heads of two quads of pairs: a prompt past the cache's start.
+        case(7, 4, 2, 16, 12, 1, 0),
         // Positions past the cache's rows write no key or value.
         case(4, 2, 1, 4, 10, 1, 7),
     ];
+    assert_eq!(rope_qkv4::VARIANT_NAMES, rope_qkv::VARIANT_NAMES);
     for name in rope_qkv::VARIANT_NAMES {
         for (i, c) in cases.into_iter().enumerate() {
             for (in_buffer, interleaved) in [(false, false), (true, false), (true, true)] {
@@ -407,7 +424,11 @@ fn rope_qkv_every_variant() {
                 if !in_buffer && c.offset + c.from_buffer + c.tokens > c.rows {
                     continue;
                 }
-                run_qkv(&ctx, name, c, 90 + i as u64);
+                run_qkv(&ctx, name, c, false, 90 + i as u64);
+                // Four pairs an invocation where heads are whole quads of pairs.
+                if c.dim % 8 == 0 {
+                    run_qkv(&ctx, name, c, true, 90 + i as u64);
+                }
             }
         }
     }

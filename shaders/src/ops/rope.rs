@@ -5,7 +5,7 @@ use super::check::{
     float_format, kv_cache_shape, placed_apart, position_buffer, same_format, shape_is,
 };
 use super::{pipeline, recorded, OpError, Ops};
-use crate::{rope, rope_qkv, RopeQkvShape, RopeShape};
+use crate::{rope, rope_qkv, rope_qkv4, RopeQkvShape, RopeShape};
 use vkprism::{CommandList, Tensor};
 
 /// Which two values of a head one rotation turns.
@@ -145,24 +145,38 @@ impl Ops {
             });
         }
         position_buffer(OP, position)?;
-        let kernel = self.kernel_for::<rope_qkv::Kernel>(OP, "qkv_blob", format, false)?;
         let spec = rope_qkv::SpecConstants {
             interleaved: (op.style == RopeStyle::Interleaved) as i32,
             position_in_buffer: position.is_some() as i32,
         };
+        // Unread without `position_in_buffer`, but bound.
+        let pos_blob = match position {
+            Some(p) => p,
+            None => self.unread_i32(OP)?,
+        };
+        let push = s.push(offset, op.theta_base);
+        // Four pairs an invocation where a head's values come in whole quads of pairs.
+        if s.dim.is_multiple_of(8) {
+            let kernel = self.kernel_for::<rope_qkv4::Kernel>(OP, "qkv_blob", format, false)?;
+            let pipe = pipeline(OP, &kernel, &spec, Some([256, 1, 1]))?;
+            let bindings = rope_qkv4::BufferBindings {
+                qkv_blob: qkv,
+                q_blob: q,
+                k_blob: k_cache,
+                v_blob: v_cache,
+                pos_blob,
+            };
+            return recorded(OP, list.dispatch(&pipe, &bindings, &push, s.quads_grid()));
+        }
+        let kernel = self.kernel_for::<rope_qkv::Kernel>(OP, "qkv_blob", format, false)?;
         let pipe = pipeline(OP, &kernel, &spec, Some([256, 1, 1]))?;
         let bindings = rope_qkv::BufferBindings {
             qkv_blob: qkv,
             q_blob: q,
             k_blob: k_cache,
             v_blob: v_cache,
-            // Unread without `position_in_buffer`, but bound.
-            pos_blob: match position {
-                Some(p) => p,
-                None => self.unread_i32(OP)?,
-            },
+            pos_blob,
         };
-        let push = s.push(offset, op.theta_base);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid()))
     }
 }
