@@ -1,7 +1,9 @@
 //! One step of the decoder recorded into a command list: the activations of `n` tokens
 //! ([`Activations`]) and the operations over them ([`Forward`]). A prompt goes through GEMMs
-//! (each norm a dispatch of its own, its weight folded into the projection after it; the MLP's
-//! gate/up GEMM gating its own products, [`Ops::gemm_glu`]); one token
+//! (each norm's weight folded into the projection after it; the stream normalized by the
+//! residual GEMM before the norm, [`Ops::gemm_rms_norm`] — in its split's second pass where it
+//! splits — or by a dispatch of its own after the embedding; the MLP's gate/up GEMM gating its
+//! own products, [`Ops::gemm_glu`]); one token
 //! through fused GEMVs that normalize their input, rotate queries and keys into place, gate the
 //! MLP and add into the residual stream themselves: five dispatches a layer with attention's
 //! (six where attention merges its key shares in a pass of its own: the grouped kernel, long
@@ -10,6 +12,7 @@
 //! into one scratch matrix first (a dispatch before each GEMM).
 
 use crate::cache::KvCache;
+use std::cell::Cell;
 use crate::device_weights::{DeviceWeights, LayerWeights, Projection};
 use crate::{LlamaConfig, ModelError, WeightStorage};
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
@@ -123,6 +126,9 @@ pub(crate) struct Forward<'a> {
     pub cache: &'a KvCache,
     pub act: &'a Activations,
     pub at: StepPosition<'a>,
+    /// Whether `act.h` holds the stream as it is now, normalized (a prompt's last residual
+    /// GEMM wrote it): the next norm is then not recorded.
+    pub normed_ready: Cell<bool>,
 }
 
 impl Forward<'_> {
@@ -224,16 +230,19 @@ impl Forward<'_> {
         self.gemm(list, h, w, y, &Gemm::new().with_transpose_b(true))
     }
 
-    /// The stream RMS-normalized without a weight (a prompt's dispatch of its own), in `h`.
+    /// The stream RMS-normalized without a weight, in `h`: written by the residual GEMM
+    /// before, or by a dispatch of its own.
     fn normed(&self, list: &mut CommandList) -> Result<&Tensor, ModelError> {
         let a = self.act;
-        self.ops
-            .rms_norm(list, &a.x, None, &a.h, self.cfg.rms_eps)?;
+        if !self.normed_ready.replace(false) {
+            self.ops
+                .rms_norm(list, &a.x, None, &a.h, self.cfg.rms_eps)?;
+        }
         Ok(&a.h)
     }
 
     /// `x += input · wᵀ`: the GEMM (`beta` 1) or the GEMV (accumulating) adds into the stream
-    /// itself.
+    /// itself; the GEMM also writes the stream normalized into `h`, for the norm after it.
     fn residual(
         &self,
         list: &mut CommandList,
@@ -245,7 +254,11 @@ impl Forward<'_> {
             return self.gemv(list, w, input, &a.x, &Gemv::new().with_accumulate(true));
         }
         let op = Gemm::new().with_transpose_b(true).with_beta(1.0);
-        self.gemm(list, input, w, &a.x, &op)
+        let w = self.float_weights(list, w)?;
+        let eps = self.cfg.rms_eps;
+        (self.ops).gemm_rms_norm(list, input, &w, None, &a.x, &op, &a.h, eps)?;
+        self.normed_ready.set(true);
+        Ok(())
     }
 
     /// `y = W · x` with `op` fused, on `w` as stored.

@@ -328,3 +328,16 @@ fn coopmat_tiles(
 pub(crate) fn split_reduce_grid(m: usize, n: usize) -> [u32; 3] {
     [(m * n.div_ceil(4)) as u32, 1, 1]
 }
+
+/// The invocations of a [`gemm_split_reduce_rms`](crate::gemm_split_reduce_rms) workgroup.
+const SPLIT_REDUCE_RMS_LOCAL: usize = 256;
+
+/// The most rows [`gemm_split_reduce_rms`](crate::gemm_split_reduce_rms) takes: one workgroup a
+/// row along x, which every device takes 65,535 of.
+pub const SPLIT_REDUCE_RMS_MAX_ROWS: usize = 65535;
+
+/// The invocation grid of [`gemm_split_reduce_rms`](crate::gemm_split_reduce_rms) for M rows
+/// (at most [`SPLIT_REDUCE_RMS_MAX_ROWS`]): one workgroup per row.
+pub fn split_reduce_rms_grid(m: usize) -> [u32; 3] {
+    [(m * SPLIT_REDUCE_RMS_LOCAL) as u32, 1, 1]
+}

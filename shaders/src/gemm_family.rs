@@ -107,6 +107,18 @@ vkprism::compute_shader! {
 }
 
 vkprism::compute_shader! {
+    /// [`gemm_split_reduce`] that also writes each row of C normalized: `h = C / sqrt(mean(C²) +
+    /// eps)` row by row (RMS norm without a weight, of C's values as stored; binding 3, C's
+    /// shape and format) — a decoder's residual stream and its next layer's normed input in one
+    /// pass. The same variants and specialization constants; push constants as
+    /// [`gemm_split_reduce`]'s and `eps`; one workgroup (256 invocations) per row of C:
+    /// dispatch [`split_reduce_rms_grid`](crate::split_reduce_rms_grid).
+    pub mod gemm_split_reduce_rms,
+    path: "gemm_split_reduce.comp",
+    define: [("VKPRISM_ROW_RMS", "1")],
+}
+
+vkprism::compute_shader! {
     /// `C = act(alpha · A · B + bias)` with B read through the **sampled-image path** (as in V.
     /// Shimanskiy, "Matrix Multiply on Adreno GPUs"): A is M×K row-major in a buffer, B a 2D image of width N/4 and
     /// height K whose rgba texel (x, k) holds `B[k][4x..4x+4]` (upload B's row-major K×N values

@@ -74,8 +74,9 @@ pub use attention_kernels::{
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use cm2::{cm2_kernels, gemm_cm2, gemm_cm2_glu, gemm_cm2_split, Cm2Tiles, GEMM_CM2_THREADS};
 pub use config::{
-    GemmConfig, MAX_SPLIT, MIN_WIDE_TILES, PLAIN_MAX_SPLIT, PLAIN_SPLIT_WORKGROUPS,
-    SMALL_CM_SPLIT_WORKGROUPS, SPLIT_K_WORKGROUPS,
+    split_reduce_rms_grid, GemmConfig, MAX_SPLIT, MIN_WIDE_TILES, PLAIN_MAX_SPLIT,
+    PLAIN_SPLIT_WORKGROUPS, SMALL_CM_SPLIT_WORKGROUPS, SPLIT_K_WORKGROUPS,
+    SPLIT_REDUCE_RMS_MAX_ROWS,
 };
 pub use conv::{conv2d, Conv2dShape};
 pub use convert_kernels::{
@@ -86,7 +87,8 @@ pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
 pub use elementwise::{activation, activation_grid, binary_op};
 pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8,
-    gemm_int8_dequant, gemm_kernels, gemm_split, gemm_split_reduce, GEMM_IMAGE_MICRO_TILE,
+    gemm_int8_dequant, gemm_kernels, gemm_split, gemm_split_reduce, gemm_split_reduce_rms,
+    GEMM_IMAGE_MICRO_TILE,
 };
 pub use gemv_family::{
     gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH, GEMV_ROWS,

@@ -12,8 +12,8 @@ use super::gemm_cm2::operands;
 use super::{float_variant, pipeline, recorded, scratch, OpError, Ops};
 use crate::tuning::GemmProblem;
 use crate::{
-    conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, Cm2Tiles,
-    Conv2dShape, GemmConfig,
+    conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce,
+    gemm_split_reduce_rms, split_reduce_rms_grid, Cm2Tiles, Conv2dShape, GemmConfig,
 };
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -167,6 +167,9 @@ pub(super) struct Epilogue<'a> {
     /// C's value before the product, times this, is added (0: not read).
     beta: f32,
     activation: Activation,
+    /// Where set, the pass also writes C's rows RMS-normalized into this tensor, with this
+    /// epsilon ([`gemm_split_reduce_rms`]).
+    rms: Option<(&'a Tensor, f32)>,
 }
 
 impl<'a> Epilogue<'a> {
@@ -177,6 +180,15 @@ impl<'a> Epilogue<'a> {
             alpha: op.alpha,
             beta: op.beta,
             activation: op.activation,
+            rms: None,
+        }
+    }
+
+    /// This epilogue also writing C's rows RMS-normalized into `h` (`eps` in the root).
+    pub(super) fn with_rms(self, h: &'a Tensor, eps: f32) -> Epilogue<'a> {
+        Epilogue {
+            rms: Some((h, eps)),
+            ..self
         }
     }
 }
@@ -474,6 +486,7 @@ impl Ops {
                 alpha: op.alpha,
                 beta: if op.residual { 1.0 } else { 0.0 },
                 activation: op.activation,
+                rms: None,
             };
             return self.split_reduce(list, OP, key, cfg.split_k, (m, n), &partial, out, &epilogue);
         }
@@ -531,6 +544,11 @@ impl Ops {
     ) -> Result<(), OpError> {
         // gemm_split_reduce has the float axis alone.
         let key = float_variant(first.float);
+        if let Some((h, eps)) = epilogue.rms {
+            let result = self.split_reduce_rms(list, op, key, splits, (m, n), partial, out, h, eps, epilogue);
+            list.release_scratch(partial);
+            return result;
+        }
         let kernel = self.kernel_exact::<gemm_split_reduce::Kernel>(op, key)?;
         let (activation, slope) = epilogue.activation.code();
         let spec = gemm_split_reduce::SpecConstants {
@@ -563,6 +581,53 @@ impl Ops {
         );
         list.release_scratch(partial);
         result
+    }
+}
+
+impl Ops {
+    /// [`gemm_split_reduce_rms`]: the second pass that also writes C's rows RMS-normalized
+    /// into `h`.
+    #[allow(clippy::too_many_arguments)]
+    fn split_reduce_rms(
+        &self,
+        list: &mut CommandList,
+        op: &'static str,
+        key: VariantKey,
+        splits: u32,
+        (m, n): (usize, usize),
+        partial: &Tensor,
+        out: &Tensor,
+        h: &Tensor,
+        eps: f32,
+        epilogue: &Epilogue<'_>,
+    ) -> Result<(), OpError> {
+        let kernel = self.kernel_exact::<gemm_split_reduce_rms::Kernel>(op, key)?;
+        let (activation, slope) = epilogue.activation.code();
+        let spec = gemm_split_reduce_rms::SpecConstants {
+            splits: splits as i32,
+            bias_term: epilogue.bias.is_some() as i32,
+            activation,
+            beta_term: (epilogue.beta != 0.0) as i32,
+        };
+        let pipe = pipeline(op, &kernel, &spec, None)?;
+        let bindings = gemm_split_reduce_rms::BufferBindings {
+            partial_blob: partial,
+            bias_blob: epilogue.bias.unwrap_or(out),
+            c_blob: out,
+            h_blob: h,
+        };
+        let push = gemm_split_reduce_rms::PushConstants {
+            M: m as i32,
+            N: n as i32,
+            alpha: epilogue.alpha,
+            slope,
+            beta: epilogue.beta,
+            eps,
+        };
+        recorded(
+            op,
+            list.dispatch(&pipe, &bindings, &push, split_reduce_rms_grid(m)),
+        )
     }
 }
 

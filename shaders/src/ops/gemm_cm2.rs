@@ -70,7 +70,8 @@ impl Ops {
             });
         }
         if tiles.split_k > 1 {
-            return self.gemm_cm2_split(list, kernel, tiles, &d, (a, b, bias, c), op);
+            let epilogue = Epilogue::of_gemm(bias, op);
+            return self.gemm_cm2_split(list, kernel, tiles, &d, (a, b, c), op, &epilogue);
         }
         let (activation, slope) = op.activation.code();
         let spec = tiles.spec(
@@ -109,15 +110,18 @@ impl Ops {
         recorded(OP, list.dispatch(&pipe, &bindings, &push, grid))
     }
 
-    /// The split pair: shares of K into fp32 partial sums, then their sum with the epilogue.
-    fn gemm_cm2_split(
+    /// The split pair: shares of K into fp32 partial sums, then their sum with `epilogue`
+    /// (`op`'s, its bias, and where it says so C's rows normalized).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn gemm_cm2_split(
         &self,
         list: &mut CommandList,
         kernel: &Arc<LoadedKernel<gemm_cm2::Kernel>>,
         tiles: &Cm2Tiles,
         d: &GemmDims,
-        (a, b, bias, c): (&Tensor, &Tensor, Option<&Tensor>, &Tensor),
+        (a, b, c): (&Tensor, &Tensor, &Tensor),
         op: &Gemm,
+        epilogue: &Epilogue<'_>,
     ) -> Result<(), OpError> {
         const OP: &str = "gemm";
         if d.batch > 1 {
@@ -151,7 +155,6 @@ impl Ops {
         let pipe = pipeline(OP, &split, &spec, Some(tiles.local_size()))?;
         let grid = tiles.grid(d.m, d.n, 1);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, grid))?;
-        let epilogue = Epilogue::of_gemm(bias, op);
         self.split_reduce(
             list,
             OP,
@@ -160,7 +163,7 @@ impl Ops {
             (d.m, d.n),
             &partial,
             c,
-            &epilogue,
+            epilogue,
         )
     }
 }

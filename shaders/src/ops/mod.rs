@@ -38,6 +38,7 @@ mod fold;
 mod gemm;
 mod gemm_cm2;
 mod gemm_glu;
+mod gemm_norm;
 mod gemv;
 mod movement;
 mod norm;
