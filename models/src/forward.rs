@@ -12,9 +12,9 @@
 //! into one scratch matrix first (a dispatch before each GEMM).
 
 use crate::cache::KvCache;
-use std::cell::Cell;
 use crate::device_weights::{DeviceWeights, LayerWeights, Projection};
 use crate::{LlamaConfig, ModelError, WeightStorage};
+use std::cell::Cell;
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
 use vkprism_shaders::{
     Activation, Attention, Gemm, Gemv, Ops, QuantScale, ReduceOp, Rope, RopeStyle,

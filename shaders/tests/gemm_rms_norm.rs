@@ -84,7 +84,11 @@ fn run_reduce(ctx: &Context, name: &str, c: ReduceCase, seed: u64) {
             let sum: f32 = (0..c.splits).map(|z| partial[z * m * n + i]).sum();
             let b = if c.bias { bias[i % n] } else { 0.0 };
             let v = alpha * sum + c.beta * before[i] + b;
-            if c.relu { v.max(0.0) } else { v }
+            if c.relu {
+                v.max(0.0)
+            } else {
+                v
+            }
         })
         .collect();
     let want_c = quantize(&want_c, f);
@@ -149,7 +153,13 @@ fn gemm_residual_rms(
 }
 
 /// `Ops::gemm_rms_norm` on (m, n, k), B stored N×K, the residual added, in `f`.
-fn ops_case(ctx: &Context, ops: &Ops, f: TensorFormat, (m, n, k): (usize, usize, usize), seed: u64) {
+fn ops_case(
+    ctx: &Context,
+    ops: &Ops,
+    f: TensorFormat,
+    (m, n, k): (usize, usize, usize),
+    seed: u64,
+) {
     let q = |x: Vec<f32>| quantize(&x, f);
     let a = q(random_in(m * k, seed, -1.0, 1.0));
     let b = q(random_in(n * k, seed + 1, -1.0, 1.0));
@@ -203,8 +213,14 @@ fn gemm_rms_norm_bad_operands_are_errors_and_record_nothing() {
     let t = |shape: &[usize], f| Tensor::new(&ctx, shape, f).unwrap();
     let f = TensorFormat::F32;
     let (a, b, c) = (t(&[4, 8], f), t(&[8, 8], f), t(&[4, 8], f));
-    let op = Gemm::new().with_transpose_b(true).with_activation(Activation::None);
-    let run = |h: &Tensor, c: &Tensor| refused(&ctx, |l| ops.gemm_rms_norm(l, &a, &b, None, c, &op, h, 1e-5));
+    let op = Gemm::new()
+        .with_transpose_b(true)
+        .with_activation(Activation::None);
+    let run = |h: &Tensor, c: &Tensor| {
+        refused(&ctx, |l| {
+            ops.gemm_rms_norm(l, &a, &b, None, c, &op, h, 1e-5)
+        })
+    };
     let e = run(&t(&[4, 4], f), &c);
     assert!(matches!(e, OpError::Shape { operand: "h", .. }), "{e}");
     let e = run(&t(&[4, 8], TensorFormat::F16), &c);

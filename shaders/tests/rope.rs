@@ -6,8 +6,7 @@
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::{
-    reference, rope, rope_qkv, rope_qkv4, OpError, Ops, Rope, RopeQkvShape, RopeShape,
-    RopeStyle,
+    reference, rope, rope_qkv, rope_qkv4, OpError, Ops, Rope, RopeQkvShape, RopeShape, RopeStyle,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
@@ -426,7 +425,7 @@ fn rope_qkv_every_variant() {
                 }
                 run_qkv(&ctx, name, c, false, 90 + i as u64);
                 // Four pairs an invocation where heads are whole quads of pairs.
-                if c.dim % 8 == 0 {
+                if c.dim.is_multiple_of(8) {
                     run_qkv(&ctx, name, c, true, 90 + i as u64);
                 }
             }

@@ -545,7 +545,18 @@ impl Ops {
         // gemm_split_reduce has the float axis alone.
         let key = float_variant(first.float);
         if let Some((h, eps)) = epilogue.rms {
-            let result = self.split_reduce_rms(list, op, key, splits, (m, n), partial, out, h, eps, epilogue);
+            let result = self.split_reduce_rms(
+                list,
+                op,
+                key,
+                splits,
+                (m, n),
+                partial,
+                out,
+                h,
+                eps,
+                epilogue,
+            );
             list.release_scratch(partial);
             return result;
         }

@@ -35,7 +35,12 @@ impl Ops {
         let d = check_gemm(a, b, bias, c, op)?;
         shape_is(OP, "h", h, c.shape(), "c's shape")?;
         same_format(OP, "h", Some(h), d.format)?;
-        let inputs = [("a", Some(a)), ("b", Some(b)), ("bias", bias), ("c", Some(c))];
+        let inputs = [
+            ("a", Some(a)),
+            ("b", Some(b)),
+            ("bias", bias),
+            ("c", Some(c)),
+        ];
         not_aliased(OP, h, "h", &inputs)?;
         if let Some(kernel) = self.gemm_cm2_kernel(&d, a, b) {
             let features = self.context().features();
