@@ -96,27 +96,36 @@ pub use gemm_kernels::{
 };
 
 vkprism::compute_shader! {
-    /// The second pass of [`gemm_split`] and [`conv2d_nhwc_split`]: `C = act(alpha · Σ_z
-    /// partial[z] + beta · C + bias)` in the variant's format (load the variant of the same
-    /// float mode as the first pass, e.g. `fp16s` after `fp16s_lm_cm`). Specialization constants
-    /// `splits`, `bias_term`, `activation`, `beta_term` (C read first;
-    /// [`GemmConfig::reduce_spec`]); push constants M, N, alpha, slope, beta; dispatch
-    /// [`GemmConfig::reduce_grid`] invocations (256 per workgroup).
-    pub mod gemm_split_reduce,
-    path: "gemm_split_reduce.comp",
+    /// The split GEMM's second passes, one module each (re-exported at the crate's root),
+    /// sharing one `SpecConstants` type.
+    pub mod split_reduce_kernels,
+    variants: [fp32, fp16p, fp16pa, fp16s, fp16sa, bf16p, bf16s],
+    shaders: {
+    /// The second pass of [`gemm_split`](crate::gemm_split) and
+    /// [`conv2d_nhwc_split`](crate::conv2d_nhwc_split): `C = act(alpha · Σ_z partial[z] + beta
+    /// · C + bias)` in the variant's format (load the variant of the same float mode as the
+    /// first pass, e.g. `fp16s` after `fp16s_lm_cm`). Specialization constants `splits`,
+    /// `bias_term`, `activation`, `beta_term` (C read first;
+    /// [`GemmConfig::reduce_spec`](crate::GemmConfig::reduce_spec)); push constants M, N,
+    /// alpha, slope, beta; dispatch [`GemmConfig::reduce_grid`](crate::GemmConfig::reduce_grid)
+    /// invocations (256 per workgroup).
+        gemm_split_reduce: { path: "gemm_split_reduce.comp" },
+    /// [`gemm_split_reduce`](crate::gemm_split_reduce) that also writes each row of C
+    /// normalized: `h = C / sqrt(mean(C²) + eps)` row by row (RMS norm without a weight, of C's
+    /// values as stored; binding 3, C's shape and format) — a decoder's residual stream and its
+    /// next layer's normed input in one pass. The same variants and specialization constants;
+    /// push constants as [`gemm_split_reduce`](crate::gemm_split_reduce)'s and `eps`; one
+    /// workgroup (256 invocations) per row of C: dispatch
+    /// [`split_reduce_rms_grid`](crate::split_reduce_rms_grid).
+        gemm_split_reduce_rms: {
+            path: "gemm_split_reduce.comp",
+            define: [("VKPRISM_ROW_RMS", "1")],
+            share: [gemm_split_reduce::SpecConstants],
+        },
+    },
 }
 
-vkprism::compute_shader! {
-    /// [`gemm_split_reduce`] that also writes each row of C normalized: `h = C / sqrt(mean(C²) +
-    /// eps)` row by row (RMS norm without a weight, of C's values as stored; binding 3, C's
-    /// shape and format) — a decoder's residual stream and its next layer's normed input in one
-    /// pass. The same variants and specialization constants; push constants as
-    /// [`gemm_split_reduce`]'s and `eps`; one workgroup (256 invocations) per row of C:
-    /// dispatch [`split_reduce_rms_grid`](crate::split_reduce_rms_grid).
-    pub mod gemm_split_reduce_rms,
-    path: "gemm_split_reduce.comp",
-    define: [("VKPRISM_ROW_RMS", "1")],
-}
+pub use split_reduce_kernels::{gemm_split_reduce, gemm_split_reduce_rms};
 
 vkprism::compute_shader! {
     /// `C = act(alpha · A · B + bias)` with B read through the **sampled-image path** (as in V.

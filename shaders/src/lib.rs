@@ -88,7 +88,7 @@ pub use elementwise::{activation, activation_grid, binary_op};
 pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8,
     gemm_int8_dequant, gemm_kernels, gemm_split, gemm_split_reduce, gemm_split_reduce_rms,
-    GEMM_IMAGE_MICRO_TILE,
+    split_reduce_kernels, GEMM_IMAGE_MICRO_TILE,
 };
 pub use gemv_family::{
     gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH, GEMV_ROWS,

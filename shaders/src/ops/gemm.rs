@@ -184,6 +184,19 @@ impl<'a> Epilogue<'a> {
         }
     }
 
+    /// The second pass's specialization constants for `splits` shares, and the activation's
+    /// slope.
+    fn reduce_constants(&self, splits: u32) -> (gemm_split_reduce::SpecConstants, f32) {
+        let (activation, slope) = self.activation.code();
+        let spec = gemm_split_reduce::SpecConstants {
+            splits: splits as i32,
+            bias_term: self.bias.is_some() as i32,
+            activation,
+            beta_term: (self.beta != 0.0) as i32,
+        };
+        (spec, slope)
+    }
+
     /// This epilogue also writing C's rows RMS-normalized into `h` (`eps` in the root).
     pub(super) fn with_rms(self, h: &'a Tensor, eps: f32) -> Epilogue<'a> {
         Epilogue {
@@ -561,13 +574,7 @@ impl Ops {
             return result;
         }
         let kernel = self.kernel_exact::<gemm_split_reduce::Kernel>(op, key)?;
-        let (activation, slope) = epilogue.activation.code();
-        let spec = gemm_split_reduce::SpecConstants {
-            splits: splits as i32,
-            bias_term: epilogue.bias.is_some() as i32,
-            activation,
-            beta_term: (epilogue.beta != 0.0) as i32,
-        };
+        let (spec, slope) = epilogue.reduce_constants(splits);
         let pipe = pipeline(op, &kernel, &spec, None)?;
         let bindings = gemm_split_reduce::BufferBindings {
             partial_blob: partial,
@@ -613,13 +620,7 @@ impl Ops {
         epilogue: &Epilogue<'_>,
     ) -> Result<(), OpError> {
         let kernel = self.kernel_exact::<gemm_split_reduce_rms::Kernel>(op, key)?;
-        let (activation, slope) = epilogue.activation.code();
-        let spec = gemm_split_reduce_rms::SpecConstants {
-            splits: splits as i32,
-            bias_term: epilogue.bias.is_some() as i32,
-            activation,
-            beta_term: (epilogue.beta != 0.0) as i32,
-        };
+        let (spec, slope) = epilogue.reduce_constants(splits);
         let pipe = pipeline(op, &kernel, &spec, None)?;
         let bindings = gemm_split_reduce_rms::BufferBindings {
             partial_blob: partial,
