@@ -8,12 +8,11 @@ use super::check::{
     conv_operands, float_format, kernel_fits, kernel_takes, matrix, not_aliased, rows_of_four,
     same_format, shape_is,
 };
-use super::gemm_cm2::operands;
 use super::{float_variant, pipeline, recorded, scratch, OpError, Ops};
 use crate::tuning::GemmProblem;
 use crate::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce,
-    gemm_split_reduce_rms, split_reduce_rms_grid, Cm2Tiles, Conv2dShape, GemmConfig,
+    gemm_split_reduce_rms, split_reduce_rms_grid, Conv2dShape, GemmConfig,
 };
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -216,7 +215,7 @@ impl Ops {
     /// F16 or Bf16 operands whose stored rows are multiples of 8, at least
     /// [`CM2_MIN_PRODUCT`](crate::CM2_MIN_PRODUCT) multiply-adds, go to
     /// [`gemm_cm2`](crate::gemm_cm2) where the device has `VK_NV_cooperative_matrix2`
-    /// ([`Ops::gemm_cm2_with`], tiles: the first of [`Cm2Tiles::candidates`] the device offers,
+    /// ([`Ops::gemm_cm2_with`], tiles: the first of [`Cm2Tiles::candidates`](crate::Cm2Tiles::candidates) the device offers,
     /// a single product split along K or on narrower tiles where that fills the GPU). Otherwise
     /// the variant of [`gemm`] is the best this device runs on that format (cooperative matrices where each matrix of A and B holds a
     /// multiple of 8 elements), the tiles the tile policy's (or the tuner's), a single product
@@ -232,19 +231,8 @@ impl Ops {
         op: &Gemm,
     ) -> Result<(), OpError> {
         let d = check_gemm(a, b, bias, c, op)?;
-        if let Some(kernel) = self.gemm_cm2_kernel(&d, a, b) {
-            let features = self.context().features();
-            let chosen = Cm2Tiles::for_device(features, operands(d.format), (d.m, d.n, d.k));
-            if let Some(tiles) = chosen {
-                let tiles = match d.batch {
-                    1 => tiles,
-                    _ => Cm2Tiles {
-                        split_k: 1,
-                        ..tiles
-                    },
-                };
-                return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
-            }
+        if let Some((kernel, tiles)) = self.gemm_cm2_plan(&d, a, b) {
+            return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
         }
         let matrices = (d.m * d.k).is_multiple_of(8) && (d.k * d.n).is_multiple_of(8);
         self.gemm_tiled(list, &d, matrices, (a, b, bias, c), op)

@@ -34,6 +34,22 @@ impl Ops {
             .ok()
     }
 
+    /// [`gemm_cm2`] and its tiles for the checked problem `d`, where it computes it and the
+    /// device offers tiles for it: the first of [`Cm2Tiles::candidates`] the device lists, with
+    /// no split for a batch of products.
+    pub(super) fn gemm_cm2_plan(
+        &self,
+        d: &GemmDims,
+        a: &Tensor,
+        b: &Tensor,
+    ) -> Option<(Arc<LoadedKernel<gemm_cm2::Kernel>>, Cm2Tiles)> {
+        let kernel = self.gemm_cm2_kernel(d, a, b)?;
+        let features = self.context().features();
+        let tiles = Cm2Tiles::for_device(features, operands(d.format), (d.m, d.n, d.k))?;
+        let split_k = if d.batch == 1 { tiles.split_k } else { 1 };
+        Some((kernel, Cm2Tiles { split_k, ..tiles }))
+    }
+
     /// As [`Ops::gemm`] on [`gemm_cm2`] with `tiles` (a benchmark's choice): one dispatch, or
     /// where `tiles.split_k` > 1 [`gemm_cm2_split`] then
     /// [`gemm_split_reduce`](crate::gemm_split_reduce) (one product only). The same checks,

@@ -4,9 +4,8 @@
 
 use super::check::{not_aliased, same_format, shape_is};
 use super::gemm::{check_gemm, Epilogue};
-use super::gemm_cm2::operands;
 use super::{OpError, Ops};
-use crate::{Cm2Tiles, Gemm, SPLIT_REDUCE_RMS_MAX_ROWS};
+use crate::{Gemm, SPLIT_REDUCE_RMS_MAX_ROWS};
 use vkprism::{CommandList, Tensor};
 
 const OP: &str = "gemm_rms_norm";
@@ -42,11 +41,8 @@ impl Ops {
             ("c", Some(c)),
         ];
         not_aliased(OP, h, "h", &inputs)?;
-        if let Some(kernel) = self.gemm_cm2_kernel(&d, a, b) {
-            let features = self.context().features();
-            let chosen = Cm2Tiles::for_device(features, operands(d.format), (d.m, d.n, d.k));
-            let fused = d.batch == 1 && d.m <= SPLIT_REDUCE_RMS_MAX_ROWS;
-            if let Some(tiles) = chosen.filter(|t| fused && t.split_k > 1) {
+        if let Some((kernel, tiles)) = self.gemm_cm2_plan(&d, a, b) {
+            if tiles.split_k > 1 && d.m <= SPLIT_REDUCE_RMS_MAX_ROWS {
                 let epilogue = Epilogue::of_gemm(bias, op).with_rms(h, eps);
                 return self.gemm_cm2_split(list, &kernel, &tiles, &d, (a, b, c), op, &epilogue);
             }
