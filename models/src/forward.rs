@@ -256,7 +256,8 @@ impl Forward<'_> {
         let op = Gemm::new().with_transpose_b(true).with_beta(1.0);
         let w = self.float_weights(list, w)?;
         let eps = self.cfg.rms_eps;
-        (self.ops).gemm_rms_norm(list, input, &w, None, &a.x, &op, &a.h, eps)?;
+        self.ops
+            .gemm_rms_norm(list, input, &w, None, &a.x, &op, &a.h, eps)?;
         self.normed_ready.set(true);
         Ok(())
     }
