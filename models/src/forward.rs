@@ -14,7 +14,6 @@
 use crate::cache::KvCache;
 use crate::device_weights::{DeviceWeights, LayerWeights, Projection};
 use crate::{LlamaConfig, ModelError, WeightStorage};
-use std::cell::Cell;
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
 use vkprism_shaders::{
     Activation, Attention, Gemm, Gemv, Ops, QuantScale, ReduceOp, Rope, RopeStyle,
@@ -126,9 +125,6 @@ pub(crate) struct Forward<'a> {
     pub cache: &'a KvCache,
     pub act: &'a Activations,
     pub at: StepPosition<'a>,
-    /// Whether `act.h` holds the stream as it is now, normalized (a prompt's last residual
-    /// GEMM wrote it): the next norm is then not recorded.
-    pub normed_ready: Cell<bool>,
 }
 
 impl Forward<'_> {
@@ -136,6 +132,11 @@ impl Forward<'_> {
     pub fn record(&self, list: &mut CommandList) -> Result<(), ModelError> {
         let (a, w) = (self.act, self.weights);
         self.ops.embedding(list, &w.embed, &a.ids, &a.x)?;
+        if a.tokens() > 1 {
+            // The first norm's input; every later one is written by the residual GEMM before it.
+            self.ops
+                .rms_norm(list, &a.x, None, &a.h, self.cfg.rms_eps)?;
+        }
         for (i, layer) in w.layers.iter().enumerate() {
             self.attention_block(list, i, layer)?;
             self.mlp_block(list, layer)?;
@@ -195,8 +196,7 @@ impl Forward<'_> {
     }
 
     /// `x += down(silu(gate(h)) · up(h))` of the normed stream: for one token the gated GEMV,
-    /// for a prompt the norm's dispatch, then the gate/up GEMM gating its own products
-    /// ([`Ops::gemm_glu`]).
+    /// for a prompt the gate/up GEMM gating its own products ([`Ops::gemm_glu`]) over `h`.
     fn mlp_block(&self, list: &mut CommandList, l: &LayerWeights) -> Result<(), ModelError> {
         let a = self.act;
         if a.tokens() == 1 {
@@ -205,16 +205,17 @@ impl Forward<'_> {
                 .with_activation(Activation::Silu);
             self.normed_linear(list, &l.gate_up, &a.mlp, gated)?;
         } else {
-            let h = self.normed(list)?;
             let w = self.float_weights(list, &l.gate_up)?;
-            self.ops.gemm_glu(list, h, &w, &a.mlp, Activation::Silu)?;
+            self.ops
+                .gemm_glu(list, &a.h, &w, &a.mlp, Activation::Silu)?;
         }
         self.residual(list, &l.down, &a.mlp)
     }
 
     /// `y = rms_norm(x) · wᵀ` for `w` `[out, in]` (the norm's weight folded into w): for one
     /// token a GEMV that normalizes x itself, with `fused` (gated or not) in its epilogue;
-    /// otherwise the norm's own dispatch, then a GEMM (`fused` must be plain there).
+    /// otherwise a GEMM over `h`, the stream as normalized after the embedding or by the
+    /// residual GEMM before (`fused` must be plain there).
     fn normed_linear(
         &self,
         list: &mut CommandList,
@@ -226,23 +227,12 @@ impl Forward<'_> {
         if a.tokens() == 1 {
             return self.gemv(list, w, &a.x, y, &fused.with_rms_input(eps));
         }
-        let h = self.normed(list)?;
-        self.gemm(list, h, w, y, &Gemm::new().with_transpose_b(true))
-    }
-
-    /// The stream RMS-normalized without a weight, in `h`: written by the residual GEMM
-    /// before, or by a dispatch of its own.
-    fn normed(&self, list: &mut CommandList) -> Result<&Tensor, ModelError> {
-        let a = self.act;
-        if !self.normed_ready.replace(false) {
-            self.ops
-                .rms_norm(list, &a.x, None, &a.h, self.cfg.rms_eps)?;
-        }
-        Ok(&a.h)
+        self.gemm(list, &a.h, w, y, &Gemm::new().with_transpose_b(true))
     }
 
     /// `x += input · wᵀ`: the GEMM (`beta` 1) or the GEMV (accumulating) adds into the stream
-    /// itself; the GEMM also writes the stream normalized into `h`, for the norm after it.
+    /// itself; the GEMM also writes the stream normalized into `h`, the input of the norm's
+    /// projection after it.
     fn residual(
         &self,
         list: &mut CommandList,
@@ -258,7 +248,6 @@ impl Forward<'_> {
         let eps = self.cfg.rms_eps;
         self.ops
             .gemm_rms_norm(list, input, &w, None, &a.x, &op, &a.h, eps)?;
-        self.normed_ready.set(true);
         Ok(())
     }
 

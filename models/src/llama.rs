@@ -10,7 +10,6 @@ use crate::cache::KvCache;
 use crate::device_weights::DeviceWeights;
 use crate::forward::{Activations, Forward, StepPosition};
 use crate::{LlamaConfig, ModelError, SafetensorsFile, WeightSource, WeightStorage};
-use std::cell::Cell;
 use std::path::Path;
 use std::time::Duration;
 use vkprism::{CommandList, Context, Readback, Tensor, TensorFormat, UploadSlot};
@@ -355,7 +354,6 @@ impl Llama {
             cache: &self.cache,
             act: &act,
             at: StepPosition::Known(start),
-            normed_ready: Cell::new(false),
         };
         forward.record(&mut list)?;
         let out = match read {
@@ -420,7 +418,6 @@ impl Llama {
                 position: &decode.position,
                 capacity,
             },
-            normed_ready: Cell::new(false),
         };
         forward.record(&mut list)?;
         let out = match read {
