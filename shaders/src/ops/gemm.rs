@@ -530,7 +530,8 @@ impl Ops {
     }
 
     /// Records the second pass of a split in `splits` shares: `out = act(alpha · Σ partial +
-    /// beta · out + bias)` in the first pass's float mode.
+    /// beta · out + bias)` in the first pass's float mode, and `out`'s rows RMS-normalized
+    /// where `epilogue` asks for them; `partial` lent again after it.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn split_reduce(
         &self,
@@ -545,22 +546,24 @@ impl Ops {
     ) -> Result<(), OpError> {
         // gemm_split_reduce has the float axis alone.
         let key = float_variant(first.float);
-        if let Some((h, eps)) = epilogue.rms {
-            let result = self.split_reduce_rms(
-                list,
-                op,
-                key,
-                splits,
-                (m, n),
-                partial,
-                out,
-                h,
-                eps,
-                epilogue,
-            );
-            list.release_scratch(partial);
-            return result;
-        }
+        let pass = (key, splits, (m, n));
+        let result = match epilogue.rms {
+            Some(rms) => self.split_reduce_rms(list, op, pass, [partial, out], rms, epilogue),
+            None => self.split_reduce_plain(list, op, pass, [partial, out], epilogue),
+        };
+        list.release_scratch(partial);
+        result
+    }
+
+    /// [`gemm_split_reduce`] in variant `key` over `splits` shares of an M×N result.
+    fn split_reduce_plain(
+        &self,
+        list: &mut CommandList,
+        op: &'static str,
+        (key, splits, (m, n)): (VariantKey, u32, (usize, usize)),
+        [partial, out]: [&Tensor; 2],
+        epilogue: &Epilogue<'_>,
+    ) -> Result<(), OpError> {
         let kernel = self.kernel_exact::<gemm_split_reduce::Kernel>(op, key)?;
         let (spec, slope) = epilogue.reduce_constants(splits);
         let pipe = pipeline(op, &kernel, &spec, None)?;
@@ -576,35 +579,19 @@ impl Ops {
             slope,
             beta: epilogue.beta,
         };
-        let result = recorded(
-            op,
-            list.dispatch(
-                &pipe,
-                &bindings,
-                &push,
-                crate::config::split_reduce_grid(m, n),
-            ),
-        );
-        list.release_scratch(partial);
-        result
+        let grid = crate::config::split_reduce_grid(m, n);
+        recorded(op, list.dispatch(&pipe, &bindings, &push, grid))
     }
-}
 
-impl Ops {
-    /// [`gemm_split_reduce_rms`]: the second pass that also writes C's rows RMS-normalized
-    /// into `h`.
-    #[allow(clippy::too_many_arguments)]
+    /// [`gemm_split_reduce_rms`] in variant `key`: the same pass, also writing C's rows
+    /// RMS-normalized into `h` (`rms`: h and the epsilon).
     fn split_reduce_rms(
         &self,
         list: &mut CommandList,
         op: &'static str,
-        key: VariantKey,
-        splits: u32,
-        (m, n): (usize, usize),
-        partial: &Tensor,
-        out: &Tensor,
-        h: &Tensor,
-        eps: f32,
+        (key, splits, (m, n)): (VariantKey, u32, (usize, usize)),
+        [partial, out]: [&Tensor; 2],
+        (h, eps): (&Tensor, f32),
         epilogue: &Epilogue<'_>,
     ) -> Result<(), OpError> {
         let kernel = self.kernel_exact::<gemm_split_reduce_rms::Kernel>(op, key)?;
