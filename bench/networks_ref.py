@@ -6,8 +6,9 @@ of CUDA-event-timed steps, the SM clock read during the series), twice:
 Each step also gets a `wall` record (host time of the eager step, synchronized), as vkprism's
 `wall` records. Cases:
 - decoder: transformers' LlamaForCausalLM in TinyLlama-1.1B's configuration, fp16, SDPA: a
-  512-token prompt (the graph: the model without a cache), and one greedy decode step at 512
-  and 2048 tokens of context (eager: the model with a DynamicCache cut back after each step;
+  512-token prompt with the output layer on its last position only, as `generate` runs a
+  prompt and as vkprism's next-token step does (the graph: the model without a cache), and
+  one greedy decode step at 512 and 2048 tokens of context (eager: the model with a DynamicCache cut back after each step;
   the graph: the same modules and weights over a static KV cache, position read on the GPU,
   checked against the eager step's logits);
 - resnet50: torchvision's resnet50, channels-last, cuDNN, batch 1 and 8, fp16 and fp32.
@@ -100,6 +101,17 @@ def static_step(model, dyn, context, max_len, token):
     return (lambda: logits().argmax(-1)), logits
 
 
+def last_logits_only(model):
+    """The forward argument that keeps only the last position's logits (its name changed
+    between transformers releases); fails where there is none, rather than time more work."""
+    import inspect
+    params = inspect.signature(model.forward).parameters
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in params:
+            return {name: 1}
+    raise RuntimeError("this transformers can't keep only the last position's logits")
+
+
 def decoder():
     from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
     cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
@@ -112,11 +124,12 @@ def decoder():
     out = []
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, cfg.vocab_size, (1, max(DECODE_CONTEXTS)), generator=g).cuda()
+    last = last_logits_only(model)
     with torch.no_grad():
         prompt = ids[:, :PROMPT]
         out += both("decoder", f"prefill {PROMPT}", "fp16", name,
-                    lambda: model(prompt, past_key_values=DynamicCache(), use_cache=True),
-                    lambda: model(prompt, use_cache=False))
+                    lambda: model(prompt, past_key_values=DynamicCache(), use_cache=True, **last),
+                    lambda: model(prompt, use_cache=False, **last))
         token = torch.tensor([[5]], device="cuda")
         for context in DECODE_CONTEXTS:
             dyn = DynamicCache()

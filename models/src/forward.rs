@@ -3,7 +3,8 @@
 //! (each norm's weight folded into the projection after it; the stream normalized by the
 //! residual GEMM before the norm, [`Ops::gemm_rms_norm`] — in its split's second pass where it
 //! splits — or by a dispatch of its own after the embedding; the MLP's gate/up GEMM gating its
-//! own products, [`Ops::gemm_glu`]); one token
+//! own products, [`Ops::gemm_glu`]); where only the next token is asked for, the output layer
+//! is a GEMV over the prompt's last row ([`LogitRows::Last`]). One token goes
 //! through fused GEMVs that normalize their input, rotate queries and keys into place, gate the
 //! MLP and add into the residual stream themselves: five dispatches a layer with attention's
 //! (six where attention merges its key shares in a pass of its own: the grouped kernel, long
@@ -117,6 +118,17 @@ pub(crate) enum StepPosition<'a> {
     },
 }
 
+/// Which tokens of a step the output layer runs for.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub(crate) enum LogitRows {
+    /// Every token's logits into `logits` and each row's argmax into `best`.
+    Every,
+    /// Only the last token's (the next token's, all that greedy decoding reads): its logits
+    /// into `logits`' first row and their argmax into `best[0]` — a GEMV over the output
+    /// layer's weights instead of a GEMM over every token.
+    Last,
+}
+
 /// Records one step: the tokens' embeddings through every layer to their logits and argmax.
 pub(crate) struct Forward<'a> {
     pub ops: &'a Ops,
@@ -125,11 +137,13 @@ pub(crate) struct Forward<'a> {
     pub cache: &'a KvCache,
     pub act: &'a Activations,
     pub at: StepPosition<'a>,
+    pub rows: LogitRows,
 }
 
 impl Forward<'_> {
-    /// Records the whole step (after the ids' upload, before the downloads).
-    pub fn record(&self, list: &mut CommandList) -> Result<(), ModelError> {
+    /// Records the whole step (after the ids' upload, before the downloads): the element of
+    /// `best` that holds the last token's argmax.
+    pub fn record(&self, list: &mut CommandList) -> Result<usize, ModelError> {
         let (a, w) = (self.act, self.weights);
         self.ops.embedding(list, &w.embed, &a.ids, &a.x)?;
         if a.tokens() > 1 {
@@ -141,10 +155,30 @@ impl Forward<'_> {
             self.attention_block(list, i, layer)?;
             self.mlp_block(list, layer)?;
         }
-        self.normed_linear(list, &w.lm_head, &a.logits, Gemv::new())?;
-        self.ops
-            .reduce(list, &a.logits, &a.best, 1, ReduceOp::ArgMax)?;
-        Ok(())
+        self.output_layer(list)
+    }
+
+    /// The logits and their argmax of the tokens [`Forward::rows`] names: the element of
+    /// `best` that holds the last token's.
+    fn output_layer(&self, list: &mut CommandList) -> Result<usize, ModelError> {
+        let (a, w) = (self.act, self.weights);
+        let last = a.tokens() - 1;
+        let hidden = self.cfg.hidden;
+        let last_row = (last * hidden * a.h.format().size()) as u64;
+        // Where the device can't bind the last row of `h` there, every row takes the GEMM.
+        let bindable = last_row.is_multiple_of(a.h.binding_alignment().max(1));
+        if self.rows == LogitRows::Every || last == 0 || !bindable {
+            self.normed_linear(list, &w.lm_head, &a.logits, Gemv::new())?;
+            self.ops
+                .reduce(list, &a.logits, &a.best, 1, ReduceOp::ArgMax)?;
+            return Ok(last);
+        }
+        let h = a.h.view(last * hidden, &[1, hidden])?;
+        let logits = a.logits.view(0, &[1, self.cfg.vocab])?;
+        self.gemv(list, &w.lm_head, &h, &logits, &Gemv::new())?;
+        let best = a.best.view(0, &[1])?;
+        self.ops.reduce(list, &logits, &best, 1, ReduceOp::ArgMax)?;
+        Ok(0)
     }
 
     /// `x += o_proj(attention(rope(q), rope(k), v))` of the normed stream; the new keys and

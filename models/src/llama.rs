@@ -8,7 +8,7 @@
 
 use crate::cache::KvCache;
 use crate::device_weights::DeviceWeights;
-use crate::forward::{Activations, Forward, StepPosition};
+use crate::forward::{Activations, Forward, LogitRows, StepPosition};
 use crate::{LlamaConfig, ModelError, SafetensorsFile, WeightSource, WeightStorage};
 use std::path::Path;
 use std::time::Duration;
@@ -51,6 +51,16 @@ enum Read {
     Logits,
     /// The index of the last row's largest logit (chosen on the GPU).
     ArgMax,
+}
+
+impl Read {
+    /// The rows the output layer runs for: only the last where only its argmax is read.
+    fn logit_rows(self) -> LogitRows {
+        match self {
+            Read::Logits => LogitRows::Every,
+            Read::ArgMax => LogitRows::Last,
+        }
+    }
 }
 
 /// A Llama-style decoder on one context: weights in GPU memory in one float format (F32, F16 or
@@ -293,7 +303,8 @@ impl Llama {
     }
 
     /// Runs `tokens` at the next positions of the sequence: the index of the last one's
-    /// largest logit (chosen on the GPU, the first on ties; only that index is read back).
+    /// largest logit (chosen on the GPU, the first on ties; only that index is read back, and
+    /// the output layer runs for the last token only).
     pub fn next_token(&mut self, tokens: &[u32]) -> Result<u32, ModelError> {
         Ok(self.step(tokens, Read::ArgMax)?.token())
     }
@@ -354,11 +365,12 @@ impl Llama {
             cache: &self.cache,
             act: &act,
             at: StepPosition::Known(start),
+            rows: read.logit_rows(),
         };
-        forward.record(&mut list)?;
+        let best = forward.record(&mut list)?;
         let out = match read {
             Read::Logits => list.download(&act.logits)?,
-            Read::ArgMax => list.download(&act.best.view(act.tokens() - 1, &[1])?)?,
+            Read::ArgMax => list.download(&act.best.view(best, &[1])?)?,
         };
         Ok(PromptList {
             start,
@@ -418,6 +430,7 @@ impl Llama {
                 position: &decode.position,
                 capacity,
             },
+            rows: read.logit_rows(),
         };
         forward.record(&mut list)?;
         let out = match read {
