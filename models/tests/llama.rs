@@ -226,6 +226,9 @@ fn check_int8(format: TensorFormat) {
         let want = reference.forward(&[*token]).pop().unwrap();
         assert_logits(format, &format!("int8 decode step {step}"), &got, &want);
     }
+    // A prompt asked only for its next token (the output layer a GEMV over its last row, every
+    // weight of the prompt's GEMMs dequantized one GEMM ahead), then the steps after it.
+    assert_eq!(m.greedy(&PROMPT, 8).unwrap(), tokens, "int8 greedy tokens");
     // Against the float weights the error is the quantization's: in F32 far past the
     // tolerance, so the check above tells int8 weights from float ones.
     let float = ReferenceLlama::new(&cfg, &weights.rounded(format)).forward(&PROMPT);
