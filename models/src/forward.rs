@@ -39,36 +39,51 @@ pub(crate) struct Activations {
     /// The logits `[n, vocab]`, and the index of each row's largest, I32 `[n]`.
     pub logits: Tensor,
     pub best: Tensor,
+    /// The rows the output layer runs for, and whether it runs as the GEMM over every row
+    /// ([`output_takes_gemm`]).
+    rows: LogitRows,
+    output_gemm: bool,
     /// Where a prompt's GEMM reads an int8 weight dequantized: as many values as the largest
-    /// projection (a prompt on int8 weights only).
+    /// projection a GEMM of the step reads (a prompt on int8 weights only).
     dequantized: Option<Tensor>,
 }
 
 impl Activations {
-    /// The activations of `n` tokens of `cfg` in `format` over weights stored as `storage`.
+    /// The activations of `n` tokens of `cfg` in `format` over weights stored as `storage`,
+    /// the output layer run for `rows`.
     pub fn new(
         ctx: &Context,
         cfg: &LlamaConfig,
         n: usize,
         (format, storage): (TensorFormat, WeightStorage),
+        rows: LogitRows,
     ) -> Result<Activations, ModelError> {
         let t = |shape: &[usize]| Tensor::new(ctx, shape, format);
         let (heads, d) = (cfg.heads, cfg.head_dim());
+        let h = t(&[n, cfg.hidden])?;
+        let output_gemm = output_takes_gemm(rows, &h);
         let dequantized = (n > 1 && storage == WeightStorage::Int8)
-            .then(|| t(&[largest_projection(cfg)]))
+            .then(|| t(&[largest_projection(cfg, output_gemm)]))
             .transpose()?;
         Ok(Activations {
             ids: Tensor::new(ctx, &[n], TensorFormat::I32)?,
             x: t(&[n, cfg.hidden])?,
-            h: t(&[n, cfg.hidden])?,
+            h,
             qkv: t(&[n, cfg.hidden + 2 * cfg.kv_dim()])?,
             q: t(&[n, heads, d])?,
             o: t(&[n, heads, d])?,
             mlp: t(&[n, cfg.mlp])?,
             logits: t(&[n, cfg.vocab])?,
             best: Tensor::new(ctx, &[n], TensorFormat::I32)?,
+            rows,
+            output_gemm,
             dequantized,
         })
+    }
+
+    /// The rows the output layer runs for.
+    pub fn rows(&self) -> LogitRows {
+        self.rows
     }
 
     /// Tokens in the step.
@@ -96,13 +111,26 @@ impl Activations {
     }
 }
 
-/// Values in the largest projection of `cfg`.
-fn largest_projection(cfg: &LlamaConfig) -> usize {
+/// Values in the largest projection of `cfg` a prompt's GEMMs read: a layer's, or the output
+/// layer's where `output` (the output layer a GEMM).
+fn largest_projection(cfg: &LlamaConfig, output: bool) -> usize {
     let (h, kv, m) = (cfg.hidden, cfg.kv_dim(), cfg.mlp);
-    [(h + 2 * kv) * h, h * h, 2 * m * h, h * m, cfg.vocab * h]
+    let layers = [(h + 2 * kv) * h, h * h, 2 * m * h, h * m]
         .into_iter()
-        .max()
-        .expect("five projections")
+        .max();
+    let output = if output { cfg.vocab * h } else { 0 };
+    layers.unwrap_or(0).max(output)
+}
+
+/// Whether a step's output layer, run for `rows` over the normed stream `h` `[n, hidden]`, is
+/// the GEMM over every row (or a GEMV for a step of one token), not a GEMV over the last row
+/// alone: where every row is asked for, or where the device can't bind `h`'s last row where it
+/// starts.
+fn output_takes_gemm(rows: LogitRows, h: &Tensor) -> bool {
+    let (n, hidden) = (h.shape()[0], h.shape()[1]);
+    let last_row = ((n - 1) * hidden * h.format().size()) as u64;
+    let bindable = last_row.is_multiple_of(h.binding_alignment().max(1));
+    rows == LogitRows::Every || n == 1 || !bindable
 }
 
 /// Where a step's first token sits in its sequence.
@@ -119,7 +147,7 @@ pub(crate) enum StepPosition<'a> {
 }
 
 /// Which tokens of a step the output layer runs for.
-#[derive(Copy, Clone, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) enum LogitRows {
     /// Every token's logits into `logits` and each row's argmax into `best`.
     Every,
@@ -137,7 +165,6 @@ pub(crate) struct Forward<'a> {
     pub cache: &'a KvCache,
     pub act: &'a Activations,
     pub at: StepPosition<'a>,
-    pub rows: LogitRows,
 }
 
 impl Forward<'_> {
@@ -158,16 +185,13 @@ impl Forward<'_> {
         self.output_layer(list)
     }
 
-    /// The logits and their argmax of the tokens [`Forward::rows`] names: the element of
-    /// `best` that holds the last token's.
+    /// The logits and their argmax of the tokens the activations' [`LogitRows`] name: the
+    /// element of `best` that holds the last token's.
     fn output_layer(&self, list: &mut CommandList) -> Result<usize, ModelError> {
         let (a, w) = (self.act, self.weights);
         let last = a.tokens() - 1;
         let hidden = self.cfg.hidden;
-        let last_row = (last * hidden * a.h.format().size()) as u64;
-        // Where the device can't bind the last row of `h` there, every row takes the GEMM.
-        let bindable = last_row.is_multiple_of(a.h.binding_alignment().max(1));
-        if self.rows == LogitRows::Every || last == 0 || !bindable {
+        if a.output_gemm {
             self.normed_linear(list, &w.lm_head, &a.logits, Gemv::new())?;
             self.ops
                 .reduce(list, &a.logits, &a.best, 1, ReduceOp::ArgMax)?;

@@ -330,13 +330,15 @@ impl Llama {
         match self.prompt.take() {
             Some(p) if same(&p) && p.read == read => self.prompt = Some(p),
             earlier => {
+                let rows = read.logit_rows();
                 let act = match earlier {
-                    Some(p) if p.act.tokens() == tokens.len() => p.act,
+                    Some(p) if p.act.tokens() == tokens.len() && p.act.rows() == rows => p.act,
                     _ => Activations::new(
                         self.ops.context(),
                         &self.cfg,
                         tokens.len(),
                         (self.format, self.storage),
+                        rows,
                     )?,
                 };
                 self.prompt = Some(self.record_prompt(act, start, read)?);
@@ -365,7 +367,6 @@ impl Llama {
             cache: &self.cache,
             act: &act,
             at: StepPosition::Known(start),
-            rows: read.logit_rows(),
         };
         let best = forward.record(&mut list)?;
         let out = match read {
@@ -404,7 +405,14 @@ impl Llama {
         let ctx = self.ops.context().clone();
         if self.decode.is_none() {
             self.decode = Some(DecodeLists {
-                act: Activations::new(&ctx, &self.cfg, 1, (self.format, self.storage))?,
+                // One token: every row is the last, whatever is read.
+                act: Activations::new(
+                    &ctx,
+                    &self.cfg,
+                    1,
+                    (self.format, self.storage),
+                    LogitRows::Every,
+                )?,
                 position: Tensor::new(&ctx, &[1], TensorFormat::I32)?,
                 lists: Vec::new(),
             });
@@ -430,7 +438,6 @@ impl Llama {
                 position: &decode.position,
                 capacity,
             },
-            rows: read.logit_rows(),
         };
         forward.record(&mut list)?;
         let out = match read {

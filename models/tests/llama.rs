@@ -212,6 +212,11 @@ fn check_int8(format: TensorFormat) {
     let rounded = weights.int8_rounded(&cfg, format).unwrap();
     let mut reference = ReferenceLlama::new(&cfg, &rounded);
     let tokens = ReferenceLlama::new(&cfg, &rounded).greedy(&PROMPT, 8);
+    // A prompt asked only for its next token (the output layer a GEMV over its last row), then
+    // the steps after it; then the same prompt's every logit (activations made anew: the
+    // output layer a GEMM, its weights dequantized into a larger scratch).
+    assert_eq!(m.greedy(&PROMPT, 8).unwrap(), tokens, "int8 greedy tokens");
+    m.reset();
     let got = m.prefill(&PROMPT).unwrap();
     for (i, want) in reference.forward(&PROMPT).iter().enumerate() {
         assert_logits(
@@ -226,9 +231,6 @@ fn check_int8(format: TensorFormat) {
         let want = reference.forward(&[*token]).pop().unwrap();
         assert_logits(format, &format!("int8 decode step {step}"), &got, &want);
     }
-    // A prompt asked only for its next token (the output layer a GEMV over its last row, every
-    // weight of the prompt's GEMMs dequantized one GEMM ahead), then the steps after it.
-    assert_eq!(m.greedy(&PROMPT, 8).unwrap(), tokens, "int8 greedy tokens");
     // Against the float weights the error is the quantization's: in F32 far past the
     // tolerance, so the check above tells int8 weights from float ones.
     let float = ReferenceLlama::new(&cfg, &weights.rounded(format)).forward(&PROMPT);
