@@ -47,8 +47,11 @@ vkprism::compute_shader! {
     /// decoder stores its gate/up weights) and C `[M][N]`; fp32 accumulation, no bias, beta or
     /// alpha. Each workgroup holds a BM×BN tile of both products as two accumulators and stores
     /// their gated product. The same variants, requirements and constants types
-    /// (`transpose_b` 1, `activation` the gate's; M, N and K the result's and the depth);
-    /// dispatch [`Cm2Tiles::grid`](crate::Cm2Tiles::grid) for the M×N result.
+    /// (`transpose_b` 1, `activation` the gate's; M, N and K the result's and the depth;
+    /// `narrow_from` and `narrow_bn`: from that column of tiles on, tiles `narrow_bn` wide, every
+    /// wide tile launched before any narrow one); dispatch
+    /// [`Cm2Tiles::grid`](crate::Cm2Tiles::grid) for the M×N result (with narrow tiles,
+    /// `narrow_from` plus the narrow columns, in workgroups).
         gemm_cm2_glu: {
             path: "gemm_cm2.comp",
             define: [("VKPRISM_GLU", "1")],

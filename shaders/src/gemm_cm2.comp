@@ -28,7 +28,10 @@
 // gate in one pass, C[m][n] = act(A·Bᵀ[2n]) · (A·Bᵀ[2n + 1]) for B stored [2N][K] with each
 // output's gate and up rows side by side (transpose_b 1, no bias, beta or alpha): each workgroup
 // holds a BM×BN tile of both products as two accumulators (the gate rows and the up rows read
-// through two layouts of stride 2K) and stores only their gated product, C [M][N].
+// through two layouts of stride 2K) and stores only their gated product, C [M][N]. Where
+// `narrow_from` is not 0, the tiles from that column of tiles on are `narrow_bn` wide (a grid
+// whose last wave would hold few workgroups ends in more, smaller ones): grid x
+// narrow_from + ceil((N - narrow_from · BN) / narrow_bn) workgroups.
 #extension GL_EXT_control_flow_attributes : require
 #if NCNN_cooperative_matrix
 #extension GL_KHR_memory_scope_semantics : require
@@ -60,6 +63,9 @@ layout (constant_id = 12) const uint clamped = gl_CooperativeMatrixClampModeCons
 layout (constant_id = 13) const int beta_term = 0;
 // Split-K kernel (gemm_cm2_split): the shares of K, one per workgroup z.
 layout (constant_id = 14) const int split_k = 1;
+// gemm_cm2_glu only: the first column of tiles that is `narrow_bn` wide (0: every tile BN).
+layout (constant_id = 15) const int narrow_from = 0;
+layout (constant_id = 16) const int narrow_bn = 32;
 
 #if NCNN_cooperative_matrix
 layout (binding = 0) readonly buffer a_blob { cmfp a_data[]; };
@@ -139,61 +145,80 @@ float glu_element(const in uint row, const in uint col, const in float g, const 
     return activate(vec4(g)).x * u;
 }
 
+// One workgroup's tile of both products, BM rows from m0 by W columns from n0: the K loop,
+// the gate, the store. A macro, as GLSL has no functions over matrix sizes: glu_wide (BN) and
+// glu_narrow (narrow_bn).
+#define GLU_TILE(NAME, W) \
+void NAME(const uint m0, const uint n0) \
+{ \
+    const uint M = fixed_m > 0 ? uint(fixed_m) : uint(p.M); \
+    const uint N = fixed_n > 0 ? uint(fixed_n) : uint(p.N); \
+    const uint K = fixed_k > 0 ? uint(fixed_k) : uint(p.K); \
+    tensorLayoutNV<2, clamped> la = createTensorLayoutNV(2, clamped); \
+    tensorLayoutNV<2, clamped> lb = createTensorLayoutNV(2, clamped); \
+    tensorLayoutNV<2, clamped> lc = createTensorLayoutNV(2, clamped); \
+    la = setTensorLayoutDimensionNV(la, M, K); \
+    la = setTensorLayoutStrideNV(la, aligned_stride(K), 1); \
+    /* Every other stored row of B: the gates from row 0, the ups from row 1 (K elements on). */ \
+    lb = setTensorLayoutDimensionNV(lb, N, K); \
+    lb = setTensorLayoutStrideNV(lb, 2 * aligned_stride(K), 1); \
+    lc = setTensorLayoutDimensionNV(lc, M, N); \
+    lc = setTensorLayoutStrideNV(lc, aligned_stride(N), 1); \
+    tensorViewNV<2, false, 1, 0> swapped = createTensorViewNV(2, false, 1, 0); \
+    const uint up_at = aligned_stride(K); \
+    coopmat<float, gl_ScopeWorkgroup, BM, W, gl_MatrixUseAccumulator> gate = \
+        coopmat<float, gl_ScopeWorkgroup, BM, W, gl_MatrixUseAccumulator>(0.0); \
+    coopmat<float, gl_ScopeWorkgroup, BM, W, gl_MatrixUseAccumulator> up = \
+        coopmat<float, gl_ScopeWorkgroup, BM, W, gl_MatrixUseAccumulator>(0.0); \
+    coopmat<cmfp, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma; \
+    coopmat<cmfp, gl_ScopeWorkgroup, BK, W, gl_MatrixUseB> mg; \
+    coopmat<cmfp, gl_ScopeWorkgroup, BK, W, gl_MatrixUseB> mu; \
+    const uint steps = (K + BK - 1) / BK; \
+    const uint whole = steps - steps % uint(unroll); \
+    uint step = 0; \
+    for (; step < whole; step += unroll) { \
+        [[unroll]] for (int u = 0; u < unroll; u++) { \
+            const uint k = (step + u) * BK; \
+            coopMatLoadTensorNV(ma, a_data, 0, sliceTensorLayoutNV(la, m0, BM, k, BK)); \
+            coopMatLoadTensorNV(mg, b_data, 0, sliceTensorLayoutNV(lb, n0, W, k, BK), swapped); \
+            coopMatLoadTensorNV(mu, b_data, up_at, sliceTensorLayoutNV(lb, n0, W, k, BK), swapped); \
+            gate = coopMatMulAdd(ma, mg, gate); \
+            up = coopMatMulAdd(ma, mu, up); \
+        } \
+    } \
+    for (; step < steps; step++) { \
+        const uint k = step * BK; \
+        coopMatLoadTensorNV(ma, a_data, 0, sliceTensorLayoutNV(la, m0, BM, k, BK)); \
+        coopMatLoadTensorNV(mg, b_data, 0, sliceTensorLayoutNV(lb, n0, W, k, BK), swapped); \
+        coopMatLoadTensorNV(mu, b_data, up_at, sliceTensorLayoutNV(lb, n0, W, k, BK), swapped); \
+        gate = coopMatMulAdd(ma, mg, gate); \
+        up = coopMatMulAdd(ma, mu, up); \
+    } \
+    coopMatPerElementNV(gate, gate, glu_element, up); \
+    coopmat<cmfp, gl_ScopeWorkgroup, BM, W, C_USE> out16 = \
+        coopmat<cmfp, gl_ScopeWorkgroup, BM, W, C_USE>(gate); \
+    coopMatStoreTensorNV(out16, c_data, 0, sliceTensorLayoutNV(lc, m0, BM, n0, W)); \
+}
+
+GLU_TILE(glu_wide, BN)
+GLU_TILE(glu_narrow, narrow_bn)
+
+// Workgroups in the order they are launched: every wide tile (row by row) before any narrow
+// one, so that the narrow ones fill the wave the wide ones leave.
 void main()
 {
     const uint M = fixed_m > 0 ? uint(fixed_m) : uint(p.M);
-    const uint N = fixed_n > 0 ? uint(fixed_n) : uint(p.N);
-    const uint K = fixed_k > 0 ? uint(fixed_k) : uint(p.K);
-    const uint m0 = gl_WorkGroupID.y * BM;
-    const uint n0 = gl_WorkGroupID.x * BN;
-
-    tensorLayoutNV<2, clamped> la = createTensorLayoutNV(2, clamped);
-    tensorLayoutNV<2, clamped> lb = createTensorLayoutNV(2, clamped);
-    tensorLayoutNV<2, clamped> lc = createTensorLayoutNV(2, clamped);
-    la = setTensorLayoutDimensionNV(la, M, K);
-    la = setTensorLayoutStrideNV(la, aligned_stride(K), 1);
-    // Every other stored row of B: the gates from row 0, the ups from row 1 (K elements on).
-    lb = setTensorLayoutDimensionNV(lb, N, K);
-    lb = setTensorLayoutStrideNV(lb, 2 * aligned_stride(K), 1);
-    lc = setTensorLayoutDimensionNV(lc, M, N);
-    lc = setTensorLayoutStrideNV(lc, aligned_stride(N), 1);
-    tensorViewNV<2, false, 1, 0> swapped = createTensorViewNV(2, false, 1, 0);
-    const uint up_at = aligned_stride(K);
-
-    coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> gate =
-        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
-    coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> up =
-        coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(0.0);
-    coopmat<cmfp, gl_ScopeWorkgroup, BM, BK, gl_MatrixUseA> ma;
-    coopmat<cmfp, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mg;
-    coopmat<cmfp, gl_ScopeWorkgroup, BK, BN, gl_MatrixUseB> mu;
-
-    const uint steps = (K + BK - 1) / BK;
-    const uint whole = steps - steps % uint(unroll);
-    uint step = 0;
-    for (; step < whole; step += unroll) {
-        [[unroll]] for (int u = 0; u < unroll; u++) {
-            const uint k = (step + u) * BK;
-            coopMatLoadTensorNV(ma, a_data, 0, sliceTensorLayoutNV(la, m0, BM, k, BK));
-            coopMatLoadTensorNV(mg, b_data, 0, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
-            coopMatLoadTensorNV(mu, b_data, up_at, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
-            gate = coopMatMulAdd(ma, mg, gate);
-            up = coopMatMulAdd(ma, mu, up);
-        }
+    const uint columns = gl_NumWorkGroups.x;
+    const uint wide = narrow_from == 0 ? columns : uint(narrow_from);
+    const uint at = gl_WorkGroupID.y * columns + gl_WorkGroupID.x;
+    const uint wide_tiles = (M + BM - 1) / BM * wide;
+    if (at < wide_tiles) {
+        glu_wide(at / wide * BM, at % wide * BN);
+    } else {
+        const uint narrow = columns - wide;
+        const uint j = at - wide_tiles;
+        glu_narrow(j / narrow * BM, wide * BN + j % narrow * uint(narrow_bn));
     }
-    for (; step < steps; step++) {
-        const uint k = step * BK;
-        coopMatLoadTensorNV(ma, a_data, 0, sliceTensorLayoutNV(la, m0, BM, k, BK));
-        coopMatLoadTensorNV(mg, b_data, 0, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
-        coopMatLoadTensorNV(mu, b_data, up_at, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
-        gate = coopMatMulAdd(ma, mg, gate);
-        up = coopMatMulAdd(ma, mu, up);
-    }
-
-    coopMatPerElementNV(gate, gate, glu_element, up);
-    coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE> out16 =
-        coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE>(gate);
-    coopMatStoreTensorNV(out16, c_data, 0, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
 }
 #else
 void main()

@@ -23,12 +23,37 @@ const GLU_TILES: Cm2Tiles = Cm2Tiles {
     split_k: 1,
 };
 
+/// [`GLU_TILES`] workgroups that run at once on the H100: two on each of its 132 SMs (each
+/// holds about half an SM's registers).
+const GLU_SLOTS: usize = 264;
+
+/// The width of the narrow tiles a grid of [`GLU_TILES`] may end in ([`glu_narrow_from`]).
+const NARROW_BN: u32 = 32;
+
+/// Where [`GLU_TILES`]' grid for an `m`×`n` result is more than one wave of workgroups but less
+/// than two (the second would hold few), the column of tiles from which [`gemm_cm2_glu`]'s
+/// tiles are 32 wide instead (twice as many, half the work each): the wide ones then fill about
+/// 85% of one wave and the narrow ones the rest and the second. The fraction is the best of
+/// those measured on the H100 (BENCHMARKS.md); `None` where the grid is one wave or more than
+/// two.
+pub fn glu_narrow_from(m: usize, n: usize) -> Option<u32> {
+    let rows = m.div_ceil(GLU_TILES.bm as usize);
+    let cols = n.div_ceil(GLU_TILES.bn as usize);
+    let tiles = rows * cols;
+    if tiles <= GLU_SLOTS || tiles >= 2 * GLU_SLOTS {
+        return None;
+    }
+    let wide = GLU_SLOTS * 85 / 100 / rows;
+    (wide > 0 && wide < cols).then_some(wide as u32)
+}
+
 impl Ops {
     /// Records `y = act(x·W_gateᵀ) · (x·W_upᵀ)` into `list` for x `[m, k]`, w `[2n, k]` whose
     /// rows 2i and 2i + 1 are output i's gate and up rows (a decoder's gate/up weights as
     /// stored), y `[m, n]`; one float format, `y` neither x nor w. On [`gemm_cm2_glu`] (one
     /// dispatch, the `[m, 2n]` products never stored) where the device offers its tiles for
-    /// F16 or Bf16, k and n multiples of 8 and at least [`CM2_MIN_PRODUCT`] multiply-adds;
+    /// F16 or Bf16, k and n multiples of 8 and at least [`CM2_MIN_PRODUCT`] multiply-adds (its
+    /// last columns of tiles narrow where [`glu_narrow_from`] says);
     /// otherwise [`Ops::gemm`] into a scratch matrix, then [`Ops::glu`]. Nothing is recorded
     /// when a check fails.
     pub fn gemm_glu(
@@ -81,7 +106,8 @@ impl Ops {
         act: Activation,
         (m, n, k): (usize, usize, usize),
     ) -> Result<(), OpError> {
-        let (spec, push) = gemm_glu_constants(&GLU_TILES, (m, n, k), act);
+        let (mut spec, push) = gemm_glu_constants(&GLU_TILES, (m, n, k), act);
+        let grid = self.glu_grid(&mut spec, (m, n), x.format());
         let bindings = gemm_cm2_glu::BufferBindings {
             a_blob: x,
             b_blob: w,
@@ -90,8 +116,30 @@ impl Ops {
             c_blob: y,
         };
         let pipe = pipeline(OP, kernel, &spec, Some(GLU_TILES.local_size()))?;
-        let grid = GLU_TILES.grid(m, n, 1);
         recorded(OP, list.dispatch(&pipe, &bindings, &push, grid))
+    }
+
+    /// [`GLU_TILES`]' grid for an `m`×`n` result, its last columns of tiles narrow where
+    /// [`glu_narrow_from`] says so and the device offers those tiles (`spec` told which).
+    fn glu_grid(
+        &self,
+        spec: &mut gemm_cm2::SpecConstants,
+        (m, n): (usize, usize),
+        format: TensorFormat,
+    ) -> [u32; 3] {
+        let mut grid = GLU_TILES.grid(m, n, 1);
+        let narrow = Cm2Tiles {
+            bn: NARROW_BN,
+            ..GLU_TILES
+        };
+        let offered = narrow.offered_by(self.context().features(), operands(format));
+        if let Some(from) = glu_narrow_from(m, n).filter(|_| offered) {
+            spec.narrow_from = from as i32;
+            spec.narrow_bn = NARROW_BN as i32;
+            let rest = n - from as usize * GLU_TILES.bn as usize;
+            grid[0] = (from + rest.div_ceil(NARROW_BN as usize) as u32) * GLU_TILES.threads;
+        }
+        grid
     }
 }
 

@@ -55,7 +55,7 @@ pub use error::OpError;
 pub use fold::{fold_batch_norm, BatchNorm, ConvWeightLayout};
 pub use gemm::{Activation, Conv2d, Gemm};
 pub use gemm_cm2::CM2_MIN_PRODUCT;
-pub use gemm_glu::gemm_glu_constants;
+pub use gemm_glu::{gemm_glu_constants, glu_narrow_from};
 pub use gemv::Gemv;
 pub use norm::Softmax;
 pub use pool::Pool2d;
