@@ -30,12 +30,12 @@ const GLU_SLOTS: usize = 264;
 /// The width of the narrow tiles a grid of [`GLU_TILES`] may end in ([`glu_narrow_from`]).
 const NARROW_BN: u32 = 32;
 
-/// Where [`GLU_TILES`]' grid for an `m`×`n` result is more than one wave of workgroups but less
-/// than two (the second would hold few), the column of tiles from which [`gemm_cm2_glu`]'s
-/// tiles are 32 wide instead (twice as many, half the work each): the wide ones then fill about
-/// 85% of one wave and the narrow ones the rest and the second. The fraction is the best of
-/// those measured on the H100 (BENCHMARKS.md); `None` where the grid is one wave or more than
-/// two.
+/// Where the grid of [`gemm_cm2_glu`]'s tiles ([`Ops::gemm_glu`]'s: 128 rows by 64 outputs)
+/// for an `m`×`n` result is more than one wave of workgroups but less than two (the second
+/// would hold few), the column of tiles from which they are 32 wide instead (twice as many,
+/// half the work each): the wide ones then fill about 85% of one wave and the narrow ones the
+/// rest and the second. The fraction is the best of those measured on the H100
+/// (BENCHMARKS.md); `None` where the grid is one wave or more than two.
 pub fn glu_narrow_from(m: usize, n: usize) -> Option<u32> {
     let rows = m.div_ceil(GLU_TILES.bm as usize);
     let cols = n.div_ceil(GLU_TILES.bn as usize);
