@@ -39,10 +39,9 @@ pub(crate) struct Activations {
     /// The logits `[n, vocab]`, and the index of each row's largest, I32 `[n]`.
     pub logits: Tensor,
     pub best: Tensor,
-    /// The rows the output layer runs for, and whether it runs as the GEMM over every row
-    /// ([`output_takes_gemm`]).
-    rows: LogitRows,
-    output_gemm: bool,
+    /// Whether `dequantized` holds the output layer's weights too (it need not where the
+    /// output layer is a GEMV over the last row).
+    holds_output: bool,
     /// Where a prompt's GEMM reads an int8 weight dequantized: as many values as the largest
     /// projection a GEMM of the step reads (a prompt on int8 weights only).
     dequantized: Option<Tensor>,
@@ -50,7 +49,7 @@ pub(crate) struct Activations {
 
 impl Activations {
     /// The activations of `n` tokens of `cfg` in `format` over weights stored as `storage`,
-    /// the output layer run for `rows`.
+    /// for steps whose output layer runs for `rows` ([`Activations::serves`]).
     pub fn new(
         ctx: &Context,
         cfg: &LlamaConfig,
@@ -61,9 +60,9 @@ impl Activations {
         let t = |shape: &[usize]| Tensor::new(ctx, shape, format);
         let (heads, d) = (cfg.heads, cfg.head_dim());
         let h = t(&[n, cfg.hidden])?;
-        let output_gemm = output_takes_gemm(rows, &h);
+        let holds_output = output_takes_gemm(rows, &h);
         let dequantized = (n > 1 && storage == WeightStorage::Int8)
-            .then(|| t(&[largest_projection(cfg, output_gemm)]))
+            .then(|| t(&[largest_projection(cfg, holds_output)]))
             .transpose()?;
         Ok(Activations {
             ids: Tensor::new(ctx, &[n], TensorFormat::I32)?,
@@ -75,15 +74,15 @@ impl Activations {
             mlp: t(&[n, cfg.mlp])?,
             logits: t(&[n, cfg.vocab])?,
             best: Tensor::new(ctx, &[n], TensorFormat::I32)?,
-            rows,
-            output_gemm,
+            holds_output,
             dequantized,
         })
     }
 
-    /// The rows the output layer runs for.
-    pub fn rows(&self) -> LogitRows {
-        self.rows
+    /// Whether a step whose output layer runs for `rows` can run in these activations: all
+    /// but an int8 prompt's output-layer GEMM where they were made for the last row only.
+    pub fn serves(&self, rows: LogitRows) -> bool {
+        self.dequantized.is_none() || self.holds_output || !output_takes_gemm(rows, &self.h)
     }
 
     /// Tokens in the step.
@@ -165,6 +164,8 @@ pub(crate) struct Forward<'a> {
     pub cache: &'a KvCache,
     pub act: &'a Activations,
     pub at: StepPosition<'a>,
+    /// The rows the output layer runs for (activations that [serve](Activations::serves) them).
+    pub rows: LogitRows,
 }
 
 impl Forward<'_> {
@@ -185,13 +186,13 @@ impl Forward<'_> {
         self.output_layer(list)
     }
 
-    /// The logits and their argmax of the tokens the activations' [`LogitRows`] name: the
-    /// element of `best` that holds the last token's.
+    /// The logits and their argmax of the tokens [`Forward::rows`] names: the element of
+    /// `best` that holds the last token's.
     fn output_layer(&self, list: &mut CommandList) -> Result<usize, ModelError> {
         let (a, w) = (self.act, self.weights);
         let last = a.tokens() - 1;
         let hidden = self.cfg.hidden;
-        if a.output_gemm {
+        if output_takes_gemm(self.rows, &a.h) {
             self.normed_linear(list, &w.lm_head, &a.logits, Gemv::new())?;
             self.ops
                 .reduce(list, &a.logits, &a.best, 1, ReduceOp::ArgMax)?;

@@ -332,7 +332,7 @@ impl Llama {
             earlier => {
                 let rows = read.logit_rows();
                 let act = match earlier {
-                    Some(p) if p.act.tokens() == tokens.len() && p.act.rows() == rows => p.act,
+                    Some(p) if p.act.tokens() == tokens.len() && p.act.serves(rows) => p.act,
                     _ => Activations::new(
                         self.ops.context(),
                         &self.cfg,
@@ -367,6 +367,7 @@ impl Llama {
             cache: &self.cache,
             act: &act,
             at: StepPosition::Known(start),
+            rows: read.logit_rows(),
         };
         let best = forward.record(&mut list)?;
         let out = match read {
@@ -438,6 +439,7 @@ impl Llama {
                 position: &decode.position,
                 capacity,
             },
+            rows: read.logit_rows(),
         };
         forward.record(&mut list)?;
         let out = match read {

@@ -218,6 +218,14 @@ fn check_int8(format: TensorFormat) {
     assert_eq!(m.greedy(&PROMPT, 8).unwrap(), tokens, "int8 greedy tokens");
     m.reset();
     let got = m.prefill(&PROMPT).unwrap();
+    // Activations made for every logit serve a prompt asked for its next token too.
+    assert_eq!(
+        m.greedy(&PROMPT, 2).unwrap(),
+        tokens[..2],
+        "int8 greedy after prefill"
+    );
+    m.reset();
+    assert_eq!(m.prefill(&PROMPT).unwrap(), got, "int8 prefill again");
     for (i, want) in reference.forward(&PROMPT).iter().enumerate() {
         assert_logits(
             format,
@@ -260,6 +268,32 @@ fn int8_weights_f16() {
 #[test]
 fn int8_weights_bf16() {
     check_int8(TensorFormat::Bf16);
+}
+
+/// An int8 prompt asked for its next token holds no room for the output layer's weights
+/// dequantized (a GEMV reads them as stored); asked for every logit after that, with as many
+/// tokens, it makes activations that do, and its logits are a fresh model's.
+#[test]
+fn int8_prompt_scratch_follows_the_output_layer() {
+    let ctx = ctx();
+    // A vocabulary whose output layer is the largest projection.
+    let mut cfg = LlamaConfig::small();
+    cfg.vocab = 2048;
+    let weights = HostWeights::random(&cfg, SEED);
+    let int8 = WeightStorage::Int8;
+    let f = TensorFormat::F16;
+    let Some(mut m) = model_stored(&ctx, &cfg, &weights, f, int8) else {
+        return;
+    };
+    let tokens = m.greedy(&PROMPT, 2).unwrap();
+    let last_only = m.memory().activations;
+    m.reset();
+    let every = m.prefill(&PROMPT).unwrap();
+    assert!(m.memory().activations > last_only, "{last_only} bytes then");
+    let mut fresh = model_stored(&ctx, &cfg, &weights, f, int8).unwrap();
+    assert_eq!(every, fresh.prefill(&PROMPT).unwrap());
+    assert_eq!(m.greedy(&PROMPT, 2).unwrap(), tokens);
+    assert_clean(&ctx);
 }
 
 /// Weights written as safetensors in each float type read back as what that type holds, and a
