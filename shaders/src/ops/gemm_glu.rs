@@ -27,8 +27,11 @@ const GLU_TILES: Cm2Tiles = Cm2Tiles {
 /// holds about half an SM's registers).
 const GLU_SLOTS: usize = 264;
 
-/// The width of the narrow tiles a grid of [`GLU_TILES`] may end in ([`glu_narrow_from`]).
-const NARROW_BN: u32 = 32;
+/// The narrow tiles a grid of [`GLU_TILES`] may end in ([`glu_narrow_from`]): 32 outputs wide.
+const NARROW_TILES: Cm2Tiles = Cm2Tiles {
+    bn: 32,
+    ..GLU_TILES
+};
 
 /// Where the grid of [`gemm_cm2_glu`]'s tiles ([`Ops::gemm_glu`]'s: 128 rows by 64 outputs)
 /// for an `m`×`n` result is more than one wave of workgroups but less than two (the second
@@ -128,16 +131,14 @@ impl Ops {
         format: TensorFormat,
     ) -> [u32; 3] {
         let mut grid = GLU_TILES.grid(m, n, 1);
-        let narrow = Cm2Tiles {
-            bn: NARROW_BN,
-            ..GLU_TILES
-        };
-        let offered = narrow.offered_by(self.context().features(), operands(format));
-        if let Some(from) = glu_narrow_from(m, n).filter(|_| offered) {
+        let features = self.context().features();
+        let offered = |_: &u32| NARROW_TILES.offered_by(features, operands(format));
+        if let Some(from) = glu_narrow_from(m, n).filter(offered) {
             spec.narrow_from = from as i32;
-            spec.narrow_bn = NARROW_BN as i32;
+            spec.narrow_bn = NARROW_TILES.bn as i32;
             let rest = n - from as usize * GLU_TILES.bn as usize;
-            grid[0] = (from + rest.div_ceil(NARROW_BN as usize) as u32) * GLU_TILES.threads;
+            let narrow = rest.div_ceil(NARROW_TILES.bn as usize) as u32;
+            grid[0] = (from + narrow) * GLU_TILES.threads;
         }
         grid
     }
