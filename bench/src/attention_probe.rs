@@ -152,12 +152,14 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         }
         // One workgroup per query head over all the keys (no merge).
         let decode = ctx.load_with::<attention_decode::Kernel>(&load)?;
+        let unread = Tensor::new(ctx, &[1], TensorFormat::F32)?;
         for (local, kpi) in [(512u32, 4i32), (512, 2), (1024, 2), (1024, 4), (256, 4)] {
             let spec = attention_decode::SpecConstants {
                 causal: 1,
                 position_in_buffer: 0,
                 D: s.d as i32,
                 KPI: kpi,
+                split: 0,
             };
             let pipe = decode.pipeline(&spec, Some([local, 1, 1]))?;
             if cache == caches[0] {
@@ -170,6 +172,9 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 v_blob: &v,
                 o_blob: &o,
                 pos_blob: &pos,
+                // Unread without `split`.
+                part_blob: &unread,
+                count_blob: &counts,
             };
             let t = time_calls(ctx, cfg, |l| {
                 l.dispatch(
@@ -184,6 +189,47 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 CASE,
                 format!("kv{cache} decode"),
                 format!("{local} invocations, {kpi} keys each"),
+                t,
+            ));
+        }
+        // The keys split into shares of `chunks` chunks of 512 × 4, the row's last share merging.
+        for chunks in [1usize, 2, 3, 4] {
+            let chunk = s.decode_chunk(512, 4);
+            let splits = cache.div_ceil(chunks * chunk);
+            if splits < 2 {
+                continue;
+            }
+            let spec = attention_decode::SpecConstants {
+                causal: 1,
+                position_in_buffer: 0,
+                D: s.d as i32,
+                KPI: 4,
+                split: 1,
+            };
+            let pipe = decode.pipeline(&spec, Some([512, 1, 1]))?;
+            let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
+            let b = attention_decode::BufferBindings {
+                q_blob: &q,
+                k_blob: &k,
+                v_blob: &v,
+                o_blob: &o,
+                pos_blob: &pos,
+                part_blob: &part,
+                count_blob: &counts,
+            };
+            let t = time_calls(ctx, cfg, |l| {
+                l.dispatch(
+                    &pipe,
+                    &b,
+                    &s.push(scale, s.causal_offset(), splits),
+                    s.decode_grid(512, splits),
+                )?;
+                Ok(())
+            })?;
+            out.push(probe_record(
+                CASE,
+                format!("kv{cache} decode split"),
+                format!("{splits} shares of {chunks} chunks, the last merging"),
                 t,
             ));
         }

@@ -64,9 +64,7 @@ layout (push_constant) uniform parameter {
 
 #include "rows.glsl"
 #include "attention_merge.glsl"
-
-// Whether this workgroup finished its row's last share (`combine_last`).
-shared bool last_share;
+#include "attention_last_share.glsl"
 
 // The largest head dimension: output dimensions per invocation times the workgroup.
 const int MAX_D = 256;
@@ -98,22 +96,6 @@ float out_value(float acc[PER], vec4 acc4, int r)
 int output_at(int n, int i, int h)
 {
     return (n * p.sq + i) * p.o_stride + h * p.d;
-}
-
-// Called by every invocation once its share of row `row` is in part_data: counts the share
-// done, and where it was the row's last, merges the row into o and zeroes its count. Each
-// invocation's writes are made visible beyond the workgroup before the count says so, and the
-// last reads the others' through the coherent buffer after seeing the count.
-void merge_if_last(int row, int o_at)
-{
-    memoryBarrierBuffer();
-    barrier();
-    if (gl_LocalInvocationID.x == 0) last_share = atomicAdd(count_data[row], 1) == p.splits - 1;
-    barrier();
-    if (!last_share) return;
-    memoryBarrierBuffer();
-    merge_shares(row, o_at);
-    if (gl_LocalInvocationID.x == 0) count_data[row] = 0;
 }
 
 void main()

@@ -37,6 +37,12 @@
 //   reductions (rows.glsl), the probabilities through shared memory; at the end the P partial
 //   outputs of each octet are added by a tree through shared memory.
 // The softmax is online across chunks (running maximum and sum). fp32 throughout.
+//
+// With `split` (a long cache), the keys are shared between gl_NumWorkGroups.x / SIZE
+// workgroups of whole chunks, so that each waits on one or a few chunks' loads instead of one
+// workgroup on all of them: each writes its unnormalized output with its maximum and sum to
+// part [rows][splits][d + 2], counts itself done in count[row], and the one that brings the
+// count to `splits` merges the row into o (attention_last_share.glsl) and zeroes it.
 layout (local_size_x = 512) in;
 
 layout (constant_id = 0) const int causal = 0;
@@ -45,12 +51,17 @@ layout (constant_id = 1) const int position_in_buffer = 0;
 layout (constant_id = 2) const int D = 64;
 // Keys per invocation and chunk, 1 to min(4, D / 8).
 layout (constant_id = 3) const int KPI = 4;
+// 1: this workgroup's share of the keys (gl_WorkGroupID.x) into part, the last share merging.
+layout (constant_id = 4) const int split = 0;
 
 layout (binding = 0) readonly buffer q_blob { sfpvec8 q_data[]; };
 layout (binding = 1) readonly buffer k_blob { sfpvec8 k_data[]; };
 layout (binding = 2) readonly buffer v_blob { sfpvec8 v_data[]; };
 layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
 layout (binding = 4) readonly buffer pos_blob { int pos_data[]; };
+// Coherent: the last share reads what the others wrote (read and written only with `split`).
+layout (binding = 5) coherent buffer part_blob { float part_data[]; };
+layout (binding = 6) coherent buffer count_blob { int count_data[]; };
 
 layout (push_constant) uniform parameter {
     int batch; int sq; int skv; int hq; int hkv; int d;
@@ -58,6 +69,10 @@ layout (push_constant) uniform parameter {
 } p;
 
 #include "rows.glsl"
+// A split row's shares are few (a long cache over a few chunks each): their weights for 256.
+#define MERGE_MAX_SPLITS 256
+#include "attention_merge.glsl"
+#include "attention_last_share.glsl"
 
 const int SIZE = int(gl_WorkGroupSize.x);
 // Octets a row, rows a pass, keys a chunk (at most SIZE: KPI <= R).
@@ -76,27 +91,28 @@ shared float chunk_values[SIZE];
 // partial output (its octet, over its keys).
 struct Attended { float m; float l; mat2x4 acc; };
 
-// The keys' rows an invocation loads: octet `oct` of keys j0 + group + u·P (u < KPI); past
-// `visible` (or where the invocation holds no row) row 0, always there, counted for nothing.
-int key_at(int kv_at, int kv_row, int j, bool held, int visible)
+// The keys' rows an invocation loads: octet `oct` of keys j0 + group + u·P (u < KPI); from
+// `end` on (the end of this workgroup's keys), or where the invocation holds no row, row 0,
+// always there, counted for nothing.
+int key_at(int kv_at, int kv_row, int j, bool held, int end)
 {
-    return kv_at + (held && j < visible ? j : 0) * kv_row;
+    return kv_at + (held && j < end ? j : 0) * kv_row;
 }
 
-Attended attend_shared(const mat2x4 q, int kv_at, int kv_row, int visible)
+Attended attend_shared(const mat2x4 q, int kv_at, int kv_row, int begin, int end)
 {
     const int lid = int(gl_LocalInvocationID.x);
     const int oct = lid % R, group = lid / R;
     // Invocations past P whole rows (R not dividing the workgroup) load and add nothing.
     const bool in_rows = group < P;
     Attended a = Attended(rows_neg_inf(), 0.0, mat2x4(0.0));
-    for (int j0 = 0; j0 < visible; j0 += CHUNK)
+    for (int j0 = begin; j0 < end; j0 += CHUNK)
     {
         afpvec8 kw[KPI];
         afpvec8 vw[KPI];
         [[unroll]] for (int u = 0; u < KPI; u++)
         {
-            const int at = key_at(kv_at + oct, kv_row, j0 + group + u * P, in_rows, visible);
+            const int at = key_at(kv_at + oct, kv_row, j0 + group + u * P, in_rows, end);
             kw[u] = buffer_ld8(k_data, at);
             vw[u] = buffer_ld8(v_data, at);
         }
@@ -111,7 +127,7 @@ Attended attend_shared(const mat2x4 q, int kv_at, int kv_row, int visible)
             }
         }
         barrier();
-        const bool scores = lid < CHUNK && j0 + lid < visible;
+        const bool scores = lid < CHUNK && j0 + lid < end;
         float s = rows_neg_inf();
         if (scores)
         {
@@ -156,7 +172,7 @@ Attended attend_shared(const mat2x4 q, int kv_at, int kv_row, int visible)
 }
 
 #if DECODE_SUBGROUPS
-Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int visible)
+Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int begin, int end)
 {
     const int lane = int(gl_SubgroupInvocationID), sg = int(gl_SubgroupSize);
     const int sid = int(gl_SubgroupID);
@@ -164,13 +180,13 @@ Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int visible)
     const int subgroups = int(rows_subgroups());
     Attended a = Attended(rows_neg_inf(), 0.0, mat2x4(0.0));
     int parity = 0;
-    for (int j0 = 0; j0 < visible; j0 += CHUNK)
+    for (int j0 = begin; j0 < end; j0 += CHUNK)
     {
         afpvec8 kw[KPI];
         afpvec8 vw[KPI];
         [[unroll]] for (int u = 0; u < KPI; u++)
         {
-            const int at = key_at(kv_at + oct, kv_row, j0 + group + u * P, true, visible);
+            const int at = key_at(kv_at + oct, kv_row, j0 + group + u * P, true, end);
             kw[u] = buffer_ld8(k_data, at);
             vw[u] = buffer_ld8(v_data, at);
         }
@@ -181,7 +197,7 @@ Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int visible)
             const mat2x4 k = mat2x4(kw[u]);
             float d = dot(q[0], k[0]) + dot(q[1], k[1]);
             for (int mask = 1; mask < R; mask <<= 1) d += subgroupShuffleXor(d, mask);
-            s[u] = j0 + group + u * P < visible ? d : rows_neg_inf();
+            s[u] = j0 + group + u * P < end ? d : rows_neg_inf();
             m_own = max(m_own, s[u]);
         }
         // The subgroup's maximum and sum of exponentials (each key counted by its octet 0).
@@ -255,6 +271,11 @@ void main()
     const int offset = p.offset + (position_in_buffer == 1 ? pos_data[0] : 0);
     const int visible = causal == 1 ? clamp(i + offset + 1, 0, p.skv) : p.skv;
     const int q_at = ((n * p.sq + i) * p.q_stride + h * D) / 8;
+    // This workgroup's keys: all it sees, or with `split` its share of whole chunks.
+    const int share = split == 1 ? int(gl_WorkGroupID.x) : 0;
+    const int share_keys = (p.skv + p.splits * CHUNK - 1) / (p.splits * CHUNK) * CHUNK;
+    const int begin = split == 1 ? share * share_keys : 0;
+    const int end = split == 1 ? min(visible, begin + share_keys) : visible;
 
     Attended a;
 #if DECODE_SUBGROUPS
@@ -264,19 +285,31 @@ void main()
     {
         const int oct = int(gl_SubgroupInvocationID) % R;
         const mat2x4 q = mat2x4(buffer_ld8(q_data, q_at + oct)) * p.scale;
-        a = attend_subgroups(q, kv_at, kv_row, visible);
+        a = attend_subgroups(q, kv_at, kv_row, begin, end);
     }
     else
 #endif
     {
         const mat2x4 q = mat2x4(buffer_ld8(q_data, q_at + lid % R)) * p.scale;
-        a = attend_shared(q, kv_at, kv_row, visible);
+        a = attend_shared(q, kv_at, kv_row, begin, end);
     }
-    // pool[0 .. D) holds the row's unnormalized output.
+    // pool[0 .. D) holds the row's (or share's) unnormalized output.
+    const int o_at = (n * p.sq + i) * p.o_stride + h * D;
+    if (split == 1)
+    {
+        const int at = (row * p.splits + share) * (D + 2);
+        if (lid < D) part_data[at + lid] = pool[lid];
+        if (lid == 0)
+        {
+            part_data[at + D] = a.m;
+            part_data[at + D + 1] = a.l;
+        }
+        merge_if_last(row, o_at);
+        return;
+    }
     if (lid < D)
     {
         const float inv = a.l > 0.0 ? 1.0 / a.l : 0.0;
-        const int o_at = (n * p.sq + i) * p.o_stride + h * D;
         buffer_st1(o_data, o_at + lid, afp(pool[lid] * inv));
     }
 }

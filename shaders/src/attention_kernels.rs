@@ -47,10 +47,14 @@ vkprism::compute_shader! {
         /// [`attention`](crate::attention)'s operation, layouts and push constants for few
         /// query rows (decode): one large workgroup (the operation layer's: 512 invocations)
         /// per query row and head over all of its keys, every 16-byte load of a chunk of keys
-        /// issued at once, so no merge or second pass follows. `D` (constant 2) is the head
-        /// dimension, a multiple of 8 from 32 to 256 (equal to the push constant `d`); every
-        /// row stride a multiple of 8; `KPI` (constant 3) keys per invocation and chunk, 1 to
-        /// min(4, D / 8); a workgroup of at least D / 8 invocations. Grid
+        /// issued at once, so no second pass follows. With `split` (constant 4) the keys are
+        /// shared between `splits` workgroups of whole chunks, each writing its unnormalized
+        /// share to `part` (`[rows, splits, d + 2]` F32) and counting itself done in `count`
+        /// (an I32 zero per row, zero again after the dispatch), the row's last merging into
+        /// `o`; without it both are unread (bind any F32 and I32 tensors). `D` (constant 2) is
+        /// the head dimension, a multiple of 8 from 32 to 256 (equal to the push constant
+        /// `d`); every row stride a multiple of 8; `KPI` (constant 3) keys per invocation and
+        /// chunk, 1 to min(4, D / 8); a workgroup of at least D / 8 invocations. Grid
         /// [`AttentionShape::decode_grid`](crate::AttentionShape::decode_grid).
         attention_decode: {
             path: "attention_decode.comp",
@@ -175,10 +179,11 @@ impl AttentionShape {
         invocations / (self.d / 8).max(1) * kpi
     }
 
-    /// [`attention_decode`]'s grid in workgroups of `invocations`: one per query row and head.
-    pub fn decode_grid(&self, invocations: u32) -> [u32; 3] {
+    /// [`attention_decode`]'s grid in workgroups of `invocations`: one per query row, head and
+    /// share of the keys (`splits` 1: one share, the kernel without `split`).
+    pub fn decode_grid(&self, invocations: u32, splits: usize) -> [u32; 3] {
         let [_, rows, slices] = self.grid(1);
-        [invocations, rows, slices]
+        [invocations * splits as u32, rows, slices]
     }
 
     /// [`attention_combine`]'s grid (workgroups of 64).

@@ -7,8 +7,12 @@
 // push constants with `d` and `splits`, and includes rows.glsl first.
 
 // Each share's weight e^(m_s - M), for the first MAX_SPLITS shares (later ones computed again
-// where they are read).
-const int MAX_SPLITS = 1024;
+// where they are read). An includer whose shares are few defines MERGE_MAX_SPLITS smaller, to
+// spare shared memory.
+#ifndef MERGE_MAX_SPLITS
+#define MERGE_MAX_SPLITS 1024
+#endif
+const int MAX_SPLITS = MERGE_MAX_SPLITS;
 shared float merge_weight[MAX_SPLITS];
 
 float share_weight(int base, int s, float big)

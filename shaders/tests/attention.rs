@@ -332,7 +332,16 @@ fn attention_grouped_every_variant() {
 
 /// Runs [`attention_decode`] in variant `name`, `kpi` keys an invocation, in workgroups of
 /// `local`, with the causal position read from a buffer.
-fn run_decode(ctx: &Context, name: &str, s: AttentionShape, (local, kpi): (u32, i32), seed: u64) {
+/// Runs [`attention_decode`] in variant `name` in workgroups of `local`, `kpi` keys an
+/// invocation, the keys in `splits` shares (1: unsplit), against the CPU reference; a split
+/// leaves its counters at zero.
+fn run_decode(
+    ctx: &Context,
+    name: &str,
+    s: AttentionShape,
+    (local, kpi, splits): (u32, i32, usize),
+    seed: u64,
+) {
     let load = LoadOptions::variant_named(name).unwrap();
     let k = ctx.load_with::<attention_decode::Kernel>(&load).unwrap();
     let f = k.format_of("q_blob").unwrap();
@@ -343,6 +352,7 @@ fn run_decode(ctx: &Context, name: &str, s: AttentionShape, (local, kpi): (u32, 
         position_in_buffer: 1,
         D: s.d as i32,
         KPI: kpi,
+        split: (splits > 1) as i32,
     };
     const FROM_BUFFER: i32 = 3;
     let pos = Tensor::new(ctx, &[1], TensorFormat::I32).unwrap();
@@ -350,7 +360,8 @@ fn run_decode(ctx: &Context, name: &str, s: AttentionShape, (local, kpi): (u32, 
         .unwrap();
     let pipe = k.pipeline(&spec, Some([local, 1, 1])).unwrap();
     let scale = 1.0 / (s.d as f32).sqrt();
-    let grid = s.grid(1);
+    let part = poisoned(ctx, &s.part_shape(splits), TensorFormat::F32);
+    let counts = Tensor::from_i32(ctx, &[s.rows()], &vec![0; s.rows()]).unwrap();
     ctx.run(|l| {
         let b = attention_decode::BufferBindings {
             q_blob: &x.q,
@@ -358,13 +369,20 @@ fn run_decode(ctx: &Context, name: &str, s: AttentionShape, (local, kpi): (u32, 
             v_blob: &x.v,
             o_blob: &o,
             pos_blob: &pos,
+            part_blob: &part,
+            count_blob: &counts,
         };
-        let push = s.push(scale, s.causal_offset() - FROM_BUFFER, 1);
-        l.dispatch(&pipe, &b, &push, [local, grid[1], grid[2]])
+        let push = s.push(scale, s.causal_offset() - FROM_BUFFER, splits);
+        l.dispatch(&pipe, &b, &push, s.decode_grid(local, splits))
     })
     .unwrap();
-    let what = format!("decode {name} {s:?} local {local} kpi {kpi}");
+    let what = format!("decode {name} {s:?} local {local} kpi {kpi} splits {splits}");
     check(&o, &s, &x, true, tolerance(&k.variant().key), &what);
+    let left = counts.download_i32().unwrap();
+    assert!(
+        left.iter().all(|c| *c == 0),
+        "{what}: counters left {left:?}"
+    );
 }
 
 #[test]
@@ -374,19 +392,26 @@ fn attention_decode_every_variant() {
     // In every variant: a decoder's step (32 query heads over 4 key/value heads of 64) over
     // several chunks, the last one partly visible; one chunk, most of it past the keys.
     let every = [
-        (shape(1, 1, 700, 8, 2, 64), (512, 4)),
-        (shape(1, 1, 37, 4, 4, 64), (256, 2)),
+        (shape(1, 1, 700, 8, 2, 64), (512, 4, 1)),
+        (shape(1, 1, 37, 4, 4, 64), (256, 2, 1)),
+        // Split: three shares of one chunk, the last partly visible; four, the last empty.
+        (shape(1, 1, 700, 8, 2, 64), (512, 4, 3)),
+        (shape(1, 1, 700, 8, 2, 64), (512, 4, 4)),
     ];
     // In one variant with subgroups and one without: head dimensions of 32 (R 4), 128 and 256
     // (more octets a row than some subgroups hold: the shared path there), 96 (R 12, not a
     // power of two, not dividing the workgroup: the shared path, idle invocations); batches
     // and several query rows (causal rows see different keys); one key an invocation.
     let edges = [
-        (shape(1, 1, 300, 2, 1, 32), (512, 4)),
-        (shape(1, 1, 260, 2, 1, 128), (512, 4)),
-        (shape(1, 1, 90, 2, 2, 256), (1024, 4)),
-        (shape(2, 3, 200, 4, 2, 96), (512, 4)),
-        (shape(1, 1, 130, 2, 1, 64), (256, 1)),
+        (shape(1, 1, 300, 2, 1, 32), (512, 4, 1)),
+        (shape(1, 1, 260, 2, 1, 128), (512, 4, 1)),
+        (shape(1, 1, 90, 2, 2, 256), (1024, 4, 1)),
+        (shape(2, 3, 200, 4, 2, 96), (512, 4, 1)),
+        (shape(1, 1, 130, 2, 1, 64), (256, 1, 1)),
+        // Split rows of several query rows and batches (causal rows see different keys), the
+        // shared path's split (R 12).
+        (shape(2, 3, 900, 4, 2, 64), (512, 4, 2)),
+        (shape(1, 2, 1000, 2, 2, 96), (512, 4, 5)),
     ];
     for name in attention_decode::VARIANT_NAMES {
         let edge_cases: &[_] = if matches!(*name, "fp16sa_sg" | "fp32_nosg") {
@@ -402,19 +427,21 @@ fn attention_decode_every_variant() {
 }
 
 /// The operation layer's kernel for a decode step, in each float format, at a position read
-/// from the causal offset: [`attention_decode`] over a short cache (up to 6 chunks of its
-/// keys), the grouped kernel over a longer one with grouped-query heads, the row kernel
-/// otherwise.
+/// from the causal offset: [`attention_decode`] where the head dimension is whole octets, up
+/// to 16 chunks of its keys (past 6 split in shares, the last merging: one dispatch), then
+/// the grouped kernel with grouped-query heads; the row kernel otherwise.
 #[test]
 fn attention_ops_decode_takes_the_kernel_for_the_cache() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
     for f in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
         for (i, (s, kernel)) in [
-            (shape(1, 1, 2000, 8, 2, 64), "attention_grouped"),
-            (shape(1, 2, 2000, 8, 2, 64), "attention_grouped"),
+            (shape(1, 1, 2000, 8, 2, 64), "attention_decode"),
+            (shape(1, 2, 2000, 8, 2, 64), "attention_decode"),
+            // Past 16 chunks of 256 keys, the grouped kernel and its combine pass.
+            (shape(1, 1, 4200, 8, 2, 64), "attention_grouped"),
             // Two query heads a key/value head over a long cache.
-            (shape(1, 1, 2000, 4, 2, 64), "attention4"),
+            (shape(1, 1, 2000, 4, 2, 64), "attention_decode"),
             // Short caches: one chunk of 256 keys, six (the most), and a head dimension that is
             // no multiple of 8.
             (shape(1, 1, 200, 8, 2, 64), "attention_decode"),
@@ -431,6 +458,10 @@ fn attention_ops_decode_takes_the_kernel_for_the_cache() {
             ops.attention(&mut list, &x.q, &x.k, &x.v, &o, &op).unwrap();
             let names = list.dispatch_names().to_vec();
             assert_eq!(names[0], *kernel, "{s:?}: {names:?}");
+            // attention_decode splits a long cache's keys and merges them in the same dispatch.
+            if *kernel == "attention_decode" {
+                assert_eq!(names.len(), 1, "{s:?}: {names:?}");
+            }
             list.submit_and_wait().unwrap();
             let tol = if f == TensorFormat::F32 { 1e-5 } else { 2e-2 };
             check(&o, s, &x, true, tol, &format!("ops {f:?} {s:?}"));

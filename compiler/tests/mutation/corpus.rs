@@ -20,6 +20,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/attention_combine.comp", include_str!("../../../shaders/src/attention_combine.comp")),
     ("shaders/src/attention_decode.comp", include_str!("../../../shaders/src/attention_decode.comp")),
     ("shaders/src/attention_grouped.comp", include_str!("../../../shaders/src/attention_grouped.comp")),
+    ("shaders/src/attention_last_share.glsl", include_str!("../../../shaders/src/attention_last_share.glsl")),
     ("shaders/src/attention_merge.glsl", include_str!("../../../shaders/src/attention_merge.glsl")),
     ("shaders/src/attention_stage.glsl", include_str!("../../../shaders/src/attention_stage.glsl")),
     ("shaders/src/binary_bcast.comp", include_str!("../../../shaders/src/binary_bcast.comp")),

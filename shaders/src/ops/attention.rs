@@ -2,8 +2,9 @@
 //! grouped-query heads, for a prompt or for new tokens against a KV cache. The fp16 path on
 //! devices with cooperative matrices is [`attention_cm`] (a block of query rows per workgroup),
 //! or for long prompts [`attention_cm2`] where the device has `VK_NV_cooperative_matrix2`;
-//! for few query rows (decode) over a short cache, [`attention_decode`] (a workgroup per row and
-//! head over all its keys); everywhere else [`attention`] with the keys shared between
+//! for few query rows (decode), [`attention_decode`] (a workgroup per row and head over all its
+//! keys, or over a longer cache a few workgroups each taking a share of them, the last merging
+//! the row); everywhere else [`attention`] with the keys shared between
 //! workgroups where the rows alone would leave the GPU idle, each row merged by its last share
 //! to finish (or, for the grouped kernel and past [`COUNTED_ROWS`] rows, by
 //! [`attention_combine`]).
@@ -62,8 +63,9 @@ const SPLIT_TARGET: usize = 2048;
 /// Query rows (batch · sq) up to which [`attention_grouped`] takes a problem: decode.
 const GROUPED_ROWS: usize = 4;
 
-/// Keys from which [`attention_grouped`] takes a decode step [`attention_decode`] does not:
-/// below them the row kernel's workgroup per query head and 64 keys is as fast
+/// Keys from which [`attention_grouped`] takes a decode step [`attention_decode`] does not (a
+/// head dimension not whole octets, or a cache past [`DECODE_SPLIT_MAX_CHUNKS`]): below them the
+/// row kernel's workgroup per query head and 64 keys is as fast
 /// (`vkprism-bench --cases attention_probe`; BENCHMARKS.md).
 const GROUPED_MIN_KEYS: usize = 1024;
 
@@ -82,10 +84,24 @@ const GROUPED_SHARE: usize = 256;
 const DECODE_INVOCATIONS: u32 = 512;
 const DECODE_KEYS_EACH: usize = 4;
 
-/// Chunks of keys up to which [`attention_decode`] takes a decode step: each chunk waits on
-/// memory once, one after another, so from about 7 the grouped kernel's shares side by side
-/// are faster (BENCHMARKS.md).
+/// Chunks of keys up to which [`attention_decode`] takes a decode step in one workgroup a row:
+/// each chunk waits on memory once, one after another (BENCHMARKS.md). Beyond, up to
+/// [`DECODE_SPLIT_MAX_CHUNKS`], the keys are split into about four shares side by side
+/// ([`decode_splits`]), the row's last share merging them.
 const DECODE_MAX_CHUNKS: usize = 6;
+
+/// Chunks of keys up to which a split [`attention_decode`] takes a decode step: as far as it
+/// was measured faster than [`attention_grouped`] and its combine pass (4096 keys of 64 on the
+/// H100, BENCHMARKS.md).
+const DECODE_SPLIT_MAX_CHUNKS: usize = 16;
+
+/// The shares a split [`attention_decode`] row of `chunks` chunks takes: about four of whole
+/// chunks (four of 2 chunks at 2048 keys of 64, four of 4 at 4096, each the fastest of 1 to 4
+/// chunks a share; more shares cost the merging share more than they save).
+fn decode_splits(chunks: usize) -> usize {
+    let per_share = (chunks.div_ceil(2) / 2).max(1);
+    chunks.div_ceil(per_share)
+}
 
 /// [`attention_cm2`]'s query rows per workgroup, keys per step and workgroup: the fastest of
 /// 13 tilings on the H100 at d 64 and 128 (`vkprism-bench --cases attention_probe`;
@@ -107,8 +123,8 @@ pub(crate) const COUNTED_ROWS: usize = 1024;
 /// The kernel of a pass over query rows.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum RowsKernel {
-    /// [`attention_decode`] in workgroups of `invocations`: few query rows over a short cache,
-    /// head dimension a multiple of 8 from 32 to 256.
+    /// [`attention_decode`] in workgroups of `invocations`: few query rows over a cache of up
+    /// to [`DECODE_SPLIT_MAX_CHUNKS`] chunks, head dimension a multiple of 8 from 32 to 256.
     Decode { invocations: u32 },
     /// [`attention_grouped`]: few query rows over a long cache, grouped-query heads, head
     /// dimension (so every row stride) a multiple of 4.
@@ -123,15 +139,16 @@ enum RowsKernel {
 /// [`attention_decode`] runs in workgroups of `decode_invocations`.
 fn rows_plan(s: &AttentionShape, decode_invocations: u32) -> (RowsKernel, usize) {
     let chunk = s.decode_chunk(decode_invocations as usize, DECODE_KEYS_EACH);
-    let decode = s.batch * s.sq <= GROUPED_ROWS
-        && s.octets()
-        && chunk > 0
-        && s.skv <= DECODE_MAX_CHUNKS * chunk;
-    if decode {
-        let kernel = RowsKernel::Decode {
-            invocations: decode_invocations,
-        };
+    let decode = s.batch * s.sq <= GROUPED_ROWS && s.octets() && chunk > 0;
+    let kernel = RowsKernel::Decode {
+        invocations: decode_invocations,
+    };
+    let chunks = s.skv.div_ceil(chunk.max(1));
+    if decode && chunks <= DECODE_MAX_CHUNKS {
         return (kernel, 1);
+    }
+    if decode && chunks <= DECODE_SPLIT_MAX_CHUNKS && s.rows() <= COUNTED_ROWS {
+        return (kernel, decode_splits(chunks));
     }
     let grouped = s.batch * s.sq <= GROUPED_ROWS
         && s.skv >= GROUPED_MIN_KEYS
@@ -391,6 +408,7 @@ impl Ops {
                     position_in_buffer: spec.position_in_buffer,
                     D: s.d as i32,
                     KPI: DECODE_KEYS_EACH as i32,
+                    split: spec.split,
                 };
                 let b = attention_decode::BufferBindings {
                     q_blob: q,
@@ -398,8 +416,10 @@ impl Ops {
                     v_blob: v,
                     o_blob: o,
                     pos_blob: pos,
+                    part_blob: part,
+                    count_blob: counts,
                 };
-                let grid = s.decode_grid(invocations);
+                let grid = s.decode_grid(invocations, splits);
                 rows_pass(list, &kernel, &spec, &b, &push, (invocations, grid))?
             }
             RowsKernel::Grouped => {
