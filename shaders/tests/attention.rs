@@ -777,8 +777,12 @@ fn attention_ops_refuses_bad_operands() {
 fn attention_at_replays_at_positions_from_a_buffer() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
-    let rows = 300;
-    for f in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+    // A short cache (one workgroup a row), and a long one whose keys the decode kernel splits
+    // into shares (at the earlier positions the later shares see no key).
+    for (rows, f) in [300, 2000]
+        .into_iter()
+        .flat_map(|r| [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16].map(|f| (r, f)))
+    {
         for (i, sq) in [1, 3].into_iter().enumerate() {
             let cache = shape(1, sq, rows, 4, 2, 64);
             let x = operands(&ctx, &cache, f, 300 + i as u64);
@@ -816,7 +820,7 @@ fn attention_at_replays_at_positions_from_a_buffer() {
                     &prefix,
                     true,
                     tol,
-                    &format!("at {at} {f:?} sq {sq}"),
+                    &format!("at {at} of {rows} {f:?} sq {sq}"),
                 );
             }
         }
