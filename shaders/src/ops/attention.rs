@@ -615,19 +615,27 @@ mod tests {
     }
 
     #[test]
-    fn a_decode_step_takes_the_decode_kernel_up_to_six_chunks_of_its_workgroup() {
-        let plan = |skv, d, invocations| rows_plan(&decode_step(skv, d), invocations).0;
-        // 512 invocations, d 64: chunks of 256 keys.
-        assert_eq!(plan(1536, 64, 512), RowsKernel::Decode { invocations: 512 });
-        assert_eq!(plan(1537, 64, 512), RowsKernel::Grouped);
+    fn a_decode_step_takes_the_decode_kernel_up_to_sixteen_chunks_of_its_workgroup() {
+        let plan = |skv, d, invocations| rows_plan(&decode_step(skv, d), invocations);
+        let decode = |invocations| RowsKernel::Decode { invocations };
+        // 512 invocations, d 64: chunks of 256 keys, unsplit up to 6, then about four shares
+        // (4 of 2 chunks at 2048 keys, 5 of 2 at 2304, 4 of 4 at 4096), then the grouped kernel.
+        assert_eq!(plan(1536, 64, 512), (decode(512), 1));
+        assert_eq!(plan(1537, 64, 512), (decode(512), 4));
+        assert_eq!(plan(2048, 64, 512), (decode(512), 4));
+        assert_eq!(plan(2304, 64, 512), (decode(512), 5));
+        assert_eq!(plan(4096, 64, 512), (decode(512), 4));
+        assert_eq!(plan(4097, 64, 512).0, RowsKernel::Grouped);
         // A device allowing 256: chunks of 128.
-        assert_eq!(plan(768, 64, 256), RowsKernel::Decode { invocations: 256 });
-        assert_eq!(plan(1000, 64, 256), RowsKernel::Quads);
-        // d 128: chunks of 128 keys at 512.
-        assert_eq!(plan(768, 128, 512), RowsKernel::Decode { invocations: 512 });
-        assert_eq!(plan(769, 128, 512), RowsKernel::Quads);
+        assert_eq!(plan(768, 64, 256), (decode(256), 1));
+        assert_eq!(plan(1000, 64, 256), (decode(256), 4));
+        assert_eq!(plan(2049, 64, 256).0, RowsKernel::Grouped);
+        // d 128: chunks of 128 keys at 512; past 16 of them the grouped kernel.
+        assert_eq!(plan(768, 128, 512), (decode(512), 1));
+        assert_eq!(plan(769, 128, 512), (decode(512), 4));
+        assert_eq!(plan(2049, 128, 512).0, RowsKernel::Grouped);
         // A head dimension that is no multiple of 8, and a prompt.
-        assert_eq!(plan(100, 12, 512), RowsKernel::Quads);
+        assert_eq!(plan(100, 12, 512).0, RowsKernel::Quads);
         let prompt = AttentionShape {
             sq: 16,
             ..decode_step(100, 64)
