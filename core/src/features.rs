@@ -331,6 +331,9 @@ pub struct DeviceLimits {
     pub max_subgroup_size: u32,
     /// Nanoseconds per timestamp tick; 0 when the queue has no timestamps.
     pub timestamp_period_ns: f32,
+    /// The device's streaming multiprocessors (`shaderSMCount` of `VK_NV_shader_sm_builtins`),
+    /// which the kernels' grid rules size their waves by; 0 where the device does not say.
+    pub multiprocessors: u32,
 }
 
 impl Default for DeviceLimits {
@@ -352,6 +355,7 @@ impl Default for DeviceLimits {
             min_subgroup_size: 0,
             max_subgroup_size: 0,
             timestamp_period_ns: 0.0,
+            multiprocessors: 0,
         }
     }
 }

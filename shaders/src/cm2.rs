@@ -112,48 +112,67 @@ pub(crate) fn workgroup_offers(
     device.workgroup_matrices.offer(mnk, types, invocations)
 }
 
-/// Tiles of C that fill the H100's 132 SMs about once at one workgroup each: below this
-/// many of 128×128, [`Cm2Tiles::candidates`] narrows the tiles or splits K.
-const ONE_WAVE: usize = 128;
+/// The multiprocessors the grid rules plan for where a device does not say how many it has:
+/// the H100's 132, where their figures were measured.
+pub const MEASURED_SMS: usize = 132;
+
+/// `device`'s streaming multiprocessors ([`vkprism::DeviceLimits::multiprocessors`]), or
+/// [`MEASURED_SMS`] where it does not say.
+pub fn multiprocessors(device: &vkprism::DeviceFeatures) -> usize {
+    match device.limits.multiprocessors {
+        0 => MEASURED_SMS,
+        sms => sms as usize,
+    }
+}
+
+/// Tiles of C that fill `sms` multiprocessors about once at one workgroup each (`sms` rounded
+/// down to a multiple of 8: 128 on the H100): below this many of 128×128,
+/// [`Cm2Tiles::candidates`] narrows the tiles or splits K.
+fn one_wave(sms: usize) -> usize {
+    (sms / 8 * 8).max(8)
+}
 
 /// The invocations of a [`gemm_cm2`] workgroup unless [`Cm2Tiles::threads`] says otherwise.
 pub const GEMM_CM2_THREADS: u32 = 128;
 
 impl Cm2Tiles {
-    /// The tiles for one M×N×K product, by the grid of 128×128 tiles and the depth of K, as
-    /// measured on the H100 (BENCHMARKS.md; a workgroup of 128 invocations holds about half an
-    /// SM's registers, so two share one): the first of [`Cm2Tiles::candidates`].
+    /// The tiles for one M×N×K product on a GPU of [`MEASURED_SMS`] multiprocessors, by the
+    /// grid of 128×128 tiles and the depth of K, as measured on the H100 (BENCHMARKS.md; a
+    /// workgroup of 128 invocations holds about half an SM's registers, so two share one): the
+    /// first of [`Cm2Tiles::candidates`].
     pub fn for_problem(m: usize, n: usize, k: usize) -> Cm2Tiles {
-        Self::candidates(m, n, k)[0]
+        Self::candidates(m, n, k, MEASURED_SMS)[0]
     }
 
-    /// The first of [`Cm2Tiles::candidates`] that `device` offers for `operands`
-    /// ([`Cm2Tiles::offered_by`]), if any.
+    /// The first of [`Cm2Tiles::candidates`] for `device`'s [`multiprocessors`] that it offers
+    /// for `operands` ([`Cm2Tiles::offered_by`]), if any.
     pub fn for_device(
         device: &vkprism::DeviceFeatures,
         operands: ScalarKind,
         (m, n, k): (usize, usize, usize),
     ) -> Option<Cm2Tiles> {
-        Self::candidates(m, n, k)
+        Self::candidates(m, n, k, multiprocessors(device))
             .into_iter()
             .find(|t| t.offered_by(device, operands))
     }
 
-    /// The tiles for one M×N×K product, best first (all 64 deep, 128 invocations, the sizes
-    /// fixed). Where fewer than 128 (`ONE_WAVE`) tiles of 128×128 cover C over a K of 2048 to
-    /// 4095, tiles narrowed to a multiple of 16 columns (at least 64) so that about `ONE_WAVE`
-    /// tiles of 128 rows would cover it, taken 64 rows high (about two workgroups an SM, so
-    /// that more loads of B are in flight while each layer's weights come from memory),
-    /// unsplit, 8 steps unrolled — a decoder's prompt of 512 tokens: the query/key/value
-    /// projection 512×2560×2048 on 64×80 tiles, the output projection 512×2048×2048 on 64×64 —
-    /// then what a device without those widths takes. Otherwise:
-    /// 128×128 tiles, 8 steps unrolled, split along K where fewer than `ONE_WAVE` cover C — in
-    /// 4 over a K of at least 4096, in 2 over a K of at least 2048 — or in 2 where fewer than
-    /// 264 cover C over a K of at least 8192; 64×128 tiles, 4 steps unrolled, where fewer than
-    /// `ONE_WAVE` cover C over a shorter K. A batch of products takes these tiles with
-    /// `split_k` 1.
-    pub fn candidates(m: usize, n: usize, k: usize) -> Vec<Cm2Tiles> {
+    /// The tiles for one M×N×K product on a GPU of `sms` multiprocessors, best first (all 64
+    /// deep, 128 invocations, the sizes fixed), with one wave `sms` rounded down to a multiple
+    /// of 8 tiles (128 on the H100). Where fewer than a wave of 128×128 tiles cover C over a K
+    /// of 2048 to 4095, tiles narrowed to a multiple of 16 columns (at least 64) so that about a
+    /// wave of tiles of 128 rows would cover it, taken 64 rows high (about two workgroups an SM,
+    /// so that more loads of B are in flight while each layer's weights come from memory),
+    /// unsplit, 8 steps unrolled — on the H100 a decoder's prompt of 512 tokens: the
+    /// query/key/value projection 512×2560×2048 on 64×80 tiles, the output projection
+    /// 512×2048×2048 on 64×64 — then what a device without those widths takes. Otherwise:
+    /// 128×128 tiles, 8 steps unrolled, split along K where fewer than a wave cover C — in 4
+    /// over a K of at least 4096, in 2 over a K of at least 2048 — or in 2 where fewer than two
+    /// workgroups an SM cover C over a K of at least 8192; 64×128 tiles, 4 steps unrolled,
+    /// where fewer than a wave cover C over a shorter K. A batch of products takes these tiles
+    /// with `split_k` 1.
+    pub fn candidates(m: usize, n: usize, k: usize, sms: usize) -> Vec<Cm2Tiles> {
         let tiles = m.div_ceil(128) * n.div_ceil(128);
+        let wave = one_wave(sms);
         let choose = |bm, bn, unroll, split_k| Cm2Tiles {
             bm,
             bn,
@@ -163,17 +182,18 @@ impl Cm2Tiles {
             threads: GEMM_CM2_THREADS,
             split_k,
         };
-        if tiles < ONE_WAVE && k < 2048 {
+        if tiles < wave && k < 2048 {
             return vec![choose(64, 128, 4, 1)];
         }
         let mut candidates = Vec::with_capacity(2);
-        let narrow = (n * m.div_ceil(128) / ONE_WAVE / 16 * 16).min(112);
-        if tiles < ONE_WAVE && k < 4096 && narrow >= 64 {
+        let narrow = (n * m.div_ceil(128) / wave / 16 * 16).min(112);
+        if tiles < wave && k < 4096 && narrow >= 64 {
             candidates.push(choose(64, narrow as u32, 8, 1));
         }
-        let split = match (tiles, k) {
-            (..ONE_WAVE, 4096..) => 4,
-            (..ONE_WAVE, 2048..) | (..264, 8192..) => 2,
+        let split = match k {
+            4096.. if tiles < wave => 4,
+            2048.. if tiles < wave => 2,
+            8192.. if tiles < 2 * sms => 2,
             _ => 1,
         };
         candidates.push(choose(128, 128, 8, split));
@@ -293,21 +313,24 @@ mod tests {
     fn small_grids_over_a_medium_k_take_narrow_tiles_then_the_split() {
         let shape = |t: &Cm2Tiles| (t.bm, t.bn, t.split_k);
         // A decoder's prompt: Q/K/V 512×2560 (80 tiles of 128×128) and O 512×2048 (64).
-        let qkv = Cm2Tiles::candidates(512, 2560, 2048);
+        let qkv = Cm2Tiles::candidates(512, 2560, 2048, MEASURED_SMS);
         assert_eq!(
             qkv.iter().map(shape).collect::<Vec<_>>(),
             [(64, 80, 1), (128, 128, 2)]
         );
-        let o = Cm2Tiles::candidates(512, 2048, 2048);
+        let o = Cm2Tiles::candidates(512, 2048, 2048, MEASURED_SMS);
         assert_eq!(
             o.iter().map(shape).collect::<Vec<_>>(),
             [(64, 64, 1), (128, 128, 2)]
         );
         // Narrower than 64 columns: the split alone (256×2048: 32 tiles).
-        assert_eq!(Cm2Tiles::candidates(256, 2048, 2048).len(), 1);
+        assert_eq!(Cm2Tiles::candidates(256, 2048, 2048, MEASURED_SMS).len(), 1);
         // Enough tiles, or a K long enough to split in 4: no narrowing.
-        assert_eq!(Cm2Tiles::candidates(2048, 2048, 2048).len(), 1);
-        assert_eq!(Cm2Tiles::candidates(512, 2048, 5632).len(), 1);
+        assert_eq!(
+            Cm2Tiles::candidates(2048, 2048, 2048, MEASURED_SMS).len(),
+            1
+        );
+        assert_eq!(Cm2Tiles::candidates(512, 2048, 5632, MEASURED_SMS).len(), 1);
         // A device without 80-wide matrices runs the split.
         let mut device = DeviceFeatures::new(FeatureSet::all());
         let mut coarse = family(ScalarKind::F32, 128);
@@ -322,6 +345,36 @@ mod tests {
             .collect();
         let chosen = Cm2Tiles::for_device(&device, ScalarKind::F16, (512, 2560, 2048));
         assert_eq!(chosen.as_ref().map(shape), Some((64, 80, 1)));
+    }
+
+    #[test]
+    fn the_waves_follow_the_devices_multiprocessors() {
+        let shape = |t: &Cm2Tiles| (t.bm, t.bn, t.split_k);
+        let plan = |sms, (m, n, k)| -> Vec<_> {
+            Cm2Tiles::candidates(m, n, k, sms)
+                .iter()
+                .map(shape)
+                .collect()
+        };
+        // 58 SMs (a wave of 56 tiles): the 64 tiles of a prompt's O projection fill one, and
+        // its down projection's 64 over 5632 need no split; below a wave, the split.
+        assert_eq!(plan(58, (512, 2048, 2048)), [(128, 128, 1)]);
+        assert_eq!(plan(58, (512, 2048, 5632)), [(128, 128, 1)]);
+        assert_eq!(plan(58, (256, 2048, 5632)), [(128, 128, 4)]);
+        // 180 SMs: 352 tiles (a prompt's gate/up projection) over a K of 8192 are fewer than
+        // two workgroups an SM; on the H100's 132 they are not.
+        assert_eq!(plan(180, (512, 11264, 8192)), [(128, 128, 2)]);
+        assert_eq!(plan(MEASURED_SMS, (512, 11264, 8192)), [(128, 128, 1)]);
+        // A device that names its SMs plans by them; one that does not, by the H100's.
+        let mut device = DeviceFeatures::new(FeatureSet::all());
+        assert_eq!(multiprocessors(&device), MEASURED_SMS);
+        device.limits.multiprocessors = 58;
+        assert_eq!(multiprocessors(&device), 58);
+        device.workgroup_matrices = [family(ScalarKind::F32, 128), family(ScalarKind::F16, 128)]
+            .into_iter()
+            .collect();
+        let chosen = Cm2Tiles::for_device(&device, ScalarKind::F16, (512, 2048, 2048));
+        assert_eq!(chosen.as_ref().map(shape), Some((128, 128, 1)));
     }
 
     #[test]

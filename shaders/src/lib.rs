@@ -72,7 +72,10 @@ pub use attention_kernels::{
     attention_grouped, AttentionShape,
 };
 pub use broadcast::{binary_bcast, binary_bcast4};
-pub use cm2::{cm2_kernels, gemm_cm2, gemm_cm2_glu, gemm_cm2_split, Cm2Tiles, GEMM_CM2_THREADS};
+pub use cm2::{
+    cm2_kernels, gemm_cm2, gemm_cm2_glu, gemm_cm2_split, multiprocessors, Cm2Tiles,
+    GEMM_CM2_THREADS, MEASURED_SMS,
+};
 pub use config::{
     split_reduce_rms_grid, GemmConfig, MAX_SPLIT, MIN_WIDE_TILES, PLAIN_MAX_SPLIT,
     PLAIN_SPLIT_WORKGROUPS, SMALL_CM_SPLIT_WORKGROUPS, SPLIT_K_WORKGROUPS,

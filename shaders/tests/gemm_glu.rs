@@ -4,7 +4,9 @@
 //! edges), the GEMM and [`glu`](vkprism_shaders::glu) elsewhere; and its checks.
 
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
-use vkprism_shaders::{gemm_cm2_glu, glu_narrow_from, Activation, OpError, Ops};
+use vkprism_shaders::{
+    gemm_cm2_glu, glu_narrow_from, multiprocessors, Activation, OpError, Ops, MEASURED_SMS,
+};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
 };
@@ -87,12 +89,15 @@ fn gemm_glu_every_format() {
         if workgroup_matrices && f == TensorFormat::F16 {
             assert_eq!(names, ["gemm_cm2_glu"]);
         }
-        // A grid of wide tiles just over one wave: it ends in narrow tiles (the last partial,
-        // crossing the outputs' edge). Large for a CPU driver, so only where the fused kernel
-        // can take it.
+        // A grid of wide tiles past one wave of the device's (4 rows of tiles, columns three
+        // fifths of its SMs: 5000 outputs on the H100): it ends in narrow tiles (the last
+        // partial, crossing the outputs' edge). Large for a CPU driver, so only where the fused
+        // kernel can take it.
         if workgroup_matrices && f != TensorFormat::F32 {
-            assert!(glu_narrow_from(512, 5000).is_some());
-            let names = run(&ctx, &ops, f, (512, 5000, 128));
+            let sms = multiprocessors(ctx.features());
+            let n = 64 * (sms * 3 / 5) - 56;
+            assert!(glu_narrow_from(512, n, sms).is_some());
+            let names = run(&ctx, &ops, f, (512, n, 128));
             if f == TensorFormat::F16 {
                 assert_eq!(names, ["gemm_cm2_glu"]);
             }
@@ -101,15 +106,19 @@ fn gemm_glu_every_format() {
     assert_clean(&ctx);
 }
 
-/// Narrow tiles only where the wide ones' grid is between one wave (264 workgroups) and two.
+/// Narrow tiles only where the wide ones' grid is between one wave (two workgroups an SM: 264
+/// on the H100) and two.
 #[test]
 fn glu_narrow_tiles_end_a_grid_of_one_wave_and_some() {
     // 4 rows of tiles by 88 columns: 352 workgroups; 56 columns wide.
-    assert_eq!(glu_narrow_from(512, 5632), Some(56));
+    assert_eq!(glu_narrow_from(512, 5632, MEASURED_SMS), Some(56));
     // 256 workgroups, one wave; 704, two waves and more; 32.
-    assert_eq!(glu_narrow_from(512, 4096), None);
-    assert_eq!(glu_narrow_from(512, 11264), None);
-    assert_eq!(glu_narrow_from(200, 1000), None);
+    assert_eq!(glu_narrow_from(512, 4096, MEASURED_SMS), None);
+    assert_eq!(glu_narrow_from(512, 11264, MEASURED_SMS), None);
+    assert_eq!(glu_narrow_from(200, 1000, MEASURED_SMS), None);
+    // 58 SMs, a wave of 116: 352 workgroups are past two; 128 end in narrow tiles.
+    assert_eq!(glu_narrow_from(512, 5632, 58), None);
+    assert_eq!(glu_narrow_from(512, 2048, 58), Some(24));
 }
 
 #[test]

@@ -132,6 +132,9 @@ impl fmt::Display for DeviceReport {
             l.max_memory_allocation_size >> 20,
             l.timestamp_period_ns
         )?;
+        if l.multiprocessors > 0 {
+            writeln!(f, "SMs:      {}", l.multiprocessors)?;
+        }
         let subgroup: Vec<String> = self
             .features
             .cooperative_matrices

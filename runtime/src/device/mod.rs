@@ -197,7 +197,7 @@ unsafe fn choose(instance: &Instance, request: &OpenRequest) -> Result<Chosen, D
         let (driver_name, driver_info, driver_id) = properties::driver(instance, pd, vulkan12);
         let features = DeviceFeatures {
             features: set,
-            limits: properties::limits(instance, &physical),
+            limits: properties::limits(instance, &physical, &extensions),
             cooperative_matrices,
             workgroup_matrices,
             // The device is used at the instance's version when that is the lower one.

@@ -113,24 +113,35 @@ pub(crate) unsafe fn pipeline_executable_info(
     feature.pipeline_executable_info == vk::TRUE
 }
 
-/// The limits kernels and tensors are checked against.
+/// The limits kernels and tensors are checked against, and the device's multiprocessors where
+/// it lists `VK_NV_shader_sm_builtins` among `extensions`.
 ///
 /// # Safety
 /// `device` comes from the live `instance`, which is Vulkan 1.1+.
-pub(crate) unsafe fn limits(instance: &ash::Instance, device: &Physical) -> DeviceLimits {
+pub(crate) unsafe fn limits(
+    instance: &ash::Instance,
+    device: &Physical,
+    extensions: &[String],
+) -> DeviceLimits {
     let api = device.properties.api_version;
     let vulkan13 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 3;
+    let sm_builtins = ash::nv::shader_sm_builtins::NAME.to_string_lossy();
+    let has_sm_builtins = extensions.iter().any(|e| *e == sm_builtins);
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
+    let mut sms = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
     let mut p2 = vk::PhysicalDeviceProperties2::default()
         .push_next(&mut subgroup)
         .push_next(&mut maintenance3);
     if vulkan13 {
         p2 = p2.push_next(&mut size_control);
     }
-    // SAFETY: the chained structs are core in 1.1 (the 1.3 one only on 1.3) and alive for the
-    // call; the caller vouches for the handles.
+    if has_sm_builtins {
+        p2 = p2.push_next(&mut sms);
+    }
+    // SAFETY: the chained structs are core in 1.1 (the 1.3 one only on 1.3, the SM one only
+    // where its extension is listed) and alive for the call; the caller vouches for the handles.
     unsafe { instance.get_physical_device_properties2(device.handle, &mut p2) };
     let l = device.properties.limits;
     DeviceLimits {
@@ -149,6 +160,7 @@ pub(crate) unsafe fn limits(instance: &ash::Instance, device: &Physical) -> Devi
         min_subgroup_size: size_control.min_subgroup_size,
         max_subgroup_size: size_control.max_subgroup_size,
         timestamp_period_ns: l.timestamp_period,
+        multiprocessors: sms.shader_sm_count,
     }
 }
 

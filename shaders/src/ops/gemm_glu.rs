@@ -5,6 +5,7 @@
 use super::check::{float_format, not_aliased, same_format, shape_is};
 use super::gemm_cm2::{operands, CM2_MIN_PRODUCT};
 use super::{pipeline, recorded, scratch, OpError, Ops};
+use crate::cm2::multiprocessors;
 use crate::{gemm_cm2, gemm_cm2_glu, Activation, Cm2Tiles, Gemm, GEMM_CM2_THREADS};
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
@@ -23,10 +24,6 @@ const GLU_TILES: Cm2Tiles = Cm2Tiles {
     split_k: 1,
 };
 
-/// [`GLU_TILES`] workgroups that run at once on the H100: two on each of its 132 SMs (each
-/// holds about half an SM's registers).
-const GLU_SLOTS: usize = 264;
-
 /// The narrow tiles a grid of [`GLU_TILES`] may end in ([`glu_narrow_from`]): 32 outputs wide.
 const NARROW_TILES: Cm2Tiles = Cm2Tiles {
     bn: 32,
@@ -35,18 +32,20 @@ const NARROW_TILES: Cm2Tiles = Cm2Tiles {
 
 /// Where the grid of [`gemm_cm2_glu`]'s tiles ([`Ops::gemm_glu`]'s: 128 rows by 64 outputs)
 /// for an `m`×`n` result is more than one wave of workgroups but less than two (the second
-/// would hold few), the column of tiles from which they are 32 wide instead (twice as many,
-/// half the work each): the wide ones then fill about 85% of one wave and the narrow ones the
-/// rest and the second. The fraction is the best of those measured on the H100
-/// (BENCHMARKS.md); `None` where the grid is one wave or more than two.
-pub fn glu_narrow_from(m: usize, n: usize) -> Option<u32> {
+/// would hold few) on a GPU of `sms` multiprocessors (a wave: two workgroups on each, as each
+/// holds about half an SM's registers), the column of tiles from which they are 32 wide
+/// instead (twice as many, half the work each): the wide ones then fill about 85% of one wave
+/// and the narrow ones the rest and the second. The fraction is the best of those measured on
+/// the H100 (BENCHMARKS.md); `None` where the grid is one wave or more than two.
+pub fn glu_narrow_from(m: usize, n: usize, sms: usize) -> Option<u32> {
+    let wave = 2 * sms;
     let rows = m.div_ceil(GLU_TILES.bm as usize);
     let cols = n.div_ceil(GLU_TILES.bn as usize);
     let tiles = rows * cols;
-    if tiles <= GLU_SLOTS || tiles >= 2 * GLU_SLOTS {
+    if tiles <= wave || tiles >= 2 * wave {
         return None;
     }
-    let wide = GLU_SLOTS * 85 / 100 / rows;
+    let wide = wave * 85 / 100 / rows;
     (wide > 0 && wide < cols).then_some(wide as u32)
 }
 
@@ -133,7 +132,7 @@ impl Ops {
         let mut grid = GLU_TILES.grid(m, n, 1);
         let features = self.context().features();
         let offered = |_: &u32| NARROW_TILES.offered_by(features, operands(format));
-        if let Some(from) = glu_narrow_from(m, n).filter(offered) {
+        if let Some(from) = glu_narrow_from(m, n, multiprocessors(features)).filter(offered) {
             spec.narrow_from = from as i32;
             spec.narrow_bn = NARROW_TILES.bn as i32;
             let rest = n - from as usize * GLU_TILES.bn as usize;
