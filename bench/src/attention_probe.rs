@@ -150,63 +150,22 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 t,
             ));
         }
-        // One workgroup per query head over all the keys (no merge).
+        // attention_decode in workgroups of `local`, `kpi` keys an invocation, the keys in
+        // `splits` shares (1: one workgroup per query head over all of them, no merge).
         let decode = ctx.load_with::<attention_decode::Kernel>(&load)?;
-        let unread = Tensor::new(ctx, &[1], TensorFormat::F32)?;
-        for (local, kpi) in [(512u32, 4i32), (512, 2), (1024, 2), (1024, 4), (256, 4)] {
+        let decode_series = |local: u32, kpi: i32, splits: usize| {
             let spec = attention_decode::SpecConstants {
                 causal: 1,
                 position_in_buffer: 0,
                 D: s.d as i32,
                 KPI: kpi,
-                split: 0,
+                split: (splits > 1) as i32,
             };
             let pipe = decode.pipeline(&spec, Some([local, 1, 1]))?;
-            if cache == caches[0] {
+            if cache == caches[0] && splits == 1 {
                 crate::print_statistics(&format!("attention_decode {local} x {kpi}"), &pipe);
             }
-            let grid = s.grid(1);
-            let b = attention_decode::BufferBindings {
-                q_blob: &q,
-                k_blob: &k,
-                v_blob: &v,
-                o_blob: &o,
-                pos_blob: &pos,
-                // Unread without `split`.
-                part_blob: &unread,
-                count_blob: &counts,
-            };
-            let t = time_calls(ctx, cfg, |l| {
-                l.dispatch(
-                    &pipe,
-                    &b,
-                    &s.push(scale, s.causal_offset(), 1),
-                    [local, grid[1], grid[2]],
-                )?;
-                Ok(())
-            })?;
-            out.push(probe_record(
-                CASE,
-                format!("kv{cache} decode"),
-                format!("{local} invocations, {kpi} keys each"),
-                t,
-            ));
-        }
-        // The keys split into shares of `chunks` chunks of 512 × 4, the row's last share merging.
-        for chunks in [1usize, 2, 3, 4] {
-            let chunk = s.decode_chunk(512, 4);
-            let splits = cache.div_ceil(chunks * chunk);
-            if splits < 2 {
-                continue;
-            }
-            let spec = attention_decode::SpecConstants {
-                causal: 1,
-                position_in_buffer: 0,
-                D: s.d as i32,
-                KPI: 4,
-                split: 1,
-            };
-            let pipe = decode.pipeline(&spec, Some([512, 1, 1]))?;
+            // Read only with `split`.
             let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
             let b = attention_decode::BufferBindings {
                 q_blob: &q,
@@ -217,21 +176,31 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 part_blob: &part,
                 count_blob: &counts,
             };
-            let t = time_calls(ctx, cfg, |l| {
-                l.dispatch(
-                    &pipe,
-                    &b,
-                    &s.push(scale, s.causal_offset(), splits),
-                    s.decode_grid(512, splits),
-                )?;
+            let push = s.push(scale, s.causal_offset(), splits);
+            time_calls(ctx, cfg, |l| {
+                l.dispatch(&pipe, &b, &push, s.decode_grid(local, splits))?;
                 Ok(())
-            })?;
+            })
+        };
+        for (local, kpi) in [(512u32, 4i32), (512, 2), (1024, 2), (1024, 4), (256, 4)] {
             out.push(probe_record(
                 CASE,
-                format!("kv{cache} decode split"),
-                format!("{splits} shares of {chunks} chunks, the last merging"),
-                t,
+                format!("kv{cache} decode"),
+                format!("{local} invocations, {kpi} keys each"),
+                decode_series(local, kpi, 1)?,
             ));
+        }
+        // The keys split into shares of `chunks` chunks of 512 × 4, the row's last share merging.
+        for chunks in [1usize, 2, 3, 4] {
+            let splits = cache.div_ceil(chunks * s.decode_chunk(512, 4));
+            if splits > 1 {
+                out.push(probe_record(
+                    CASE,
+                    format!("kv{cache} decode split"),
+                    format!("{splits} shares of {chunks} chunks, the last merging"),
+                    decode_series(512, 4, splits)?,
+                ));
+            }
         }
     }
     prefill(ctx, cfg, &mut out)?;
