@@ -90,16 +90,18 @@ const DECODE_KEYS_EACH: usize = 4;
 /// ([`decode_splits`]), the row's last share merging them.
 const DECODE_MAX_CHUNKS: usize = 6;
 
-/// Chunks of keys up to which a split [`attention_decode`] takes a decode step: as far as it
-/// was measured faster than [`attention_grouped`] and its combine pass (4096 keys of 64 on the
-/// H100, BENCHMARKS.md).
+/// Chunks of keys up to which a split [`attention_decode`] takes a decode step where
+/// [`attention_grouped`] could (grouped-query heads): as far as it was measured faster than
+/// that kernel and its combine pass (4096 keys of 64 on the H100, BENCHMARKS.md). Without
+/// grouped heads it takes any cache.
 const DECODE_SPLIT_MAX_CHUNKS: usize = 16;
 
 /// The shares a split [`attention_decode`] row of `chunks` chunks takes: about four of whole
 /// chunks (four of 2 chunks at 2048 keys of 64, four of 4 at 4096, each the fastest of 1 to 4
-/// chunks a share; more shares cost the merging share more than they save).
+/// chunks a share; more shares cost the merging share more than they save), at most 4 chunks
+/// a share (a share's chunks wait on memory one after another).
 fn decode_splits(chunks: usize) -> usize {
-    let per_share = (chunks.div_ceil(2) / 2).max(1);
+    let per_share = (chunks.div_ceil(2) / 2).clamp(1, 4);
     chunks.div_ceil(per_share)
 }
 
@@ -147,13 +149,13 @@ fn rows_plan(s: &AttentionShape, decode_invocations: u32) -> (RowsKernel, usize)
     if decode && chunks <= DECODE_MAX_CHUNKS {
         return (kernel, 1);
     }
-    if decode && chunks <= DECODE_SPLIT_MAX_CHUNKS && s.rows() <= COUNTED_ROWS {
+    let grouped_heads = s.hq / s.hkv >= GROUPED_MIN_HEADS;
+    let split_takes = chunks <= DECODE_SPLIT_MAX_CHUNKS || !grouped_heads;
+    if decode && split_takes && s.rows() <= COUNTED_ROWS {
         return (kernel, decode_splits(chunks));
     }
-    let grouped = s.batch * s.sq <= GROUPED_ROWS
-        && s.skv >= GROUPED_MIN_KEYS
-        && s.hq / s.hkv >= GROUPED_MIN_HEADS
-        && s.quads();
+    let grouped =
+        s.batch * s.sq <= GROUPED_ROWS && s.skv >= GROUPED_MIN_KEYS && grouped_heads && s.quads();
     if grouped {
         (RowsKernel::Grouped, s.skv.div_ceil(GROUPED_SHARE))
     } else if s.quads() {
@@ -634,6 +636,17 @@ mod tests {
         assert_eq!(plan(768, 128, 512), (decode(512), 1));
         assert_eq!(plan(769, 128, 512), (decode(512), 4));
         assert_eq!(plan(2049, 128, 512).0, RowsKernel::Grouped);
+        // Without grouped heads (as many key/value heads as query heads), any cache: shares
+        // of at most 4 chunks (4096 keys of 128: 8 shares).
+        let mha = |skv| {
+            let s = AttentionShape {
+                hkv: 32,
+                ..decode_step(skv, 128)
+            };
+            rows_plan(&s, 512)
+        };
+        assert_eq!(mha(4096), (decode(512), 8));
+        assert_eq!(mha(100_000), (decode(512), 196));
         // A head dimension that is no multiple of 8, and a prompt.
         assert_eq!(plan(100, 12, 512).0, RowsKernel::Quads);
         let prompt = AttentionShape {
