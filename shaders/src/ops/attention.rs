@@ -99,11 +99,18 @@ const DECODE_SPLIT_MAX_CHUNKS: usize = 16;
 /// The shares a split [`attention_decode`] row of `chunks` chunks takes: about four of whole
 /// chunks (four of 2 chunks at 2048 keys of 64, four of 4 at 4096, each the fastest of 1 to 4
 /// chunks a share; more shares cost the merging share more than they save), at most 4 chunks
-/// a share (a share's chunks wait on memory one after another).
+/// a share (a share's chunks wait on memory one after another) while that makes at most
+/// [`DECODE_MAX_SPLITS`] shares.
 fn decode_splits(chunks: usize) -> usize {
-    let per_share = (chunks.div_ceil(2) / 2).clamp(1, 4);
+    let per_share = (chunks.div_ceil(2) / 2)
+        .clamp(1, 4)
+        .max(chunks.div_ceil(DECODE_MAX_SPLITS));
     chunks.div_ceil(per_share)
 }
+
+/// The most shares of a split [`attention_decode`] row: the shares whose weights its merge
+/// holds (`MERGE_MAX_SPLITS` in attention_decode.comp).
+const DECODE_MAX_SPLITS: usize = 256;
 
 /// [`attention_cm2`]'s query rows per workgroup, keys per step and workgroup: the fastest of
 /// 13 tilings on the H100 at d 64 and 128 (`vkprism-bench --cases attention_probe`;
@@ -647,6 +654,8 @@ mod tests {
         };
         assert_eq!(mha(4096), (decode(512), 8));
         assert_eq!(mha(100_000), (decode(512), 196));
+        // At most 256 shares, however long the cache.
+        assert_eq!(mha(1_000_000).1, 253);
         // A head dimension that is no multiple of 8, and a prompt.
         assert_eq!(plan(100, 12, 512).0, RowsKernel::Quads);
         let prompt = AttentionShape {
