@@ -7,10 +7,11 @@
 //! is a GEMV over the prompt's last row ([`LogitRows::Last`]). One token goes
 //! through fused GEMVs that normalize their input, rotate queries and keys into place, gate the
 //! MLP and add into the residual stream themselves: five dispatches a layer with attention's
-//! (six where attention merges its key shares in a pass of its own: the grouped kernel, caches
-//! past 16 chunks of keys). Heads keep their rotation pairs side by side ([`crate::device_weights`]). On int8
-//! weights a token's GEMVs read them as they are; a prompt's GEMMs read each weight dequantized
-//! into one scratch matrix first (a dispatch before each GEMM).
+//! (six where attention merges its key shares in a pass of its own: the grouped kernel, over
+//! caches of grouped-query heads past 16 chunks of keys). Heads keep their rotation pairs side
+//! by side ([`crate::device_weights`]). On int8 weights a token's GEMVs read them as they are;
+//! a prompt's GEMMs read each weight dequantized into one scratch matrix first (a dispatch
+//! before each GEMM).
 
 use crate::cache::KvCache;
 use crate::device_weights::{DeviceWeights, LayerWeights, Projection};

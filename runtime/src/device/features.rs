@@ -158,7 +158,8 @@ pub(crate) const ENABLED: FeatureSet = FeatureSet::from_slice(&[
     Feature::CooperativeMatrixBlockLoads,
 ]);
 
-fn has(extensions: &[String], name: &CStr) -> bool {
+/// Whether `extensions` (a device's, as enumerated) lists the extension `name`.
+pub(super) fn lists_extension(extensions: &[String], name: &CStr) -> bool {
     let n = name.to_string_lossy();
     extensions.iter().any(|e| *e == n)
 }
@@ -170,7 +171,7 @@ impl PhysicalDeviceFeatures {
         let minor = vk::api_version_minor(api_version);
         let vulkan12 = major > 1 || minor >= 2;
         let vulkan13 = major > 1 || minor >= 3;
-        let pre12_ext = |name| !vulkan12 && has(extensions, name);
+        let pre12_ext = |name| !vulkan12 && lists_extension(extensions, name);
         PhysicalDeviceFeatures {
             vulkan12,
             core: Default::default(),
@@ -180,10 +181,11 @@ impl PhysicalDeviceFeatures {
             storage16: Default::default(),
             float16_int8: pre12_ext(ash::khr::shader_float16_int8::NAME).then(Default::default),
             storage8: pre12_ext(ash::khr::_8bit_storage::NAME).then(Default::default),
-            cooperative_matrix: has(extensions, ash::khr::cooperative_matrix::NAME)
+            cooperative_matrix: lists_extension(extensions, ash::khr::cooperative_matrix::NAME)
                 .then(Default::default),
-            bfloat16: has(extensions, SHADER_BFLOAT16).then(Default::default),
-            cooperative_matrix2: has(extensions, COOPERATIVE_MATRIX2).then(Default::default),
+            bfloat16: lists_extension(extensions, SHADER_BFLOAT16).then(Default::default),
+            cooperative_matrix2: lists_extension(extensions, COOPERATIVE_MATRIX2)
+                .then(Default::default),
         }
     }
 

@@ -1,7 +1,7 @@
 //! The logical device: created with one compute queue and the features asked for.
 
 use super::error::{vkerr, DeviceError};
-use super::features::PhysicalDeviceFeatures;
+use super::features::{lists_extension, PhysicalDeviceFeatures};
 use ash::vk;
 use std::ffi::CStr;
 
@@ -41,10 +41,7 @@ impl Device {
             vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
                 .pipeline_executable_info(true);
         let portability = ash::khr::portability_subset::NAME;
-        if available_extensions
-            .iter()
-            .any(|e| *e == portability.to_string_lossy())
-        {
+        if lists_extension(available_extensions, portability) {
             extensions.insert(0, portability);
         }
         let extension_ptrs: Vec<*const std::ffi::c_char> =

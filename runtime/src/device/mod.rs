@@ -133,8 +133,8 @@ pub(crate) unsafe fn open(request: &OpenRequest) -> Result<Shared, DeviceError> 
                 &chosen.extensions,
             )
         };
-    let budget_ext = ash::ext::memory_budget::NAME.to_string_lossy();
-    let memory_budget = chosen.extensions.iter().any(|e| *e == budget_ext);
+    let memory_budget =
+        features::lists_extension(&chosen.extensions, ash::ext::memory_budget::NAME);
     // SAFETY: the handles and structs were read from this instance; `Shared` drops the device
     // before the instance, and an error here drops it before `instance` (declared earlier).
     let device = unsafe {

@@ -1,6 +1,7 @@
 //! Everything else read from the physical device: extensions, limits, image-format support,
 //! cooperative-matrix shapes, driver strings, memory properties.
 
+use super::features::lists_extension;
 use super::physical::Physical;
 use ash::vk;
 use std::ffi::c_void;
@@ -101,8 +102,7 @@ pub(crate) unsafe fn pipeline_executable_info(
     device: vk::PhysicalDevice,
     extensions: &[String],
 ) -> bool {
-    let name = ash::khr::pipeline_executable_properties::NAME.to_string_lossy();
-    if !extensions.iter().any(|e| *e == name) {
+    if !lists_extension(extensions, ash::khr::pipeline_executable_properties::NAME) {
         return false;
     }
     let mut feature = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default();
@@ -125,8 +125,7 @@ pub(crate) unsafe fn limits(
 ) -> DeviceLimits {
     let api = device.properties.api_version;
     let vulkan13 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 3;
-    let sm_builtins = ash::nv::shader_sm_builtins::NAME.to_string_lossy();
-    let has_sm_builtins = extensions.iter().any(|e| *e == sm_builtins);
+    let has_sm_builtins = lists_extension(extensions, ash::nv::shader_sm_builtins::NAME);
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
