@@ -4,7 +4,7 @@
 use crate::tuning::{DeviceClass, GemmKernel, GemmProblem, Tuned};
 #[cfg(doc)]
 use crate::{conv2d_nhwc, conv2d_nhwc_split, gemm_int8, gemm_split, tuning, GemmTuner};
-use crate::{gemm, gemm_split_reduce, Conv2dShape};
+use crate::{gemm, gemm_split_reduce, Conv2dShape, MEASURED_SMS};
 
 /// How [`gemm`] and [`conv2d_nhwc`] run one problem: the workgroup, the step depth and, in
 /// cooperative-matrix variants, the subgroups' tiles and the load width. [`GemmConfig::for_gemm`]
@@ -167,7 +167,17 @@ impl GemmConfig {
     /// are why the wide tiles need [`MIN_WIDE_TILES`] and why the shares go to [`MAX_SPLIT`]
     /// (BENCHMARKS.md, "Tile rules", has the measurements). A configuration with
     /// `split_k` > 1 is for [`gemm_split`] / [`conv2d_nhwc_split`] and [`gemm_split_reduce`].
-    pub fn split_for(self, (m, n, k): (usize, usize, usize)) -> GemmConfig {
+    /// The workgroup counts are the H100's ([`MEASURED_SMS`] multiprocessors);
+    /// [`GemmConfig::split_for_sms`] scales them to another GPU's.
+    pub fn split_for(self, mnk: (usize, usize, usize)) -> GemmConfig {
+        self.split_for_sms(mnk, MEASURED_SMS)
+    }
+
+    /// [`GemmConfig::split_for`] on a GPU of `sms` multiprocessors
+    /// ([`crate::multiprocessors`]): each workgroup count of the rule scaled by `sms` /
+    /// [`MEASURED_SMS`] (rounded up), so a grid that fills a smaller GPU stays whole and a
+    /// split aims at as many workgroups an SM as on the H100.
+    pub fn split_for_sms(self, (m, n, k): (usize, usize, usize), sms: usize) -> GemmConfig {
         let wide = GemmConfig {
             local: [self.subgroup_size, 8],
             bk: 32,
@@ -193,6 +203,8 @@ impl GemmConfig {
             (true, false) => (SPLIT_K_WORKGROUPS, SPLIT_K_WORKGROUPS, MAX_SPLIT),
             (false, _) => (SPLIT_K_WORKGROUPS, PLAIN_SPLIT_WORKGROUPS, PLAIN_MAX_SPLIT),
         };
+        let scaled = |workgroups: usize| (workgroups * sms.max(1)).div_ceil(MEASURED_SMS);
+        let (whole, aim) = (scaled(whole), scaled(aim));
         if workgroups >= whole || k < 512 {
             return self;
         }
@@ -274,7 +286,8 @@ pub const PLAIN_SPLIT_WORKGROUPS: usize = 256;
 pub const PLAIN_MAX_SPLIT: usize = 32;
 
 /// The workgroups [`GemmConfig::split_for`] aims at: about one per SM of an H100 (132); below
-/// it a grid is split.
+/// it a grid is split. Every workgroup count of the rule is the H100's, scaled to another GPU
+/// by [`GemmConfig::split_for_sms`].
 pub const SPLIT_K_WORKGROUPS: usize = 128;
 
 /// The workgroups a split with cooperative matrices aims at where a workgroup is only 4

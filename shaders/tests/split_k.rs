@@ -7,7 +7,7 @@ use vkprism::{LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::tuning::{shared_memory_bytes, GemmProblem};
 use vkprism_shaders::{
     conv2d_nhwc_split, gemm, gemm_int8, gemm_split, gemm_split_reduce, reference, Conv2dShape,
-    GemmConfig, MAX_SPLIT, MIN_WIDE_TILES, PLAIN_MAX_SPLIT, PLAIN_SPLIT_WORKGROUPS,
+    GemmConfig, MAX_SPLIT, MEASURED_SMS, MIN_WIDE_TILES, PLAIN_MAX_SPLIT, PLAIN_SPLIT_WORKGROUPS,
     SMALL_CM_SPLIT_WORKGROUPS, SPLIT_K_WORKGROUPS,
 };
 use vkprism_testkit::{
@@ -329,6 +329,51 @@ fn split_for_splits_only_small_grids_over_long_k() {
     // One tile over a long K: MAX_SPLIT shares; over a K of 512, 8 (two 32-deep steps each).
     assert_eq!(config(&cm, (64, 64, 8192)).split_k, MAX_SPLIT as u32);
     assert_eq!(config(&cm, (64, 64, 512)).split_k, 8);
+}
+
+/// `split_for_sms` scales the rule's workgroup counts by the GPU's multiprocessors: on the
+/// H100's 132 it is `split_for`; a grid that fills a GPU of half as many stays whole there; a
+/// GPU of twice as many splits grids the H100 keeps whole, toward twice the workgroups.
+#[test]
+fn split_for_sms_scales_the_rule_by_the_multiprocessors() {
+    let cm = gemm::VARIANTS
+        .iter()
+        .find(|v| v.key.name() == "fp16s_lm_cm")
+        .unwrap()
+        .key;
+    let table = |mnk: (usize, usize, usize)| GemmConfig::for_gemm(&cm, 32, mnk.0, mnk.1, mnk.2);
+    let shapes = [
+        (4096, 512, 14336),
+        (1568, 256, 2304),
+        (49, 512, 4608),
+        (1568, 64, 576),
+        (1568, 64, 2304),
+        (1024, 1024, 1024),
+        (64, 64, 8192),
+        (512, 2048, 5632),
+    ];
+    for mnk in shapes {
+        assert_eq!(
+            table(mnk).split_for_sms(mnk, MEASURED_SMS),
+            table(mnk).split_for(mnk),
+            "{mnk:?}"
+        );
+    }
+    // 4096×512 over 14336: 64 tiles of 128×256, 2 shares on the H100 (128 workgroups).
+    let tall = (4096, 512, 14336);
+    assert_eq!(table(tall).split_for(tall).split_k, 2);
+    // 66 SMs: 64 workgroups fill it (the rule's 128 scaled to 64): whole.
+    assert_eq!(table(tall).split_for_sms(tall, 66).split_k, 1);
+    // 264 SMs: 4 shares, toward 256 workgroups.
+    assert_eq!(table(tall).split_for_sms(tall, 264).split_k, 4);
+    // 1568×256 over 2304: 13 wide tiles, 10 shares on the H100, 5 on 66 SMs (65 workgroups
+    // toward 64).
+    let conv = (1568, 256, 2304);
+    assert_eq!(table(conv).split_for(conv).split_k, 10);
+    assert_eq!(table(conv).split_for_sms(conv, 66).split_k, 5);
+    // Zero multiprocessors (`multiprocessors` answers the H100's count where a device says
+    // nothing) count as one: every grid fills it.
+    assert_eq!(table(conv).split_for_sms(conv, 0).split_k, 1);
 }
 
 /// Every configuration the table and `split_for` choose fits in the 48 KiB of shared memory

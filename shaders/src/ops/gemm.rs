@@ -257,7 +257,7 @@ impl Ops {
             None => self.default_config(&GemmProblem::gemm(m, n, k, ta, tb), &kernel.variant().key),
         };
         let cfg = if d.batch == 1 {
-            cfg.split_for((m, n, k))
+            cfg.split_for_sms((m, n, k), self.multiprocessors())
         } else {
             cfg
         };
@@ -408,7 +408,7 @@ impl Ops {
             Some(mut t) => t.conv2d_nhwc(&kernel, s)?,
             None => self.default_config(&GemmProblem::conv2d_nhwc(s), &kernel.variant().key),
         };
-        let cfg = cfg.split_for(s.gemm_mnk());
+        let cfg = cfg.split_for_sms(s.gemm_mnk(), self.multiprocessors());
         self.conv2d_with(list, &kernel, &cfg, input, weight, bias, out, op)
     }
 

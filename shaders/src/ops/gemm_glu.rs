@@ -5,7 +5,6 @@
 use super::check::{float_format, not_aliased, same_format, shape_is};
 use super::gemm_cm2::{operands, CM2_MIN_PRODUCT};
 use super::{pipeline, recorded, scratch, OpError, Ops};
-use crate::cm2::multiprocessors;
 use crate::{gemm_cm2, gemm_cm2_glu, Activation, Cm2Tiles, Gemm, GEMM_CM2_THREADS};
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor, TensorFormat};
@@ -132,7 +131,7 @@ impl Ops {
         let mut grid = GLU_TILES.grid(m, n, 1);
         let features = self.context().features();
         let offered = |_: &u32| NARROW_TILES.offered_by(features, operands(format));
-        if let Some(from) = glu_narrow_from(m, n, multiprocessors(features)).filter(offered) {
+        if let Some(from) = glu_narrow_from(m, n, self.multiprocessors()).filter(offered) {
             spec.narrow_from = from as i32;
             spec.narrow_bn = NARROW_TILES.bn as i32;
             let rest = n - from as usize * GLU_TILES.bn as usize;

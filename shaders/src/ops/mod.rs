@@ -123,6 +123,11 @@ impl Ops {
         &self.ctx
     }
 
+    /// The device's multiprocessors as the grid rules count them ([`crate::multiprocessors`]).
+    pub(crate) fn multiprocessors(&self) -> usize {
+        crate::multiprocessors(self.ctx.features())
+    }
+
     /// An I32 tensor of one value for a binding the kernel declares but does not read in the
     /// configuration recorded (made once).
     pub(crate) fn unread_i32(&self, op: &'static str) -> Result<&vkprism::Tensor, OpError> {
