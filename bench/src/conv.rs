@@ -86,7 +86,8 @@ fn one(
         Some(t) => (t.conv2d_nhwc(&kernel, &s)?, crate::gemm::tuned(t)),
         None => {
             let subgroup = ctx.features().limits.subgroup_size;
-            let table = GemmConfig::for_conv(&key, subgroup, &s).split_for((m, n, k));
+            let sms = vkprism_shaders::multiprocessors(ctx.features());
+            let table = GemmConfig::for_conv(&key, subgroup, &s).split_for_sms((m, n, k), sms);
             (crate::gemm::overridden(table), None)
         }
     };
