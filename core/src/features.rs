@@ -331,8 +331,10 @@ pub struct DeviceLimits {
     pub max_subgroup_size: u32,
     /// Nanoseconds per timestamp tick; 0 when the queue has no timestamps.
     pub timestamp_period_ns: f32,
-    /// The device's streaming multiprocessors (`shaderSMCount` of `VK_NV_shader_sm_builtins`),
-    /// which the kernels' grid rules size their waves by; 0 where the device does not say.
+    /// The device's multiprocessors, which the kernels' grid rules size their waves by:
+    /// NVIDIA's SMs (`shaderSMCount` of `VK_NV_shader_sm_builtins`), AMD's compute units
+    /// (`VK_AMD_shader_core_properties`: engines × arrays × units), Arm's shader cores
+    /// (`VK_ARM_shader_core_builtins`); 0 where the device does not say.
     pub multiprocessors: u32,
 }
 

@@ -116,8 +116,8 @@ pub(crate) fn workgroup_offers(
 /// the H100's 132, where their figures were measured.
 pub const MEASURED_SMS: usize = 132;
 
-/// `device`'s streaming multiprocessors ([`vkprism::DeviceLimits::multiprocessors`]), or
-/// [`MEASURED_SMS`] where it does not say.
+/// `device`'s multiprocessors ([`vkprism::DeviceLimits::multiprocessors`]: NVIDIA's SMs, AMD's
+/// compute units, Arm's shader cores), or [`MEASURED_SMS`] where it does not say.
 pub fn multiprocessors(device: &vkprism::DeviceFeatures) -> usize {
     match device.limits.multiprocessors {
         0 => MEASURED_SMS,

@@ -133,7 +133,7 @@ impl fmt::Display for DeviceReport {
             l.timestamp_period_ns
         )?;
         if l.multiprocessors > 0 {
-            writeln!(f, "SMs:      {}", l.multiprocessors)?;
+            writeln!(f, "SMs/CUs:  {}", l.multiprocessors)?;
         }
         let subgroup: Vec<String> = self
             .features

@@ -114,7 +114,7 @@ pub(crate) unsafe fn pipeline_executable_info(
 }
 
 /// The limits kernels and tensors are checked against, and the device's multiprocessors where
-/// it lists `VK_NV_shader_sm_builtins` among `extensions`.
+/// it lists among `extensions` an extension that says how many ([`multiprocessors`]).
 ///
 /// # Safety
 /// `device` comes from the live `instance`, which is Vulkan 1.1+.
@@ -125,11 +125,16 @@ pub(crate) unsafe fn limits(
 ) -> DeviceLimits {
     let api = device.properties.api_version;
     let vulkan13 = vk::api_version_major(api) > 1 || vk::api_version_minor(api) >= 3;
-    let has_sm_builtins = lists_extension(extensions, ash::nv::shader_sm_builtins::NAME);
+    let lists = |name| lists_extension(extensions, name);
+    let has_sm_builtins = lists(ash::nv::shader_sm_builtins::NAME);
+    let has_amd_cores = lists(ash::amd::shader_core_properties::NAME);
+    let has_arm_cores = lists(ash::arm::shader_core_builtins::NAME);
     let mut subgroup = vk::PhysicalDeviceSubgroupProperties::default();
     let mut maintenance3 = vk::PhysicalDeviceMaintenance3Properties::default();
     let mut size_control = vk::PhysicalDeviceSubgroupSizeControlProperties::default();
     let mut sms = vk::PhysicalDeviceShaderSMBuiltinsPropertiesNV::default();
+    let mut amd = vk::PhysicalDeviceShaderCorePropertiesAMD::default();
+    let mut arm = vk::PhysicalDeviceShaderCoreBuiltinsPropertiesARM::default();
     let mut p2 = vk::PhysicalDeviceProperties2::default()
         .push_next(&mut subgroup)
         .push_next(&mut maintenance3);
@@ -139,9 +144,25 @@ pub(crate) unsafe fn limits(
     if has_sm_builtins {
         p2 = p2.push_next(&mut sms);
     }
-    // SAFETY: the chained structs are core in 1.1 (the 1.3 one only on 1.3, the SM one only
-    // where its extension is listed) and alive for the call; the caller vouches for the handles.
+    if has_amd_cores {
+        p2 = p2.push_next(&mut amd);
+    }
+    if has_arm_cores {
+        p2 = p2.push_next(&mut arm);
+    }
+    // SAFETY: the chained structs are core in 1.1 (the 1.3 one only on 1.3, the core-count
+    // ones only where their extension is listed) and alive for the call; the caller vouches
+    // for the handles.
     unsafe { instance.get_physical_device_properties2(device.handle, &mut p2) };
+    let cores = CoreCounts {
+        nvidia_sms: has_sm_builtins.then_some(sms.shader_sm_count),
+        amd: has_amd_cores.then_some([
+            amd.shader_engine_count,
+            amd.shader_arrays_per_engine_count,
+            amd.compute_units_per_shader_array,
+        ]),
+        arm_cores: has_arm_cores.then_some(arm.shader_core_count),
+    };
     let l = device.properties.limits;
     DeviceLimits {
         max_compute_work_group_count: l.max_compute_work_group_count,
@@ -159,8 +180,29 @@ pub(crate) unsafe fn limits(
         min_subgroup_size: size_control.min_subgroup_size,
         max_subgroup_size: size_control.max_subgroup_size,
         timestamp_period_ns: l.timestamp_period,
-        multiprocessors: sms.shader_sm_count,
+        multiprocessors: multiprocessors(cores),
     }
+}
+
+/// What a device's extensions say of its compute cores (`None`: the extension is not listed).
+#[derive(Copy, Clone, Debug, Default)]
+struct CoreCounts {
+    /// `shaderSMCount` (`VK_NV_shader_sm_builtins`).
+    nvidia_sms: Option<u32>,
+    /// Shader engines, arrays an engine, compute units an array
+    /// (`VK_AMD_shader_core_properties`).
+    amd: Option<[u32; 3]>,
+    /// `shaderCoreCount` (`VK_ARM_shader_core_builtins`).
+    arm_cores: Option<u32>,
+}
+
+/// The units the grid rules count as multiprocessors: NVIDIA's SMs, AMD's compute units (each
+/// runs workgroups as an SM does), Arm's shader cores; 0 where no extension says.
+fn multiprocessors(c: CoreCounts) -> u32 {
+    let amd_units = c
+        .amd
+        .map(|[engines, arrays, units]| engines * arrays * units);
+    c.nvidia_sms.or(amd_units).or(c.arm_cores).unwrap_or(0)
 }
 
 /// The driver's name and info strings and its `VkDriverId` (empty and 0 before Vulkan 1.2,
@@ -384,6 +426,32 @@ fn scalar(t: vk::ComponentTypeKHR) -> Option<ScalarKind> {
         vk::ComponentTypeKHR::UINT64 => ScalarKind::U64,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod core_count_tests {
+    use super::*;
+
+    #[test]
+    fn multiprocessors_from_whichever_extension_says() {
+        assert_eq!(multiprocessors(CoreCounts::default()), 0);
+        let nvidia = CoreCounts {
+            nvidia_sms: Some(132),
+            ..Default::default()
+        };
+        assert_eq!(multiprocessors(nvidia), 132);
+        // 6 engines of 2 arrays of 8 compute units.
+        let amd = CoreCounts {
+            amd: Some([6, 2, 8]),
+            ..Default::default()
+        };
+        assert_eq!(multiprocessors(amd), 96);
+        let arm = CoreCounts {
+            arm_cores: Some(10),
+            ..Default::default()
+        };
+        assert_eq!(multiprocessors(arm), 10);
+    }
 }
 
 #[cfg(test)]
