@@ -232,19 +232,21 @@ fn conv2d_nhwc_split_every_variant() {
     assert_clean(&ctx);
 }
 
+/// The key of [`gemm`]'s variant `name`.
+fn gemm_variant(name: &str) -> vkprism::VariantKey {
+    gemm::VARIANTS
+        .iter()
+        .find(|v| v.key.name() == name)
+        .unwrap_or_else(|| panic!("gemm has a variant {name}"))
+        .key
+}
+
 /// `split_for` splits configurations whose grid is small, over a long K, into at most
 /// `MAX_SPLIT` shares of at least two steps, and the grid's z follows; 128×256 tiles only where
 /// at least `MIN_WIDE_TILES` of them cover the result.
 #[test]
 fn split_for_splits_only_small_grids_over_long_k() {
-    let key = |name: &str| {
-        gemm::VARIANTS
-            .iter()
-            .find(|v| v.key.name() == name)
-            .unwrap()
-            .key
-    };
-    let (cm, plain) = (key("fp16s_lm_cm"), key("fp16s_lm_nocm"));
+    let (cm, plain) = (gemm_variant("fp16s_lm_cm"), gemm_variant("fp16s_lm_nocm"));
     let config = |k: &vkprism::VariantKey, mnk: (usize, usize, usize)| {
         GemmConfig::for_gemm(k, 32, mnk.0, mnk.1, mnk.2).split_for(mnk)
     };
@@ -336,11 +338,7 @@ fn split_for_splits_only_small_grids_over_long_k() {
 /// GPU of twice as many splits grids the H100 keeps whole, toward twice the workgroups.
 #[test]
 fn split_for_sms_scales_the_rule_by_the_multiprocessors() {
-    let cm = gemm::VARIANTS
-        .iter()
-        .find(|v| v.key.name() == "fp16s_lm_cm")
-        .unwrap()
-        .key;
+    let cm = gemm_variant("fp16s_lm_cm");
     let table = |mnk: (usize, usize, usize)| GemmConfig::for_gemm(&cm, 32, mnk.0, mnk.1, mnk.2);
     let shapes = [
         (4096, 512, 14336),
@@ -459,11 +457,7 @@ fn table_and_split_choices_fit_in_48_kib() {
 /// steps of 128×256 tiles (52,224 bytes) are over the 48 KiB limit: no table choice uses them.
 #[test]
 fn shared_memory_bytes_match_the_drivers_statistics() {
-    let key = gemm::VARIANTS
-        .iter()
-        .find(|v| v.key.name() == "fp16p_lm_cm")
-        .unwrap()
-        .key;
+    let key = gemm_variant("fp16p_lm_cm");
     let problem = GemmProblem::gemm(4096, 4096, 4096, false, false);
     // (subgroups, cm_tiles, BK, bytes the driver reported)
     let measured = [
