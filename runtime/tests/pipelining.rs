@@ -460,8 +460,8 @@ fn misuse_of_views_and_transfers_is_refused() {
 /// Proves the misuse of pending work: submitting a list whose run is still in flight is
 /// `StillPending`; a host write or read of a tensor (or a view of its buffer) a pending list
 /// binds is `TensorError::Pending`, and allowed again once the submission was waited for (or
-/// polled done); a readback read while its run is in flight is `NotComplete`; timings likewise;
-/// dropping a list with a run in flight waits for it.
+/// polled done); a readback read while its run is in flight is `NotComplete`; timings and an
+/// upload slot's write likewise `StillPending`; dropping a list with a run in flight waits.
 #[test]
 fn pending_work_refuses_resubmission_and_host_access() {
     let ctx = ctx();
@@ -494,9 +494,12 @@ fn pending_work_refuses_resubmission_and_host_access() {
     list.dispatch(&p, &spin::BufferBindings { x: &x }, &push, [n as u32, 1, 1])
         .unwrap();
     let out = list.download(&x.view(0, &[4]).unwrap()).unwrap();
+    let slot_tensor = Tensor::new(&ctx, &[4], TensorFormat::F32).unwrap();
+    let slot = list.upload_slot(&slot_tensor).unwrap();
     let mut s = list.submit().unwrap();
     let done_early = s.is_done().unwrap();
     let resubmit = list.submit().map(|_| ());
+    let slot_write = slot.write_f32(&[1.0; 4]);
     let write = x.upload_u32(&vec![0; n]);
     let view_read = x.view(4, &[4]).unwrap().download_u32();
     let read = out.read_u32();
@@ -505,6 +508,10 @@ fn pending_work_refuses_resubmission_and_host_access() {
         eprintln!("the device finished the spin before it could be checked pending");
     } else {
         assert!(matches!(resubmit.unwrap_err(), CommandError::StillPending));
+        assert!(matches!(
+            slot_write.unwrap_err(),
+            CommandError::StillPending
+        ));
         let e = write.unwrap_err();
         assert!(matches!(e, TensorError::Pending { pending: 1 }), "{e}");
         assert!(e.to_string().contains("wait for their Submission"), "{e}");
@@ -561,9 +568,11 @@ fn upload_slots_take_new_data_per_run() {
         let xs = random(n, 10 + step);
         input.write_f32(&xs).unwrap();
         let mut s = list.submit().unwrap();
-        if !s.is_done().unwrap() {
-            let e = input.write_f32(&xs).unwrap_err();
-            assert!(matches!(e, CommandError::StillPending), "{e}");
+        // The run may finish between a poll and the write, so a write that goes through must
+        // find it done; the spin test checks the refusal where the run is surely in flight.
+        match input.write_f32(&xs) {
+            Err(e) => assert!(matches!(e, CommandError::StillPending), "{e}"),
+            Ok(()) => assert!(s.is_done().unwrap(), "a slot took data during its run"),
         }
         s.wait().unwrap();
         assert_close(
