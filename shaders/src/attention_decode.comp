@@ -69,8 +69,8 @@ layout (push_constant) uniform parameter {
 } p;
 
 #include "rows.glsl"
-// A split row's shares: at most 256 (the operation layer's DECODE_MAX_SPLITS), all their
-// weights held.
+// A split row's shares: at most 256 (the operation layer's DECODE_MAX_SPLITS, held equal by
+// its unit test), all their weights held.
 #define MERGE_MAX_SPLITS 256
 #include "attention_merge.glsl"
 #include "attention_last_share.glsl"

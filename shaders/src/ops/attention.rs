@@ -109,7 +109,7 @@ fn decode_splits(chunks: usize) -> usize {
 }
 
 /// The most shares of a split [`attention_decode`] row: the shares whose weights its merge
-/// holds (`MERGE_MAX_SPLITS` in attention_decode.comp).
+/// holds (`MERGE_MAX_SPLITS` in attention_decode.comp; a unit test holds the two equal).
 const DECODE_MAX_SPLITS: usize = 256;
 
 /// [`attention_cm2`]'s query rows per workgroup, keys per step and workgroup: the fastest of
@@ -621,6 +621,19 @@ mod tests {
             hkv: 4,
             d,
         }
+    }
+
+    /// The kernel's merge holds the weights of `MERGE_MAX_SPLITS` shares; the rule must not
+    /// make more, and a smaller rule would leave the kernel's array oversized.
+    #[test]
+    fn the_share_limit_is_the_one_the_decode_kernel_holds() {
+        let source = include_str!("../attention_decode.comp");
+        let defined: Vec<usize> = source
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("#define MERGE_MAX_SPLITS "))
+            .map(|value| value.trim().parse().unwrap())
+            .collect();
+        assert_eq!(defined, vec![DECODE_MAX_SPLITS]);
     }
 
     #[test]
