@@ -400,15 +400,40 @@ impl Ops {
             position_in_buffer: pass.position.is_some() as i32,
             combine_last: combine_last as i32,
         };
-        let counts = self.share_counts(OP)?;
-        let push = s.push(pass.scale, pass.offset, splits);
         // Unread without `position_in_buffer`, but bound.
         let pos = match pass.position {
             Some(p) => p,
             None => self.unread_i32(OP)?,
         };
+        let side = RowsSide {
+            pos,
+            part,
+            counts: self.share_counts(OP)?,
+        };
+        let push = s.push(pass.scale, pass.offset, splits);
+        let constants = (&spec, &push);
+        let key =
+            self.rows_kernel_pass(list, s, [q, k, v, o], &side, (kernel, splits), constants)?;
+        if splits == 1 || combine_last {
+            return Ok(());
+        }
+        self.combine_pass(list, s, part, o, splits, key)
+    }
+
+    /// Records `kernel`'s pass (`spec`'s choices, made for the plain row kernel, carried to
+    /// the others' constants); returns the variant it ran.
+    fn rows_kernel_pass(
+        &self,
+        list: &mut CommandList,
+        s: &AttentionShape,
+        [q, k, v, o]: [&Tensor; 4],
+        side: &RowsSide,
+        (kernel, splits): (RowsKernel, usize),
+        (spec, push): (&attention::SpecConstants, &attention::PushConstants),
+    ) -> Result<VariantKey, OpError> {
         let format = q.format();
-        let key = match kernel {
+        let RowsSide { pos, part, counts } = *side;
+        match kernel {
             RowsKernel::Decode { invocations } => {
                 let kernel =
                     self.kernel_for::<attention_decode::Kernel>(OP, "q_blob", format, false)?;
@@ -429,7 +454,7 @@ impl Ops {
                     count_blob: counts,
                 };
                 let grid = s.decode_grid(invocations, splits);
-                rows_pass(list, &kernel, &spec, &b, &push, (invocations, grid))?
+                rows_pass(list, &kernel, &spec, &b, push, (invocations, grid))
             }
             RowsKernel::Grouped => {
                 let kernel =
@@ -449,7 +474,7 @@ impl Ops {
                     pos_blob: pos,
                 };
                 let grid = s.grouped_grid(splits);
-                rows_pass(list, &kernel, &spec, &b, &push, (256, grid))?
+                rows_pass(list, &kernel, &spec, &b, push, (256, grid))
             }
             RowsKernel::Quads => {
                 let kernel = self.kernel_for::<attention4::Kernel>(OP, "q_blob", format, false)?;
@@ -462,7 +487,7 @@ impl Ops {
                     pos_blob: pos,
                     count_blob: counts,
                 };
-                rows_pass(list, &kernel, &spec, &b, &push, (64, s.grid(splits)))?
+                rows_pass(list, &kernel, spec, &b, push, (64, s.grid(splits)))
             }
             RowsKernel::Scalar => {
                 let kernel = self.kernel_for::<attention::Kernel>(OP, "q_blob", format, false)?;
@@ -475,13 +500,22 @@ impl Ops {
                     pos_blob: pos,
                     count_blob: counts,
                 };
-                rows_pass(list, &kernel, &spec, &b, &push, (64, s.grid(splits)))?
+                rows_pass(list, &kernel, spec, &b, push, (64, s.grid(splits)))
             }
-        };
-        if splits == 1 || combine_last {
-            return Ok(());
         }
-        // The combine pass runs in the first pass's variant (float mode and subgroups).
+    }
+
+    /// The combine pass merging `splits` shares of `part` into `o`, in the row pass's variant
+    /// `key` (its float mode and subgroups).
+    fn combine_pass(
+        &self,
+        list: &mut CommandList,
+        s: &AttentionShape,
+        part: &Tensor,
+        o: &Tensor,
+        splits: usize,
+        key: VariantKey,
+    ) -> Result<(), OpError> {
         let combine = self.kernel_exact::<attention_combine::Kernel>(OP, key)?;
         let pipe = pipeline(
             OP,
@@ -498,6 +532,15 @@ impl Ops {
             list.dispatch(&pipe, &bindings, &s.combine_push(splits), s.combine_grid()),
         )
     }
+}
+
+/// The buffers a row kernel's pass binds besides its operands: the position (bound even where
+/// unread), the shares' partial results and their counters.
+#[derive(Copy, Clone)]
+struct RowsSide<'a> {
+    pos: &'a Tensor,
+    part: &'a Tensor,
+    counts: &'a Tensor,
 }
 
 /// What the row kernel's pass takes besides its operands.
