@@ -6,6 +6,7 @@ use super::{CommandError, CommandList, ResId};
 use crate::device::{record_dispatch, DispatchCommands};
 use crate::kernel::{Bindings, Kernel, Resource};
 use crate::pipeline::{descriptor_type, LoadedKernel, Pipeline};
+use crate::{Image, Tensor};
 use ash::vk;
 use std::any::Any;
 use std::sync::Arc;
@@ -132,72 +133,12 @@ impl CommandList {
         b: &BindingInfo,
         resource: Resource<'_>,
     ) -> Result<(), CommandError> {
-        let mismatch = |got| CommandError::FormatMismatch {
-            kernel: info.name,
-            variant: variant.key.name(),
-            binding: b.binding,
-            name: b.name,
-            expected: b.format,
-            got,
-        };
         match (b.kind, resource) {
             (BindingKind::StorageBuffer | BindingKind::UniformBuffer, Resource::Buffer(t)) => {
-                if !Arc::ptr_eq(&t.inner.shared, &self.shared) {
-                    return Err(CommandError::ForeignResource);
-                }
-                if b.format != TensorFormat::Raw && t.format() != b.format {
-                    return Err(mismatch(t.format()));
-                }
-                let limits = &self.shared.properties.limits;
-                let (alignment, limit_name) = if b.kind == BindingKind::UniformBuffer {
-                    let a = limits.min_uniform_buffer_offset_alignment;
-                    (a, "minUniformBufferOffsetAlignment")
-                } else {
-                    let a = limits.min_storage_buffer_offset_alignment;
-                    (a, "minStorageBufferOffsetAlignment")
-                };
-                if !t.offset.is_multiple_of(alignment.max(1)) {
-                    return Err(CommandError::MisalignedView {
-                        kernel: info.name,
-                        binding: b.binding,
-                        name: b.name,
-                        offset: t.offset,
-                        limit_name,
-                        alignment,
-                    });
-                }
-                // A buffer over maxUniformBufferRange was made without uniform usage: a view of
-                // it can't be bound as a uniform buffer, however small.
-                let uniform_limit = self.shared.features.limits.max_uniform_buffer_range;
-                if b.kind == BindingKind::UniformBuffer && t.inner.size > uniform_limit {
-                    return Err(CommandError::RangeTooLarge {
-                        kernel: info.name,
-                        binding: b.binding,
-                        name: b.name,
-                        size: t.inner.size,
-                        limit_name: "maxUniformBufferRange (of the view's whole buffer)",
-                        limit: uniform_limit,
-                    });
-                }
-                self.check_buffer_size(info, b, t.size_bytes())
+                self.check_buffer_binding(info, variant, b, t)
             }
             (BindingKind::SampledImage | BindingKind::StorageImage, Resource::Image(im)) => {
-                if !Arc::ptr_eq(&im.inner.shared, &self.shared) {
-                    return Err(CommandError::ForeignResource);
-                }
-                if im.format() != b.format {
-                    return Err(mismatch(im.format()));
-                }
-                if b.dims != 0 && im.dims() != b.dims {
-                    return Err(CommandError::ImageDims {
-                        kernel: info.name,
-                        binding: b.binding,
-                        name: b.name,
-                        want: b.dims,
-                        got: im.dims(),
-                    });
-                }
-                Ok(())
+                self.check_image_binding(info, variant, b, im)
             }
             (kind, resource) => Err(CommandError::KindMismatch {
                 kernel: info.name,
@@ -210,6 +151,81 @@ impl CommandList {
                 },
             }),
         }
+    }
+
+    /// A buffer (or view) bound to a buffer binding: this device's, the binding's format, its
+    /// offset aligned as the binding's kind needs, its size within the kind's range.
+    fn check_buffer_binding(
+        &self,
+        info: &KernelInfo,
+        variant: &VariantInfo,
+        b: &BindingInfo,
+        t: &Tensor,
+    ) -> Result<(), CommandError> {
+        if !Arc::ptr_eq(&t.inner.shared, &self.shared) {
+            return Err(CommandError::ForeignResource);
+        }
+        if b.format != TensorFormat::Raw && t.format() != b.format {
+            return Err(format_mismatch(info, variant, b, t.format()));
+        }
+        let limits = &self.shared.properties.limits;
+        let (alignment, limit_name) = if b.kind == BindingKind::UniformBuffer {
+            let a = limits.min_uniform_buffer_offset_alignment;
+            (a, "minUniformBufferOffsetAlignment")
+        } else {
+            let a = limits.min_storage_buffer_offset_alignment;
+            (a, "minStorageBufferOffsetAlignment")
+        };
+        if !t.offset.is_multiple_of(alignment.max(1)) {
+            return Err(CommandError::MisalignedView {
+                kernel: info.name,
+                binding: b.binding,
+                name: b.name,
+                offset: t.offset,
+                limit_name,
+                alignment,
+            });
+        }
+        // A buffer over maxUniformBufferRange was made without uniform usage: a view of it
+        // can't be bound as a uniform buffer, however small.
+        let uniform_limit = self.shared.features.limits.max_uniform_buffer_range;
+        if b.kind == BindingKind::UniformBuffer && t.inner.size > uniform_limit {
+            return Err(CommandError::RangeTooLarge {
+                kernel: info.name,
+                binding: b.binding,
+                name: b.name,
+                size: t.inner.size,
+                limit_name: "maxUniformBufferRange (of the view's whole buffer)",
+                limit: uniform_limit,
+            });
+        }
+        self.check_buffer_size(info, b, t.size_bytes())
+    }
+
+    /// An image bound to an image binding: this device's, the binding's format and dimensions.
+    fn check_image_binding(
+        &self,
+        info: &KernelInfo,
+        variant: &VariantInfo,
+        b: &BindingInfo,
+        im: &Image,
+    ) -> Result<(), CommandError> {
+        if !Arc::ptr_eq(&im.inner.shared, &self.shared) {
+            return Err(CommandError::ForeignResource);
+        }
+        if im.format() != b.format {
+            return Err(format_mismatch(info, variant, b, im.format()));
+        }
+        if b.dims != 0 && im.dims() != b.dims {
+            return Err(CommandError::ImageDims {
+                kernel: info.name,
+                binding: b.binding,
+                name: b.name,
+                want: b.dims,
+                got: im.dims(),
+            });
+        }
+        Ok(())
     }
 
     /// A buffer of `size` bytes must hold whole elements and fit the binding's range limit.
@@ -304,6 +320,23 @@ impl CommandList {
         self.keep.push(kernel.clone() as Arc<dyn Any + Send + Sync>);
         self.names.push(K::INFO.name);
         Ok(())
+    }
+}
+
+/// `b` of `variant` given a resource of format `got`.
+fn format_mismatch(
+    info: &KernelInfo,
+    variant: &VariantInfo,
+    b: &BindingInfo,
+    got: TensorFormat,
+) -> CommandError {
+    CommandError::FormatMismatch {
+        kernel: info.name,
+        variant: variant.key.name(),
+        binding: b.binding,
+        name: b.name,
+        expected: b.format,
+        got,
     }
 }
 
