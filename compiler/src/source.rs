@@ -192,103 +192,147 @@ impl Source {
                 Some(f) => format!("{}:{}", f.display(), i + 1),
                 None => self.locate(i as u32 + 1),
             };
-            let (name, angle, shown) = match target {
-                Include::Quoted(name) => (name, false, format!("\"{name}\"")),
-                Include::Angle(name) => (name, true, format!("<{name}>")),
+            let (path, canonical, text) = match self.read_include(cx, target, &at, dir, walk) {
+                IncludeStep::Skip => continue,
+                IncludeStep::Stop => return,
+                IncludeStep::Scan(path, canonical, text) => (path, canonical, text),
             };
-            let search = &self.meta.options.include_dirs;
-            let path = match resolve_include(name, angle, dir, search) {
-                Some(p) => p,
-                None if angle => {
-                    cx.error(
-                        self.span,
-                        format!("{at}: #include <{name}>: {}", not_in_search_dirs(search)),
-                    );
-                    walk.ok = false;
-                    continue;
-                }
-                // Not found: reading it says so, naming the path tried first.
-                None => dir.join(name),
-            };
-            let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
-            if let Some(k) = walk.stack.iter().position(|p| *p == canonical) {
-                let mut chain: Vec<String> = walk.stack[k..]
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect();
-                chain.push(canonical.display().to_string());
-                if walk.cycles.insert(walk.stack[k..].to_vec()) {
-                    cx.error(self.span, format!("{}: #include {shown} makes a cycle: {}; guard the file with #ifndef/#define or remove the include", at, chain.join(" includes ")));
-                }
-                walk.ok = false;
-                continue;
-            }
-            if walk.stack.len() > MAX_INCLUDE_DEPTH {
-                cx.error(
-                    self.span,
-                    format!(
-                        "{}: #include {shown} nests includes more than {MAX_INCLUDE_DEPTH} deep",
-                        at
-                    ),
-                );
-                walk.ok = false;
-                continue;
-            }
-            let parent = walk.stack.last().cloned().unwrap_or_default();
-            walk.edges
-                .entry(parent)
-                .or_default()
-                .push(canonical.clone());
-            if !walk.scanned.insert(canonical.clone()) {
-                // Read and scanned already (a diamond): its includes are recorded.
-                continue;
-            }
-            if walk.scanned.len() > MAX_INCLUDE_FILES {
-                if !walk.too_many {
-                    cx.error(self.span, format!("{}: #include {shown}: more than {MAX_INCLUDE_FILES} distinct included files", at));
-                }
-                walk.too_many = true;
-                walk.ok = false;
-                return;
-            }
-            let budget = MAX_TOTAL_BYTES.saturating_sub(self.all_text.len());
-            let t = match read_text(&path, MAX_FILE_BYTES.min(budget)) {
-                Ok(t) => t,
-                Err(ReadError::TooLarge { limit }) if limit < MAX_FILE_BYTES => {
-                    cx.error(self.span, format!("{}: #include {shown}: {} brings the kernel text and its includes over {MAX_TOTAL_BYTES} bytes in total", at, path.display()));
-                    walk.ok = false;
-                    return;
-                }
-                Err(e) => {
-                    cx.error(self.span, format!("{}: #include {shown} {}; `#include \"…\"` resolves relative to the including file, then in the `include` directories", at, e.describe(&path)));
-                    walk.ok = false;
-                    continue;
-                }
-            };
-            if let Some(l) = nul_line(&t) {
-                cx.error(
-                    self.span,
-                    format!(
-                        "{}:{l}: a NUL byte in included file (included at {})",
-                        path.display(),
-                        at
-                    ),
-                );
-                walk.ok = false;
-                continue;
-            }
-            walk.sizes.insert(canonical.clone(), t.len());
+            walk.sizes.insert(canonical.clone(), text.len());
             self.files.push(path.clone());
             self.all_text.push('\n');
-            self.all_text.push_str(&t);
+            self.all_text.push_str(&text);
             let sub = path.parent().map(Path::to_path_buf).unwrap_or_default();
             walk.stack.push(canonical);
-            self.scan_includes(cx, &t, &sub, Some(&path), walk);
+            self.scan_includes(cx, &text, &sub, Some(&path), walk);
             walk.stack.pop();
             if walk.too_many {
                 return;
             }
         }
+    }
+
+    /// Resolves, checks and reads the file one `#include` line at `at` names: its text to
+    /// scan, or `Skip` (an error reported, or a file scanned already) or `Stop` (a limit on the
+    /// whole kernel reached, reported).
+    fn read_include(
+        &mut self,
+        cx: &Ctxt,
+        target: Include<'_>,
+        at: &str,
+        dir: &Path,
+        walk: &mut Walk,
+    ) -> IncludeStep {
+        let (name, angle, shown) = match target {
+            Include::Quoted(name) => (name, false, format!("\"{name}\"")),
+            Include::Angle(name) => (name, true, format!("<{name}>")),
+        };
+        let search = &self.meta.options.include_dirs;
+        let path = match resolve_include(name, angle, dir, search) {
+            Some(p) => p,
+            None if angle => {
+                let why = not_in_search_dirs(search);
+                cx.error(self.span, format!("{at}: #include <{name}>: {why}"));
+                walk.ok = false;
+                return IncludeStep::Skip;
+            }
+            // Not found: reading it says so, naming the path tried first.
+            None => dir.join(name),
+        };
+        let canonical = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+        if !self.nesting_allowed(cx, &canonical, at, &shown, walk) {
+            walk.ok = false;
+            return IncludeStep::Skip;
+        }
+        let parent = walk.stack.last().cloned().unwrap_or_default();
+        walk.edges
+            .entry(parent)
+            .or_default()
+            .push(canonical.clone());
+        if !walk.scanned.insert(canonical.clone()) {
+            // Read and scanned already (a diamond): its includes are recorded.
+            return IncludeStep::Skip;
+        }
+        if walk.scanned.len() > MAX_INCLUDE_FILES {
+            if !walk.too_many {
+                cx.error(self.span, format!("{at}: #include {shown}: more than {MAX_INCLUDE_FILES} distinct included files"));
+            }
+            walk.too_many = true;
+            walk.ok = false;
+            return IncludeStep::Stop;
+        }
+        match self.read_included_file(cx, &path, at, &shown) {
+            Ok(text) => IncludeStep::Scan(path, canonical, text),
+            Err(step) => {
+                walk.ok = false;
+                step
+            }
+        }
+    }
+
+    /// Whether including `canonical` keeps the includes acyclic and within
+    /// [`MAX_INCLUDE_DEPTH`]; where not, the error is reported (a cycle once, with its chain).
+    fn nesting_allowed(
+        &self,
+        cx: &Ctxt,
+        canonical: &PathBuf,
+        at: &str,
+        shown: &str,
+        walk: &mut Walk,
+    ) -> bool {
+        if let Some(k) = walk.stack.iter().position(|p| p == canonical) {
+            let mut chain: Vec<String> = walk.stack[k..]
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            chain.push(canonical.display().to_string());
+            if walk.cycles.insert(walk.stack[k..].to_vec()) {
+                cx.error(self.span, format!("{}: #include {shown} makes a cycle: {}; guard the file with #ifndef/#define or remove the include", at, chain.join(" includes ")));
+            }
+            return false;
+        }
+        if walk.stack.len() > MAX_INCLUDE_DEPTH {
+            cx.error(
+                self.span,
+                format!("{at}: #include {shown} nests includes more than {MAX_INCLUDE_DEPTH} deep"),
+            );
+            return false;
+        }
+        true
+    }
+
+    /// The text of the included file `path` within what the kernel's total leaves, with no NUL
+    /// byte; or the error reported and the step it leaves (`Stop` past the total).
+    fn read_included_file(
+        &self,
+        cx: &Ctxt,
+        path: &Path,
+        at: &str,
+        shown: &str,
+    ) -> Result<String, IncludeStep> {
+        let budget = MAX_TOTAL_BYTES.saturating_sub(self.all_text.len());
+        let text = match read_text(path, MAX_FILE_BYTES.min(budget)) {
+            Ok(t) => t,
+            Err(ReadError::TooLarge { limit }) if limit < MAX_FILE_BYTES => {
+                cx.error(self.span, format!("{}: #include {shown}: {} brings the kernel text and its includes over {MAX_TOTAL_BYTES} bytes in total", at, path.display()));
+                return Err(IncludeStep::Stop);
+            }
+            Err(e) => {
+                cx.error(self.span, format!("{}: #include {shown} {}; `#include \"…\"` resolves relative to the including file, then in the `include` directories", at, e.describe(path)));
+                return Err(IncludeStep::Skip);
+            }
+        };
+        if let Some(l) = nul_line(&text) {
+            cx.error(
+                self.span,
+                format!(
+                    "{}:{l}: a NUL byte in included file (included at {})",
+                    path.display(),
+                    at
+                ),
+            );
+            return Err(IncludeStep::Skip);
+        }
+        Ok(text)
     }
 
     /// Checks the main text (size, NUL bytes) and reads its includes; `main` is the canonical
@@ -489,6 +533,16 @@ pub const MAX_INCLUDE_EXPANSIONS: u64 = 4096;
 pub const MAX_EXPANDED_BYTES: u64 = 16 << 20;
 /// The deepest nesting of includes.
 pub const MAX_INCLUDE_DEPTH: usize = 32;
+
+/// What [`Source::read_include`] leaves the scan of a file to do next.
+enum IncludeStep {
+    /// Go on with the next line (the include was reported, or its file scanned already).
+    Skip,
+    /// End the whole scan (a limit on the kernel's includes was reached and reported).
+    Stop,
+    /// Scan this file (its path, canonical path and text).
+    Scan(PathBuf, PathBuf, String),
+}
 
 /// The state of one walk over the includes.
 #[derive(Default)]

@@ -219,6 +219,41 @@ fn includes_over_the_total_are_refused() {
 }
 
 #[test]
+fn includes_nested_past_the_depth_are_refused_at_the_include() {
+    // f0 includes f1, ... each a distinct file: no cycle, only depth.
+    let dir = scratch("deep");
+    for k in 0..40 {
+        std::fs::write(
+            dir.join(format!("f{k}.glsl")),
+            format!("#include \"f{}.glsl\"\n", k + 1),
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("f40.glsl"), "").unwrap();
+    let errs = errors(&dir, &format!("#version 450\n#include \"f0.glsl\"\n{BODY}"));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].contains("nests includes more than 32 deep") && errs[0].contains("f32.glsl:1"),
+        "{errs:?}"
+    );
+}
+
+#[test]
+fn a_nul_byte_in_an_included_file_names_the_file_line_and_include() {
+    let dir = scratch("nul");
+    std::fs::write(dir.join("bad.glsl"), "// fine\nint x\0;\n").unwrap();
+    let errs = errors(
+        &dir,
+        &format!("#version 450\n#include \"bad.glsl\"\n{BODY}"),
+    );
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].contains("bad.glsl:2: a NUL byte") && errs[0].contains("included at test.comp:2"),
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn too_many_included_files_are_refused() {
     let dir = scratch("many");
     let mut main = String::from("#version 450\n");
