@@ -307,62 +307,16 @@ impl TuningCache {
         let Some(first) = lines.first() else {
             return Err(CacheError::Truncated);
         };
-        let header = first.strip_suffix('\n').unwrap_or(first);
-        match header.split_once(' ') {
-            Some((MAGIC, version)) if version == FORMAT_VERSION.to_string() => {}
-            Some((MAGIC, version)) if !version.is_empty() && first.ends_with('\n') => {
-                return Err(CacheError::Version {
-                    found: version.chars().take(32).collect(),
-                })
-            }
-            _ if !first.ends_with('\n')
-                && format!("{MAGIC} {FORMAT_VERSION}").starts_with(header) =>
-            {
-                return Err(CacheError::Truncated)
-            }
-            _ => {
-                return Err(CacheError::Corrupt {
-                    line: 1,
-                    reason: format!(
-                        "not a vkprism tuning cache (no `{MAGIC} {FORMAT_VERSION}` line)"
-                    ),
-                })
-            }
-        }
-        // The last line, complete: `end <8 decimal digits> <16 hex digits>\n`.
-        let last = lines[lines.len() - 1];
-        let end = last
-            .strip_suffix('\n')
-            .and_then(|l| l.strip_prefix("end "))
-            .and_then(|l| l.split_once(' '))
-            .filter(|(count, hash)| {
-                count.len() == 8
-                    && hash.len() == 16
-                    && count.bytes().all(|b| b.is_ascii_digit())
-                    && hash.bytes().all(|b| b.is_ascii_hexdigit())
-            });
-        let Some((count, hash)) = end else {
-            return Err(CacheError::Truncated);
-        };
-        let end_line = lines.len();
-        let body = &text[..text.len() - last.len()];
-        let corrupt = |line: usize, reason: String| CacheError::Corrupt { line, reason };
-        if u64::from_str_radix(hash, 16).ok() != Some(fnv1a(body.as_bytes())) {
-            return Err(corrupt(
-                end_line,
-                "the hash does not match the contents (changed or damaged)".into(),
-            ));
-        }
+        check_header(first)?;
+        let count = check_end(text, &lines)?;
         let file_device = lines
             .get(1)
             .filter(|_| lines.len() > 2)
             .and_then(|l| parse_device(l.trim_end_matches('\n')))
-            .ok_or_else(|| {
-                corrupt(
-                    2,
-                    "expected `device <vendor> <device> <driver version>` (8 hex digits each)"
-                        .into(),
-                )
+            .ok_or_else(|| CacheError::Corrupt {
+                line: 2,
+                reason: "expected `device <vendor> <device> <driver version>` (8 hex digits each)"
+                    .into(),
             })?;
         if file_device != device {
             return Err(CacheError::ForeignDevice {
@@ -370,27 +324,12 @@ impl TuningCache {
                 this: device,
             });
         }
-        let mut cache = TuningCache::new(device);
-        for (i, line) in lines[2..lines.len() - 1].iter().enumerate() {
-            let number = i + 3;
-            let line = line.trim_end_matches('\n');
-            if line.starts_with('#') {
-                continue;
-            }
-            let (key, tuned) = parse_entry(line).map_err(|why| corrupt(number, why))?;
-            if cache.entries.insert(key, tuned).is_some() {
-                return Err(corrupt(
-                    number,
-                    "a second entry for the same problem".into(),
-                ));
-            }
-        }
-        let count: usize = count.parse().unwrap_or(usize::MAX);
+        let cache = parse_entries(device, &lines[2..lines.len() - 1])?;
         if count != cache.len() {
-            return Err(corrupt(
-                end_line,
-                format!("says {count} entries, the file holds {}", cache.len()),
-            ));
+            return Err(CacheError::Corrupt {
+                line: lines.len(),
+                reason: format!("says {count} entries, the file holds {}", cache.len()),
+            });
         }
         Ok(cache)
     }
@@ -454,6 +393,75 @@ fn parse_device(line: &str) -> Option<CacheDevice> {
         driver_version: hex()?,
     };
     words.next().is_none().then_some(d)
+}
+
+/// Checks a cache file's first line, `vkprism-tuning <FORMAT_VERSION>`: another version, a
+/// cut of that line, or anything else is its error.
+fn check_header(first: &str) -> Result<(), CacheError> {
+    let header = first.strip_suffix('\n').unwrap_or(first);
+    match header.split_once(' ') {
+        Some((MAGIC, version)) if version == FORMAT_VERSION.to_string() => Ok(()),
+        Some((MAGIC, version)) if !version.is_empty() && first.ends_with('\n') => {
+            Err(CacheError::Version {
+                found: version.chars().take(32).collect(),
+            })
+        }
+        _ if !first.ends_with('\n') && format!("{MAGIC} {FORMAT_VERSION}").starts_with(header) => {
+            Err(CacheError::Truncated)
+        }
+        _ => Err(CacheError::Corrupt {
+            line: 1,
+            reason: format!("not a vkprism tuning cache (no `{MAGIC} {FORMAT_VERSION}` line)"),
+        }),
+    }
+}
+
+/// Checks a cache file's last line, complete (`end <8 decimal digits> <16 hex digits>\n`),
+/// against the hash of the text before it; returns the entry count it states.
+fn check_end(text: &str, lines: &[&str]) -> Result<usize, CacheError> {
+    let last = lines[lines.len() - 1];
+    let end = last
+        .strip_suffix('\n')
+        .and_then(|l| l.strip_prefix("end "))
+        .and_then(|l| l.split_once(' '))
+        .filter(|(count, hash)| {
+            count.len() == 8
+                && hash.len() == 16
+                && count.bytes().all(|b| b.is_ascii_digit())
+                && hash.bytes().all(|b| b.is_ascii_hexdigit())
+        });
+    let Some((count, hash)) = end else {
+        return Err(CacheError::Truncated);
+    };
+    let body = &text[..text.len() - last.len()];
+    if u64::from_str_radix(hash, 16).ok() != Some(fnv1a(body.as_bytes())) {
+        return Err(CacheError::Corrupt {
+            line: lines.len(),
+            reason: "the hash does not match the contents (changed or damaged)".into(),
+        });
+    }
+    Ok(count.parse().unwrap_or(usize::MAX))
+}
+
+/// The entries of `lines` (a file's from its third line, `#` comments skipped), each problem
+/// once, or the first bad line's error.
+fn parse_entries(device: CacheDevice, lines: &[&str]) -> Result<TuningCache, CacheError> {
+    let mut cache = TuningCache::new(device);
+    for (i, line) in lines.iter().enumerate() {
+        let corrupt = |reason| CacheError::Corrupt {
+            line: i + 3,
+            reason,
+        };
+        let line = line.trim_end_matches('\n');
+        if line.starts_with('#') {
+            continue;
+        }
+        let (key, tuned) = parse_entry(line).map_err(corrupt)?;
+        if cache.entries.insert(key, tuned).is_some() {
+            return Err(corrupt("a second entry for the same problem".into()));
+        }
+    }
+    Ok(cache)
 }
 
 fn parse_entry(line: &str) -> Result<(TuneKey, Tuned), String> {
