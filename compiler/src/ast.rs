@@ -353,29 +353,8 @@ impl Invocation {
             .take()
             .unwrap_or_else(|| syn::parse_quote!(::vkprism));
         let Some(kernels) = keys.shaders.take() else {
-            keys.check_bytes(cx);
-            if !keys.source_given {
-                cx.error(
-                    input.name.span(),
-                    "missing kernel source: add `src: \"...\"`, `path: \"file.comp\"` or `bytes: \"file.spv\"`",
-                );
-            }
-            return Invocation::One(KernelSpec {
-                attrs: input.attrs,
-                vis: input.vis,
-                name: input.name,
-                source: keys.source,
-                variants: keys.variants,
-                krate,
-                options: crate::options::KernelOptions {
-                    defines: keys.defines.unwrap_or_default(),
-                    include_dirs: keys.include_dirs.unwrap_or_default(),
-                    vulkan_version: keys.vulkan_version.unwrap_or_default(),
-                },
-                dump,
-                nesting: 0,
-                shares: Vec::new(),
-            });
+            let module = (input.attrs, input.vis, input.name);
+            return Invocation::One(one_kernel(cx, module, keys, krate, dump));
         };
         if kernels.is_empty() {
             cx.error(
@@ -399,40 +378,7 @@ impl Invocation {
                 continue;
             }
             names.push(kernel.name.clone());
-            let kcx = Ctxt::new();
-            let own = Keys::parse(&kcx, kernel.entries, KERNEL_KEYS, Place::Kernel);
-            own.check_bytes(&kcx);
-            if !own.source_given {
-                kcx.error(
-                    kernel.name.span(),
-                    format!("missing source for kernel `{}`: add `src: \"...\"`, `path: \"file.comp\"` or `bytes: \"file.spv\"`", kernel.name),
-                );
-            }
-            let spec = KernelSpec {
-                attrs: kernel.attrs,
-                vis: syn::parse_quote!(pub),
-                name: kernel.name,
-                source: own.source,
-                variants: own.variants.or_else(|| keys.variants.clone()),
-                krate: krate.clone(),
-                options: crate::options::KernelOptions {
-                    defines: merge_defines(keys.defines.as_deref(), own.defines),
-                    include_dirs: own
-                        .include_dirs
-                        .into_iter()
-                        .flatten()
-                        .chain(keys.include_dirs.iter().flatten().cloned())
-                        .collect(),
-                    vulkan_version: own
-                        .vulkan_version
-                        .or(keys.vulkan_version)
-                        .unwrap_or_default(),
-                },
-                dump: dump.clone(),
-                nesting: 1,
-                shares: own.shares,
-            };
-            specs.push((kcx, spec));
+            specs.push(listed_kernel(kernel, &keys, &krate, &dump));
         }
         Invocation::Many {
             attrs: input.attrs,
@@ -441,6 +387,84 @@ impl Invocation {
             kernels: specs,
         }
     }
+}
+
+/// The one kernel of an invocation without `shaders` (its module's attributes, visibility and
+/// name), from its checked `keys`.
+fn one_kernel(
+    cx: &Ctxt,
+    (attrs, vis, name): (Vec<Attribute>, Visibility, Ident),
+    keys: Keys,
+    krate: syn::Path,
+    dump: Option<(std::path::PathBuf, Span)>,
+) -> KernelSpec {
+    keys.check_bytes(cx);
+    if !keys.source_given {
+        cx.error(
+            name.span(),
+            "missing kernel source: add `src: \"...\"`, `path: \"file.comp\"` or `bytes: \"file.spv\"`",
+        );
+    }
+    KernelSpec {
+        attrs,
+        vis,
+        name,
+        source: keys.source,
+        variants: keys.variants,
+        krate,
+        options: crate::options::KernelOptions {
+            defines: keys.defines.unwrap_or_default(),
+            include_dirs: keys.include_dirs.unwrap_or_default(),
+            vulkan_version: keys.vulkan_version.unwrap_or_default(),
+        },
+        dump,
+        nesting: 0,
+        shares: Vec::new(),
+    }
+}
+
+/// A kernel listed under `shaders`, its own keys checked into a context of its own, over the
+/// invocation's `global` keys (variants, defines, include directories, Vulkan version).
+fn listed_kernel(
+    kernel: KernelEntry,
+    global: &Keys,
+    krate: &syn::Path,
+    dump: &Option<(std::path::PathBuf, Span)>,
+) -> (Ctxt, KernelSpec) {
+    let kcx = Ctxt::new();
+    let own = Keys::parse(&kcx, kernel.entries, KERNEL_KEYS, Place::Kernel);
+    own.check_bytes(&kcx);
+    if !own.source_given {
+        kcx.error(
+            kernel.name.span(),
+            format!("missing source for kernel `{}`: add `src: \"...\"`, `path: \"file.comp\"` or `bytes: \"file.spv\"`", kernel.name),
+        );
+    }
+    let spec = KernelSpec {
+        attrs: kernel.attrs,
+        vis: syn::parse_quote!(pub),
+        name: kernel.name,
+        source: own.source,
+        variants: own.variants.or_else(|| global.variants.clone()),
+        krate: krate.clone(),
+        options: crate::options::KernelOptions {
+            defines: merge_defines(global.defines.as_deref(), own.defines),
+            include_dirs: own
+                .include_dirs
+                .into_iter()
+                .flatten()
+                .chain(global.include_dirs.iter().flatten().cloned())
+                .collect(),
+            vulkan_version: own
+                .vulkan_version
+                .or(global.vulkan_version)
+                .unwrap_or_default(),
+        },
+        dump: dump.clone(),
+        nesting: 1,
+        shares: own.shares,
+    };
+    (kcx, spec)
 }
 
 /// The global defines, then the kernel's own: a kernel's define replaces a global one of the
