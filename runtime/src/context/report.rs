@@ -77,6 +77,18 @@ impl DeviceReport {
 
 impl fmt::Display for DeviceReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write_identity(f)?;
+        self.write_memory(f)?;
+        writeln!(f, "features: {}", self.features.features)?;
+        self.write_limits(f)?;
+        self.write_matrices(f)?;
+        write!(f, "options:  {}", self.options)
+    }
+}
+
+impl DeviceReport {
+    /// The device, driver, ids and Vulkan version lines.
+    fn write_identity(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let v = self.api_version;
         writeln!(f, "device:   {} ({})", self.name, self.device_type)?;
         writeln!(f, "driver:   {} {}", self.driver_name, self.driver_info)?;
@@ -91,7 +103,11 @@ impl fmt::Display for DeviceReport {
             vk::api_version_major(v),
             vk::api_version_minor(v),
             vk::api_version_patch(v)
-        )?;
+        )
+    }
+
+    /// A line per heap with its memory types under it, then how tensors reach the host.
+    fn write_memory(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, (size, local)) in self.heaps.iter().enumerate() {
             writeln!(
                 f,
@@ -117,8 +133,11 @@ impl fmt::Display for DeviceReport {
         } else {
             "discrete (staged copies)"
         };
-        writeln!(f, "memory:   {memory}")?;
-        writeln!(f, "features: {}", self.features.features)?;
+        writeln!(f, "memory:   {memory}")
+    }
+
+    /// The compute limits, and the multiprocessors where the device says.
+    fn write_limits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let l = &self.features.limits;
         writeln!(
             f,
@@ -135,6 +154,11 @@ impl fmt::Display for DeviceReport {
         if l.multiprocessors > 0 {
             writeln!(f, "SMs/CUs:  {}", l.multiprocessors)?;
         }
+        Ok(())
+    }
+
+    /// The cooperative-matrix shapes: subgroup scope, then workgroup scope, where listed.
+    fn write_matrices(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let subgroup: Vec<String> = self
             .features
             .cooperative_matrices
@@ -162,7 +186,7 @@ impl fmt::Display for DeviceReport {
                 workgroup.join(", ")
             )?;
         }
-        write!(f, "options:  {}", self.options)
+        Ok(())
     }
 }
 
