@@ -51,42 +51,9 @@ impl Ops {
         op: ReduceOp,
     ) -> Result<(), OpError> {
         const OP: &str = "reduce";
-        let xs = x.shape();
-        if axis >= xs.len() {
-            return Err(OpError::Unsupported {
-                op: OP,
-                why: format!("axis {axis} of a tensor of shape {xs:?}"),
-            });
-        }
-        nonempty(OP, "x", x)?;
-        let mut kept = xs.to_vec();
-        kept[axis] = 1;
-        let mut removed = xs.to_vec();
-        removed.remove(axis);
-        if out.shape() != kept && (removed.is_empty() || out.shape() != removed) {
-            return Err(OpError::Shape {
-                op: OP,
-                operand: "out",
-                got: out.shape().to_vec(),
-                want: format!("x's shape without axis {axis}: {removed:?} or {kept:?}"),
-            });
-        }
-        let format = float_format(OP, "x", x)?;
-        let want = if op == ReduceOp::ArgMax {
-            TensorFormat::I32
-        } else {
-            format
-        };
-        if out.format() != want {
-            return Err(OpError::Format {
-                op: OP,
-                operand: "out",
-                got: out.format(),
-                want: format!("{want:?}"),
-            });
-        }
+        let format = check_reduce(x, out, axis, op)?;
         not_aliased(OP, out, "out", &[("x", Some(x))])?;
-        let s = ReduceShape::of(xs, axis);
+        let s = ReduceShape::of(x.shape(), axis);
         let local = s.local_size_within(
             self.ctx
                 .features()
@@ -122,4 +89,50 @@ impl Ops {
             }
         }
     }
+}
+
+/// `x`'s float format, where `axis` is one of x's, x is not empty, and `out` has x's shape
+/// without that axis (removed, or kept as 1) in x's format (I32 for [`ReduceOp::ArgMax`]).
+fn check_reduce(
+    x: &Tensor,
+    out: &Tensor,
+    axis: usize,
+    op: ReduceOp,
+) -> Result<TensorFormat, OpError> {
+    const OP: &str = "reduce";
+    let xs = x.shape();
+    if axis >= xs.len() {
+        return Err(OpError::Unsupported {
+            op: OP,
+            why: format!("axis {axis} of a tensor of shape {xs:?}"),
+        });
+    }
+    nonempty(OP, "x", x)?;
+    let mut kept = xs.to_vec();
+    kept[axis] = 1;
+    let mut removed = xs.to_vec();
+    removed.remove(axis);
+    if out.shape() != kept && (removed.is_empty() || out.shape() != removed) {
+        return Err(OpError::Shape {
+            op: OP,
+            operand: "out",
+            got: out.shape().to_vec(),
+            want: format!("x's shape without axis {axis}: {removed:?} or {kept:?}"),
+        });
+    }
+    let format = float_format(OP, "x", x)?;
+    let want = if op == ReduceOp::ArgMax {
+        TensorFormat::I32
+    } else {
+        format
+    };
+    if out.format() != want {
+        return Err(OpError::Format {
+            op: OP,
+            operand: "out",
+            got: out.format(),
+            want: format!("{want:?}"),
+        });
+    }
+    Ok(format)
 }
