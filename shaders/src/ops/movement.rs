@@ -125,41 +125,7 @@ impl Ops {
         y: &Tensor,
     ) -> Result<(), OpError> {
         const OP: &str = "concat";
-        let Some(first) = inputs.first() else {
-            return Err(OpError::Unsupported {
-                op: OP,
-                why: "no inputs".into(),
-            });
-        };
-        let format = movable(OP, first, y)?;
-        let rank = first.shape().len();
-        if axis >= rank {
-            return Err(OpError::Unsupported {
-                op: OP,
-                why: format!("axis {axis} of tensors of {rank} dimensions"),
-            });
-        }
-        let mut out = first.shape().to_vec();
-        out[axis] = 0;
-        for t in inputs {
-            nonempty(OP, "inputs", t)?;
-            same_format(OP, "inputs", Some(t), format)?;
-            not_aliased(OP, y, "y", &[("inputs", Some(t))])?;
-            let fits = t.shape().len() == rank
-                && (0..rank).all(|d| d == axis || t.shape()[d] == first.shape()[d]);
-            if !fits {
-                let mut want = first.shape().to_vec();
-                want[axis] = t.shape().get(axis).copied().unwrap_or(0);
-                return Err(OpError::Shape {
-                    op: OP,
-                    operand: "inputs",
-                    got: t.shape().to_vec(),
-                    want: format!("the first input's dimensions but `axis` {axis}: {want:?}"),
-                });
-            }
-            out[axis] += t.shape()[axis];
-        }
-        shape_is(OP, "y", y, &out, "the inputs joined along `axis`")?;
+        let (format, out) = check_concat(inputs, axis, y)?;
         let y_strides = contiguous_strides(&out);
         let mut at = 0;
         let mut copies = Vec::with_capacity(inputs.len());
@@ -385,4 +351,51 @@ pub(super) fn fits_i32(op: &'static str, t: &Tensor) -> Result<(), OpError> {
         op,
         why: format!("{} elements: the kernels index below 2^31", t.len()),
     })
+}
+
+/// The inputs' format and y's shape for [`Ops::concat`], where the inputs are not empty, of one
+/// rank and format, equal but along `axis` (one of their dimensions), and y, none of them, is
+/// that shape.
+fn check_concat(
+    inputs: &[&Tensor],
+    axis: usize,
+    y: &Tensor,
+) -> Result<(TensorFormat, Vec<usize>), OpError> {
+    const OP: &str = "concat";
+    let Some(first) = inputs.first() else {
+        return Err(OpError::Unsupported {
+            op: OP,
+            why: "no inputs".into(),
+        });
+    };
+    let format = movable(OP, first, y)?;
+    let rank = first.shape().len();
+    if axis >= rank {
+        return Err(OpError::Unsupported {
+            op: OP,
+            why: format!("axis {axis} of tensors of {rank} dimensions"),
+        });
+    }
+    let mut out = first.shape().to_vec();
+    out[axis] = 0;
+    for t in inputs {
+        nonempty(OP, "inputs", t)?;
+        same_format(OP, "inputs", Some(t), format)?;
+        not_aliased(OP, y, "y", &[("inputs", Some(t))])?;
+        let fits = t.shape().len() == rank
+            && (0..rank).all(|d| d == axis || t.shape()[d] == first.shape()[d]);
+        if !fits {
+            let mut want = first.shape().to_vec();
+            want[axis] = t.shape().get(axis).copied().unwrap_or(0);
+            return Err(OpError::Shape {
+                op: OP,
+                operand: "inputs",
+                got: t.shape().to_vec(),
+                want: format!("the first input's dimensions but `axis` {axis}: {want:?}"),
+            });
+        }
+        out[axis] += t.shape()[axis];
+    }
+    shape_is(OP, "y", y, &out, "the inputs joined along `axis`")?;
+    Ok((format, out))
 }
