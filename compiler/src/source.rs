@@ -215,7 +215,7 @@ impl Source {
     /// scan, or `Skip` (an error reported, or a file scanned already) or `Stop` (a limit on the
     /// whole kernel reached, reported).
     fn read_include(
-        &mut self,
+        &self,
         cx: &Ctxt,
         target: Include<'_>,
         at: &str,
@@ -274,7 +274,7 @@ impl Source {
     fn nesting_allowed(
         &self,
         cx: &Ctxt,
-        canonical: &PathBuf,
+        canonical: &Path,
         at: &str,
         shown: &str,
         walk: &mut Walk,
