@@ -2,8 +2,9 @@
 //! ([`time_steps`]) as `bench/networks_ref.py` times PyTorch's on the same configurations:
 //! - `decoder`: a Llama-style decoder in TinyLlama-1.1B's configuration, fp16 (weights in fp16,
 //!   variant `fp16`, or in int8 with a scale per row, `fp16 int8-weights`): a 512-token
-//!   prompt, and one greedy decode step at 512 and 2048 tokens of context (the step replayed
-//!   at the same position: the cache cut back after each);
+//!   prompt (`VKPRISM_BENCH_PROMPT=N`: N tokens, to measure other lengths), and one greedy
+//!   decode step at 512 and 2048 tokens of context (the step replayed at the same position:
+//!   the cache cut back after each);
 //! - `resnet50`: ResNet-50 at 224×224, batch 1 and 8, fp16 and fp32.
 //!
 //! Each figure is a step's GPU time in ms; a `wall` record beside it holds what the host
@@ -59,6 +60,15 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
     Ok(out)
 }
 
+/// The prompt's tokens in the decoder's records: 512, or `VKPRISM_BENCH_PROMPT` (1 to 2048).
+fn prompt_tokens() -> usize {
+    std::env::var("VKPRISM_BENCH_PROMPT")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| (1..=2048).contains(n))
+        .unwrap_or(512)
+}
+
 /// The decoder's records with its projections stored as `storage` says, as `variant`.
 fn decoder_stored(
     ctx: &Context,
@@ -71,7 +81,7 @@ fn decoder_stored(
     } else {
         (
             LlamaConfig::tinyllama().with_max_seq(2048 + 64),
-            512,
+            prompt_tokens(),
             vec![512, 2048],
         )
     };

@@ -231,7 +231,10 @@ impl Cm2Tiles {
 
     /// The specialization constants for an M×N×K product with these tiles and `epilogue`'s
     /// transposes, bias, activation, batching and `beta_term` (only those fields of it are read). The
-    /// layouts clamp at the edges unless the sizes are fixed and multiples of the tiles.
+    /// layouts clamp at the edges unless the sizes are fixed and multiples of the tiles. Where
+    /// the sizes are fixed but not multiples, each at least a tile, the edges are shifted
+    /// ([`Cm2Tiles::shifts_edges`]): only the short first step's loads and the stores clamp
+    /// (the driver's clamped loads run at about half the speed).
     pub fn spec(
         &self,
         (m, n, k): (usize, usize, usize),
@@ -241,8 +244,11 @@ impl Cm2Tiles {
         let whole = |v: usize, tile: u32| v.is_multiple_of(tile as usize);
         let inside =
             self.fixed_sizes && whole(m, self.bm) && whole(n, self.bn) && whole(k, self.bk);
+        let transposes = (epilogue.transpose_a == 1, epilogue.transpose_b == 1);
+        let shifted = !inside && self.shifts_edges((m, n, k), transposes);
         gemm_cm2::SpecConstants {
-            clamped: if inside {
+            shifted_edges: shifted as i32,
+            clamped: if inside || shifted {
                 CLAMP_MODE_UNDEFINED
             } else {
                 CLAMP_MODE_CONSTANT
@@ -257,6 +263,43 @@ impl Cm2Tiles {
             split_k: self.split_k.max(1) as i32,
             ..epilogue
         }
+    }
+
+    /// Whether [`gemm_cm2`] shifts its tiles off the edges for an M×N×K product with A and B
+    /// transposed as `transposes` says: the sizes fixed, each at least its tile, and every
+    /// shifted start still 16 bytes into a stored row (the rows of 8 elements the loads read:
+    /// M a multiple of 8 where A is stored K×M, N always, as C's rows are N long, and K where a
+    /// stored row of A or B holds K). The first row and column of tiles and the first step of K
+    /// are then the short ones.
+    pub fn shifts_edges(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        (transpose_a, transpose_b): (bool, bool),
+    ) -> bool {
+        let eights = |v: usize| v.is_multiple_of(8);
+        let k_in_rows = !transpose_a || transpose_b;
+        let aligned = (!transpose_a || eights(m)) && eights(n) && (!k_in_rows || eights(k));
+        let at_least = m >= self.bm as usize && n >= self.bn as usize && k >= self.bk as usize;
+        self.fixed_sizes && at_least && aligned
+    }
+
+    /// [`Cm2Tiles::spec`] for [`gemm_cm2_glu`], whose tiles shift only along M: where N or K
+    /// is not a multiple of its tile, every load clamps.
+    pub fn glu_spec(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        epilogue: gemm_cm2::SpecConstants,
+    ) -> gemm_cm2::SpecConstants {
+        let spec = self.spec((m, n, k), epilogue);
+        let whole = n.is_multiple_of(self.bn as usize) && k.is_multiple_of(self.bk as usize);
+        if spec.shifted_edges == 1 && !whole {
+            return gemm_cm2::SpecConstants {
+                shifted_edges: 0,
+                clamped: CLAMP_MODE_CONSTANT,
+                ..spec
+            };
+        }
+        spec
     }
 
     /// The dispatch for an M×N result over `batch` products (or, split, `split_k` shares of
@@ -375,6 +418,44 @@ mod tests {
             .collect();
         let chosen = Cm2Tiles::for_device(&device, ScalarKind::F16, (512, 2048, 2048));
         assert_eq!(chosen.as_ref().map(shape), Some((128, 128, 1)));
+    }
+
+    #[test]
+    fn tiles_shift_off_the_edges_where_the_sizes_are_fixed_and_the_rows_stay_aligned() {
+        let tiles = Cm2Tiles::for_problem(4096, 4096, 4096);
+        let spec = |mnk, (ta, tb): (i32, i32)| {
+            let e = gemm_cm2::SpecConstants {
+                transpose_a: ta,
+                transpose_b: tb,
+                ..Default::default()
+            };
+            let s = tiles.spec(mnk, e);
+            let g = tiles.glu_spec(mnk, e);
+            ((s.clamped, s.shifted_edges), (g.clamped, g.shifted_edges))
+        };
+        let whole = (CLAMP_MODE_UNDEFINED, 0);
+        let shifted = (CLAMP_MODE_UNDEFINED, 1);
+        let clamped = (CLAMP_MODE_CONSTANT, 0);
+        assert_eq!(spec((4096, 4096, 4096), (0, 1)), (whole, whole));
+        // Any edge: shifted; the fused MLP only along M.
+        assert_eq!(spec((4000, 4096, 4096), (0, 1)), (shifted, shifted));
+        assert_eq!(spec((4096, 4000, 4096), (0, 1)), (shifted, clamped));
+        assert_eq!(spec((4096, 4096, 4000), (0, 1)), (shifted, clamped));
+        assert_eq!(spec((500, 2048, 5632), (0, 1)), (shifted, shifted));
+        // A stored K×M: M's shift moves its rows' starts, so only M a multiple of 8.
+        assert_eq!(spec((4004, 4096, 4096), (1, 0)).0, clamped);
+        assert_eq!(spec((4000, 4096, 4096), (1, 0)).0, shifted);
+        // K in no stored row (A K×M, B K×N): any K.
+        assert_eq!(spec((4096, 4096, 4001), (1, 0)).0, shifted);
+        assert_eq!(spec((4096, 4096, 4001), (0, 0)).0, clamped);
+        // Smaller than a tile, or sizes pushed: every tile clamps.
+        assert_eq!(spec((100, 4096, 4096), (0, 1)).0, clamped);
+        let pushed = Cm2Tiles {
+            fixed_sizes: false,
+            ..tiles
+        };
+        let s = pushed.spec((4000, 4096, 4096), gemm_cm2::SpecConstants::default());
+        assert_eq!((s.clamped, s.shifted_edges), clamped);
     }
 
     #[test]

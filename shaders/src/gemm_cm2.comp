@@ -7,8 +7,14 @@
 //
 // Edges: the tensor layouts clamp (`gl_CooperativeMatrixClampModeConstantNV`), so loads past
 // M, N or K read zeros and stores past M or N are dropped: no size needs to be a multiple of a
-// tile (`clamped` turns that off where none crosses an edge). Every stored row must be a
-// multiple of 8 elements (16 bytes): the strides are written so the compiler knows that, and
+// tile (`clamped` turns that off where none crosses an edge). The driver's clamped loads run at
+// about half the speed, and one slow tile holds up a grid of one wave, so with `shifted_edges`
+// (M, N and K at least a tile each) no tile's loads cross an edge: the first row of tiles, the
+// first column and the first step of K are the short ones, the others start M % BM, N % BN and
+// K % BK later than whole tiles would. A short tile computes a whole tile over rows (columns)
+// the next ones also cover and reads and stores C only over its own (a layout clamped at their
+// end); the short step reads K % BK elements through clamped layouts. Every stored row must be
+// a multiple of 8 elements (16 bytes): the strides are written so the compiler knows that, and
 // the loads go 16 bytes at a time.
 //
 // Layouts: A stored M×K (K×M with transpose_a), B stored K×N (N×K with transpose_b), C M×N,
@@ -66,6 +72,9 @@ layout (constant_id = 14) const int split_k = 1;
 // gemm_cm2_glu only: the first column of tiles that is `narrow_bn` wide (0: every tile BN).
 layout (constant_id = 15) const int narrow_from = 0;
 layout (constant_id = 16) const int narrow_bn = 32;
+// 1: the edges as above (`clamped` is then the unclamped mode: only the short step's loads
+// and the stores clamp). gemm_cm2_glu shifts only M (N and K whole there).
+layout (constant_id = 17) const int shifted_edges = 0;
 
 #if NCNN_cooperative_matrix
 layout (binding = 0) readonly buffer a_blob { cmfp a_data[]; };
@@ -109,17 +118,16 @@ layout (push_constant) uniform parameter {
 #endif
 
 // One element of C at (m0 + row, n0 + col) from v, alpha · (A · B) there (+ beta · C's value
-// before, added as a matrix unless BETA_PER_ELEMENT): beta · C here where BETA_PER_ELEMENT,
-// then the bias and the activation.
+// before, added as a matrix unless BETA_PER_ELEMENT): beta · C here where BETA_PER_ELEMENT
+// (rows and columns before `ends`, the tile's own), then the bias and the activation.
 float epilogue(const in uint row, const in uint col, const in float v, const in uint m0,
-               const in uint n0, const in uint c_at)
+               const in uint n0, const in uint c_at, const in uvec2 ends)
 {
-    const uint M = fixed_m > 0 ? uint(fixed_m) : uint(p.M);
     const uint N = fixed_n > 0 ? uint(fixed_n) : uint(p.N);
     const uint m = m0 + row;
     const uint n = n0 + col;
     float x = v;
-    if (BETA_PER_ELEMENT == 1 && beta_term == 1 && m < M && n < N) {
+    if (BETA_PER_ELEMENT == 1 && beta_term == 1 && m < ends.x && n < ends.y) {
         x += p.beta * float(c_data[c_at + m * N + n]);
     }
     if (bias_term == 1) {
@@ -137,6 +145,23 @@ uint aligned_stride(uint cols)
     return (cols >> 3) << 3;
 }
 
+// Where tile (or step) `i` of `size` starts along a side of `len`: i · size, or with
+// `shifted_edges` 0 for the first and len % size later than that for the others.
+uint tile_start(const uint i, const uint len, const uint size)
+{
+    if (shifted_edges == 0 || len % size == 0) {
+        return i * size;
+    }
+    return i == 0 ? 0 : i * size - (size - len % size);
+}
+
+// Where the elements tile `i` stores along a side of `len` end: len, or with `shifted_edges`
+// the short first tile's end.
+uint tile_end(const uint i, const uint len, const uint size)
+{
+    return shifted_edges == 1 && i == 0 && len % size != 0 ? len % size : len;
+}
+
 #if VKPRISM_GLU
 // act(gate) · up of one element: `g` from the gate accumulator, `u` the up one's at the same
 // place (matrices of one type hold their elements alike).
@@ -149,21 +174,26 @@ float glu_element(const in uint row, const in uint col, const in float g, const 
 // the gate, the store. A macro, as GLSL has no functions over matrix sizes: glu_wide (BN) and
 // glu_narrow (narrow_bn).
 #define GLU_TILE(NAME, W) \
-void NAME(const uint m0, const uint n0) \
+void NAME(const uint m0, const uint n0, const uint m_end) \
 { \
     const uint M = fixed_m > 0 ? uint(fixed_m) : uint(p.M); \
     const uint N = fixed_n > 0 ? uint(fixed_n) : uint(p.N); \
     const uint K = fixed_k > 0 ? uint(fixed_k) : uint(p.K); \
     tensorLayoutNV<2, clamped> la = createTensorLayoutNV(2, clamped); \
     tensorLayoutNV<2, clamped> lb = createTensorLayoutNV(2, clamped); \
-    tensorLayoutNV<2, clamped> lc = createTensorLayoutNV(2, clamped); \
     la = setTensorLayoutDimensionNV(la, M, K); \
     la = setTensorLayoutStrideNV(la, aligned_stride(K), 1); \
     /* Every other stored row of B: the gates from row 0, the ups from row 1 (K elements on). */ \
     lb = setTensorLayoutDimensionNV(lb, N, K); \
     lb = setTensorLayoutStrideNV(lb, 2 * aligned_stride(K), 1); \
+    tensorLayoutNV<2, clamped> lc = createTensorLayoutNV(2, clamped); \
     lc = setTensorLayoutDimensionNV(lc, M, N); \
     lc = setTensorLayoutStrideNV(lc, aligned_stride(N), 1); \
+    /* A short first row of tiles stores its own rows only, clamped at their end. */ \
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> own = \
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV); \
+    own = setTensorLayoutDimensionNV(own, m_end, N); \
+    own = setTensorLayoutStrideNV(own, aligned_stride(N), 1); \
     tensorViewNV<2, false, 1, 0> swapped = createTensorViewNV(2, false, 1, 0); \
     const uint up_at = aligned_stride(K); \
     coopmat<float, gl_ScopeWorkgroup, BM, W, gl_MatrixUseAccumulator> gate = \
@@ -197,7 +227,11 @@ void NAME(const uint m0, const uint n0) \
     coopMatPerElementNV(gate, gate, glu_element, up); \
     coopmat<cmfp, gl_ScopeWorkgroup, BM, W, C_USE> out16 = \
         coopmat<cmfp, gl_ScopeWorkgroup, BM, W, C_USE>(gate); \
-    coopMatStoreTensorNV(out16, c_data, 0, sliceTensorLayoutNV(lc, m0, BM, n0, W)); \
+    if (m_end < M) { \
+        coopMatStoreTensorNV(out16, c_data, 0, sliceTensorLayoutNV(own, m0, BM, n0, W)); \
+    } else { \
+        coopMatStoreTensorNV(out16, c_data, 0, sliceTensorLayoutNV(lc, m0, BM, n0, W)); \
+    } \
 }
 
 GLU_TILE(glu_wide, BN)
@@ -213,21 +247,49 @@ void main()
     const uint at = gl_WorkGroupID.y * columns + gl_WorkGroupID.x;
     const uint wide_tiles = (M + BM - 1) / BM * wide;
     if (at < wide_tiles) {
-        glu_wide(at / wide * BM, at % wide * BN);
+        const uint row = at / wide;
+        glu_wide(tile_start(row, M, BM), at % wide * BN, tile_end(row, M, BM));
     } else {
         const uint narrow = columns - wide;
         const uint j = at - wide_tiles;
-        glu_narrow(j / narrow * BM, wide * BN + j % narrow * uint(narrow_bn));
+        const uint row = j / narrow;
+        glu_narrow(tile_start(row, M, BM), wide * BN + j % narrow * uint(narrow_bn),
+                   tile_end(row, M, BM));
     }
 }
 #else
+// One step of K from k: A's BM×BK block and B's BK×BN block read through the layouts `la` and
+// `lb`, multiplied into acc. A macro, as GLSL has no functions over a layout's clamp mode.
+#define GEMM_STEP(la, lb, k) \
+    if (transpose_a == 1) { \
+        coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, k, BK, m0, BM), swapped); \
+    } else { \
+        coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, m0, BM, k, BK)); \
+    } \
+    if (transpose_b == 1) { \
+        coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped); \
+    } else { \
+        coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, k, BK, n0, BN)); \
+    } \
+    acc = coopMatMulAdd(ma, mb, acc);
+
+// A and B as stored (rows × columns), K `depth` deep: the dimensions and strides of `la` and
+// `lb`, whatever their clamp mode.
+#define OPERAND_LAYOUTS(la, lb, depth) \
+    la = transpose_a == 1 ? setTensorLayoutDimensionNV(la, depth, M) : setTensorLayoutDimensionNV(la, M, depth); \
+    la = setTensorLayoutStrideNV(la, aligned_stride(transpose_a == 1 ? M : K), 1); \
+    lb = transpose_b == 1 ? setTensorLayoutDimensionNV(lb, N, depth) : setTensorLayoutDimensionNV(lb, depth, N); \
+    lb = setTensorLayoutStrideNV(lb, aligned_stride(transpose_b == 1 ? K : N), 1);
+
 void main()
 {
     const uint M = fixed_m > 0 ? uint(fixed_m) : uint(p.M);
     const uint N = fixed_n > 0 ? uint(fixed_n) : uint(p.N);
     const uint K = fixed_k > 0 ? uint(fixed_k) : uint(p.K);
-    const uint m0 = gl_WorkGroupID.y * BM;
-    const uint n0 = gl_WorkGroupID.x * BN;
+    const uint m0 = tile_start(gl_WorkGroupID.y, M, BM);
+    const uint n0 = tile_start(gl_WorkGroupID.x, N, BN);
+    // The rows and columns this tile stores end there (a short tile's own).
+    const uvec2 ends = uvec2(tile_end(gl_WorkGroupID.y, M, BM), tile_end(gl_WorkGroupID.x, N, BN));
 #if VKPRISM_SPLIT_K
     const uint z = 0;
 #else
@@ -237,16 +299,19 @@ void main()
     const uint b_at = z * uint(p.batch_b);
     const uint c_at = z * uint(p.batch_c);
 
-    // Each operand as stored (rows × columns), clamped at its edges.
+    // Each operand as stored, clamped at its edges (unless `clamped` says none is crossed).
     tensorLayoutNV<2, clamped> la = createTensorLayoutNV(2, clamped);
     tensorLayoutNV<2, clamped> lb = createTensorLayoutNV(2, clamped);
+    OPERAND_LAYOUTS(la, lb, K)
+    // C as stored; and for a short tile, clamped at the end of its own rows and columns.
     tensorLayoutNV<2, clamped> lc = createTensorLayoutNV(2, clamped);
-    la = transpose_a == 1 ? setTensorLayoutDimensionNV(la, K, M) : setTensorLayoutDimensionNV(la, M, K);
-    la = setTensorLayoutStrideNV(la, aligned_stride(transpose_a == 1 ? M : K), 1);
-    lb = transpose_b == 1 ? setTensorLayoutDimensionNV(lb, N, K) : setTensorLayoutDimensionNV(lb, K, N);
-    lb = setTensorLayoutStrideNV(lb, aligned_stride(transpose_b == 1 ? K : N), 1);
     lc = setTensorLayoutDimensionNV(lc, M, N);
     lc = setTensorLayoutStrideNV(lc, aligned_stride(N), 1);
+    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> own =
+        createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+    own = setTensorLayoutDimensionNV(own, ends.x, ends.y);
+    own = setTensorLayoutStrideNV(own, aligned_stride(N), 1);
+    const bool short_tile = ends.x < M || ends.y < N;
     // Reads a stored K×M (N×K) block as the M×K (K×N) matrix it holds.
     tensorViewNV<2, false, 1, 0> swapped = createTensorViewNV(2, false, 1, 0);
 
@@ -265,56 +330,58 @@ void main()
     const uint first = 0;
     const uint steps = all_steps;
 #endif
-    const uint count = steps - first;
-    const uint whole = first + count - count % uint(unroll);
     uint step = first;
+    // With shifted edges, a short first step: K % BK elements through layouts clamped there.
+    if (shifted_edges == 1 && K % BK != 0 && step == 0 && steps > 0) {
+        tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> sa =
+            createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+        tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> sb =
+            createTensorLayoutNV(2, gl_CooperativeMatrixClampModeConstantNV);
+        OPERAND_LAYOUTS(sa, sb, K % BK)
+        GEMM_STEP(sa, sb, 0)
+        step = 1;
+    }
+    const uint count = steps - step;
+    const uint whole = step + count - count % uint(unroll);
     for (; step < whole; step += unroll) {
         [[unroll]] for (int u = 0; u < unroll; u++) {
-            const uint k = (step + u) * BK;
-            if (transpose_a == 1) {
-                coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, k, BK, m0, BM), swapped);
-            } else {
-                coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, m0, BM, k, BK));
-            }
-            if (transpose_b == 1) {
-                coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
-            } else {
-                coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, k, BK, n0, BN));
-            }
-            acc = coopMatMulAdd(ma, mb, acc);
+            const uint k = tile_start(step + u, K, BK);
+            GEMM_STEP(la, lb, k)
         }
     }
     for (; step < steps; step++) {
-        const uint k = step * BK;
-        if (transpose_a == 1) {
-            coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, k, BK, m0, BM), swapped);
-        } else {
-            coopMatLoadTensorNV(ma, a_data, a_at, sliceTensorLayoutNV(la, m0, BM, k, BK));
-        }
-        if (transpose_b == 1) {
-            coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, n0, BN, k, BK), swapped);
-        } else {
-            coopMatLoadTensorNV(mb, b_data, b_at, sliceTensorLayoutNV(lb, k, BK, n0, BN));
-        }
-        acc = coopMatMulAdd(ma, mb, acc);
+        const uint k = tile_start(step, K, BK);
+        GEMM_STEP(la, lb, k)
     }
 
 #if VKPRISM_SPLIT_K
     const uint partial_at = gl_WorkGroupID.z * M * N;
-    coopMatStoreTensorNV(acc, partial_data, partial_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+    if (short_tile) {
+        coopMatStoreTensorNV(acc, partial_data, partial_at, sliceTensorLayoutNV(own, m0, BM, n0, BN));
+    } else {
+        coopMatStoreTensorNV(acc, partial_data, partial_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+    }
 #else
     acc = acc * p.alpha;
 #if !BETA_PER_ELEMENT
     if (beta_term == 1) {
         coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator> before;
-        coopMatLoadTensorNV(before, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+        if (short_tile) {
+            coopMatLoadTensorNV(before, c_data, c_at, sliceTensorLayoutNV(own, m0, BM, n0, BN));
+        } else {
+            coopMatLoadTensorNV(before, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+        }
         acc += coopmat<float, gl_ScopeWorkgroup, BM, BN, gl_MatrixUseAccumulator>(before) * p.beta;
     }
 #endif
-    coopMatPerElementNV(acc, acc, epilogue, m0, n0, c_at);
+    coopMatPerElementNV(acc, acc, epilogue, m0, n0, c_at, ends);
     coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE> out16 =
         coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE>(acc);
-    coopMatStoreTensorNV(out16, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+    if (short_tile) {
+        coopMatStoreTensorNV(out16, c_data, c_at, sliceTensorLayoutNV(own, m0, BM, n0, BN));
+    } else {
+        coopMatStoreTensorNV(out16, c_data, c_at, sliceTensorLayoutNV(lc, m0, BM, n0, BN));
+    }
 #endif
 }
 #endif

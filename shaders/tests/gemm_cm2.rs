@@ -187,8 +187,9 @@ fn gemm_cm2_every_variant() {
             beta: 0.5,
             tiles: Cm2Tiles::for_problem(256, 512, 320),
         },
-        // Edges on every side, B stored N×K, bias and relu; K's 4 steps run as one unrolled
-        // group of 3 and one left over.
+        // Edges on every side (the tiles shifted off them, the first step of K short), B
+        // stored N×K, bias and relu; K's 4 steps run as one unrolled group of 3 and one left
+        // over.
         Case {
             m: 100,
             n: 136,
@@ -305,6 +306,41 @@ fn gemm_cm2_every_variant() {
             tiles: Cm2Tiles {
                 threads: 128,
                 ..tiles(64, 80, 64, 8, true)
+            },
+        },
+        // Tiles shifted off the edges (`Cm2Tiles::shifts_edges`): only M's edge (200 rows of
+        // 64-row tiles: the first row of tiles short), B stored N×K, the residual added; then
+        // M's and N's (136 rows, 200 columns of 64) with A stored K×M.
+        Case {
+            m: 200,
+            n: 256,
+            k: 192,
+            batch: 1,
+            shared_b: false,
+            o: reference::Gemm {
+                transpose_b: true,
+                ..plain
+            },
+            bias: true,
+            beta: 1.0,
+            tiles: tiles(64, 128, 64, 2, true),
+        },
+        Case {
+            m: 136,
+            n: 200,
+            k: 128,
+            batch: 1,
+            shared_b: false,
+            o: reference::Gemm {
+                transpose_a: true,
+                activation: 1,
+                ..plain
+            },
+            bias: false,
+            beta: 0.0,
+            tiles: Cm2Tiles {
+                threads: 128,
+                ..tiles(128, 64, 64, 8, true)
             },
         },
         Case {
@@ -434,17 +470,19 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
 fn gemm_cm2_split_k_every_variant() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
-    let (m, n, k) = (80, 136, 200);
-    let a = random(m * k, 11, -1.0, 1.0);
-    let b = random(n * k, 12, -1.0, 1.0);
+    let (m, n) = (80, 136);
     let bias = random(n, 13, -1.0, 1.0);
     let before = random(m * n, 14, -1.0, 1.0);
     let mut ran = 0;
-    // 13 steps of 16 in 3 shares (5, 5, 3); 4 steps of 64 in 8 shares (4 of them empty).
-    for (bk, split, beta, activation) in [
-        (16, 3, 0.5, Activation::None),
-        (64, 8, 0.0, Activation::Gelu),
+    // 13 steps of 16 in 3 shares (5, 5, 3); 4 steps of 64 in 8 shares (4 of them empty); 3
+    // whole steps of 64 in 2 shares, where only the tiles crossing M's or N's edge clamp.
+    for (k, bk, split, beta, activation) in [
+        (200, 16, 3, 0.5, Activation::None),
+        (200, 64, 8, 0.0, Activation::Gelu),
+        (192, 64, 2, 1.0, Activation::None),
     ] {
+        let a = random(m * k, 11, -1.0, 1.0);
+        let b = random(n * k, 12, -1.0, 1.0);
         for name in gemm_cm2::VARIANT_NAMES {
             let Some(kernel) = load_unless_device_lacks_matrices::<gemm_cm2::Kernel>(&ctx, name)
             else {

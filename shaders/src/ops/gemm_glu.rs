@@ -167,7 +167,7 @@ pub fn gemm_glu_constants(
         batch_c: 0,
         beta: 0.0,
     };
-    (tiles.spec((m, n, k), epilogue), push)
+    (tiles.glu_spec((m, n, k), epilogue), push)
 }
 
 /// `(m, n, k)` of x `[m, k]`, w `[2n, k]` and y `[m, n]`.
