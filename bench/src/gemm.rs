@@ -4,7 +4,10 @@
 use crate::harness::{print, time_calls, Config, Record, Timing, CALLS_METHOD};
 use crate::{quantize, random};
 use vkprism::{CommandList, Context, LoadOptions, Tensor};
-use vkprism_shaders::{gemm, gemm_split, multiprocessors, Gemm, GemmConfig, GemmTuner, Ops};
+use vkprism_shaders::tuning::GemmProblem;
+use vkprism_shaders::{
+    gemm, gemm_split, multiprocessors, DeviceClass, Gemm, GemmConfig, GemmTuner, Ops,
+};
 
 /// (M, N, K): the shapes; the last is an LLM projection (4096 tokens, 512 × 14336).
 pub const SHAPES: [(usize, usize, usize); 4] = [
@@ -88,7 +91,7 @@ fn one(
     let coopmat = key.coopmat == Some(true);
     let (gemm_cfg, tuned) = match tuner {
         Some(t) => (t.gemm(&kernel, m, n, k, ta, tb)?, tuned(t)),
-        None => (config(&key, ctx.features(), (m, n, k)), None),
+        None => (config(&key, ctx.features(), (m, n, k), (ta, tb)), None),
     };
     let mut list = CommandList::with_total_timing(ctx)?;
     // The split pair or the one pass, as the operation layer records them; its pipelines are
@@ -242,14 +245,17 @@ pub fn shape_selected(label: &str) -> bool {
     std::env::var("VKPRISM_BENCH_SHAPES").map_or(true, |list| list.split(';').any(|s| s == label))
 }
 
-/// `GemmConfig::for_gemm`, split for the device's SMs as `Ops::gemm` splits it, with the
-/// environment's overrides ([`overridden`]).
+/// The table's configuration for the problem with A and B stored as `(ta, tb)` say (as
+/// `Ops::gemm` chooses it: 16-byte loads where the stored rows allow), split for the device's
+/// SMs as `Ops::gemm` splits it, with the environment's overrides ([`overridden`]).
 fn config(
     key: &vkprism::VariantKey,
     device: &vkprism::DeviceFeatures,
     (m, n, k): (usize, usize, usize),
+    (ta, tb): (bool, bool),
 ) -> GemmConfig {
-    let table = GemmConfig::for_gemm(key, device.limits.subgroup_size, m, n, k);
+    let problem = GemmProblem::gemm(m, n, k, ta, tb);
+    let table = DeviceClass::NvidiaHopper.config(&problem, key, device.limits.subgroup_size);
     overridden(table.split_for_sms((m, n, k), multiprocessors(device)))
 }
 

@@ -48,7 +48,10 @@ impl GemmConfig {
     /// step. With them, tiles by the problem's shape (`coopmat_tiles` in the source says which
     /// and what each was measured at): 128×256 tiles of 8 subgroups and a 32-deep step for large
     /// problems (48-deep from K ≥ 2048), smaller tiles for small grids or N ≤ 64, a 64-deep step
-    /// for long K; every choice within 48 KiB of shared memory.
+    /// for long K; every choice within 48 KiB of shared memory. 16-byte loads with cooperative
+    /// matrices where M, N and K are multiples of 8, as either operand may be stored transposed
+    /// ([`Ops::gemm`](crate::ops::Ops::gemm), knowing how they are stored, needs only their rows
+    /// and C's to be: [`GemmProblem::gemm`]).
     ///
     /// This is the NVIDIA row of [`DeviceClass`]'s table; on another GPU,
     /// `DeviceClass::of(ctx).config(..)` or a [`GemmTuner`] choose for that GPU.
@@ -59,7 +62,11 @@ impl GemmConfig {
         n: usize,
         k: usize,
     ) -> GemmConfig {
-        let problem = GemmProblem::gemm(m, n, k, false, false);
+        // Either operand may be stored transposed: aligned only where every side is.
+        let problem = GemmProblem {
+            aligned: [m, n, k].iter().all(|d| d.is_multiple_of(8)),
+            ..GemmProblem::gemm(m, n, k, false, false)
+        };
         DeviceClass::NvidiaHopper.config(&problem, variant, subgroup_size)
     }
 

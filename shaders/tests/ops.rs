@@ -96,6 +96,17 @@ fn gemm_every_format() {
         // Edges in M, N and K (none a multiple of the tile), then both operands transposed.
         ran += gemm_case(&ops, f, (33, 44, 52), leaky).is_some() as usize;
         gemm_case(&ops, f, (40, 136, 48), transposed);
+        // M not a multiple of 8 with every stored row one (16-byte loads in the matrix
+        // variants), B stored K×N and N×K; then A stored K×M, its rows M = 36 long (no
+        // 16-byte loads).
+        for (m, ta, tb) in [(37, false, false), (37, false, true), (36, true, false)] {
+            let o = reference::Gemm {
+                transpose_a: ta,
+                transpose_b: tb,
+                ..leaky
+            };
+            gemm_case(&ops, f, (m, 136, 200), o);
+        }
         gemm_case(
             &ops,
             f,

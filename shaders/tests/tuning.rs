@@ -161,6 +161,29 @@ fn variants(kernel: GemmKernel) -> Vec<vkprism::VariantKey> {
     keys.iter().map(|v| v.key).collect()
 }
 
+/// 16-byte loads need every stored row a multiple of 8 halves, not every side: a prompt of 500
+/// tokens (A 500×2048, B stored 2560×2048) takes them; A stored K×M with M = 500 does not; and
+/// `GemmConfig::for_gemm`, blind to the transposes, asks for all three sides.
+#[test]
+fn gemm_loads_are_wide_where_the_stored_rows_are_multiples_of_8() {
+    assert!(GemmProblem::gemm(500, 2560, 2048, false, true).aligned);
+    assert!(GemmProblem::gemm(500, 2560, 2048, false, false).aligned);
+    assert!(!GemmProblem::gemm(500, 2560, 2048, true, false).aligned);
+    assert!(!GemmProblem::gemm(512, 2560, 2044, false, false).aligned);
+    assert!(GemmProblem::gemm(512, 2560, 2044, true, false).aligned);
+    assert!(!GemmProblem::gemm(512, 2556, 2048, false, true).aligned);
+    let cm = gemm::VARIANTS
+        .iter()
+        .map(|v| v.key)
+        .find(|k| k.coopmat == Some(true))
+        .unwrap();
+    assert!(!GemmConfig::for_gemm(&cm, 32, 500, 2560, 2048).wide_loads);
+    assert!(GemmConfig::for_gemm(&cm, 32, 512, 2560, 2048).wide_loads);
+    let ops_choice =
+        DeviceClass::NvidiaHopper.config(&GemmProblem::gemm(500, 2560, 2048, false, true), &cm, 32);
+    assert!(ops_choice.wide_loads);
+}
+
 #[test]
 fn nvidia_rows_are_the_measured_h100_choices_and_other_classes_differ() {
     let conv = Conv2dShape {

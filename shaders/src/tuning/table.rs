@@ -62,9 +62,11 @@ pub struct GemmProblem {
 }
 
 impl GemmProblem {
-    /// An M×N×K [`crate::gemm`] (aligned where M, N and K are multiples of 8, as
-    /// [`GemmConfig::for_gemm`] decides).
+    /// An M×N×K [`crate::gemm`], aligned where every stored row is a multiple of 8 halves: A's
+    /// (K long, M where A is stored K×M), B's (N long, K where B is stored N×K) and C's (N).
     pub fn gemm(m: usize, n: usize, k: usize, transpose_a: bool, transpose_b: bool) -> Self {
+        let a_row = if transpose_a { m } else { k };
+        let b_row = if transpose_b { k } else { n };
         GemmProblem {
             kernel: GemmKernel::Gemm,
             m,
@@ -72,7 +74,7 @@ impl GemmProblem {
             k,
             transpose_a,
             transpose_b,
-            aligned: m.is_multiple_of(8) && n.is_multiple_of(8) && k.is_multiple_of(8),
+            aligned: [a_row, b_row, n].iter().all(|r| r.is_multiple_of(8)),
         }
     }
 
