@@ -169,12 +169,15 @@ impl Cm2Tiles {
     /// over a K of at least 4096, in 2 over a K of at least 2048 — or in 2 where fewer than two
     /// workgroups an SM cover C over a K of at least 8192; 64×128 tiles, 4 steps unrolled,
     /// where fewer than a wave cover C over a shorter K. A batch of products takes these tiles
-    /// with `split_k` 1.
+    /// with `split_k` 1. Every choice is 64 rows high where M is 64 to 127, so that the tiles
+    /// shift off M's edge instead of clamping every load ([`Cm2Tiles::shifts_edges`]).
     pub fn candidates(m: usize, n: usize, k: usize, sms: usize) -> Vec<Cm2Tiles> {
         let tiles = m.div_ceil(128) * n.div_ceil(128);
         let wave = one_wave(sms);
+        // Fewer rows than 128 but 64 or more: 64-row tiles, which shift off M's edge.
+        let rows = |bm: u32| if (64..128).contains(&m) { 64 } else { bm };
         let choose = |bm, bn, unroll, split_k| Cm2Tiles {
-            bm,
+            bm: rows(bm),
             bn,
             bk: 64,
             unroll,
@@ -281,6 +284,33 @@ impl Cm2Tiles {
         let aligned = (!transpose_a || eights(m)) && eights(n) && (!k_in_rows || eights(k));
         let at_least = m >= self.bm as usize && n >= self.bn as usize && k >= self.bk as usize;
         self.fixed_sizes && at_least && aligned
+    }
+
+    /// Whether every load of an M×N×K product with A and B stored as `transposes` say clamps
+    /// on these tiles: the sizes are not multiples of the tiles and the tiles can't shift off
+    /// the edges. The operation layer leaves such products to the KHR kernel, which runs
+    /// them faster (BENCHMARKS.md).
+    pub fn clamps_every_load(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        (transpose_a, transpose_b): (bool, bool),
+    ) -> bool {
+        let epilogue = gemm_cm2::SpecConstants {
+            transpose_a: transpose_a as i32,
+            transpose_b: transpose_b as i32,
+            ..Default::default()
+        };
+        self.spec((m, n, k), epilogue).clamped == CLAMP_MODE_CONSTANT
+    }
+
+    /// As [`Cm2Tiles::clamps_every_load`] for [`gemm_cm2_glu`] (B stored N×K, shifting only
+    /// along M: [`Cm2Tiles::glu_spec`]).
+    pub fn glu_clamps_every_load(&self, (m, n, k): (usize, usize, usize)) -> bool {
+        let epilogue = gemm_cm2::SpecConstants {
+            transpose_b: 1,
+            ..Default::default()
+        };
+        self.glu_spec((m, n, k), epilogue).clamped == CLAMP_MODE_CONSTANT
     }
 
     /// [`Cm2Tiles::spec`] for [`gemm_cm2_glu`], whose tiles shift only along M: where N or K
@@ -448,6 +478,14 @@ mod tests {
         // K in no stored row (A K×M, B K×N): any K.
         assert_eq!(spec((4096, 4096, 4001), (1, 0)).0, shifted);
         assert_eq!(spec((4096, 4096, 4001), (0, 0)).0, clamped);
+        // 64 to 127 rows: 64-row tiles, shifted; fewer: every load clamps (the KHR kernel's).
+        let short = Cm2Tiles::for_problem(100, 2048, 5632);
+        assert_eq!(short.bm, 64);
+        assert!(!short.clamps_every_load((100, 2048, 5632), (false, true)));
+        let few = Cm2Tiles::for_problem(32, 8192, 2048);
+        assert!(few.clamps_every_load((32, 8192, 2048), (false, true)));
+        assert!(tiles.glu_clamps_every_load((100, 5632, 2048)));
+        assert!(!tiles.glu_clamps_every_load((500, 5632, 2048)));
         // Smaller than a tile, or sizes pushed: every tile clamps.
         assert_eq!(spec((100, 4096, 4096), (0, 1)).0, clamped);
         let pushed = Cm2Tiles {

@@ -394,13 +394,17 @@ fn ops_gemm_takes_cm2_where_the_device_has_it() {
     }
     let small = (m - 1, n, k);
     ops_gemm_case(&ctx, &ops, TensorFormat::F16, small, (&a, &b), false);
-    // Short and wide, CM2_MIN_PRODUCT multiply-adds: one row of 64 tiles of 128×128, which
-    // `Cm2Tiles::candidates` narrows to 64×64 (rows past M clamped).
-    let wide = (32, 8192, 2048);
-    assert_eq!(Cm2Tiles::for_problem(wide.0, wide.1, wide.2).bn, 64);
-    let b_wide = random(wide.1 * wide.2, 10, -1.0, 1.0);
+    // Short and wide: one row of 64 tiles of 128×128, which `Cm2Tiles::candidates` narrows to
+    // 64×64, shifted off M's edge (96 rows); with 32 rows every load would clamp, so the KHR
+    // kernel takes it.
+    let b_wide = random(8192 * 2048, 10, -1.0, 1.0);
     let cm2 = has && !device_lacks_matrices_for(&ctx, "fp16s_cm");
-    ops_gemm_case(&ctx, &ops, TensorFormat::F16, wide, (&a, &b_wide), cm2);
+    for (rows, on_cm2) in [(96, cm2), (32, false)] {
+        let wide = (rows, 8192, 2048);
+        let tiles = Cm2Tiles::for_problem(wide.0, wide.1, wide.2);
+        assert_eq!((tiles.bm, tiles.bn), (64, 64));
+        ops_gemm_case(&ctx, &ops, TensorFormat::F16, wide, (&a, &b_wide), on_cm2);
+    }
     let f = TensorFormat::F16;
     // Rows of 4 but not 8 elements: the KHR kernel.
     let a4 = Tensor::from_f32(&ctx, &[m, 12], f, &a[..m * 12]).unwrap();

@@ -84,21 +84,27 @@ fn gemm_glu_every_format() {
         // Below the fused kernel's smallest product: the GEMM and the gate.
         let names = run(&ctx, &ops, f, (40, 24, 72));
         assert!(names.contains(&"glu"), "{f:?}: {names:?}");
-        // Rows and outputs that cross the tiles' edges, large enough for the fused kernel;
-        // then rows alone (the tiles shifted off M's edge: the first row of them short).
-        for shape in [(200, 1000, 1344), (200, 1024, 1344)] {
+        // Rows that cross the tiles' edge, large enough for the fused kernel (its tiles shifted
+        // off M's edge: the first row of them short); then outputs too, where its every load
+        // would clamp, and fewer rows than its tiles: the GEMM (shifted) and the gate.
+        let fused = ["gemm_cm2_glu"].as_slice();
+        let apart = ["gemm_cm2", "glu"].as_slice();
+        for (shape, want) in [
+            ((200, 1024, 1344), fused),
+            ((200, 1000, 1344), apart),
+            ((100, 2048, 1344), apart),
+        ] {
             let names = run(&ctx, &ops, f, shape);
             if workgroup_matrices && f == TensorFormat::F16 {
-                assert_eq!(names, ["gemm_cm2_glu"], "{shape:?}");
+                assert_eq!(names, want, "{shape:?}");
             }
         }
         // A grid of wide tiles past one wave of the device's (4 rows of tiles, columns three
-        // fifths of its SMs: 5000 outputs on the H100): it ends in narrow tiles (the last
-        // partial, crossing the outputs' edge). Large for a CPU driver, so only where the fused
-        // kernel can take it.
+        // fifths of its SMs: 5056 outputs on the H100): it ends in narrow tiles. Large for a
+        // CPU driver, so only where the fused kernel can take it.
         if workgroup_matrices && f != TensorFormat::F32 {
             let sms = multiprocessors(ctx.features());
-            let n = 64 * (sms * 3 / 5) - 56;
+            let n = 64 * (sms * 3 / 5);
             assert!(glu_narrow_from(512, n, sms).is_some());
             let names = run(&ctx, &ops, f, (512, n, 128));
             if f == TensorFormat::F16 {

@@ -231,7 +231,7 @@ impl Ops {
         op: &Gemm,
     ) -> Result<(), OpError> {
         let d = check_gemm(a, b, bias, c, op)?;
-        if let Some((kernel, tiles)) = self.gemm_cm2_plan(&d, a, b) {
+        if let Some((kernel, tiles)) = self.gemm_cm2_plan(&d, (a, b), op) {
             return self.gemm_cm2_with(list, &kernel, &tiles, a, b, bias, c, op);
         }
         let matrices = (d.m * d.k).is_multiple_of(8) && (d.k * d.n).is_multiple_of(8);

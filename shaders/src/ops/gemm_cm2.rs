@@ -34,18 +34,23 @@ impl Ops {
             .ok()
     }
 
-    /// [`gemm_cm2`] and its tiles for the checked problem `d`, where it computes it and the
-    /// device offers tiles for it: the first of [`Cm2Tiles::candidates`] the device lists, with
-    /// no split for a batch of products.
+    /// [`gemm_cm2`] and its tiles for the checked problem `d` (`op`'s), where it computes it,
+    /// the device offers tiles for it and not every load of theirs clamps
+    /// ([`Cm2Tiles::clamps_every_load`]): the first of [`Cm2Tiles::candidates`] the device
+    /// lists, with no split for a batch of products.
     pub(super) fn gemm_cm2_plan(
         &self,
         d: &GemmDims,
-        a: &Tensor,
-        b: &Tensor,
+        (a, b): (&Tensor, &Tensor),
+        op: &Gemm,
     ) -> Option<(Arc<LoadedKernel<gemm_cm2::Kernel>>, Cm2Tiles)> {
         let kernel = self.gemm_cm2_kernel(d, a, b)?;
         let features = self.context().features();
-        let tiles = Cm2Tiles::for_device(features, operands(d.format), (d.m, d.n, d.k))?;
+        let mnk = (d.m, d.n, d.k);
+        let tiles = Cm2Tiles::for_device(features, operands(d.format), mnk)?;
+        if tiles.clamps_every_load(mnk, (op.transpose_a, op.transpose_b)) {
+            return None;
+        }
         let split_k = if d.batch == 1 { tiles.split_k } else { 1 };
         Some((kernel, Cm2Tiles { split_k, ..tiles }))
     }

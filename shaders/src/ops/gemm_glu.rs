@@ -53,8 +53,10 @@ impl Ops {
     /// rows 2i and 2i + 1 are output i's gate and up rows (a decoder's gate/up weights as
     /// stored), y `[m, n]`; one float format, `y` neither x nor w. On [`gemm_cm2_glu`] (one
     /// dispatch, the `[m, 2n]` products never stored) where the device offers its tiles for
-    /// F16 or Bf16, k and n multiples of 8 and at least [`CM2_MIN_PRODUCT`] multiply-adds (its
-    /// last columns of tiles narrow where [`glu_narrow_from`] says);
+    /// F16 or Bf16, k and n multiples of 8, at least [`CM2_MIN_PRODUCT`] multiply-adds and
+    /// loads that need not all clamp ([`Cm2Tiles::glu_clamps_every_load`]: m at least 128, n
+    /// and k multiples of its tiles) (its last columns of tiles narrow where [`glu_narrow_from`]
+    /// says);
     /// otherwise [`Ops::gemm`] into a scratch matrix, then [`Ops::glu`]. Nothing is recorded
     /// when a check fails.
     pub fn gemm_glu(
@@ -92,7 +94,8 @@ impl Ops {
         let eights = k.is_multiple_of(8) && n.is_multiple_of(8);
         let large = m * 2 * n * k >= CM2_MIN_PRODUCT;
         let offered = GLU_TILES.offered_by(self.context().features(), operands(format));
-        if !(matrices && eights && large && offered) {
+        let unclamped = !GLU_TILES.glu_clamps_every_load((m, n, k));
+        if !(matrices && eights && large && offered && unclamped) {
             return None;
         }
         self.kernel_for::<gemm_cm2_glu::Kernel>(OP, "a_blob", format, true)

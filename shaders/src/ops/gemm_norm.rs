@@ -41,7 +41,7 @@ impl Ops {
             ("c", Some(c)),
         ];
         not_aliased(OP, h, "h", &inputs)?;
-        if let Some((kernel, tiles)) = self.gemm_cm2_plan(&d, a, b) {
+        if let Some((kernel, tiles)) = self.gemm_cm2_plan(&d, (a, b), op) {
             if tiles.split_k > 1 && d.m <= SPLIT_REDUCE_RMS_MAX_ROWS {
                 let epilogue = Epilogue::of_gemm(bias, op).with_rms(h, eps);
                 return self.gemm_cm2_split(list, &kernel, &tiles, &d, (a, b, c), op, &epilogue);
