@@ -60,6 +60,7 @@ vkprism::compute_shader! {
     },
 }
 
+use crate::tuning::table::stored_rows_of_eight;
 pub use cm2_kernels::{gemm_cm2, gemm_cm2_glu, gemm_cm2_split};
 use vkprism::ScalarKind;
 
@@ -270,18 +271,11 @@ impl Cm2Tiles {
 
     /// Whether [`gemm_cm2`] shifts its tiles off the edges for an M×N×K product with A and B
     /// transposed as `transposes` says: the sizes fixed, each at least its tile, and every
-    /// shifted start still 16 bytes into a stored row (the rows of 8 elements the loads read:
-    /// M a multiple of 8 where A is stored K×M, N always, as C's rows are N long, and K where a
-    /// stored row of A or B holds K). The first row and column of tiles and the first step of K
-    /// are then the short ones.
-    pub fn shifts_edges(
-        &self,
-        (m, n, k): (usize, usize, usize),
-        (transpose_a, transpose_b): (bool, bool),
-    ) -> bool {
-        let eights = |v: usize| v.is_multiple_of(8);
-        let k_in_rows = !transpose_a || transpose_b;
-        let aligned = (!transpose_a || eights(m)) && eights(n) && (!k_in_rows || eights(k));
+    /// stored row a multiple of 8 elements, so that each shifted start (a side's remainder
+    /// after whole tiles, whose tiles are multiples of 16) stays 16 bytes into a row. The first
+    /// row and column of tiles and the first step of K are then the short ones.
+    pub fn shifts_edges(&self, (m, n, k): (usize, usize, usize), transposes: (bool, bool)) -> bool {
+        let aligned = stored_rows_of_eight((m, n, k), transposes);
         let at_least = m >= self.bm as usize && n >= self.bn as usize && k >= self.bk as usize;
         self.fixed_sizes && at_least && aligned
     }

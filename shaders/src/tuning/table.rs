@@ -61,12 +61,22 @@ pub struct GemmProblem {
     pub aligned: bool,
 }
 
+/// Whether every stored row of an M×N×K product is a multiple of 8 elements (16 bytes of
+/// halves): A's (K long, M where A is stored K×M, `transposes.0`), B's (N long, K where B is
+/// stored N×K, `transposes.1`) and C's (N).
+pub(crate) fn stored_rows_of_eight(
+    (m, n, k): (usize, usize, usize),
+    (transpose_a, transpose_b): (bool, bool),
+) -> bool {
+    let a_row = if transpose_a { m } else { k };
+    let b_row = if transpose_b { k } else { n };
+    [a_row, b_row, n].iter().all(|r| r.is_multiple_of(8))
+}
+
 impl GemmProblem {
     /// An M×N×K [`crate::gemm`], aligned where every stored row is a multiple of 8 halves: A's
     /// (K long, M where A is stored K×M), B's (N long, K where B is stored N×K) and C's (N).
     pub fn gemm(m: usize, n: usize, k: usize, transpose_a: bool, transpose_b: bool) -> Self {
-        let a_row = if transpose_a { m } else { k };
-        let b_row = if transpose_b { k } else { n };
         GemmProblem {
             kernel: GemmKernel::Gemm,
             m,
@@ -74,7 +84,7 @@ impl GemmProblem {
             k,
             transpose_a,
             transpose_b,
-            aligned: [a_row, b_row, n].iter().all(|r| r.is_multiple_of(8)),
+            aligned: stored_rows_of_eight((m, n, k), (transpose_a, transpose_b)),
         }
     }
 
