@@ -204,6 +204,25 @@ impl Cm2Tiles {
         candidates
     }
 
+    /// These tiles for a product whose result also passes row by row through a second pass
+    /// (the RMS norm of [`Ops::gemm_rms_norm`](crate::Ops::gemm_rms_norm)): where they are
+    /// narrow tiles 64 rows high and unsplit over an M of at least 128 and two or more steps of
+    /// K, the same number of workgroups on tiles twice as high with K split in 2, so that the
+    /// split's second pass does that row pass and no dispatch of its own is needed (the
+    /// decoder's output projection at 512 tokens, 512×2048×2048: 64×64 → 128×64 in 2, the
+    /// prompt 0.07 ms shorter; BENCHMARKS.md). Otherwise unchanged.
+    pub fn with_row_pass(self, (m, k): (usize, usize)) -> Cm2Tiles {
+        let steps = k.div_ceil(self.bk as usize);
+        if self.split_k == 1 && self.bm == 64 && m >= 128 && steps >= 2 {
+            return Cm2Tiles {
+                bm: 128,
+                split_k: 2,
+                ..self
+            };
+        }
+        self
+    }
+
     /// Whether `device` offers these tiles' workgroup-scope matrices for `operands` (F16 or
     /// Bf16): the BM×BN×BK multiply-add into fp32 and the BM×BN matrix C is stored from (an
     /// fp16 accumulator, or a bf16 A-use matrix), in workgroups of [`Cm2Tiles::threads`]
@@ -374,6 +393,21 @@ mod tests {
         assert_eq!(split(4096, 4096, 4096), 1);
         let short = Cm2Tiles::for_problem(512, 2048, 1024);
         assert_eq!((short.bm, short.split_k), (64, 1));
+    }
+
+    #[test]
+    fn a_row_pass_splits_narrow_tiles_64_rows_high() {
+        let shape = |t: Cm2Tiles| (t.bm, t.bn, t.split_k);
+        let row_pass = |m, n, k| shape(Cm2Tiles::for_problem(m, n, k).with_row_pass((m, k)));
+        // The decoder's output projection at 512 tokens: 256 workgroups either way.
+        assert_eq!(row_pass(512, 2048, 2048), (128, 64, 2));
+        // Already split, or 128 rows high: unchanged.
+        assert_eq!(row_pass(512, 2048, 5632), (128, 128, 4));
+        assert_eq!(row_pass(4096, 4096, 4096), (128, 128, 1));
+        // Fewer than 128 rows (64-row tiles shift off M's edge), or one step of K: unchanged.
+        assert_eq!(row_pass(100, 2048, 1024), (64, 128, 1));
+        let one_step = Cm2Tiles::for_problem(512, 2048, 64);
+        assert_eq!(one_step.with_row_pass((512, 64)), one_step);
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use super::check::{not_aliased, same_format, shape_is};
 use super::gemm::{check_gemm, Epilogue};
+use super::gemm_cm2::operands;
 use super::{OpError, Ops};
 use crate::{Gemm, SPLIT_REDUCE_RMS_MAX_ROWS};
 use vkprism::{CommandList, Tensor};
@@ -15,9 +16,10 @@ impl Ops {
     /// operands and checks), then `h = c / sqrt(mean(c²) + eps)` along c's rows (RMS norm
     /// without a weight, of c's values as stored: [`Ops::rms_norm`] of `c` with no `gamma`).
     /// `h` has c's shape and format and shares no memory with any other operand. Where the
-    /// GEMM is one product split along K on [`gemm_cm2`](crate::gemm_cm2), the split's second
-    /// pass writes `h` as well ([`gemm_split_reduce_rms`](crate::gemm_split_reduce_rms)): one
-    /// dispatch fewer. Otherwise the GEMM, then [`Ops::rms_norm`]. Nothing is recorded when a
+    /// GEMM is one product split along K on [`gemm_cm2`](crate::gemm_cm2) — its narrow tiles
+    /// made split ones for this ([`Cm2Tiles::with_row_pass`](crate::Cm2Tiles::with_row_pass))
+    /// — the split's second pass writes `h` as well
+    /// ([`gemm_split_reduce_rms`](crate::gemm_split_reduce_rms)): one dispatch fewer. Otherwise the GEMM, then [`Ops::rms_norm`]. Nothing is recorded when a
     /// check fails.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_rms_norm(
@@ -42,6 +44,13 @@ impl Ops {
         ];
         not_aliased(OP, h, "h", &inputs)?;
         if let Some((kernel, tiles)) = self.gemm_cm2_plan(&d, (a, b), op) {
+            let split = tiles.with_row_pass((d.m, d.k));
+            let features = self.context().features();
+            let tiles = if d.batch == 1 && split.offered_by(features, operands(d.format)) {
+                split
+            } else {
+                tiles
+            };
             if tiles.split_k > 1 && d.m <= SPLIT_REDUCE_RMS_MAX_ROWS {
                 let epilogue = Epilogue::of_gemm(bias, op).with_rms(h, eps);
                 return self.gemm_cm2_split(list, &kernel, &tiles, &d, (a, b, c), op, &epilogue);
