@@ -209,8 +209,8 @@ impl Cm2Tiles {
     /// narrow tiles 64 rows high and unsplit over an M of at least 128 and two or more steps of
     /// K, the same number of workgroups on tiles twice as high with K split in 2, so that the
     /// split's second pass does that row pass and no dispatch of its own is needed (the
-    /// decoder's output projection at 512 tokens, 512×2048×2048: 64×64 → 128×64 in 2, the
-    /// prompt 0.07 ms shorter; BENCHMARKS.md). Otherwise unchanged.
+    /// decoder's output projection at 512 tokens, 512×2048×2048: 64×64 → 128×64 in 2, which
+    /// shortened its prompt on the H100; BENCHMARKS.md). Otherwise unchanged.
     pub fn with_row_pass(self, (m, k): (usize, usize)) -> Cm2Tiles {
         let steps = k.div_ceil(self.bk as usize);
         if self.split_k == 1 && self.bm == 64 && m >= 128 && steps >= 2 {

@@ -3,10 +3,10 @@
 //! GEMM splits along K on [`gemm_cm2`](crate::gemm_cm2).
 
 use super::check::{not_aliased, same_format, shape_is};
-use super::gemm::{check_gemm, Epilogue};
+use super::gemm::{check_gemm, Epilogue, GemmDims};
 use super::gemm_cm2::operands;
 use super::{OpError, Ops};
-use crate::{Gemm, SPLIT_REDUCE_RMS_MAX_ROWS};
+use crate::{Cm2Tiles, Gemm, SPLIT_REDUCE_RMS_MAX_ROWS};
 use vkprism::{CommandList, Tensor};
 
 const OP: &str = "gemm_rms_norm";
@@ -17,9 +17,9 @@ impl Ops {
     /// without a weight, of c's values as stored: [`Ops::rms_norm`] of `c` with no `gamma`).
     /// `h` has c's shape and format and shares no memory with any other operand. Where the
     /// GEMM is one product split along K on [`gemm_cm2`](crate::gemm_cm2) — its narrow tiles
-    /// made split ones for this ([`Cm2Tiles::with_row_pass`](crate::Cm2Tiles::with_row_pass))
-    /// — the split's second pass writes `h` as well
-    /// ([`gemm_split_reduce_rms`](crate::gemm_split_reduce_rms)): one dispatch fewer. Otherwise the GEMM, then [`Ops::rms_norm`]. Nothing is recorded when a
+    /// made split ones for this ([`Cm2Tiles::with_row_pass`]) — the split's second pass
+    /// writes `h` as well ([`gemm_split_reduce_rms`](crate::gemm_split_reduce_rms)): one
+    /// dispatch fewer. Otherwise the GEMM, then [`Ops::rms_norm`]. Nothing is recorded when a
     /// check fails.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_rms_norm(
@@ -44,13 +44,7 @@ impl Ops {
         ];
         not_aliased(OP, h, "h", &inputs)?;
         if let Some((kernel, tiles)) = self.gemm_cm2_plan(&d, (a, b), op) {
-            let split = tiles.with_row_pass((d.m, d.k));
-            let features = self.context().features();
-            let tiles = if d.batch == 1 && split.offered_by(features, operands(d.format)) {
-                split
-            } else {
-                tiles
-            };
+            let tiles = self.row_pass_tiles(tiles, &d, op);
             if tiles.split_k > 1 && d.m <= SPLIT_REDUCE_RMS_MAX_ROWS {
                 let epilogue = Epilogue::of_gemm(bias, op).with_rms(h, eps);
                 return self.gemm_cm2_split(list, &kernel, &tiles, &d, (a, b, c), op, &epilogue);
@@ -58,5 +52,18 @@ impl Ops {
         }
         self.gemm(list, a, b, bias, c, op)?;
         self.rms_norm(list, c, None, h, eps)
+    }
+
+    /// `tiles` made split ones by [`Cm2Tiles::with_row_pass`] for one product `d` (`op`'s),
+    /// where the device offers those and not every load of theirs clamps; else `tiles`.
+    fn row_pass_tiles(&self, tiles: Cm2Tiles, d: &GemmDims, op: &Gemm) -> Cm2Tiles {
+        let split = tiles.with_row_pass((d.m, d.k));
+        let offered = split.offered_by(self.context().features(), operands(d.format));
+        let transposes = (op.transpose_a, op.transpose_b);
+        let clamps = split.clamps_every_load((d.m, d.n, d.k), transposes);
+        match d.batch == 1 && offered && !clamps {
+            true => split,
+            false => tiles,
+        }
     }
 }
