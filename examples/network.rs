@@ -33,7 +33,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::error::Error;
 use std::time::{Duration, Instant};
-use vkprism::{CommandList, Context, FloatMode, Tensor, TensorFormat, VariantKey};
+use vkprism::{CommandList, Context, FloatMode, Pipeline, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::reference::{self, Conv2d, Gemm};
 use vkprism_shaders::{activation, binary_op, conv2d, gemm, GemmConfig};
 use vkprism_testkit::quantize;
@@ -288,10 +288,24 @@ pub struct Session {
     pub buffers: usize,
 }
 
-impl Session {
-    /// Prepares `net` on `ctx` (MNN's `createSession` + `resize`: everything but the run).
-    pub fn new(ctx: &Context, net: &Network) -> Result<Session, Box<dyn Error>> {
-        // The best variant of each kernel for this device.
+/// The network's kernels, each the best variant this device runs, and their pipelines: one per
+/// kernel and specialization, reused by every layer that needs it.
+struct Kernels {
+    conv: Pipeline<conv2d::Kernel>,
+    relu: Pipeline<activation::Kernel>,
+    add: Pipeline<binary_op::Kernel>,
+    gemm_relu: Pipeline<gemm::Kernel>,
+    gemm_none: Pipeline<gemm::Kernel>,
+    /// The one GEMM configuration every dense layer takes.
+    gemm_cfg: GemmConfig,
+    /// The variant of conv2d, activation, gemm and binary_op.
+    keys: [VariantKey; 4],
+    /// The storage format they share.
+    format: TensorFormat,
+}
+
+impl Kernels {
+    fn load(ctx: &Context) -> Result<Kernels, Box<dyn Error>> {
         let conv_k = ctx.load::<conv2d::Kernel>()?;
         let relu_k = ctx.load::<activation::Kernel>()?;
         let gemm_k = ctx.load::<gemm::Kernel>()?;
@@ -310,13 +324,6 @@ impl Session {
                 .into());
             }
         }
-
-        // Pipelines: one per kernel and specialization, reused by every layer that needs it.
-        let conv_p = conv_k.pipeline(&conv2d::SpecConstants { ksize: 3 }, None)?;
-        // `n` = 0: the element count comes from the push constants (psc), so one pipeline
-        // serves both relus.
-        let relu_p = relu_k.pipeline(&activation::SpecConstants { op: 0, n: 0 }, None)?;
-        let add_p = add_k.pipeline(&binary_op::SpecConstants { op: 0 }, None)?;
         let gemm_key = gemm_k.variant().key;
         // Every dense layer is one row (M = 1) over a short K, so one configuration of the GEMM
         // (workgroup, tiles, 8-byte loads) serves them all.
@@ -329,11 +336,157 @@ impl Session {
                 ..gemm::SpecConstants::default()
             })
         };
-        let gemm_relu = gemm_k.pipeline(&gemm_spec(true), Some(gemm_cfg.local_size()))?;
-        let gemm_none = gemm_k.pipeline(&gemm_spec(false), Some(gemm_cfg.local_size()))?;
+        Ok(Kernels {
+            conv: conv_k.pipeline(&conv2d::SpecConstants { ksize: 3 }, None)?,
+            // `n` = 0: the element count comes from the push constants (psc), so one pipeline
+            // serves both relus.
+            relu: relu_k.pipeline(&activation::SpecConstants { op: 0, n: 0 }, None)?,
+            add: add_k.pipeline(&binary_op::SpecConstants { op: 0 }, None)?,
+            gemm_relu: gemm_k.pipeline(&gemm_spec(true), Some(gemm_cfg.local_size()))?,
+            gemm_none: gemm_k.pipeline(&gemm_spec(false), Some(gemm_cfg.local_size()))?,
+            gemm_cfg,
+            keys: [
+                conv_k.variant().key,
+                relu_k.variant().key,
+                gemm_key,
+                add_k.variant().key,
+            ],
+            format,
+        })
+    }
 
-        // Memory: the input, the output and the planned buffers, each as large as the largest
-        // value it will hold.
+    /// Records layer `op` writing `out`, its inputs from `value`; the variant it runs. Its
+    /// weights are uploaded here and dropped when it returns: the list keeps clones of what it
+    /// binds.
+    fn record<'a>(
+        &self,
+        ctx: &Context,
+        list: &mut CommandList,
+        op: &Op,
+        value: impl Fn(Value) -> &'a Tensor,
+        out: &Tensor,
+    ) -> Result<VariantKey, Box<dyn Error>> {
+        let format = self.format;
+        let [conv_key, relu_key, gemm_key, add_key] = self.keys;
+        match op {
+            Op::Conv {
+                shape: s,
+                weight,
+                bias,
+                input,
+            } => {
+                let w = Tensor::from_f32(ctx, &[weight.len()], format, weight)?;
+                let b = Tensor::from_f32(ctx, &[bias.len()], format, bias)?;
+                let (oh, ow) = (s.out_h(), s.out_w());
+                list.dispatch(
+                    &self.conv,
+                    &conv2d::BufferBindings {
+                        in_blob: value(*input),
+                        w_blob: &w,
+                        b_blob: &b,
+                        out_blob: out,
+                    },
+                    &conv2d::PushConstants {
+                        c: s.c as i32,
+                        h: s.h as i32,
+                        w: s.w as i32,
+                        outc: s.outc as i32,
+                        outh: oh as i32,
+                        outw: ow as i32,
+                        stride: s.stride as i32,
+                        pad: s.pad as i32,
+                    },
+                    // One invocation per output element (invocations, not workgroups).
+                    [ow as u32, oh as u32, s.outc as u32],
+                )?;
+                Ok(conv_key)
+            }
+            Op::Relu { n, input } => {
+                list.dispatch(
+                    &self.relu,
+                    &activation::BufferBindings {
+                        x_blob: value(*input),
+                        y_blob: out,
+                    },
+                    &activation::PushConstants {
+                        n: (n / 4) as i32,
+                        alpha: 0.0,
+                    },
+                    // One invocation per vec4.
+                    [(n / 4) as u32, 1, 1],
+                )?;
+                Ok(relu_key)
+            }
+            Op::Dense {
+                k,
+                n,
+                weight,
+                bias,
+                relu,
+                input,
+            } => {
+                // The GEMM reads rows as vec4s: K and N must be multiples of 4 (and K short,
+                // for the one configuration above).
+                assert!(k % 4 == 0 && n % 4 == 0, "dense layers need multiples of 4");
+                assert!(
+                    *k < 2048,
+                    "dense layers use one GEMM configuration, for short K"
+                );
+                let w = Tensor::from_f32(ctx, &[*k, *n], format, weight)?;
+                let b = Tensor::from_f32(ctx, &[*n], format, bias)?;
+                list.dispatch(
+                    if *relu {
+                        &self.gemm_relu
+                    } else {
+                        &self.gemm_none
+                    },
+                    &gemm::BufferBindings {
+                        a_blob: value(*input),
+                        b_blob: &w,
+                        bias_blob: &b,
+                        c_blob: out,
+                    },
+                    &gemm::PushConstants {
+                        M: 1,
+                        N: *n as i32,
+                        K: *k as i32,
+                        alpha: 1.0,
+                        slope: 0.0,
+                        ..Default::default()
+                    },
+                    self.gemm_cfg.grid(1, *n),
+                )?;
+                Ok(gemm_key)
+            }
+            Op::Add { n, a, b } => {
+                list.dispatch(
+                    &self.add,
+                    &binary_op::BufferBindings {
+                        a_blob: value(*a),
+                        b_blob: value(*b),
+                        out_blob: out,
+                    },
+                    &binary_op::PushConstants { n: (n / 4) as i32 },
+                    [(n / 4) as u32, 1, 1],
+                )?;
+                Ok(add_key)
+            }
+        }
+    }
+}
+
+/// The memory a session holds: the input, the output and the planned buffers, each as large
+/// as the largest value it will hold.
+struct Memory {
+    input: Tensor,
+    output: Tensor,
+    pool: Vec<Tensor>,
+    /// The buffer each value lives in ([`plan_memory`]); none for the input and the output.
+    slot_of: Vec<Option<usize>>,
+}
+
+impl Memory {
+    fn plan(ctx: &Context, net: &Network, format: TensorFormat) -> Result<Memory, Box<dyn Error>> {
         let (slot_of, buffers) = plan_memory(net);
         let mut sizes = vec![0; buffers];
         for (i, (_, op)) in net.layers.iter().enumerate() {
@@ -341,134 +494,49 @@ impl Session {
                 sizes[s] = sizes[s].max(op.output_len());
             }
         }
-        let input = Tensor::new(ctx, &[net.input_len], format)?;
         let output_len = net.layers.last().expect("layers").1.output_len();
-        let output = Tensor::new(ctx, &[output_len], format)?;
         let pool = sizes
             .iter()
             .map(|&n| Tensor::new(ctx, &[n], format))
             .collect::<Result<Vec<_>, _>>()?;
-        let tensor = |v: Value| match slot_of[v] {
-            Some(s) => &pool[s],
-            None if v == 0 => &input,
-            None => &output,
-        };
+        Ok(Memory {
+            input: Tensor::new(ctx, &[net.input_len], format)?,
+            output: Tensor::new(ctx, &[output_len], format)?,
+            pool,
+            slot_of,
+        })
+    }
 
+    /// The tensor that holds value `v`.
+    fn value(&self, v: Value) -> &Tensor {
+        match self.slot_of[v] {
+            Some(s) => &self.pool[s],
+            None if v == 0 => &self.input,
+            None => &self.output,
+        }
+    }
+}
+
+impl Session {
+    /// Prepares `net` on `ctx` (MNN's `createSession` + `resize`: everything but the run).
+    pub fn new(ctx: &Context, net: &Network) -> Result<Session, Box<dyn Error>> {
+        let kernels = Kernels::load(ctx)?;
+        let memory = Memory::plan(ctx, net, kernels.format)?;
         // Record every layer once (with a timestamp after each).
         let mut list = CommandList::with_timestamps(ctx, net.layers.len() as u32)?;
         let mut variants = Vec::new();
         for (i, (_, op)) in net.layers.iter().enumerate() {
-            let out = tensor(i + 1);
-            match op {
-                Op::Conv {
-                    shape: s,
-                    weight,
-                    bias,
-                    input,
-                } => {
-                    let w = Tensor::from_f32(ctx, &[weight.len()], format, weight)?;
-                    let b = Tensor::from_f32(ctx, &[bias.len()], format, bias)?;
-                    let (oh, ow) = (s.out_h(), s.out_w());
-                    list.dispatch(
-                        &conv_p,
-                        &conv2d::BufferBindings {
-                            in_blob: tensor(*input),
-                            w_blob: &w,
-                            b_blob: &b,
-                            out_blob: out,
-                        },
-                        &conv2d::PushConstants {
-                            c: s.c as i32,
-                            h: s.h as i32,
-                            w: s.w as i32,
-                            outc: s.outc as i32,
-                            outh: oh as i32,
-                            outw: ow as i32,
-                            stride: s.stride as i32,
-                            pad: s.pad as i32,
-                        },
-                        // One invocation per output element (invocations, not workgroups).
-                        [ow as u32, oh as u32, s.outc as u32],
-                    )?;
-                    variants.push(conv_k.variant().key);
-                }
-                Op::Relu { n, input } => {
-                    list.dispatch(
-                        &relu_p,
-                        &activation::BufferBindings {
-                            x_blob: tensor(*input),
-                            y_blob: out,
-                        },
-                        &activation::PushConstants {
-                            n: (n / 4) as i32,
-                            alpha: 0.0,
-                        },
-                        // One invocation per vec4.
-                        [(n / 4) as u32, 1, 1],
-                    )?;
-                    variants.push(relu_k.variant().key);
-                }
-                Op::Dense {
-                    k,
-                    n,
-                    weight,
-                    bias,
-                    relu,
-                    input,
-                } => {
-                    // The GEMM reads rows as vec4s: K and N must be multiples of 4 (and K short,
-                    // for the one configuration above).
-                    assert!(k % 4 == 0 && n % 4 == 0, "dense layers need multiples of 4");
-                    assert!(
-                        *k < 2048,
-                        "dense layers use one GEMM configuration, for short K"
-                    );
-                    let w = Tensor::from_f32(ctx, &[*k, *n], format, weight)?;
-                    let b = Tensor::from_f32(ctx, &[*n], format, bias)?;
-                    list.dispatch(
-                        if *relu { &gemm_relu } else { &gemm_none },
-                        &gemm::BufferBindings {
-                            a_blob: tensor(*input),
-                            b_blob: &w,
-                            bias_blob: &b,
-                            c_blob: out,
-                        },
-                        &gemm::PushConstants {
-                            M: 1,
-                            N: *n as i32,
-                            K: *k as i32,
-                            alpha: 1.0,
-                            slope: 0.0,
-                            ..Default::default()
-                        },
-                        gemm_cfg.grid(1, *n),
-                    )?;
-                    variants.push(gemm_key);
-                }
-                Op::Add { n, a, b } => {
-                    list.dispatch(
-                        &add_p,
-                        &binary_op::BufferBindings {
-                            a_blob: tensor(*a),
-                            b_blob: tensor(*b),
-                            out_blob: out,
-                        },
-                        &binary_op::PushConstants { n: (n / 4) as i32 },
-                        [(n / 4) as u32, 1, 1],
-                    )?;
-                    variants.push(add_k.variant().key);
-                }
-            }
-            // The weight tensors go out of scope here: the list keeps clones of what it binds.
+            let value = |v: Value| memory.value(v);
+            variants.push(kernels.record(ctx, &mut list, op, value, memory.value(i + 1))?);
         }
         Ok(Session {
             list,
-            input,
-            output,
+            buffers: memory.pool.len(),
+            input: memory.input,
+            output: memory.output,
             layer_names: net.layers.iter().map(|(name, _)| *name).collect(),
             variants,
-            format,
-            buffers,
+            format: kernels.format,
         })
     }
 
