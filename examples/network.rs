@@ -366,55 +366,30 @@ impl Kernels {
         value: impl Fn(Value) -> &'a Tensor,
         out: &Tensor,
     ) -> Result<VariantKey, Box<dyn Error>> {
-        let format = self.format;
         let [conv_key, relu_key, gemm_key, add_key] = self.keys;
         match op {
             Op::Conv {
-                shape: s,
+                shape,
                 weight,
                 bias,
                 input,
             } => {
-                let w = Tensor::from_f32(ctx, &[weight.len()], format, weight)?;
-                let b = Tensor::from_f32(ctx, &[bias.len()], format, bias)?;
-                let (oh, ow) = (s.out_h(), s.out_w());
-                list.dispatch(
-                    &self.conv,
-                    &conv2d::BufferBindings {
-                        in_blob: value(*input),
-                        w_blob: &w,
-                        b_blob: &b,
-                        out_blob: out,
-                    },
-                    &conv2d::PushConstants {
-                        c: s.c as i32,
-                        h: s.h as i32,
-                        w: s.w as i32,
-                        outc: s.outc as i32,
-                        outh: oh as i32,
-                        outw: ow as i32,
-                        stride: s.stride as i32,
-                        pad: s.pad as i32,
-                    },
-                    // One invocation per output element (invocations, not workgroups).
-                    [ow as u32, oh as u32, s.outc as u32],
-                )?;
+                let w = Tensor::from_f32(ctx, &[weight.len()], self.format, weight)?;
+                let b = Tensor::from_f32(ctx, &[bias.len()], self.format, bias)?;
+                self.record_conv(list, shape, [value(*input), &w, &b, out])?;
                 Ok(conv_key)
             }
             Op::Relu { n, input } => {
-                list.dispatch(
-                    &self.relu,
-                    &activation::BufferBindings {
-                        x_blob: value(*input),
-                        y_blob: out,
-                    },
-                    &activation::PushConstants {
-                        n: (n / 4) as i32,
-                        alpha: 0.0,
-                    },
-                    // One invocation per vec4.
-                    [(n / 4) as u32, 1, 1],
-                )?;
+                let bindings = activation::BufferBindings {
+                    x_blob: value(*input),
+                    y_blob: out,
+                };
+                let push = activation::PushConstants {
+                    n: (n / 4) as i32,
+                    alpha: 0.0,
+                };
+                // One invocation per vec4.
+                list.dispatch(&self.relu, &bindings, &push, [(n / 4) as u32, 1, 1])?;
                 Ok(relu_key)
             }
             Op::Dense {
@@ -425,53 +400,90 @@ impl Kernels {
                 relu,
                 input,
             } => {
-                // The GEMM reads rows as vec4s: K and N must be multiples of 4 (and K short,
-                // for the one configuration above).
-                assert!(k % 4 == 0 && n % 4 == 0, "dense layers need multiples of 4");
-                assert!(
-                    *k < 2048,
-                    "dense layers use one GEMM configuration, for short K"
-                );
-                let w = Tensor::from_f32(ctx, &[*k, *n], format, weight)?;
-                let b = Tensor::from_f32(ctx, &[*n], format, bias)?;
-                list.dispatch(
-                    if *relu {
-                        &self.gemm_relu
-                    } else {
-                        &self.gemm_none
-                    },
-                    &gemm::BufferBindings {
-                        a_blob: value(*input),
-                        b_blob: &w,
-                        bias_blob: &b,
-                        c_blob: out,
-                    },
-                    &gemm::PushConstants {
-                        M: 1,
-                        N: *n as i32,
-                        K: *k as i32,
-                        alpha: 1.0,
-                        slope: 0.0,
-                        ..Default::default()
-                    },
-                    self.gemm_cfg.grid(1, *n),
-                )?;
+                let w = Tensor::from_f32(ctx, &[*k, *n], self.format, weight)?;
+                let b = Tensor::from_f32(ctx, &[*n], self.format, bias)?;
+                self.record_dense(list, (*k, *n, *relu), [value(*input), &w, &b, out])?;
                 Ok(gemm_key)
             }
             Op::Add { n, a, b } => {
-                list.dispatch(
-                    &self.add,
-                    &binary_op::BufferBindings {
-                        a_blob: value(*a),
-                        b_blob: value(*b),
-                        out_blob: out,
-                    },
-                    &binary_op::PushConstants { n: (n / 4) as i32 },
-                    [(n / 4) as u32, 1, 1],
-                )?;
+                let bindings = binary_op::BufferBindings {
+                    a_blob: value(*a),
+                    b_blob: value(*b),
+                    out_blob: out,
+                };
+                let push = binary_op::PushConstants { n: (n / 4) as i32 };
+                list.dispatch(&self.add, &bindings, &push, [(n / 4) as u32, 1, 1])?;
                 Ok(add_key)
             }
         }
+    }
+
+    /// A convolution of `s`'s sizes: input, weights, bias, output.
+    fn record_conv(
+        &self,
+        list: &mut CommandList,
+        s: &Conv2d,
+        [input, w, b, out]: [&Tensor; 4],
+    ) -> Result<(), Box<dyn Error>> {
+        let (oh, ow) = (s.out_h(), s.out_w());
+        let bindings = conv2d::BufferBindings {
+            in_blob: input,
+            w_blob: w,
+            b_blob: b,
+            out_blob: out,
+        };
+        let push = conv2d::PushConstants {
+            c: s.c as i32,
+            h: s.h as i32,
+            w: s.w as i32,
+            outc: s.outc as i32,
+            outh: oh as i32,
+            outw: ow as i32,
+            stride: s.stride as i32,
+            pad: s.pad as i32,
+        };
+        // One invocation per output element (invocations, not workgroups).
+        let grid = [ow as u32, oh as u32, s.outc as u32];
+        list.dispatch(&self.conv, &bindings, &push, grid)?;
+        Ok(())
+    }
+
+    /// A dense layer of one row, `k` inputs to `n` outputs (ReLU fused where `relu`): input,
+    /// weights `[k, n]`, bias, output.
+    fn record_dense(
+        &self,
+        list: &mut CommandList,
+        (k, n, relu): (usize, usize, bool),
+        [input, w, b, out]: [&Tensor; 4],
+    ) -> Result<(), Box<dyn Error>> {
+        // The GEMM reads rows as vec4s: K and N must be multiples of 4 (and K short, for the
+        // one configuration every dense layer takes).
+        assert!(k % 4 == 0 && n % 4 == 0, "dense layers need multiples of 4");
+        assert!(
+            k < 2048,
+            "dense layers use one GEMM configuration, for short K"
+        );
+        let bindings = gemm::BufferBindings {
+            a_blob: input,
+            b_blob: w,
+            bias_blob: b,
+            c_blob: out,
+        };
+        let push = gemm::PushConstants {
+            M: 1,
+            N: n as i32,
+            K: k as i32,
+            alpha: 1.0,
+            slope: 0.0,
+            ..Default::default()
+        };
+        let pipeline = if relu {
+            &self.gemm_relu
+        } else {
+            &self.gemm_none
+        };
+        list.dispatch(pipeline, &bindings, &push, self.gemm_cfg.grid(1, n))?;
+        Ok(())
     }
 }
 
