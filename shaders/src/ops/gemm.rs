@@ -219,8 +219,8 @@ impl Ops {
     /// a single product split along K or on narrower tiles where that fills the GPU). Otherwise
     /// the variant of [`gemm`] is the best this device runs on that format (cooperative matrices where each matrix of A and B holds a
     /// multiple of 8 elements), the tiles the tile policy's (or the tuner's), a single product
-    /// without `beta` split along K where that fills the GPU better. Nothing is recorded when a
-    /// check fails.
+    /// split along K where that fills the GPU better (its second pass adding `beta` · C).
+    /// Nothing is recorded when a check fails.
     pub fn gemm(
         &self,
         list: &mut CommandList,
