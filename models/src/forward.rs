@@ -30,7 +30,8 @@ pub(crate) struct Activations {
     x: Tensor,
     /// The stream RMS-normalized without a weight (GEMM path) `[n, hidden]`.
     h: Tensor,
-    /// The fused projection `[n, (heads + 2·kv_heads) · head_dim]`.
+    /// A one-token step's fused projection `[1, (heads + 2·kv_heads) · head_dim]` at a known
+    /// position (a prompt's is placed as its GEMM computes it, `Ops::gemm_rope_qkv`).
     qkv: Tensor,
     /// Rotated queries and the attention's output `[n, heads, head_dim]`.
     q: Tensor,
@@ -69,7 +70,7 @@ impl Activations {
             ids: Tensor::new(ctx, &[n], TensorFormat::I32)?,
             x: t(&[n, cfg.hidden])?,
             h,
-            qkv: t(&[n, cfg.hidden + 2 * cfg.kv_dim()])?,
+            qkv: t(&[1, cfg.hidden + 2 * cfg.kv_dim()])?,
             q: t(&[n, heads, d])?,
             o: t(&[n, heads, d])?,
             mlp: t(&[n, cfg.mlp])?,
@@ -223,9 +224,14 @@ impl Forward<'_> {
         let causal = Attention::new().with_causal(true);
         match self.at {
             StepPosition::Known(start) => {
-                self.normed_linear(list, &l.qkv, &a.qkv, Gemv::new())?;
                 let rope = rope.with_position_offset(start);
-                ops.rope_qkv(list, &a.qkv, &a.q, keys, values, &rope, None)?;
+                if a.tokens() == 1 {
+                    self.normed_linear(list, &l.qkv, &a.qkv, Gemv::new())?;
+                    ops.rope_qkv(list, &a.qkv, &a.q, keys, values, &rope, None)?;
+                } else {
+                    let w = self.float_weights(list, &l.qkv)?;
+                    ops.gemm_rope_qkv(list, &a.h, &w, &a.q, keys, values, &rope)?;
+                }
                 let (k, v) = self.cache.rows(i, start + a.tokens())?;
                 ops.attention(list, &a.q, &k, &v, &a.o, &causal)?;
             }

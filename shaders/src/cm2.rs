@@ -57,11 +57,27 @@ vkprism::compute_shader! {
             define: [("VKPRISM_GLU", "1")],
             share: [gemm_cm2::SpecConstants, gemm_cm2::PushConstants],
         },
+    /// A decoder's fused query, key and value projection rotated and placed in one pass on
+    /// [`gemm_cm2`](crate::gemm_cm2)'s matrices: `x · Wᵀ` for x `[M][K]`, W stored
+    /// `[(hq + 2·hkv) · dim][K]`, each row's query and key heads turned by rotary position
+    /// embedding (interleaved pairs `(2i, 2i + 1)`, token m at position `offset + m`) and placed
+    /// as [`rope_qkv4`](crate::rope_qkv4) places them: into q `[M][hq][dim]` and the caches'
+    /// rows, k and v `[rows][hkv][dim]` (value heads copied). Each workgroup rounds its tile to
+    /// the format, stages it in shared memory and places it an octet an invocation; dim a
+    /// multiple of 8. The same variants and requirements; [`gemm_cm2`](crate::gemm_cm2)'s
+    /// specialization constants (`transpose_b` 1, no split); push constants M, N, K (alpha,
+    /// slope, the batch strides and beta unread) and `rope_qkv4`'s hq, hkv, dim, rows, offset,
+    /// log2_base; dispatch [`Cm2Tiles::grid`](crate::Cm2Tiles::grid) for the M×N product.
+        gemm_cm2_rope: {
+            path: "gemm_cm2.comp",
+            define: [("VKPRISM_ROPE", "1")],
+            share: [gemm_cm2::SpecConstants],
+        },
     },
 }
 
 use crate::tuning::table::stored_rows_of_eight;
-pub use cm2_kernels::{gemm_cm2, gemm_cm2_glu, gemm_cm2_split};
+pub use cm2_kernels::{gemm_cm2, gemm_cm2_glu, gemm_cm2_rope, gemm_cm2_split};
 use vkprism::ScalarKind;
 
 /// How [`gemm_cm2`] runs one problem: the tile of C per workgroup, the step depth, how many

@@ -38,6 +38,14 @@
 // `narrow_from` is not 0, the tiles from that column of tiles on are `narrow_bn` wide (a grid
 // whose last wave would hold few workgroups ends in more, smaller ones): grid x
 // narrow_from + ceil((N - narrow_from · BN) / narrow_bn) workgroups.
+//
+// With VKPRISM_ROPE (gemm_cm2_rope, one product, transpose_b 1): a decoder's fused query, key
+// and value projection placed as rope_qkv4 places it, C [M][(hq + 2·hkv) · dim] never stored:
+// each workgroup rounds its tile to C's format into shared memory, then each invocation takes
+// octets of a row (8 values, 4 interleaved pairs (2i, 2i + 1) of one head, dim a multiple of
+// 8), turns the query and key pairs of token m by position offset + m (rope.glsl) and stores
+// them into q [M][hq][dim] or the caches' row of that position, k and v [rows][hkv][dim];
+// value heads are copied. Its rounding is the two-pass path's (C rounded, then turned in fp32).
 #extension GL_EXT_control_flow_attributes : require
 #if NCNN_cooperative_matrix
 #extension GL_KHR_memory_scope_semantics : require
@@ -84,7 +92,12 @@ layout (binding = 1) readonly buffer b_blob { cmfp b_data[]; };
 layout (binding = 0) readonly buffer a_blob { sfp a_data[]; };
 layout (binding = 1) readonly buffer b_blob { sfp b_data[]; };
 #endif
-#if VKPRISM_SPLIT_K
+#if VKPRISM_ROPE
+// The placed projection (rope_qkv4's bindings): q [M][hq][dim], k and v [rows][hkv][dim].
+layout (binding = 2) writeonly buffer q_blob { sfpvec4 q_data[]; };
+layout (binding = 3) writeonly buffer k_blob { sfpvec4 k_data[]; };
+layout (binding = 4) writeonly buffer v_blob { sfpvec4 v_data[]; };
+#elif VKPRISM_SPLIT_K
 // Workgroup z's fp32 sums over its share of K, [split_k][M][N]; gemm_split_reduce applies
 // alpha, beta, the bias, the activation and C's format.
 layout (binding = 2) writeonly buffer partial_blob { float partial_data[]; };
@@ -101,9 +114,16 @@ layout (binding = 3) buffer c_blob { sfp c_data[]; };
 layout (push_constant) uniform parameter {
     int M; int N; int K; float alpha; float slope;
     int batch_a; int batch_b; int batch_c; float beta;
+#if VKPRISM_ROPE
+    // rope_qkv4's: heads, head dimension, the caches' rows, the first token's position.
+    int hq; int hkv; int dim; int rows; int offset; float log2_base;
+#endif
 } p;
 
 #include "activation.glsl"
+#if VKPRISM_ROPE
+#include "rope.glsl"
+#endif
 
 #if NCNN_cooperative_matrix && !VKPRISM_SPLIT_K
 // bf16: the driver offers no bfloat16 workgroup-scope accumulator, so C is stored from an
@@ -117,6 +137,7 @@ layout (push_constant) uniform parameter {
 #define BETA_PER_ELEMENT 0
 #endif
 
+#if !VKPRISM_ROPE
 // One element of C at (m0 + row, n0 + col) from v, alpha · (A · B) there (+ beta · C's value
 // before, added as a matrix unless BETA_PER_ELEMENT): beta · C here where BETA_PER_ELEMENT
 // (rows and columns before `ends`, the tile's own), then the bias and the activation.
@@ -135,6 +156,7 @@ float epilogue(const in uint row, const in uint col, const in float v, const in 
     }
     return activate(vec4(x)).x;
 }
+#endif
 #endif
 
 #if NCNN_cooperative_matrix
@@ -258,6 +280,65 @@ void main()
     }
 }
 #else
+#if VKPRISM_ROPE
+// The workgroup's tile of C in C's format, row-major: written by the matrix store, read an
+// octet at a time by place_tile.
+shared cmfp rope_tile[BM * BN];
+
+// Pairs 4j .. 4j + 3 of a head at position `pos`, interleaved: (u.xy, u.zw, v.xy, v.zw).
+void turn_octet(inout vec4 u, inout vec4 v, const int pos, const int j)
+{
+    u.xy = rope_turn(u.xy, rope_sin_cos(pos, 4 * j, p.dim, p.log2_base));
+    u.zw = rope_turn(u.zw, rope_sin_cos(pos, 4 * j + 1, p.dim, p.log2_base));
+    v.xy = rope_turn(v.xy, rope_sin_cos(pos, 4 * j + 2, p.dim, p.log2_base));
+    v.zw = rope_turn(v.zw, rope_sin_cos(pos, 4 * j + 3, p.dim, p.log2_base));
+}
+
+// rope_tile's rows from m0 and columns from n0 (those before `ends`, the tile's own) turned
+// and placed, an octet an invocation at a time: a query head's into q, a key head's into k
+// and a value head's into v at the token's position (none past the caches' rows).
+void place_tile(const uint m0, const uint n0, const uvec2 ends)
+{
+    const int dim = p.dim;
+    const int octets = BN / 8;
+    for (int e = int(gl_LocalInvocationID.x); e < BM * octets; e += int(gl_WorkGroupSize.x)) {
+        const int row = e / octets;
+        const int col = e % octets * 8;
+        const int token = int(m0) + row;
+        const int n = int(n0) + col;
+        if (token >= int(ends.x) || n >= int(ends.y)) {
+            continue;
+        }
+        const int at = row * BN + col;
+        vec4 u = vec4(float(rope_tile[at]), float(rope_tile[at + 1]), float(rope_tile[at + 2]),
+                      float(rope_tile[at + 3]));
+        vec4 v = vec4(float(rope_tile[at + 4]), float(rope_tile[at + 5]), float(rope_tile[at + 6]),
+                      float(rope_tile[at + 7]));
+        const int head = n / dim;
+        const int within = n % dim;
+        const int pos = p.offset + token;
+        if (head < p.hq + p.hkv) {
+            turn_octet(u, v, pos, within / 8);
+        }
+        if (head < p.hq) {
+            // q's row of the token: its hq heads side by side, as C's first hq · dim columns.
+            const int to = (token * p.hq * dim + n) / 4;
+            buffer_st4(q_data, to, afpvec4(u));
+            buffer_st4(q_data, to + 1, afpvec4(v));
+        } else if (pos < p.rows) {
+            const int to = ((pos * p.hkv + (head - p.hq) % p.hkv) * dim + within) / 4;
+            if (head < p.hq + p.hkv) {
+                buffer_st4(k_data, to, afpvec4(u));
+                buffer_st4(k_data, to + 1, afpvec4(v));
+            } else {
+                buffer_st4(v_data, to, afpvec4(u));
+                buffer_st4(v_data, to + 1, afpvec4(v));
+            }
+        }
+    }
+}
+#endif
+
 // One step of K from k: A's BM×BK block and B's BK×BN block read through the layouts `la` and
 // `lb`, multiplied into acc. A macro, as GLSL has no functions over a layout's clamp mode.
 #define GEMM_STEP(la, lb, k) \
@@ -354,7 +435,13 @@ void main()
         GEMM_STEP(la, lb, k)
     }
 
-#if VKPRISM_SPLIT_K
+#if VKPRISM_ROPE
+    coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE> out16 =
+        coopmat<cmfp, gl_ScopeWorkgroup, BM, BN, C_USE>(acc);
+    coopMatStore(out16, rope_tile, 0, BN, gl_CooperativeMatrixLayoutRowMajor);
+    barrier();
+    place_tile(m0, n0, ends);
+#elif VKPRISM_SPLIT_K
     const uint partial_at = gl_WorkGroupID.z * M * N;
     if (short_tile) {
         coopMatStoreTensorNV(acc, partial_data, partial_at, sliceTensorLayoutNV(own, m0, BM, n0, BN));

@@ -73,7 +73,7 @@ pub use attention_kernels::{
 };
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use cm2::{
-    cm2_kernels, gemm_cm2, gemm_cm2_glu, gemm_cm2_split, multiprocessors, Cm2Tiles,
+    cm2_kernels, gemm_cm2, gemm_cm2_glu, gemm_cm2_rope, gemm_cm2_split, multiprocessors, Cm2Tiles,
     GEMM_CM2_THREADS, MEASURED_SMS,
 };
 pub use config::{

@@ -39,6 +39,7 @@ mod gemm;
 mod gemm_cm2;
 mod gemm_glu;
 mod gemm_norm;
+mod gemm_rope;
 mod gemv;
 mod movement;
 mod norm;

@@ -247,7 +247,7 @@ fn rope_shape(x: &Tensor) -> Result<RopeShape, OpError> {
 
 /// An even head, a finite positive base, positions within the kernel's `int`; the offset as
 /// the kernel takes it.
-fn check_rope(name: &'static str, s: &RopeShape, op: &Rope) -> Result<i32, OpError> {
+pub(super) fn check_rope(name: &'static str, s: &RopeShape, op: &Rope) -> Result<i32, OpError> {
     let unsupported = |why: String| Err(OpError::Unsupported { op: name, why });
     if !s.dim.is_multiple_of(2) {
         return unsupported(format!("head_dim {} is odd: values rotate in pairs", s.dim));
