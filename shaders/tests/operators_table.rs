@@ -65,6 +65,8 @@ fn operations() -> Vec<Row> {
         row!("gemm_int8": gemm_int8),
         row!("gemm_glu": (gemm_cm2_glu, "on VK_NV_cooperative_matrix2 where the device lists its tiles"),
              (gemm, "otherwise, into scratch"), (glu, "the gate over the scratch")),
+        row!("gemm_rope_qkv": (gemm_cm2_rope, "where `gemm` takes gemm_cm2 unsplit, interleaved pairs, dim a multiple of 8"),
+             (gemm, "otherwise, into scratch"), (rope_qkv4, "then the placement"), (rope_qkv, "or its pair form")),
         row!("conv2d": conv2d_nhwc, (conv2d_nhwc_split, "split K"),
              (gemm_split_reduce, "split K's sum"),
              (gemm, "1×1, stride 1, no padding, without cooperative matrices"),
