@@ -12,8 +12,11 @@ use vkprism::{CommandList, LoadedKernel, Tensor};
 
 const OP: &str = "gemm_rope_qkv";
 
-/// The largest tile [`gemm_cm2_rope`] stages in shared memory, in bytes: beside the driver's
-/// own staging of the loads, within the 48 KiB a workgroup may hold.
+/// The largest tile [`gemm_cm2_rope`] stages in shared memory, in bytes. On the H100 the
+/// fused pass beat the GEMM and the placement with tiles of 10 to 14 KiB (64×80 to 64×112)
+/// but ran 3 to 4 times slower with 128×128 tiles (32 KiB), where the GEMM's driver-staged
+/// loads share the workgroup's 48 KiB with it (what the driver does then was not measured;
+/// BENCHMARKS.md).
 const STAGED_TILE_BYTES: usize = 16 << 10;
 
 impl Ops {
