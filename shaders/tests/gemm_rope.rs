@@ -180,8 +180,25 @@ fn gemm_rope_qkv_bad_operands_are_errors_and_record_nothing() {
     };
     let e = run(&t(&[24, 16]), &q, &kc, at(0));
     assert!(matches!(e, OpError::Shape { operand: "w", .. }), "{e}");
+    // q's head_dim against the cache's.
     let e = run(&w, &t(&[4, 2, 4]), &kc, at(0));
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                operand: "k_cache",
+                ..
+            }
+        ),
+        "{e}"
+    );
+    let e = run(&w, &t(&[4, 8]), &kc, at(0));
     assert!(matches!(e, OpError::Shape { operand: "q", .. }), "{e}");
+    // x's tokens against q's.
+    let e = refused(&ctx, |l| {
+        ops.gemm_rope_qkv(l, &t(&[3, 16]), &w, &q, &kc, &vc, &at(0))
+    });
+    assert!(matches!(e, OpError::Shape { operand: "x", .. }), "{e}");
     let e = run(&w, &q, &t(&[6, 2, 8]), at(0));
     assert!(
         matches!(

@@ -2,9 +2,9 @@
 //! and placed into q and the KV cache in one pass on [`gemm_cm2_rope`] where the device has
 //! workgroup-scope matrices, else [`Ops::gemm`] into a scratch matrix and [`Ops::rope_qkv`].
 
-use super::check::{float_format, kv_cache_shape, placed_apart, same_format, shape_is};
+use super::check::{float_format, placed_apart, same_format, shape_is};
 use super::gemm::GemmDims;
-use super::rope::check_rope;
+use super::rope::{check_rope, placement_shape};
 use super::{pipeline, recorded, scratch, OpError, Ops};
 use crate::{gemm_cm2, gemm_cm2_rope, Cm2Tiles, Gemm, Rope, RopeQkvShape, RopeShape, RopeStyle};
 use std::sync::Arc;
@@ -176,38 +176,10 @@ fn check_gemm_rope(
     k_cache: &Tensor,
     v_cache: &Tensor,
 ) -> Result<RopeQkvShape, OpError> {
-    let [tokens, depth] = *x.shape() else {
-        return Err(OpError::Shape {
-            op: OP,
-            operand: "x",
-            got: x.shape().to_vec(),
-            want: "[tokens, k]".into(),
-        });
-    };
-    let [rows, hkv, dim] = kv_cache_shape(OP, k_cache, v_cache)?;
-    let hq = q.shape().get(1).copied().unwrap_or(0);
-    shape_is(OP, "q", q, &[tokens, hq, dim], "[tokens, hq, head_dim]")?;
-    if hq == 0 || hkv == 0 || dim == 0 {
-        return Err(OpError::Shape {
-            op: OP,
-            operand: "q",
-            got: q.shape().to_vec(),
-            want: "[tokens, hq, head_dim], hq, hkv and head_dim at least 1".into(),
-        });
-    }
-    let s = RopeQkvShape {
-        tokens,
-        hq,
-        hkv,
-        dim,
-        rows,
-    };
-    shape_is(
-        OP,
-        "w",
-        w,
-        &[width(&s), depth],
-        "[(hq + 2·hkv) · head_dim, k]",
-    )?;
+    let s = placement_shape(OP, q, k_cache, v_cache)?;
+    let depth = x.shape().get(1).copied().unwrap_or(0);
+    shape_is(OP, "x", x, &[s.tokens, depth], "[tokens, k]: q's tokens")?;
+    let want = [width(&s), depth];
+    shape_is(OP, "w", w, &want, "[(hq + 2·hkv) · head_dim, k]")?;
     Ok(s)
 }

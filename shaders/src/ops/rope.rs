@@ -189,31 +189,43 @@ fn rope_qkv_shape(
     v: &Tensor,
 ) -> Result<RopeQkvShape, OpError> {
     const OP: &str = "rope_qkv";
+    let s = placement_shape(OP, q, k, v)?;
+    let width = (s.hq + 2 * s.hkv) * s.dim;
+    shape_is(
+        OP,
+        "qkv",
+        qkv,
+        &[s.tokens, width],
+        "[tokens, (hq + 2·hkv) · head_dim]",
+    )?;
+    Ok(s)
+}
+
+/// The shape of a step's placed outputs, q `[tokens, hq, head_dim]` and the caches `[rows, hkv,
+/// head_dim]`, for operation `op`, or the located mismatch.
+pub(super) fn placement_shape(
+    op: &'static str,
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+) -> Result<RopeQkvShape, OpError> {
     let [tokens, hq, dim] = *q.shape() else {
         return Err(OpError::Shape {
-            op: OP,
+            op,
             operand: "q",
             got: q.shape().to_vec(),
             want: "[tokens, hq, head_dim]".into(),
         });
     };
-    let [rows, hkv, kd] = kv_cache_shape(OP, k, v)?;
+    let [rows, hkv, kd] = kv_cache_shape(op, k, v)?;
     if kd != dim || hkv == 0 {
         return Err(OpError::Shape {
-            op: OP,
+            op,
             operand: "k_cache",
             got: k.shape().to_vec(),
             want: format!("[rows, hkv, {dim}] with hkv at least 1"),
         });
     }
-    let width = (hq + 2 * hkv) * dim;
-    shape_is(
-        OP,
-        "qkv",
-        qkv,
-        &[tokens, width],
-        "[tokens, (hq + 2·hkv) · head_dim]",
-    )?;
     Ok(RopeQkvShape {
         tokens,
         hq,
