@@ -5,7 +5,8 @@ use vkprism::{Context, Tensor, TensorFormat};
 
 /// Per layer, a key and a value tensor `[max_seq, kv_heads, head_dim]`: rows `0..position`
 /// hold the sequence so far (attention reads them as a [`Tensor::view`] from row 0, which any
-/// binding alignment allows); a step's `rope_qkv` writes its new rows after them.
+/// binding alignment allows); a step's placement of its Q/K/V projection (`Ops::gemm_rope_qkv`,
+/// `Ops::rope_qkv` or the GEMV's) writes its new rows after them.
 pub(crate) struct KvCache {
     keys: Vec<Tensor>,
     values: Vec<Tensor>,
@@ -71,7 +72,7 @@ impl KvCache {
         Ok(())
     }
 
-    /// Layer `layer`'s whole key and value tensors (what `rope_qkv` writes rows of).
+    /// Layer `layer`'s whole key and value tensors (what a step's placement writes rows of).
     pub fn layer(&self, layer: usize) -> (&Tensor, &Tensor) {
         (&self.keys[layer], &self.values[layer])
     }
