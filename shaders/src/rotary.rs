@@ -109,9 +109,14 @@ pub struct RopeQkvShape {
 }
 
 impl RopeQkvShape {
+    /// Values in a token's row of the fused projection: `(hq + 2·hkv) · dim`.
+    pub fn width(&self) -> usize {
+        (self.hq + 2 * self.hkv) * self.dim
+    }
+
     /// Pairs read: one per two values of the projection.
     pub fn pairs(&self) -> usize {
-        self.tokens * (self.hq + 2 * self.hkv) * self.dim / 2
+        self.tokens * self.width() / 2
     }
 
     /// The invocation grid (workgroups of 256): one per pair, at most 65,535 workgroups.

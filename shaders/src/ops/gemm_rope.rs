@@ -4,9 +4,9 @@
 
 use super::check::{float_format, placed_apart, same_format, shape_is};
 use super::gemm::GemmDims;
-use super::rope::{check_rope, placement_shape};
+use super::rope::{check_placement, placement_shape};
 use super::{pipeline, recorded, scratch, OpError, Ops};
-use crate::{gemm_cm2, gemm_cm2_rope, Cm2Tiles, Gemm, Rope, RopeQkvShape, RopeShape, RopeStyle};
+use crate::{gemm_cm2, gemm_cm2_rope, Cm2Tiles, Gemm, Rope, RopeQkvShape, RopeStyle};
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor};
 
@@ -53,29 +53,12 @@ impl Ops {
             same_format(OP, name, Some(t), format)?;
         }
         placed_apart(OP, [q, k_cache, v_cache], &[("x", Some(x)), ("w", Some(w))])?;
-        let shape = RopeShape {
-            batch: 1,
-            seq: s.tokens,
-            heads: s.hq,
-            dim: s.dim,
-        };
-        let offset = check_rope(OP, &shape, op)?;
-        if op.position_offset + s.tokens > s.rows {
-            return Err(OpError::Unsupported {
-                op: OP,
-                why: format!(
-                    "positions {} .. {} are past the cache's {} rows",
-                    op.position_offset,
-                    op.position_offset + s.tokens,
-                    s.rows
-                ),
-            });
-        }
+        let offset = check_placement(OP, &s, op, true)?;
         let depth = x.shape()[1];
         if let Some((kernel, tiles)) = self.gemm_rope_plan(&s, depth, (x, w), op) {
             let push = rope_push(&s, depth, offset, op.theta_base);
             let spec = tiles.spec(
-                (s.tokens, width(&s), depth),
+                (s.tokens, s.width(), depth),
                 gemm_cm2::SpecConstants {
                     transpose_b: 1,
                     ..Default::default()
@@ -89,10 +72,10 @@ impl Ops {
                 v_blob: v_cache,
             };
             let pipe = pipeline(OP, &kernel, &spec, Some(tiles.local_size()))?;
-            let grid = tiles.grid(s.tokens, width(&s), 1);
+            let grid = tiles.grid(s.tokens, s.width(), 1);
             return recorded(OP, list.dispatch(&pipe, &bindings, &push, grid));
         }
-        let qkv = scratch(list, &self.ctx, OP, &[s.tokens, width(&s)], format, &[x, w])?;
+        let qkv = scratch(list, &self.ctx, OP, &[s.tokens, s.width()], format, &[x, w])?;
         let gemm = Gemm::new().with_transpose_b(true);
         let result = self
             .gemm(list, x, w, None, &qkv, &gemm)
@@ -116,7 +99,7 @@ impl Ops {
         }
         let d = GemmDims {
             m: s.tokens,
-            n: width(s),
+            n: s.width(),
             k: depth,
             batch: 1,
             strides: [0; 3],
@@ -135,11 +118,6 @@ impl Ops {
     }
 }
 
-/// The fused projection's width, `(hq + 2·hkv) · head_dim`.
-fn width(s: &RopeQkvShape) -> usize {
-    (s.hq + 2 * s.hkv) * s.dim
-}
-
 /// [`gemm_cm2_rope`]'s push constants: the product's sizes and the placement's.
 fn rope_push(
     s: &RopeQkvShape,
@@ -150,7 +128,7 @@ fn rope_push(
     let placed = s.push(offset, theta_base);
     gemm_cm2_rope::PushConstants {
         M: s.tokens as i32,
-        N: width(s) as i32,
+        N: s.width() as i32,
         K: depth as i32,
         alpha: 1.0,
         slope: 0.0,
@@ -179,7 +157,7 @@ fn check_gemm_rope(
     let s = placement_shape(OP, q, k_cache, v_cache)?;
     let depth = x.shape().get(1).copied().unwrap_or(0);
     shape_is(OP, "x", x, &[s.tokens, depth], "[tokens, k]: q's tokens")?;
-    let want = [width(&s), depth];
+    let want = [s.width(), depth];
     shape_is(OP, "w", w, &want, "[(hq + 2·hkv) · head_dim, k]")?;
     Ok(s)
 }

@@ -126,24 +126,7 @@ impl Ops {
             same_format(OP, name, Some(t), format)?;
         }
         placed_apart(OP, [q, k_cache, v_cache], &[("qkv", Some(qkv))])?;
-        let rope_shape = RopeShape {
-            batch: 1,
-            seq: s.tokens,
-            heads: s.hq,
-            dim: s.dim,
-        };
-        let offset = check_rope(OP, &rope_shape, op)?;
-        if position.is_none() && op.position_offset + s.tokens > s.rows {
-            return Err(OpError::Unsupported {
-                op: OP,
-                why: format!(
-                    "positions {} .. {} are past the cache's {} rows",
-                    op.position_offset,
-                    op.position_offset + s.tokens,
-                    s.rows
-                ),
-            });
-        }
+        let offset = check_placement(OP, &s, op, position.is_none())?;
         position_buffer(OP, position)?;
         let spec = rope_qkv::SpecConstants {
             interleaved: (op.style == RopeStyle::Interleaved) as i32,
@@ -190,15 +173,44 @@ fn rope_qkv_shape(
 ) -> Result<RopeQkvShape, OpError> {
     const OP: &str = "rope_qkv";
     let s = placement_shape(OP, q, k, v)?;
-    let width = (s.hq + 2 * s.hkv) * s.dim;
     shape_is(
         OP,
         "qkv",
         qkv,
-        &[s.tokens, width],
+        &[s.tokens, s.width()],
         "[tokens, (hq + 2·hkv) · head_dim]",
     )?;
     Ok(s)
+}
+
+/// [`check_rope`] for a step's placement of shape `s` under `op`, and, where the position is
+/// `known` now (not read from a buffer at run time), its tokens within the cache's rows: the
+/// offset as the kernel takes it.
+pub(super) fn check_placement(
+    name: &'static str,
+    s: &RopeQkvShape,
+    op: &Rope,
+    known: bool,
+) -> Result<i32, OpError> {
+    let shape = RopeShape {
+        batch: 1,
+        seq: s.tokens,
+        heads: s.hq,
+        dim: s.dim,
+    };
+    let offset = check_rope(name, &shape, op)?;
+    if known && op.position_offset + s.tokens > s.rows {
+        return Err(OpError::Unsupported {
+            op: name,
+            why: format!(
+                "positions {} .. {} are past the cache's {} rows",
+                op.position_offset,
+                op.position_offset + s.tokens,
+                s.rows
+            ),
+        });
+    }
+    Ok(offset)
 }
 
 /// The shape of a step's placed outputs, q `[tokens, hq, head_dim]` and the caches `[rows, hkv,
@@ -259,7 +271,7 @@ fn rope_shape(x: &Tensor) -> Result<RopeShape, OpError> {
 
 /// An even head, a finite positive base, positions within the kernel's `int`; the offset as
 /// the kernel takes it.
-pub(super) fn check_rope(name: &'static str, s: &RopeShape, op: &Rope) -> Result<i32, OpError> {
+fn check_rope(name: &'static str, s: &RopeShape, op: &Rope) -> Result<i32, OpError> {
     let unsupported = |why: String| Err(OpError::Unsupported { op: name, why });
     if !s.dim.is_multiple_of(2) {
         return unsupported(format!("head_dim {} is odd: values rotate in pairs", s.dim));
