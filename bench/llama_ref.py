@@ -4,20 +4,26 @@ state dict as safetensors, a random prompt, the prompt's logits at every positio
 greedy continuation, for `models/examples/llama.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
-        [--int8-weights]
+        [--int8-weights] [--fp32-reference] [--rounded-rope]
 
 Writes OUT_DIR/model.safetensors and OUT_DIR/expect.safetensors (prompt: I64 [p], logits:
 F32 [p, vocab], tokens: I64 [n]) and prints PyTorch's prefill and per-token decode time. With
 `--int8-weights`, also OUT_DIR/expect_int8.safetensors: the same model with every projection
 rounded as vkprism's `WeightStorage::Int8` quantizes the file's weights at load (the norm
 before it folded into its columns, one scale per row, max |w| / 127, rounded to nearest, the
-norm taken out again), for `llama.rs --int8-weights --expect`.
+norm taken out again), for `llama.rs --int8-weights --expect`. With `--fp32-reference` (and fp16), also
+OUT_DIR/expect_fp32.safetensors: the same fp16 weights computed in fp32 (TF32 off), and how far
+PyTorch's own fp16 run is from it — the rounding noise an fp16 implementation is judged within.
+The rotary frequencies stay fp32 whatever the dtype (`exact_rope`); `--rounded-rope` leaves them
+as the model's cast to fp16 rounds them.
 """
 import argparse, os, time
 import torch
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
+
+ROPE_THETA = 10000.0
 
 # Each projection's norm folded into its columns before vkprism quantizes it (None: none).
 FOLDED = {"q_proj": "input_layernorm", "k_proj": "input_layernorm", "v_proj": "input_layernorm",
@@ -52,6 +58,19 @@ def round_to_int8(model):
             w.copy_((q * scale[:, None] / g[None, :]).to(w.dtype))
 
 
+def exact_rope(model, cfg):
+    """The rotary frequencies in fp32 again after a cast of the model: `.to(float16)` rounds the
+    `inv_freq` buffer too (it is not a weight, so not in the state dict), which moves every
+    angle by up to 2^-11 of itself — 0.25 rad at position 512 — where vkprism computes them in
+    fp32."""
+    d = cfg.hidden_size // cfg.num_attention_heads
+    exact = 1.0 / (ROPE_THETA ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+    for m in model.modules():
+        if isinstance(getattr(m, "inv_freq", None), torch.Tensor):
+            m.inv_freq = exact.to(m.inv_freq.device)
+            m.original_inv_freq = m.inv_freq
+
+
 def expect(model, prompt, tokens):
     """The prompt's logits at every position and the greedy continuation, with times."""
     with torch.no_grad():
@@ -69,6 +88,30 @@ def save_expect(path, prompt, logits, tokens):
                "tokens": tokens.long().cpu()}, path)
 
 
+def compare(what, logits, tokens, ref_logits, ref_tokens):
+    """Prints how far `logits` / `tokens` are from the reference's."""
+    cos = torch.nn.functional.cosine_similarity(logits, ref_logits, dim=1).min().item()
+    top1 = (logits.argmax(dim=1) == ref_logits.argmax(dim=1)).sum().item()
+    same = (tokens == ref_tokens).long().cumprod(0).sum().item()
+    print(f"{what}: worst logits cosine {cos:.6f}, the same top-1 at {top1} of {logits.shape[0]} "
+          f"positions, {same} of {tokens.shape[0]} greedy tokens the same before the first difference")
+
+
+def fp32_reference(model, cfg, prompt, n, logits, tokens, out, rounded_rope):
+    """The fp16 model's weights computed in fp32: saved, and PyTorch's fp16 run compared."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    model32 = model.float()
+    if not rounded_rope:
+        exact_rope(model32, cfg)
+    logits32, tokens32, _, _ = expect(model32, prompt, n)
+    save_expect(f"{out}/expect_fp32.safetensors", prompt, logits32, tokens32)
+    compare("torch fp16 against the same weights in fp32", logits, tokens, logits32, tokens32)
+    model.half()
+    if not rounded_rope:
+        exact_rope(model, cfg)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -77,14 +120,18 @@ def main():
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--layers", type=int, default=22)
     ap.add_argument("--int8-weights", action="store_true")
+    ap.add_argument("--fp32-reference", action="store_true")
+    ap.add_argument("--rounded-rope", action="store_true")
     args = ap.parse_args()
     dtype = torch.float16 if args.dtype == "fp16" else torch.float32
     cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=args.layers,
                       num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
-                      rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=2048,
+                      rms_norm_eps=1e-5, rope_theta=ROPE_THETA, max_position_embeddings=2048,
                       tie_word_embeddings=False, attn_implementation="sdpa")
     torch.manual_seed(0)
     model = LlamaForCausalLM(cfg).to(dtype).cuda().eval()
+    if not args.rounded_rope:
+        exact_rope(model, cfg)
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, cfg.vocab_size, (1, args.prompt), generator=g).cuda()
     logits, tokens, prefill, gen = expect(model, prompt, args.tokens)
@@ -94,6 +141,9 @@ def main():
     print(f"torch {args.dtype}: prefill of {args.prompt} tokens {prefill * 1e3:.2f} ms (eager), "
           f"{args.tokens} greedy tokens in {gen * 1e3:.1f} ms ({gen / args.tokens * 1e3:.2f} ms per token, generate())")
     print(f"torch greedy tokens: {tokens.tolist()}")
+    if args.fp32_reference:
+        fp32_reference(model, cfg, prompt, args.tokens, logits, tokens, args.out,
+                       args.rounded_rope)
     if args.int8_weights:
         round_to_int8(model)
         logits8, tokens8, _, _ = expect(model, prompt, args.tokens)
