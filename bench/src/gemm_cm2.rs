@@ -141,8 +141,13 @@ fn one(
 }
 
 /// With `VKPRISM_BENCH_COLD_B` set, as many copies of B (of `bytes`) as keep each call's B out
-/// of L2 (128 MiB of them), the calls cycling through them as a network's layers do; else 1.
+/// of L2 (128 MiB of them), the calls cycling through them as a network's layers do; with
+/// `VKPRISM_BENCH_B_COPIES=N`, N of them; else 1.
 fn cold_copies(bytes: usize) -> usize {
+    let copies = std::env::var("VKPRISM_BENCH_B_COPIES").ok();
+    if let Some(n) = copies.and_then(|n| n.parse::<usize>().ok()) {
+        return n.max(1);
+    }
     match std::env::var("VKPRISM_BENCH_COLD_B") {
         Ok(_) => (128usize << 20).div_ceil(bytes).max(2),
         Err(_) => 1,
