@@ -6,8 +6,9 @@
 //! each as 20 dependent calls in one list ([`time_calls`]). Printed, not compared with
 //! PyTorch (the `ops` case does that for the operation layer's choice): it says which split
 //! a cache length wants. Then a prompt's attention (TinyLlama's 512-token prompt, and the
-//! `ops` case's 2048 tokens of 32 heads of 128, causal) on [`attention_cm`] as the operation
-//! layer ran it before [`attention_cm2`], and on [`attention_cm2`] in the tiles
+//! `ops` case's 2048 tokens of 32 heads of 128, causal) on [`attention_cm`], as the operation
+//! layer runs it (`Ops::attention`: [`attention_cm`] for a short prompt, [`attention_cm2`]
+//! for a long one), and on [`attention_cm2`] in the tiles
 //! `VKPRISM_BENCH_ATTN_CM2` lists (`rows,keys,threads;...`), or a default set; each alone, and
 //! after a GEMM that writes its queries (as a network runs it: the kernel's code and the
 //! driver's staging not left warm by the call before), that GEMM's own time taken out.
@@ -17,7 +18,7 @@ use crate::random;
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, AttentionShape, Gemm, Ops, UnaryOp,
+    attention_grouped, Attention, AttentionShape, Gemm, Ops, UnaryOp,
 };
 
 const CASE: &str = "attention_probe";
@@ -25,7 +26,10 @@ const CASE: &str = "attention_probe";
 const VARIANT: &str = "fp16s_sg";
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
-    let caches: &[usize] = if cfg.quick {
+    // `VKPRISM_BENCH_ATTN_PREFILL_ONLY`: the prompts' series alone.
+    let caches: &[usize] = if std::env::var_os("VKPRISM_BENCH_ATTN_PREFILL_ONLY").is_some() {
+        &[]
+    } else if cfg.quick {
         &[64]
     } else {
         &[512, 768, 2048, 4096]
@@ -366,6 +370,12 @@ fn prefill(
             let names = (shape.as_str(), "attention_cm");
             time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
         }
+        let causal = Attention::new().with_causal(true);
+        let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+            Ok(ops.attention(l, &q, &k, &v, &o, &causal)?)
+        };
+        let names = (shape.as_str(), "Ops::attention");
+        time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
         let Ok(cm2) = &cm2 else { continue };
         for [rows, keys, threads] in cm2_tiles() {
             let spec = attention_cm2::SpecConstants {
