@@ -225,6 +225,24 @@ fn cm2_tiles() -> Vec<[u32; 3]> {
         .collect()
 }
 
+/// A prompt's attention: its tokens, keys, query heads, key/value heads and head dimension.
+type Prompt = (usize, usize, usize, usize, usize);
+
+/// `VKPRISM_BENCH_ATTN_PROMPTS` (`tokens,keys,hq,hkv,d;...`): the prompts' shapes instead of
+/// the default two (the queries the last `tokens` of `keys` positions).
+fn prefill_shapes() -> Option<Vec<Prompt>> {
+    let list = std::env::var("VKPRISM_BENCH_ATTN_PROMPTS").ok()?;
+    let shapes = list
+        .split(';')
+        .filter_map(|t| {
+            let v: Vec<usize> = t.split(',').filter_map(|x| x.trim().parse().ok()).collect();
+            let [tokens, keys, hq, hkv, d] = <[usize; 5]>::try_from(v).ok()?;
+            (tokens <= keys && hkv > 0 && hq % hkv == 0).then_some((tokens, keys, hq, hkv, d))
+        })
+        .collect();
+    Some(shapes)
+}
+
 /// What runs before each call in the probe's second series (`VKPRISM_BENCH_ATTN_BEFORE`).
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Before {
@@ -287,24 +305,23 @@ fn prefill(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let f = TensorFormat::F16;
     let n = if cfg.quick { 64 } else { 512 };
-    let shapes = [(n, 32, 4, 64), (4 * n, 32, 32, 128)];
+    let shapes = prefill_shapes().unwrap_or(vec![(n, n, 32, 4, 64), (4 * n, 4 * n, 32, 32, 128)]);
     let variant = std::env::var("VKPRISM_BENCH_ATTN_VARIANT").unwrap_or("fp16s_cm".into());
     let cm = ctx.load_with::<attention_cm::Kernel>(&LoadOptions::variant_named(&variant)?);
     let cm2 = ctx.load_with::<attention_cm2::Kernel>(&LoadOptions::variant_named(&variant)?);
     let ops = Ops::new(ctx);
     let before = Before::from_env();
-    for (tokens, hq, hkv, d) in shapes {
+    for (tokens, keys, hq, hkv, d) in shapes {
         let s = AttentionShape {
             batch: 1,
             sq: tokens,
-            skv: tokens,
+            skv: keys,
             hq,
             hkv,
             d,
         };
         let qo = |seed| Tensor::from_f32(ctx, &[tokens, hq, d], f, &random(tokens * hq * d, seed));
-        let kv =
-            |seed| Tensor::from_f32(ctx, &[tokens, hkv, d], f, &random(tokens * hkv * d, seed));
+        let kv = |seed| Tensor::from_f32(ctx, &[keys, hkv, d], f, &random(keys * hkv * d, seed));
         // The streamed tensors: the queries are the start of the output.
         let big = 48 << 20;
         let streamed = match before {
@@ -320,7 +337,12 @@ fn prefill(
         };
         let (k, v, o) = (kv(42)?, kv(43)?, qo(44)?);
         let scale = 1.0 / (d as f32).sqrt();
-        let shape = format!("prefill {tokens} h{hq}/{hkv} d{d} causal");
+        let shape = match keys == tokens {
+            true => format!("prefill {tokens} h{hq}/{hkv} d{d} causal"),
+            false => format!("prefill {tokens} of {keys} h{hq}/{hkv} d{d} causal"),
+        };
+        // The queries are the last `tokens` of the `keys` positions.
+        let offset = s.causal_offset();
         let sources = match before {
             Before::Writes => vec![qo(48)?, kv(49)?, kv(50)?],
             _ => Vec::new(),
@@ -364,7 +386,7 @@ fn prefill(
                 o_blob: &o,
             };
             let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-                let push = s.cm_push(scale, 0);
+                let push = s.cm_push(scale, offset);
                 Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows))?)
             };
             let names = (shape.as_str(), "attention_cm");
@@ -399,7 +421,7 @@ fn prefill(
                 o_blob: &o,
             };
             let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-                let push = s.cm2_push(scale, 0);
+                let push = s.cm2_push(scale, offset);
                 Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows as usize))?)
             };
             let variant = format!("attention_cm2 {rows} rows x {keys} keys on {threads}");
