@@ -71,6 +71,15 @@ def exact_rope(model, cfg):
             m.original_inv_freq = m.inv_freq
 
 
+def cast(model, dtype, cfg, rounded_rope):
+    """`model` cast in place to `dtype`, its rotary frequencies set back to fp32 unless
+    `rounded_rope`."""
+    model.to(dtype)
+    if not rounded_rope:
+        exact_rope(model, cfg)
+    return model
+
+
 def expect(model, prompt, tokens):
     """The prompt's logits at every position and the greedy continuation, with times."""
     with torch.no_grad():
@@ -98,18 +107,15 @@ def compare(what, logits, tokens, ref_logits, ref_tokens):
 
 
 def fp32_reference(model, cfg, prompt, n, logits, tokens, out, rounded_rope):
-    """The fp16 model's weights computed in fp32: saved, and PyTorch's fp16 run compared."""
+    """The fp16 model's weights computed in fp32 (the model cast in place, then back): saved,
+    and PyTorch's fp16 run compared."""
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    model32 = model.float()
-    if not rounded_rope:
-        exact_rope(model32, cfg)
-    logits32, tokens32, _, _ = expect(model32, prompt, n)
+    cast(model, torch.float32, cfg, rounded_rope)
+    logits32, tokens32, _, _ = expect(model, prompt, n)
     save_expect(f"{out}/expect_fp32.safetensors", prompt, logits32, tokens32)
     compare("torch fp16 against the same weights in fp32", logits, tokens, logits32, tokens32)
-    model.half()
-    if not rounded_rope:
-        exact_rope(model, cfg)
+    cast(model, torch.float16, cfg, rounded_rope)
 
 
 def main():
@@ -129,9 +135,7 @@ def main():
                       rms_norm_eps=1e-5, rope_theta=ROPE_THETA, max_position_embeddings=2048,
                       tie_word_embeddings=False, attn_implementation="sdpa")
     torch.manual_seed(0)
-    model = LlamaForCausalLM(cfg).to(dtype).cuda().eval()
-    if not args.rounded_rope:
-        exact_rope(model, cfg)
+    model = cast(LlamaForCausalLM(cfg), dtype, cfg, args.rounded_rope).cuda().eval()
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, cfg.vocab_size, (1, args.prompt), generator=g).cuda()
     logits, tokens, prefill, gen = expect(model, prompt, args.tokens)

@@ -337,9 +337,10 @@ fn prefill(
         };
         let (k, v, o) = (kv(42)?, kv(43)?, qo(44)?);
         let scale = 1.0 / (d as f32).sqrt();
-        let shape = match keys == tokens {
-            true => format!("prefill {tokens} h{hq}/{hkv} d{d} causal"),
-            false => format!("prefill {tokens} of {keys} h{hq}/{hkv} d{d} causal"),
+        let shape = if keys == tokens {
+            format!("prefill {tokens} h{hq}/{hkv} d{d} causal")
+        } else {
+            format!("prefill {tokens} of {keys} h{hq}/{hkv} d{d} causal")
         };
         // The queries are the last `tokens` of the `keys` positions.
         let offset = s.causal_offset();
