@@ -2,8 +2,9 @@
 //! the decoder's prompt shape (512 tokens, 5632 outputs, K 2048, fp16, weights `[2n, k]` as
 //! stored) on each candidate tiling (`VKPRISM_BENCH_GLU=bm,bn,bk,unroll,fixed[,threads];...`,
 //! default a list around the library's), each call on the next of four copies of the weights
-//! (past L2, as in a prompt); beside `Ops::gemm_glu` as recorded today. Printed, not recorded:
-//! it picks the library's tiling.
+//! (past L2, as in a prompt); beside `Ops::gemm_glu` as recorded today. `VKPRISM_BENCH_GLU_M`
+//! sets the rows (how the grid's waves fill). Printed, not recorded: it picks the library's
+//! tiling.
 
 use crate::gemm_cm2::parse_tiles;
 use crate::harness::{time_calls, Config, Record};
@@ -19,11 +20,19 @@ const DEFAULT: &str = "128,64,64,8,1,128;128,64,64,4,1,128;128,64,64,16,1,128;12
 /// Copies of the weights the calls cycle through: 4 × 46 MiB, past the H100's 50 MiB of L2.
 const COPIES: usize = 4;
 
+/// `VKPRISM_BENCH_GLU_M`: the prompt's rows (512 unless set), to see how the grid's waves fill.
+fn prompt_rows() -> usize {
+    std::env::var("VKPRISM_BENCH_GLU_M")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512)
+}
+
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let (m, n, k) = if cfg.quick {
         (64, 256, 128)
     } else {
-        (512, 5632, 2048)
+        (prompt_rows(), 5632, 2048)
     };
     let f = TensorFormat::F16;
     let x = Tensor::from_f32(ctx, &[m, k], f, &random(m * k, 1))?;

@@ -2,6 +2,8 @@
 //! takes to load a slab each (every 16-byte load issued before any is used), the slabs warm in
 //! L2 or read from memory after 64 MiB of other reads: what a decode step's attention, a
 //! workgroup per query head over all its keys, can expect of its loads (`attention_decode`).
+//! `VKPRISM_BENCH_SLABS=groups,local,per,share;...` times other shapes: many workgroups
+//! sharing few slabs read L2 as fast as it serves them (the warm figure's TB/s).
 
 use crate::harness::{time_calls, Config, Record};
 use vkprism::{Context, Tensor, TensorFormat};
@@ -19,18 +21,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     let words = 96 << 16;
     let src = Tensor::from_f32(ctx, &[words * 4], TensorFormat::F32, &vec![1.0; words * 4])?;
     let dst = Tensor::new(ctx, &[4096], TensorFormat::F32)?;
-    for &(groups, local, per, share) in &[
-        (32u32, 512u32, 16i32, 8i32),
-        (32, 1024, 8, 8),
-        (32, 256, 32, 8),
-        (64, 512, 8, 8),
-        (64, 1024, 4, 8),
-        (128, 256, 8, 8),
-        (256, 64, 16, 8),
-        (4, 1024, 8, 1),
-        (32, 512, 16, 1),
-        (1, 64, 1, 1),
-    ] {
+    for (groups, local, per, share) in shapes() {
         let pipe = k.pipeline(
             &slab_load::SpecConstants {
                 PER: per,
@@ -72,13 +63,46 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         })?;
         let alone = time_calls(ctx, cfg, |l| Ok(evict(l)?))?;
         println!(
-            "slab_probe {groups} wg x {local} inv x {per} loads (share {share}, {} KiB a wg): warm {:.2} us, cold {:.2} us (evict {:.2})  SM {:?} MHz",
+            "slab_probe {groups} wg x {local} inv x {per} loads (share {share}, {} KiB a wg): warm {:.2} us ({:.2} TB/s), cold {:.2} us (evict {:.2})  SM {:?} MHz",
             local as usize * per as usize * 16 / 1024,
             warm.median_s * 1e6,
+            (groups * local) as f64 * per as f64 * 16.0 / warm.median_s / 1e12,
             (both.median_s - alone.median_s) * 1e6,
             alone.median_s * 1e6,
             warm.sm_clock_mhz
         );
     }
     Ok(Vec::new())
+}
+
+/// The dispatches timed: `VKPRISM_BENCH_SLABS=groups,local,per,share;...` (many workgroups
+/// sharing few slabs measure L2's bandwidth), or the shapes of a decode step's attention.
+fn shapes() -> Vec<(u32, u32, i32, i32)> {
+    let parse = |t: &str| -> Option<(u32, u32, i32, i32)> {
+        let v: Vec<&str> = t.split(',').map(str::trim).collect();
+        match v[..] {
+            [g, l, p, s] => Some((
+                g.parse().ok()?,
+                l.parse().ok()?,
+                p.parse().ok()?,
+                s.parse().ok()?,
+            )),
+            _ => None,
+        }
+    };
+    if let Ok(list) = std::env::var("VKPRISM_BENCH_SLABS") {
+        return list.split(';').filter_map(parse).collect();
+    }
+    vec![
+        (32, 512, 16, 8),
+        (32, 1024, 8, 8),
+        (32, 256, 32, 8),
+        (64, 512, 8, 8),
+        (64, 1024, 4, 8),
+        (128, 256, 8, 8),
+        (256, 64, 16, 8),
+        (4, 1024, 8, 1),
+        (32, 512, 16, 1),
+        (1, 64, 1, 1),
+    ]
 }
