@@ -13,7 +13,7 @@
 //! after a GEMM that writes its queries (as a network runs it: the kernel's code and the
 //! driver's staging not left warm by the call before), that GEMM's own time taken out.
 
-use crate::harness::{probe_record, time_calls, Config, Record};
+use crate::harness::{env_rows, probe_record, time_calls, Config, Record};
 use crate::random;
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
@@ -214,15 +214,8 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
 /// [`attention_cm2`]'s tiles to time: `VKPRISM_BENCH_ATTN_CM2` (`rows,keys,threads;...`) or
 /// a default set.
 fn cm2_tiles() -> Vec<[u32; 3]> {
-    let Ok(list) = std::env::var("VKPRISM_BENCH_ATTN_CM2") else {
-        return vec![[128, 64, 256], [64, 64, 128], [128, 32, 256], [64, 32, 128]];
-    };
-    list.split(';')
-        .filter_map(|t| {
-            let v: Vec<u32> = t.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-            <[u32; 3]>::try_from(v).ok()
-        })
-        .collect()
+    env_rows("VKPRISM_BENCH_ATTN_CM2")
+        .unwrap_or_else(|| vec![[128, 64, 256], [64, 64, 128], [128, 32, 256], [64, 32, 128]])
 }
 
 /// A prompt's attention: its tokens, keys, query heads, key/value heads and head dimension.
@@ -231,14 +224,11 @@ type Prompt = (usize, usize, usize, usize, usize);
 /// `VKPRISM_BENCH_ATTN_PROMPTS` (`tokens,keys,hq,hkv,d;...`): the prompts' shapes instead of
 /// the default two (the queries the last `tokens` of `keys` positions).
 fn prefill_shapes() -> Option<Vec<Prompt>> {
-    let list = std::env::var("VKPRISM_BENCH_ATTN_PROMPTS").ok()?;
-    let shapes = list
-        .split(';')
-        .filter_map(|t| {
-            let v: Vec<usize> = t.split(',').filter_map(|x| x.trim().parse().ok()).collect();
-            let [tokens, keys, hq, hkv, d] = <[usize; 5]>::try_from(v).ok()?;
-            (tokens <= keys && hkv > 0 && hq % hkv == 0).then_some((tokens, keys, hq, hkv, d))
-        })
+    let rows = env_rows::<usize, 5>("VKPRISM_BENCH_ATTN_PROMPTS")?;
+    let shapes = rows
+        .into_iter()
+        .filter(|&[tokens, keys, hq, hkv, _]| tokens <= keys && hkv > 0 && hq % hkv == 0)
+        .map(|[tokens, keys, hq, hkv, d]| (tokens, keys, hq, hkv, d))
         .collect();
     Some(shapes)
 }

@@ -199,6 +199,20 @@ pub fn wall_series(
 }
 
 /// The median of `v` (upper median for even lengths).
+/// Environment variable `name` as rows of `N` numbers, `a,b,...;...` (a row that is not `N`
+/// numbers left out); `None` where it is unset.
+pub fn env_rows<T: std::str::FromStr, const N: usize>(name: &str) -> Option<Vec<[T; N]>> {
+    let list = std::env::var(name).ok()?;
+    let row = |r: &str| -> Option<[T; N]> {
+        let v: Vec<T> = r
+            .split(',')
+            .map(|x| x.trim().parse().ok())
+            .collect::<Option<_>>()?;
+        v.try_into().ok()
+    };
+    Some(list.split(';').filter_map(row).collect())
+}
+
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
