@@ -152,10 +152,8 @@ def main():
         round_to_int8(model)
         logits8, tokens8, _, _ = expect(model, prompt, args.tokens)
         save_expect(f"{args.out}/expect_int8.safetensors", prompt, logits8, tokens8)
-        cos = torch.nn.functional.cosine_similarity(logits8, logits, dim=1).min().item()
-        same = (tokens8 == tokens).long().cumprod(0).sum().item()
-        print(f"torch int8-rounded weights: worst logits cosine against the float weights {cos:.6f}, "
-              f"{same} of {args.tokens} greedy tokens the same before the first difference")
+        compare("torch int8-rounded weights against the float weights", logits8, tokens8, logits,
+                tokens)
         print(f"torch greedy tokens (int8-rounded weights): {tokens8.tolist()}")
 
 
