@@ -17,8 +17,9 @@
 // key/value head h / (hq / hkv). With `causal`, query i sees keys j <= i + offset; a query that
 // sees none gives 0. Grid: [ceil(sq / BR) · workgroup, hq, batch].
 //
-// Every loop over matrices is unrolled: the NVIDIA driver computed zeros where an array of
-// accumulators was indexed by a loop variable.
+// Every loop over matrices is unrolled, and arrays of matrices never leave main: the NVIDIA
+// driver computed zeros where an array of accumulators was indexed by a loop variable, and
+// wrong outputs where one was passed to a function.
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_EXT_control_flow_attributes : require
 // 128 or 256 invocations (the operation layer: 256 up to D = 128, where the tiles fit 48 KiB).
