@@ -118,8 +118,10 @@ def decoder():
                       num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
                       rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=4096,
                       tie_word_embeddings=False, attn_implementation="sdpa")
+    from llama_ref import cast
     torch.manual_seed(0)
-    model = LlamaForCausalLM(cfg).to(torch.float16).cuda().eval()
+    # The rotary frequencies kept in fp32, as vkprism computes them (and `llama_ref.py`).
+    model = cast(LlamaForCausalLM(cfg), torch.float16, cfg, rounded_rope=False).cuda().eval()
     name = "transformers LlamaForCausalLM fp16 SDPA"
     out = []
     g = torch.Generator().manual_seed(1)
