@@ -90,9 +90,9 @@ fn model_stored(
     }
 }
 
-/// Prefill of the prompt: the logits at every position within `format`'s tolerance of the
+/// Prefill of `prompt`: the logits at every position within `format`'s tolerance of the
 /// reference's.
-fn check_prefill(format: TensorFormat) {
+fn check_prefill(format: TensorFormat, prompt: &[u32]) {
     let ctx = ctx();
     let cfg = LlamaConfig::small();
     let weights = HostWeights::random(&cfg, SEED);
@@ -100,29 +100,40 @@ fn check_prefill(format: TensorFormat) {
         return;
     };
     let rounded = weights.rounded(format);
-    let want = ReferenceLlama::new(&cfg, &rounded).forward(&PROMPT);
-    let got = m.prefill(&PROMPT).unwrap();
-    assert_eq!(got.rows(), PROMPT.len());
-    assert_eq!(m.position(), PROMPT.len());
+    let want = ReferenceLlama::new(&cfg, &rounded).forward(prompt);
+    let got = m.prefill(prompt).unwrap();
+    assert_eq!(got.rows(), prompt.len());
+    assert_eq!(m.position(), prompt.len());
     for (i, w) in want.iter().enumerate() {
         assert_logits(format, &format!("prefill position {i}"), got.row(i), w);
     }
     assert_clean(&ctx);
 }
 
+/// A prompt with rows enough for the matrix kernels (attention on cooperative matrices takes
+/// 16 query rows or more, where the device has them): 40 tokens.
+fn long_prompt() -> Vec<u32> {
+    (0..40).map(|i| (i * 37 + 3) % 512).collect()
+}
+
 #[test]
 fn prefill_f32() {
-    check_prefill(TensorFormat::F32);
+    check_prefill(TensorFormat::F32, &PROMPT);
 }
 
 #[test]
 fn prefill_f16() {
-    check_prefill(TensorFormat::F16);
+    check_prefill(TensorFormat::F16, &PROMPT);
 }
 
 #[test]
 fn prefill_bf16() {
-    check_prefill(TensorFormat::Bf16);
+    check_prefill(TensorFormat::Bf16, &PROMPT);
+}
+
+#[test]
+fn prefill_f16_long_prompt() {
+    check_prefill(TensorFormat::F16, &long_prompt());
 }
 
 /// Eight greedy tokens after the prompt: in F32 the reference's tokens exactly.
