@@ -198,7 +198,6 @@ pub fn wall_series(
     })
 }
 
-/// The median of `v` (upper median for even lengths).
 /// Environment variable `name` as rows of `N` numbers, `a,b,...;...` (a row that is not `N`
 /// numbers left out); `None` where it is unset.
 pub fn env_rows<T: std::str::FromStr, const N: usize>(name: &str) -> Option<Vec<[T; N]>> {
@@ -213,6 +212,7 @@ pub fn env_rows<T: std::str::FromStr, const N: usize>(name: &str) -> Option<Vec<
     Some(list.split(';').filter_map(row).collect())
 }
 
+/// The median of `v` (upper median for even lengths).
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
