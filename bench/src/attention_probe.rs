@@ -11,7 +11,8 @@
 //! for a long one), and on [`attention_cm2`] in the tiles
 //! `VKPRISM_BENCH_ATTN_CM2` lists (`rows,keys,threads;...`), or a default set; each alone, and
 //! after a GEMM that writes its queries (as a network runs it: the kernel's code and the
-//! driver's staging not left warm by the call before), that GEMM's own time taken out.
+//! driver's staging not left warm by the call before) or the steps `VKPRISM_BENCH_ATTN_BEFORE`
+//! lists ([`Before`]), their own time taken out.
 
 use crate::harness::{env_rows, probe_record, time_calls, Config, Record};
 use crate::random;
@@ -233,33 +234,55 @@ fn prefill_shapes() -> Option<Vec<Prompt>> {
     Some(shapes)
 }
 
-/// What runs before each call in the probe's second series (`VKPRISM_BENCH_ATTN_BEFORE`).
-#[derive(Copy, Clone, PartialEq, Eq)]
-enum Before {
-    /// The projection that writes the queries ([tokens, 2048] · [hq · d, 2048]ᵀ): the default.
-    Gemm,
+/// What runs before each call in the probe's second series: `VKPRISM_BENCH_ATTN_BEFORE`, a
+/// comma-separated list of steps run in this order (`stream`, `writes`, `gemm`, `cm`, `cm2`),
+/// or the GEMM alone.
+#[derive(Copy, Clone, PartialEq, Eq, Default)]
+struct Before {
     /// `stream`: a ReLU over 96 MiB whose output's start is the queries (L2 left holding none
     /// of the kernel's code or data).
-    Stream,
+    stream: bool,
     /// `writes`: ReLUs writing q, k and v (as the rotation into the cache does).
-    Writes,
+    writes: bool,
+    /// `gemm`: the projection that writes the queries ([tokens, 2048] · [hq · d, 2048]ᵀ).
+    gemm: bool,
+    /// `cm`: [`attention_cm`] over the same tensors into the same output (another large
+    /// kernel's code between two calls, as in a network; the shared output orders them).
+    cm: bool,
+    /// `cm2`: [`attention_cm2`] (128 rows × 64 keys on 256), likewise.
+    cm2: bool,
 }
 
 impl Before {
     fn from_env() -> Before {
-        match std::env::var("VKPRISM_BENCH_ATTN_BEFORE").as_deref() {
-            Ok("stream") => Before::Stream,
-            Ok("writes") => Before::Writes,
-            _ => Before::Gemm,
+        let list = std::env::var("VKPRISM_BENCH_ATTN_BEFORE").unwrap_or_default();
+        let mut b = Before::default();
+        for step in list.split(',') {
+            match step.trim() {
+                "stream" => b.stream = true,
+                "writes" => b.writes = true,
+                "gemm" => b.gemm = true,
+                "cm" => b.cm = true,
+                "cm2" => b.cm2 = true,
+                _ => {}
+            }
         }
+        if b == Before::default() {
+            b.gemm = true;
+        }
+        b
     }
 
-    fn label(self) -> &'static str {
-        match self {
-            Before::Gemm => "a GEMM",
-            Before::Stream => "a 96 MiB stream",
-            Before::Writes => "writes of q, k and v",
-        }
+    fn label(self) -> String {
+        let steps = [
+            (self.stream, "a 96 MiB stream"),
+            (self.writes, "writes of q, k and v"),
+            (self.gemm, "a GEMM"),
+            (self.cm, "attention_cm"),
+            (self.cm2, "attention_cm2"),
+        ];
+        let names: Vec<&str> = steps.iter().filter(|s| s.0).map(|s| s.1).collect();
+        names.join(", ")
     }
 }
 
@@ -314,8 +337,8 @@ fn prefill(
         let kv = |seed| Tensor::from_f32(ctx, &[keys, hkv, d], f, &random(keys * hkv * d, seed));
         // The streamed tensors: the queries are the start of the output.
         let big = 48 << 20;
-        let streamed = match before {
-            Before::Stream => Some((
+        let streamed = match before.stream {
+            true => Some((
                 Tensor::from_f32(ctx, &[big], f, &random(big, 47))?,
                 Tensor::new(ctx, &[big], f)?,
             )),
@@ -334,16 +357,44 @@ fn prefill(
         };
         // The queries are the last `tokens` of the `keys` positions.
         let offset = s.causal_offset();
-        let sources = match before {
-            Before::Writes => vec![qo(48)?, kv(49)?, kv(50)?],
+        let sources = match before.writes {
+            true => vec![qo(48)?, kv(49)?, kv(50)?],
             _ => Vec::new(),
         };
-        let projection = match before {
-            Before::Gemm => Some((
+        let projection = match before.gemm {
+            true => Some((
                 Tensor::from_f32(ctx, &[tokens, 2048], f, &random(tokens * 2048, 45))?,
                 Tensor::from_f32(ctx, &[hq * d, 2048], f, &random(hq * d * 2048, 46))?,
                 q.view(0, &[tokens, hq * d])?,
             )),
+            _ => None,
+        };
+        let threads = if d <= 128 { 256 } else { 128 };
+        let subgroup = ctx.features().limits.subgroup_size;
+        let cm_pipe = match &cm {
+            Ok(cm) => {
+                let spec = attention_cm::SpecConstants {
+                    causal: 1,
+                    D: d as i32,
+                    subgroup_size: subgroup as i32,
+                };
+                let pipe = cm.pipeline(&spec, Some([threads, 1, 1]))?;
+                crate::print_statistics(&format!("attention_cm x{d} on {threads}"), &pipe);
+                Some(pipe)
+            }
+            Err(_) => None,
+        };
+        let cm_rows = 16 * (threads / subgroup) as usize;
+        let cm2_before = match (&cm2, before.cm2) {
+            (Ok(cm2), true) => {
+                let spec = attention_cm2::SpecConstants {
+                    causal: 1,
+                    D: d as i32,
+                    BR: 128,
+                    BC: 64,
+                };
+                Some(cm2.pipeline(&spec, Some([256, 1, 1]))?)
+            }
             _ => None,
         };
         let record_before = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
@@ -356,20 +407,32 @@ fn prefill(
             if let Some((x, w, q_rows)) = &projection {
                 ops.gemm(l, x, w, None, q_rows, &Gemm::new().with_transpose_b(true))?;
             }
+            let other = attention_cm::BufferBindings {
+                q_blob: &q,
+                k_blob: &k,
+                v_blob: &v,
+                o_blob: &o,
+            };
+            if let (true, Some(pipe)) = (before.cm, &cm_pipe) {
+                let grid = s.cm_grid(threads, cm_rows);
+                l.dispatch(pipe, &other, &s.cm_push(scale, offset), grid)?;
+            }
+            if let Some(pipe) = &cm2_before {
+                let b = attention_cm2::BufferBindings {
+                    q_blob: &q,
+                    k_blob: &k,
+                    v_blob: &v,
+                    o_blob: &o,
+                };
+                l.dispatch(pipe, &b, &s.cm2_push(scale, offset), s.cm_grid(256, 128))?;
+            }
             Ok(())
         };
         let before_s = time_calls(ctx, cfg, record_before)?.median_s;
-        let before_work = (&record_before as &Recorder<'_>, before.label(), before_s);
-        if let Ok(cm) = &cm {
-            let threads = if d <= 128 { 256 } else { 128 };
-            let subgroup = ctx.features().limits.subgroup_size;
-            let spec = attention_cm::SpecConstants {
-                causal: 1,
-                D: d as i32,
-                subgroup_size: subgroup as i32,
-            };
-            let pipe = cm.pipeline(&spec, Some([threads, 1, 1]))?;
-            let rows = 16 * (threads / subgroup) as usize;
+        let label = before.label();
+        let before_work = (&record_before as &Recorder<'_>, label.as_str(), before_s);
+        if let Some(pipe) = &cm_pipe {
+            let rows = cm_rows;
             let b = attention_cm::BufferBindings {
                 q_blob: &q,
                 k_blob: &k,
@@ -378,7 +441,7 @@ fn prefill(
             };
             let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
                 let push = s.cm_push(scale, offset);
-                Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows))?)
+                Ok(l.dispatch(pipe, &b, &push, s.cm_grid(threads, rows))?)
             };
             let names = (shape.as_str(), "attention_cm");
             time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
