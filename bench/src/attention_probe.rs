@@ -12,14 +12,17 @@
 //! `VKPRISM_BENCH_ATTN_CM2` lists (`rows,keys,threads;...`), or a default set; each alone, and
 //! after a GEMM that writes its queries (as a network runs it: the kernel's code and the
 //! driver's staging not left warm by the call before) or the steps `VKPRISM_BENCH_ATTN_BEFORE`
-//! lists ([`Before`]), their own time taken out.
+//! lists ([`Before`]), their own time taken out — or, with `VKPRISM_BENCH_ATTN_TIMED`, every
+//! dispatch timed and the call's own dispatches read (each round's timeline printed).
 
-use crate::harness::{env_rows, probe_record, time_calls, Config, Record};
+use crate::harness::{
+    env_rows, median, probe_record, sm_clock_mhz, time_calls, warm_up, Config, Record, Timing, REPS,
+};
 use crate::random;
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, Attention, AttentionShape, Gemm, Ops, UnaryOp,
+    attention_grouped, Activation, Attention, AttentionShape, Gemm, Ops, UnaryOp,
 };
 
 const CASE: &str = "attention_probe";
@@ -235,8 +238,9 @@ fn prefill_shapes() -> Option<Vec<Prompt>> {
 }
 
 /// What runs before each call in the probe's second series: `VKPRISM_BENCH_ATTN_BEFORE`, a
-/// comma-separated list of steps run in this order (`stream`, `writes`, `gemm`, `cm`, `cm2`),
-/// or the GEMM alone.
+/// comma-separated list of steps run in this order (`stream`, `writes`, `glu`, `down`, `gemm`,
+/// `cm`, `cm2`), or the GEMM alone. Each step reads or writes what the one before wrote, so
+/// the list orders them.
 #[derive(Copy, Clone, PartialEq, Eq, Default)]
 struct Before {
     /// `stream`: a ReLU over 96 MiB whose output's start is the queries (L2 left holding none
@@ -244,6 +248,16 @@ struct Before {
     stream: bool,
     /// `writes`: ReLUs writing q, k and v (as the rotation into the cache does).
     writes: bool,
+    /// `glu`: TinyLlama's gate/up projection of a prompt (`Ops::gemm_glu`, [tokens, 2048] to
+    /// [tokens, 5632]).
+    glu: bool,
+    /// `down`: its down projection (`Ops::gemm`, [tokens, 5632] to [tokens, 2048], split along
+    /// K), reading the gate/up projection's output where that runs.
+    down: bool,
+    /// `late`: after the MLP's steps, a ReLU over 96 MiB whose input starts with their output
+    /// and whose output's start the next step reads (some 70 µs of memory-bound work between
+    /// the MLP and the attention).
+    late: bool,
     /// `gemm`: the projection that writes the queries ([tokens, 2048] · [hq · d, 2048]ᵀ).
     gemm: bool,
     /// `cm`: [`attention_cm`] over the same tensors into the same output (another large
@@ -251,6 +265,12 @@ struct Before {
     cm: bool,
     /// `cm2`: [`attention_cm2`] (128 rows × 64 keys on 256), likewise.
     cm2: bool,
+    /// `warm`: [`attention_cm2`] (128 rows × 64 keys on 256) over small tensors of their own
+    /// (one step of keys, two workgroups an SM), nothing ordering it after the step before: the
+    /// kernel's code run once on every SM while the step before drains.
+    warm: bool,
+    /// `warmcm`: the same with [`attention_cm`].
+    warm_cm: bool,
 }
 
 impl Before {
@@ -261,9 +281,14 @@ impl Before {
             match step.trim() {
                 "stream" => b.stream = true,
                 "writes" => b.writes = true,
+                "glu" => b.glu = true,
+                "down" => b.down = true,
+                "late" => b.late = true,
                 "gemm" => b.gemm = true,
                 "cm" => b.cm = true,
                 "cm2" => b.cm2 = true,
+                "warm" => b.warm = true,
+                "warmcm" => b.warm_cm = true,
                 _ => {}
             }
         }
@@ -277,9 +302,14 @@ impl Before {
         let steps = [
             (self.stream, "a 96 MiB stream"),
             (self.writes, "writes of q, k and v"),
+            (self.glu, "the gate/up GEMM"),
+            (self.down, "the down GEMM"),
+            (self.late, "a late 96 MiB stream"),
             (self.gemm, "a GEMM"),
             (self.cm, "attention_cm"),
             (self.cm2, "attention_cm2"),
+            (self.warm, "attention_cm2 warming"),
+            (self.warm_cm, "attention_cm warming"),
         ];
         let names: Vec<&str> = steps.iter().filter(|s| s.0).map(|s| s.1).collect();
         names.join(", ")
@@ -299,17 +329,68 @@ fn time_alone_and_after(
 ) -> Result<(), Box<dyn std::error::Error>> {
     let t = time_calls(ctx, cfg, call)?;
     out.push(probe_record(CASE, shape.into(), variant.into(), t));
-    let mut t = time_calls(ctx, cfg, |l| {
-        before(l)?;
-        call(l)
-    })?;
-    t.median_s -= before_s;
+    let t = if std::env::var_os("VKPRISM_BENCH_ATTN_TIMED").is_some() {
+        time_call_dispatches(ctx, cfg, before, call)?
+    } else {
+        let mut t = time_calls(ctx, cfg, |l| {
+            before(l)?;
+            call(l)
+        })?;
+        t.median_s -= before_s;
+        t
+    };
     let variant = format!("{variant} after {label}");
     out.push(probe_record(CASE, shape.into(), variant, t));
     Ok(())
 }
 
 /// A prompt's causal attention on [`attention_cm`] and on [`attention_cm2`] in each of
+/// `call`'s own GPU time after `before` (`VKPRISM_BENCH_ATTN_TIMED`): every dispatch timed
+/// (each with its barrier), the call's dispatches summed, the median over the calls of
+/// [`REPS`] rounds in one list and of its replays after the warm-up — where subtracting
+/// `before`'s time alone would also take in how the two change each other's time.
+fn time_call_dispatches(
+    ctx: &Context,
+    cfg: Config,
+    before: &Recorder<'_>,
+    call: &Recorder<'_>,
+) -> Result<Timing, Box<dyn std::error::Error>> {
+    let mut list = CommandList::with_timestamps(ctx, 4096)?;
+    let mut spans = Vec::with_capacity(REPS);
+    for _ in 0..REPS {
+        before(&mut list)?;
+        let first = list.len();
+        call(&mut list)?;
+        spans.push(first..list.len());
+    }
+    warm_up(&mut list, cfg)?;
+    let mut times = Vec::new();
+    // Each dispatch of a round, over the rounds and runs: printed, the whole round's timeline.
+    let per_round = list.len() / REPS;
+    let mut each_dispatch = vec![Vec::new(); per_round];
+    for _ in 0..cfg.min_runs.max(5) {
+        list.submit_and_wait()?;
+        let each = list.timings()?;
+        for span in &spans {
+            times.push(each[span.clone()].iter().map(|d| d.as_secs_f64()).sum());
+        }
+        for (i, t) in each.iter().enumerate() {
+            each_dispatch[i % per_round].push(t.as_secs_f64());
+        }
+    }
+    let names = list.dispatch_names();
+    let line: Vec<String> = each_dispatch
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| format!("{} {:.1}", names[i], median(t) * 1e6))
+        .collect();
+    println!("# each dispatch of a round (µs): {}", line.join(", "));
+    Ok(Timing {
+        median_s: median(times),
+        sm_clock_mhz: sm_clock_mhz(),
+    })
+}
+
 /// [`cm2_tiles`], printed in µs a call, alone and after [`Before::from_env`]'s work.
 fn prefill(
     ctx: &Context,
@@ -361,10 +442,37 @@ fn prefill(
             true => vec![qo(48)?, kv(49)?, kv(50)?],
             _ => Vec::new(),
         };
+        // The MLP's tensors: its input, weights and output, as TinyLlama's.
+        let mlp = |cols: usize, seed| {
+            Tensor::from_f32(ctx, &[tokens, cols], f, &random(tokens * cols, seed))
+        };
+        let weights = |rows: usize, cols: usize, seed| {
+            Tensor::from_f32(ctx, &[rows, cols], f, &random(rows * cols, seed))
+        };
+        let glu = match before.glu {
+            true => Some((mlp(2048, 52)?, weights(11264, 2048, 53)?, mlp(5632, 54)?)),
+            false => None,
+        };
+        let late = match before.late {
+            true => Some((
+                Tensor::from_f32(ctx, &[big], f, &random(big, 62))?,
+                Tensor::new(ctx, &[big], f)?,
+            )),
+            false => None,
+        };
+        // The down projection writes the start of the late stream's input where that runs.
+        let down_out = match &late {
+            Some((x, _)) => x.view(0, &[tokens, 2048])?,
+            None => mlp(2048, 57)?,
+        };
+        let down = match before.down {
+            true => Some((mlp(5632, 55)?, weights(2048, 5632, 56)?, down_out)),
+            false => None,
+        };
         let projection = match before.gemm {
             true => Some((
-                Tensor::from_f32(ctx, &[tokens, 2048], f, &random(tokens * 2048, 45))?,
-                Tensor::from_f32(ctx, &[hq * d, 2048], f, &random(hq * d * 2048, 46))?,
+                mlp(2048, 45)?,
+                weights(hq * d, 2048, 46)?,
                 q.view(0, &[tokens, hq * d])?,
             )),
             _ => None,
@@ -385,7 +493,7 @@ fn prefill(
             Err(_) => None,
         };
         let cm_rows = 16 * (threads / subgroup) as usize;
-        let cm2_before = match (&cm2, before.cm2) {
+        let cm2_before = match (&cm2, before.cm2 || before.warm) {
             (Ok(cm2), true) => {
                 let spec = attention_cm2::SpecConstants {
                     causal: 1,
@@ -397,6 +505,24 @@ fn prefill(
             }
             _ => None,
         };
+        // The warming calls' problem: one step of keys, 264 heads of one block each.
+        let warm_shape = AttentionShape {
+            batch: 1,
+            sq: 128,
+            skv: 64,
+            hq: 264,
+            hkv: 264,
+            d,
+        };
+        let warm_tensors = match before.warm || before.warm_cm {
+            true => {
+                let t = |rows: usize, seed| {
+                    Tensor::from_f32(ctx, &[rows, 264, d], f, &random(rows * 264 * d, seed))
+                };
+                Some([t(128, 58)?, t(64, 59)?, t(64, 60)?, t(128, 61)?])
+            }
+            false => None,
+        };
         let record_before = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
             if let Some((sx, sy)) = &streamed {
                 ops.unary(l, sx, sy, UnaryOp::Relu)?;
@@ -404,8 +530,27 @@ fn prefill(
             for (src, dst) in sources.iter().zip([&q, &k, &v]) {
                 ops.unary(l, src, dst, UnaryOp::Relu)?;
             }
+            let transposed = Gemm::new().with_transpose_b(true);
+            // Each MLP step's output is the next step's input.
+            let mut last: Option<&Tensor> = None;
+            if let Some((x, w, y)) = &glu {
+                ops.gemm_glu(l, x, w, y, Activation::Silu)?;
+                last = Some(y);
+            }
+            if let Some((x, w, y)) = &down {
+                ops.gemm(l, last.unwrap_or(x), w, None, y, &transposed)?;
+                last = Some(y);
+            }
+            if let Some((x, y)) = &late {
+                ops.unary(l, x, y, UnaryOp::Relu)?;
+                last = Some(y);
+            }
             if let Some((x, w, q_rows)) = &projection {
-                ops.gemm(l, x, w, None, q_rows, &Gemm::new().with_transpose_b(true))?;
+                let input = match last {
+                    Some(t) => t.view(0, &[tokens, 2048])?,
+                    None => x.clone(),
+                };
+                ops.gemm(l, &input, w, None, q_rows, &transposed)?;
             }
             let other = attention_cm::BufferBindings {
                 q_blob: &q,
@@ -417,7 +562,31 @@ fn prefill(
                 let grid = s.cm_grid(threads, cm_rows);
                 l.dispatch(pipe, &other, &s.cm_push(scale, offset), grid)?;
             }
-            if let Some(pipe) = &cm2_before {
+            if let (true, Some((pipe, [wq, wk, wv, wo]))) =
+                (before.warm, cm2_before.as_ref().zip(warm_tensors.as_ref()))
+            {
+                let b = attention_cm2::BufferBindings {
+                    q_blob: wq,
+                    k_blob: wk,
+                    v_blob: wv,
+                    o_blob: wo,
+                };
+                let push = warm_shape.cm2_push(scale, 0);
+                l.dispatch(pipe, &b, &push, warm_shape.cm_grid(256, 128))?;
+            }
+            if let (true, Some(pipe), Some([wq, wk, wv, wo])) =
+                (before.warm_cm, &cm_pipe, warm_tensors.as_ref())
+            {
+                let b = attention_cm::BufferBindings {
+                    q_blob: wq,
+                    k_blob: wk,
+                    v_blob: wv,
+                    o_blob: wo,
+                };
+                let push = warm_shape.cm_push(scale, 0);
+                l.dispatch(pipe, &b, &push, warm_shape.cm_grid(threads, cm_rows))?;
+            }
+            if let (true, Some(pipe)) = (before.cm2, &cm2_before) {
                 let b = attention_cm2::BufferBindings {
                     q_blob: &q,
                     k_blob: &k,
@@ -429,6 +598,7 @@ fn prefill(
             Ok(())
         };
         let before_s = time_calls(ctx, cfg, record_before)?.median_s;
+        println!("# {}: {:.3} us a call", before.label(), before_s * 1e6);
         let label = before.label();
         let before_work = (&record_before as &Recorder<'_>, label.as_str(), before_s);
         if let Some(pipe) = &cm_pipe {

@@ -4,10 +4,12 @@
 // rows of one head holds their Q as one fp16 matrix and their output O as one fp32
 // accumulator, and walks the keys BC at a time: S = Q·Kᵀ (K read from shared memory as a
 // column-major matrix), the online softmax on S as matrices (each row's maximum by a row
-// reduction, smeared across the row), O rescaled and O += P·V. Q is loaded once through a
-// tensor layout. K and V are staged by the kernel: each step's tiles are read into registers
-// a step ahead and stored to shared memory at the step's start, so the reads overlap the
-// step before (left to the driver's tensor-addressed loads, they did not: BENCHMARKS.md).
+// reduction, smeared across the row), O rescaled and O += P·V. The kernel stages every
+// operand itself through shared memory, an octet of halves a load: Q's block once before the
+// loop, O's after it, and each step's K and V tiles read into registers a step ahead and
+// stored at the step's start, so the reads overlap the step before (left to the driver's
+// tensor-addressed loads, they did not, and Q and O through tensor layouts cost 1.5 µs of a
+// 512-token prompt's 16: BENCHMARKS.md).
 //
 // Each row's running maximum M and sum L are kept as BR×BC matrices whose columns repeat the
 // row's value (the reductions return them so); a row's rescale reaches O's D columns through a
@@ -18,7 +20,7 @@
 // multiple of 8. Query head h reads key/value head h / (hq / hkv). With `causal`, query i sees
 // keys j <= i + offset; a query that sees none gives 0. Loads past sq or skv read zeros, scores
 // past skv or the causal edge are masked, stores past sq are dropped. Shared memory:
-// 2 · BC · (D / 8 + 1) · 16 bytes.
+// max(BR, 2 · BC) · (D / 8 + 1) · 16 bytes.
 // Grid: [ceil(sq / BR) · workgroup, hq, batch].
 #extension GL_EXT_control_flow_attributes : require
 #if NCNN_cooperative_matrix
@@ -38,11 +40,11 @@ layout (constant_id = 2) const int BR = 128;
 layout (constant_id = 3) const int BC = 64;
 
 #if NCNN_cooperative_matrix
-layout (binding = 0) readonly buffer q_blob { cmfp q_data[]; };
-// K and V are staged by the kernel, an octet of halves a load.
+// Every operand is staged by the kernel, an octet of halves a load or store.
+layout (binding = 0) readonly buffer q_blob { uvec4 q_data[]; };
 layout (binding = 1) readonly buffer k_blob { uvec4 k_data[]; };
 layout (binding = 2) readonly buffer v_blob { uvec4 v_data[]; };
-layout (binding = 3) writeonly buffer o_blob { cmfp o_data[]; };
+layout (binding = 3) writeonly buffer o_blob { uvec4 o_data[]; };
 #else
 // The fp32 reference the bindings' formats are told from; never shipped.
 layout (binding = 0) readonly buffer q_blob { sfp q_data[]; };
@@ -107,19 +109,14 @@ float reciprocal(const in uint row, const in uint col, const in float l)
     return l > 0.0 ? 1.0 / l : 0.0;
 }
 
-// A stored row of `cols` elements, rounded down to the 8 the kernel requires: a stride the
-// compiler can see is a multiple of 8.
-uint aligned_stride(int cols)
-{
-    return (uint(cols) >> 3) << 3;
-}
-
 const int THREADS = int(gl_WorkGroupSize.x);
 // Octets per row of a head, and per staged row (one more: rows start on different banks).
 const int D8 = D / 8;
 const int KS = D8 + 1;
-// The K tile (BC rows) then the V tile (BC rows).
-shared uvec4 kv_smem[2 * BC * KS];
+// Rows staged at once: the K tile (BC rows) then the V tile (BC rows); before the loop Q's BR
+// rows, after it O's.
+const int STAGED_ROWS = BR > 2 * BC ? BR : 2 * BC;
+shared uvec4 kv_smem[STAGED_ROWS * KS];
 
 #include "attention_stage.glsl"
 
@@ -130,19 +127,17 @@ void main()
     // longest workgroups start first.
     const int r0 = (int(gl_NumWorkGroups.x) - 1 - int(gl_WorkGroupID.x)) * BR;
     const int kvh = h / (p.hq / p.hkv);
-    const uint clamp_mode = gl_CooperativeMatrixClampModeConstantNV;
 
-    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lq = createTensorLayoutNV(2, clamp_mode);
-    tensorLayoutNV<2, gl_CooperativeMatrixClampModeConstantNV> lo = createTensorLayoutNV(2, clamp_mode);
-    lq = setTensorLayoutDimensionNV(lq, p.sq, D);
-    lq = setTensorLayoutStrideNV(lq, aligned_stride(p.q_stride), 1);
-    lo = setTensorLayoutDimensionNV(lo, p.sq, D);
-    lo = setTensorLayoutStrideNV(lo, aligned_stride(p.o_stride), 1);
-    const uint q_at = uint(n * p.sq * p.q_stride + h * D);
-    const uint o_at = uint(n * p.sq * p.o_stride + h * D);
-
+    const int tid = int(gl_LocalInvocationID.x);
+    // Q's rows through shared memory (zeros past sq).
+    for (int l = tid; l < BR * D8; l += THREADS)
+    {
+        const int r = l / D8, c = l % D8, i = r0 + r;
+        kv_smem[r * KS + c] = i < p.sq ? q_data[((n * p.sq + i) * p.q_stride + h * D) / 8 + c] : uvec4(0);
+    }
+    barrier();
     coopmat<cmfp, gl_ScopeWorkgroup, BR, D, gl_MatrixUseA> q;
-    coopMatLoadTensorNV(q, q_data, q_at, sliceTensorLayoutNV(lq, r0, BR, 0, D));
+    coopMatLoad(q, kv_smem, 0, KS, gl_CooperativeMatrixLayoutRowMajor);
 
     OUT o = OUT(0.0);
     SCORES m = SCORES(LOWEST);
@@ -155,7 +150,6 @@ void main()
     const int kv_end = causal == 1 ? clamp(r0 + BR + p.offset, 0, p.skv) : p.skv;
     // Steps from here on cross the causal edge or skv: only they need the mask.
     const int unmasked_end = causal == 1 ? min(r0 + p.offset + 1, p.skv) : p.skv;
-    const int tid = int(gl_LocalInvocationID.x);
     uvec4 rk[KV_LOADS], rv[KV_LOADS];
     load_kv(tid, n, kvh, 0, rk, rv);
     for (int j0 = 0; j0 < kv_end; j0 += BC)
@@ -201,7 +195,16 @@ void main()
     o *= inv_l;
     coopmat<cmfp, gl_ScopeWorkgroup, BR, D, gl_MatrixUseAccumulator> out16 =
         coopmat<cmfp, gl_ScopeWorkgroup, BR, D, gl_MatrixUseAccumulator>(o);
-    coopMatStoreTensorNV(out16, o_data, o_at, sliceTensorLayoutNV(lo, r0, BR, 0, D));
+    // O's rows through shared memory once every step's reads of it are done (none past sq).
+    barrier();
+    coopMatStore(out16, kv_smem, 0, KS, gl_CooperativeMatrixLayoutRowMajor);
+    barrier();
+    for (int l = tid; l < BR * D8; l += THREADS)
+    {
+        const int r = l / D8, c = l % D8, i = r0 + r;
+        if (i < p.sq)
+            o_data[((n * p.sq + i) * p.o_stride + h * D) / 8 + c] = kv_smem[r * KS + c];
+    }
 }
 #else
 void main()

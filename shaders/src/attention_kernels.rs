@@ -88,8 +88,8 @@ vkprism::compute_shader! {
 vkprism::compute_shader! {
     /// Flash attention on `VK_NV_cooperative_matrix2`'s workgroup-scope matrices:
     /// [`attention`]'s operation and layouts for a block of `BR` query rows per workgroup (one
-    /// fp16 matrix of Q, one fp32 accumulator of O), the keys `BC` at a time, Q, K and V loaded
-    /// through tensor layouts (the driver stages them). `D` (constant 1) the head dimension, a
+    /// fp16 matrix of Q, one fp32 accumulator of O), the keys `BC` at a time, every operand
+    /// staged through shared memory by the kernel. `D` (constant 1) the head dimension, a
     /// multiple of 16 up to 256; every row stride a multiple of 8; `BR` and `BC` (constants 2
     /// and 3) multiples of the device's workgroup-scope granularity for the workgroup it runs
     /// in. Grid [`AttentionShape::cm_grid`] with `rows` = `BR`. Variants: `fp16s_cm`,
@@ -226,24 +226,26 @@ impl AttentionShape {
 
     /// Whether `device` lists [`attention_cm2`]'s products for `tiles` (query rows, keys a
     /// step, invocations) at this head dimension — S = Q·Kᵀ, the row sums (P times ones) and
-    /// O += P·V into fp32, O stored in fp16 — and holds its staged K and V tiles in shared
-    /// memory ([`Self::cm2_shared_bytes`]).
+    /// O += P·V into fp32, O converted to fp16 — and holds what it stages in shared memory
+    /// ([`Self::cm2_shared_bytes`]).
     pub fn cm2_offered(&self, device: &vkprism::DeviceFeatures, tiles: [u32; 3]) -> bool {
         use vkprism::ScalarKind::{F16, F32};
         let [rows, keys, threads] = tiles;
         let d = self.d as u32;
         let offer = |mnk, result| workgroup_offers(device, mnk, (F16, result, result), threads);
-        let fits = self.cm2_shared_bytes(keys) <= device.limits.max_compute_shared_memory_size;
+        let fits =
+            self.cm2_shared_bytes(rows, keys) <= device.limits.max_compute_shared_memory_size;
         fits && offer((rows, keys, d), F32)
             && offer((rows, d, keys), F32)
             && offer((rows, keys, keys), F32)
             && offer((rows, d, keys), F16)
     }
 
-    /// [`attention_cm2`]'s shared memory at `keys` a step: a K and a V tile of `keys` rows of
-    /// `d` halves, each row padded by one octet (as the kernel declares it).
-    pub fn cm2_shared_bytes(&self, keys: u32) -> u32 {
-        2 * keys * (self.d as u32 / 8 + 1) * 16
+    /// [`attention_cm2`]'s shared memory for blocks of `rows` queries at `keys` a step: rows of
+    /// `d` halves, each padded by one octet, as many as the larger of what is staged at once —
+    /// the K and V tiles (`keys` rows each), Q's and O's blocks (as the kernel declares it).
+    pub fn cm2_shared_bytes(&self, rows: u32, keys: u32) -> u32 {
+        rows.max(2 * keys) * (self.d as u32 / 8 + 1) * 16
     }
 
     /// [`attention_cm2`]'s push constants for contiguous operands.
@@ -327,11 +329,13 @@ mod tests {
         device.workgroup_matrices = [family(ScalarKind::F32), family(ScalarKind::F16)]
             .into_iter()
             .collect();
-        // The H100's shared memory: the staged K and V tiles of 64 keys fit up to d 184.
+        // The H100's shared memory: 128 staged rows (Q's block, or the K and V tiles of 64
+        // keys) fit up to d 184, at fewer keys a step too.
         device.limits.max_compute_shared_memory_size = 49152;
         assert!(s(128).cm2_offered(&device, [128, 64, 256]));
+        assert!(s(128).cm2_offered(&device, [128, 32, 256]));
         assert!(!s(256).cm2_offered(&device, [128, 64, 256]));
-        assert!(s(256).cm2_offered(&device, [128, 32, 256]));
+        assert!(!s(256).cm2_offered(&device, [128, 32, 256]));
         device.limits.max_compute_shared_memory_size = 32768;
         assert!(!s(128).cm2_offered(&device, [128, 64, 256]));
         device.limits.max_compute_shared_memory_size = 49152;

@@ -672,7 +672,7 @@ fn attention_cm2_shared_bytes_are_the_kernels() {
                     BC: keys as i32,
                 };
                 let declared = vkprism::workgroup_bytes(variant.spirv, &spec.entries());
-                let computed = shape(1, 100, 100, 4, 1, d).cm2_shared_bytes(keys);
+                let computed = shape(1, 100, 100, 4, 1, d).cm2_shared_bytes(128, keys);
                 assert_eq!(
                     declared,
                     Some(u64::from(computed)),
