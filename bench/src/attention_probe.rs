@@ -251,6 +251,9 @@ struct Before {
     /// `glu`: TinyLlama's gate/up projection of a prompt (`Ops::gemm_glu`, [tokens, 2048] to
     /// [tokens, 5632]).
     glu: bool,
+    /// `wide`: the gate/up projection as a plain GEMM (`Ops::gemm`, [tokens, 2048] to
+    /// [tokens, 11264], nothing gated), reading the gate/up step's input.
+    wide: bool,
     /// `down`: its down projection (`Ops::gemm`, [tokens, 5632] to [tokens, 2048], split along
     /// K), reading the gate/up projection's output where that runs.
     down: bool,
@@ -282,6 +285,7 @@ impl Before {
                 "stream" => b.stream = true,
                 "writes" => b.writes = true,
                 "glu" => b.glu = true,
+                "wide" => b.wide = true,
                 "down" => b.down = true,
                 "late" => b.late = true,
                 "gemm" => b.gemm = true,
@@ -303,6 +307,7 @@ impl Before {
             (self.stream, "a 96 MiB stream"),
             (self.writes, "writes of q, k and v"),
             (self.glu, "the gate/up GEMM"),
+            (self.wide, "the gate/up projection unfused"),
             (self.down, "the down GEMM"),
             (self.late, "a late 96 MiB stream"),
             (self.gemm, "a GEMM"),
@@ -453,6 +458,10 @@ fn prefill(
             true => Some((mlp(2048, 52)?, weights(11264, 2048, 53)?, mlp(5632, 54)?)),
             false => None,
         };
+        let wide = match before.wide {
+            true => Some((mlp(2048, 63)?, weights(11264, 2048, 64)?, mlp(11264, 65)?)),
+            false => None,
+        };
         let late = match before.late {
             true => Some((
                 Tensor::from_f32(ctx, &[big], f, &random(big, 62))?,
@@ -537,8 +546,16 @@ fn prefill(
                 ops.gemm_glu(l, x, w, y, Activation::Silu)?;
                 last = Some(y);
             }
+            if let Some((x, w, y)) = &wide {
+                ops.gemm(l, x, w, None, y, &transposed)?;
+                last = Some(y);
+            }
             if let Some((x, w, y)) = &down {
-                ops.gemm(l, last.unwrap_or(x), w, None, y, &transposed)?;
+                let input = match last {
+                    Some(t) => t.view(0, &[tokens, 5632])?,
+                    None => x.clone(),
+                };
+                ops.gemm(l, &input, w, None, y, &transposed)?;
                 last = Some(y);
             }
             if let Some((x, y)) = &late {
