@@ -350,6 +350,34 @@ fn time_alone_and_after(
 }
 
 /// A prompt's causal attention on [`attention_cm`] and on [`attention_cm2`] in each of
+/// A step's input: the start of the step before's output as `shape`, or its own tensor.
+fn step_input(
+    last: Option<&Tensor>,
+    own: &Tensor,
+    shape: [usize; 2],
+) -> Result<Tensor, vkprism::TensorError> {
+    match last {
+        Some(t) => t.view(0, &shape),
+        None => Ok(own.clone()),
+    }
+}
+
+/// A stream step's 96 MiB fp16 input (random, of `seed`) and output, where `on`.
+fn stream_pair(
+    ctx: &Context,
+    on: bool,
+    seed: u64,
+) -> Result<Option<(Tensor, Tensor)>, Box<dyn std::error::Error>> {
+    if !on {
+        return Ok(None);
+    }
+    let (n, f) = (48 << 20, TensorFormat::F16);
+    Ok(Some((
+        Tensor::from_f32(ctx, &[n], f, &random(n, seed))?,
+        Tensor::new(ctx, &[n], f)?,
+    )))
+}
+
 /// `call`'s own GPU time after `before` (`VKPRISM_BENCH_ATTN_TIMED`): every dispatch timed
 /// (each with its barrier), the call's dispatches summed, the median over the calls of
 /// [`REPS`] rounds in one list and of its replays after the warm-up — where subtracting
@@ -422,14 +450,7 @@ fn prefill(
         let qo = |seed| Tensor::from_f32(ctx, &[tokens, hq, d], f, &random(tokens * hq * d, seed));
         let kv = |seed| Tensor::from_f32(ctx, &[keys, hkv, d], f, &random(keys * hkv * d, seed));
         // The streamed tensors: the queries are the start of the output.
-        let big = 48 << 20;
-        let streamed = match before.stream {
-            true => Some((
-                Tensor::from_f32(ctx, &[big], f, &random(big, 47))?,
-                Tensor::new(ctx, &[big], f)?,
-            )),
-            _ => None,
-        };
+        let streamed = stream_pair(ctx, before.stream, 47)?;
         let q = match &streamed {
             Some((_, y)) => y.view(0, &[tokens, hq, d])?,
             None => qo(41)?,
@@ -462,13 +483,7 @@ fn prefill(
             true => Some((mlp(2048, 63)?, weights(11264, 2048, 64)?, mlp(11264, 65)?)),
             false => None,
         };
-        let late = match before.late {
-            true => Some((
-                Tensor::from_f32(ctx, &[big], f, &random(big, 62))?,
-                Tensor::new(ctx, &[big], f)?,
-            )),
-            false => None,
-        };
+        let late = stream_pair(ctx, before.late, 62)?;
         // The down projection writes the start of the late stream's input where that runs.
         let down_out = match &late {
             Some((x, _)) => x.view(0, &[tokens, 2048])?,
@@ -551,10 +566,7 @@ fn prefill(
                 last = Some(y);
             }
             if let Some((x, w, y)) = &down {
-                let input = match last {
-                    Some(t) => t.view(0, &[tokens, 5632])?,
-                    None => x.clone(),
-                };
+                let input = step_input(last, x, [tokens, 5632])?;
                 ops.gemm(l, &input, w, None, y, &transposed)?;
                 last = Some(y);
             }
@@ -563,10 +575,7 @@ fn prefill(
                 last = Some(y);
             }
             if let Some((x, w, q_rows)) = &projection {
-                let input = match last {
-                    Some(t) => t.view(0, &[tokens, 2048])?,
-                    None => x.clone(),
-                };
+                let input = step_input(last, x, [tokens, 2048])?;
                 ops.gemm(l, &input, w, None, q_rows, &transposed)?;
             }
             let other = attention_cm::BufferBindings {
