@@ -8,8 +8,8 @@
 // operand itself through shared memory, an octet of halves a load: Q's block once before the
 // loop, O's after it, and each step's K and V tiles read into registers a step ahead and
 // stored at the step's start, so the reads overlap the step before (left to the driver's
-// tensor-addressed loads, they did not, and Q and O through tensor layouts cost 1.5 µs of a
-// 512-token prompt's 16: BENCHMARKS.md).
+// tensor-addressed loads, they did not; Q and O through tensor layouts were slower too:
+// BENCHMARKS.md).
 //
 // Each row's running maximum M and sum L are kept as BR×BC matrices whose columns repeat the
 // row's value (the reductions return them so); a row's rescale reaches O's D columns through a
