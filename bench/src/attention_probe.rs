@@ -19,7 +19,7 @@ use crate::harness::{
     env_rows, median, probe_record, sm_clock_mhz, time_calls, warm_up, Config, Record, Timing, REPS,
 };
 use crate::random;
-use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat};
+use vkprism::{CommandList, Context, LoadOptions, Pipeline, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
     attention_grouped, Activation, Attention, AttentionShape, Gemm, Ops, UnaryOp,
@@ -238,9 +238,9 @@ fn prefill_shapes() -> Option<Vec<Prompt>> {
 }
 
 /// What runs before each call in the probe's second series: `VKPRISM_BENCH_ATTN_BEFORE`, a
-/// comma-separated list of steps run in this order (`stream`, `writes`, `glu`, `down`, `gemm`,
-/// `cm`, `cm2`), or the GEMM alone. Each step reads or writes what the one before wrote, so
-/// the list orders them.
+/// comma-separated list of steps run in this order (`stream`, `writes`, `glu`, `wide`, `down`,
+/// `late`, `gemm`, `cm`, `warm`, `warmcm`, `cm2`), or the GEMM alone. Each step but the
+/// warming ones reads or writes what the one before wrote, so the list orders them.
 #[derive(Copy, Clone, PartialEq, Eq, Default)]
 struct Before {
     /// `stream`: a ReLU over 96 MiB whose output's start is the queries (L2 left holding none
@@ -312,9 +312,9 @@ impl Before {
             (self.late, "a late 96 MiB stream"),
             (self.gemm, "a GEMM"),
             (self.cm, "attention_cm"),
-            (self.cm2, "attention_cm2"),
             (self.warm, "attention_cm2 warming"),
             (self.warm_cm, "attention_cm warming"),
+            (self.cm2, "attention_cm2"),
         ];
         let names: Vec<&str> = steps.iter().filter(|s| s.0).map(|s| s.1).collect();
         names.join(", ")
@@ -349,7 +349,6 @@ fn time_alone_and_after(
     Ok(())
 }
 
-/// A prompt's causal attention on [`attention_cm`] and on [`attention_cm2`] in each of
 /// A step's input: the start of the step before's output as `shape`, or its own tensor.
 fn step_input(
     last: Option<&Tensor>,
@@ -360,6 +359,45 @@ fn step_input(
         Some(t) => t.view(0, &shape),
         None => Ok(own.clone()),
     }
+}
+
+/// Records [`attention_cm`] over `[q, k, v, o]` for `shape`, `(scale, offset)`, in workgroups
+/// of `threads` invocations over blocks of `rows` queries.
+fn dispatch_cm(
+    l: &mut CommandList,
+    pipe: &Pipeline<attention_cm::Kernel>,
+    [q, k, v, o]: [&Tensor; 4],
+    shape: &AttentionShape,
+    (scale, offset): (f32, i32),
+    [threads, rows]: [u32; 2],
+) -> Result<(), vkprism::CommandError> {
+    let b = attention_cm::BufferBindings {
+        q_blob: q,
+        k_blob: k,
+        v_blob: v,
+        o_blob: o,
+    };
+    let grid = shape.cm_grid(threads, rows as usize);
+    l.dispatch(pipe, &b, &shape.cm_push(scale, offset), grid)
+}
+
+/// Records [`attention_cm2`] likewise.
+fn dispatch_cm2(
+    l: &mut CommandList,
+    pipe: &Pipeline<attention_cm2::Kernel>,
+    [q, k, v, o]: [&Tensor; 4],
+    shape: &AttentionShape,
+    (scale, offset): (f32, i32),
+    [threads, rows]: [u32; 2],
+) -> Result<(), vkprism::CommandError> {
+    let b = attention_cm2::BufferBindings {
+        q_blob: q,
+        k_blob: k,
+        v_blob: v,
+        o_blob: o,
+    };
+    let grid = shape.cm_grid(threads, rows as usize);
+    l.dispatch(pipe, &b, &shape.cm2_push(scale, offset), grid)
 }
 
 /// A stream step's 96 MiB fp16 input (random, of `seed`) and output, where `on`.
@@ -424,6 +462,7 @@ fn time_call_dispatches(
     })
 }
 
+/// A prompt's causal attention on [`attention_cm`] and on [`attention_cm2`] in each of
 /// [`cm2_tiles`], printed in µs a call, alone and after [`Before::from_env`]'s work.
 fn prefill(
     ctx: &Context,
@@ -578,66 +617,31 @@ fn prefill(
                 let input = step_input(last, x, [tokens, 2048])?;
                 ops.gemm(l, &input, w, None, q_rows, &transposed)?;
             }
-            let other = attention_cm::BufferBindings {
-                q_blob: &q,
-                k_blob: &k,
-                v_blob: &v,
-                o_blob: &o,
-            };
+            let own = [&q, &k, &v, &o];
             if let (true, Some(pipe)) = (before.cm, &cm_pipe) {
-                let grid = s.cm_grid(threads, cm_rows);
-                l.dispatch(pipe, &other, &s.cm_push(scale, offset), grid)?;
+                dispatch_cm(l, pipe, own, &s, (scale, offset), [threads, cm_rows as u32])?;
             }
-            if let (true, Some((pipe, [wq, wk, wv, wo]))) =
-                (before.warm, cm2_before.as_ref().zip(warm_tensors.as_ref()))
-            {
-                let b = attention_cm2::BufferBindings {
-                    q_blob: wq,
-                    k_blob: wk,
-                    v_blob: wv,
-                    o_blob: wo,
-                };
-                let push = warm_shape.cm2_push(scale, 0);
-                l.dispatch(pipe, &b, &push, warm_shape.cm_grid(256, 128))?;
+            if let (true, Some(pipe), Some(w)) = (before.warm, &cm2_before, &warm_tensors) {
+                dispatch_cm2(l, pipe, w.each_ref(), &warm_shape, (scale, 0), [256, 128])?;
             }
-            if let (true, Some(pipe), Some([wq, wk, wv, wo])) =
-                (before.warm_cm, &cm_pipe, warm_tensors.as_ref())
-            {
-                let b = attention_cm::BufferBindings {
-                    q_blob: wq,
-                    k_blob: wk,
-                    v_blob: wv,
-                    o_blob: wo,
-                };
-                let push = warm_shape.cm_push(scale, 0);
-                l.dispatch(pipe, &b, &push, warm_shape.cm_grid(threads, cm_rows))?;
+            if let (true, Some(pipe), Some(w)) = (before.warm_cm, &cm_pipe, &warm_tensors) {
+                let tiles = [threads, cm_rows as u32];
+                dispatch_cm(l, pipe, w.each_ref(), &warm_shape, (scale, 0), tiles)?;
             }
             if let (true, Some(pipe)) = (before.cm2, &cm2_before) {
-                let b = attention_cm2::BufferBindings {
-                    q_blob: &q,
-                    k_blob: &k,
-                    v_blob: &v,
-                    o_blob: &o,
-                };
-                l.dispatch(pipe, &b, &s.cm2_push(scale, offset), s.cm_grid(256, 128))?;
+                dispatch_cm2(l, pipe, own, &s, (scale, offset), [256, 128])?;
             }
             Ok(())
         };
         let before_s = time_calls(ctx, cfg, record_before)?.median_s;
-        println!("# {}: {:.3} us a call", before.label(), before_s * 1e6);
         let label = before.label();
+        println!("# {label}: {:.3} us a call", before_s * 1e6);
         let before_work = (&record_before as &Recorder<'_>, label.as_str(), before_s);
+        let own = [&q, &k, &v, &o];
         if let Some(pipe) = &cm_pipe {
-            let rows = cm_rows;
-            let b = attention_cm::BufferBindings {
-                q_blob: &q,
-                k_blob: &k,
-                v_blob: &v,
-                o_blob: &o,
-            };
             let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-                let push = s.cm_push(scale, offset);
-                Ok(l.dispatch(pipe, &b, &push, s.cm_grid(threads, rows))?)
+                let tiles = [threads, cm_rows as u32];
+                Ok(dispatch_cm(l, pipe, own, &s, (scale, offset), tiles)?)
             };
             let names = (shape.as_str(), "attention_cm");
             time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
@@ -664,15 +668,9 @@ fn prefill(
                 &format!("attention_cm2 {rows}x{keys}x{d} on {threads}"),
                 &pipe,
             );
-            let b = attention_cm2::BufferBindings {
-                q_blob: &q,
-                k_blob: &k,
-                v_blob: &v,
-                o_blob: &o,
-            };
             let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-                let push = s.cm2_push(scale, offset);
-                Ok(l.dispatch(&pipe, &b, &push, s.cm_grid(threads, rows as usize))?)
+                let tiles = [threads, rows];
+                Ok(dispatch_cm2(l, &pipe, own, &s, (scale, offset), tiles)?)
             };
             let variant = format!("attention_cm2 {rows} rows x {keys} keys on {threads}");
             let names = (shape.as_str(), variant.as_str());
