@@ -25,6 +25,13 @@ use vkprism_shaders::{
     attention_grouped, Activation, Attention, AttentionShape, Gemm, Ops, UnaryOp,
 };
 
+vkprism::compute_shader! {
+    /// `N` dependent multiply-adds unrolled over nothing read: a kernel whose cost is its code
+    /// (the `code` step).
+    pub mod code_span,
+    path: "../kernels/code_span.comp",
+}
+
 const CASE: &str = "attention_probe";
 
 const VARIANT: &str = "fp16s_sg";
@@ -239,7 +246,7 @@ fn prefill_shapes() -> Option<Vec<Prompt>> {
 
 /// What runs before each call in the probe's second series: `VKPRISM_BENCH_ATTN_BEFORE`, a
 /// comma-separated list of steps run in this order (`stream`, `writes`, `glu`, `wide`, `down`,
-/// `late`, `gemm`, `cm`, `warm`, `warmcm`, `cm2`), or the GEMM alone. Each step but the
+/// `late`, `gemm`, `code`, `cm`, `warm`, `warmcm`, `cm2`), or the GEMM alone. Each step but the
 /// warming ones reads or writes what the one before wrote, so the list orders them.
 #[derive(Copy, Clone, PartialEq, Eq, Default)]
 struct Before {
@@ -263,6 +270,11 @@ struct Before {
     late: bool,
     /// `gemm`: the projection that writes the queries ([tokens, 2048] · [hq · d, 2048]ᵀ).
     gemm: bool,
+    /// `code`: [`code_span`] kernels of the sizes `VKPRISM_BENCH_ATTN_CODE` lists (default one
+    /// of 8192 instructions), each on two workgroups an SM, writing (never, in fact) the
+    /// attention's output, which orders them: every SM's instruction caches left holding that
+    /// much other code, and no data.
+    code: bool,
     /// `cm`: [`attention_cm`] over the same tensors into the same output (another large
     /// kernel's code between two calls, as in a network; the shared output orders them).
     cm: bool,
@@ -289,6 +301,7 @@ impl Before {
                 "down" => b.down = true,
                 "late" => b.late = true,
                 "gemm" => b.gemm = true,
+                "code" => b.code = true,
                 "cm" => b.cm = true,
                 "cm2" => b.cm2 = true,
                 "warm" => b.warm = true,
@@ -311,6 +324,7 @@ impl Before {
             (self.down, "the down GEMM"),
             (self.late, "a late 96 MiB stream"),
             (self.gemm, "a GEMM"),
+            (self.code, "a kernel of unrolled code"),
             (self.cm, "attention_cm"),
             (self.warm, "attention_cm2 warming"),
             (self.warm_cm, "attention_cm warming"),
@@ -398,6 +412,34 @@ fn dispatch_cm2(
     };
     let grid = shape.cm_grid(threads, rows as usize);
     l.dispatch(pipe, &b, &shape.cm2_push(scale, offset), grid)
+}
+
+/// The `code` step's workgroups of 256: two an SM of an H100 or H200.
+const CODE_WORKGROUPS: u32 = 264;
+
+/// The `code` step's pipelines, one for each size `VKPRISM_BENCH_ATTN_CODE` lists
+/// (`n,n,...` multiply-adds; default one of 8192), run in turn: NVIDIA's driver unrolls 8192
+/// into a 99 KB binary but not every count (8000 stays a loop), so more code takes more
+/// kernels. Their statistics are printed (the
+/// binary size is what the step is for).
+fn code_span_pipelines(
+    ctx: &Context,
+) -> Result<Vec<Pipeline<code_span::Kernel>>, Box<dyn std::error::Error>> {
+    let sizes = std::env::var("VKPRISM_BENCH_ATTN_CODE").unwrap_or("8192".into());
+    let kernel = ctx.load_with::<code_span::Kernel>(&LoadOptions::variant_named("fp16s")?)?;
+    let mut pipes = Vec::new();
+    let sizes = sizes.split(',').filter_map(|n| n.trim().parse().ok());
+    for (seed, n) in sizes.enumerate() {
+        // Each kernel's constants start past the one before's: no two hold the same code.
+        let spec = code_span::SpecConstants {
+            N: n,
+            SEED: (seed as i32) * (1 << 14),
+        };
+        let pipe = kernel.pipeline(&spec, Some([256, 1, 1]))?;
+        crate::print_statistics(&format!("code_span of {n}"), &pipe);
+        pipes.push(pipe);
+    }
+    Ok(pipes)
 }
 
 /// A stream step's 96 MiB fp16 input (random, of `seed`) and output, where `on`.
@@ -586,6 +628,10 @@ fn prefill(
             }
             false => None,
         };
+        let code = match before.code {
+            true => code_span_pipelines(ctx)?,
+            false => Vec::new(),
+        };
         let record_before = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
             if let Some((sx, sy)) = &streamed {
                 ops.unary(l, sx, sy, UnaryOp::Relu)?;
@@ -616,6 +662,11 @@ fn prefill(
             if let Some((x, w, q_rows)) = &projection {
                 let input = step_input(last, x, [tokens, 2048])?;
                 ops.gemm(l, &input, w, None, q_rows, &transposed)?;
+            }
+            for pipe in &code {
+                let b = code_span::BufferBindings { x_blob: &o };
+                let push = code_span::PushConstants { a: 0.5 };
+                l.dispatch(pipe, &b, &push, [CODE_WORKGROUPS * 256, 1, 1])?;
             }
             let own = [&q, &k, &v, &o];
             if let (true, Some(pipe)) = (before.cm, &cm_pipe) {
