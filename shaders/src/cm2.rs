@@ -183,7 +183,9 @@ impl Cm2Tiles {
     /// query/key/value projection 512×2560×2048 on 64×80 tiles, the output projection
     /// 512×2048×2048 on 64×64 — then what a device without those widths takes. Otherwise:
     /// 128×128 tiles, 8 steps unrolled, split along K where fewer than a wave cover C — in 4
-    /// over a K of at least 4096, in 2 over a K of at least 2048 — or in 2 where fewer than two
+    /// over a K of at least 4096 (4 steps unrolled: each share's short loop is better served by
+    /// a smaller binary, whose code a network's call finds cold; the decoder's down projection,
+    /// 512×2048×5632), in 2 over a K of at least 2048 — or in 2 where fewer than two
     /// workgroups an SM cover C over a K of at least 8192; 64×128 tiles, 4 steps unrolled,
     /// where fewer than a wave cover C over a shorter K. A batch of products takes these tiles
     /// with `split_k` 1. Every choice is 64 rows high where M is 64 to 127, so that the tiles
@@ -216,7 +218,8 @@ impl Cm2Tiles {
             8192.. if tiles < 2 * sms => 2,
             _ => 1,
         };
-        candidates.push(choose(128, 128, 8, split));
+        let unroll = if split == 4 { 4 } else { 8 };
+        candidates.push(choose(128, 128, unroll, split));
         candidates
     }
 
@@ -409,6 +412,11 @@ mod tests {
         assert_eq!(split(4096, 4096, 4096), 1);
         let short = Cm2Tiles::for_problem(512, 2048, 1024);
         assert_eq!((short.bm, short.split_k), (64, 1));
+        // Shares of a quarter of K run 4 steps an iteration, the others 8.
+        let unroll = |m, n, k| Cm2Tiles::for_problem(m, n, k).unroll;
+        assert_eq!(unroll(512, 2048, 5632), 4);
+        assert_eq!(unroll(4096, 512, 14336), 8);
+        assert_eq!(unroll(4096, 4096, 4096), 8);
     }
 
     #[test]
