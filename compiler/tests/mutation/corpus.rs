@@ -4,6 +4,7 @@
 /// Kernel and include files, by path from the repository's root.
 pub const FILES: &[(&str, &str)] = &[
     ("bench/kernels/axpb.comp", include_str!("../../../bench/kernels/axpb.comp")),
+    ("bench/kernels/code_span.comp", include_str!("../../../bench/kernels/code_span.comp")),
     ("bench/kernels/coopmat_bound.comp", include_str!("../../../bench/kernels/coopmat_bound.comp")),
     ("bench/kernels/copy.comp", include_str!("../../../bench/kernels/copy.comp")),
     ("bench/kernels/slab_load.comp", include_str!("../../../bench/kernels/slab_load.comp")),
