@@ -69,6 +69,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             out.push(r);
         }
     }
+    out.extend(alternating(ctx, cfg, shapes)?);
     out.extend(int8(ctx, cfg, shapes)?);
     // The floor: a dependent chain of one-token rotations (64 values each).
     let ops = Ops::new(ctx);
@@ -85,6 +86,58 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
 
 /// Bytes of weights a chain cycles through: past the H100's 50 MiB of L2.
 const PAST_L2: usize = 160 << 20;
+
+/// What a GEMV's code costs it in a chain of other kernels: on `shapes` at 256 invocations,
+/// each call on the next copy of the weights, a chain of one pipeline (the bias added) against
+/// a chain alternating between two (with and without it: two binaries of nearly the same work,
+/// so that each call finds the other's code in the SMs' instruction caches); their
+/// statistics printed.
+fn alternating(
+    ctx: &Context,
+    cfg: Config,
+    shapes: &[(usize, usize, &str)],
+) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
+    let f = TensorFormat::F16;
+    let kernel = ctx.load_with::<gemv::Kernel>(&LoadOptions::variant_named("fp16s_sg")?)?;
+    let mut out = Vec::new();
+    for &(n, k, name) in shapes {
+        let copies = PAST_L2.div_ceil(n * k * 2).clamp(1, 20);
+        let w = (0..copies)
+            .map(|c| Tensor::from_f32(ctx, &[n, k], f, &random(n * k, 21 + c as u64)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let x = Tensor::from_f32(ctx, &[1, k], f, &random(k, 22))?;
+        let bias = Tensor::from_f32(ctx, &[n], f, &random(n, 25))?;
+        let y = Tensor::new(ctx, &[1, n], f)?;
+        let s = GemvShape { batch: 1, n, k };
+        let unread = Tensor::from_i32(ctx, &[1], &[0])?;
+        let pipes = [false, true].map(|b| kernel.pipeline(&s.spec(b), Some([256, 1, 1])));
+        let [plain, biased] = pipes;
+        let (plain, biased) = (plain?, biased?);
+        crate::print_statistics(&format!("gemv {name}"), &plain);
+        crate::print_statistics(&format!("gemv {name} with its bias"), &biased);
+        for (label, alternate) in [("one pipeline", false), ("two alternating", true)] {
+            let next = Cell::new(0);
+            let t = time_calls(ctx, cfg, |l| {
+                let b = gemv::BufferBindings {
+                    w_blob: &w[next.get() % copies],
+                    x_blob: &x,
+                    bias_blob: &bias,
+                    y_blob: &y,
+                    k_blob: &y,
+                    v_blob: &y,
+                    pos_blob: &unread,
+                };
+                let pipe = if alternate && next.get() % 2 == 0 { &plain } else { &biased };
+                next.set(next.get() + 1);
+                l.dispatch(pipe, &b, &s.push(), s.grid([256, 1, 1]))?;
+                Ok(())
+            })?;
+            let shape = format!("{name} {n}x{k}, {copies} copies, {label}");
+            out.push(probe_record(CASE, shape, "fp16s_sg local 256".into(), t));
+        }
+    }
+    Ok(out)
+}
 
 /// The int8 GEMV on `shapes`, each call on the next copy of the weights.
 fn int8(
