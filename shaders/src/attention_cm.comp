@@ -171,11 +171,7 @@ void main()
     for (int r1 = 0; r1 < BR; r1 += 2 * BC)
     {
         barrier();
-        for (int l = tid; l < 2 * BC * D8; l += THREADS)
-        {
-            const int r = l / D8, c = l % D8, i = r0 + r1 + r;
-            kv_smem[r * KS + c] = i < p.sq ? q_data[((n * p.sq + i) * p.q_stride + h * D) / 8 + c] : uvec4(0);
-        }
+        stage_q(tid, n, h, r0 + r1, 2 * BC);
         barrier();
         if (warp * 16 >= r1 && warp * 16 < r1 + 2 * BC)
         {

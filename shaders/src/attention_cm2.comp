@@ -129,12 +129,7 @@ void main()
     const int kvh = h / (p.hq / p.hkv);
 
     const int tid = int(gl_LocalInvocationID.x);
-    // Q's rows through shared memory (zeros past sq).
-    for (int l = tid; l < BR * D8; l += THREADS)
-    {
-        const int r = l / D8, c = l % D8, i = r0 + r;
-        kv_smem[r * KS + c] = i < p.sq ? q_data[((n * p.sq + i) * p.q_stride + h * D) / 8 + c] : uvec4(0);
-    }
+    stage_q(tid, n, h, r0, BR);
     barrier();
     coopmat<cmfp, gl_ScopeWorkgroup, BR, D, gl_MatrixUseA> q;
     coopMatLoad(q, kv_smem, 0, KS, gl_CooperativeMatrixLayoutRowMajor);
