@@ -74,6 +74,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 continue;
             }
         };
+        crate::print_statistics(&format!("glu {tiles:?}"), &pipe);
         let t = time_calls(ctx, cfg, |l| {
             next.set(next.get() + 1);
             let b = gemm_cm2_glu::BufferBindings {
