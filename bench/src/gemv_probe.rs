@@ -34,27 +34,13 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     let kernel = ctx.load_with::<gemv::Kernel>(&LoadOptions::variant_named("fp16s_sg")?)?;
     let mut out = Vec::new();
     for &(n, k, name) in shapes {
-        let copies = PAST_L2.div_ceil(n * k * 2).clamp(1, 20);
-        let w = (0..copies)
-            .map(|c| Tensor::from_f32(ctx, &[n, k], f, &random(n * k, 21 + c as u64)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let x = Tensor::from_f32(ctx, &[1, k], f, &random(k, 22))?;
-        let y = Tensor::new(ctx, &[1, n], f)?;
-        let s = GemvShape { batch: 1, n, k };
-        let unread = Tensor::from_i32(ctx, &[1], &[0])?;
+        let o = Fp16Operands::new(ctx, n, k)?;
+        let (s, copies) = (o.shape, o.w.len());
         for local in [64u32, 128, 256] {
             let pipe = kernel.pipeline(&s.spec(false), Some([local, 1, 1]))?;
             let next = Cell::new(0);
             let t = time_calls(ctx, cfg, |l| {
-                let b = gemv::BufferBindings {
-                    w_blob: &w[next.get() % copies],
-                    x_blob: &x,
-                    bias_blob: &x,
-                    y_blob: &y,
-                    k_blob: &y,
-                    v_blob: &y,
-                    pos_blob: &unread,
-                };
+                let b = o.bindings(next.get());
                 next.set(next.get() + 1);
                 l.dispatch(&pipe, &b, &s.push(), s.grid([local, 1, 1]))?;
                 Ok(())
@@ -97,19 +83,12 @@ fn alternating(
     cfg: Config,
     shapes: &[(usize, usize, &str)],
 ) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
-    let f = TensorFormat::F16;
     let kernel = ctx.load_with::<gemv::Kernel>(&LoadOptions::variant_named("fp16s_sg")?)?;
     let mut out = Vec::new();
     for &(n, k, name) in shapes {
-        let copies = PAST_L2.div_ceil(n * k * 2).clamp(1, 20);
-        let w = (0..copies)
-            .map(|c| Tensor::from_f32(ctx, &[n, k], f, &random(n * k, 21 + c as u64)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let x = Tensor::from_f32(ctx, &[1, k], f, &random(k, 22))?;
-        let bias = Tensor::from_f32(ctx, &[n], f, &random(n, 25))?;
-        let y = Tensor::new(ctx, &[1, n], f)?;
-        let s = GemvShape { batch: 1, n, k };
-        let unread = Tensor::from_i32(ctx, &[1], &[0])?;
+        let o = Fp16Operands::new(ctx, n, k)?;
+        let (s, copies) = (o.shape, o.w.len());
+        let bias = Tensor::from_f32(ctx, &[n], TensorFormat::F16, &random(n, 25))?;
         let pipes = [false, true].map(|b| kernel.pipeline(&s.spec(b), Some([256, 1, 1])));
         let [plain, biased] = pipes;
         let (plain, biased) = (plain?, biased?);
@@ -119,15 +98,14 @@ fn alternating(
             let next = Cell::new(0);
             let t = time_calls(ctx, cfg, |l| {
                 let b = gemv::BufferBindings {
-                    w_blob: &w[next.get() % copies],
-                    x_blob: &x,
                     bias_blob: &bias,
-                    y_blob: &y,
-                    k_blob: &y,
-                    v_blob: &y,
-                    pos_blob: &unread,
+                    ..o.bindings(next.get())
                 };
-                let pipe = if alternate && next.get() % 2 == 0 { &plain } else { &biased };
+                let pipe = if alternate && next.get().is_multiple_of(2) {
+                    &plain
+                } else {
+                    &biased
+                };
                 next.set(next.get() + 1);
                 l.dispatch(pipe, &b, &s.push(), s.grid([256, 1, 1]))?;
                 Ok(())
@@ -137,6 +115,46 @@ fn alternating(
         }
     }
     Ok(out)
+}
+
+/// A GEMV's fp16 operands: as many copies of random n × k weights as keep them out of L2, one
+/// token's input and output, and an unread cache position.
+struct Fp16Operands {
+    shape: GemvShape,
+    w: Vec<Tensor>,
+    x: Tensor,
+    y: Tensor,
+    unread: Tensor,
+}
+
+impl Fp16Operands {
+    fn new(ctx: &Context, n: usize, k: usize) -> Result<Fp16Operands, vkprism::TensorError> {
+        let f = TensorFormat::F16;
+        let copies = PAST_L2.div_ceil(n * k * 2).clamp(1, 20);
+        let w = (0..copies)
+            .map(|c| Tensor::from_f32(ctx, &[n, k], f, &random(n * k, 21 + c as u64)))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Fp16Operands {
+            shape: GemvShape { batch: 1, n, k },
+            w,
+            x: Tensor::from_f32(ctx, &[1, k], f, &random(k, 22))?,
+            y: Tensor::new(ctx, &[1, n], f)?,
+            unread: Tensor::from_i32(ctx, &[1], &[0])?,
+        })
+    }
+
+    /// Call `call`'s bindings: the next copy of the weights (the bias unread: x).
+    fn bindings(&self, call: usize) -> gemv::BufferBindings<'_> {
+        gemv::BufferBindings {
+            w_blob: &self.w[call % self.w.len()],
+            x_blob: &self.x,
+            bias_blob: &self.x,
+            y_blob: &self.y,
+            k_blob: &self.y,
+            v_blob: &self.y,
+            pos_blob: &self.unread,
+        }
+    }
 }
 
 /// The int8 GEMV on `shapes`, each call on the next copy of the weights.
