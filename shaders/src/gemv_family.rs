@@ -66,6 +66,10 @@ pub use gemv_kernels::{gemv, gemv_int8, gemv_int8_scalar, gemv_scalar};
 /// Rows of W per workgroup (`4 * block` in gemv.comp).
 pub const GEMV_ROWS: usize = 4;
 
+/// Rows from which [`GemvShape::local_size`] takes at most 128 invocations: 2048 workgroups of
+/// [`GEMV_ROWS`], many waves of them on any GPU.
+pub const GEMV_MANY_ROWS: usize = 8192;
+
 /// Blocks of rows per z slice of the grid (`GEMV_Y` in gemv.comp).
 const GEMV_Y: usize = 32768;
 
@@ -98,10 +102,18 @@ impl GemvShape {
     }
 
     /// The workgroup for chunks of `chunk` elements: the chunks of a row rounded up to a power
-    /// of two, from 64 to 256 invocations.
+    /// of two, from 64 to 256 invocations — but 128 instead of 256 over [`GEMV_MANY_ROWS`] rows
+    /// or more, each invocation reading two chunks of a row (a decoder's gate/up and vocabulary
+    /// projections: faster so on the H200, BENCHMARKS.md).
     pub fn local_size(&self, chunk: usize) -> [u32; 3] {
         let chunks = self.k.div_ceil(chunk);
-        [chunks.next_power_of_two().clamp(64, 256) as u32, 1, 1]
+        let local = chunks.next_power_of_two().clamp(64, 256);
+        let local = if self.n >= GEMV_MANY_ROWS {
+            local.min(128)
+        } else {
+            local
+        };
+        [local as u32, 1, 1]
     }
 
     /// The invocation grid for workgroup `local`: a workgroup per [`GEMV_ROWS`] rows of W,
@@ -137,5 +149,25 @@ impl GemvShape {
             K: self.k as i32,
             ..Default::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn many_rows_take_at_most_128_invocations() {
+        let local = |n, k, chunk| GemvShape { batch: 1, n, k }.local_size(chunk)[0];
+        // TinyLlama's decode step in fp16 (chunks of 8): Q/K/V, O and down keep a row's
+        // chunks (at most 256); gate/up and the vocabulary take 128.
+        assert_eq!(local(2560, 2048, 8), 256);
+        assert_eq!(local(2048, 2048, 8), 256);
+        assert_eq!(local(2048, 5632, 8), 256);
+        assert_eq!(local(11264, 2048, 8), 128);
+        assert_eq!(local(32000, 2048, 8), 128);
+        // int8 (chunks of 16) over K 2048 already takes 128; few chunks keep 64.
+        assert_eq!(local(11264, 2048, 16), 128);
+        assert_eq!(local(GEMV_MANY_ROWS, 256, 8), 64);
     }
 }

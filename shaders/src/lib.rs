@@ -94,7 +94,8 @@ pub use gemm_family::{
     split_reduce_kernels, GEMM_IMAGE_MICRO_TILE,
 };
 pub use gemv_family::{
-    gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MAX_BATCH, GEMV_ROWS,
+    gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, GemvShape, GEMV_MANY_ROWS, GEMV_MAX_BATCH,
+    GEMV_ROWS,
 };
 pub use movement::{
     contiguous_strides, embedding, flat_grid, pad_copy, strided_copy, transpose_grid,

@@ -7,6 +7,7 @@
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, reference, GemvShape, OpError, Ops,
+    GEMV_MANY_ROWS,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_i8, random_in,
@@ -308,6 +309,8 @@ fn gemv_ops_every_format() {
             (vec![3, 512], 6, 512, false),
             (vec![77], 10, 77, true),
             (vec![8, 77], 5, 77, true),
+            // Many rows: workgroups of 128 reading two chunks of a row each.
+            (vec![2048], GEMV_MANY_ROWS + 3, 2048, true),
         ] {
             let rows = if x_shape.len() == 2 { x_shape[0] } else { 1 };
             let w = random_in(n * k, 90, 0.1, 2.0);

@@ -7,7 +7,7 @@
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, Activation, Gemv, GemvShape, OpError, Ops,
-    Rope, RopeStyle,
+    Rope, RopeStyle, GEMV_MANY_ROWS,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_i8, random_in,
@@ -471,7 +471,15 @@ fn gemv_with_every_format() {
             TensorFormat::F16 => 1e-2,
             _ => 8e-3,
         };
-        for (i, c) in cases(512).into_iter().filter(|c| !c.bias).enumerate() {
+        // And the MLP's fused pass over many rows (workgroups of 128).
+        let many = Fused {
+            batch: 1,
+            n: GEMV_MANY_ROWS + 6,
+            k: 2048,
+            ..cases(512)[0]
+        };
+        let all = cases(512).into_iter().chain([many]);
+        for (i, c) in all.filter(|c| !c.bias).enumerate() {
             let seed = 40 + i as u64;
             let w = quantize(&random_in(c.n * c.k, seed, 0.1, 1.0), f);
             let x = quantize(&random_in(c.batch * c.k, seed + 1, 0.1, 2.0), f);
