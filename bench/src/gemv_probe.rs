@@ -1,14 +1,14 @@
 //! `--cases gemv_probe`: what a decode step's GEMVs cost one after another on this device. The
-//! TinyLlama decoder's four projections and its output layer (`fp16s_sg`), each as 20 dependent calls
-//! in one list ([`time_calls`]: every call waits for the one before, as in a decode step), each
-//! call on the next of as many copies of the weights as keep them out of L2 (as in a decode
-//! step, where every weight comes from memory), at workgroups of 64, 128 and 256 invocations
-//! (the library's choice is the row's chunks rounded to a power of two, at most 256); and a
-//! dependent chain of one-token rotations, nearly no work, for the cost of a dependent dispatch
-//! itself. Printed, not compared with PyTorch: they
-//! say where a decode step's time goes (bytes per second against the dispatch's floor). The same
-//! projections on int8 weights (`gemv_int8`, `fp16s_int8p_sg`) the same way, at workgroups of 32
-//! to 256.
+//! TinyLlama decoder's four projections and its output layer (`fp16s_sg`), each as 20 dependent
+//! calls in one list ([`time_calls`]: every call waits for the one before, as in a decode step),
+//! each call on the next of as many copies of the weights as keep them out of L2 (as in a decode
+//! step, where every weight comes from memory), at workgroups of 64, 128 and 256 invocations (the
+//! library's choice: `GemvShape::local_size`); the same at 256 on one pipeline against two
+//! alternating (what a GEMV's code costs it); and a dependent chain of one-token rotations,
+//! nearly no work, for the cost of a dependent dispatch itself. Printed, not compared with
+//! PyTorch: they say where a decode step's time goes (bytes per second against the dispatch's
+//! floor). The same projections on int8 weights (`gemv_int8`, `fp16s_int8p_sg`) the same way, at
+//! workgroups of 32 to 256.
 
 use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
