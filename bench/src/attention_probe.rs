@@ -375,45 +375,6 @@ fn step_input(
     }
 }
 
-/// Records [`attention_cm`] over `[q, k, v, o]` for `shape`, `(scale, offset)`, in workgroups
-/// of `threads` invocations over blocks of `rows` queries.
-fn dispatch_cm(
-    l: &mut CommandList,
-    pipe: &Pipeline<attention_cm::Kernel>,
-    [q, k, v, o]: [&Tensor; 4],
-    shape: &AttentionShape,
-    (scale, offset): (f32, i32),
-    [threads, rows]: [u32; 2],
-) -> Result<(), vkprism::CommandError> {
-    let b = attention_cm::BufferBindings {
-        q_blob: q,
-        k_blob: k,
-        v_blob: v,
-        o_blob: o,
-    };
-    let grid = shape.cm_grid(threads, rows as usize);
-    l.dispatch(pipe, &b, &shape.cm_push(scale, offset), grid)
-}
-
-/// Records [`attention_cm2`] likewise.
-fn dispatch_cm2(
-    l: &mut CommandList,
-    pipe: &Pipeline<attention_cm2::Kernel>,
-    [q, k, v, o]: [&Tensor; 4],
-    shape: &AttentionShape,
-    (scale, offset): (f32, i32),
-    [threads, rows]: [u32; 2],
-) -> Result<(), vkprism::CommandError> {
-    let b = attention_cm2::BufferBindings {
-        q_blob: q,
-        k_blob: k,
-        v_blob: v,
-        o_blob: o,
-    };
-    let grid = shape.cm_grid(threads, rows as usize);
-    l.dispatch(pipe, &b, &shape.cm2_push(scale, offset), grid)
-}
-
 /// The `code` step's workgroups of 256: two an SM of an H100 or H200.
 const CODE_WORKGROUPS: u32 = 264;
 
@@ -670,17 +631,17 @@ fn prefill(
             }
             let own = [&q, &k, &v, &o];
             if let (true, Some(pipe)) = (before.cm, &cm_pipe) {
-                dispatch_cm(l, pipe, own, &s, (scale, offset), [threads, cm_rows as u32])?;
+                s.record_cm(l, pipe, own, (scale, offset), (threads, cm_rows))?;
             }
             if let (true, Some(pipe), Some(w)) = (before.warm, &cm2_before, &warm_tensors) {
-                dispatch_cm2(l, pipe, w.each_ref(), &warm_shape, (scale, 0), [256, 128])?;
+                warm_shape.record_cm2(l, pipe, w.each_ref(), (scale, 0), (256, 128))?;
             }
             if let (true, Some(pipe), Some(w)) = (before.warm_cm, &cm_pipe, &warm_tensors) {
-                let tiles = [threads, cm_rows as u32];
-                dispatch_cm(l, pipe, w.each_ref(), &warm_shape, (scale, 0), tiles)?;
+                let tiles = (threads, cm_rows);
+                warm_shape.record_cm(l, pipe, w.each_ref(), (scale, 0), tiles)?;
             }
             if let (true, Some(pipe)) = (before.cm2, &cm2_before) {
-                dispatch_cm2(l, pipe, own, &s, (scale, offset), [256, 128])?;
+                s.record_cm2(l, pipe, own, (scale, offset), (256, 128))?;
             }
             Ok(())
         };
@@ -691,8 +652,8 @@ fn prefill(
         let own = [&q, &k, &v, &o];
         if let Some(pipe) = &cm_pipe {
             let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-                let tiles = [threads, cm_rows as u32];
-                Ok(dispatch_cm(l, pipe, own, &s, (scale, offset), tiles)?)
+                let tiles = (threads, cm_rows);
+                Ok(s.record_cm(l, pipe, own, (scale, offset), tiles)?)
             };
             let names = (shape.as_str(), "attention_cm");
             time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
@@ -720,8 +681,8 @@ fn prefill(
                 &pipe,
             );
             let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-                let tiles = [threads, rows];
-                Ok(dispatch_cm2(l, &pipe, own, &s, (scale, offset), tiles)?)
+                let tiles = (threads, rows as usize);
+                Ok(s.record_cm2(l, &pipe, own, (scale, offset), tiles)?)
             };
             let variant = format!("attention_cm2 {rows} rows x {keys} keys on {threads}");
             let names = (shape.as_str(), variant.as_str());

@@ -2,9 +2,11 @@
 //! workgroup, every float variant, prompt or decode; with `split` its keys shared between workgroups and
 //! [`attention_combine`] merging them), [`attention_cm`] (flash attention on cooperative
 //! matrices, a block of query rows per workgroup, for prompts) and [`attention_cm2`] (the same
-//! on workgroup-scope matrices). [`AttentionShape`] gives their grids and push constants.
+//! on workgroup-scope matrices). [`AttentionShape`] gives their grids and push constants, and
+//! records the two matrix kernels.
 
 use crate::cm2::workgroup_offers;
+use vkprism::{CommandError, CommandList, Pipeline, Tensor};
 
 vkprism::compute_shader! {
     /// The two row kernels, one module each (re-exported at the crate's root): the quad one
@@ -274,6 +276,45 @@ impl AttentionShape {
             o_stride: (self.hq * self.d) as i32,
             splits: splits as i32,
         }
+    }
+
+    /// Records [`attention_cm`] on `pipe` over contiguous `[q, k, v, o]`, its workgroups of
+    /// `threads` invocations covering `rows` query rows each.
+    pub fn record_cm(
+        &self,
+        list: &mut CommandList,
+        pipe: &Pipeline<attention_cm::Kernel>,
+        [q, k, v, o]: [&Tensor; 4],
+        (scale, offset): (f32, i32),
+        (threads, rows): (u32, usize),
+    ) -> Result<(), CommandError> {
+        let bindings = attention_cm::BufferBindings {
+            q_blob: q,
+            k_blob: k,
+            v_blob: v,
+            o_blob: o,
+        };
+        let grid = self.cm_grid(threads, rows);
+        list.dispatch(pipe, &bindings, &self.cm_push(scale, offset), grid)
+    }
+
+    /// Records [`attention_cm2`] likewise.
+    pub fn record_cm2(
+        &self,
+        list: &mut CommandList,
+        pipe: &Pipeline<attention_cm2::Kernel>,
+        [q, k, v, o]: [&Tensor; 4],
+        (scale, offset): (f32, i32),
+        (threads, rows): (u32, usize),
+    ) -> Result<(), CommandError> {
+        let bindings = attention_cm2::BufferBindings {
+            q_blob: q,
+            k_blob: k,
+            v_blob: v,
+            o_blob: o,
+        };
+        let grid = self.cm_grid(threads, rows);
+        list.dispatch(pipe, &bindings, &self.cm2_push(scale, offset), grid)
     }
 
     /// [`attention_cm`]'s push constants for contiguous operands.

@@ -304,16 +304,10 @@ impl Ops {
             BC: CM2_KEYS as i32,
         };
         let pipe = pipeline(OP, kernel, &spec, Some([CM2_THREADS, 1, 1]))?;
-        let bindings = attention_cm2::BufferBindings {
-            q_blob: q,
-            k_blob: k,
-            v_blob: v,
-            o_blob: o,
-        };
-        let grid = s.cm_grid(CM2_THREADS, CM2_ROWS as usize);
+        let tiles = (CM2_THREADS, CM2_ROWS as usize);
         recorded(
             OP,
-            list.dispatch(&pipe, &bindings, &s.cm2_push(scale, offset), grid),
+            s.record_cm2(list, &pipe, [q, k, v, o], (scale, offset), tiles),
         )
     }
 
@@ -337,17 +331,10 @@ impl Ops {
         // Eight subgroups share each K and V tile where the tiles fit 48 KiB with them.
         let threads = if s.d <= 128 { 256 } else { 128 };
         let pipe = pipeline(OP, kernel, &spec, Some([threads, 1, 1]))?;
-        let bindings = attention_cm::BufferBindings {
-            q_blob: q,
-            k_blob: k,
-            v_blob: v,
-            o_blob: o,
-        };
-        let rows = 16 * (threads / subgroup) as usize;
-        let grid = s.cm_grid(threads, rows);
+        let tiles = (threads, 16 * (threads / subgroup) as usize);
         recorded(
             OP,
-            list.dispatch(&pipe, &bindings, &s.cm_push(scale, offset), grid),
+            s.record_cm(list, &pipe, [q, k, v, o], (scale, offset), tiles),
         )
     }
 
