@@ -13,7 +13,8 @@
 use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
 use std::cell::Cell;
-use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
+use std::sync::Arc;
+use vkprism::{Context, LoadOptions, LoadedKernel, Tensor, TensorFormat};
 use vkprism_shaders::{gemv, gemv_int8, GemvShape, Ops, Rope};
 
 const CASE: &str = "gemv_probe";
@@ -54,8 +55,8 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             println!("#   {:.2} TB/s", (n * k * 2) as f64 / t.median_s / 1e12);
             out.push(r);
         }
+        out.extend(alternating(ctx, cfg, &kernel, &o, name)?);
     }
-    out.extend(alternating(ctx, cfg, shapes)?);
     out.extend(int8(ctx, cfg, shapes)?);
     // The floor: a dependent chain of one-token rotations (64 values each).
     let ops = Ops::new(ctx);
@@ -73,46 +74,43 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
 /// Bytes of weights a chain cycles through: past the H100's 50 MiB of L2.
 const PAST_L2: usize = 160 << 20;
 
-/// What a GEMV's code costs it in a chain of other kernels: on `shapes` at 256 invocations,
-/// each call on the next copy of the weights, a chain of one pipeline (the bias added) against
-/// a chain alternating between two (with and without it: two binaries of nearly the same work,
+/// What a GEMV's code costs it in a chain of other kernels: on `o` at 256 invocations, each
+/// call on the next copy of the weights, a chain of one pipeline (the bias added) against a
+/// chain alternating between two (with and without it: two binaries of nearly the same work,
 /// so that each call finds the other's code in the SMs' instruction caches); their
 /// statistics printed.
 fn alternating(
     ctx: &Context,
     cfg: Config,
-    shapes: &[(usize, usize, &str)],
+    kernel: &Arc<LoadedKernel<gemv::Kernel>>,
+    o: &Fp16Operands,
+    name: &str,
 ) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
-    let kernel = ctx.load_with::<gemv::Kernel>(&LoadOptions::variant_named("fp16s_sg")?)?;
+    let (s, copies) = (o.shape, o.w.len());
+    let bias = Tensor::from_f32(ctx, &[s.n], TensorFormat::F16, &random(s.n, 25))?;
+    let plain = kernel.pipeline(&s.spec(false), Some([256, 1, 1]))?;
+    let biased = kernel.pipeline(&s.spec(true), Some([256, 1, 1]))?;
+    crate::print_statistics(&format!("gemv {name}"), &plain);
+    crate::print_statistics(&format!("gemv {name} with its bias"), &biased);
     let mut out = Vec::new();
-    for &(n, k, name) in shapes {
-        let o = Fp16Operands::new(ctx, n, k)?;
-        let (s, copies) = (o.shape, o.w.len());
-        let bias = Tensor::from_f32(ctx, &[n], TensorFormat::F16, &random(n, 25))?;
-        let pipes = [false, true].map(|b| kernel.pipeline(&s.spec(b), Some([256, 1, 1])));
-        let [plain, biased] = pipes;
-        let (plain, biased) = (plain?, biased?);
-        crate::print_statistics(&format!("gemv {name}"), &plain);
-        crate::print_statistics(&format!("gemv {name} with its bias"), &biased);
-        for (label, alternate) in [("one pipeline", false), ("two alternating", true)] {
-            let next = Cell::new(0);
-            let t = time_calls(ctx, cfg, |l| {
-                let b = gemv::BufferBindings {
-                    bias_blob: &bias,
-                    ..o.bindings(next.get())
-                };
-                let pipe = if alternate && next.get().is_multiple_of(2) {
-                    &plain
-                } else {
-                    &biased
-                };
-                next.set(next.get() + 1);
-                l.dispatch(pipe, &b, &s.push(), s.grid([256, 1, 1]))?;
-                Ok(())
-            })?;
-            let shape = format!("{name} {n}x{k}, {copies} copies, {label}");
-            out.push(probe_record(CASE, shape, "fp16s_sg local 256".into(), t));
-        }
+    for (label, alternate) in [("one pipeline", false), ("two alternating", true)] {
+        let next = Cell::new(0);
+        let t = time_calls(ctx, cfg, |l| {
+            let b = gemv::BufferBindings {
+                bias_blob: &bias,
+                ..o.bindings(next.get())
+            };
+            let pipe = if alternate && next.get().is_multiple_of(2) {
+                &plain
+            } else {
+                &biased
+            };
+            next.set(next.get() + 1);
+            l.dispatch(pipe, &b, &s.push(), s.grid([256, 1, 1]))?;
+            Ok(())
+        })?;
+        let shape = format!("{name} {}x{}, {copies} copies, {label}", s.n, s.k);
+        out.push(probe_record(CASE, shape, "fp16s_sg local 256".into(), t));
     }
     Ok(out)
 }
