@@ -14,9 +14,10 @@
 //! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
 //! greedy `tokens`), the prompt comes from the file and the logits at every position and the
 //! greedy tokens are compared with PyTorch's. With `--profile`, the prompt's step's and the last
-//! decode step's GPU time per kernel (every dispatch timed, which serializes the GPU). With
-//! `--int8-weights`, the projections are stored in int8 with a scale per row (activations and
-//! cache in `--format`).
+//! decode step's GPU time per kernel (every dispatch timed, which serializes the GPU), each
+//! after 300 ms of the GPU kept busy (so that a GPU idling at a low clock profiles at its boost
+//! clock). With `--int8-weights`, the projections are stored in int8 with a scale per row
+//! (activations and cache in `--format`).
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -276,13 +277,36 @@ fn compare(model: &mut Llama, path: &std::path::Path) -> Result<(), Box<dyn Erro
 /// The prompt's step, then greedy generation: the GPU time per kernel of the prompt's step and
 /// of the last decode step.
 fn profile(model: &mut Llama, prompt: &[u32], n: usize) -> Result<(), Box<dyn Error>> {
+    warm_up(model, prompt)?;
     model.set_profile(true);
     model.reset();
     model.prefill(prompt)?;
     print_kernel_times(model, &format!("prompt of {} tokens", prompt.len()))?;
+    warm_up(model, prompt)?;
+    model.set_profile(true);
     let tokens = model.greedy(prompt, n.max(2))?;
     println!("generated: {tokens:?}");
     print_kernel_times(model, "last decode step")
+}
+
+/// GPU time a profile follows: a GPU that idles at a low clock between short bursts of work
+/// (NVIDIA's under Vulkan) reaches its boost clock only after some 300 ms of it.
+const WARM_UP: Duration = Duration::from_millis(300);
+
+/// The prompt's step run until the GPU has been busy [`WARM_UP`] (wall time where the device
+/// has no timestamps), at most 20 times that long; profiling off after it.
+fn warm_up(model: &mut Llama, prompt: &[u32]) -> Result<(), Box<dyn Error>> {
+    model.set_profile(false);
+    model.set_timing(true);
+    let (mut busy, start) = (Duration::ZERO, Instant::now());
+    while busy < WARM_UP && start.elapsed() < 20 * WARM_UP {
+        let step = Instant::now();
+        model.reset();
+        model.next_token(prompt)?;
+        busy += model.last_gpu_time().unwrap_or_else(|| step.elapsed());
+    }
+    model.set_timing(false);
+    Ok(())
 }
 
 /// The last step's GPU time per kernel, under `step`.
