@@ -1,9 +1,10 @@
 //! `--cases attention_probe`: what a grouped-query decode step's attention costs against caches
 //! of several lengths on this device (TinyLlama's heads: 32 query heads over 4 key/value heads
-//! of 64, fp16): [`attention_grouped`] with the keys in 1 to 16 shares (and the combine pass
-//! where there are several), beside the row kernel [`attention4`] at the operation layer's
-//! split (the combine pass, or the last share merging each row) and at fewer, wider shares,
-//! each as 20 dependent calls in one list ([`time_calls`]). Printed, not compared with
+//! of 64, fp16, in the variants the operation layer runs unless `VKPRISM_BENCH_ATTN_ROWS` and
+//! `VKPRISM_BENCH_ATTN_VARIANT` name others): [`attention_grouped`] with the keys in 1 to 16
+//! shares (and the combine pass where there are several), beside the row kernel [`attention4`]
+//! at the operation layer's split (the combine pass, or the last share merging each row) and at
+//! fewer, wider shares, each as 20 dependent calls in one list ([`time_calls`]). Printed, not compared with
 //! PyTorch (the `ops` case does that for the operation layer's choice): it says which split
 //! a cache length wants. Then a prompt's attention (TinyLlama's 512-token prompt, and the
 //! `ops` case's 2048 tokens of 32 heads of 128, causal) on [`attention_cm`], as the operation
@@ -22,7 +23,7 @@ use crate::random;
 use vkprism::{CommandList, Context, LoadOptions, Pipeline, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, Activation, Attention, AttentionShape, Gemm, Ops, UnaryOp,
+    attention_grouped, options_for, Activation, Attention, AttentionShape, Gemm, Ops, UnaryOp,
 };
 
 vkprism::compute_shader! {
@@ -34,7 +35,14 @@ vkprism::compute_shader! {
 
 const CASE: &str = "attention_probe";
 
-const VARIANT: &str = "fp16s_sg";
+/// The row kernels' load options: the variant `VKPRISM_BENCH_ATTN_ROWS` names, else the
+/// operation layer's choice for F16 tensors on this device (what a decoder runs).
+fn rows_load() -> Result<LoadOptions, Box<dyn std::error::Error>> {
+    Ok(match std::env::var("VKPRISM_BENCH_ATTN_ROWS") {
+        Ok(name) => LoadOptions::variant_named(&name)?,
+        Err(_) => LoadOptions::options(options_for(TensorFormat::F16)),
+    })
+}
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     // `VKPRISM_BENCH_ATTN_PREFILL_ONLY`: the prompts' series alone.
@@ -46,8 +54,12 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         &[512, 768, 2048, 4096]
     };
     let f = TensorFormat::F16;
-    let load = LoadOptions::variant_named(VARIANT)?;
+    let load = rows_load()?;
     let grouped = ctx.load_with::<attention_grouped::Kernel>(&load)?;
+    println!(
+        "# attention_probe: row kernels in {}",
+        grouped.variant().key
+    );
     let rows = ctx.load_with::<attention4::Kernel>(&load)?;
     let combine = ctx.load_with::<attention_combine::Kernel>(&load)?;
     let combine = combine.pipeline(&Default::default(), Some([64, 1, 1]))?;
@@ -475,9 +487,16 @@ fn prefill(
     let f = TensorFormat::F16;
     let n = if cfg.quick { 64 } else { 512 };
     let shapes = prefill_shapes().unwrap_or(vec![(n, n, 32, 4, 64), (4 * n, 4 * n, 32, 32, 128)]);
-    let variant = std::env::var("VKPRISM_BENCH_ATTN_VARIANT").unwrap_or("fp16s_cm".into());
-    let cm = ctx.load_with::<attention_cm::Kernel>(&LoadOptions::variant_named(&variant)?);
-    let cm2 = ctx.load_with::<attention_cm2::Kernel>(&LoadOptions::variant_named(&variant)?);
+    // The matrix kernels' variant: `VKPRISM_BENCH_ATTN_VARIANT`, else the operation layer's.
+    let load = match std::env::var("VKPRISM_BENCH_ATTN_VARIANT") {
+        Ok(name) => LoadOptions::variant_named(&name)?,
+        Err(_) => LoadOptions::options(options_for(f).with_cooperative_matrix(true)),
+    };
+    let cm = ctx.load_with::<attention_cm::Kernel>(&load);
+    let cm2 = ctx.load_with::<attention_cm2::Kernel>(&load);
+    if let Ok(k) = &cm {
+        println!("# attention_probe: matrix kernels in {}", k.variant().key);
+    }
     let ops = Ops::new(ctx);
     let before = Before::from_env();
     for (tokens, keys, hq, hkv, d) in shapes {

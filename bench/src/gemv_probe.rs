@@ -1,21 +1,21 @@
 //! `--cases gemv_probe`: what a decode step's GEMVs cost one after another on this device. The
-//! TinyLlama decoder's four projections and its output layer (`fp16s_sg`), each as 20 dependent
-//! calls in one list ([`time_calls`]: every call waits for the one before, as in a decode step),
-//! each call on the next of as many copies of the weights as keep them out of L2 (as in a decode
-//! step, where every weight comes from memory), at workgroups of 64, 128 and 256 invocations (the
-//! library's choice: `GemvShape::local_size`); the same at 256 on one pipeline against two
-//! alternating (what a GEMV's code costs it); and a dependent chain of one-token rotations,
-//! nearly no work, for the cost of a dependent dispatch itself. Printed, not compared with
-//! PyTorch: they say where a decode step's time goes (bytes per second against the dispatch's
-//! floor). The same projections on int8 weights (`gemv_int8`, `fp16s_int8p_sg`) the same way, at
-//! workgroups of 32 to 256.
+//! TinyLlama decoder's four projections and its output layer (fp16, in the variant the operation
+//! layer runs), each as 20 dependent calls in one list ([`time_calls`]: every call waits for the
+//! one before, as in a decode step), each call on the next of as many copies of the weights as
+//! keep them out of L2 (as in a decode step, where every weight comes from memory), at workgroups
+//! of 64, 128 and 256 invocations (the library's choice: `GemvShape::local_size`); the same at 256
+//! on one pipeline against two alternating (what a GEMV's code costs it); and a dependent chain of
+//! one-token rotations, nearly no work, for the cost of a dependent dispatch itself. Printed, not
+//! compared with PyTorch: they say where a decode step's time goes (bytes per second against the
+//! dispatch's floor). The same projections on int8 weights (`gemv_int8`, the operation layer's
+//! variant) the same way, at workgroups of 32 to 256.
 
 use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
 use std::cell::Cell;
 use std::sync::Arc;
 use vkprism::{Context, LoadOptions, LoadedKernel, Tensor, TensorFormat};
-use vkprism_shaders::{gemv, gemv_int8, GemvShape, Ops, Rope};
+use vkprism_shaders::{gemv, gemv_int8, options_for, GemvShape, Ops, Rope};
 
 const CASE: &str = "gemv_probe";
 
@@ -32,7 +32,8 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         ]
     };
     let f = TensorFormat::F16;
-    let kernel = ctx.load_with::<gemv::Kernel>(&LoadOptions::variant_named("fp16s_sg")?)?;
+    let kernel = ctx.load_with::<gemv::Kernel>(&LoadOptions::options(options_for(f)))?;
+    let variant = kernel.variant().key.to_string();
     let mut out = Vec::new();
     for &(n, k, name) in shapes {
         let o = Fp16Operands::new(ctx, n, k)?;
@@ -49,7 +50,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             let r = probe_record(
                 CASE,
                 format!("{name} {n}x{k}, {copies} copies"),
-                format!("fp16s_sg local {local}"),
+                format!("{variant} local {local}"),
                 t,
             );
             println!("#   {:.2} TB/s", (n * k * 2) as f64 / t.median_s / 1e12);
@@ -110,7 +111,8 @@ fn alternating(
             Ok(())
         })?;
         let shape = format!("{name} {}x{}, {copies} copies, {label}", s.n, s.k);
-        out.push(probe_record(CASE, shape, "fp16s_sg local 256".into(), t));
+        let variant = format!("{} local 256", kernel.variant().key);
+        out.push(probe_record(CASE, shape, variant, t));
     }
     Ok(out)
 }
@@ -162,8 +164,8 @@ fn int8(
     shapes: &[(usize, usize, &str)],
 ) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let f = TensorFormat::F16;
-    let kernel =
-        ctx.load_with::<gemv_int8::Kernel>(&LoadOptions::variant_named("fp16s_int8p_sg")?)?;
+    let kernel = ctx.load_with::<gemv_int8::Kernel>(&LoadOptions::options(options_for(f)))?;
+    let variant = kernel.variant().key.to_string();
     let mut out = Vec::new();
     for &(n, k, name) in shapes {
         let copies = PAST_L2.div_ceil(n * k).clamp(1, 20);
@@ -196,7 +198,7 @@ fn int8(
             let r = probe_record(
                 CASE,
                 format!("{name} {n}x{k} int8, {copies} copies"),
-                format!("fp16s_int8p_sg local {local}"),
+                format!("{variant} local {local}"),
                 t,
             );
             println!("#   {:.2} TB/s", (n * k) as f64 / t.median_s / 1e12);

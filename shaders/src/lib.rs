@@ -106,7 +106,7 @@ pub use ops::{
     Ops, ReduceOp, Softmax, UnaryOp,
 };
 pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
-pub use ops::{gemm_glu_constants, glu_narrow_from, QuantScale, CM2_MIN_PRODUCT};
+pub use ops::{gemm_glu_constants, glu_narrow_from, options_for, QuantScale, CM2_MIN_PRODUCT};
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, pool2d4, GlobalPoolShape, Pool2dShape};
 pub use quant_gemm::{quantize_rows, quantize_rows_grid};
 pub use rotary::{rope, rope_qkv, rope_qkv4, rope_qkv_kernels, RopeQkvShape, RopeShape};

@@ -233,7 +233,9 @@ impl Ops {
 
 /// Load options that make the best variant for tensors of `format` one that stores `format`:
 /// fp16 variants for F16, bf16 for Bf16, fp32 for F32 (the integer formats have their own axes).
-fn options_for(format: TensorFormat) -> Options {
+/// The operation layer loads every kernel so (with or without cooperative matrices), so a
+/// probe that loads a kernel with them times the variant the layer runs.
+pub fn options_for(format: TensorFormat) -> Options {
     let fp16 = format == TensorFormat::F16;
     let bf16 = format == TensorFormat::Bf16;
     Options::default()
