@@ -76,33 +76,38 @@ vkprism::compute_shader! {
 }
 
 vkprism::compute_shader! {
-    /// Flash attention on 16×16×16 fp16 cooperative matrices: [`attention`]'s operation and
-    /// layouts for a block of `16 · subgroups` query rows per workgroup, `D` (constant 1) the
-    /// head dimension, a multiple of 16 up to 256, every row stride a multiple of 8;
-    /// `subgroup_size` (constant 2) the device's; a workgroup of 128 or 256 (up to `D` = 128).
-    /// Grid `[ceil(sq / rows) · workgroup, hq, batch]`.
-    /// Variants: `fp16s_cm`, `fp16sa_cm`.
-    pub mod attention_cm,
-    path: "attention_cm.comp",
+    /// The two flash attention kernels on matrices, for prompts, one module each (re-exported
+    /// at the crate's root), sharing one push-constants type (one value serves both).
+    pub mod attention_matrix_kernels,
     variants: [fp16s_cm, fp16sa_cm],
+    shaders: {
+    /// Flash attention on 16×16×16 fp16 cooperative matrices: [`attention`](crate::attention)'s
+    /// operation and layouts for a block of `16 · subgroups` query rows per workgroup, `D`
+    /// (constant 1) the head dimension, a multiple of 16 up to 256, every row stride a multiple
+    /// of 8; `subgroup_size` (constant 2) the device's; a workgroup of 128 or 256 (up to `D` =
+    /// 128). Grid `[ceil(sq / rows) · workgroup, hq, batch]`.
+    /// Variants: `fp16s_cm`, `fp16sa_cm`.
+        attention_cm: { path: "attention_cm.comp" },
+    /// Flash attention on `VK_NV_cooperative_matrix2`'s workgroup-scope matrices:
+    /// [`attention`](crate::attention)'s operation and layouts for a block of `BR` query rows per
+    /// workgroup (one fp16 matrix of Q, one fp32 accumulator of O), the keys `BC` at a time,
+    /// every operand staged through shared memory by the kernel. `D` (constant 1) the head
+    /// dimension, a multiple of 16 up to 256; every row stride a multiple of 8; `BR` and `BC`
+    /// (constants 2 and 3) multiples of the device's workgroup-scope granularity for the
+    /// workgroup it runs in. Grid [`AttentionShape::cm_grid`](crate::AttentionShape::cm_grid)
+    /// with `rows` = `BR`. Variants: `fp16s_cm`, `fp16sa_cm`, which need what
+    /// [`gemm_cm2`](crate::gemm_cm2)'s do, and besides `cooperativeMatrixReductions` and
+    /// `cooperativeMatrixConversions`.
+        attention_cm2: {
+            path: "attention_cm2.comp",
+            // glslang compiles GL_NV_cooperative_matrix2 only for SPIR-V 1.6 (Vulkan 1.3).
+            vulkan_version: "1.3",
+            share: [attention_cm::PushConstants],
+        },
+    },
 }
 
-vkprism::compute_shader! {
-    /// Flash attention on `VK_NV_cooperative_matrix2`'s workgroup-scope matrices:
-    /// [`attention`]'s operation and layouts for a block of `BR` query rows per workgroup (one
-    /// fp16 matrix of Q, one fp32 accumulator of O), the keys `BC` at a time, every operand
-    /// staged through shared memory by the kernel. `D` (constant 1) the head dimension, a
-    /// multiple of 16 up to 256; every row stride a multiple of 8; `BR` and `BC` (constants 2
-    /// and 3) multiples of the device's workgroup-scope granularity for the workgroup it runs
-    /// in. Grid [`AttentionShape::cm_grid`] with `rows` = `BR`. Variants: `fp16s_cm`,
-    /// `fp16sa_cm`, which need what [`gemm_cm2`](crate::gemm_cm2)'s do, and besides
-    /// `cooperativeMatrixReductions` and `cooperativeMatrixConversions`.
-    pub mod attention_cm2,
-    path: "attention_cm2.comp",
-    variants: [fp16s_cm, fp16sa_cm],
-    // glslang compiles GL_NV_cooperative_matrix2 only for SPIR-V 1.6 (Vulkan 1.3).
-    vulkan_version: "1.3",
-}
+pub use attention_matrix_kernels::{attention_cm, attention_cm2};
 
 /// One attention problem: the sizes and strides every attention kernel's push constants hold.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -250,23 +255,6 @@ impl AttentionShape {
         rows.max(2 * keys) * (self.d as u32 / 8 + 1) * 16
     }
 
-    /// [`attention_cm2`]'s push constants for contiguous operands.
-    pub fn cm2_push(&self, scale: f32, offset: i32) -> attention_cm2::PushConstants {
-        let p = self.cm_push(scale, offset);
-        attention_cm2::PushConstants {
-            batch: p.batch,
-            sq: p.sq,
-            skv: p.skv,
-            hq: p.hq,
-            hkv: p.hkv,
-            q_stride: p.q_stride,
-            kv_stride: p.kv_stride,
-            o_stride: p.o_stride,
-            offset: p.offset,
-            scale: p.scale,
-        }
-    }
-
     /// [`attention_combine`]'s push constants for `splits` shares.
     pub fn combine_push(&self, splits: usize) -> attention_combine::PushConstants {
         attention_combine::PushConstants {
@@ -314,10 +302,10 @@ impl AttentionShape {
             o_blob: o,
         };
         let grid = self.cm_grid(threads, rows);
-        list.dispatch(pipe, &bindings, &self.cm2_push(scale, offset), grid)
+        list.dispatch(pipe, &bindings, &self.cm_push(scale, offset), grid)
     }
 
-    /// [`attention_cm`]'s push constants for contiguous operands.
+    /// [`attention_cm`]'s and [`attention_cm2`]'s push constants for contiguous operands.
     pub fn cm_push(&self, scale: f32, offset: i32) -> attention_cm::PushConstants {
         attention_cm::PushConstants {
             batch: self.batch as i32,

@@ -492,21 +492,9 @@ fn run_cm(ctx: &Context, name: &str, s: AttentionShape, causal: bool, seed: u64)
     let scale = 1.0 / (s.d as f32).sqrt();
     let offset = if causal { s.causal_offset() } else { 0 };
     let rows = 16 * (threads / subgroup) as usize;
-    ctx.run(|l| {
-        let b = attention_cm::BufferBindings {
-            q_blob: &x.q,
-            k_blob: &x.k,
-            v_blob: &x.v,
-            o_blob: &o,
-        };
-        l.dispatch(
-            &pipe,
-            &b,
-            &s.cm_push(scale, offset),
-            s.cm_grid(threads, rows),
-        )
-    })
-    .unwrap();
+    let qkvo = [&x.q, &x.k, &x.v, &o];
+    ctx.run(|l| s.record_cm(l, &pipe, qkvo, (scale, offset), (threads, rows)))
+        .unwrap();
     check_matrices(
         &o,
         &s,
@@ -595,17 +583,10 @@ fn run_cm2(
     let pipe = k.pipeline(&spec, Some([threads, 1, 1])).unwrap();
     let scale = 1.0 / (s.d as f32).sqrt();
     let offset = if causal { s.causal_offset() } else { 0 };
-    ctx.run(|l| {
-        let b = attention_cm2::BufferBindings {
-            q_blob: &x.q,
-            k_blob: &x.k,
-            v_blob: &x.v,
-            o_blob: &o,
-        };
-        let grid = s.cm_grid(threads, rows as usize);
-        l.dispatch(&pipe, &b, &s.cm2_push(scale, offset), grid)
-    })
-    .unwrap();
+    let qkvo = [&x.q, &x.k, &x.v, &o];
+    let blocks = (threads, rows as usize);
+    ctx.run(|l| s.record_cm2(l, &pipe, qkvo, (scale, offset), blocks))
+        .unwrap();
     let what = format!("{name} {tiles:?} {s:?} causal {causal}");
     check_matrices(&o, &s, &x, causal, &k.variant().key, &what);
     true
