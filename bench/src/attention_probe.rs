@@ -4,12 +4,12 @@
 //! `VKPRISM_BENCH_ATTN_VARIANT` name others): [`attention_grouped`] with the keys in 1 to 16
 //! shares (and the combine pass where there are several), beside the row kernel [`attention4`]
 //! at the operation layer's split (the combine pass, or the last share merging each row) and at
-//! fewer, wider shares, each as 20 dependent calls in one list ([`time_calls`]). Printed, not compared with
-//! PyTorch (the `ops` case does that for the operation layer's choice): it says which split
-//! a cache length wants. Then a prompt's attention (TinyLlama's 512-token prompt, and the
-//! `ops` case's 2048 tokens of 32 heads of 128, causal) on [`attention_cm`], as the operation
-//! layer runs it (`Ops::attention`: [`attention_cm`] for a short prompt, [`attention_cm2`]
-//! for a long one), and on [`attention_cm2`] in the tiles
+//! fewer, wider shares, each as 20 dependent calls in one list ([`time_calls`]). Printed, not
+//! compared with PyTorch (the `ops` case does that for the operation layer's choice): it says
+//! which split a cache length wants. Then a prompt's attention (TinyLlama's 512-token prompt,
+//! and the `ops` case's 2048 tokens of 32 heads of 128, causal) on [`attention_cm`], as the
+//! operation layer runs it (`Ops::attention`: [`attention_cm`] for a short prompt,
+//! [`attention_cm2`] for a long one), and on [`attention_cm2`] in the tiles
 //! `VKPRISM_BENCH_ATTN_CM2` lists (`rows,keys,threads;...`), or a default set; each alone, and
 //! after a GEMM that writes its queries (as a network runs it: the kernel's code and the
 //! driver's staging not left warm by the call before) or the steps `VKPRISM_BENCH_ATTN_BEFORE`

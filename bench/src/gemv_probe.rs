@@ -93,6 +93,7 @@ fn alternating(
     let biased = kernel.pipeline(&s.spec(true), Some([256, 1, 1]))?;
     crate::print_statistics(&format!("gemv {name}"), &plain);
     crate::print_statistics(&format!("gemv {name} with its bias"), &biased);
+    let variant = format!("{} local 256", kernel.variant().key);
     let mut out = Vec::new();
     for (label, alternate) in [("one pipeline", false), ("two alternating", true)] {
         let next = Cell::new(0);
@@ -111,8 +112,7 @@ fn alternating(
             Ok(())
         })?;
         let shape = format!("{name} {}x{}, {copies} copies, {label}", s.n, s.k);
-        let variant = format!("{} local 256", kernel.variant().key);
-        out.push(probe_record(CASE, shape, variant, t));
+        out.push(probe_record(CASE, shape, variant.clone(), t));
     }
     Ok(out)
 }
