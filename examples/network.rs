@@ -35,7 +35,7 @@ use std::error::Error;
 use std::time::{Duration, Instant};
 use vkprism::{CommandList, Context, FloatMode, Pipeline, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::reference::{self, Conv2d, Gemm};
-use vkprism_shaders::{activation, binary_op, conv2d, gemm, GemmConfig};
+use vkprism_shaders::{activation, binary_op, conv2d, elementwise_grid, gemm, GemmConfig};
 use vkprism_testkit::quantize;
 
 /// A value flowing between layers: the network's input, an intermediate, or the output.
@@ -388,8 +388,7 @@ impl Kernels {
                     n: (n / 4) as i32,
                     alpha: 0.0,
                 };
-                // One invocation per vec4.
-                list.dispatch(&self.relu, &bindings, &push, [(n / 4) as u32, 1, 1])?;
+                list.dispatch(&self.relu, &bindings, &push, elementwise_grid(n / 4))?;
                 Ok(relu_key)
             }
             Op::Dense {
@@ -412,7 +411,7 @@ impl Kernels {
                     out_blob: out,
                 };
                 let push = binary_op::PushConstants { n: (n / 4) as i32 };
-                list.dispatch(&self.add, &bindings, &push, [(n / 4) as u32, 1, 1])?;
+                list.dispatch(&self.add, &bindings, &push, elementwise_grid(n / 4))?;
                 Ok(add_key)
             }
         }

@@ -105,9 +105,9 @@ fn record(
     t: &Operands,
 ) -> Result<usize, vkprism::Error> {
     let (n4, groups) = (t.n4 as i32, [t.n4 as u32, 1, 1]);
-    // `copy` and `activation` take any grid: half as many invocations as vec4s keeps two loads
-    // in flight in each.
-    let half = vkprism_shaders::activation_grid(t.n4);
+    // `copy`, `add` and `activation` take any grid: half as many invocations as vec4s keeps two
+    // loads in flight in each.
+    let half = vkprism_shaders::elementwise_grid(t.n4);
     let local = Some([LOCAL, 1, 1]);
     match op {
         "axpb" => {
@@ -154,7 +154,7 @@ fn record(
                 b_blob: &t.x2,
                 out_blob: &t.y,
             };
-            list.dispatch(&pipe, &b, &binary_op::PushConstants { n: n4 }, groups)?;
+            list.dispatch(&pipe, &b, &binary_op::PushConstants { n: n4 }, half)?;
             Ok(3)
         }
         _ => {

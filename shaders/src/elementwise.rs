@@ -7,11 +7,10 @@ vkprism::compute_shader! {
     ///
     /// Any grid covers all n: invocation g of G dispatched takes vec4s g, g + G, g + 2G, ...,
     /// two per loop (both loads in flight before either store). One invocation per vec4 is the
-    /// simplest grid; half as many ([`activation_grid`]) keeps two loads in flight in each,
-    /// which 8-byte quads (16-bit formats) need to reach the memory's bandwidth (H100, relu fp16
-    /// 1 GiB: 2.83 TB/s at one quad per invocation, 0.96× PyTorch's; 2.97 at half). It reads
-    /// `gl_NumWorkGroups`; a grid over `maxComputeWorkGroupCount` workgroups is refused:
-    /// dispatch fewer invocations (any number covers all n).
+    /// simplest grid; half as many ([`elementwise_grid`]) keeps two loads in flight in each,
+    /// which 8-byte quads (16-bit formats) need to reach the memory's bandwidth (BENCHMARKS.md,
+    /// "Elementwise"). It reads `gl_NumWorkGroups`; a grid over `maxComputeWorkGroupCount`
+    /// workgroups is refused: dispatch fewer invocations (any number covers all n).
     pub mod activation,
     src: r#"
 #version 450
@@ -47,14 +46,17 @@ void main() {
 "#,
 }
 
-/// The invocations [`activation`] is dispatched with for `n` vec4s: half of them, rounded up
-/// (two in flight in each; any grid is correct).
-pub fn activation_grid(n: usize) -> [u32; 3] {
+/// The invocations [`activation`] and [`binary_op`] are dispatched with for `n` vec4s: half of
+/// them, rounded up (two in flight in each; any grid is correct).
+pub fn elementwise_grid(n: usize) -> [u32; 3] {
     [n.div_ceil(2) as u32, 1, 1]
 }
 
 vkprism::compute_shader! {
     /// out = a op b over vec4s; `op` (constant 0): 0 add, 1 sub, 2 mul, 3 div, 4 max, 5 min.
+    ///
+    /// Any grid covers all n, as [`activation`]'s: two vec4s of each operand a loop, all four
+    /// loads in flight before either store ([`elementwise_grid`]).
     pub mod binary_op,
     src: r#"
 #version 450
@@ -63,19 +65,29 @@ layout (binding = 0) readonly buffer a_blob { sfpvec4 a_data[]; };
 layout (binding = 1) readonly buffer b_blob { sfpvec4 b_data[]; };
 layout (binding = 2) writeonly buffer out_blob { sfpvec4 out_data[]; };
 layout (push_constant) uniform parameter { int n; } p;
+afpvec4 g(afpvec4 a, afpvec4 b) {
+    if (op == 0) return a + b;
+    else if (op == 1) return a - b;
+    else if (op == 2) return a * b;
+    else if (op == 3) return a / b;
+    else if (op == 4) return max(a, b);
+    return min(a, b);
+}
 void main() {
-    const int i = int(gl_GlobalInvocationID.x);
-    if (i >= p.n) return;
-    afpvec4 a = buffer_ld4(a_data, i);
-    afpvec4 b = buffer_ld4(b_data, i);
-    afpvec4 r;
-    if (op == 0) r = a + b;
-    else if (op == 1) r = a - b;
-    else if (op == 2) r = a * b;
-    else if (op == 3) r = a / b;
-    else if (op == 4) r = max(a, b);
-    else r = min(a, b);
-    buffer_st4(out_data, i, r);
+    const int grid = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
+    for (int i = int(gl_GlobalInvocationID.x); i < p.n; i += 2 * grid) {
+        const int j = i + grid;
+        const afpvec4 a = buffer_ld4(a_data, i);
+        const afpvec4 b = buffer_ld4(b_data, i);
+        afpvec4 c = afpvec4(0);
+        afpvec4 d = afpvec4(1);
+        if (j < p.n) {
+            c = buffer_ld4(a_data, j);
+            d = buffer_ld4(b_data, j);
+        }
+        buffer_st4(out_data, i, g(a, b));
+        if (j < p.n) buffer_st4(out_data, j, g(c, d));
+    }
 }
 "#,
 }

@@ -87,7 +87,7 @@ pub use convert_kernels::{
     dequantize_channels4, quantize, quantize_channels,
 };
 pub use depthwise::{conv2d_dw_nhwc, Conv2dDwShape};
-pub use elementwise::{activation, activation_grid, binary_op};
+pub use elementwise::{activation, binary_op, elementwise_grid};
 pub use gemm_family::{
     conv2d_nhwc, conv2d_nhwc_split, gemm, gemm_image, gemm_image_grid, gemm_int8,
     gemm_int8_dequant, gemm_kernels, gemm_split, gemm_split_reduce, gemm_split_reduce_rms,

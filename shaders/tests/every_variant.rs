@@ -3,7 +3,7 @@
 
 use vkprism::{LoadOptions, Tensor};
 use vkprism_shaders::{
-    activation, activation_grid, binary_op, conv2d, conv2d_dw_nhwc, conv2d_nhwc, gemm, gemm_image,
+    activation, binary_op, conv2d, conv2d_dw_nhwc, conv2d_nhwc, elementwise_grid, gemm, gemm_image,
     gemm_image_grid, gemm_int8, reference, Conv2dDwShape, Conv2dShape, GemmConfig,
 };
 use vkprism_testkit::{
@@ -23,9 +23,9 @@ fn activations() {
         let key = k.variant().key;
         let f = k.format_of("x_blob").unwrap();
         let xt = Tensor::from_f32(&ctx, &[n], f, &x).unwrap();
-        // One invocation per vec4, half as many (activation_grid, an odd count of 513), and
+        // One invocation per vec4, half as many (elementwise_grid, an odd count of 513), and
         // 64: each invocation loops over vec4s a grid apart, two at a time.
-        let grids = [[(n / 4) as u32, 1, 1], activation_grid(n / 4), [64, 1, 1]];
+        let grids = [[(n / 4) as u32, 1, 1], elementwise_grid(n / 4), [64, 1, 1]];
         for (op, grid) in (0..5).flat_map(|op| grids.map(|g| (op, g))) {
             let yt = Tensor::from_f32(&ctx, &[n], f, &vec![f32::NAN; n]).unwrap();
             // Specialized: n baked in for op 0, read from the push constant otherwise (psc).
@@ -66,7 +66,7 @@ fn activations() {
 #[test]
 fn binary_ops() {
     let ctx = ctx();
-    let n = 4 * 700;
+    let n = 4 * 701;
     let a = random(n, 2, 0.1, 4.0);
     let b = random(n, 3, 0.5, 4.0);
     for name in binary_op::VARIANT_NAMES {
@@ -79,7 +79,10 @@ fn binary_ops() {
             Tensor::from_f32(&ctx, &[n], f, &a).unwrap(),
             Tensor::from_f32(&ctx, &[n], f, &b).unwrap(),
         );
-        for op in 0..6 {
+        // One invocation per vec4, half as many (an odd count: the last loop's second vec4 past
+        // the end), and 64 looping over the rest.
+        let grids = [[(n / 4) as u32, 1, 1], elementwise_grid(n / 4), [64, 1, 1]];
+        for (op, grid) in (0..6).flat_map(|op| grids.map(|g| (op, g))) {
             let ot = Tensor::from_f32(&ctx, &[n], f, &vec![f32::NAN; n]).unwrap();
             let pipe = k
                 .pipeline(&binary_op::SpecConstants { op }, Some([128, 1, 1]))
@@ -93,7 +96,7 @@ fn binary_ops() {
                         out_blob: &ot,
                     },
                     &binary_op::PushConstants { n: (n / 4) as i32 },
-                    [(n / 4) as u32, 1, 1],
+                    grid,
                 )
             })
             .unwrap();
@@ -104,7 +107,7 @@ fn binary_ops() {
                 &want,
                 &scale,
                 tolerance(&key),
-                &format!("{name} op {op}"),
+                &format!("{name} op {op} grid {grid:?}"),
             );
         }
     }
