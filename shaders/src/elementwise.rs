@@ -14,8 +14,11 @@ vkprism::compute_shader! {
     pub mod activation,
     src: r#"
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 layout (constant_id = 0) const int op = 0;
 layout (constant_id = 1) const int n = 0;
+// vec4s an invocation takes a loop, all loaded before any is stored (`elementwise_grid`).
+const int QUADS = 2;
 layout (binding = 0) readonly buffer x_blob { sfpvec4 x_data[]; };
 layout (binding = 1) writeonly buffer y_blob { sfpvec4 y_data[]; };
 layout (push_constant) uniform parameter { int n; float alpha; } p;
@@ -34,13 +37,12 @@ afpvec4 f(afpvec4 v) {
 }
 void main() {
     const int grid = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
-    for (int i = int(gl_GlobalInvocationID.x); i < psc(n); i += 2 * grid) {
-        const int j = i + grid;
-        const afpvec4 v = buffer_ld4(x_data, i);
-        afpvec4 w = afpvec4(0);
-        if (j < psc(n)) w = buffer_ld4(x_data, j);
-        buffer_st4(y_data, i, f(v));
-        if (j < psc(n)) buffer_st4(y_data, j, f(w));
+    for (int i = int(gl_GlobalInvocationID.x); i < psc(n); i += QUADS * grid) {
+        afpvec4 v[QUADS];
+        [[unroll]] for (int u = 0; u < QUADS; u++)
+            if (i + u * grid < psc(n)) v[u] = buffer_ld4(x_data, i + u * grid);
+        [[unroll]] for (int u = 0; u < QUADS; u++)
+            if (i + u * grid < psc(n)) buffer_st4(y_data, i + u * grid, f(v[u]));
     }
 }
 "#,
@@ -60,7 +62,10 @@ vkprism::compute_shader! {
     pub mod binary_op,
     src: r#"
 #version 450
+#extension GL_EXT_control_flow_attributes : require
 layout (constant_id = 0) const int op = 0;
+// vec4s of each operand an invocation takes a loop, all loaded before any is stored.
+const int QUADS = 2;
 layout (binding = 0) readonly buffer a_blob { sfpvec4 a_data[]; };
 layout (binding = 1) readonly buffer b_blob { sfpvec4 b_data[]; };
 layout (binding = 2) writeonly buffer out_blob { sfpvec4 out_data[]; };
@@ -75,18 +80,16 @@ afpvec4 g(afpvec4 a, afpvec4 b) {
 }
 void main() {
     const int grid = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);
-    for (int i = int(gl_GlobalInvocationID.x); i < p.n; i += 2 * grid) {
-        const int j = i + grid;
-        const afpvec4 a = buffer_ld4(a_data, i);
-        const afpvec4 b = buffer_ld4(b_data, i);
-        afpvec4 c = afpvec4(0);
-        afpvec4 d = afpvec4(1);
-        if (j < p.n) {
-            c = buffer_ld4(a_data, j);
-            d = buffer_ld4(b_data, j);
-        }
-        buffer_st4(out_data, i, g(a, b));
-        if (j < p.n) buffer_st4(out_data, j, g(c, d));
+    for (int i = int(gl_GlobalInvocationID.x); i < p.n; i += QUADS * grid) {
+        afpvec4 a[QUADS];
+        afpvec4 b[QUADS];
+        [[unroll]] for (int u = 0; u < QUADS; u++)
+            if (i + u * grid < p.n) {
+                a[u] = buffer_ld4(a_data, i + u * grid);
+                b[u] = buffer_ld4(b_data, i + u * grid);
+            }
+        [[unroll]] for (int u = 0; u < QUADS; u++)
+            if (i + u * grid < p.n) buffer_st4(out_data, i + u * grid, g(a[u], b[u]));
     }
 }
 "#,
