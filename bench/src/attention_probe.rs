@@ -20,7 +20,8 @@ use crate::harness::{
     env_rows, median, probe_record, sm_clock_mhz, time_calls, warm_up, Config, Record, Timing, REPS,
 };
 use crate::random;
-use vkprism::{CommandList, Context, LoadOptions, Pipeline, Tensor, TensorFormat};
+use std::sync::Arc;
+use vkprism::{CommandList, Context, LoadOptions, LoadedKernel, Pipeline, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
     attention_grouped, options_for, Activation, Attention, AttentionShape, Gemm, Ops, UnaryOp,
@@ -53,19 +54,63 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     } else {
         &[512, 768, 2048, 4096]
     };
-    let f = TensorFormat::F16;
-    let load = rows_load()?;
-    let grouped = ctx.load_with::<attention_grouped::Kernel>(&load)?;
+    let kernels = RowKernels::load(ctx)?;
     println!(
         "# attention_probe: row kernels in {}",
-        grouped.variant().key
+        kernels.grouped.variant().key
     );
-    let rows = ctx.load_with::<attention4::Kernel>(&load)?;
-    let combine = ctx.load_with::<attention_combine::Kernel>(&load)?;
-    let combine = combine.pipeline(&Default::default(), Some([64, 1, 1]))?;
     let mut out = Vec::new();
     for &cache in caches {
-        let s = AttentionShape {
+        let first = cache == caches[0];
+        let step = DecodeStep::new(ctx, cache)?;
+        grouped_series(ctx, cfg, &kernels, &step, first, &mut out)?;
+        row_series(ctx, cfg, &kernels, &step, &mut out)?;
+        decode_series(ctx, cfg, &kernels, &step, first, &mut out)?;
+    }
+    prefill(ctx, cfg, &mut out)?;
+    Ok(out)
+}
+
+/// The kernels a decode step's attention can run on, in [`rows_load`]'s variant, and the
+/// combine pass's pipeline.
+struct RowKernels {
+    grouped: Arc<LoadedKernel<attention_grouped::Kernel>>,
+    rows: Arc<LoadedKernel<attention4::Kernel>>,
+    decode: Arc<LoadedKernel<attention_decode::Kernel>>,
+    combine: Pipeline<attention_combine::Kernel>,
+}
+
+impl RowKernels {
+    fn load(ctx: &Context) -> Result<RowKernels, Box<dyn std::error::Error>> {
+        let load = rows_load()?;
+        let combine = ctx.load_with::<attention_combine::Kernel>(&load)?;
+        Ok(RowKernels {
+            grouped: ctx.load_with(&load)?,
+            rows: ctx.load_with(&load)?,
+            decode: ctx.load_with(&load)?,
+            combine: combine.pipeline(&Default::default(), Some([64, 1, 1]))?,
+        })
+    }
+}
+
+/// One query row of TinyLlama's heads (32 query heads over 4 key/value heads of 64, fp16)
+/// against a cache of `shape.skv` keys and values.
+struct DecodeStep {
+    shape: AttentionShape,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    o: Tensor,
+    /// The position the kernels read (0: the pushed offset alone).
+    pos: Tensor,
+    /// The shares' arrival counts, for the kernels whose last share merges a row.
+    counts: Tensor,
+    scale: f32,
+}
+
+impl DecodeStep {
+    fn new(ctx: &Context, cache: usize) -> Result<DecodeStep, Box<dyn std::error::Error>> {
+        let shape = AttentionShape {
             batch: 1,
             sq: 1,
             skv: cache,
@@ -73,165 +118,222 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             hkv: 4,
             d: 64,
         };
+        let (f, s) = (TensorFormat::F16, shape);
         let n = cache * s.hkv * s.d;
-        let q = Tensor::from_f32(ctx, &[1, s.hq, s.d], f, &random(s.hq * s.d, 31))?;
-        let k = Tensor::from_f32(ctx, &[cache, s.hkv, s.d], f, &random(n, 32))?;
-        let v = Tensor::from_f32(ctx, &[cache, s.hkv, s.d], f, &random(n, 33))?;
-        let o = Tensor::new(ctx, &[1, s.hq, s.d], f)?;
-        let pos = Tensor::from_i32(ctx, &[1], &[0])?;
-        let scale = 1.0 / (s.d as f32).sqrt();
-        let combined = |l: &mut CommandList, part: &Tensor, splits: usize| {
-            if splits > 1 {
-                let b = attention_combine::BufferBindings {
-                    part_blob: part,
-                    o_blob: &o,
-                };
-                l.dispatch(&combine, &b, &s.combine_push(splits), s.combine_grid())?;
-            }
-            Ok::<_, Box<dyn std::error::Error>>(())
+        let heads = |seed| Tensor::from_f32(ctx, &[1, s.hq, s.d], f, &random(s.hq * s.d, seed));
+        let cached = |seed| Tensor::from_f32(ctx, &[cache, s.hkv, s.d], f, &random(n, seed));
+        Ok(DecodeStep {
+            shape,
+            q: heads(31)?,
+            k: cached(32)?,
+            v: cached(33)?,
+            o: Tensor::new(ctx, &[1, s.hq, s.d], f)?,
+            pos: Tensor::from_i32(ctx, &[1], &[0])?,
+            counts: Tensor::from_i32(ctx, &[s.rows()], &vec![0; s.rows()])?,
+            scale: 1.0 / (s.d as f32).sqrt(),
+        })
+    }
+
+    /// The combine pass over `splits` shares' partial results in `part` (nothing for one).
+    fn combine(
+        &self,
+        l: &mut CommandList,
+        kernels: &RowKernels,
+        part: &Tensor,
+        splits: usize,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        if splits > 1 {
+            let b = attention_combine::BufferBindings {
+                part_blob: part,
+                o_blob: &self.o,
+            };
+            let s = &self.shape;
+            l.dispatch(
+                &kernels.combine,
+                &b,
+                &s.combine_push(splits),
+                s.combine_grid(),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The push constants for `splits` shares.
+    fn push(&self, splits: usize) -> attention::PushConstants {
+        let s = &self.shape;
+        s.push(self.scale, s.causal_offset(), splits)
+    }
+}
+
+/// [`attention_grouped`] with the keys in 1 to 16 shares, and the combine pass where there are
+/// several.
+fn grouped_series(
+    ctx: &Context,
+    cfg: Config,
+    kernels: &RowKernels,
+    step: &DecodeStep,
+    first: bool,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let s = &step.shape;
+    for splits in [1usize, 2, 4, 8, 16] {
+        let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
+        let spec = attention_grouped::SpecConstants {
+            causal: 1,
+            split: (splits > 1) as i32,
+            position_in_buffer: 0,
+            D: s.d as i32,
         };
-        for splits in [1usize, 2, 4, 8, 16] {
-            let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
-            let spec = attention_grouped::SpecConstants {
-                causal: 1,
-                split: (splits > 1) as i32,
-                position_in_buffer: 0,
-                D: s.d as i32,
-            };
-            let pipe = grouped.pipeline(&spec, Some([256, 1, 1]))?;
-            if cache == caches[0] && splits == 1 {
-                crate::print_statistics("attention_grouped", &pipe);
+        let pipe = kernels.grouped.pipeline(&spec, Some([256, 1, 1]))?;
+        if first && splits == 1 {
+            crate::print_statistics("attention_grouped", &pipe);
+        }
+        let b = attention_grouped::BufferBindings {
+            q_blob: &step.q,
+            k_blob: &step.k,
+            v_blob: &step.v,
+            o_blob: &step.o,
+            part_blob: &part,
+            pos_blob: &step.pos,
+        };
+        let t = time_calls(ctx, cfg, |l| {
+            l.dispatch(&pipe, &b, &step.push(splits), s.grouped_grid(splits))?;
+            step.combine(l, kernels, &part, splits)
+        })?;
+        let (shape, variant) = (format!("kv{} grouped", s.skv), format!("{splits} shares"));
+        out.push(probe_record(CASE, shape, variant, t));
+    }
+    Ok(())
+}
+
+/// The row kernel [`attention4`] at the operation layer's split (64 invocations), merged by
+/// the combine pass or by each row's last share, then at fewer, wider shares: a workgroup of
+/// 128 or 256 per query head and share.
+fn row_series(
+    ctx: &Context,
+    cfg: Config,
+    kernels: &RowKernels,
+    step: &DecodeStep,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let s = &step.shape;
+    let ops_splits = s.splits_for(2048);
+    let candidates = [
+        (64, ops_splits, false),
+        (64, ops_splits, true),
+        (128, (ops_splits / 2).max(1), true),
+        (256, (ops_splits / 4).max(1), true),
+        (256, 1, false),
+    ];
+    for (local, splits, last) in candidates {
+        let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
+        let spec = attention::SpecConstants {
+            causal: 1,
+            split: (splits > 1) as i32,
+            position_in_buffer: 0,
+            combine_last: last as i32,
+        };
+        let pipe = kernels.rows.pipeline(&spec, Some([local, 1, 1]))?;
+        let grid = s.grid(splits);
+        let b = attention4::BufferBindings {
+            q_blob: &step.q,
+            k_blob: &step.k,
+            v_blob: &step.v,
+            o_blob: &step.o,
+            part_blob: &part,
+            pos_blob: &step.pos,
+            count_blob: &step.counts,
+        };
+        let t = time_calls(ctx, cfg, |l| {
+            let grid = [local * splits as u32, grid[1], grid[2]];
+            l.dispatch(&pipe, &b, &step.push(splits), grid)?;
+            if last {
+                return Ok(());
             }
-            let b = attention_grouped::BufferBindings {
-                q_blob: &q,
-                k_blob: &k,
-                v_blob: &v,
-                o_blob: &o,
-                part_blob: &part,
-                pos_blob: &pos,
-            };
-            let t = time_calls(ctx, cfg, |l| {
-                l.dispatch(
-                    &pipe,
-                    &b,
-                    &s.push(scale, s.causal_offset(), splits),
-                    s.grouped_grid(splits),
-                )?;
-                combined(l, &part, splits)
-            })?;
+            step.combine(l, kernels, &part, splits)
+        })?;
+        let merged = if last { ", the last merging" } else { "" };
+        let variant = format!("{splits} shares of {local}{merged}");
+        out.push(probe_record(CASE, format!("kv{} rows", s.skv), variant, t));
+    }
+    Ok(())
+}
+
+/// [`attention_decode`] unsplit on several workgroup sizes and keys an invocation, then at
+/// 512 × 4 with the keys in shares of 1 to 4 chunks, the row's last share merging.
+fn decode_series(
+    ctx: &Context,
+    cfg: Config,
+    kernels: &RowKernels,
+    step: &DecodeStep,
+    first: bool,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let s = &step.shape;
+    for (local, kpi) in [(512u32, 4i32), (512, 2), (1024, 2), (1024, 4), (256, 4)] {
+        let t = time_decode(ctx, cfg, kernels, step, (local, kpi, 1), first)?;
+        let variant = format!("{local} invocations, {kpi} keys each");
+        out.push(probe_record(
+            CASE,
+            format!("kv{} decode", s.skv),
+            variant,
+            t,
+        ));
+    }
+    for chunks in [1usize, 2, 3, 4] {
+        let splits = s.skv.div_ceil(chunks * s.decode_chunk(512, 4));
+        if splits > 1 {
+            let t = time_decode(ctx, cfg, kernels, step, (512, 4, splits), false)?;
+            let variant = format!("{splits} shares of {chunks} chunks, the last merging");
             out.push(probe_record(
                 CASE,
-                format!("kv{cache} grouped"),
-                format!("{splits} shares"),
+                format!("kv{} decode split", s.skv),
+                variant,
                 t,
             ));
-        }
-        // The row kernel at the operation layer's split (64 invocations), merged by the combine
-        // pass or by each row's last share, then at fewer, wider shares: a workgroup of 128 or
-        // 256 per query head and share.
-        let ops_splits = s.splits_for(2048);
-        let counts = Tensor::from_i32(ctx, &[s.rows()], &vec![0; s.rows()])?;
-        let candidates = [
-            (64, ops_splits, false),
-            (64, ops_splits, true),
-            (128, (ops_splits / 2).max(1), true),
-            (256, (ops_splits / 4).max(1), true),
-            (256, 1, false),
-        ];
-        for (local, splits, last) in candidates {
-            let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
-            let spec = attention::SpecConstants {
-                causal: 1,
-                split: (splits > 1) as i32,
-                position_in_buffer: 0,
-                combine_last: last as i32,
-            };
-            let pipe = rows.pipeline(&spec, Some([local, 1, 1]))?;
-            let grid = s.grid(splits);
-            let b = attention4::BufferBindings {
-                q_blob: &q,
-                k_blob: &k,
-                v_blob: &v,
-                o_blob: &o,
-                part_blob: &part,
-                pos_blob: &pos,
-                count_blob: &counts,
-            };
-            let t = time_calls(ctx, cfg, |l| {
-                l.dispatch(
-                    &pipe,
-                    &b,
-                    &s.push(scale, s.causal_offset(), splits),
-                    [local * splits as u32, grid[1], grid[2]],
-                )?;
-                if last {
-                    return Ok(());
-                }
-                combined(l, &part, splits)
-            })?;
-            let merged = if last { ", the last merging" } else { "" };
-            out.push(probe_record(
-                CASE,
-                format!("kv{cache} rows"),
-                format!("{splits} shares of {local}{merged}"),
-                t,
-            ));
-        }
-        // attention_decode in workgroups of `local`, `kpi` keys an invocation, the keys in
-        // `splits` shares (1: one workgroup per query head over all of them, no merge).
-        let decode = ctx.load_with::<attention_decode::Kernel>(&load)?;
-        let decode_series = |local: u32, kpi: i32, splits: usize| {
-            let spec = attention_decode::SpecConstants {
-                causal: 1,
-                position_in_buffer: 0,
-                D: s.d as i32,
-                KPI: kpi,
-                split: (splits > 1) as i32,
-            };
-            let pipe = decode.pipeline(&spec, Some([local, 1, 1]))?;
-            if cache == caches[0] && splits == 1 {
-                crate::print_statistics(&format!("attention_decode {local} x {kpi}"), &pipe);
-            }
-            // Read only with `split`.
-            let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
-            let b = attention_decode::BufferBindings {
-                q_blob: &q,
-                k_blob: &k,
-                v_blob: &v,
-                o_blob: &o,
-                pos_blob: &pos,
-                part_blob: &part,
-                count_blob: &counts,
-            };
-            let push = s.push(scale, s.causal_offset(), splits);
-            time_calls(ctx, cfg, |l| {
-                l.dispatch(&pipe, &b, &push, s.decode_grid(local, splits))?;
-                Ok(())
-            })
-        };
-        for (local, kpi) in [(512u32, 4i32), (512, 2), (1024, 2), (1024, 4), (256, 4)] {
-            out.push(probe_record(
-                CASE,
-                format!("kv{cache} decode"),
-                format!("{local} invocations, {kpi} keys each"),
-                decode_series(local, kpi, 1)?,
-            ));
-        }
-        // The keys split into shares of `chunks` chunks of 512 × 4, the row's last share merging.
-        for chunks in [1usize, 2, 3, 4] {
-            let splits = cache.div_ceil(chunks * s.decode_chunk(512, 4));
-            if splits > 1 {
-                out.push(probe_record(
-                    CASE,
-                    format!("kv{cache} decode split"),
-                    format!("{splits} shares of {chunks} chunks, the last merging"),
-                    decode_series(512, 4, splits)?,
-                ));
-            }
         }
     }
-    prefill(ctx, cfg, &mut out)?;
-    Ok(out)
+    Ok(())
+}
+
+/// [`attention_decode`] in workgroups of `local`, `kpi` keys an invocation, the keys in
+/// `splits` shares (1: one workgroup per query head over all of them, no merge); the
+/// pipeline's statistics printed where `statistics`.
+fn time_decode(
+    ctx: &Context,
+    cfg: Config,
+    kernels: &RowKernels,
+    step: &DecodeStep,
+    (local, kpi, splits): (u32, i32, usize),
+    statistics: bool,
+) -> Result<Timing, Box<dyn std::error::Error>> {
+    let s = &step.shape;
+    let spec = attention_decode::SpecConstants {
+        causal: 1,
+        position_in_buffer: 0,
+        D: s.d as i32,
+        KPI: kpi,
+        split: (splits > 1) as i32,
+    };
+    let pipe = kernels.decode.pipeline(&spec, Some([local, 1, 1]))?;
+    if statistics {
+        crate::print_statistics(&format!("attention_decode {local} x {kpi}"), &pipe);
+    }
+    // Read only with `split`.
+    let part = Tensor::new(ctx, &s.part_shape(splits), TensorFormat::F32)?;
+    let b = attention_decode::BufferBindings {
+        q_blob: &step.q,
+        k_blob: &step.k,
+        v_blob: &step.v,
+        o_blob: &step.o,
+        pos_blob: &step.pos,
+        part_blob: &part,
+        count_blob: &step.counts,
+    };
+    time_calls(ctx, cfg, |l| {
+        l.dispatch(&pipe, &b, &step.push(splits), s.decode_grid(local, splits))?;
+        Ok(())
+    })
 }
 
 /// [`attention_cm2`]'s tiles to time: `VKPRISM_BENCH_ATTN_CM2` (`rows,keys,threads;...`) or
@@ -484,123 +586,264 @@ fn prefill(
     cfg: Config,
     out: &mut Vec<Record>,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let f = TensorFormat::F16;
     let n = if cfg.quick { 64 } else { 512 };
     let shapes = prefill_shapes().unwrap_or(vec![(n, n, 32, 4, 64), (4 * n, 4 * n, 32, 32, 128)]);
-    // The matrix kernels' variant: `VKPRISM_BENCH_ATTN_VARIANT`, else the operation layer's.
-    let load = match std::env::var("VKPRISM_BENCH_ATTN_VARIANT") {
-        Ok(name) => LoadOptions::variant_named(&name)?,
-        Err(_) => LoadOptions::options(options_for(f).with_cooperative_matrix(true)),
-    };
-    let cm = ctx.load_with::<attention_cm::Kernel>(&load);
-    let cm2 = ctx.load_with::<attention_cm2::Kernel>(&load);
-    if let Ok(k) = &cm {
-        println!("# attention_probe: matrix kernels in {}", k.variant().key);
-    }
+    let kernels = MatrixKernels::load(ctx)?;
     let ops = Ops::new(ctx);
     let before = Before::from_env();
-    for (tokens, keys, hq, hkv, d) in shapes {
-        let s = AttentionShape {
-            batch: 1,
-            sq: tokens,
-            skv: keys,
-            hq,
-            hkv,
-            d,
+    for prompt in shapes {
+        let p = PromptOperands::new(ctx, prompt, before.stream)?;
+        let cm = kernels.cm_pipeline(ctx, p.shape.d)?;
+        let work = BeforeWork::new(ctx, &p, before, (&kernels, cm.as_ref()))?;
+        let record_before = |l: &mut CommandList| work.record(l, &ops, &p);
+        let before_s = time_calls(ctx, cfg, record_before)?.median_s;
+        let label = before.label();
+        println!("# {label}: {:.3} us a call", before_s * 1e6);
+        let before_work = (&record_before as &Recorder<'_>, label.as_str(), before_s);
+        let (s, own) = (&p.shape, p.operands());
+        let at = (p.scale, s.causal_offset());
+        if let Some(cm) = &cm {
+            let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+                Ok(s.record_cm(l, &cm.pipe, own, at, cm.tiles)?)
+            };
+            let names = (p.label.as_str(), "attention_cm");
+            time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
+        }
+        let causal = Attention::new().with_causal(true);
+        let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+            Ok(ops.attention(l, &p.q, &p.k, &p.v, &p.o, &causal)?)
         };
+        let names = (p.label.as_str(), "Ops::attention");
+        time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
+        if let Ok(cm2) = &kernels.cm2 {
+            cm2_series((ctx, cfg), cm2, &p, before_work, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// [`attention_cm2`] in each of [`cm2_tiles`] over `p`, alone and after `before_work`.
+fn cm2_series(
+    (ctx, cfg): (&Context, Config),
+    cm2: &Arc<LoadedKernel<attention_cm2::Kernel>>,
+    p: &PromptOperands,
+    before_work: (&Recorder<'_>, &str, f64),
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let (s, own) = (&p.shape, p.operands());
+    let at = (p.scale, s.causal_offset());
+    for [rows, keys, threads] in cm2_tiles() {
+        let Ok(pipe) = cm2.pipeline(&cm2_spec(s.d, rows, keys), Some([threads, 1, 1])) else {
+            println!("attention_cm2 {rows}x{keys} on {threads}: no pipeline");
+            continue;
+        };
+        let d = s.d;
+        crate::print_statistics(
+            &format!("attention_cm2 {rows}x{keys}x{d} on {threads}"),
+            &pipe,
+        );
+        let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
+            Ok(s.record_cm2(l, &pipe, own, at, (threads, rows as usize))?)
+        };
+        let variant = format!("attention_cm2 {rows} rows x {keys} keys on {threads}");
+        let names = (p.label.as_str(), variant.as_str());
+        time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
+    }
+    Ok(())
+}
+
+/// [`attention_cm2`]'s constants: causal, head dimension `d`, `rows` × `keys` tiles.
+fn cm2_spec(d: usize, rows: u32, keys: u32) -> attention_cm2::SpecConstants {
+    attention_cm2::SpecConstants {
+        causal: 1,
+        D: d as i32,
+        BR: rows as i32,
+        BC: keys as i32,
+    }
+}
+
+/// The matrix attention kernels in `VKPRISM_BENCH_ATTN_VARIANT`'s variant, else the operation
+/// layer's for F16 tensors (either may be missing on a device without cooperative matrices).
+struct MatrixKernels {
+    cm: Result<Arc<LoadedKernel<attention_cm::Kernel>>, vkprism::PipelineError>,
+    cm2: Result<Arc<LoadedKernel<attention_cm2::Kernel>>, vkprism::PipelineError>,
+}
+
+impl MatrixKernels {
+    fn load(ctx: &Context) -> Result<MatrixKernels, Box<dyn std::error::Error>> {
+        let load = match std::env::var("VKPRISM_BENCH_ATTN_VARIANT") {
+            Ok(name) => LoadOptions::variant_named(&name)?,
+            Err(_) => {
+                LoadOptions::options(options_for(TensorFormat::F16).with_cooperative_matrix(true))
+            }
+        };
+        let kernels = MatrixKernels {
+            cm: ctx.load_with(&load),
+            cm2: ctx.load_with(&load),
+        };
+        if let Ok(k) = &kernels.cm {
+            println!("# attention_probe: matrix kernels in {}", k.variant().key);
+        }
+        Ok(kernels)
+    }
+
+    /// [`attention_cm`]'s pipeline for head dimension `d` and the tiles it records with (its
+    /// statistics printed), where the kernel loaded.
+    fn cm_pipeline(
+        &self,
+        ctx: &Context,
+        d: usize,
+    ) -> Result<Option<CmPipeline>, Box<dyn std::error::Error>> {
+        let Ok(cm) = &self.cm else { return Ok(None) };
+        let threads = if d <= 128 { 256 } else { 128 };
+        let subgroup = ctx.features().limits.subgroup_size;
+        let spec = attention_cm::SpecConstants {
+            causal: 1,
+            D: d as i32,
+            subgroup_size: subgroup as i32,
+        };
+        let pipe = cm.pipeline(&spec, Some([threads, 1, 1]))?;
+        crate::print_statistics(&format!("attention_cm x{d} on {threads}"), &pipe);
+        let rows = 16 * (threads / subgroup) as usize;
+        Ok(Some(CmPipeline {
+            pipe,
+            tiles: (threads, rows),
+        }))
+    }
+}
+
+/// [`attention_cm`]'s pipeline and its (invocations, query rows) a workgroup.
+struct CmPipeline {
+    pipe: Pipeline<attention_cm::Kernel>,
+    tiles: (u32, usize),
+}
+
+/// A prompt's attention operands (fp16): the queries (the start of the stream step's output
+/// where that runs), keys, values and output, its shape and its series' label.
+struct PromptOperands {
+    shape: AttentionShape,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    o: Tensor,
+    scale: f32,
+    label: String,
+    /// The stream step's input and output.
+    streamed: Option<(Tensor, Tensor)>,
+}
+
+impl PromptOperands {
+    fn new(
+        ctx: &Context,
+        (tokens, keys, hq, hkv, d): Prompt,
+        stream: bool,
+    ) -> Result<PromptOperands, Box<dyn std::error::Error>> {
+        let f = TensorFormat::F16;
         let qo = |seed| Tensor::from_f32(ctx, &[tokens, hq, d], f, &random(tokens * hq * d, seed));
         let kv = |seed| Tensor::from_f32(ctx, &[keys, hkv, d], f, &random(keys * hkv * d, seed));
-        // The streamed tensors: the queries are the start of the output.
-        let streamed = stream_pair(ctx, before.stream, 47)?;
+        let streamed = stream_pair(ctx, stream, 47)?;
         let q = match &streamed {
             Some((_, y)) => y.view(0, &[tokens, hq, d])?,
             None => qo(41)?,
         };
-        let (k, v, o) = (kv(42)?, kv(43)?, qo(44)?);
-        let scale = 1.0 / (d as f32).sqrt();
-        let shape = if keys == tokens {
+        let label = if keys == tokens {
             format!("prefill {tokens} h{hq}/{hkv} d{d} causal")
         } else {
             format!("prefill {tokens} of {keys} h{hq}/{hkv} d{d} causal")
         };
-        // The queries are the last `tokens` of the `keys` positions.
-        let offset = s.causal_offset();
-        let sources = match before.writes {
-            true => vec![qo(48)?, kv(49)?, kv(50)?],
-            _ => Vec::new(),
+        Ok(PromptOperands {
+            // The queries are the last `tokens` of the `keys` positions.
+            shape: AttentionShape {
+                batch: 1,
+                sq: tokens,
+                skv: keys,
+                hq,
+                hkv,
+                d,
+            },
+            q,
+            k: kv(42)?,
+            v: kv(43)?,
+            o: qo(44)?,
+            scale: 1.0 / (d as f32).sqrt(),
+            label,
+            streamed,
+        })
+    }
+
+    fn operands(&self) -> [&Tensor; 4] {
+        [&self.q, &self.k, &self.v, &self.o]
+    }
+}
+
+/// A GEMM step's input, weights and output.
+type GemmStep = (Tensor, Tensor, Tensor);
+
+/// What [`Before`]'s steps read, write and run for one prompt.
+struct BeforeWork<'a> {
+    steps: Before,
+    /// `writes`: the sources of q, k and v.
+    sources: Vec<Tensor>,
+    glu: Option<GemmStep>,
+    wide: Option<GemmStep>,
+    down: Option<GemmStep>,
+    late: Option<(Tensor, Tensor)>,
+    projection: Option<GemmStep>,
+    code: Vec<Pipeline<code_span::Kernel>>,
+    cm: Option<&'a CmPipeline>,
+    /// `cm2` and `warm`: [`attention_cm2`] on 128 rows × 64 keys on 256.
+    cm2: Option<Pipeline<attention_cm2::Kernel>>,
+    /// The warming calls' q, k, v and o.
+    warm: Option<[Tensor; 4]>,
+}
+
+/// The warming calls' problem: one step of keys, 264 heads of one block each.
+fn warm_shape(d: usize) -> AttentionShape {
+    AttentionShape {
+        batch: 1,
+        sq: 128,
+        skv: 64,
+        hq: 264,
+        hkv: 264,
+        d,
+    }
+}
+
+impl<'a> BeforeWork<'a> {
+    fn new(
+        ctx: &Context,
+        p: &PromptOperands,
+        steps: Before,
+        (kernels, cm): (&MatrixKernels, Option<&'a CmPipeline>),
+    ) -> Result<BeforeWork<'a>, Box<dyn std::error::Error>> {
+        let (tokens, f) = (p.shape.sq, TensorFormat::F16);
+        let [q, k, v, _] = p.operands();
+        let sources = match steps.writes {
+            true => [q, k, v]
+                .iter()
+                .zip([48, 49, 50])
+                .map(|(t, seed)| Tensor::from_f32(ctx, t.shape(), f, &random(t.len(), seed)))
+                .collect::<Result<_, _>>()?,
+            false => Vec::new(),
         };
-        // The MLP's tensors: its input, weights and output, as TinyLlama's.
-        let mlp = |cols: usize, seed| {
-            Tensor::from_f32(ctx, &[tokens, cols], f, &random(tokens * cols, seed))
-        };
-        let weights = |rows: usize, cols: usize, seed| {
-            Tensor::from_f32(ctx, &[rows, cols], f, &random(rows * cols, seed))
-        };
-        let glu = match before.glu {
-            true => Some((mlp(2048, 52)?, weights(11264, 2048, 53)?, mlp(5632, 54)?)),
-            false => None,
-        };
-        let wide = match before.wide {
-            true => Some((mlp(2048, 63)?, weights(11264, 2048, 64)?, mlp(11264, 65)?)),
-            false => None,
-        };
-        let late = stream_pair(ctx, before.late, 62)?;
-        // The down projection writes the start of the late stream's input where that runs.
-        let down_out = match &late {
-            Some((x, _)) => x.view(0, &[tokens, 2048])?,
-            None => mlp(2048, 57)?,
-        };
-        let down = match before.down {
-            true => Some((mlp(5632, 55)?, weights(2048, 5632, 56)?, down_out)),
-            false => None,
-        };
-        let projection = match before.gemm {
+        let (glu, wide, down, late) = mlp_steps(ctx, tokens, steps)?;
+        let projection = match steps.gemm {
             true => Some((
-                mlp(2048, 45)?,
-                weights(hq * d, 2048, 46)?,
-                q.view(0, &[tokens, hq * d])?,
+                activations(ctx, tokens, 2048, 45)?,
+                activations(ctx, p.shape.hq * p.shape.d, 2048, 46)?,
+                q.view(0, &[tokens, p.shape.hq * p.shape.d])?,
             )),
-            _ => None,
+            false => None,
         };
-        let threads = if d <= 128 { 256 } else { 128 };
-        let subgroup = ctx.features().limits.subgroup_size;
-        let cm_pipe = match &cm {
-            Ok(cm) => {
-                let spec = attention_cm::SpecConstants {
-                    causal: 1,
-                    D: d as i32,
-                    subgroup_size: subgroup as i32,
-                };
-                let pipe = cm.pipeline(&spec, Some([threads, 1, 1]))?;
-                crate::print_statistics(&format!("attention_cm x{d} on {threads}"), &pipe);
-                Some(pipe)
-            }
-            Err(_) => None,
-        };
-        let cm_rows = 16 * (threads / subgroup) as usize;
-        let cm2_before = match (&cm2, before.cm2 || before.warm) {
+        let cm2 = match (&kernels.cm2, steps.cm2 || steps.warm) {
             (Ok(cm2), true) => {
-                let spec = attention_cm2::SpecConstants {
-                    causal: 1,
-                    D: d as i32,
-                    BR: 128,
-                    BC: 64,
-                };
-                Some(cm2.pipeline(&spec, Some([256, 1, 1]))?)
+                Some(cm2.pipeline(&cm2_spec(p.shape.d, 128, 64), Some([256, 1, 1]))?)
             }
             _ => None,
         };
-        // The warming calls' problem: one step of keys, 264 heads of one block each.
-        let warm_shape = AttentionShape {
-            batch: 1,
-            sq: 128,
-            skv: 64,
-            hq: 264,
-            hkv: 264,
-            d,
-        };
-        let warm_tensors = match before.warm || before.warm_cm {
+        let warm = match steps.warm || steps.warm_cm {
             true => {
+                let d = p.shape.d;
                 let t = |rows: usize, seed| {
                     Tensor::from_f32(ctx, &[rows, 264, d], f, &random(rows * 264 * d, seed))
                 };
@@ -608,105 +851,167 @@ fn prefill(
             }
             false => None,
         };
-        let code = match before.code {
+        let code = match steps.code {
             true => code_span_pipelines(ctx)?,
             false => Vec::new(),
         };
-        let record_before = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-            if let Some((sx, sy)) = &streamed {
-                ops.unary(l, sx, sy, UnaryOp::Relu)?;
-            }
-            for (src, dst) in sources.iter().zip([&q, &k, &v]) {
-                ops.unary(l, src, dst, UnaryOp::Relu)?;
-            }
-            let transposed = Gemm::new().with_transpose_b(true);
-            // Each MLP step's output is the next step's input.
-            let mut last: Option<&Tensor> = None;
-            if let Some((x, w, y)) = &glu {
-                ops.gemm_glu(l, x, w, y, Activation::Silu)?;
-                last = Some(y);
-            }
-            if let Some((x, w, y)) = &wide {
-                ops.gemm(l, x, w, None, y, &transposed)?;
-                last = Some(y);
-            }
-            if let Some((x, w, y)) = &down {
-                let input = step_input(last, x, [tokens, 5632])?;
-                ops.gemm(l, &input, w, None, y, &transposed)?;
-                last = Some(y);
-            }
-            if let Some((x, y)) = &late {
-                ops.unary(l, x, y, UnaryOp::Relu)?;
-                last = Some(y);
-            }
-            if let Some((x, w, q_rows)) = &projection {
-                let input = step_input(last, x, [tokens, 2048])?;
-                ops.gemm(l, &input, w, None, q_rows, &transposed)?;
-            }
-            for pipe in &code {
-                let b = code_span::BufferBindings { x_blob: &o };
-                let push = code_span::PushConstants { a: 0.5 };
-                l.dispatch(pipe, &b, &push, [CODE_WORKGROUPS * 256, 1, 1])?;
-            }
-            let own = [&q, &k, &v, &o];
-            if let (true, Some(pipe)) = (before.cm, &cm_pipe) {
-                s.record_cm(l, pipe, own, (scale, offset), (threads, cm_rows))?;
-            }
-            if let (true, Some(pipe), Some(w)) = (before.warm, &cm2_before, &warm_tensors) {
-                warm_shape.record_cm2(l, pipe, w.each_ref(), (scale, 0), (256, 128))?;
-            }
-            if let (true, Some(pipe), Some(w)) = (before.warm_cm, &cm_pipe, &warm_tensors) {
-                let tiles = (threads, cm_rows);
-                warm_shape.record_cm(l, pipe, w.each_ref(), (scale, 0), tiles)?;
-            }
-            if let (true, Some(pipe)) = (before.cm2, &cm2_before) {
-                s.record_cm2(l, pipe, own, (scale, offset), (256, 128))?;
-            }
-            Ok(())
-        };
-        let before_s = time_calls(ctx, cfg, record_before)?.median_s;
-        let label = before.label();
-        println!("# {label}: {:.3} us a call", before_s * 1e6);
-        let before_work = (&record_before as &Recorder<'_>, label.as_str(), before_s);
-        let own = [&q, &k, &v, &o];
-        if let Some(pipe) = &cm_pipe {
-            let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-                let tiles = (threads, cm_rows);
-                Ok(s.record_cm(l, pipe, own, (scale, offset), tiles)?)
-            };
-            let names = (shape.as_str(), "attention_cm");
-            time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
-        }
-        let causal = Attention::new().with_causal(true);
-        let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-            Ok(ops.attention(l, &q, &k, &v, &o, &causal)?)
-        };
-        let names = (shape.as_str(), "Ops::attention");
-        time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
-        let Ok(cm2) = &cm2 else { continue };
-        for [rows, keys, threads] in cm2_tiles() {
-            let spec = attention_cm2::SpecConstants {
-                causal: 1,
-                D: d as i32,
-                BR: rows as i32,
-                BC: keys as i32,
-            };
-            let Ok(pipe) = cm2.pipeline(&spec, Some([threads, 1, 1])) else {
-                println!("attention_cm2 {rows}x{keys} on {threads}: no pipeline");
-                continue;
-            };
-            crate::print_statistics(
-                &format!("attention_cm2 {rows}x{keys}x{d} on {threads}"),
-                &pipe,
-            );
-            let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-                let tiles = (threads, rows as usize);
-                Ok(s.record_cm2(l, &pipe, own, (scale, offset), tiles)?)
-            };
-            let variant = format!("attention_cm2 {rows} rows x {keys} keys on {threads}");
-            let names = (shape.as_str(), variant.as_str());
-            time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
-        }
+        Ok(BeforeWork {
+            steps,
+            sources,
+            glu,
+            wide,
+            down,
+            late,
+            projection,
+            code,
+            cm,
+            cm2,
+            warm,
+        })
     }
-    Ok(())
+
+    /// Records the steps in [`Before`]'s order.
+    fn record(
+        &self,
+        l: &mut CommandList,
+        ops: &Ops,
+        p: &PromptOperands,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        if let Some((sx, sy)) = &p.streamed {
+            ops.unary(l, sx, sy, UnaryOp::Relu)?;
+        }
+        for (src, dst) in self.sources.iter().zip([&p.q, &p.k, &p.v]) {
+            ops.unary(l, src, dst, UnaryOp::Relu)?;
+        }
+        self.record_mlp(l, ops, p.shape.sq)?;
+        for pipe in &self.code {
+            let b = code_span::BufferBindings { x_blob: &p.o };
+            let push = code_span::PushConstants { a: 0.5 };
+            l.dispatch(pipe, &b, &push, [CODE_WORKGROUPS * 256, 1, 1])?;
+        }
+        self.record_attention(l, p)
+    }
+
+    /// The MLP's steps, the late stream and the queries' projection, each reading what the
+    /// one before wrote.
+    fn record_mlp(
+        &self,
+        l: &mut CommandList,
+        ops: &Ops,
+        tokens: usize,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let transposed = Gemm::new().with_transpose_b(true);
+        let mut last: Option<&Tensor> = None;
+        if let Some((x, w, y)) = &self.glu {
+            ops.gemm_glu(l, x, w, y, Activation::Silu)?;
+            last = Some(y);
+        }
+        if let Some((x, w, y)) = &self.wide {
+            ops.gemm(l, x, w, None, y, &transposed)?;
+            last = Some(y);
+        }
+        if let Some((x, w, y)) = &self.down {
+            let input = step_input(last, x, [tokens, 5632])?;
+            ops.gemm(l, &input, w, None, y, &transposed)?;
+            last = Some(y);
+        }
+        if let Some((x, y)) = &self.late {
+            ops.unary(l, x, y, UnaryOp::Relu)?;
+            last = Some(y);
+        }
+        if let Some((x, w, q_rows)) = &self.projection {
+            let input = step_input(last, x, [tokens, 2048])?;
+            ops.gemm(l, &input, w, None, q_rows, &transposed)?;
+        }
+        Ok(())
+    }
+
+    /// The matrix attention steps: over the prompt's own tensors (`cm`, `cm2`), or warming
+    /// over [`warm_shape`]'s (`warm`, `warmcm`).
+    fn record_attention(
+        &self,
+        l: &mut CommandList,
+        p: &PromptOperands,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        let (s, own, steps) = (&p.shape, p.operands(), self.steps);
+        let at = (p.scale, s.causal_offset());
+        let warm = warm_shape(s.d);
+        if let (true, Some(cm)) = (steps.cm, self.cm) {
+            s.record_cm(l, &cm.pipe, own, at, cm.tiles)?;
+        }
+        if let (true, Some(pipe), Some(w)) = (steps.warm, &self.cm2, &self.warm) {
+            warm.record_cm2(l, pipe, w.each_ref(), (p.scale, 0), (256, 128))?;
+        }
+        if let (true, Some(cm), Some(w)) = (steps.warm_cm, self.cm, &self.warm) {
+            warm.record_cm(l, &cm.pipe, w.each_ref(), (p.scale, 0), cm.tiles)?;
+        }
+        if let (true, Some(pipe)) = (steps.cm2, &self.cm2) {
+            s.record_cm2(l, pipe, own, at, (256, 128))?;
+        }
+        Ok(())
+    }
+}
+
+/// A random fp16 `[rows, cols]` tensor of `seed`.
+fn activations(
+    ctx: &Context,
+    rows: usize,
+    cols: usize,
+    seed: u64,
+) -> Result<Tensor, vkprism::TensorError> {
+    Tensor::from_f32(
+        ctx,
+        &[rows, cols],
+        TensorFormat::F16,
+        &random(rows * cols, seed),
+    )
+}
+
+/// The MLP's steps as TinyLlama's (its input, weights and output) where `steps` asks for
+/// them: gate/up gated, gate/up plain, down, and the late stream (whose input starts with the
+/// down projection's output where both run).
+#[allow(clippy::type_complexity)]
+fn mlp_steps(
+    ctx: &Context,
+    tokens: usize,
+    steps: Before,
+) -> Result<
+    (
+        Option<GemmStep>,
+        Option<GemmStep>,
+        Option<GemmStep>,
+        Option<(Tensor, Tensor)>,
+    ),
+    Box<dyn std::error::Error>,
+> {
+    let glu = match steps.glu {
+        true => Some((
+            activations(ctx, tokens, 2048, 52)?,
+            activations(ctx, 11264, 2048, 53)?,
+            activations(ctx, tokens, 5632, 54)?,
+        )),
+        false => None,
+    };
+    let wide = match steps.wide {
+        true => Some((
+            activations(ctx, tokens, 2048, 63)?,
+            activations(ctx, 11264, 2048, 64)?,
+            activations(ctx, tokens, 11264, 65)?,
+        )),
+        false => None,
+    };
+    let late = stream_pair(ctx, steps.late, 62)?;
+    let down_out = match &late {
+        Some((x, _)) => x.view(0, &[tokens, 2048])?,
+        None => activations(ctx, tokens, 2048, 57)?,
+    };
+    let down = match steps.down {
+        true => Some((
+            activations(ctx, tokens, 5632, 55)?,
+            activations(ctx, 2048, 5632, 56)?,
+            down_out,
+        )),
+        false => None,
+    };
+    Ok((glu, wide, down, late))
 }
