@@ -117,16 +117,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let ctx = Context::new()?;
     println!("device: {}", ctx.device_name());
-    let timing = if args.layers {
-        Timing::PerLayer
-    } else {
-        Timing::Total
-    };
-    let mut model = ResNet::new(&ctx, cfg, &weights, args.format)?.with_timing(timing);
-    if args.tune {
-        let tuner = vkprism_shaders::GemmTuner::new(&ctx, None::<&Path>);
-        model = model.with_ops(vkprism_shaders::Ops::with_tuner(&ctx, tuner));
-    }
+    let mut model = build(&ctx, &args, cfg, &weights)?;
     let expected = args.expect.as_deref().map(read_expected).transpose()?;
     let (x, shape) = match &expected {
         Some(e) => (e.input.clone(), e.shape),
@@ -142,30 +133,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         logits = model.forward(&x, shape)?;
         times.extend(model.gpu_time());
     }
-    if let Some(memory) = model.memory() {
-        println!("{memory}");
-    }
-    if let Some(r) = model.recorded() {
-        println!(
-            "recorded: {} dispatches, {} barriers",
-            r.dispatches, r.barriers
-        );
-    }
-    if args.plan {
-        print!("{}", model.plan_description().unwrap_or_default());
-    }
-    for n in 0..shape[0].min(4) {
-        let top: Vec<String> = logits
-            .top_k(n, 5)
-            .iter()
-            .map(|(class, score)| format!("{class} ({score:.4})"))
-            .collect();
-        println!("image {n}: top 5 {}", top.join(", "));
-    }
-    print_times(args.format, shape[0], &times);
-    if args.layers {
-        print_layers(&model);
-    }
+    report(&model, &args, &logits, shape[0], &times);
     if args.check {
         let want = reference::forward(&cfg, &weights, &x, shape)?;
         let err = logits
@@ -178,6 +146,56 @@ fn main() -> Result<(), Box<dyn Error>> {
     match expected {
         Some(e) if !compare(&logits, &e) => Err("the logits differ from PyTorch's".into()),
         _ => Ok(()),
+    }
+}
+
+/// The network on `ctx` as the command line asks: timed per layer with `--layers`, its
+/// convolutions' tiles tuned on first use with `--tune`.
+fn build(
+    ctx: &Context,
+    args: &Args,
+    cfg: ResNetConfig,
+    weights: &HostWeights,
+) -> Result<ResNet, Box<dyn Error>> {
+    let timing = if args.layers {
+        Timing::PerLayer
+    } else {
+        Timing::Total
+    };
+    let mut model = ResNet::new(ctx, cfg, weights, args.format)?.with_timing(timing);
+    if args.tune {
+        let tuner = vkprism_shaders::GemmTuner::new(ctx, None::<&Path>);
+        model = model.with_ops(vkprism_shaders::Ops::with_tuner(ctx, tuner));
+    }
+    Ok(model)
+}
+
+/// Prints the memory plan's peak, what was recorded, the plan with `--plan`, the first images'
+/// top 5, the GPU times of the `batch` images' runs and each layer's with `--layers`.
+fn report(model: &ResNet, args: &Args, logits: &Logits, batch: usize, times: &[Duration]) {
+    if let Some(memory) = model.memory() {
+        println!("{memory}");
+    }
+    if let Some(r) = model.recorded() {
+        println!(
+            "recorded: {} dispatches, {} barriers",
+            r.dispatches, r.barriers
+        );
+    }
+    if args.plan {
+        print!("{}", model.plan_description().unwrap_or_default());
+    }
+    for n in 0..batch.min(4) {
+        let top: Vec<String> = logits
+            .top_k(n, 5)
+            .iter()
+            .map(|(class, score)| format!("{class} ({score:.4})"))
+            .collect();
+        println!("image {n}: top 5 {}", top.join(", "));
+    }
+    print_times(args.format, batch, times);
+    if args.layers {
+        print_layers(model);
     }
 }
 
