@@ -618,17 +618,38 @@ fn main() -> Result<(), Box<dyn Error>> {
         session.format
     );
     let tolerance = session.tolerance();
+    let t = Instant::now();
+    let (total, worst) = run_checked(&mut session, &net, runs)?;
+    ctx.check_validation()?;
+    let wall = t.elapsed();
+    print_layer_times(&session, &total, runs);
+    println!(
+        "\n{runs} inputs in {wall:.2?} ({:.0?} each, with the CPU reference); all match the CPU: \
+         worst error {worst:.2e} (tolerance {tolerance:.0e})",
+        wall / runs.max(1) as u32
+    );
+    Ok(())
+}
+
+/// Runs `runs` inputs through `session`, each checked against the CPU reference (an error past
+/// the session's tolerance ends it); returns each layer's summed GPU time and the worst error.
+fn run_checked(
+    session: &mut Session,
+    net: &Network,
+    runs: usize,
+) -> Result<(Vec<Duration>, f32), Box<dyn Error>> {
+    let tolerance = session.tolerance();
     let mut total = vec![Duration::ZERO; net.layers.len()];
     let mut worst = 0f32;
     let t = Instant::now();
     let progress_every = if runs >= 100 { runs / 10 } else { usize::MAX };
     for i in 0..runs {
-        let x = input(&net, i);
+        let x = input(net, i);
         let got = session.run(&x)?;
         for (sum, d) in total.iter_mut().zip(session.layer_times()?) {
             *sum += d;
         }
-        let (want, scale) = reference(&net, session.format, &x);
+        let (want, scale) = reference(net, session.format, &x);
         let err = check(&got, &want, &scale);
         worst = worst.max(err);
         if err > tolerance {
@@ -646,16 +667,13 @@ fn main() -> Result<(), Box<dyn Error>> {
             );
         }
     }
-    ctx.check_validation()?;
-    let wall = t.elapsed();
+    Ok((total, worst))
+}
 
+/// Each layer's variant and mean GPU time over `runs`, and their total.
+fn print_layer_times(session: &Session, total: &[Duration], runs: usize) {
     println!("\nlayer      variant            GPU time (mean of {runs} runs)");
-    for ((name, key), sum) in session
-        .layer_names
-        .iter()
-        .zip(&session.variants)
-        .zip(&total)
-    {
+    for ((name, key), sum) in session.layer_names.iter().zip(&session.variants).zip(total) {
         println!(
             "{name:<10} {:<18} {:>9.1?}",
             key.name(),
@@ -664,10 +682,4 @@ fn main() -> Result<(), Box<dyn Error>> {
     }
     let gpu: Duration = total.iter().sum::<Duration>() / runs.max(1) as u32;
     println!("{:<10} {:<18} {gpu:>9.1?}", "total", "");
-    println!(
-        "\n{runs} inputs in {wall:.2?} ({:.0?} each, with the CPU reference); all match the CPU: \
-         worst error {worst:.2e} (tolerance {tolerance:.0e})",
-        wall / runs.max(1) as u32
-    );
-    Ok(())
 }
