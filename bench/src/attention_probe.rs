@@ -140,30 +140,6 @@ impl DecodeStep {
         })
     }
 
-    /// The combine pass over `splits` shares' partial results in `part` (nothing for one).
-    fn combine(
-        &self,
-        l: &mut CommandList,
-        kernels: &RowKernels,
-        part: &Tensor,
-        splits: usize,
-    ) -> Result<(), Box<dyn std::error::Error>> {
-        if splits > 1 {
-            let b = attention_combine::BufferBindings {
-                part_blob: part,
-                o_blob: &self.o,
-            };
-            let s = &self.shape;
-            l.dispatch(
-                &kernels.combine,
-                &b,
-                &s.combine_push(splits),
-                s.combine_grid(),
-            )?;
-        }
-        Ok(())
-    }
-
     /// The push constants for `splits` shares.
     fn push(&self, splits: usize) -> attention::PushConstants {
         let s = &self.shape;
@@ -183,6 +159,29 @@ struct Series<'a> {
 }
 
 impl Series<'_> {
+    /// The combine pass over `splits` shares' partial results in `part` (nothing for one).
+    fn combine(
+        &self,
+        l: &mut CommandList,
+        part: &Tensor,
+        splits: usize,
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        if splits > 1 {
+            let b = attention_combine::BufferBindings {
+                part_blob: part,
+                o_blob: &self.step.o,
+            };
+            let s = &self.step.shape;
+            l.dispatch(
+                &self.kernels.combine,
+                &b,
+                &s.combine_push(splits),
+                s.combine_grid(),
+            )?;
+        }
+        Ok(())
+    }
+
     /// [`attention_grouped`] with the keys in 1 to 16 shares, and the combine pass where there are
     /// several.
     fn grouped(&self, out: &mut Vec<Record>) -> Result<(), Box<dyn std::error::Error>> {
@@ -211,7 +210,7 @@ impl Series<'_> {
             };
             let t = time_calls(ctx, cfg, |l| {
                 l.dispatch(&pipe, &b, &step.push(splits), s.grouped_grid(splits))?;
-                step.combine(l, kernels, &part, splits)
+                self.combine(l, &part, splits)
             })?;
             let (shape, variant) = (format!("kv{} grouped", s.skv), format!("{splits} shares"));
             out.push(probe_record(CASE, shape, variant, t));
@@ -258,7 +257,7 @@ impl Series<'_> {
                 if last {
                     return Ok(());
                 }
-                step.combine(l, kernels, &part, splits)
+                self.combine(l, &part, splits)
             })?;
             let merged = if last { ", the last merging" } else { "" };
             let variant = format!("{splits} shares of {local}{merged}");
