@@ -5,12 +5,17 @@
 //!     cargo run -p vkprism-models --example llama -- --format f16 --tokens 16
 //!     cargo run --release -p vkprism-models --example llama -- \
 //!         --config tinyllama --weights model.safetensors --format f16 --prompt 1,450,4996
+//!     cargo run --release -p vkprism-models --example llama -- \
+//!         --model TinyLlama-1.1B-Chat-v1.0 --format f16 --prompt 1,450,4996
 //!
 //! Without `--weights`, random weights (a fixed seed) of the configuration (`--save FILE` writes
 //! them as safetensors in `--format`); with the small configuration the tokens are checked
 //! against the CPU reference (exactly in F32). With
 //! `--weights`, a safetensors file of Hugging Face `LlamaForCausalLM`'s state dict (F32, F16
-//! or BF16 tensors, converted to `--format` at load). With `--expect FILE` (written by
+//! or BF16 tensors, converted to `--format` at load), or a model directory holding one or its
+//! shards. With `--model DIR`, a Hugging Face model directory as `save_pretrained` writes it:
+//! the configuration from its `config.json`, the weights from its `model.safetensors` or the
+//! shards its index lists (`--max-seq N` shortens the cache the configuration asks for). With `--expect FILE` (written by
 //! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
 //! greedy `tokens`), the prompt comes from the file and the logits at every position and the
 //! greedy tokens are compared with PyTorch's. With `--profile`, the prompt's step's and the last
@@ -23,15 +28,14 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use vkprism::{Context, TensorFormat};
-use vkprism_models::{
-    HostWeights, Llama, LlamaConfig, ReferenceLlama, SafetensorsFile, WeightStorage,
-};
+use vkprism_models::{Checkpoint, HostWeights, Llama, LlamaConfig, ReferenceLlama, WeightStorage};
 
 /// What the command line asked for.
 struct Args {
     config: LlamaConfig,
     small: bool,
     weights: Option<PathBuf>,
+    max_seq: Option<usize>,
     save: Option<PathBuf>,
     format: TensorFormat,
     storage: WeightStorage,
@@ -46,6 +50,7 @@ fn parse_args() -> Result<Args, String> {
         config: LlamaConfig::small(),
         small: true,
         weights: None,
+        max_seq: None,
         save: None,
         format: TensorFormat::F32,
         storage: WeightStorage::Float,
@@ -75,6 +80,15 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "--weights" => args.weights = Some(value.into()),
+            "--model" => {
+                args.config =
+                    LlamaConfig::from_hf_dir(value.as_ref()).map_err(|e| e.to_string())?;
+                args.small = false;
+                args.weights = Some(value.into());
+            }
+            "--max-seq" => {
+                args.max_seq = Some(value.parse().map_err(|e| format!("--max-seq: {e}"))?)
+            }
             "--save" => args.save = Some(value.into()),
             "--expect" => args.expect = Some(value.into()),
             "--format" => args.format = parse_format(&value)?,
@@ -118,7 +132,10 @@ fn main() {
 fn run() -> Result<(), Box<dyn Error>> {
     let args = parse_args()?;
     let ctx = Context::new()?;
-    let cfg = args.config;
+    let cfg = match args.max_seq {
+        Some(n) => args.config.with_max_seq(n),
+        None => args.config,
+    };
     println!(
         "{}: {} layers, hidden {}, {} heads ({} KV), MLP {}, vocabulary {}, {:?}, weights {:?}",
         ctx.device_name(),
@@ -139,9 +156,7 @@ fn run() -> Result<(), Box<dyn Error>> {
     let (format, storage) = (args.format, args.storage);
     let mut model = match (&args.weights, &random) {
         (Some(path), _) => {
-            let bytes = std::fs::read(path)?;
-            let file = SafetensorsFile::parse(&bytes)?;
-            Llama::with_storage(&ctx, &cfg, &file, format, storage)?
+            Llama::with_storage(&ctx, &cfg, &Checkpoint::open(path)?, format, storage)?
         }
         (None, Some(w)) => Llama::with_storage(&ctx, &cfg, w, format, storage)?,
         (None, None) => unreachable!("random weights are made without a file"),

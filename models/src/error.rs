@@ -11,6 +11,25 @@ pub enum ModelError {
     /// The configuration makes no model (heads not dividing the width, ...).
     #[error("configuration: {0}")]
     Config(String),
+    /// A Hugging Face `config.json` that is not JSON, lacks a size, or asks for what this
+    /// decoder does not compute: the field (or line and column) and why.
+    #[error("config.json: {why}")]
+    ConfigFile {
+        /// What is wrong, and where.
+        why: String,
+    },
+    /// A file could not be read.
+    #[error("reading {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A model directory whose weights can't be found from its index (not JSON, a shard
+    /// outside the directory) or that has neither weights file.
+    #[error("weights: {0}")]
+    Index(String),
     /// The weights lack a tensor the configuration needs.
     #[error("weights: no tensor `{name}`")]
     MissingTensor {

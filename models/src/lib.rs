@@ -4,10 +4,12 @@
 //!   generation), each step one command list; `forward.rs` records a step, `cache.rs` holds
 //!   the KV cache, `device_weights.rs` the weights in GPU memory;
 //! - `int8.rs`: [`WeightStorage`] and the per-row int8 quantization of a decoder's weights;
-//! - `config.rs`: [`LlamaConfig`] (TinyLlama's, and a small one for tests);
+//! - `config.rs`: [`LlamaConfig`] (TinyLlama's, and a small one for tests); `hf_config.rs`:
+//!   [`LlamaConfig::from_hf_json`], a Hugging Face `config.json`;
 //! - `weights.rs`: the weights' names and shapes ([`weight_shapes`], Hugging Face's state-dict
 //!   names), [`WeightSource`], [`HostWeights`] (random weights for tests, safetensors output);
-//!   `safetensors_io.rs`: [`SafetensorsFile`];
+//!   `safetensors_io.rs`: [`SafetensorsFile`]; `checkpoint.rs`: [`Checkpoint`], safetensors
+//!   files on disk (one, or a model directory's shards) read a tensor at a time;
 //! - `reference.rs`: [`ReferenceLlama`], the same forward pass on the CPU;
 //! - `error.rs`: [`ModelError`];
 //! - [`session`]: [`session::Session`], a graph of operations built in Rust, its memory planned
@@ -16,10 +18,12 @@
 //!   the convolutions at load, run as a [`session::Session`].
 
 mod cache;
+mod checkpoint;
 mod config;
 mod device_weights;
 mod error;
 mod forward;
+mod hf_config;
 mod int8;
 mod llama;
 pub mod reference;
@@ -28,6 +32,7 @@ mod safetensors_io;
 pub mod session;
 mod weights;
 
+pub use checkpoint::Checkpoint;
 pub use config::LlamaConfig;
 pub use error::ModelError;
 pub use int8::WeightStorage;

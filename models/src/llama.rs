@@ -9,7 +9,7 @@
 use crate::cache::KvCache;
 use crate::device_weights::DeviceWeights;
 use crate::forward::{Activations, Forward, LogitRows, StepPosition};
-use crate::{LlamaConfig, ModelError, SafetensorsFile, WeightSource, WeightStorage};
+use crate::{Checkpoint, LlamaConfig, ModelError, SafetensorsFile, WeightSource, WeightStorage};
 use std::path::Path;
 use std::time::Duration;
 use vkprism::{CommandList, Context, Readback, Tensor, TensorFormat, UploadSlot};
@@ -174,14 +174,30 @@ impl Llama {
         Llama::new(ctx, cfg, &SafetensorsFile::parse(bytes)?, format)
     }
 
-    /// The decoder of `cfg` with weights from the safetensors file at `path`.
+    /// The decoder of `cfg` with weights from the safetensors file at `path`, or from the
+    /// model directory there ([`Checkpoint::open`]: one file or its shards), read a tensor at
+    /// a time.
     pub fn from_file(
         ctx: &Context,
         cfg: &LlamaConfig,
         path: &Path,
         format: TensorFormat,
     ) -> Result<Llama, ModelError> {
-        Llama::from_safetensors(ctx, cfg, &std::fs::read(path)?, format)
+        Llama::new(ctx, cfg, &Checkpoint::open(path)?, format)
+    }
+
+    /// The decoder a Hugging Face model directory holds (`config.json`, and `model.safetensors`
+    /// or the shards `model.safetensors.index.json` lists), its cache of the configuration's
+    /// `max_position_embeddings`. For another cache length or int8 weights, read the
+    /// configuration ([`LlamaConfig::from_hf_dir`]) and the weights ([`Checkpoint::open`])
+    /// and call [`Llama::with_storage`].
+    pub fn from_hf_dir(
+        ctx: &Context,
+        dir: &Path,
+        format: TensorFormat,
+    ) -> Result<Llama, ModelError> {
+        let cfg = LlamaConfig::from_hf_dir(dir)?;
+        Llama::new(ctx, &cfg, &Checkpoint::open(dir)?, format)
     }
 
     /// The configuration.

@@ -419,7 +419,11 @@ fn truncated_or_corrupt_file_is_refused() {
     )
     .err()
     .unwrap();
-    assert!(matches!(err, ModelError::Io(_)), "{err}");
+    assert!(matches!(err, ModelError::Read { .. }), "{err}");
+    assert!(
+        err.to_string().contains("/nonexistent/llama.safetensors"),
+        "{err}"
+    );
     still_usable(&ctx, &weights);
     assert_clean(&ctx);
 }

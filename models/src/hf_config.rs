@@ -1,0 +1,155 @@
+//! [`LlamaConfig::from_hf_json`]: a Hugging Face `config.json` (what `save_pretrained` writes
+//! for `LlamaForCausalLM`) read into a [`LlamaConfig`], and every option this decoder does not
+//! compute refused by name rather than ignored.
+
+use crate::{LlamaConfig, ModelError};
+use serde::Deserialize;
+use std::path::Path;
+
+/// The fields of Hugging Face's `LlamaConfig` this decoder reads or checks. The sizes have no
+/// default (a file without them describes no model); the rest default as `transformers` does.
+#[derive(Deserialize)]
+struct HfLlama {
+    model_type: Option<String>,
+    num_hidden_layers: usize,
+    hidden_size: usize,
+    num_attention_heads: usize,
+    num_key_value_heads: Option<usize>,
+    intermediate_size: usize,
+    vocab_size: usize,
+    head_dim: Option<usize>,
+    #[serde(default = "default_act")]
+    hidden_act: String,
+    #[serde(default = "default_max_positions")]
+    max_position_embeddings: usize,
+    #[serde(default = "default_eps")]
+    rms_norm_eps: f32,
+    rope_theta: Option<f32>,
+    /// `transformers` 5's form: `rope_theta` and `rope_type` together.
+    rope_parameters: Option<RopeParameters>,
+    /// `transformers` 4's form of the same: `null` where the rotation is the plain one.
+    rope_scaling: Option<RopeParameters>,
+    #[serde(default)]
+    tie_word_embeddings: bool,
+    #[serde(default)]
+    attention_bias: bool,
+    #[serde(default)]
+    mlp_bias: bool,
+}
+
+/// A rotary embedding's parameters: its kind (`rope_type`, `type` in older files) and base.
+#[derive(Deserialize)]
+struct RopeParameters {
+    #[serde(alias = "type")]
+    rope_type: Option<String>,
+    rope_theta: Option<f32>,
+}
+
+fn default_act() -> String {
+    "silu".into()
+}
+
+fn default_max_positions() -> usize {
+    2048
+}
+
+fn default_eps() -> f32 {
+    1e-6
+}
+
+/// The rotary frequencies' base: the plain rotation's only, from either form.
+fn rope_theta(hf: &HfLlama) -> Result<f32, String> {
+    for (field, rope) in [
+        ("rope_parameters", &hf.rope_parameters),
+        ("rope_scaling", &hf.rope_scaling),
+    ] {
+        let kind = rope.as_ref().and_then(|r| r.rope_type.as_deref());
+        if let Some(kind) = kind.filter(|k| *k != "default") {
+            return Err(format!(
+                "`{field}` asks for the `{kind}` rotary embedding; this decoder computes only \
+                 the plain one (`default`)"
+            ));
+        }
+    }
+    let nested = hf.rope_parameters.as_ref().and_then(|r| r.rope_theta);
+    Ok(hf.rope_theta.or(nested).unwrap_or(10_000.0))
+}
+
+/// Why `hf` describes a model this decoder does not compute, naming the field, or `None`.
+fn unsupported(hf: &HfLlama) -> Option<String> {
+    if let Some(kind) = hf.model_type.as_deref().filter(|k| *k != "llama") {
+        return Some(format!("`model_type` is `{kind}`, not `llama`"));
+    }
+    if hf.hidden_act != "silu" {
+        return Some(format!(
+            "`hidden_act` is `{}`; the gated MLP computes `silu` only",
+            hf.hidden_act
+        ));
+    }
+    if hf.attention_bias || hf.mlp_bias {
+        let field = if hf.attention_bias {
+            "attention_bias"
+        } else {
+            "mlp_bias"
+        };
+        return Some(format!(
+            "`{field}` is true; the projections here have no bias"
+        ));
+    }
+    let derived = hf.hidden_size.checked_div(hf.num_attention_heads);
+    match hf.head_dim {
+        Some(d) if Some(d) != derived => Some(format!(
+            "`head_dim` {d} is not `hidden_size / num_attention_heads` ({} / {})",
+            hf.hidden_size, hf.num_attention_heads
+        )),
+        _ => None,
+    }
+}
+
+impl LlamaConfig {
+    /// The configuration a Hugging Face `config.json` of a `LlamaForCausalLM` describes, its
+    /// cache holding `max_position_embeddings` positions (shorten it with
+    /// [`LlamaConfig::with_max_seq`]). Refused with [`ModelError::ConfigFile`], naming the field
+    /// or the line and column: text that is not such JSON, a size missing, and every option this
+    /// decoder does not compute (another `model_type` or `hidden_act`, a scaled rotary
+    /// embedding, biases, a `head_dim` of its own).
+    pub fn from_hf_json(text: &str) -> Result<LlamaConfig, ModelError> {
+        let refuse = |why: String| ModelError::ConfigFile { why };
+        let hf: HfLlama = serde_json::from_str(text).map_err(|e| refuse(e.to_string()))?;
+        if let Some(why) = unsupported(&hf) {
+            return Err(refuse(why));
+        }
+        let cfg = LlamaConfig {
+            layers: hf.num_hidden_layers,
+            hidden: hf.hidden_size,
+            heads: hf.num_attention_heads,
+            kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
+            mlp: hf.intermediate_size,
+            vocab: hf.vocab_size,
+            rope_theta: rope_theta(&hf).map_err(refuse)?,
+            rms_eps: hf.rms_norm_eps,
+            max_seq: hf.max_position_embeddings,
+            tie_embeddings: hf.tie_word_embeddings,
+        };
+        match cfg.problem() {
+            Some(why) => Err(ModelError::Config(why)),
+            None => Ok(cfg),
+        }
+    }
+
+    /// [`LlamaConfig::from_hf_json`] of `dir/config.json` (a model directory as
+    /// `save_pretrained` writes it).
+    pub fn from_hf_dir(dir: &Path) -> Result<LlamaConfig, ModelError> {
+        let path = dir.join("config.json");
+        let text = std::fs::read_to_string(&path).map_err(|source| ModelError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        LlamaConfig::from_hf_json(&text).map_err(|e| match e {
+            ModelError::ConfigFile { why } => ModelError::ConfigFile {
+                why: format!("{}: {why}", path.display()),
+            },
+            e => e,
+        })
+    }
+}
