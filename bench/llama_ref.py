@@ -1,7 +1,7 @@
 """PyTorch's side of the decoder's fidelity check (issue: real networks): a Hugging Face
 `LlamaForCausalLM` in TinyLlama-1.1B's configuration with random weights (fixed seed), its
 state dict as safetensors, a random prompt, the prompt's logits at every position and the
-greedy continuation, for `models/examples/llama.rs --expect`.
+greedy continuation, for `models/examples/llama/main.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
         [--int8-weights] [--fp32-reference] [--rounded-rope]

@@ -6,7 +6,7 @@
 //!     cargo run --release -p vkprism-models --example llama -- \
 //!         --config tinyllama --weights model.safetensors --format f16 --prompt 1,450,4996
 //!     cargo run --release -p vkprism-models --example llama -- \
-//!         --model TinyLlama-1.1B-Chat-v1.0 --format f16 --prompt 1,450,4996
+//!         --model TinyLlama-1.1B-Chat-v1.0 --format f16 --text "The capital of France is"
 //!
 //! Without `--weights`, random weights (a fixed seed) of the configuration (`--save FILE` writes
 //! them as safetensors in `--format`); with the small configuration the tokens are checked
@@ -15,7 +15,10 @@
 //! or BF16 tensors, converted to `--format` at load), or a model directory holding one or its
 //! shards. With `--model DIR`, a Hugging Face model directory as `save_pretrained` writes it:
 //! the configuration from its `config.json`, the weights from its `model.safetensors` or the
-//! shards its index lists (`--max-seq N` shortens the cache the configuration asks for). With `--expect FILE` (written by
+//! shards its index lists (`--max-seq N` shortens the cache the configuration asks for). With a
+//! tokenizer (`--tokenizer FILE`, a `tokenizer.json`; the model directory's own by default), the
+//! prompt may be given as text (`--text`) and the generated text is printed as it comes, up to
+//! the first special token (`</s>`); `--prompt` takes token ids. With `--expect FILE` (written by
 //! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
 //! greedy `tokens`), the prompt comes from the file and the logits at every position and the
 //! greedy tokens are compared with PyTorch's. With `--profile`, the prompt's step's and the last
@@ -23,6 +26,8 @@
 //! after 300 ms of the GPU kept busy (so that a GPU idling at a low clock profiles at its boost
 //! clock). With `--int8-weights`, the projections are stored in int8 with a scale per row
 //! (activations and cache in `--format`).
+
+mod text;
 
 use std::error::Error;
 use std::path::PathBuf;
@@ -36,6 +41,8 @@ struct Args {
     small: bool,
     weights: Option<PathBuf>,
     max_seq: Option<usize>,
+    tokenizer: Option<PathBuf>,
+    text: Option<String>,
     save: Option<PathBuf>,
     format: TensorFormat,
     storage: WeightStorage,
@@ -51,6 +58,8 @@ fn parse_args() -> Result<Args, String> {
         small: true,
         weights: None,
         max_seq: None,
+        tokenizer: None,
+        text: None,
         save: None,
         format: TensorFormat::F32,
         storage: WeightStorage::Float,
@@ -81,11 +90,17 @@ fn parse_args() -> Result<Args, String> {
             }
             "--weights" => args.weights = Some(value.into()),
             "--model" => {
-                args.config =
-                    LlamaConfig::from_hf_dir(value.as_ref()).map_err(|e| e.to_string())?;
+                let dir = PathBuf::from(value);
+                args.config = LlamaConfig::from_hf_dir(&dir).map_err(|e| e.to_string())?;
                 args.small = false;
-                args.weights = Some(value.into());
+                let tokenizer = dir.join("tokenizer.json");
+                if args.tokenizer.is_none() && tokenizer.exists() {
+                    args.tokenizer = Some(tokenizer);
+                }
+                args.weights = Some(dir);
             }
+            "--tokenizer" => args.tokenizer = Some(value.into()),
+            "--text" => args.text = Some(value),
             "--max-seq" => {
                 args.max_seq = Some(value.parse().map_err(|e| format!("--max-seq: {e}"))?)
             }
@@ -169,16 +184,29 @@ fn run() -> Result<(), Box<dyn Error>> {
     if let Some(path) = &args.expect {
         return compare(&mut model, path);
     }
+    let text = args
+        .tokenizer
+        .as_deref()
+        .map(text::Text::open)
+        .transpose()?;
+    let prompt = match (&args.text, &text) {
+        (Some(t), Some(tokenizer)) => tokenizer.encode(t)?,
+        (Some(_), None) => return Err("--text needs a tokenizer (--tokenizer FILE)".into()),
+        (None, _) => args.prompt.clone(),
+    };
     if args.profile {
-        return profile(&mut model, &args.prompt, args.tokens);
+        return profile(&mut model, &prompt, args.tokens);
     }
-    let tokens = generate(&mut model, &args.prompt, args.tokens)?;
+    if let Some(text) = &text {
+        return generate_text(&mut model, text, &prompt, args.tokens);
+    }
+    let tokens = generate(&mut model, &prompt, args.tokens)?;
     if let (true, Some(w)) = (args.small, &random) {
         let held = match storage {
             WeightStorage::Float => w.rounded(format),
             WeightStorage::Int8 => w.int8_rounded(&cfg, format)?,
         };
-        let want = ReferenceLlama::new(&cfg, &held).greedy(&args.prompt, args.tokens);
+        let want = ReferenceLlama::new(&cfg, &held).greedy(&prompt, args.tokens);
         let agree = tokens.iter().zip(&want).take_while(|(a, b)| a == b).count();
         println!(
             "CPU reference: {want:?} ({agree} of {} tokens agree)",
@@ -214,6 +242,28 @@ fn generate(model: &mut Llama, prompt: &[u32], n: usize) -> Result<Vec<u32>, Box
     }
     println!("generated: {out:?}");
     Ok(out)
+}
+
+/// Greedy generation with the text printed as it comes, then the times.
+fn generate_text(
+    model: &mut Llama,
+    text: &text::Text,
+    prompt: &[u32],
+    n: usize,
+) -> Result<(), Box<dyn Error>> {
+    println!("prompt: {} tokens", prompt.len());
+    let start = Instant::now();
+    let tokens = text.generate(model, prompt, n, &mut std::io::stdout())?;
+    let wall = start.elapsed();
+    println!();
+    println!("generated: {tokens:?}");
+    println!(
+        "{} tokens in {} ({} a token, the prompt's step included)",
+        tokens.len(),
+        ms(wall),
+        ms(wall / tokens.len().max(1) as u32)
+    );
+    Ok(())
 }
 
 /// PyTorch's outputs from the same weights: the prompt, its logits, the greedy tokens.
