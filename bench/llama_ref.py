@@ -4,7 +4,7 @@ state dict as safetensors, a random prompt, the prompt's logits at every positio
 greedy continuation, for `models/examples/llama/main.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
-        [--int8-weights] [--fp32-reference] [--rounded-rope]
+        [--int8-weights] [--fp32-reference] [--rounded-rope] [--save-pretrained DIR]
 
 Writes OUT_DIR/model.safetensors and OUT_DIR/expect.safetensors (prompt: I64 [p], logits:
 F32 [p, vocab], tokens: I64 [n]) and prints PyTorch's prefill and per-token decode time. With
@@ -15,7 +15,9 @@ norm taken out again), for `llama.rs --int8-weights --expect`. With `--fp32-refe
 OUT_DIR/expect_fp32.safetensors: the same fp16 weights computed in fp32 (TF32 off), and how far
 PyTorch's own fp16 run is from it — the rounding noise an fp16 implementation is judged within.
 The rotary frequencies stay fp32 whatever the dtype (`exact_rope`); `--rounded-rope` leaves them
-as the model's cast to fp16 rounds them.
+as the model's cast to fp16 rounds them. With `--save-pretrained DIR`, the model also as
+`save_pretrained` writes it, in shards of at most 500 MB (`config.json`,
+`model.safetensors.index.json`), for `llama/main.rs --model DIR --expect`.
 """
 import argparse, os, time
 import torch
@@ -128,6 +130,7 @@ def main():
     ap.add_argument("--int8-weights", action="store_true")
     ap.add_argument("--fp32-reference", action="store_true")
     ap.add_argument("--rounded-rope", action="store_true")
+    ap.add_argument("--save-pretrained")
     args = ap.parse_args()
     dtype = torch.float16 if args.dtype == "fp16" else torch.float32
     cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=args.layers,
@@ -142,6 +145,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     save_file({k: v.contiguous() for k, v in model.state_dict().items()}, f"{args.out}/model.safetensors")
     save_expect(f"{args.out}/expect.safetensors", prompt, logits, tokens)
+    if args.save_pretrained:
+        model.save_pretrained(args.save_pretrained, max_shard_size="500MB")
     print(f"torch {args.dtype}: prefill of {args.prompt} tokens {prefill * 1e3:.2f} ms (eager), "
           f"{args.tokens} greedy tokens in {gen * 1e3:.1f} ms ({gen / args.tokens * 1e3:.2f} ms per token, generate())")
     print(f"torch greedy tokens: {tokens.tolist()}")

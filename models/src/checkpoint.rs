@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 /// The weights file of an unsharded model directory.
 const SINGLE: &str = "model.safetensors";
@@ -23,7 +24,8 @@ const MAX_HEADER_BYTES: u64 = 100_000_000;
 /// One safetensors file: its header parsed and checked against the file's length.
 struct Shard {
     path: PathBuf,
-    file: File,
+    /// Locked for a seek and a read: tensors are read from several threads.
+    file: Mutex<File>,
     /// Where the tensors' bytes start: after the 8-byte length and the header.
     data_start: u64,
     metadata: Metadata,
@@ -158,7 +160,7 @@ impl Shard {
         }
         Ok(Shard {
             path: path.to_path_buf(),
-            file,
+            file: Mutex::new(file),
             data_start,
             metadata,
         })
@@ -168,7 +170,8 @@ impl Shard {
     /// checked to lie within the file).
     fn bytes(&self, start: usize, end: usize) -> Result<Vec<u8>, ModelError> {
         let mut bytes = vec![0u8; end - start];
-        let mut file = &self.file;
+        // A thread that panicked holding the lock left no state a seek doesn't reset.
+        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
         file.seek(SeekFrom::Start(self.data_start + start as u64))
             .and_then(|_| file.read_exact(&mut bytes))
             .map_err(|source| ModelError::Read {

@@ -6,8 +6,9 @@
 //! i and i + d/2 become rows 2i and 2i + 1, so the rotation is `RopeStyle::Interleaved` and a
 //! GEMV's workgroup holds whole pairs), the output projection's columns in the same order
 //! (attention works in that order throughout: dot products and weighted sums don't depend on
-//! it), the MLP's gate and up rows interleaved. Read one tensor at a time from a [`WeightSource`] (a file's tensors are never
-//! all on the host as `f32` at once).
+//! it), the MLP's gate and up rows interleaved. Read from a [`WeightSource`] a layer at a time,
+//! its projections on threads of their own, the next layer read while this one uploads: a
+//! file's tensors are never all on the host as `f32` at once (two layers' at most).
 
 use crate::int8::quantize_rows;
 use crate::weights::layer_weight;
@@ -62,19 +63,68 @@ pub(crate) struct DeviceWeights {
     pub lm_head: Projection,
 }
 
-/// Reads tensors from one source and uploads them in one format.
+/// One decoder layer's projections on the host, laid out as [`LayerWeights`] holds them.
+struct HostLayer {
+    qkv: Vec<f32>,
+    o: Vec<f32>,
+    gate_up: Vec<f32>,
+    down: Vec<f32>,
+}
+
+impl HostLayer {
+    /// Layer `i` of `cfg` read from `source` and laid out, its four projections read and laid
+    /// out side by side on threads of their own.
+    fn read(
+        source: &dyn WeightSource,
+        cfg: &LlamaConfig,
+        i: usize,
+    ) -> Result<HostLayer, ModelError> {
+        let (h, kv, m, d) = (cfg.hidden, cfg.kv_dim(), cfg.mlp, cfg.head_dim());
+        let read = |part: &str, shape: &[usize]| source.tensor(&layer_weight(i, part), shape);
+        std::thread::scope(|s| {
+            let qkv = s.spawn(|| -> Result<_, ModelError> {
+                let input_norm = read("input_layernorm", &[h])?;
+                let mut qkv = read("self_attn.q_proj", &[h, h])?;
+                qkv.extend(read("self_attn.k_proj", &[kv, h])?);
+                qkv.extend(read("self_attn.v_proj", &[kv, h])?);
+                fold_columns(&mut qkv, &input_norm);
+                Ok(pairs_side_by_side(&qkv, h, d))
+            });
+            let o = s.spawn(|| read("self_attn.o_proj", &[h, h]).map(|o| pair_columns(&o, h, d)));
+            let down = s.spawn(|| read("mlp.down_proj", &[h, m]));
+            let gate_up = (|| -> Result<_, ModelError> {
+                let post_norm = read("post_attention_layernorm", &[h])?;
+                let gate = read("mlp.gate_proj", &[m, h])?;
+                let up = read("mlp.up_proj", &[m, h])?;
+                let mut gate_up = interleave_rows(&gate, &up, h);
+                fold_columns(&mut gate_up, &post_norm);
+                Ok(gate_up)
+            })();
+            Ok(HostLayer {
+                qkv: joined(qkv)?,
+                o: joined(o)?,
+                gate_up: gate_up?,
+                down: joined(down)?,
+            })
+        })
+    }
+}
+
+/// What a scoped thread returned (its panic, if it panicked, carried on).
+fn joined<T>(handle: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    handle
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Uploads tensors in one format.
 struct Uploader<'a> {
     ctx: &'a Context,
-    source: &'a dyn WeightSource,
     format: TensorFormat,
     storage: WeightStorage,
 }
 
 impl Uploader<'_> {
-    fn read(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError> {
-        self.source.tensor(name, shape)
-    }
-
     fn upload(&self, shape: &[usize], values: &[f32]) -> Result<Tensor, ModelError> {
         Ok(Tensor::from_f32(self.ctx, shape, self.format, values)?)
     }
@@ -95,28 +145,36 @@ impl Uploader<'_> {
         })
     }
 
-    fn layer(&self, cfg: &LlamaConfig, i: usize) -> Result<LayerWeights, ModelError> {
+    fn layer(&self, cfg: &LlamaConfig, host: HostLayer) -> Result<LayerWeights, ModelError> {
         let (h, kv, m) = (cfg.hidden, cfg.kv_dim(), cfg.mlp);
-        let read = |part: &str, shape: &[usize]| self.read(&layer_weight(i, part), shape);
-        let input_norm = read("input_layernorm", &[h])?;
-        let mut qkv = read("self_attn.q_proj", &[h, h])?;
-        qkv.extend(read("self_attn.k_proj", &[kv, h])?);
-        qkv.extend(read("self_attn.v_proj", &[kv, h])?);
-        fold_columns(&mut qkv, &input_norm);
-        let d = cfg.head_dim();
-        let qkv = pairs_side_by_side(&qkv, h, d);
-        let o = pair_columns(&read("self_attn.o_proj", &[h, h])?, h, d);
-        let post_norm = read("post_attention_layernorm", &[h])?;
-        let gate = read("mlp.gate_proj", &[m, h])?;
-        let up = read("mlp.up_proj", &[m, h])?;
-        let mut gate_up = interleave_rows(&gate, &up, h);
-        fold_columns(&mut gate_up, &post_norm);
-        let down = read("mlp.down_proj", &[h, m])?;
         Ok(LayerWeights {
-            qkv: self.projection([h + 2 * kv, h], &qkv)?,
-            o: self.projection([h, h], &o)?,
-            gate_up: self.projection([2 * m, h], &gate_up)?,
-            down: self.projection([h, m], &down)?,
+            qkv: self.projection([h + 2 * kv, h], &host.qkv)?,
+            o: self.projection([h, h], &host.o)?,
+            gate_up: self.projection([2 * m, h], &host.gate_up)?,
+            down: self.projection([h, m], &host.down)?,
+        })
+    }
+
+    /// Every layer of `cfg` from `source`: each read and laid out on another thread while the
+    /// one before it uploads (so at most two layers are on the host at once).
+    fn layers(
+        &self,
+        cfg: &LlamaConfig,
+        source: &dyn WeightSource,
+    ) -> Result<Vec<LayerWeights>, ModelError> {
+        std::thread::scope(|s| {
+            let (ready, layers) = std::sync::mpsc::sync_channel(0);
+            s.spawn(move || {
+                for i in 0..cfg.layers {
+                    let layer = HostLayer::read(source, cfg, i);
+                    let failed = layer.is_err();
+                    // A failed upload drops the receiver: then there is no one to read for.
+                    if ready.send(layer).is_err() || failed {
+                        return;
+                    }
+                }
+            });
+            layers.iter().map(|layer| self.layer(cfg, layer?)).collect()
         })
     }
 }
@@ -166,11 +224,12 @@ fn pair_columns(w: &[f32], width: usize, d: usize) -> Vec<f32> {
 
 /// The rows of `a` and `b` (rows of `width`) alternating: a₀, b₀, a₁, b₁, ...
 fn interleave_rows(a: &[f32], b: &[f32], width: usize) -> Vec<f32> {
-    a.chunks(width)
-        .zip(b.chunks(width))
-        .flat_map(|(ra, rb)| ra.iter().chain(rb))
-        .copied()
-        .collect()
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    for (ra, rb) in a.chunks(width).zip(b.chunks(width)) {
+        out.extend_from_slice(ra);
+        out.extend_from_slice(rb);
+    }
+    out
 }
 
 impl DeviceWeights {
@@ -184,22 +243,19 @@ impl DeviceWeights {
     ) -> Result<DeviceWeights, ModelError> {
         let up = Uploader {
             ctx,
-            source,
             format,
             storage,
         };
         let (h, vocab) = (cfg.hidden, cfg.vocab);
-        let embed_values = up.read("model.embed_tokens.weight", &[vocab, h])?;
+        let embed_values = source.tensor("model.embed_tokens.weight", &[vocab, h])?;
         let embed = up.upload(&[vocab, h], &embed_values)?;
-        let layers = (0..cfg.layers)
-            .map(|i| up.layer(cfg, i))
-            .collect::<Result<_, _>>()?;
-        let norm = up.read("model.norm.weight", &[h])?;
+        let layers = up.layers(cfg, source)?;
+        let norm = source.tensor("model.norm.weight", &[h])?;
         let mut head = if cfg.tie_embeddings {
             embed_values
         } else {
             drop(embed_values);
-            up.read("lm_head.weight", &[vocab, h])?
+            source.tensor("lm_head.weight", &[vocab, h])?
         };
         fold_columns(&mut head, &norm);
         Ok(DeviceWeights {

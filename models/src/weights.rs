@@ -71,7 +71,8 @@ pub fn weight_shapes(cfg: &LlamaConfig) -> Vec<(String, Vec<usize>)> {
 }
 
 /// Where a model's weights come from: each tensor by name, as `f32`, checked to have `shape`.
-pub trait WeightSource {
+/// Shared between threads: a model reads several tensors at once while it loads.
+pub trait WeightSource: Sync {
     /// Tensor `name` as `f32` values (row-major), or the located reason it can't be had
     /// ([`ModelError::MissingTensor`], [`ModelError::WrongShape`], ...).
     fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError>;
