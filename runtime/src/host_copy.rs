@@ -10,6 +10,13 @@ const MIN_BYTES_PER_THREAD: usize = 4 << 20;
 /// The most threads one copy uses.
 const MAX_THREADS: usize = 8;
 
+/// The threads a pass over `bytes` bytes of host memory is worth: one per
+/// [`MIN_BYTES_PER_THREAD`], at most the cores and [`MAX_THREADS`].
+pub(crate) fn threads_for(bytes: usize) -> usize {
+    let cores = thread::available_parallelism().map_or(1, |n| n.get());
+    (bytes / MIN_BYTES_PER_THREAD).clamp(1, cores.min(MAX_THREADS))
+}
+
 /// `dst.copy_from_slice(src)`, split into contiguous parts copied by scoped threads when the
 /// copy is large and the machine has the cores; one thread otherwise.
 ///
@@ -17,8 +24,7 @@ const MAX_THREADS: usize = 8;
 /// As `copy_from_slice`, when the lengths differ.
 pub(crate) fn copy(dst: &mut [u8], src: &[u8]) {
     assert_eq!(dst.len(), src.len(), "host copy of unequal lengths");
-    let cores = thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = (dst.len() / MIN_BYTES_PER_THREAD).clamp(1, cores.min(MAX_THREADS));
+    let threads = threads_for(dst.len());
     if threads == 1 {
         dst.copy_from_slice(src);
         return;
