@@ -82,6 +82,9 @@ pub enum ModelError {
         /// Positions held.
         held: usize,
     },
+    /// A [`Sampling`](crate::Sampling) that describes no distribution.
+    #[error("sampling: {0}")]
+    Sampling(String),
     /// A step was given no tokens.
     #[error("a step needs at least one token")]
     NoTokens,

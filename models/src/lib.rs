@@ -3,6 +3,8 @@
 //! - `llama.rs`: [`Llama`], a Llama-style decoder with a KV cache (prefill, decode, greedy
 //!   generation), each step one command list; `forward.rs` records a step, `cache.rs` holds
 //!   the KV cache, `device_weights.rs` the weights in GPU memory;
+//! - `sampling.rs`: [`Sampler`], the next token drawn from logits ([`Sampling`]: temperature,
+//!   top-k, top-p, seed);
 //! - `int8.rs`: [`WeightStorage`] and the per-row int8 quantization of a decoder's weights;
 //! - `config.rs`: [`LlamaConfig`] (TinyLlama's, and a small one for tests); `hf_config.rs`:
 //!   [`LlamaConfig::from_hf_json`], a Hugging Face `config.json`;
@@ -29,6 +31,7 @@ mod llama;
 pub mod reference;
 pub mod resnet;
 mod safetensors_io;
+mod sampling;
 pub mod session;
 mod weights;
 
@@ -39,4 +42,5 @@ pub use int8::WeightStorage;
 pub use llama::{KernelTime, Llama, LlamaMemory, Logits, DECODE_SPAN};
 pub use reference::ReferenceLlama;
 pub use safetensors_io::SafetensorsFile;
+pub use sampling::{Sampler, Sampling};
 pub use weights::{layer_weight, weight_shapes, HostWeights, WeightSource, LAYER_PARTS};

@@ -9,7 +9,9 @@
 use crate::cache::KvCache;
 use crate::device_weights::DeviceWeights;
 use crate::forward::{Activations, Forward, LogitRows, StepPosition};
-use crate::{Checkpoint, LlamaConfig, ModelError, SafetensorsFile, WeightSource, WeightStorage};
+use crate::{
+    Checkpoint, LlamaConfig, ModelError, SafetensorsFile, Sampler, WeightSource, WeightStorage,
+};
 use std::path::Path;
 use std::time::Duration;
 use vkprism::{CommandList, Context, Readback, Tensor, TensorFormat, UploadSlot};
@@ -51,6 +53,8 @@ enum Read {
     Logits,
     /// The index of the last row's largest logit (chosen on the GPU).
     ArgMax,
+    /// The last row's logits.
+    LastLogits,
 }
 
 impl Read {
@@ -58,7 +62,7 @@ impl Read {
     fn logit_rows(self) -> LogitRows {
         match self {
             Read::Logits => LogitRows::Every,
-            Read::ArgMax => LogitRows::Last,
+            Read::ArgMax | Read::LastLogits => LogitRows::Last,
         }
     }
 }
@@ -318,6 +322,46 @@ impl Llama {
         Ok(out)
     }
 
+    /// Starts a new sequence with `prompt` and generates `n` tokens, each drawn by `sampler`
+    /// from the last step's logits (the GPU's argmax where it samples greedily) and fed back in.
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        n: usize,
+        sampler: &mut Sampler,
+    ) -> Result<Vec<u32>, ModelError> {
+        self.check_tokens(prompt)?;
+        self.reset();
+        self.cache.check_room(prompt.len() + n.saturating_sub(1))?;
+        let mut out = Vec::with_capacity(n);
+        let mut next = prompt.to_vec();
+        for _ in 0..n {
+            let token = self.sample_next(&next, sampler)?;
+            out.push(token);
+            next = vec![token];
+        }
+        Ok(out)
+    }
+
+    /// Runs `tokens` at the next positions of the sequence: the next token as `sampler` draws
+    /// it from the last one's logits ([`Llama::next_token`] where it samples greedily).
+    pub fn sample_next(
+        &mut self,
+        tokens: &[u32],
+        sampler: &mut Sampler,
+    ) -> Result<u32, ModelError> {
+        if sampler.sampling().is_greedy() {
+            return self.next_token(tokens);
+        }
+        Ok(sampler.sample(&self.next_logits(tokens)?))
+    }
+
+    /// Runs `tokens` at the next positions of the sequence: the last one's logits, `[vocab]`
+    /// (the output layer runs for the last token only).
+    pub fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>, ModelError> {
+        Ok(self.step(tokens, Read::LastLogits)?.logits())
+    }
+
     /// Runs `tokens` at the next positions of the sequence: the index of the last one's
     /// largest logit (chosen on the GPU, the first on ties; only that index is read back, and
     /// the output layer runs for the last token only).
@@ -389,6 +433,8 @@ impl Llama {
         let out = match read {
             Read::Logits => list.download(&act.logits)?,
             Read::ArgMax => list.download(&act.best.view(best, &[1])?)?,
+            // With `LogitRows::Last` the last token's logits are the first row.
+            Read::LastLogits => list.download(&act.logits.view(0, &[self.cfg.vocab])?)?,
         };
         Ok(PromptList {
             start,
@@ -459,7 +505,7 @@ impl Llama {
         };
         forward.record(&mut list)?;
         let out = match read {
-            Read::Logits => list.download(&decode.act.logits)?,
+            Read::Logits | Read::LastLogits => list.download(&decode.act.logits)?,
             Read::ArgMax => list.download(&decode.act.best)?,
         };
         let decode = self.decode.as_mut().expect("made above");
@@ -534,7 +580,7 @@ impl StepOut {
 /// A step's read-back values, as `read` asked.
 fn values_of(readback: &Readback, read: Read) -> Result<StepOut, ModelError> {
     Ok(match read {
-        Read::Logits => StepOut::Logits(readback.read_f32()?),
+        Read::Logits | Read::LastLogits => StepOut::Logits(readback.read_f32()?),
         Read::ArgMax => StepOut::Token(readback.read_u32()?[0]),
     })
 }

@@ -258,9 +258,18 @@ fn int8_rows(w: &[f32], width: usize, g: Option<Vec<f32>>) -> Vec<f32> {
 
 /// SplitMix64: a small generator whose stream is fixed by its seed for good (random weights
 /// stay the same across versions of any dependency).
-struct SplitMix(u64);
+pub(crate) struct SplitMix(u64);
 
 impl SplitMix {
+    pub(crate) fn new(seed: u64) -> SplitMix {
+        SplitMix(seed)
+    }
+
+    /// Uniform in [0, 1), 53 bits.
+    pub(crate) fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;

@@ -18,7 +18,8 @@
 //! shards its index lists (`--max-seq N` shortens the cache the configuration asks for). With a
 //! tokenizer (`--tokenizer FILE`, a `tokenizer.json`; the model directory's own by default), the
 //! prompt may be given as text (`--text`) and the generated text is printed as it comes, up to
-//! the first special token (`</s>`); `--prompt` takes token ids. With `--expect FILE` (written by
+//! the first special token (`</s>`); `--prompt` takes token ids. Tokens are the largest logit's
+//! unless `--temperature T` (with `--top-k K`, `--top-p P`, `--seed S`) draws them. With `--expect FILE` (written by
 //! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
 //! greedy `tokens`), the prompt comes from the file and the logits at every position and the
 //! greedy tokens are compared with PyTorch's. With `--profile`, the prompt's step's and the last
@@ -33,7 +34,9 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use vkprism::{Context, TensorFormat};
-use vkprism_models::{Checkpoint, HostWeights, Llama, LlamaConfig, ReferenceLlama, WeightStorage};
+use vkprism_models::{
+    Checkpoint, HostWeights, Llama, LlamaConfig, ReferenceLlama, Sampler, Sampling, WeightStorage,
+};
 
 /// What the command line asked for.
 struct Args {
@@ -43,6 +46,7 @@ struct Args {
     max_seq: Option<usize>,
     tokenizer: Option<PathBuf>,
     text: Option<String>,
+    sampling: Sampling,
     save: Option<PathBuf>,
     format: TensorFormat,
     storage: WeightStorage,
@@ -60,6 +64,7 @@ fn parse_args() -> Result<Args, String> {
         max_seq: None,
         tokenizer: None,
         text: None,
+        sampling: Sampling::greedy(),
         save: None,
         format: TensorFormat::F32,
         storage: WeightStorage::Float,
@@ -100,6 +105,10 @@ fn parse_args() -> Result<Args, String> {
                 args.weights = Some(dir);
             }
             "--tokenizer" => args.tokenizer = Some(value.into()),
+            "--temperature" => args.sampling.temperature = number(&flag, &value)?,
+            "--top-k" => args.sampling.top_k = number(&flag, &value)?,
+            "--top-p" => args.sampling.top_p = number(&flag, &value)?,
+            "--seed" => args.sampling.seed = number(&flag, &value)?,
             "--text" => args.text = Some(value),
             "--max-seq" => {
                 args.max_seq = Some(value.parse().map_err(|e| format!("--max-seq: {e}"))?)
@@ -118,6 +127,14 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(args)
+}
+
+/// `value` of `flag` as a number.
+fn number<T: std::str::FromStr>(flag: &str, value: &str) -> Result<T, String>
+where
+    T::Err: std::fmt::Display,
+{
+    value.parse().map_err(|e| format!("{flag} {value}: {e}"))
 }
 
 fn parse_format(s: &str) -> Result<TensorFormat, String> {
@@ -146,6 +163,7 @@ fn main() {
 
 fn run() -> Result<(), Box<dyn Error>> {
     let args = parse_args()?;
+    let mut sampler = Sampler::new(args.sampling)?;
     let ctx = Context::new()?;
     let cfg = match args.max_seq {
         Some(n) => args.config.with_max_seq(n),
@@ -198,10 +216,11 @@ fn run() -> Result<(), Box<dyn Error>> {
         return profile(&mut model, &prompt, args.tokens);
     }
     if let Some(text) = &text {
-        return generate_text(&mut model, text, &prompt, args.tokens);
+        return generate_text(&mut model, text, &prompt, args.tokens, &mut sampler);
     }
-    let tokens = generate(&mut model, &prompt, args.tokens)?;
-    if let (true, Some(w)) = (args.small, &random) {
+    let tokens = generate(&mut model, &prompt, args.tokens, &mut sampler)?;
+    let greedy = args.sampling.is_greedy();
+    if let (true, true, Some(w)) = (args.small, greedy, &random) {
         let held = match storage {
             WeightStorage::Float => w.rounded(format),
             WeightStorage::Int8 => w.int8_rounded(&cfg, format)?,
@@ -219,14 +238,19 @@ fn run() -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
-/// Greedy generation step by step, each step's token and times printed.
-fn generate(model: &mut Llama, prompt: &[u32], n: usize) -> Result<Vec<u32>, Box<dyn Error>> {
+/// Generation step by step, each step's token and times printed.
+fn generate(
+    model: &mut Llama,
+    prompt: &[u32],
+    n: usize,
+    sampler: &mut Sampler,
+) -> Result<Vec<u32>, Box<dyn Error>> {
     model.set_timing(true);
     let mut out = Vec::with_capacity(n);
     let mut next = prompt.to_vec();
     for step in 0..n {
         let wall = Instant::now();
-        let token = model.next_token(&next)?;
+        let token = model.sample_next(&next, sampler)?;
         let what = if step == 0 {
             format!("prefill of {} tokens", prompt.len())
         } else {
@@ -244,16 +268,17 @@ fn generate(model: &mut Llama, prompt: &[u32], n: usize) -> Result<Vec<u32>, Box
     Ok(out)
 }
 
-/// Greedy generation with the text printed as it comes, then the times.
+/// Generation with the text printed as it comes, then the times.
 fn generate_text(
     model: &mut Llama,
     text: &text::Text,
     prompt: &[u32],
     n: usize,
+    sampler: &mut Sampler,
 ) -> Result<(), Box<dyn Error>> {
     println!("prompt: {} tokens", prompt.len());
     let start = Instant::now();
-    let tokens = text.generate(model, prompt, n, &mut std::io::stdout())?;
+    let tokens = text.generate(model, prompt, n, sampler, &mut std::io::stdout())?;
     let wall = start.elapsed();
     println!();
     println!("generated: {tokens:?}");
@@ -328,7 +353,8 @@ fn compare(model: &mut Llama, path: &std::path::Path) -> Result<(), Box<dyn Erro
         worst_err
     );
     model.reset();
-    let tokens = generate(model, &want.prompt, want.tokens.len())?;
+    let mut greedy = Sampler::new(Sampling::greedy())?;
+    let tokens = generate(model, &want.prompt, want.tokens.len(), &mut greedy)?;
     let agree = tokens
         .iter()
         .zip(&want.tokens)

@@ -7,7 +7,7 @@ use std::error::Error;
 use std::io::Write;
 use std::path::Path;
 use tokenizers::Tokenizer;
-use vkprism_models::Llama;
+use vkprism_models::{Llama, Sampler};
 
 /// A tokenizer and the tokens that end a generation.
 pub struct Text {
@@ -45,7 +45,7 @@ impl Text {
         Ok(text.map_err(|e| format!("decoding tokens: {e}"))?)
     }
 
-    /// Up to `n` tokens generated greedily after `prompt`; the prompt's text and theirs written
+    /// Up to `n` tokens generated after `prompt`, each drawn by `sampler`; the prompt's text and theirs written
     /// to `out` as it becomes final (which may be a few tokens later: see [`Stream`]). Ends early
     /// at a special token (returned last, not written).
     pub fn generate(
@@ -53,6 +53,7 @@ impl Text {
         model: &mut Llama,
         prompt: &[u32],
         n: usize,
+        sampler: &mut Sampler,
         out: &mut dyn Write,
     ) -> Result<Vec<u32>, Box<dyn Error>> {
         let mut stream = Stream::of(self, prompt);
@@ -60,7 +61,7 @@ impl Text {
         let mut tokens = Vec::with_capacity(n);
         let mut next = prompt.to_vec();
         while tokens.len() < n {
-            let token = model.next_token(&next)?;
+            let token = model.sample_next(&next, sampler)?;
             tokens.push(token);
             if self.stops.contains(&token) {
                 break;

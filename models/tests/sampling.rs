@@ -1,0 +1,172 @@
+//! Drawing the next token: `Sampler` against the distributions its temperature, top-k and
+//! top-p describe (frequencies over many draws), its seed making draws repeat, bad settings
+//! refused; and `Llama::generate` on the small configuration: the last token's logits as the
+//! prompt's, sampled tokens as the CPU reference's logits and the same sampler give them, the
+//! greedy setting equal to `greedy`.
+
+use vkprism::TensorFormat;
+use vkprism_models::{
+    HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama, Sampler, Sampling,
+};
+use vkprism_testkit::{assert_clean, ctx};
+
+/// Logits whose softmax at temperature 1 is `probs`.
+fn logits_of(probs: &[f64]) -> Vec<f32> {
+    probs.iter().map(|p| p.ln() as f32).collect()
+}
+
+/// How often each token comes out of `draws` draws with `how` from `logits`.
+fn frequencies(how: Sampling, logits: &[f32], draws: usize) -> Vec<f64> {
+    let mut sampler = Sampler::new(how).unwrap();
+    let mut counts = vec![0usize; logits.len()];
+    for _ in 0..draws {
+        counts[sampler.sample(logits) as usize] += 1;
+    }
+    counts.iter().map(|&c| c as f64 / draws as f64).collect()
+}
+
+/// Each frequency within 0.01 of `want` (20,000 draws: a standard error of 0.0035 at most).
+fn assert_frequencies(how: Sampling, logits: &[f32], want: &[f64]) {
+    let got = frequencies(how, logits, 20_000);
+    for (g, w) in got.iter().zip(want) {
+        assert!((g - w).abs() < 0.01, "{how:?}: {got:?} against {want:?}");
+    }
+}
+
+#[test]
+fn draws_follow_the_distribution_each_setting_describes() {
+    // Token 2 the most likely, then 0, 3, 1.
+    let logits = logits_of(&[0.25, 0.1, 0.5, 0.15]);
+    let all = Sampling {
+        seed: 1,
+        ..Sampling::default()
+    };
+    assert_frequencies(all, &logits, &[0.25, 0.1, 0.5, 0.15]);
+    // Temperature 1/2 squares the probabilities: 0.0625, 0.01, 0.25, 0.0225 of 0.345.
+    let sharp = Sampling {
+        temperature: 0.5,
+        ..all
+    };
+    let squares = [0.0625, 0.01, 0.25, 0.0225].map(|p| p / 0.345);
+    assert_frequencies(sharp, &logits, &squares);
+    // The two most likely, renormalized.
+    let top2 = Sampling { top_k: 2, ..all };
+    assert_frequencies(top2, &logits, &[1.0 / 3.0, 0.0, 2.0 / 3.0, 0.0]);
+    // 0.5 + 0.25 reaches 0.7: the same two.
+    let nucleus = Sampling { top_p: 0.7, ..all };
+    assert_frequencies(nucleus, &logits, &[1.0 / 3.0, 0.0, 2.0 / 3.0, 0.0]);
+    // 0.5 alone reaches 0.5: only token 2; and the greedy settings.
+    for how in [
+        Sampling { top_p: 0.5, ..all },
+        Sampling { top_k: 1, ..all },
+        Sampling::greedy(),
+    ] {
+        assert_frequencies(how, &logits, &[0.0, 0.0, 1.0, 0.0]);
+    }
+}
+
+#[test]
+fn a_seed_repeats_its_draws_and_odd_logits_draw_the_largest() {
+    let logits = logits_of(&[0.3, 0.3, 0.2, 0.2]);
+    let how = |seed| Sampling {
+        seed,
+        ..Sampling::default()
+    };
+    let draws = |seed| {
+        let mut s = Sampler::new(how(seed)).unwrap();
+        (0..64).map(|_| s.sample(&logits)).collect::<Vec<u32>>()
+    };
+    assert_eq!(draws(7), draws(7));
+    assert_ne!(draws(7), draws(8));
+    let mut s = Sampler::new(how(3)).unwrap();
+    let inf = f32::INFINITY;
+    assert_eq!(s.sample(&[-inf, -inf, -inf]), 0);
+    assert_eq!(s.sample(&[0.0, inf, 1.0]), 1);
+    // NaN counts as the least likely.
+    for _ in 0..32 {
+        assert_ne!(s.sample(&[f32::NAN, 5.0, 5.0]), 0);
+    }
+}
+
+#[test]
+fn settings_with_no_distribution_are_refused() {
+    for (how, needle) in [
+        (-0.5, "temperature"),
+        (f32::NAN, "temperature"),
+        (f32::INFINITY, "temperature"),
+    ]
+    .map(|(t, n)| {
+        (
+            Sampling {
+                temperature: t,
+                ..Sampling::default()
+            },
+            n,
+        )
+    })
+    .into_iter()
+    .chain([0.0, 1.5, f32::NAN].map(|p| {
+        (
+            Sampling {
+                top_p: p,
+                ..Sampling::default()
+            },
+            "top_p",
+        )
+    })) {
+        let err = Sampler::new(how).err().unwrap();
+        assert!(matches!(err, ModelError::Sampling(_)), "{err}");
+        assert!(err.to_string().contains(needle), "{err}");
+    }
+}
+
+#[test]
+fn generate_samples_what_the_reference_logits_give() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, 9);
+    let mut model = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
+    let prompt = [1u32, 40, 7, 300];
+    // The last token's logits are the prompt's last row (a GEMV's sums against a GEMM's).
+    let last = model.next_logits(&prompt).unwrap();
+    model.reset();
+    let every = model.prefill(&prompt).unwrap();
+    let err = last
+        .iter()
+        .zip(every.last())
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    assert!(err <= 1e-5, "largest difference {err:e}");
+    let how = Sampling {
+        temperature: 0.8,
+        top_k: 40,
+        top_p: 0.95,
+        seed: 11,
+    };
+    let got = model
+        .generate(&prompt, 10, &mut Sampler::new(how).unwrap())
+        .unwrap();
+    // The same draws over the CPU reference's logits.
+    let mut reference = ReferenceLlama::new(&cfg, &weights);
+    let mut sampler = Sampler::new(how).unwrap();
+    let mut next = prompt.to_vec();
+    let mut want = Vec::new();
+    for _ in 0..10 {
+        let logits = reference.forward(&next);
+        let token = sampler.sample(logits.last().unwrap());
+        want.push(token);
+        next = vec![token];
+    }
+    assert_eq!(got, want);
+    let greedy = model.greedy(&prompt, 6).unwrap();
+    let mut sampler = Sampler::new(Sampling::greedy()).unwrap();
+    assert_eq!(model.generate(&prompt, 6, &mut sampler).unwrap(), greedy);
+    // Past the cache: refused, and the model still runs.
+    let err = model
+        .generate(&prompt, cfg.max_seq, &mut Sampler::new(how).unwrap())
+        .err()
+        .unwrap();
+    assert!(matches!(err, ModelError::SequenceTooLong { .. }), "{err}");
+    assert_eq!(model.greedy(&prompt, 6).unwrap(), greedy);
+    assert_clean(&ctx);
+}
