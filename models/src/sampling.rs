@@ -98,38 +98,58 @@ impl Sampler {
         kept.last().map_or(0, |&(token, _)| token)
     }
 
-    /// The tokens left after the temperature, `top_k` and `top_p`, most likely first, each
-    /// with its unnormalized probability.
+    /// The tokens left after `top_k` and `top_p`, each with its unnormalized probability at
+    /// the temperature, in the order a draw walks them: most likely first (the lower index on
+    /// ties) where a top-k or top-p cut them, every token in index order where nothing did. A
+    /// cut sorts only as many of the most likely as it needs (a vocabulary's sort would take
+    /// longer than a decode step).
     fn candidates(&self, logits: &[f32]) -> Vec<(u32, f64)> {
         let mut order: Vec<(u32, f32)> = logits
             .iter()
             .enumerate()
             .map(|(i, &l)| (i as u32, if l.is_nan() { f32::NEG_INFINITY } else { l }))
             .collect();
-        order.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        if self.how.top_k > 0 {
-            order.truncate(self.how.top_k);
-        }
-        let best = order.first().map_or(0.0, |&(_, l)| l as f64);
-        if !best.is_finite() {
+        let Some(&first) = order.iter().min_by(|a, b| by_rank(a, b)) else {
+            return Vec::new();
+        };
+        if !first.1.is_finite() {
             // No distribution to draw from (every logit -inf, or one +inf): the largest.
-            return order.first().map(|&(i, _)| (i, 1.0)).into_iter().collect();
+            return vec![(first.0, 1.0)];
         }
-        let t = self.how.temperature as f64;
-        let mut kept: Vec<(u32, f64)> = order
-            .iter()
-            .map(|&(i, l)| (i, ((l as f64 - best) / t).exp()))
-            .collect();
-        let total: f64 = kept.iter().map(|(_, p)| p).sum();
-        let mut reached = 0.0;
-        let keep = kept
-            .iter()
-            .position(|(_, p)| {
-                reached += p / total;
-                reached >= self.how.top_p as f64
-            })
-            .map_or(kept.len(), |i| i + 1);
-        kept.truncate(keep);
-        kept
+        if self.how.top_k > 0 && self.how.top_k < order.len() {
+            order.select_nth_unstable_by(self.how.top_k - 1, by_rank);
+            order.truncate(self.how.top_k);
+            order.sort_unstable_by(by_rank);
+        }
+        // Exponentials in f32 (a vocabulary's worth each draw), sums in f64.
+        let (best, inv_t) = (first.1, 1.0 / self.how.temperature);
+        let weight = |l: f32| ((l - best) * inv_t).exp() as f64;
+        if self.how.top_p >= 1.0 {
+            return order.iter().map(|&(i, l)| (i, weight(l))).collect();
+        }
+        let total: f64 = order.iter().map(|&(_, l)| weight(l)).sum();
+        let wanted = self.how.top_p as f64 * total;
+        let mut sorted = order.len().min(64);
+        loop {
+            if sorted < order.len() {
+                order.select_nth_unstable_by(sorted - 1, by_rank);
+            }
+            order[..sorted].sort_unstable_by(by_rank);
+            let mut reached = 0.0;
+            let kept = order[..sorted].iter().position(|&(_, l)| {
+                reached += weight(l);
+                reached >= wanted
+            });
+            if kept.is_some() || sorted == order.len() {
+                let keep = kept.map_or(sorted, |i| i + 1);
+                return order[..keep].iter().map(|&(i, l)| (i, weight(l))).collect();
+            }
+            sorted = (4 * sorted).min(order.len());
+        }
     }
+}
+
+/// Larger logits first, then lower indices.
+fn by_rank(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
+    b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }

@@ -170,3 +170,64 @@ fn generate_samples_what_the_reference_logits_give() {
     assert_eq!(model.greedy(&prompt, 6).unwrap(), greedy);
     assert_clean(&ctx);
 }
+
+/// The nucleus of `logits` as a full sort finds it: the most likely tokens (lower index on
+/// ties) until their probabilities reach `top_p`.
+fn nucleus(logits: &[f32], top_p: f64) -> Vec<u32> {
+    let mut order: Vec<u32> = (0..logits.len() as u32).collect();
+    order.sort_by(|&a, &b| {
+        logits[b as usize]
+            .total_cmp(&logits[a as usize])
+            .then(a.cmp(&b))
+    });
+    let best = logits[order[0] as usize] as f64;
+    let weights: Vec<f64> = order
+        .iter()
+        .map(|&i| (logits[i as usize] as f64 - best).exp())
+        .collect();
+    let total: f64 = weights.iter().sum();
+    let mut reached = 0.0;
+    let keep = weights
+        .iter()
+        .position(|w| {
+            reached += w;
+            reached >= top_p * total
+        })
+        .unwrap()
+        + 1;
+    order.truncate(keep);
+    order
+}
+
+#[test]
+fn cuts_over_a_whole_vocabulary_keep_what_a_full_sort_keeps() {
+    let logits: Vec<f32> = (0..32000).map(|i| ((i as f32) * 0.7).sin() * 2.0).collect();
+    for top_p in [0.3, 0.9] {
+        // Hundreds to thousands of tokens: past the first sorted 64, several rounds.
+        let want = nucleus(&logits, top_p);
+        assert!(want.len() > 256, "{}", want.len());
+        let how = Sampling {
+            top_p: top_p as f32,
+            seed: 5,
+            ..Sampling::default()
+        };
+        let got = frequencies(how, &logits, 500);
+        let drawn: Vec<usize> = (0..got.len()).filter(|&i| got[i] > 0.0).collect();
+        let kept: std::collections::HashSet<usize> = want.iter().map(|&i| i as usize).collect();
+        assert!(drawn.iter().all(|i| kept.contains(i)), "top_p {top_p}");
+        assert!(
+            drawn.len() > want.len().min(500) / 4,
+            "{} drawn",
+            drawn.len()
+        );
+    }
+    let top = Sampling {
+        top_k: 100,
+        seed: 6,
+        ..Sampling::default()
+    };
+    let got = frequencies(top, &logits, 500);
+    let hundred: std::collections::HashSet<u32> =
+        nucleus(&logits, 1.0)[..100].iter().copied().collect();
+    assert!((0..got.len()).all(|i| got[i] == 0.0 || hundred.contains(&(i as u32))));
+}
