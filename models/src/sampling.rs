@@ -1,8 +1,9 @@
 //! [`Sampler`]: the next token drawn from a step's logits as `transformers`' `generate` draws
 //! it with `do_sample`: the logits divided by the temperature, cut to the `top_k` largest,
 //! then to the smallest set of the largest whose probabilities reach `top_p`, and one token
-//! drawn from what is left in proportion to its probability. Its draws come from a generator
-//! seeded by the caller, so a seed gives the same tokens every run.
+//! drawn from what is left in proportion to its probability (walking the tokens left in index
+//! order). Its draws come from a generator seeded by the caller, so a seed gives the same
+//! tokens every run.
 
 use crate::weights::SplitMix;
 use crate::ModelError;
@@ -86,70 +87,103 @@ impl Sampler {
         if self.how.is_greedy() {
             return crate::reference::argmax(logits);
         }
-        let kept = self.candidates(logits);
-        let total: f64 = kept.iter().map(|(_, p)| p).sum();
+        let weights = self.weights(logits);
+        let total: f64 = weights.iter().map(|&w| w as f64).sum();
         let mut left = self.rng.unit() * total;
-        for &(token, p) in &kept {
-            left -= p;
+        let mut last = 0;
+        for (token, &w) in weights.iter().enumerate().filter(|(_, &w)| w > 0.0) {
+            left -= w as f64;
+            last = token as u32;
             if left < 0.0 {
-                return token;
+                break;
             }
         }
-        kept.last().map_or(0, |&(token, _)| token)
+        last
     }
 
-    /// The tokens left after `top_k` and `top_p`, each with its unnormalized probability at
-    /// the temperature, in the order a draw walks them: most likely first (the lower index on
-    /// ties) where a top-k or top-p cut them, every token in index order where nothing did. A
-    /// cut sorts only as many of the most likely as it needs (a vocabulary's sort would take
-    /// longer than a decode step).
-    fn candidates(&self, logits: &[f32]) -> Vec<(u32, f64)> {
+    /// Each token's unnormalized probability at the temperature, 0 where `top_k` or `top_p`
+    /// cut it or where it weighs under e⁻³⁰ (~10⁻¹³) of the most likely, left out without an
+    /// exponential (most of a trained model's vocabulary). Cuts select without sorting: a flat
+    /// distribution's nucleus sorted would take longer than a decode step.
+    fn weights(&self, logits: &[f32]) -> Vec<f32> {
+        let logit = |x: f32| if x.is_nan() { f32::NEG_INFINITY } else { x };
+        let (top, best) = logits
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| (i as u32, logit(x)))
+            .min_by(by_rank)
+            .unwrap_or((0, 0.0));
+        if !best.is_finite() {
+            // No distribution to draw from (every logit -inf, or one +inf): the largest.
+            let mut only = vec![0.0; logits.len()];
+            if let Some(w) = only.get_mut(top as usize) {
+                *w = 1.0;
+            }
+            return only;
+        }
+        let t = self.how.temperature;
+        let floor = best - 30.0 * t;
+        let weight = |x: f32| {
+            if x < floor {
+                0.0
+            } else {
+                ((x - best) / t).exp()
+            }
+        };
+        if self.how.top_k == 0 && self.how.top_p >= 1.0 {
+            return logits.iter().map(|&x| weight(logit(x))).collect();
+        }
+        // (token, logit) of every token that weighs anything; after the top-k cut, (token,
+        // weight), which ranks as the logits do.
         let mut order: Vec<(u32, f32)> = logits
             .iter()
             .enumerate()
-            .map(|(i, &l)| (i as u32, if l.is_nan() { f32::NEG_INFINITY } else { l }))
+            .map(|(i, &x)| (i as u32, logit(x)))
+            .filter(|&(_, x)| x >= floor)
             .collect();
-        let Some(&first) = order.iter().min_by(|a, b| by_rank(a, b)) else {
-            return Vec::new();
-        };
-        if !first.1.is_finite() {
-            // No distribution to draw from (every logit -inf, or one +inf): the largest.
-            return vec![(first.0, 1.0)];
-        }
         if self.how.top_k > 0 && self.how.top_k < order.len() {
             order.select_nth_unstable_by(self.how.top_k - 1, by_rank);
             order.truncate(self.how.top_k);
-            order.sort_unstable_by(by_rank);
         }
-        // Exponentials in f32 (a vocabulary's worth each draw), sums in f64.
-        let (best, inv_t) = (first.1, 1.0 / self.how.temperature);
-        let weight = |l: f32| ((l - best) * inv_t).exp() as f64;
-        if self.how.top_p >= 1.0 {
-            return order.iter().map(|&(i, l)| (i, weight(l))).collect();
+        for token in &mut order {
+            token.1 = weight(token.1);
         }
-        let total: f64 = order.iter().map(|&(_, l)| weight(l)).sum();
-        let wanted = self.how.top_p as f64 * total;
-        let mut sorted = order.len().min(64);
-        loop {
-            if sorted < order.len() {
-                order.select_nth_unstable_by(sorted - 1, by_rank);
-            }
-            order[..sorted].sort_unstable_by(by_rank);
-            let mut reached = 0.0;
-            let kept = order[..sorted].iter().position(|&(_, l)| {
-                reached += weight(l);
-                reached >= wanted
-            });
-            if kept.is_some() || sorted == order.len() {
-                let keep = kept.map_or(sorted, |i| i + 1);
-                return order[..keep].iter().map(|&(i, l)| (i, weight(l))).collect();
-            }
-            sorted = (4 * sorted).min(order.len());
+        let kept = match self.how.top_p < 1.0 {
+            true => nucleus(&mut order, self.how.top_p),
+            false => order.len(),
+        };
+        let mut weights = vec![0.0; logits.len()];
+        for &(i, w) in &order[..kept] {
+            weights[i as usize] = w;
         }
+        weights
     }
 }
 
-/// Larger logits first, then lower indices.
+/// How many of the most likely of `items` (token, weight) it takes for their weights to reach
+/// `top_p` of all of theirs (at least one); those moved to the front, in no order. A selection
+/// that halves the range it looks in each round: linear time.
+fn nucleus(items: &mut [(u32, f32)], top_p: f32) -> usize {
+    let sum = |part: &[(u32, f32)]| part.iter().map(|&(_, w)| w as f64).sum::<f64>();
+    let wanted = top_p as f64 * sum(items);
+    // The answer lies in (lo, hi]; items[..lo] are the lo most likely, weighing `above` (less
+    // than wanted), and every item from hi on is less likely than every one before it.
+    let (mut lo, mut hi, mut above) = (0, items.len(), 0.0);
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        items[lo..hi].select_nth_unstable_by(mid - lo - 1, by_rank);
+        let upper = sum(&items[lo..mid]);
+        if above + upper >= wanted {
+            hi = mid;
+        } else {
+            above += upper;
+            lo = mid;
+        }
+    }
+    hi
+}
+
+/// Larger values (logits, or weights, which follow them) first, then lower indices.
 fn by_rank(a: &(u32, f32), b: &(u32, f32)) -> std::cmp::Ordering {
     b.1.total_cmp(&a.1).then(a.0.cmp(&b.0))
 }
