@@ -50,8 +50,9 @@ void main() {
 "#,
 }
 
-/// The invocations [`activation`] and [`binary_op`] are dispatched with for `n` vec4s: half of
-/// them, rounded up (two in flight in each; any grid is correct).
+/// The invocations [`activation`], [`binary_op`] and [`unary`](crate::unary) (each `QUADS`
+/// = 2 vec4s an invocation a loop) are dispatched with for `n` vec4s: half of them, rounded up
+/// (two in flight in each; any grid is correct).
 pub fn elementwise_grid(n: usize) -> [u32; 3] {
     [n.div_ceil(2) as u32, 1, 1]
 }

@@ -345,10 +345,11 @@ impl Ops {
             y_blob: y,
         };
         let push = unary::PushConstants { n: n as i32, a, b };
-        // Two vec4s per invocation (both loads in flight).
+        // `unary` takes its vec4s as `activation` does, two an invocation a loop.
+        let invocations = crate::elementwise_grid(n)[0] as usize;
         recorded(
             OP_UNARY,
-            list.dispatch(&pipe, &bindings, &push, grid(self, n.div_ceil(2))),
+            list.dispatch(&pipe, &bindings, &push, grid(self, invocations)),
         )
     }
 
