@@ -309,17 +309,7 @@ impl Llama {
     /// Starts a new sequence with `prompt` and generates `n` tokens greedily (each the largest
     /// logit's index, chosen on the GPU, the first on ties), each fed back in.
     pub fn greedy(&mut self, prompt: &[u32], n: usize) -> Result<Vec<u32>, ModelError> {
-        self.check_tokens(prompt)?;
-        self.reset();
-        self.cache.check_room(prompt.len() + n.saturating_sub(1))?;
-        let mut out = Vec::with_capacity(n);
-        let mut next = prompt.to_vec();
-        for _ in 0..n {
-            let token = self.next_token(&next)?;
-            out.push(token);
-            next = vec![token];
-        }
-        Ok(out)
+        self.generate(prompt, n, &mut Sampler::greedy())
     }
 
     /// Starts a new sequence with `prompt` and generates `n` tokens, each drawn by `sampler`

@@ -77,6 +77,14 @@ impl Sampler {
         })
     }
 
+    /// A sampler that takes the largest logit every step.
+    pub fn greedy() -> Sampler {
+        Sampler {
+            how: Sampling::greedy(),
+            rng: SplitMix::new(0),
+        }
+    }
+
     /// How it draws.
     pub fn sampling(&self) -> Sampling {
         self.how

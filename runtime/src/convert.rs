@@ -154,16 +154,22 @@ mod tests {
         let n = (9 << 20) / 2 + 12345;
         assert!(crate::host_copy::threads_for(2 * n) > 1 || num_cpus_is_one());
         let values: Vec<f32> = (0..n).map(|i| (i % 65521) as f32 * 0.013 - 400.0).collect();
-        let f16: Vec<u8> = values
+        let (f16, bf16) = one_at_a_time(&values);
+        assert!(encode_f32(TensorFormat::F16, &values).unwrap() == f16);
+        assert!(encode_f32(TensorFormat::Bf16, &values).unwrap() == bf16);
+    }
+
+    /// `values` as fp16 and as bf16 bytes, converted one at a time.
+    fn one_at_a_time(values: &[f32]) -> (Vec<u8>, Vec<u8>) {
+        let f16 = values
             .iter()
             .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
             .collect();
-        let bf16: Vec<u8> = values
+        let bf16 = values
             .iter()
             .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
             .collect();
-        assert!(encode_f32(TensorFormat::F16, &values).unwrap() == f16);
-        assert!(encode_f32(TensorFormat::Bf16, &values).unwrap() == bf16);
+        (f16, bf16)
     }
 
     fn num_cpus_is_one() -> bool {
@@ -185,14 +191,7 @@ mod tests {
             -0.0,
         ];
         values.extend((0..1000).map(|i| ((i * 7919) % 2003) as f32 * 0.37 - 370.0));
-        let f16: Vec<u8> = values
-            .iter()
-            .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
-            .collect();
-        let bf16: Vec<u8> = values
-            .iter()
-            .flat_map(|x| half::bf16::from_f32(*x).to_le_bytes())
-            .collect();
+        let (f16, bf16) = one_at_a_time(&values);
         assert_eq!(encode_f32(TensorFormat::F16, &values).unwrap(), f16);
         assert_eq!(encode_f32(TensorFormat::Bf16, &values).unwrap(), bf16);
         let back = |format, bytes: &[u8]| -> Vec<u32> {

@@ -353,7 +353,7 @@ fn compare(model: &mut Llama, path: &std::path::Path) -> Result<(), Box<dyn Erro
         worst_err
     );
     model.reset();
-    let mut greedy = Sampler::new(Sampling::greedy())?;
+    let mut greedy = Sampler::greedy();
     let tokens = generate(model, &want.prompt, want.tokens.len(), &mut greedy)?;
     let agree = tokens
         .iter()
