@@ -18,7 +18,9 @@
 //! shards its index lists (`--max-seq N` shortens the cache the configuration asks for). With a
 //! tokenizer (`--tokenizer FILE`, a `tokenizer.json`; the model directory's own by default), the
 //! prompt may be given as text (`--text`) and the generated text is printed as it comes, up to
-//! the first special token (`</s>`); `--prompt` takes token ids. Tokens are the largest logit's
+//! the first special token (`</s>`); `--prompt` takes token ids. `--chat MESSAGE` (after
+//! `--system MESSAGE`, if given) lays the prompt out by the model directory's chat template
+//! (`chat_template.jinja`, or `tokenizer_config.json`'s `chat_template`). Tokens are the largest logit's
 //! unless `--temperature T` (with `--top-k K`, `--top-p P`, `--seed S`) draws them. With `--expect FILE` (written by
 //! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
 //! greedy `tokens`), the prompt comes from the file and the logits at every position and the
@@ -28,6 +30,7 @@
 //! clock). With `--int8-weights`, the projections are stored in int8 with a scale per row
 //! (activations and cache in `--format`).
 
+mod chat;
 mod text;
 
 use std::error::Error;
@@ -46,6 +49,8 @@ struct Args {
     max_seq: Option<usize>,
     tokenizer: Option<PathBuf>,
     text: Option<String>,
+    chat: Option<String>,
+    system: Option<String>,
     sampling: Sampling,
     save: Option<PathBuf>,
     format: TensorFormat,
@@ -64,6 +69,8 @@ fn parse_args() -> Result<Args, String> {
         max_seq: None,
         tokenizer: None,
         text: None,
+        chat: None,
+        system: None,
         sampling: Sampling::greedy(),
         save: None,
         format: TensorFormat::F32,
@@ -110,6 +117,8 @@ fn parse_args() -> Result<Args, String> {
             "--top-p" => args.sampling.top_p = number(&flag, &value)?,
             "--seed" => args.sampling.seed = number(&flag, &value)?,
             "--text" => args.text = Some(value),
+            "--chat" => args.chat = Some(value),
+            "--system" => args.system = Some(value),
             "--max-seq" => {
                 args.max_seq = Some(value.parse().map_err(|e| format!("--max-seq: {e}"))?)
             }
@@ -127,6 +136,24 @@ fn parse_args() -> Result<Args, String> {
         }
     }
     Ok(args)
+}
+
+/// The prompt's tokens: `--chat`'s message laid out by the model's chat template, `--text`
+/// encoded, or `--prompt`'s ids.
+fn prompt_of(args: &Args, text: Option<&text::Text>) -> Result<Vec<u32>, Box<dyn Error>> {
+    let tokenizer = || text.ok_or("--text and --chat need a tokenizer (--tokenizer FILE)");
+    if let Some(message) = &args.chat {
+        let Some(dir) = args.weights.as_ref().filter(|d| d.is_dir()) else {
+            return Err("--chat needs --model DIR (its chat template)".into());
+        };
+        let template = chat::ChatTemplate::open(dir)?;
+        let rendered = template.render(args.system.as_deref(), message)?;
+        return tokenizer()?.encode(&rendered, false);
+    }
+    match &args.text {
+        Some(t) => tokenizer()?.encode(t, true),
+        None => Ok(args.prompt.clone()),
+    }
 }
 
 /// `value` of `flag` as a number.
@@ -207,11 +234,7 @@ fn run() -> Result<(), Box<dyn Error>> {
         .as_deref()
         .map(text::Text::open)
         .transpose()?;
-    let prompt = match (&args.text, &text) {
-        (Some(t), Some(tokenizer)) => tokenizer.encode(t)?,
-        (Some(_), None) => return Err("--text needs a tokenizer (--tokenizer FILE)".into()),
-        (None, _) => args.prompt.clone(),
-    };
+    let prompt = prompt_of(&args, text.as_ref())?;
     if args.profile {
         return profile(&mut model, &prompt, args.tokens);
     }

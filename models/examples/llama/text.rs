@@ -30,11 +30,12 @@ impl Text {
         Ok(Text { tokenizer, stops })
     }
 
-    /// `text` as the model's tokens, special tokens added where the tokenizer adds them.
-    pub fn encode(&self, text: &str) -> Result<Vec<u32>, Box<dyn Error>> {
+    /// `text` as the model's tokens, with `special` the special tokens the tokenizer adds to a
+    /// prompt (`<s>`; a chat template writes its own).
+    pub fn encode(&self, text: &str, special: bool) -> Result<Vec<u32>, Box<dyn Error>> {
         let encoding = self
             .tokenizer
-            .encode(text, true)
+            .encode(text, special)
             .map_err(|e| format!("encoding the prompt: {e}"))?;
         Ok(encoding.get_ids().to_vec())
     }

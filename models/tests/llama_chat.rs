@@ -1,0 +1,112 @@
+//! The llama example's chat prompts (`examples/llama/chat.rs`): a model directory's chat
+//! template (its `chat_template.jinja` first, then `tokenizer_config.json`'s `chat_template`,
+//! a string or a list of named templates) rendered with the messages, the assistant's turn
+//! opened and the special tokens the configuration names; Python string methods in the
+//! template; `raise_exception` and a directory without a template refused by name.
+
+#[path = "../examples/llama/chat.rs"]
+mod chat;
+
+use chat::ChatTemplate;
+use std::path::{Path, PathBuf};
+
+/// A template of the common form: each message after a role tag, ended by the end token; the
+/// assistant's tag opening its turn. A role other than system or user is refused.
+const TEMPLATE: &str = "{{ bos_token }}{% for m in messages %}\
+{% if m['role'] not in ['system', 'user'] %}{{ raise_exception('no ' + m['role']) }}{% endif %}\
+<|{{ m['role'] }}|>\n{{ m['content'].strip() }}{{ eos_token }}\n{% endfor %}\
+{% if add_generation_prompt %}<|assistant|>\n{% endif %}";
+
+/// A fresh directory holding `config` as `tokenizer_config.json` (and `jinja` as
+/// `chat_template.jinja`).
+fn model_dir(what: &str, config: serde_json::Value, jinja: Option<&str>) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("vkprism-chat-{what}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("tokenizer_config.json"), config.to_string()).unwrap();
+    if let Some(source) = jinja {
+        std::fs::write(dir.join("chat_template.jinja"), source).unwrap();
+    }
+    dir
+}
+
+fn render(dir: &Path, system: Option<&str>, user: &str) -> String {
+    let out = ChatTemplate::open(dir)
+        .unwrap()
+        .render(system, user)
+        .unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
+    out
+}
+
+#[test]
+fn templates_render_the_messages_as_the_model_was_trained_on() {
+    // The special tokens as plain strings and as added tokens' objects.
+    let config = serde_json::json!({
+        "chat_template": TEMPLATE,
+        "bos_token": "<s>",
+        "eos_token": {"content": "</s>", "special": true},
+    });
+    let dir = model_dir("string", config, None);
+    assert_eq!(
+        render(&dir, Some("Be brief."), "  Hello there \n"),
+        "<s><|system|>\nBe brief.</s>\n<|user|>\nHello there</s>\n<|assistant|>\n"
+    );
+    // A list of named templates: the one named default.
+    let config = serde_json::json!({
+        "chat_template": [
+            {"name": "tool_use", "template": "tools"},
+            {"name": "default", "template": TEMPLATE},
+        ],
+        "eos_token": "<|end|>",
+    });
+    let dir = model_dir("list", config, None);
+    assert_eq!(
+        render(&dir, None, "Hi"),
+        "<|user|>\nHi<|end|>\n<|assistant|>\n"
+    );
+    // chat_template.jinja before the configuration's.
+    let config = serde_json::json!({"chat_template": "unused", "eos_token": "</s>"});
+    let dir = model_dir(
+        "jinja",
+        config,
+        Some("[{{ messages[0]['content'] }}]{{ eos_token }}"),
+    );
+    assert_eq!(render(&dir, None, "Hi"), "[Hi]</s>");
+}
+
+#[test]
+fn a_missing_or_failing_template_is_refused_by_name() {
+    let dir = model_dir("none", serde_json::json!({"eos_token": "</s>"}), None);
+    let err = ChatTemplate::open(&dir).err().unwrap().to_string();
+    assert!(
+        err.contains("chat_template.jinja") && err.contains("tokenizer_config.json"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    let raising = "{{ raise_exception('system messages are not supported') }}";
+    let dir = model_dir("raise", serde_json::json!({"chat_template": raising}), None);
+    let err = ChatTemplate::open(&dir)
+        .unwrap()
+        .render(None, "Hi")
+        .err()
+        .unwrap();
+    assert!(
+        err.to_string()
+            .contains("system messages are not supported"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    let dir = model_dir(
+        "broken",
+        serde_json::json!({"chat_template": "{% for %}"}),
+        None,
+    );
+    let err = ChatTemplate::open(&dir)
+        .unwrap()
+        .render(None, "Hi")
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("chat template"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
