@@ -1,6 +1,7 @@
 //! [`LlamaConfig::from_hf_json`]: a Hugging Face `config.json` (what `save_pretrained` writes
 //! for `LlamaForCausalLM`) read into a [`LlamaConfig`], and every option this decoder does not
-//! compute refused by name rather than ignored.
+//! compute refused by name rather than ignored; [`hf_end_tokens`], the tokens that end a
+//! generation.
 
 use crate::{LlamaConfig, ModelError};
 use serde::Deserialize;
@@ -152,4 +153,36 @@ impl LlamaConfig {
             e => e,
         })
     }
+}
+
+/// The tokens that end a model directory's generation (for
+/// [`Llama::generate_until`](crate::Llama::generate_until)): `eos_token_id` (one id or a list)
+/// of its `generation_config.json` where that names it, of its `config.json` otherwise; none
+/// where neither does.
+pub fn hf_end_tokens(dir: &Path) -> Result<Vec<u32>, ModelError> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Ids {
+        One(u32),
+        Many(Vec<u32>),
+    }
+    #[derive(Deserialize)]
+    struct WithEos {
+        eos_token_id: Option<Ids>,
+    }
+    for file in ["generation_config.json", "config.json"] {
+        let path = dir.join(file);
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let parsed: WithEos = serde_json::from_str(&text).map_err(|e| ModelError::ConfigFile {
+            why: format!("{}: {e}", path.display()),
+        })?;
+        match parsed.eos_token_id {
+            Some(Ids::One(id)) => return Ok(vec![id]),
+            Some(Ids::Many(ids)) => return Ok(ids),
+            None => {}
+        }
+    }
+    Ok(Vec::new())
 }

@@ -7,7 +7,7 @@
 //!   top-k, top-p, seed);
 //! - `int8.rs`: [`WeightStorage`] and the per-row int8 quantization of a decoder's weights;
 //! - `config.rs`: [`LlamaConfig`] (TinyLlama's, and a small one for tests); `hf_config.rs`:
-//!   [`LlamaConfig::from_hf_json`], a Hugging Face `config.json`;
+//!   [`LlamaConfig::from_hf_json`], a Hugging Face `config.json`, and [`hf_end_tokens`];
 //! - `weights.rs`: the weights' names and shapes ([`weight_shapes`], Hugging Face's state-dict
 //!   names), [`WeightSource`], [`HostWeights`] (random weights for tests, safetensors output);
 //!   `safetensors_io.rs`: [`SafetensorsFile`]; `checkpoint.rs`: [`Checkpoint`], safetensors
@@ -26,6 +26,7 @@ mod device_weights;
 mod error;
 mod forward;
 mod hf_config;
+pub use hf_config::hf_end_tokens;
 mod int8;
 mod llama;
 pub mod reference;

@@ -320,14 +320,30 @@ impl Llama {
         n: usize,
         sampler: &mut Sampler,
     ) -> Result<Vec<u32>, ModelError> {
+        self.generate_until(prompt, n, sampler, &[])
+    }
+
+    /// [`Llama::generate`], ending early after the first token that is one of `stop` (the
+    /// model's end-of-sequence tokens: `eos_token_id` in its `config.json`), which is returned
+    /// last.
+    pub fn generate_until(
+        &mut self,
+        prompt: &[u32],
+        n: usize,
+        sampler: &mut Sampler,
+        stop: &[u32],
+    ) -> Result<Vec<u32>, ModelError> {
         self.check_tokens(prompt)?;
         self.reset();
         self.cache.check_room(prompt.len() + n.saturating_sub(1))?;
         let mut out = Vec::with_capacity(n);
         let mut next = prompt.to_vec();
-        for _ in 0..n {
+        while out.len() < n {
             let token = self.sample_next(&next, sampler)?;
             out.push(token);
+            if stop.contains(&token) {
+                break;
+            }
             next = vec![token];
         }
         Ok(out)

@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use vkprism::{Context, TensorFormat};
 use vkprism_models::{
-    Checkpoint, HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama, WeightSource,
+    hf_end_tokens, Checkpoint, HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama,
+    WeightSource,
 };
 use vkprism_testkit::{assert_clean, ctx};
 
@@ -318,4 +319,23 @@ fn corrupt_shard_is_refused_with_the_file_named() {
     }
     std::fs::write(&shard, &bytes).unwrap();
     loads_again(&ctx, &dir);
+}
+
+#[test]
+fn end_tokens_come_from_the_generation_config_first() {
+    let dir = temp_dir("eos");
+    assert_eq!(hf_end_tokens(&dir).unwrap(), Vec::<u32>::new());
+    std::fs::write(dir.join("config.json"), config_json(&[])).unwrap();
+    assert_eq!(hf_end_tokens(&dir).unwrap(), [2]);
+    let generation = serde_json::json!({"bos_token_id": 1, "eos_token_id": [2, 7]});
+    std::fs::write(dir.join("generation_config.json"), generation.to_string()).unwrap();
+    assert_eq!(hf_end_tokens(&dir).unwrap(), [2, 7]);
+    std::fs::write(
+        dir.join("generation_config.json"),
+        "{\"eos_token_id\": \"x\"}",
+    )
+    .unwrap();
+    let err = hf_end_tokens(&dir).unwrap_err();
+    assert!(err.to_string().contains("generation_config.json"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

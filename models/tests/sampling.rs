@@ -161,6 +161,15 @@ fn generate_samples_what_the_reference_logits_give() {
     let greedy = model.greedy(&prompt, 6).unwrap();
     let mut sampler = Sampler::greedy();
     assert_eq!(model.generate(&prompt, 6, &mut sampler).unwrap(), greedy);
+    // Ending at a stop token: the greedy tokens up to its first one, then the same after it
+    // was not asked for.
+    let stop = greedy[2];
+    let first = greedy.iter().position(|&t| t == stop).unwrap();
+    let until = model
+        .generate_until(&prompt, 6, &mut Sampler::greedy(), &[9999, stop])
+        .unwrap();
+    assert_eq!(until, greedy[..=first]);
+    assert_eq!(model.greedy(&prompt, 6).unwrap(), greedy);
     // Past the cache: refused, and the model still runs.
     let err = model
         .generate(&prompt, cfg.max_seq, &mut Sampler::new(how).unwrap())
