@@ -3,7 +3,8 @@
 //! it is opened, each tensor's bytes when the model asks for it), so loading holds one tensor
 //! in host memory, not the file.
 
-use crate::safetensors_io::decode_values;
+use crate::safetensors_io::float_values;
+use crate::weights::check_shape;
 use crate::{ModelError, WeightSource};
 use safetensors::tensor::Metadata;
 use serde::Deserialize;
@@ -187,19 +188,8 @@ impl WeightSource for Checkpoint {
         let missing = || ModelError::MissingTensor { name: name.into() };
         let shard = &self.shards[*self.holder.get(name).ok_or_else(missing)?];
         let info = shard.metadata.info(name).ok_or_else(missing)?;
-        if info.shape != shape {
-            return Err(ModelError::WrongShape {
-                name: name.into(),
-                got: info.shape.clone(),
-                want: shape.to_vec(),
-            });
-        }
+        check_shape(name, &info.shape, shape)?;
         let (start, end) = info.data_offsets;
-        decode_values(info.dtype, &shard.bytes(start, end)?).ok_or_else(|| {
-            ModelError::UnsupportedDtype {
-                name: name.into(),
-                dtype: info.dtype.to_string(),
-            }
-        })
+        float_values(name, info.dtype, &shard.bytes(start, end)?)
     }
 }

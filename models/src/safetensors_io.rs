@@ -1,6 +1,7 @@
 //! Safetensors files: [`SafetensorsFile`] reads tensors (F32, F16 or BF16 in the file, as `f32`)
 //! for a model; `encode` writes them.
 
+use crate::weights::check_shape;
 use crate::{ModelError, WeightSource};
 use safetensors::{SafeTensorError, SafeTensors};
 use vkprism::TensorFormat;
@@ -31,18 +32,22 @@ impl WeightSource for SafetensorsFile<'_> {
             SafeTensorError::TensorNotFound(_) => ModelError::MissingTensor { name: name.into() },
             e => corrupt(e),
         })?;
-        if view.shape() != shape {
-            return Err(ModelError::WrongShape {
-                name: name.into(),
-                got: view.shape().to_vec(),
-                want: shape.to_vec(),
-            });
-        }
-        decode_values(view.dtype(), view.data()).ok_or_else(|| ModelError::UnsupportedDtype {
-            name: name.into(),
-            dtype: view.dtype().to_string(),
-        })
+        check_shape(name, view.shape(), shape)?;
+        float_values(name, view.dtype(), view.data())
     }
+}
+
+/// Tensor `name`'s stored bytes of `dtype` as `f32`, or the located
+/// [`ModelError::UnsupportedDtype`]: what a safetensors source reads.
+pub(crate) fn float_values(
+    name: &str,
+    dtype: safetensors::Dtype,
+    bytes: &[u8],
+) -> Result<Vec<f32>, ModelError> {
+    decode_values(dtype, bytes).ok_or_else(|| ModelError::UnsupportedDtype {
+        name: name.into(),
+        dtype: dtype.to_string(),
+    })
 }
 
 fn corrupt(e: SafeTensorError) -> ModelError {

@@ -78,6 +78,19 @@ pub trait WeightSource: Sync {
     fn tensor(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>, ModelError>;
 }
 
+/// `Ok` where tensor `name`'s stored shape `got` is the `want`ed one, the located
+/// [`ModelError::WrongShape`] otherwise: every [`WeightSource`]'s check.
+pub(crate) fn check_shape(name: &str, got: &[usize], want: &[usize]) -> Result<(), ModelError> {
+    if got == want {
+        return Ok(());
+    }
+    Err(ModelError::WrongShape {
+        name: name.into(),
+        got: got.to_vec(),
+        want: want.to_vec(),
+    })
+}
+
 /// A decoder's weights as `f32` values on the host: random ones for tests, or read from a
 /// file; the CPU reference's weights, and a [`WeightSource`] for the GPU model.
 #[derive(Clone, Debug, PartialEq)]
@@ -218,13 +231,7 @@ impl WeightSource for HostWeights {
             .tensors
             .get(name)
             .ok_or_else(|| ModelError::MissingTensor { name: name.into() })?;
-        if have != shape {
-            return Err(ModelError::WrongShape {
-                name: name.into(),
-                got: have.clone(),
-                want: shape.to_vec(),
-            });
-        }
+        check_shape(name, have, shape)?;
         Ok(values.clone())
     }
 }

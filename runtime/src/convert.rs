@@ -145,8 +145,6 @@ mod tests {
         assert!(encode_f32_into(TensorFormat::I32, &[1.0], &mut [0; 4]).is_none());
     }
 
-    /// The slice conversion stores what converting each value alone stores, over values of
-    /// every kind: ties, subnormals of both formats, overflow, infinities, NaN, signed zeros.
     /// Inputs large enough to be split across threads (where the machine has two cores) come
     /// out as one value at a time does, every part in its place.
     #[test]
@@ -176,6 +174,8 @@ mod tests {
         std::thread::available_parallelism().map_or(true, |n| n.get() == 1)
     }
 
+    /// The slice conversion stores what converting each value alone stores, over values of
+    /// every kind: ties, subnormals of both formats, overflow, infinities, NaN, signed zeros.
     #[test]
     fn slice_conversion_matches_one_value_at_a_time() {
         let mut values = vec![
