@@ -1,5 +1,6 @@
-//! A Llama-style decoder on whatever Vulkan device there is: prefill of a prompt, then greedy
-//! decoding token by token with the KV cache, printing each token with its GPU and wall time.
+//! A Llama-style decoder on whatever Vulkan device there is: prefill of a prompt, then decoding
+//! token by token with the KV cache, printing each token with its GPU and wall time (or the
+//! text, with a tokenizer).
 //!
 //!     cargo run -p vkprism-models --example llama
 //!     cargo run -p vkprism-models --example llama -- --format f16 --tokens 16
@@ -10,25 +11,28 @@
 //!
 //! Without `--weights`, random weights (a fixed seed) of the configuration (`--save FILE` writes
 //! them as safetensors in `--format`); with the small configuration the tokens are checked
-//! against the CPU reference (exactly in F32). With
-//! `--weights`, a safetensors file of Hugging Face `LlamaForCausalLM`'s state dict (F32, F16
-//! or BF16 tensors, converted to `--format` at load), or a model directory holding one or its
-//! shards. With `--model DIR`, a Hugging Face model directory as `save_pretrained` writes it:
-//! the configuration from its `config.json`, the weights from its `model.safetensors` or the
-//! shards its index lists (`--max-seq N` shortens the cache the configuration asks for). With a
-//! tokenizer (`--tokenizer FILE`, a `tokenizer.json`; the model directory's own by default), the
-//! prompt may be given as text (`--text`) and the generated text is printed as it comes, up to
-//! the first special token (`</s>`); `--prompt` takes token ids. `--chat MESSAGE` (after
-//! `--system MESSAGE`, if given) lays the prompt out by the model directory's chat template
-//! (`chat_template.jinja`, or `tokenizer_config.json`'s `chat_template`). Tokens are the largest logit's
-//! unless `--temperature T` (with `--top-k K`, `--top-p P`, `--seed S`) draws them. With `--expect FILE` (written by
-//! `bench/llama_ref.py` with PyTorch from the same weights: `prompt`, `logits` of the prompt,
-//! greedy `tokens`), the prompt comes from the file and the logits at every position and the
-//! greedy tokens are compared with PyTorch's. With `--profile`, the prompt's step's and the last
-//! decode step's GPU time per kernel (every dispatch timed, which serializes the GPU), each
-//! after 300 ms of the GPU kept busy (so that a GPU idling at a low clock profiles at its boost
-//! clock). With `--int8-weights`, the projections are stored in int8 with a scale per row
-//! (activations and cache in `--format`).
+//! against the CPU reference (exactly in F32). With `--weights`, a safetensors file of Hugging
+//! Face `LlamaForCausalLM`'s state dict (F32, F16 or BF16 tensors, converted to `--format` at
+//! load), or a model directory holding one or its shards. With `--model DIR`, a Hugging Face
+//! model directory as `save_pretrained` writes it: the configuration from its `config.json`,
+//! the weights from its `model.safetensors` or the shards its index lists (`--max-seq N`
+//! shortens the cache the configuration asks for).
+//!
+//! With a tokenizer (`--tokenizer FILE`, a `tokenizer.json`; the model directory's own by
+//! default), the prompt may be given as text (`--text`) and the generated text is printed as it
+//! comes, up to the first special token (`</s>`); `--prompt` takes token ids. `--chat MESSAGE`
+//! (after `--system MESSAGE`, if given) lays the prompt out by the model directory's chat
+//! template (`chat_template.jinja`, or `tokenizer_config.json`'s `chat_template`). Tokens are
+//! the largest logit's unless `--temperature T` (with `--top-k K`, `--top-p P`, `--seed S`)
+//! draws them.
+//!
+//! With `--expect FILE` (written by `bench/llama_ref.py` with PyTorch from the same weights:
+//! `prompt`, `logits` of the prompt, greedy `tokens`), the prompt comes from the file and the
+//! logits at every position and the greedy tokens are compared with PyTorch's. With
+//! `--profile`, the prompt's step's and the last decode step's GPU time per kernel (every
+//! dispatch timed, which serializes the GPU), each after 300 ms of the GPU kept busy (so that a
+//! GPU idling at a low clock profiles at its boost clock). With `--int8-weights`, the
+//! projections are stored in int8 with a scale per row (activations and cache in `--format`).
 
 mod chat;
 mod text;
@@ -119,13 +123,11 @@ fn parse_args() -> Result<Args, String> {
             "--text" => args.text = Some(value),
             "--chat" => args.chat = Some(value),
             "--system" => args.system = Some(value),
-            "--max-seq" => {
-                args.max_seq = Some(value.parse().map_err(|e| format!("--max-seq: {e}"))?)
-            }
+            "--max-seq" => args.max_seq = Some(number(&flag, &value)?),
             "--save" => args.save = Some(value.into()),
             "--expect" => args.expect = Some(value.into()),
             "--format" => args.format = parse_format(&value)?,
-            "--tokens" => args.tokens = value.parse().map_err(|e| format!("--tokens: {e}"))?,
+            "--tokens" => args.tokens = number(&flag, &value)?,
             "--prompt" => {
                 args.prompt = value
                     .split(',')
@@ -190,7 +192,14 @@ fn main() {
 
 fn run() -> Result<(), Box<dyn Error>> {
     let args = parse_args()?;
+    // What the command line names besides the weights, checked before the weights load.
     let mut sampler = Sampler::new(args.sampling)?;
+    let text = args
+        .tokenizer
+        .as_deref()
+        .map(text::Text::open)
+        .transpose()?;
+    let prompt = prompt_of(&args, text.as_ref())?;
     let ctx = Context::new()?;
     let cfg = match args.max_seq {
         Some(n) => args.config.with_max_seq(n),
@@ -229,12 +238,6 @@ fn run() -> Result<(), Box<dyn Error>> {
     if let Some(path) = &args.expect {
         return compare(&mut model, path);
     }
-    let text = args
-        .tokenizer
-        .as_deref()
-        .map(text::Text::open)
-        .transpose()?;
-    let prompt = prompt_of(&args, text.as_ref())?;
     if args.profile {
         return profile(&mut model, &prompt, args.tokens);
     }

@@ -46,9 +46,9 @@ impl Text {
         Ok(text.map_err(|e| format!("decoding tokens: {e}"))?)
     }
 
-    /// Up to `n` tokens generated after `prompt`, each drawn by `sampler`; the prompt's text and theirs written
-    /// to `out` as it becomes final (which may be a few tokens later: see [`Stream`]). Ends early
-    /// at a special token (returned last, not written).
+    /// Up to `n` tokens generated after `prompt`, each drawn by `sampler`; the prompt's text
+    /// and theirs written to `out` as it becomes final (which may be a few tokens later: see
+    /// [`Stream`]). Ends early at a special token (returned last, not written).
     pub fn generate(
         &self,
         model: &mut Llama,
