@@ -4,7 +4,7 @@ state dict as safetensors, a random prompt, the prompt's logits at every positio
 greedy continuation, for `models/examples/llama/main.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
-        [--int8-weights] [--fp32-reference] [--rounded-rope] [--save-pretrained DIR]
+        [--llama32] [--int8-weights] [--fp32-reference] [--rounded-rope] [--save-pretrained DIR]
 
 Writes OUT_DIR/model.safetensors and OUT_DIR/expect.safetensors (prompt: I64 [p], logits:
 F32 [p, vocab], tokens: I64 [n]) and prints PyTorch's prefill and per-token decode time. With
@@ -14,18 +14,21 @@ before it folded into its columns, one scale per row, max |w| / 127, rounded to 
 norm taken out again), for `llama.rs --int8-weights --expect`. With `--fp32-reference` (and fp16), also
 OUT_DIR/expect_fp32.safetensors: the same fp16 weights computed in fp32 (TF32 off), and how far
 PyTorch's own fp16 run is from it — the rounding noise an fp16 implementation is judged within.
-The rotary frequencies stay fp32 whatever the dtype (`exact_rope`); `--rounded-rope` leaves them
-as the model's cast to fp16 rounds them. With `--save-pretrained DIR`, the model also as
+The rotary frequencies stay fp32 whatever the dtype (`cast`); `--rounded-rope` leaves them
+as the model's cast to fp16 rounds them. `--llama32`: Llama 3.2 1B's configuration instead (16
+layers, tied embeddings, the rotary frequencies scaled as `llama3`). With `--save-pretrained DIR`, the model also as
 `save_pretrained` writes it, in shards of at most 500 MB (`config.json`,
 `model.safetensors.index.json`), for `llama/main.rs --model DIR --expect`.
 """
-import argparse, os, time
+import argparse, inspect, os, time
 import torch
 from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
 
-ROPE_THETA = 10000.0
+# Llama 3.2 1B's rotary embedding: a base of 500000, the frequencies scaled as `llama3`.
+LLAMA3_ROPE = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
 
 # Each projection's norm folded into its columns before vkprism quantizes it (None: none).
 FOLDED = {"q_proj": "input_layernorm", "k_proj": "input_layernorm", "v_proj": "input_layernorm",
@@ -60,25 +63,23 @@ def round_to_int8(model):
             w.copy_((q * scale[:, None] / g[None, :]).to(w.dtype))
 
 
-def exact_rope(model, cfg):
-    """The rotary frequencies in fp32 again after a cast of the model: `.to(float16)` rounds the
-    `inv_freq` buffer too (it is not a weight, so not in the state dict), which moves every
-    angle by up to 4.1e-4 of itself (0.08 rad at position 512) where vkprism computes them in
-    fp32."""
-    d = cfg.hidden_size // cfg.num_attention_heads
-    exact = 1.0 / (ROPE_THETA ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
-    for m in model.modules():
-        if isinstance(getattr(m, "inv_freq", None), torch.Tensor):
-            m.inv_freq = exact.to(m.inv_freq.device)
-            m.original_inv_freq = m.inv_freq
+def rotary_modules(model):
+    """The modules holding rotary frequencies (`inv_freq`)."""
+    return [m for m in model.modules() if isinstance(getattr(m, "inv_freq", None), torch.Tensor)]
 
 
-def cast(model, dtype, cfg, rounded_rope):
-    """`model` cast in place to `dtype`, its rotary frequencies set back to fp32 unless
-    `rounded_rope`."""
+def cast(model, dtype, rounded_rope):
+    """`model` cast in place to `dtype`, its rotary frequencies kept in fp32 unless
+    `rounded_rope`: `.to(float16)` rounds the `inv_freq` buffer too (it is not a weight, so not
+    in the state dict), which moves every angle by up to 4.1e-4 of itself (0.08 rad at position
+    512) where vkprism computes them in fp32. The frequencies are kept as the model made them,
+    scaled as its `rope_scaling` says."""
+    kept = [(m, m.inv_freq.float().clone()) for m in rotary_modules(model)]
     model.to(dtype)
     if not rounded_rope:
-        exact_rope(model, cfg)
+        for m, freqs in kept:
+            m.inv_freq = freqs.to(m.inv_freq.device)
+            m.original_inv_freq = m.inv_freq
     return model
 
 
@@ -113,11 +114,33 @@ def fp32_reference(model, cfg, prompt, n, logits, tokens, out, rounded_rope):
     and PyTorch's fp16 run compared."""
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    cast(model, torch.float32, cfg, rounded_rope)
+    cast(model, torch.float32, rounded_rope)
     logits32, tokens32, _, _ = expect(model, prompt, n)
     save_expect(f"{out}/expect_fp32.safetensors", prompt, logits32, tokens32)
     compare("torch fp16 against the same weights in fp32", logits, tokens, logits32, tokens32)
-    cast(model, torch.float16, cfg, rounded_rope)
+    cast(model, torch.float16, rounded_rope)
+
+
+def tinyllama_config(layers):
+    return LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=layers or 22,
+                       num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
+                       rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=2048,
+                       tie_word_embeddings=False, attn_implementation="sdpa")
+
+
+def llama32_config(layers):
+    """Llama 3.2 1B's configuration: tied embeddings, a vocabulary of 128256, the rotary
+    frequencies scaled (`transformers` 5 takes them as `rope_parameters`, 4 as `rope_scaling`
+    beside `rope_theta`)."""
+    sizes = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=layers or 16,
+                 num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
+                 rms_norm_eps=1e-5, max_position_embeddings=131072, tie_word_embeddings=True,
+                 attn_implementation="sdpa")
+    if "rope_parameters" in inspect.signature(LlamaConfig.__init__).parameters:
+        cfg = LlamaConfig(rope_parameters={**LLAMA3_ROPE, "rope_theta": 500000.0}, **sizes)
+    else:
+        cfg = LlamaConfig(rope_scaling=LLAMA3_ROPE, rope_theta=500000.0, **sizes)
+    return cfg
 
 
 def main():
@@ -126,24 +149,25 @@ def main():
     ap.add_argument("--dtype", default="fp16", choices=["fp16", "fp32"])
     ap.add_argument("--prompt", type=int, default=16)
     ap.add_argument("--tokens", type=int, default=32)
-    ap.add_argument("--layers", type=int, default=22)
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--llama32", action="store_true")
     ap.add_argument("--int8-weights", action="store_true")
     ap.add_argument("--fp32-reference", action="store_true")
     ap.add_argument("--rounded-rope", action="store_true")
     ap.add_argument("--save-pretrained")
     args = ap.parse_args()
     dtype = torch.float16 if args.dtype == "fp16" else torch.float32
-    cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=args.layers,
-                      num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
-                      rms_norm_eps=1e-5, rope_theta=ROPE_THETA, max_position_embeddings=2048,
-                      tie_word_embeddings=False, attn_implementation="sdpa")
+    cfg = llama32_config(args.layers) if args.llama32 else tinyllama_config(args.layers)
     torch.manual_seed(0)
-    model = cast(LlamaForCausalLM(cfg), dtype, cfg, args.rounded_rope).cuda().eval()
+    model = cast(LlamaForCausalLM(cfg), dtype, args.rounded_rope).cuda().eval()
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, cfg.vocab_size, (1, args.prompt), generator=g).cuda()
     logits, tokens, prefill, gen = expect(model, prompt, args.tokens)
     os.makedirs(args.out, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, f"{args.out}/model.safetensors")
+    # A tied output layer is the embedding: saved once, as `save_pretrained` saves it.
+    tied = {"lm_head.weight"} if cfg.tie_word_embeddings else set()
+    state = {k: v.contiguous() for k, v in model.state_dict().items() if k not in tied}
+    save_file(state, f"{args.out}/model.safetensors")
     save_expect(f"{args.out}/expect.safetensors", prompt, logits, tokens)
     if args.save_pretrained:
         model.save_pretrained(args.save_pretrained, max_shard_size="500MB")

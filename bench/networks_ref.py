@@ -121,7 +121,7 @@ def decoder():
     from llama_ref import cast
     torch.manual_seed(0)
     # The rotary frequencies kept in fp32, as vkprism computes them (and `llama_ref.py`).
-    model = cast(LlamaForCausalLM(cfg), torch.float16, cfg, rounded_rope=False).cuda().eval()
+    model = cast(LlamaForCausalLM(cfg), torch.float16, rounded_rope=False).cuda().eval()
     name = "transformers LlamaForCausalLM fp16 SDPA"
     out = []
     g = torch.Generator().manual_seed(1)

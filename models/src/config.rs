@@ -1,5 +1,7 @@
 //! [`LlamaConfig`]: the sizes of a Llama-style decoder.
 
+use vkprism_shaders::{RopeFrequencies, RopeScaling};
+
 /// The sizes of a Llama-style decoder (Hugging Face's `LlamaConfig` fields, renamed).
 #[derive(Copy, Clone, Debug, PartialEq)]
 #[non_exhaustive]
@@ -18,6 +20,9 @@ pub struct LlamaConfig {
     pub vocab: usize,
     /// The rotary embedding's frequency base (`rope_theta`).
     pub rope_theta: f32,
+    /// How the rotary embedding's frequencies are scaled (`rope_scaling`; Llama 3.1 and later
+    /// scale theirs).
+    pub rope_scaling: RopeScaling,
     /// The RMS norms' epsilon (`rms_norm_eps`).
     pub rms_eps: f32,
     /// Positions the KV cache holds: the longest sequence, prompt and generated tokens together.
@@ -37,6 +42,7 @@ impl LlamaConfig {
             mlp: 5632,
             vocab: 32000,
             rope_theta: 10000.0,
+            rope_scaling: RopeScaling::None,
             rms_eps: 1e-5,
             max_seq: 2048,
             tie_embeddings: false,
@@ -54,6 +60,7 @@ impl LlamaConfig {
             mlp: 688,
             vocab: 512,
             rope_theta: 10000.0,
+            rope_scaling: RopeScaling::None,
             rms_eps: 1e-5,
             max_seq: 64,
             tie_embeddings: false,
@@ -64,6 +71,18 @@ impl LlamaConfig {
     pub fn with_max_seq(mut self, max_seq: usize) -> LlamaConfig {
         self.max_seq = max_seq;
         self
+    }
+
+    /// This configuration with its rotary frequencies of base `theta` scaled as `scaling` says.
+    pub fn with_rope(mut self, theta: f32, scaling: RopeScaling) -> LlamaConfig {
+        self.rope_theta = theta;
+        self.rope_scaling = scaling;
+        self
+    }
+
+    /// The rotary embedding's frequencies: the base and the scaling.
+    pub fn rope_frequencies(&self) -> RopeFrequencies {
+        RopeFrequencies::new(self.rope_theta).with_scaling(self.rope_scaling)
     }
 
     /// This configuration with the output projection tied to the embedding (`on`).
@@ -112,6 +131,8 @@ impl LlamaConfig {
         if !self.head_dim().is_multiple_of(2) {
             return Some(format!("head dimension {} is odd", self.head_dim()));
         }
-        None
+        self.rope_frequencies()
+            .problem()
+            .map(|why| format!("the rotary embedding: {why}"))
     }
 }

@@ -220,6 +220,7 @@ impl Forward<'_> {
         let (keys, values) = self.cache.layer(i);
         let rope = Rope::new()
             .with_theta_base(self.cfg.rope_theta)
+            .with_scaling(self.cfg.rope_scaling)
             .with_style(RopeStyle::Interleaved);
         let causal = Attention::new().with_causal(true);
         match self.at {

@@ -3,7 +3,7 @@
 //! compute refused by name rather than ignored; [`hf_end_tokens`], the tokens that end a
 //! generation.
 
-use crate::{LlamaConfig, ModelError};
+use crate::{LlamaConfig, ModelError, RopeScaling};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -38,12 +38,17 @@ struct HfLlama {
     mlp_bias: bool,
 }
 
-/// A rotary embedding's parameters: its kind (`rope_type`, `type` in older files) and base.
+/// A rotary embedding's parameters: its kind (`rope_type`, `type` in older files), base and
+/// scaling.
 #[derive(Deserialize)]
 struct RopeParameters {
     #[serde(alias = "type")]
     rope_type: Option<String>,
     rope_theta: Option<f32>,
+    factor: Option<f32>,
+    low_freq_factor: Option<f32>,
+    high_freq_factor: Option<f32>,
+    original_max_position_embeddings: Option<usize>,
 }
 
 fn default_act() -> String {
@@ -58,22 +63,49 @@ fn default_eps() -> f32 {
     1e-6
 }
 
-/// The rotary frequencies' base: the plain rotation's only, from either form.
-fn rope_theta(hf: &HfLlama) -> Result<f32, String> {
-    for (field, rope) in [
-        ("rope_parameters", &hf.rope_parameters),
-        ("rope_scaling", &hf.rope_scaling),
-    ] {
-        let kind = rope.as_ref().and_then(|r| r.rope_type.as_deref());
-        if let Some(kind) = kind.filter(|k| *k != "default") {
-            return Err(format!(
-                "`{field}` asks for the `{kind}` rotary embedding; this decoder computes only \
-                 the plain one (`default`)"
-            ));
-        }
-    }
+/// The rotary frequencies' base and scaling, from either form: `rope_parameters` where it names
+/// a kind, `rope_scaling` otherwise.
+fn rope(hf: &HfLlama) -> Result<(f32, RopeScaling), String> {
+    let named = |r: &&RopeParameters| r.rope_type.is_some();
+    let scaling = match (hf.rope_parameters.as_ref().filter(named), &hf.rope_scaling) {
+        (Some(r), _) => scaling("rope_parameters", r)?,
+        (None, Some(r)) => scaling("rope_scaling", r)?,
+        (None, None) => RopeScaling::None,
+    };
     let nested = hf.rope_parameters.as_ref().and_then(|r| r.rope_theta);
-    Ok(hf.rope_theta.or(nested).unwrap_or(10_000.0))
+    Ok((hf.rope_theta.or(nested).unwrap_or(10_000.0), scaling))
+}
+
+/// The scaling `field`'s parameters `r` ask for, or why this decoder does not compute it.
+fn scaling(field: &str, r: &RopeParameters) -> Result<RopeScaling, String> {
+    let kind = r.rope_type.as_deref().unwrap_or("default");
+    let need = |name: &str, v: Option<f32>| {
+        v.ok_or_else(|| format!("`{field}` of type `{kind}` has no `{name}`"))
+    };
+    let scaling = match kind {
+        "default" => RopeScaling::None,
+        "linear" => RopeScaling::Linear {
+            factor: need("factor", r.factor)?,
+        },
+        "llama3" => RopeScaling::Llama3 {
+            factor: need("factor", r.factor)?,
+            low_freq_factor: need("low_freq_factor", r.low_freq_factor)?,
+            high_freq_factor: need("high_freq_factor", r.high_freq_factor)?,
+            original_max_positions: r.original_max_position_embeddings.ok_or_else(|| {
+                format!("`{field}` of type `{kind}` has no `original_max_position_embeddings`")
+            })?,
+        },
+        other => {
+            return Err(format!(
+                "`{field}` asks for the `{other}` rotary embedding; this decoder computes \
+                 `default`, `linear` and `llama3`"
+            ))
+        }
+    };
+    match scaling.problem() {
+        Some(why) => Err(format!("`{field}`: {why}")),
+        None => Ok(scaling),
+    }
 }
 
 /// Why `hf` describes a model this decoder does not compute, naming the field, or `None`.
@@ -112,14 +144,15 @@ impl LlamaConfig {
     /// cache holding `max_position_embeddings` positions (shorten it with
     /// [`LlamaConfig::with_max_seq`]). Refused with [`ModelError::ConfigFile`], naming the field
     /// or the line and column: text that is not such JSON, a size missing, and every option this
-    /// decoder does not compute (another `model_type` or `hidden_act`, a scaled rotary
-    /// embedding, biases, a `head_dim` of its own).
+    /// decoder does not compute (another `model_type` or `hidden_act`, a rotary embedding
+    /// scaled otherwise than `linear` or `llama3`, biases, a `head_dim` of its own).
     pub fn from_hf_json(text: &str) -> Result<LlamaConfig, ModelError> {
         let refuse = |why: String| ModelError::ConfigFile { why };
         let hf: HfLlama = serde_json::from_str(text).map_err(|e| refuse(e.to_string()))?;
         if let Some(why) = unsupported(&hf) {
             return Err(refuse(why));
         }
+        let (rope_theta, rope_scaling) = rope(&hf).map_err(refuse)?;
         let cfg = LlamaConfig {
             layers: hf.num_hidden_layers,
             hidden: hf.hidden_size,
@@ -127,7 +160,8 @@ impl LlamaConfig {
             kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
             mlp: hf.intermediate_size,
             vocab: hf.vocab_size,
-            rope_theta: rope_theta(&hf).map_err(refuse)?,
+            rope_theta,
+            rope_scaling,
             rms_eps: hf.rms_norm_eps,
             max_seq: hf.max_position_embeddings,
             tie_embeddings: hf.tie_word_embeddings,

@@ -44,4 +44,5 @@ pub use llama::{KernelTime, Llama, LlamaMemory, Logits, DECODE_SPAN};
 pub use reference::ReferenceLlama;
 pub use safetensors_io::SafetensorsFile;
 pub use sampling::{Sampler, Sampling};
+pub use vkprism_shaders::RopeScaling;
 pub use weights::{layer_weight, weight_shapes, HostWeights, WeightSource, LAYER_PARTS};

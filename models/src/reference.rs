@@ -4,6 +4,7 @@
 
 use crate::weights::layer_weight;
 use crate::{HostWeights, LlamaConfig};
+use vkprism_shaders::RopeFrequencies;
 
 /// The CPU forward pass of a decoder of `cfg` with `weights`, with its own KV cache.
 pub struct ReferenceLlama<'w> {
@@ -93,8 +94,9 @@ impl<'w> ReferenceLlama<'w> {
         let mut q = matvec(part("self_attn.q_proj"), &h);
         let mut k = matvec(part("self_attn.k_proj"), &h);
         let v = matvec(part("self_attn.v_proj"), &h);
-        rope(&mut q, c.head_dim(), self.pos, c.rope_theta);
-        rope(&mut k, c.head_dim(), self.pos, c.rope_theta);
+        let freqs = c.rope_frequencies();
+        rope(&mut q, c.head_dim(), self.pos, &freqs);
+        rope(&mut k, c.head_dim(), self.pos, &freqs);
         self.keys[layer].extend_from_slice(&k);
         self.values[layer].extend_from_slice(&v);
         let o = self.attend(layer, &q);
@@ -177,12 +179,13 @@ fn matvec(w: &[f32], x: &[f64]) -> Vec<f64> {
 }
 
 /// Rotates every head of `x` (heads of `d` values) by position `pos`, in Hugging Face's
-/// rotate-half pairing `(i, i + d/2)`, angle `pos · theta^(-2i/d)`.
-fn rope(x: &mut [f64], d: usize, pos: usize, theta: f32) {
+/// rotate-half pairing `(i, i + d/2)`, angle `pos · freqs.inv_freq(i, d)` (`theta^(-2i/d)`
+/// scaled).
+fn rope(x: &mut [f64], d: usize, pos: usize, freqs: &RopeFrequencies) {
     let half = d / 2;
     for head in x.chunks_exact_mut(d) {
         for i in 0..half {
-            let angle = pos as f64 * (theta as f64).powf(-2.0 * i as f64 / d as f64);
+            let angle = pos as f64 * freqs.inv_freq(i, d);
             let (sin, cos) = angle.sin_cos();
             let (a, b) = (head[i], head[i + half]);
             head[i] = a * cos - b * sin;

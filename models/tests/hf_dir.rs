@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use vkprism::{Context, TensorFormat};
 use vkprism_models::{
     hf_end_tokens, Checkpoint, HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama,
-    WeightSource,
+    RopeScaling, WeightSource,
 };
 use vkprism_testkit::{assert_clean, ctx};
 
@@ -80,6 +80,44 @@ fn config_json_reads_as_the_configuration() {
     assert!(LlamaConfig::from_hf_json(&tied).unwrap().tie_embeddings);
 }
 
+/// Llama 3.2's rotary parameters as its `config.json` has them (`transformers` 4's
+/// `rope_scaling`) and as `transformers` 5 writes them (`rope_parameters`, the base inside);
+/// `linear` scaling in the older spelling (`type`).
+#[test]
+fn scaled_rotary_embeddings_read_as_their_scaling() {
+    let llama3 = RopeScaling::Llama3 {
+        factor: 32.0,
+        low_freq_factor: 1.0,
+        high_freq_factor: 4.0,
+        original_max_positions: 8192,
+    };
+    let v4 = config_json(&[
+        ("rope_theta", 500000.0.into()),
+        (
+            "rope_scaling",
+            serde_json::json!({"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                "original_max_position_embeddings": 8192, "rope_type": "llama3"}),
+        ),
+    ]);
+    let cfg = LlamaConfig::from_hf_json(&v4).unwrap();
+    assert_eq!((cfg.rope_theta, cfg.rope_scaling), (500000.0, llama3));
+    let v5 = config_json(&[
+        ("rope_theta", serde_json::Value::Null),
+        ("rope_scaling", serde_json::Value::Null),
+        (
+            "rope_parameters",
+            serde_json::json!({"factor": 32.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                "original_max_position_embeddings": 8192, "rope_theta": 500000.0,
+                "rope_type": "llama3"}),
+        ),
+    ]);
+    let cfg = LlamaConfig::from_hf_json(&v5).unwrap();
+    assert_eq!((cfg.rope_theta, cfg.rope_scaling), (500000.0, llama3));
+    let linear = serde_json::json!({"type": "linear", "factor": 2.0});
+    let cfg = LlamaConfig::from_hf_json(&config_json(&[("rope_scaling", linear)])).unwrap();
+    assert_eq!(cfg.rope_scaling, RopeScaling::Linear { factor: 2.0 });
+}
+
 /// `from_hf_json` of `text` refused with `ModelError::ConfigFile` whose message holds `needle`.
 fn assert_config_refused(text: &str, needle: &str) {
     match LlamaConfig::from_hf_json(text) {
@@ -92,13 +130,18 @@ fn assert_config_refused(text: &str, needle: &str) {
 
 #[test]
 fn unsupported_or_broken_config_is_refused_by_name() {
-    let scaled = serde_json::json!({"rope_type": "llama3", "factor": 8.0});
-    let linear = serde_json::json!({"type": "linear", "factor": 2.0});
+    let partial = serde_json::json!({"rope_type": "llama3", "factor": 8.0});
+    let reversed = serde_json::json!({"rope_type": "llama3", "factor": 8.0,
+        "low_freq_factor": 4.0, "high_freq_factor": 1.0, "original_max_position_embeddings": 8192});
+    let no_factor = serde_json::json!({"type": "linear"});
     let yarn = serde_json::json!({"rope_type": "yarn", "rope_theta": 1e6});
+    let dynamic = serde_json::json!({"type": "dynamic", "factor": 2.0});
     let cases = [
-        (config_json(&[("rope_scaling", scaled)]), "llama3"),
-        (config_json(&[("rope_scaling", linear)]), "linear"),
+        (config_json(&[("rope_scaling", partial)]), "low_freq_factor"),
+        (config_json(&[("rope_scaling", reversed)]), "not above"),
+        (config_json(&[("rope_scaling", no_factor)]), "no `factor`"),
         (config_json(&[("rope_parameters", yarn)]), "rope_parameters"),
+        (config_json(&[("rope_scaling", dynamic)]), "`dynamic`"),
         (config_json(&[("hidden_act", "gelu".into())]), "hidden_act"),
         (
             config_json(&[("attention_bias", true.into())]),

@@ -66,8 +66,8 @@ vkprism::compute_shader! {
     /// the format, stages it in shared memory and places it an octet an invocation; dim a
     /// multiple of 8. The same variants and requirements; [`gemm_cm2`](crate::gemm_cm2)'s
     /// specialization constants (`transpose_b` 1, no split); push constants M, N, K (alpha,
-    /// slope, the batch strides and beta unread) and `rope_qkv4`'s hq, hkv, dim, rows, offset,
-    /// log2_base; dispatch [`Cm2Tiles::grid`](crate::Cm2Tiles::grid) for the M×N product.
+    /// slope, the batch strides and beta unread) and `rope_qkv4`'s hq, hkv, dim, rows, offset
+    /// and frequencies; dispatch [`Cm2Tiles::grid`](crate::Cm2Tiles::grid) for the M×N product.
         gemm_cm2_rope: {
             path: "gemm_cm2.comp",
             define: [("VKPRISM_ROPE", "1")],

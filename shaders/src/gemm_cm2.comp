@@ -116,7 +116,8 @@ layout (push_constant) uniform parameter {
     int batch_a; int batch_b; int batch_c; float beta;
 #if VKPRISM_ROPE
     // rope_qkv4's: heads, head dimension, the caches' rows, the first token's position.
-    int hq; int hkv; int dim; int rows; int offset; float log2_base;
+    int hq; int hkv; int dim; int rows; int offset;
+    float log2_base; float freq_factor; float freq_low; float freq_high;
 #endif
 } p;
 
@@ -288,10 +289,10 @@ shared cmfp rope_tile[BM * BN];
 // Pairs 4j .. 4j + 3 of a head at position `pos`, interleaved: (u.xy, u.zw, v.xy, v.zw).
 void turn_octet(inout vec4 u, inout vec4 v, const int pos, const int j)
 {
-    u.xy = rope_turn(u.xy, rope_sin_cos(pos, 4 * j, p.dim, p.log2_base));
-    u.zw = rope_turn(u.zw, rope_sin_cos(pos, 4 * j + 1, p.dim, p.log2_base));
-    v.xy = rope_turn(v.xy, rope_sin_cos(pos, 4 * j + 2, p.dim, p.log2_base));
-    v.zw = rope_turn(v.zw, rope_sin_cos(pos, 4 * j + 3, p.dim, p.log2_base));
+    u.xy = rope_turn(u.xy, rope_sin_cos(pos, 4 * j, p.dim, ROPE_FREQS));
+    u.zw = rope_turn(u.zw, rope_sin_cos(pos, 4 * j + 1, p.dim, ROPE_FREQS));
+    v.xy = rope_turn(v.xy, rope_sin_cos(pos, 4 * j + 2, p.dim, ROPE_FREQS));
+    v.zw = rope_turn(v.zw, rope_sin_cos(pos, 4 * j + 3, p.dim, ROPE_FREQS));
 }
 
 // rope_tile's rows from m0 and columns from n0 (those before `ends`, the tile's own) turned

@@ -47,7 +47,8 @@ layout (binding = 2) readonly buffer bias_blob { sfp bias_data[]; };
 layout (binding = 3) buffer y_blob { sfp y_data[]; };
 
 layout (push_constant) uniform parameter {
-    int N; int K; float eps; float slope; int d; int hq; int hkv; int rows; int offset; float log2_base;
+    int N; int K; float eps; float slope; int d; int hq; int hkv; int rows; int offset;
+    float log2_base; float freq_factor; float freq_low; float freq_high;
 } p;
 
 // Row n's sum as stored: plus the bias where there is one.

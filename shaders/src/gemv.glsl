@@ -1,7 +1,7 @@
 // The body of the GEMV kernels (gemv.comp, gemv_int8.comp): y[b][n] = out(Σ_k W[n][k] ·
 // x[b][k], n) for W row-major [N, K] (PyTorch's Linear layout), x [batch, K] (batch at most 8),
 // y [batch, N]. The including kernel declares bindings 0 to 3 (y_data readable) and push
-// constants (N, K, eps, slope, d, hq, hkv, rows, offset, log2_base), the constant `batch`, and how a chunk of V elements is read and
+// constants (N, K, eps, slope, d, hq, hkv, rows, offset and the frequencies, rope.glsl), the constant `batch`, and how a chunk of V elements is read and
 // multiplied: W_T / X_T its types, W_LD(i) / X_LD(i) chunk i of W / x (counted from the
 // buffer's start), chunk_dot(w, x), and gemv_output(sum, n), the row's value before the
 // epilogue.
@@ -102,7 +102,7 @@ void gemv_store_rope(int n0, int lid, vec4 total)
     vec2 ab = vec2(gemv_output(total[2 * lid], r), gemv_output(total[2 * lid + 1], r + 1));
     const int head = r / p.d, within = r % p.d;
     const int pos = p.offset + (rope_qkv == 2 ? pos_data[0] : 0);
-    if (head < p.hq + p.hkv) ab = rope_turn(ab, rope_sin_cos(pos, within / 2, p.d, p.log2_base));
+    if (head < p.hq + p.hkv) ab = rope_turn(ab, rope_sin_cos(pos, within / 2, p.d, ROPE_FREQS));
     if (head < p.hq)
     {
         buffer_st1(y_data, r, afp(ab.x));

@@ -16,7 +16,8 @@ vkprism::compute_shader! {
     /// (1 to 8), `bias_term` (add `bias[n]`) and the fused epilogue (gemv.glsl: `activation`,
     /// `gated`, `accumulate`, `rms_input`, `rope_qkv` with the KV cache `k`, `v` and the
     /// position `pos`, bindings 4 to 6, unused otherwise); push constants N, K, eps, slope and
-    /// the rotation's d, hq, hkv, rows, offset, log2_base; workgroup and grid from
+    /// the rotation's d, hq, hkv, rows, offset and frequencies
+    /// ([`RopeFrequencies::pushed`](crate::RopeFrequencies::pushed)); workgroup and grid from
     /// [`GemvShape`](crate::GemvShape). Variants `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` and `_nosg`.
         gemv: {
             path: "gemv.comp",

@@ -50,7 +50,8 @@ layout (binding = 2) readonly buffer scale_blob { float scale_data[]; };
 layout (binding = 3) buffer y_blob { sfp y_data[]; };
 
 layout (push_constant) uniform parameter {
-    int N; int K; float eps; float slope; int d; int hq; int hkv; int rows; int offset; float log2_base;
+    int N; int K; float eps; float slope; int d; int hq; int hkv; int rows; int offset;
+    float log2_base; float freq_factor; float freq_low; float freq_high;
 } p;
 
 // Row n's sum dequantized.

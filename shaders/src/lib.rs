@@ -109,7 +109,10 @@ pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeSt
 pub use ops::{gemm_glu_constants, glu_narrow_from, options_for, QuantScale, CM2_MIN_PRODUCT};
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, pool2d4, GlobalPoolShape, Pool2dShape};
 pub use quant_gemm::{quantize_rows, quantize_rows_grid};
-pub use rotary::{rope, rope_qkv, rope_qkv4, rope_qkv_kernels, RopeQkvShape, RopeShape};
+pub use rotary::{
+    rope, rope_qkv, rope_qkv4, rope_qkv_kernels, RopeFrequencies, RopeQkvShape, RopeScaling,
+    RopeShape,
+};
 pub use rows::{
     argmax, norm, norm4, reduce, softmax, softmax4, NormShape, ReduceShape, SoftmaxShape,
 };

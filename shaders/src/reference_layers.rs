@@ -48,14 +48,14 @@ pub fn gemv_int8(n: usize, k: usize, w: &[i8], scales: &[f32], x: &[f32]) -> (Ve
 }
 
 /// Rotary position embedding of x `[tokens, heads, dim]` in f64 (token t at position
-/// `t % seq + offset`, pair i rotated by `pos · base^(-2i/dim)`; pairs `(i, i + dim/2)`, or
-/// `(2i, 2i + 1)` with `interleaved`), and the error scale `|a| + |b|` of each value's pair.
+/// `t % seq + offset`, pair i rotated by `pos · freqs.inv_freq(i, dim)`; pairs `(i, i + dim/2)`,
+/// or `(2i, 2i + 1)` with `interleaved`), and the error scale `|a| + |b|` of each value's pair.
 pub fn rope(
     seq: usize,
     heads: usize,
     dim: usize,
     offset: usize,
-    base: f32,
+    freqs: &crate::RopeFrequencies,
     interleaved: bool,
     x: &[f32],
 ) -> (Vec<f32>, Vec<f32>) {
@@ -65,7 +65,7 @@ pub fn rope(
         let pos = ((row / heads) % seq + offset) as f64;
         let at = row * dim;
         for i in 0..half {
-            let angle = pos * (base as f64).powf(-2.0 * i as f64 / dim as f64);
+            let angle = pos * freqs.inv_freq(i, dim);
             let (ia, ib) = if interleaved {
                 (2 * i, 2 * i + 1)
             } else {

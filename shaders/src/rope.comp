@@ -19,7 +19,8 @@ layout (binding = 0) readonly buffer x_blob { sfp x_data[]; };
 layout (binding = 1) writeonly buffer y_blob { sfp y_data[]; };
 
 layout (push_constant) uniform parameter {
-    int tokens; int seq; int heads; int dim; int offset; float log2_base;
+    int tokens; int seq; int heads; int dim; int offset;
+    float log2_base; float freq_factor; float freq_low; float freq_high;
 } p;
 
 #include "rope.glsl"
@@ -34,7 +35,7 @@ void main()
         const int i = q % half_dim;
         const int row = q / half_dim;
         const int token = row / p.heads;
-        const vec2 sc = rope_sin_cos(token % p.seq + p.offset, i, p.dim, p.log2_base);
+        const vec2 sc = rope_sin_cos(token % p.seq + p.offset, i, p.dim, ROPE_FREQS);
         const ivec2 at = rope_pair(row * p.dim, i, p.dim, interleaved == 1);
         const vec2 ab = vec2(float(buffer_ld1(x_data, at.x)), float(buffer_ld1(x_data, at.y)));
         const vec2 turned = rope_turn(ab, sc);

@@ -1,5 +1,6 @@
-// The rotation of rotary position embedding, shared by rope.comp and rope_qkv.comp: pair i of a
-// head of `dim` values at position `pos` turns by pos · base^(-2i/dim), computed in fp32 as
+// The rotation of rotary position embedding, shared by every kernel that rotates: pair i of a
+// head of `dim` values at position `pos` turns by pos · base^(-2i/dim) (scaled, rope_inv_freq),
+// computed in fp32 as
 // Hugging Face computes it: inv_freq = 2^(-(2i/dim) · log2(base)) (`log2_base` computed on the
 // host in double precision), the angle pos · inv_freq rounded to fp32, then reduced to [-π, π]
 // in two steps (2π as 6.28125, exact in a product with any position below 2^16 turns, plus the
@@ -7,11 +8,27 @@
 #ifndef VKP_ROPE_GLSL
 #define VKP_ROPE_GLSL
 
-// (sin, cos) of pair i's angle at position `pos`.
-vec2 rope_sin_cos(int pos, int i, int dim, float log2_base)
+// The rotation's frequencies as every rotating kernel pushes them (its block named `p`):
+// (log2 of the base, then the scaling's factor, low and high bounds; rope_inv_freq).
+#define ROPE_FREQS vec4(p.log2_base, p.freq_factor, p.freq_low, p.freq_high)
+
+// Pair i's inverse frequency base^(-2i/dim), scaled as Hugging Face's `llama3` rotary embedding
+// scales it, in frequencies rather than wavelengths: above `high` kept, below `low` divided by
+// `factor`, between them blended linearly from one to the other. The plain rotation pushes
+// (1, 0, 0) (every frequency kept) and `linear` scaling (factor, inf, inf).
+float rope_inv_freq(int i, int dim, vec4 freqs)
 {
-    const float inv_freq = exp2(-(float(2 * i) / float(dim)) * log2_base);
-    const float a = float(pos) * inv_freq;
+    const float f = exp2(-(float(2 * i) / float(dim)) * freqs.x);
+    if (f > freqs.w) return f;
+    if (f < freqs.z) return f / freqs.y;
+    const float s = (f - freqs.z) / (freqs.w - freqs.z);
+    return (1.0 - s) * (f / freqs.y) + s * f;
+}
+
+// (sin, cos) of pair i's angle at position `pos`.
+vec2 rope_sin_cos(int pos, int i, int dim, vec4 freqs)
+{
+    const float a = float(pos) * rope_inv_freq(i, dim, freqs);
     const float turn_hi = 6.28125;
     const float turn_lo = 1.9353071795864769e-3;
     precise float k = round(a * 0.15915494309189535);

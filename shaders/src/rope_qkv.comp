@@ -34,7 +34,8 @@ layout (binding = 3) writeonly buffer v_blob { sfp v_data[]; };
 layout (binding = 4) readonly buffer pos_blob { int pos_data[]; };
 
 layout (push_constant) uniform parameter {
-    int tokens; int hq; int hkv; int dim; int rows; int offset; float log2_base;
+    int tokens; int hq; int hkv; int dim; int rows; int offset;
+    float log2_base; float freq_factor; float freq_low; float freq_high;
 } p;
 
 #include "rope.glsl"
@@ -55,7 +56,7 @@ void turn_quads(inout vec4 u, inout vec4 v, int pos, int j)
     [[unroll]] for (int k = 0; k < 4; k++)
     {
         const int i = 4 * j + k;
-        const vec2 sc = rope_sin_cos(pos, i, p.dim, p.log2_base);
+        const vec2 sc = rope_sin_cos(pos, i, p.dim, ROPE_FREQS);
         if (interleaved == 1)
         {
             vec4 w = k < 2 ? u : v;
@@ -129,7 +130,7 @@ void main()
         const int pos = start + token;
         const ivec2 from = rope_pair((token * heads + head) * p.dim, i, p.dim, interleaved == 1);
         vec2 ab = vec2(float(buffer_ld1(qkv_data, from.x)), float(buffer_ld1(qkv_data, from.y)));
-        if (head < p.hq + p.hkv) ab = rope_turn(ab, rope_sin_cos(pos, i, p.dim, p.log2_base));
+        if (head < p.hq + p.hkv) ab = rope_turn(ab, rope_sin_cos(pos, i, p.dim, ROPE_FREQS));
         if (head < p.hq)
         {
             const ivec2 to = rope_pair((token * p.hq + head) * p.dim, i, p.dim, interleaved == 1);

@@ -1,13 +1,15 @@
 //! Rotary position embedding: [`rope`] and its shape, [`RopeShape`]; [`rope_qkv`], a fused
-//! projection's heads rotated and placed in a KV cache, and its shape, [`RopeQkvShape`].
+//! projection's heads rotated and placed in a KV cache, and its shape, [`RopeQkvShape`]; the
+//! frequencies every rotating kernel takes, [`RopeFrequencies`] and [`RopeScaling`].
 
 vkprism::compute_shader! {
     /// Rotary position embedding on x `[tokens, heads, dim]` (tokens = batch · seq): token t at
     /// position `t % seq + offset`, pair i of each head rotated by `pos · base^(-2i/dim)`;
     /// pairs `(i, i + dim/2)` (`interleaved` 0: Llama / Hugging Face's `rotate_half`) or
     /// `(2i, 2i + 1)` (`interleaved` 1). Angles in fp32 (as Hugging Face), reduced to [-π, π]
-    /// before sin and cos. Push constants: `tokens`, `seq`, `heads`, `dim` (even), `offset`,
-    /// `log2_base` ([`RopeShape::push`](crate::RopeShape::push)); y may be x. Any grid covers every pair. Variants
+    /// before sin and cos; the frequencies scaled as [`RopeScaling`](crate::RopeScaling) says.
+    /// Push constants: `tokens`, `seq`, `heads`, `dim` (even), `offset` and the frequencies
+    /// ([`RopeShape::push`](crate::RopeShape::push)); y may be x. Any grid covers every pair. Variants
     /// `fp32`, `fp16s`, `fp16sa`, `bf16s`.
     pub mod rope,
     path: "rope.comp",
@@ -79,16 +81,19 @@ impl RopeShape {
         [(groups * LOCAL) as u32, 1, 1]
     }
 
-    /// The push constants: the first token's position `offset` and the frequency base
-    /// `theta_base` (its log2 taken in double precision).
-    pub fn push(&self, offset: i32, theta_base: f32) -> rope::PushConstants {
+    /// The push constants: the first token's position `offset` and the frequencies `freqs`.
+    pub fn push(&self, offset: i32, freqs: &RopeFrequencies) -> rope::PushConstants {
+        let [log2_base, freq_factor, freq_low, freq_high] = freqs.pushed();
         rope::PushConstants {
             tokens: (self.batch * self.seq) as i32,
             seq: self.seq as i32,
             heads: self.heads as i32,
             dim: self.dim as i32,
             offset,
-            log2_base: (theta_base as f64).log2() as f32,
+            log2_base,
+            freq_factor,
+            freq_low,
+            freq_high,
         }
     }
 }
@@ -133,8 +138,9 @@ impl RopeQkvShape {
     }
 
     /// The push constants: the first token's position `offset` (before the buffer's, where
-    /// read) and the frequency base `theta_base`.
-    pub fn push(&self, offset: i32, theta_base: f32) -> rope_qkv::PushConstants {
+    /// read) and the frequencies `freqs`.
+    pub fn push(&self, offset: i32, freqs: &RopeFrequencies) -> rope_qkv::PushConstants {
+        let [log2_base, freq_factor, freq_low, freq_high] = freqs.pushed();
         rope_qkv::PushConstants {
             tokens: self.tokens as i32,
             hq: self.hq as i32,
@@ -142,7 +148,175 @@ impl RopeQkvShape {
             dim: self.dim as i32,
             rows: self.rows as i32,
             offset,
-            log2_base: (theta_base as f64).log2() as f32,
+            log2_base,
+            freq_factor,
+            freq_low,
+            freq_high,
         }
+    }
+}
+
+/// How a rotary embedding's frequencies are scaled to reach past the context a model was
+/// first trained on: Hugging Face's `rope_type` of the same name.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub enum RopeScaling {
+    /// Every frequency as `theta_base` gives it (`default`).
+    #[default]
+    None,
+    /// Every frequency divided by `factor` (`linear`).
+    Linear {
+        /// The divisor.
+        factor: f32,
+    },
+    /// Llama 3's (`llama3`): frequencies whose wavelength is longer than
+    /// `original_max_positions / low_freq_factor` divided by `factor`, those shorter than
+    /// `original_max_positions / high_freq_factor` kept, those between blended linearly.
+    Llama3 {
+        /// The divisor of the low frequencies.
+        factor: f32,
+        /// Where the divided band ends, as the original context's count of wavelengths.
+        low_freq_factor: f32,
+        /// Where the kept band starts, the same way (above `low_freq_factor`).
+        high_freq_factor: f32,
+        /// The context the model was first trained on
+        /// (`original_max_position_embeddings`).
+        original_max_positions: usize,
+    },
+}
+
+impl RopeScaling {
+    /// Why these parameters scale no frequency sensibly (a factor that is not a positive
+    /// number, bands out of order), or `None`.
+    pub fn problem(&self) -> Option<String> {
+        let positive = |name: &str, v: f32| {
+            (!(v.is_finite() && v > 0.0)).then(|| format!("{name} {v} is not a positive number"))
+        };
+        match *self {
+            RopeScaling::None => None,
+            RopeScaling::Linear { factor } => positive("factor", factor),
+            RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_positions,
+            } => positive("factor", factor)
+                .or_else(|| positive("low_freq_factor", low_freq_factor))
+                .or_else(|| positive("high_freq_factor", high_freq_factor))
+                .or_else(|| {
+                    (high_freq_factor <= low_freq_factor).then(|| {
+                        format!(
+                            "high_freq_factor {high_freq_factor} is not above low_freq_factor \
+                             {low_freq_factor}"
+                        )
+                    })
+                })
+                .or_else(|| {
+                    (original_max_positions == 0).then(|| "original_max_positions is 0".to_string())
+                }),
+        }
+    }
+
+    /// `inv_freq` scaled, in f64 (the references'), as Hugging Face computes it.
+    pub fn scale(&self, inv_freq: f64) -> f64 {
+        match *self {
+            RopeScaling::None => inv_freq,
+            RopeScaling::Linear { factor } => inv_freq / factor as f64,
+            RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_positions,
+            } => {
+                let (factor, low, high) = (
+                    factor as f64,
+                    low_freq_factor as f64,
+                    high_freq_factor as f64,
+                );
+                let old = original_max_positions as f64;
+                let wavelen = std::f64::consts::TAU / inv_freq;
+                if wavelen < old / high {
+                    inv_freq
+                } else if wavelen > old / low {
+                    inv_freq / factor
+                } else {
+                    let smooth = (old / wavelen - low) / (high - low);
+                    (1.0 - smooth) * inv_freq / factor + smooth * inv_freq
+                }
+            }
+        }
+    }
+
+    /// The kernels' (factor, low, high): `rope.glsl`'s bounds in frequencies, a wavelength
+    /// `old / f` being the frequency `2π · f / old`.
+    fn band(&self) -> [f32; 3] {
+        match *self {
+            RopeScaling::None => [1.0, 0.0, 0.0],
+            RopeScaling::Linear { factor } => [factor, f32::INFINITY, f32::INFINITY],
+            RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_positions,
+            } => {
+                let per_position = std::f64::consts::TAU / original_max_positions as f64;
+                [
+                    factor,
+                    (per_position * low_freq_factor as f64) as f32,
+                    (per_position * high_freq_factor as f64) as f32,
+                ]
+            }
+        }
+    }
+}
+
+/// A rotary embedding's frequencies: pair i of a head of `dim` values turns by
+/// `theta_base^(-2i/dim)` a position, scaled as `scaling` says.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct RopeFrequencies {
+    /// The base (10000 for Llama 2; 500000 for Llama 3).
+    pub theta_base: f32,
+    /// How the frequencies are scaled.
+    pub scaling: RopeScaling,
+}
+
+impl RopeFrequencies {
+    /// The plain rotation of base `theta_base`.
+    pub fn new(theta_base: f32) -> RopeFrequencies {
+        RopeFrequencies {
+            theta_base,
+            scaling: RopeScaling::None,
+        }
+    }
+
+    /// These frequencies scaled as `scaling` says.
+    pub fn with_scaling(mut self, scaling: RopeScaling) -> RopeFrequencies {
+        self.scaling = scaling;
+        self
+    }
+
+    /// Why no kernel can take these (a base that is not a positive number, a scaling's
+    /// problem), or `None`.
+    pub fn problem(&self) -> Option<String> {
+        if !(self.theta_base.is_finite() && self.theta_base > 0.0) {
+            return Some(format!(
+                "theta_base {} is not a positive number",
+                self.theta_base
+            ));
+        }
+        self.scaling.problem()
+    }
+
+    /// Pair i's frequency in f64, as the references compute it.
+    pub fn inv_freq(&self, i: usize, dim: usize) -> f64 {
+        let plain = (self.theta_base as f64).powf(-2.0 * i as f64 / dim as f64);
+        self.scaling.scale(plain)
+    }
+
+    /// The push constants every rotating kernel takes: `log2_base` (the log taken in double
+    /// precision), then `freq_factor`, `freq_low` and `freq_high` (`rope.glsl`).
+    pub fn pushed(&self) -> [f32; 4] {
+        let [factor, low, high] = self.scaling.band();
+        [(self.theta_base as f64).log2() as f32, factor, low, high]
     }
 }

@@ -6,14 +6,14 @@
 //! the step's positions checked untouched; the validation layer on. Bad operands refused.
 
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
-use vkprism_shaders::{reference, OpError, Ops, Rope, RopeStyle, CM2_MIN_PRODUCT};
+use vkprism_shaders::{reference, OpError, Ops, Rope, RopeScaling, RopeStyle, CM2_MIN_PRODUCT};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, device_lacks_cooperative_matrix2, poisoned, quantize,
     random_in, refused,
 };
 
 /// One case: `tokens` at positions `offset ..` over an x of depth `k`, `hq` / `hkv` heads of
-/// `dim`, a cache of `rows`, the pairs' `style`.
+/// `dim`, a cache of `rows`, the pairs' `style`, the frequencies' `scaling`.
 #[derive(Copy, Clone, Debug)]
 struct Case {
     tokens: usize,
@@ -24,7 +24,16 @@ struct Case {
     rows: usize,
     offset: usize,
     style: RopeStyle,
+    scaling: RopeScaling,
 }
+
+/// Llama 3's scaling with bounds that put heads of 16 to 128 values in all three bands.
+const LLAMA3: RopeScaling = RopeScaling::Llama3 {
+    factor: 8.0,
+    low_freq_factor: 1.0,
+    high_freq_factor: 16.0,
+    original_max_positions: 128,
+};
 
 impl Case {
     fn width(&self) -> usize {
@@ -66,7 +75,8 @@ fn run_case(ctx: &Context, ops: &Ops, c: Case, f: TensorFormat, seed: u64) -> Ve
     let vc = poisoned(ctx, &[c.rows, c.hkv, c.dim], f);
     let rope = Rope::new()
         .with_style(c.style)
-        .with_position_offset(c.offset);
+        .with_position_offset(c.offset)
+        .with_scaling(c.scaling);
     let mut list = CommandList::new(ctx).unwrap();
     ops.gemm_rope_qkv(&mut list, &xt, &wt, &qt, &kc, &vc, &rope)
         .unwrap();
@@ -76,9 +86,10 @@ fn run_case(ctx: &Context, ops: &Ops, c: Case, f: TensorFormat, seed: u64) -> Ve
     let qkv = projection(&c, &x, &w, f);
     let (qw, kw) = (c.hq * c.dim, c.hkv * c.dim);
     let interleaved = c.style == RopeStyle::Interleaved;
+    let freqs = rope.frequencies();
     let turned = |v: &[f32], heads| {
         let (want, scale) =
-            reference::rope(c.tokens, heads, c.dim, c.offset, 10000.0, interleaved, v);
+            reference::rope(c.tokens, heads, c.dim, c.offset, &freqs, interleaved, v);
         (quantize(&want, f), scale)
     };
     // A projection value may round to the neighbouring one of the format (fp32 sums against
@@ -136,12 +147,17 @@ fn gemm_rope_qkv_matches_the_gemm_then_the_rotation() {
         rows,
         offset,
         style,
+        scaling: RopeScaling::None,
+    };
+    let scaled = |c: Case| Case {
+        scaling: LLAMA3,
+        ..c
     };
     let il = RopeStyle::Interleaved;
     if !device_lacks_cooperative_matrix2(&ctx) {
         let prompt = case(512, 2048, (32, 4, 64), 600, 0, il);
         let later = case(300, 1024, (16, 4, 128), 420, 77, il);
-        for c in [prompt, later] {
+        for c in [prompt, later, scaled(later)] {
             assert!(c.tokens * c.width() * c.k >= CM2_MIN_PRODUCT);
             for (i, f) in [TensorFormat::F16, TensorFormat::Bf16]
                 .into_iter()
@@ -157,8 +173,10 @@ fn gemm_rope_qkv_matches_the_gemm_then_the_rotation() {
         .into_iter()
         .enumerate()
     {
-        let names = run_case(&ctx, &ops, small, f, 11 + i as u64);
-        assert!(names.contains(&"rope_qkv4"), "{f:?}: {names:?}");
+        for c in [small, scaled(small)] {
+            let names = run_case(&ctx, &ops, c, f, 11 + i as u64);
+            assert!(names.contains(&"rope_qkv4"), "{f:?}: {names:?}");
+        }
     }
     let half = case(7, 40, (3, 1, 8), 7, 0, RopeStyle::Half);
     let names = run_case(&ctx, &ops, half, TensorFormat::F16, 21);

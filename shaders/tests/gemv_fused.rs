@@ -7,7 +7,7 @@
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::{
     gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, Activation, Gemv, GemvShape, OpError, Ops,
-    Rope, RopeStyle, GEMV_MANY_ROWS,
+    Rope, RopeFrequencies, RopeScaling, RopeStyle, GEMV_MANY_ROWS,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_i8, random_in,
@@ -292,14 +292,23 @@ macro_rules! int8_fused {
 }
 
 /// A `rope_qkv` case's heads: `hq` query and `hkv` key/value heads of `d`, a cache of `rows`,
-/// the token at position `at`.
+/// the token at position `at`, the rotation's frequencies `freqs`.
 struct RopeHeads {
     hq: usize,
     hkv: usize,
     d: usize,
     rows: usize,
     at: usize,
+    freqs: RopeFrequencies,
 }
+
+/// Llama 3's scaling with bounds that put a head of 8 values (base 10000) in all three bands.
+const LLAMA3: RopeScaling = RopeScaling::Llama3 {
+    factor: 8.0,
+    low_freq_factor: 1.0,
+    high_freq_factor: 16.0,
+    original_max_positions: 128,
+};
 
 impl RopeHeads {
     /// Checks q and the caches against the projection `y` (f64 reference, error scale
@@ -319,10 +328,11 @@ impl RopeHeads {
             d,
             rows,
             at,
+            freqs,
         } = *self;
         let rotate = |from: usize, heads: usize| {
             let part = &y[from * d..(from + heads) * d];
-            let (r, e) = vkprism_shaders::reference::rope(1, heads, d, at, 10000.0, true, part);
+            let (r, e) = vkprism_shaders::reference::rope(1, heads, d, at, &freqs, true, part);
             let e: Vec<f32> = e
                 .iter()
                 .zip(&scale[from * d..])
@@ -353,12 +363,14 @@ impl RopeHeads {
     }
 }
 
-/// Runs the `rope_qkv` epilogue of kernel module `$m` in variant `$name` over K = `$k` and
-/// checks q and the cache.
+/// Runs the `rope_qkv` epilogue of kernel module `$m` in variant `$name` over K = `$k`, the
+/// frequencies scaled as `$scaling` says, and checks q and the cache.
 macro_rules! rope_case {
-    ($m:ident, $ctx:expr, $name:expr, $k:expr, $in_buffer:expr, $seed:expr) => {{
+    ($m:ident, $ctx:expr, $name:expr, $k:expr, $in_buffer:expr, $scaling:expr, $seed:expr) => {{
         let (ctx, name, k, in_buffer, seed): (&Context, &str, usize, bool, u64) =
             ($ctx, $name, $k, $in_buffer, $seed);
+        let freqs = RopeFrequencies::new(10000.0).with_scaling($scaling);
+        let [log2_base, freq_factor, freq_low, freq_high] = freqs.pushed();
         let (hq, hkv, d, rows, offset, from_buffer) = (3, 1, 8, 12, 4, 5);
         let kernel = ctx
             .load_with::<$m::Kernel>(&LoadOptions::variant_named(name).unwrap())
@@ -389,7 +401,10 @@ macro_rules! rope_case {
             hkv: hkv as i32,
             rows: rows as i32,
             offset: offset as i32,
-            log2_base: 10000f64.log2() as f32,
+            log2_base,
+            freq_factor,
+            freq_low,
+            freq_high,
             ..s.push()
         };
         let chunk = if stringify!($m).ends_with("scalar") {
@@ -413,13 +428,17 @@ macro_rules! rope_case {
         let plain = Fused::rope_projection(n, k);
         let (y, scale) = reference(&plain, &w, &x, None, None, &[]);
         let tol = tolerance(&kernel.variant().key) + at as f32 * 5e-7;
-        let what = format!("{} {name} rope_qkv in_buffer {in_buffer}", stringify!($m));
+        let what = format!(
+            "{} {name} rope_qkv in_buffer {in_buffer} {freqs:?}",
+            stringify!($m)
+        );
         let heads = RopeHeads {
             hq,
             hkv,
             d,
             rows,
             at,
+            freqs,
         };
         heads.assert_placed(&what, f, tol, (&y, &scale), [&qt, &kc, &vc]);
     }};
@@ -565,11 +584,21 @@ fn gemv_rope_qkv_every_variant() {
     let ctx = ctx();
     for name in gemv::VARIANT_NAMES {
         for (i, in_buffer) in [false, true].into_iter().enumerate() {
-            rope_case!(gemv, &ctx, name, 64, in_buffer, 50 + i as u64);
+            rope_case!(
+                gemv,
+                &ctx,
+                name,
+                64,
+                in_buffer,
+                RopeScaling::None,
+                50 + i as u64
+            );
         }
+        rope_case!(gemv, &ctx, name, 64, true, LLAMA3, 52);
     }
     for name in gemv_scalar::VARIANT_NAMES {
-        rope_case!(gemv_scalar, &ctx, name, 61, true, 60);
+        rope_case!(gemv_scalar, &ctx, name, 61, true, RopeScaling::None, 60);
+        rope_case!(gemv_scalar, &ctx, name, 61, false, LLAMA3, 61);
     }
     assert_clean(&ctx);
 }
@@ -598,9 +627,12 @@ fn gemv_int8_rope_qkv_every_format() {
                 poisoned(&ctx, &[rows, hkv, d], f),
             );
             let pos = Tensor::from_i32(&ctx, &[1], &[from_buffer as i32]).unwrap();
+            // The scalar kernel's case with its frequencies scaled.
+            let scaling = if k == 61 { LLAMA3 } else { RopeScaling::None };
             let rope = Rope::new()
                 .with_style(RopeStyle::Interleaved)
-                .with_position_offset(offset);
+                .with_position_offset(offset)
+                .with_scaling(scaling);
             let normed = Gemv::new().with_rms_input(EPS);
             let caches = [&kc, &vc];
             let run = ops.run(|l| {
@@ -623,6 +655,7 @@ fn gemv_int8_rope_qkv_every_format() {
                 d,
                 rows,
                 at,
+                freqs: rope.frequencies(),
             };
             let tol = if f == TensorFormat::F32 { 1e-5 } else { 1e-2 } + at as f32 * 5e-7;
             let what = format!("gemv_int8_rope_qkv {f:?} K {k}");

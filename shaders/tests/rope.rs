@@ -6,11 +6,22 @@
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::{
-    reference, rope, rope_qkv, rope_qkv4, OpError, Ops, Rope, RopeQkvShape, RopeShape, RopeStyle,
+    reference, rope, rope_qkv, rope_qkv4, OpError, Ops, Rope, RopeFrequencies, RopeQkvShape,
+    RopeScaling, RopeShape, RopeStyle,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
     tolerance,
+};
+
+/// Llama 3's scaling with bounds that put a head of 8 values (base 10000) in all three bands:
+/// pair 0 kept, pair 1 blended, pairs 2 and 3 divided; a head of 64 likewise (pairs 1 to 10
+/// blended).
+const LLAMA3: RopeScaling = RopeScaling::Llama3 {
+    factor: 8.0,
+    low_freq_factor: 1.0,
+    high_freq_factor: 16.0,
+    original_max_positions: 128,
 };
 
 /// The variant's tolerance widened by fp32's angle error, which grows with the position: the
@@ -26,7 +37,7 @@ fn run_case(
     name: &str,
     s: RopeShape,
     offset: usize,
-    base: f32,
+    freqs: RopeFrequencies,
     interleaved: bool,
     in_place: bool,
     seed: u64,
@@ -53,7 +64,7 @@ fn run_case(
                 x_blob: &xt,
                 y_blob: out,
             },
-            &s.push(offset as i32, base),
+            &s.push(offset as i32, &freqs),
             grid.unwrap_or(s.grid()),
         )
     })
@@ -63,7 +74,7 @@ fn run_case(
         s.heads,
         s.dim,
         offset,
-        base,
+        &freqs,
         interleaved,
         &quantize(&x, f),
     );
@@ -73,7 +84,7 @@ fn run_case(
         &want,
         &scale,
         rope_tolerance(&key, offset + s.seq),
-        &format!("{name} {s:?} offset {offset} base {base} interleaved {interleaved}"),
+        &format!("{name} {s:?} offset {offset} {freqs:?} interleaved {interleaved}"),
     );
 }
 
@@ -101,16 +112,43 @@ fn rope_every_variant() {
         for (i, s) in shapes.iter().enumerate() {
             for interleaved in [false, true] {
                 let seed = 2 * i as u64 + interleaved as u64;
-                run_case(&ctx, name, *s, 0, 10000.0, interleaved, false, seed, None);
+                let plain = RopeFrequencies::new(10000.0);
+                run_case(&ctx, name, *s, 0, plain, interleaved, false, seed, None);
+                let llama3 = RopeFrequencies::new(500000.0);
                 run_case(
                     &ctx,
                     name,
                     *s,
                     17,
-                    500000.0,
+                    llama3,
                     interleaved,
                     true,
                     seed + 20,
+                    None,
+                );
+                // Scaled: every band, and far enough that a wrong band shows.
+                let scaled = plain.with_scaling(LLAMA3);
+                run_case(
+                    &ctx,
+                    name,
+                    *s,
+                    300,
+                    scaled,
+                    interleaved,
+                    false,
+                    seed + 40,
+                    None,
+                );
+                let linear = plain.with_scaling(RopeScaling::Linear { factor: 4.0 });
+                run_case(
+                    &ctx,
+                    name,
+                    *s,
+                    90,
+                    linear,
+                    interleaved,
+                    true,
+                    seed + 60,
                     None,
                 );
             }
@@ -125,13 +163,18 @@ fn rope_every_variant() {
 fn rope_at_large_positions() {
     let ctx = ctx();
     for name in rope::VARIANT_NAMES {
-        for (offset, interleaved) in [(4095, false), (30000, true), (131071, false)] {
+        for (offset, interleaved, scaling) in [
+            (4095, false, RopeScaling::None),
+            (30000, true, RopeScaling::None),
+            (131071, false, RopeScaling::None),
+            (131071, true, LLAMA3),
+        ] {
             run_case(
                 &ctx,
                 name,
                 shape(2, 1, 8, 128),
                 offset,
-                10000.0,
+                RopeFrequencies::new(10000.0).with_scaling(scaling),
                 interleaved,
                 false,
                 40,
@@ -153,7 +196,7 @@ fn rope_grid_stride_covers_every_pair() {
             name,
             s,
             3,
-            10000.0,
+            RopeFrequencies::new(10000.0),
             true,
             false,
             50,
@@ -164,7 +207,7 @@ fn rope_grid_stride_covers_every_pair() {
             name,
             s,
             3,
-            10000.0,
+            RopeFrequencies::new(10000.0).with_scaling(LLAMA3),
             false,
             true,
             51,
@@ -184,10 +227,16 @@ fn rope_ops_every_format_and_rank() {
             TensorFormat::F16 => 1e-2,
             _ => 1e-2,
         };
-        for (dims, style, offset) in [
-            (vec![5, 3, 8], RopeStyle::Half, 0),
-            (vec![2, 3, 4, 10], RopeStyle::Interleaved, 9),
-            (vec![1, 7, 64], RopeStyle::Half, 100),
+        for (dims, style, offset, scaling) in [
+            (vec![5, 3, 8], RopeStyle::Half, 0, RopeScaling::None),
+            (
+                vec![2, 3, 4, 10],
+                RopeStyle::Interleaved,
+                9,
+                RopeScaling::None,
+            ),
+            (vec![1, 7, 64], RopeStyle::Half, 100, RopeScaling::None),
+            (vec![2, 5, 3, 8], RopeStyle::Half, 200, LLAMA3),
         ] {
             let n: usize = dims.iter().product();
             let x = random_in(n, 60, 0.1, 2.0);
@@ -196,7 +245,8 @@ fn rope_ops_every_format_and_rank() {
             let op = Rope::new()
                 .with_style(style)
                 .with_position_offset(offset)
-                .with_theta_base(10000.0);
+                .with_theta_base(10000.0)
+                .with_scaling(scaling);
             let (seq, heads, dim) = (
                 dims[dims.len() - 3],
                 dims[dims.len() - 2],
@@ -207,7 +257,7 @@ fn rope_ops_every_format_and_rank() {
                 heads,
                 dim,
                 offset,
-                10000.0,
+                &op.frequencies(),
                 style == RopeStyle::Interleaved,
                 &quantize(&x, f),
             );
@@ -225,7 +275,7 @@ fn rope_ops_every_format_and_rank() {
                     &want,
                     &scale,
                     tol,
-                    &format!("rope {f:?} {dims:?} {style:?} offset {offset}"),
+                    &format!("rope {f:?} {dims:?} {style:?} offset {offset} {scaling:?}"),
                 );
             }
         }
@@ -274,6 +324,18 @@ fn rope_bad_operands_are_errors_and_record_nothing() {
         ops.rope(l, &x, &x, &op.with_theta_base(0.0))
     });
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
+    let bands_reversed = RopeScaling::Llama3 {
+        factor: 8.0,
+        low_freq_factor: 4.0,
+        high_freq_factor: 1.0,
+        original_max_positions: 8192,
+    };
+    for scaling in [RopeScaling::Linear { factor: 0.0 }, bands_reversed] {
+        let e = refused(ops.context(), |l| {
+            ops.rope(l, &x, &x, &op.with_scaling(scaling))
+        });
+        assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
+    }
     let far = op.with_position_offset(i32::MAX as usize);
     let e = refused(ops.context(), |l| ops.rope(l, &x, &x, &far));
     assert!(matches!(e, OpError::Unsupported { .. }), "{e}");
@@ -293,6 +355,7 @@ struct QkvCase {
     from_buffer: usize,
     in_buffer: bool,
     interleaved: bool,
+    scaling: RopeScaling,
 }
 
 /// Splits a fused projection's rows into its query, key and value heads.
@@ -333,7 +396,8 @@ fn run_qkv(ctx: &Context, name: &str, c: QkvCase, quads: bool, seed: u64) {
         position_in_buffer: c.in_buffer as i32,
     };
     let base = if c.in_buffer { 0 } else { c.from_buffer };
-    let push = s.push((c.offset + base) as i32, 10000.0);
+    let freqs = RopeFrequencies::new(10000.0).with_scaling(c.scaling);
+    let push = s.push((c.offset + base) as i32, &freqs);
     if quads {
         let k4 = ctx.load_with::<rope_qkv4::Kernel>(&load).unwrap();
         let pipe = k4.pipeline(&spec, Some([256, 1, 1])).unwrap();
@@ -361,7 +425,7 @@ fn run_qkv(ctx: &Context, name: &str, c: QkvCase, quads: bool, seed: u64) {
     let start = c.offset + c.from_buffer;
     let [qv, kv, vv] = split_qkv(&c, &qkv);
     let rope = |x: &[f32], heads| {
-        let (w, s) = reference::rope(c.tokens, heads, c.dim, start, 10000.0, c.interleaved, x);
+        let (w, s) = reference::rope(c.tokens, heads, c.dim, start, &freqs, c.interleaved, x);
         expected_in(&w, &s, f)
     };
     let tol = rope_tolerance(&k.variant().key, start + c.tokens);
@@ -399,6 +463,7 @@ fn rope_qkv_every_variant() {
         from_buffer,
         in_buffer: false,
         interleaved: false,
+        scaling: RopeScaling::None,
     };
     let cases = [
         // A prompt at the cache's start; a decode step; a step that ends at the last row.
@@ -413,10 +478,16 @@ fn rope_qkv_every_variant() {
     assert_eq!(rope_qkv4::VARIANT_NAMES, rope_qkv::VARIANT_NAMES);
     for name in rope_qkv::VARIANT_NAMES {
         for (i, c) in cases.into_iter().enumerate() {
-            for (in_buffer, interleaved) in [(false, false), (true, false), (true, true)] {
+            for (in_buffer, interleaved, scaling) in [
+                (false, false, RopeScaling::None),
+                (true, false, RopeScaling::None),
+                (true, true, RopeScaling::None),
+                (true, false, LLAMA3),
+            ] {
                 let c = QkvCase {
                     in_buffer,
                     interleaved,
+                    scaling,
                     ..c
                 };
                 // Only a position read on the GPU may run past the cache.

@@ -6,7 +6,9 @@ use super::check::{float_format, placed_apart, same_format, shape_is};
 use super::gemm::GemmDims;
 use super::rope::{check_placement, placement_shape};
 use super::{pipeline, recorded, scratch, OpError, Ops};
-use crate::{gemm_cm2, gemm_cm2_rope, Cm2Tiles, Gemm, Rope, RopeQkvShape, RopeStyle};
+use crate::{
+    gemm_cm2, gemm_cm2_rope, Cm2Tiles, Gemm, Rope, RopeFrequencies, RopeQkvShape, RopeStyle,
+};
 use std::sync::Arc;
 use vkprism::{CommandList, LoadedKernel, Tensor};
 
@@ -56,7 +58,7 @@ impl Ops {
         let offset = check_placement(OP, &s, op, true)?;
         let depth = x.shape()[1];
         if let Some((kernel, tiles)) = self.gemm_rope_plan(&s, depth, (x, w), op) {
-            let push = rope_push(&s, depth, offset, op.theta_base);
+            let push = rope_push(&s, depth, offset, &op.frequencies());
             let spec = tiles.spec(
                 (s.tokens, s.width(), depth),
                 gemm_cm2::SpecConstants {
@@ -123,9 +125,9 @@ fn rope_push(
     s: &RopeQkvShape,
     depth: usize,
     offset: i32,
-    theta_base: f32,
+    freqs: &RopeFrequencies,
 ) -> gemm_cm2_rope::PushConstants {
-    let placed = s.push(offset, theta_base);
+    let placed = s.push(offset, freqs);
     gemm_cm2_rope::PushConstants {
         M: s.tokens as i32,
         N: s.width() as i32,
@@ -142,6 +144,9 @@ fn rope_push(
         rows: placed.rows,
         offset: placed.offset,
         log2_base: placed.log2_base,
+        freq_factor: placed.freq_factor,
+        freq_low: placed.freq_low,
+        freq_high: placed.freq_high,
     }
 }
 

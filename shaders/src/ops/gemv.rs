@@ -164,11 +164,14 @@ fn check_rope_qkv(
             ),
         });
     }
-    if rope.position_offset > i32::MAX as usize / 2 || !rope.theta_base.is_finite() {
+    if rope.position_offset > i32::MAX as usize / 2 {
         return unsupported(format!(
-            "position {} or base {} out of the kernels' range",
-            rope.position_offset, rope.theta_base
+            "position {} is out of the kernels' range",
+            rope.position_offset
         ));
+    }
+    if let Some(why) = rope.frequencies().problem() {
+        return unsupported(why);
     }
     Ok([hq, hkv, d, rows])
 }
@@ -186,13 +189,17 @@ fn rope_constants(
         rope_qkv: if position.is_some() { 2 } else { 1 },
         ..op.spec(s, false)
     };
+    let [log2_base, freq_factor, freq_low, freq_high] = rope.frequencies().pushed();
     let push = gemv::PushConstants {
         d: d as i32,
         hq: hq as i32,
         hkv: hkv as i32,
         rows: rows as i32,
         offset: rope.position_offset as i32,
-        log2_base: (rope.theta_base as f64).log2() as f32,
+        log2_base,
+        freq_factor,
+        freq_low,
+        freq_high,
         ..op.push(s)
     };
     (spec, push)

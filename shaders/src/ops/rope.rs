@@ -5,7 +5,7 @@ use super::check::{
     float_format, kv_cache_shape, placed_apart, position_buffer, same_format, shape_is,
 };
 use super::{pipeline, recorded, OpError, Ops};
-use crate::{rope, rope_qkv, rope_qkv4, RopeQkvShape, RopeShape};
+use crate::{rope, rope_qkv, rope_qkv4, RopeFrequencies, RopeQkvShape, RopeScaling, RopeShape};
 use vkprism::{CommandList, Tensor};
 
 /// Which two values of a head one rotation turns.
@@ -19,8 +19,8 @@ pub enum RopeStyle {
 }
 
 /// Rotary position embedding: what [`Ops::rope`] applies. Pair i of a head of the token at
-/// position `pos` is rotated by `pos · theta_base^(-2i/dim)`. Built with [`Rope::new`] and the
-/// `with_*` setters.
+/// position `pos` is rotated by `pos · theta_base^(-2i/dim)`, the frequencies scaled as `scaling`
+/// says. Built with [`Rope::new`] and the `with_*` setters.
 #[derive(Copy, Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Rope {
@@ -31,6 +31,8 @@ pub struct Rope {
     pub position_offset: usize,
     /// Which values form the pairs.
     pub style: RopeStyle,
+    /// How the frequencies are scaled past the context the model was first trained on.
+    pub scaling: RopeScaling,
 }
 
 impl Default for Rope {
@@ -40,12 +42,13 @@ impl Default for Rope {
 }
 
 impl Rope {
-    /// Base 10000, positions from 0, [`RopeStyle::Half`].
+    /// Base 10000, positions from 0, [`RopeStyle::Half`], no scaling.
     pub fn new() -> Rope {
         Rope {
             theta_base: 10000.0,
             position_offset: 0,
             style: RopeStyle::Half,
+            scaling: RopeScaling::None,
         }
     }
     /// This embedding with frequency base `theta_base`.
@@ -62,6 +65,15 @@ impl Rope {
     pub fn with_style(mut self, style: RopeStyle) -> Rope {
         self.style = style;
         self
+    }
+    /// This embedding with its frequencies scaled as `scaling` says.
+    pub fn with_scaling(mut self, scaling: RopeScaling) -> Rope {
+        self.scaling = scaling;
+        self
+    }
+    /// The frequencies the kernels take: the base and the scaling.
+    pub fn frequencies(&self) -> RopeFrequencies {
+        RopeFrequencies::new(self.theta_base).with_scaling(self.scaling)
     }
 }
 
@@ -93,7 +105,7 @@ impl Ops {
             x_blob: x,
             y_blob: y,
         };
-        let push = s.push(offset, op.theta_base);
+        let push = s.push(offset, &op.frequencies());
         recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid()))
     }
 }
@@ -137,7 +149,7 @@ impl Ops {
             Some(p) => p,
             None => self.unread_i32(OP)?,
         };
-        let push = s.push(offset, op.theta_base);
+        let push = s.push(offset, &op.frequencies());
         // Four pairs an invocation where a head's values come in whole quads of pairs.
         if s.dim.is_multiple_of(8) {
             let kernel = self.kernel_for::<rope_qkv4::Kernel>(OP, "qkv_blob", format, false)?;
@@ -269,18 +281,15 @@ fn rope_shape(x: &Tensor) -> Result<RopeShape, OpError> {
     })
 }
 
-/// An even head, a finite positive base, positions within the kernel's `int`; the offset as
-/// the kernel takes it.
+/// An even head, frequencies a kernel can take, positions within the kernel's `int`; the
+/// offset as the kernel takes it.
 fn check_rope(name: &'static str, s: &RopeShape, op: &Rope) -> Result<i32, OpError> {
     let unsupported = |why: String| Err(OpError::Unsupported { op: name, why });
     if !s.dim.is_multiple_of(2) {
         return unsupported(format!("head_dim {} is odd: values rotate in pairs", s.dim));
     }
-    if !(op.theta_base.is_finite() && op.theta_base > 0.0) {
-        return unsupported(format!(
-            "theta_base {} is not a positive number",
-            op.theta_base
-        ));
+    if let Some(why) = op.frequencies().problem() {
+        return unsupported(why);
     }
     match i32::try_from(op.position_offset + s.seq) {
         Ok(_) => Ok(op.position_offset as i32),
