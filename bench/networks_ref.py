@@ -10,13 +10,14 @@ Each step also gets a `wall` record (host time of the eager step, synchronized),
   prompt and as vkprism's next-token step does (the graph: the model without a cache), and
   one greedy decode step at 512 and 2048 tokens of context (eager: the model with a DynamicCache cut back after each step;
   the graph: the same modules and weights over a static KV cache, position read on the GPU,
-  checked against the eager step's logits);
+  checked against the eager step's logits); with `VKPRISM_BENCH_DECODER=llama3.2-1b` (as the
+  harness reads it) the same in Llama 3.2 1B's configuration, case `decoder llama3.2-1b`;
 - resnet50: torchvision's resnet50, channels-last, cuDNN, batch 1 and 8, fp16 and fp32.
 Writes a JSON array of {case, shape, dtype, value, unit, sm_clock_mhz, reference, method}.
 
     python3 bench/networks_ref.py [--cases decoder,resnet50] --json FILE
 """
-import argparse, json, time
+import argparse, json, os, time
 import torch
 
 from torch_ref import graph_timed, rec, timed
@@ -112,13 +113,27 @@ def last_logits_only(model):
     raise RuntimeError("this transformers can't keep only the last position's logits")
 
 
+def decoder_model():
+    """The decoder to time and its case, as the harness picks them (`VKPRISM_BENCH_DECODER`:
+    `tinyllama` by default, or `llama3.2-1b`)."""
+    from transformers import LlamaConfig
+    from llama_ref import llama32_config
+    which = os.environ.get("VKPRISM_BENCH_DECODER", "tinyllama")
+    if which == "llama3.2-1b":
+        return "decoder llama3.2-1b", llama32_config(None)
+    if which != "tinyllama":
+        raise SystemExit(f"VKPRISM_BENCH_DECODER={which}: tinyllama or llama3.2-1b")
+    return "decoder", LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                                  num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
+                                  rms_norm_eps=1e-5, rope_theta=10000.0,
+                                  max_position_embeddings=4096, tie_word_embeddings=False,
+                                  attn_implementation="sdpa")
+
+
 def decoder():
-    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
-    cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
-                      num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
-                      rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=4096,
-                      tie_word_embeddings=False, attn_implementation="sdpa")
+    from transformers import DynamicCache, LlamaForCausalLM
     from llama_ref import cast
+    case, cfg = decoder_model()
     torch.manual_seed(0)
     # The rotary frequencies kept in fp32, as vkprism computes them (and `llama_ref.py`).
     model = cast(LlamaForCausalLM(cfg), torch.float16, rounded_rope=False).cuda().eval()
@@ -129,7 +144,7 @@ def decoder():
     last = last_logits_only(model)
     with torch.no_grad():
         prompt = ids[:, :PROMPT]
-        out += both("decoder", f"prefill {PROMPT}", "fp16", name,
+        out += both(case, f"prefill {PROMPT}", "fp16", name,
                     lambda: model(prompt, past_key_values=DynamicCache(), use_cache=True, **last),
                     lambda: model(prompt, use_cache=False, **last))
         token = torch.tensor([[5]], device="cuda")
@@ -149,7 +164,7 @@ def decoder():
             cos = torch.nn.functional.cosine_similarity(got, want, dim=0).item()
             assert cos > 0.999, f"static decode step vs the model's: cosine {cos}"
             print(f"# decode {context}: static step vs the model's logits: cosine {cos:.6f}", flush=True)
-            out += both("decoder", f"decode {context}", "fp16", name, eager_step, graph_step)
+            out += both(case, f"decode {context}", "fp16", name, eager_step, graph_step)
             del dyn
     return out
 

@@ -4,7 +4,8 @@
 //!   variant `fp16`, or in int8 with a scale per row, `fp16 int8-weights`): a 512-token
 //!   prompt (`VKPRISM_BENCH_PROMPT=N`: N tokens, to measure other lengths), and one greedy
 //!   decode step at 512 and 2048 tokens of context (the step replayed at the same position:
-//!   the cache cut back after each);
+//!   the cache cut back after each); `VKPRISM_BENCH_DECODER=llama3.2-1b` times Llama 3.2 1B's
+//!   configuration instead (case `decoder llama3.2-1b`);
 //! - `resnet50`: ResNet-50 at 224×224, batch 1 and 8, fp16 and fp32.
 //!
 //! Each figure is a step's GPU time in ms; a `wall` record beside it holds what the host
@@ -50,14 +51,42 @@ fn gpu_time(t: Option<Duration>) -> Result<Duration, Box<dyn Error>> {
 }
 
 pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>> {
-    let mut out = decoder_stored(ctx, cfg, WeightStorage::Float, "fp16")?;
+    let model = DecoderModel::from_env()?;
+    let mut out = decoder_stored(ctx, cfg, &model, WeightStorage::Float, "fp16")?;
     out.extend(decoder_stored(
         ctx,
         cfg,
+        &model,
         WeightStorage::Int8,
         "fp16 int8-weights",
     )?);
     Ok(out)
+}
+
+/// The decoder the `decoder` case times: TinyLlama's configuration (case `decoder`), or with
+/// `VKPRISM_BENCH_DECODER=llama3.2-1b` Llama 3.2 1B's (case `decoder llama3.2-1b`), as
+/// `bench/networks_ref.py` reads the same variable.
+struct DecoderModel {
+    case: &'static str,
+    config: LlamaConfig,
+}
+
+impl DecoderModel {
+    fn from_env() -> Result<DecoderModel, Box<dyn Error>> {
+        match std::env::var("VKPRISM_BENCH_DECODER").as_deref() {
+            Err(_) | Ok("tinyllama") => Ok(DecoderModel {
+                case: "decoder",
+                config: LlamaConfig::tinyllama(),
+            }),
+            Ok("llama3.2-1b") => Ok(DecoderModel {
+                case: "decoder llama3.2-1b",
+                config: LlamaConfig::llama32_1b(),
+            }),
+            Ok(other) => {
+                Err(format!("VKPRISM_BENCH_DECODER={other}: tinyllama or llama3.2-1b").into())
+            }
+        }
+    }
 }
 
 /// The prompt's tokens in the decoder's records: 512, or `VKPRISM_BENCH_PROMPT` (1 to 2048).
@@ -73,14 +102,16 @@ fn prompt_tokens() -> usize {
 fn decoder_stored(
     ctx: &Context,
     cfg: Config,
+    model: &DecoderModel,
     storage: WeightStorage,
     variant: &str,
 ) -> Result<Vec<Record>, Box<dyn Error>> {
+    let case = model.case;
     let (model_cfg, prompt_len, contexts) = if cfg.quick {
         (LlamaConfig::small(), 16, vec![16, 40])
     } else {
         (
-            LlamaConfig::tinyllama().with_max_seq(2048 + 64),
+            model.config.with_max_seq(2048 + 64),
             prompt_tokens(),
             vec![512, 2048],
         )
@@ -101,7 +132,7 @@ fn decoder_stored(
         gpu_time(m.last_gpu_time())
     })?;
     let prefill = format!("prefill {prompt_len}");
-    records("decoder", prefill.clone(), variant, t, &mut out);
+    records(case, prefill.clone(), variant, t, &mut out);
     print_profile(&mut m, &format!("{variant} {prefill}"), |m| {
         m.reset();
         m.next_token(&prompt).map(|_| ())
@@ -118,7 +149,7 @@ fn decoder_stored(
             m.truncate(context)?;
             gpu_time(m.last_gpu_time())
         })?;
-        records("decoder", format!("decode {context}"), variant, t, &mut out);
+        records(case, format!("decode {context}"), variant, t, &mut out);
         memory = m.memory();
         print_profile(&mut m, &format!("{variant} decode {context}"), |m| {
             m.next_token(&[5])?;

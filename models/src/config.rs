@@ -49,6 +49,31 @@ impl LlamaConfig {
         }
     }
 
+    /// Llama 3.2 1B's configuration: 16 layers, hidden 2048, 32 heads of 64 over 8 key/value
+    /// heads, MLP 8192, vocabulary 128256, the output projection tied to the embedding, rotary
+    /// base 500000 scaled as `llama3`; a cache of 2048 positions (the model reaches 131072:
+    /// [`LlamaConfig::with_max_seq`]).
+    pub fn llama32_1b() -> LlamaConfig {
+        LlamaConfig {
+            layers: 16,
+            hidden: 2048,
+            heads: 32,
+            kv_heads: 8,
+            mlp: 8192,
+            vocab: 128256,
+            rope_theta: 500000.0,
+            rope_scaling: RopeScaling::Llama3 {
+                factor: 32.0,
+                low_freq_factor: 1.0,
+                high_freq_factor: 4.0,
+                original_max_positions: 8192,
+            },
+            rms_eps: 1e-5,
+            max_seq: 2048,
+            tie_embeddings: true,
+        }
+    }
+
     /// A two-layer decoder of the same shape rules, small enough for a CPU driver: hidden 256,
     /// 4 heads of 64 over 2 key/value heads, MLP 688, vocabulary 512, 64 positions.
     pub fn small() -> LlamaConfig {

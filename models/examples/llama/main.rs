@@ -101,7 +101,12 @@ fn parse_args() -> Result<Args, String> {
                 args.config = match value.as_str() {
                     "small" => LlamaConfig::small(),
                     "tinyllama" => LlamaConfig::tinyllama(),
-                    _ => return Err(format!("unknown config {value} (small, tinyllama)")),
+                    "llama3.2-1b" => LlamaConfig::llama32_1b(),
+                    _ => {
+                        return Err(format!(
+                            "unknown config {value} (small, tinyllama, llama3.2-1b)"
+                        ))
+                    }
                 }
             }
             "--weights" => args.weights = Some(value.into()),
