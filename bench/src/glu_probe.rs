@@ -3,7 +3,7 @@
 //! stored) on each candidate tiling (`VKPRISM_BENCH_GLU=bm,bn,bk,unroll,fixed[,threads];...`,
 //! default a list around the library's), each call on the next of four copies of the weights
 //! (past L2, as in a prompt); beside `Ops::gemm_glu` as recorded today. `VKPRISM_BENCH_GLU_M`
-//! sets the rows (how the grid's waves fill). Printed, not recorded: it picks the library's
+//! sets the rows (how the grid's waves fill), `VKPRISM_BENCH_GLU_N` the outputs. Printed, not recorded: it picks the library's
 //! tiling.
 
 use crate::gemm_cm2::parse_tiles;
@@ -22,17 +22,26 @@ const COPIES: usize = 4;
 
 /// `VKPRISM_BENCH_GLU_M`: the prompt's rows (512 unless set), to see how the grid's waves fill.
 fn prompt_rows() -> usize {
-    std::env::var("VKPRISM_BENCH_GLU_M")
+    env_size("VKPRISM_BENCH_GLU_M", 512)
+}
+
+/// `VKPRISM_BENCH_GLU_N`: the MLP's width (TinyLlama's 5632 unless set; Llama 3.2 1B's 8192).
+fn mlp_width() -> usize {
+    env_size("VKPRISM_BENCH_GLU_N", 5632)
+}
+
+fn env_size(name: &str, default: usize) -> usize {
+    std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(512)
+        .unwrap_or(default)
 }
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
     let (m, n, k) = if cfg.quick {
         (64, 256, 128)
     } else {
-        (prompt_rows(), 5632, 2048)
+        (prompt_rows(), mlp_width(), 2048)
     };
     let f = TensorFormat::F16;
     let x = Tensor::from_f32(ctx, &[m, k], f, &random(m * k, 1))?;

@@ -115,12 +115,18 @@ fn gemm_glu_every_format() {
     assert_clean(&ctx);
 }
 
-/// Narrow tiles only where the wide ones' grid is between one wave (two workgroups an SM: 264
-/// on the H100) and two.
+/// Narrow tiles only where the wide ones' grid is more than one wave (two workgroups an SM:
+/// 264 on the H100) and the grid with narrow tiles at most two.
 #[test]
 fn glu_narrow_tiles_end_a_grid_of_one_wave_and_some() {
-    // 4 rows of tiles by 88 columns: 352 workgroups; 56 columns wide.
+    // 4 rows of tiles by 88 columns: 352 workgroups; 56 columns wide, 64 narrow: 480.
     assert_eq!(glu_narrow_from(512, 5632, MEASURED_SMS), Some(56));
+    // 92 columns: 56 wide and 72 narrow, 512 workgroups; 96 columns would make 544, past two
+    // waves (Llama 3.2 1B's 8192 outputs too).
+    assert_eq!(glu_narrow_from(512, 5888, MEASURED_SMS), Some(56));
+    assert_eq!(glu_narrow_from(512, 6144, MEASURED_SMS), None);
+    assert_eq!(glu_narrow_from(512, 8192, MEASURED_SMS), None);
+    assert_eq!(glu_narrow_from(384, 8192, MEASURED_SMS), None);
     // 256 workgroups, one wave; 704, two waves and more; 32.
     assert_eq!(glu_narrow_from(512, 4096, MEASURED_SMS), None);
     assert_eq!(glu_narrow_from(512, 11264, MEASURED_SMS), None);

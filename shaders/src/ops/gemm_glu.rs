@@ -34,18 +34,23 @@ const NARROW_TILES: Cm2Tiles = Cm2Tiles {
 /// would hold few) on a GPU of `sms` multiprocessors (a wave: two workgroups on each, as each
 /// holds about half an SM's registers), the column of tiles from which they are 32 wide
 /// instead (twice as many, half the work each): the wide ones then fill about 85% of one wave
-/// and the narrow ones the rest and the second. The fraction is the best of those measured on
-/// the H100 (BENCHMARKS.md); `None` where the grid is one wave or more than two.
+/// and the narrow ones the rest and the second. `None` where the grid is one wave, or where
+/// the narrow tiles would make it more than two (a third wave costs more than the narrow
+/// tiles save). The fraction is the best of those measured on the H100, the bound what the
+/// H200 measured (BENCHMARKS.md).
 pub fn glu_narrow_from(m: usize, n: usize, sms: usize) -> Option<u32> {
     let wave = 2 * sms;
     let rows = m.div_ceil(GLU_TILES.bm as usize);
     let cols = n.div_ceil(GLU_TILES.bn as usize);
-    let tiles = rows * cols;
-    if tiles <= wave || tiles >= 2 * wave {
+    if rows * cols <= wave {
         return None;
     }
     let wide = wave * 85 / 100 / rows;
-    (wide > 0 && wide < cols).then_some(wide as u32)
+    if wide == 0 || wide >= cols {
+        return None;
+    }
+    let narrow = (n - wide * GLU_TILES.bn as usize).div_ceil(NARROW_TILES.bn as usize);
+    (rows * (wide + narrow) <= 2 * wave).then_some(wide as u32)
 }
 
 impl Ops {
