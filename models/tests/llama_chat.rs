@@ -2,7 +2,8 @@
 //! template (its `chat_template.jinja` first, then `tokenizer_config.json`'s `chat_template`,
 //! a string or a list of named templates) rendered with the messages, the assistant's turn
 //! opened and the special tokens the configuration names; Python string methods in the
-//! template; `raise_exception` and a directory without a template refused by name.
+//! template; `strftime_now` dating a system message as Llama 3.x templates do;
+//! `raise_exception`, a bad date format and a directory without a template refused by name.
 
 #[path = "../examples/llama/chat.rs"]
 mod chat;
@@ -109,4 +110,42 @@ fn a_missing_or_failing_template_is_refused_by_name() {
         .unwrap();
     assert!(err.to_string().contains("chat template"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A template in Llama 3.x's manner: the system message dated by `strftime_now` where the
+/// renderer defines it (a fixed date otherwise), the header tokens around each role; a format
+/// chrono does not know refused by name.
+#[test]
+fn strftime_now_dates_the_system_message() {
+    let template = "{{ bos_token }}{% if strftime_now is defined %}\
+{% set date_string = strftime_now('%d %b %Y') %}{% else %}{% set date_string = '1 Jan 2000' %}\
+{% endif %}<|start_header_id|>system<|end_header_id|>\n\nToday Date: {{ date_string }}\
+<|eot_id|>{% for m in messages %}<|start_header_id|>{{ m['role'] }}<|end_header_id|>\n\n\
+{{ m['content'] | trim }}<|eot_id|>{% endfor %}\
+{% if add_generation_prompt %}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif %}";
+    let config = serde_json::json!({"bos_token": "<|begin_of_text|>"});
+    let dir = model_dir("llama3", config.clone(), Some(template));
+    let before = chrono::Local::now().format("%d %b %Y").to_string();
+    let out = render(&dir, None, "Hi ");
+    let after = chrono::Local::now().format("%d %b %Y").to_string();
+    let dated = [before, after]
+        .iter()
+        .any(|d| out.contains(&format!("Today Date: {d}<|eot_id|>")));
+    assert!(dated, "{out}");
+    assert!(
+        out.starts_with("<|begin_of_text|><|start_header_id|>system"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("user<|end_header_id|>\n\nHi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"),
+        "{out}"
+    );
+    let bad = "{{ strftime_now('%Q') }}";
+    let dir = model_dir("llama3-bad", config, Some(bad));
+    let err = ChatTemplate::open(&dir)
+        .unwrap()
+        .render(None, "Hi")
+        .unwrap_err();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(err.to_string().contains("strftime_now"), "{err}");
 }

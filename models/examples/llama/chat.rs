@@ -2,10 +2,12 @@
 //! model's own chat template, as `transformers`' `apply_chat_template` renders it with
 //! `add_generation_prompt`: the Jinja source from the model directory's `chat_template.jinja`
 //! or its `tokenizer_config.json`'s `chat_template`, rendered by minijinja with Python's string
-//! methods and `raise_exception`.
+//! methods and the functions `transformers` gives templates: `raise_exception` and
+//! `strftime_now` (Llama 3.x date their system message with it).
 
 use minijinja::{context, Environment, Error as JinjaError, ErrorKind};
 use std::error::Error;
+use std::fmt::Write;
 use std::path::Path;
 
 /// A chat template and the special tokens it may name.
@@ -71,6 +73,7 @@ impl ChatTemplate {
         env.add_function("raise_exception", |message: String| -> Result<String, _> {
             Err(JinjaError::new(ErrorKind::InvalidOperation, message))
         });
+        env.add_function("strftime_now", strftime_now);
         env.add_template("chat", &self.source)
             .map_err(|e| format!("chat template: {e}"))?;
         let mut messages = Vec::new();
@@ -86,4 +89,17 @@ impl ChatTemplate {
         });
         Ok(rendered.map_err(|e| format!("chat template: {e}"))?)
     }
+}
+
+/// The local time now in `format` (Python's `strftime` directives), as `transformers`'
+/// `strftime_now`; a directive chrono does not know is an error, not a panic.
+fn strftime_now(format: String) -> Result<String, JinjaError> {
+    let mut out = String::new();
+    write!(out, "{}", chrono::Local::now().format(&format)).map_err(|_| {
+        JinjaError::new(
+            ErrorKind::InvalidOperation,
+            format!("strftime_now: `{format}` is not a strftime format"),
+        )
+    })?;
+    Ok(out)
 }
