@@ -1,5 +1,6 @@
 //! [`LlamaConfig::from_hf_json`]: a Hugging Face `config.json` (what `save_pretrained` writes
-//! for `LlamaForCausalLM`) read into a [`LlamaConfig`], and every option this decoder does not
+//! for `LlamaForCausalLM`, or `MistralForCausalLM` without a sliding window) read into a
+//! [`LlamaConfig`], and every option this decoder does not
 //! compute refused by name rather than ignored; [`hf_end_tokens`], the tokens that end a
 //! generation.
 
@@ -36,6 +37,8 @@ struct HfLlama {
     attention_bias: bool,
     #[serde(default)]
     mlp_bias: bool,
+    /// Mistral's: attention over the last this many tokens only (`null`: over all of them).
+    sliding_window: Option<usize>,
 }
 
 /// A rotary embedding's parameters: its kind (`rope_type`, `type` in older files), base and
@@ -110,8 +113,23 @@ fn scaling(field: &str, r: &RopeParameters) -> Result<RopeScaling, String> {
 
 /// Why `hf` describes a model this decoder does not compute, naming the field, or `None`.
 fn unsupported(hf: &HfLlama) -> Option<String> {
-    if let Some(kind) = hf.model_type.as_deref().filter(|k| *k != "llama") {
-        return Some(format!("`model_type` is `{kind}`, not `llama`"));
+    match (hf.model_type.as_deref(), hf.sliding_window) {
+        (None | Some("llama"), _) => {}
+        // Mistral is Llama's architecture but for its window, which one at least as long as
+        // the model's positions never narrows.
+        (Some("mistral"), None) => {}
+        (Some("mistral"), Some(w)) if w >= hf.max_position_embeddings => {}
+        (Some("mistral"), Some(w)) => {
+            return Some(format!(
+                "`sliding_window` is {w}: attention over a window of the last tokens is not \
+                 computed here (a window of `null` or of `max_position_embeddings` is)"
+            ))
+        }
+        (Some(kind), _) => {
+            return Some(format!(
+                "`model_type` is `{kind}`, not `llama` or `mistral`"
+            ))
+        }
     }
     if hf.hidden_act != "silu" {
         return Some(format!(
@@ -144,8 +162,9 @@ impl LlamaConfig {
     /// cache holding `max_position_embeddings` positions (shorten it with
     /// [`LlamaConfig::with_max_seq`]). Refused with [`ModelError::ConfigFile`], naming the field
     /// or the line and column: text that is not such JSON, a size missing, and every option this
-    /// decoder does not compute (another `model_type` or `hidden_act`, a rotary embedding
-    /// scaled otherwise than `linear` or `llama3`, biases, a `head_dim` of its own).
+    /// decoder does not compute (a `model_type` other than `llama` or `mistral`, Mistral's
+    /// sliding window, another `hidden_act`, a rotary embedding scaled otherwise than `linear`
+    /// or `llama3`, biases, a `head_dim` of its own).
     pub fn from_hf_json(text: &str) -> Result<LlamaConfig, ModelError> {
         let refuse = |why: String| ModelError::ConfigFile { why };
         let hf: HfLlama = serde_json::from_str(text).map_err(|e| refuse(e.to_string()))?;

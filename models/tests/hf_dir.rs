@@ -78,6 +78,11 @@ fn config_json_reads_as_the_configuration() {
     assert!(!cfg.tie_embeddings);
     let tied = config_json(&[("tie_word_embeddings", true.into())]);
     assert!(LlamaConfig::from_hf_json(&tied).unwrap().tie_embeddings);
+    // Mistral without a sliding window (v0.2 on), or with one no shorter than its positions.
+    for window in [serde_json::Value::Null, 64.into()] {
+        let mistral = config_json(&[("model_type", "mistral".into()), ("sliding_window", window)]);
+        assert_eq!(LlamaConfig::from_hf_json(&mistral).unwrap(), small);
+    }
 }
 
 /// Llama 3.2's rotary parameters as its `config.json` has them (`transformers` 4's
@@ -149,7 +154,15 @@ fn unsupported_or_broken_config_is_refused_by_name() {
         ),
         (config_json(&[("mlp_bias", true.into())]), "mlp_bias"),
         (config_json(&[("head_dim", 128.into())]), "head_dim"),
-        (config_json(&[("model_type", "mistral".into())]), "mistral"),
+        (config_json(&[("model_type", "qwen2".into())]), "qwen2"),
+        (
+            config_json(&[
+                ("model_type", "mistral".into()),
+                ("sliding_window", 4096.into()),
+                ("max_position_embeddings", 32768.into()),
+            ]),
+            "sliding_window",
+        ),
         (config_json(&[("hidden_size", "wide".into())]), "line 1"),
         ("{\"num_hidden_layers\": 2}".to_string(), "hidden_size"),
         ("not json".to_string(), "line 1 column 2"),

@@ -46,7 +46,7 @@ use vkprism_models::{
 };
 
 /// What the command line asked for.
-struct Args {
+pub struct Args {
     config: LlamaConfig,
     small: bool,
     weights: Option<PathBuf>,
@@ -65,7 +65,8 @@ struct Args {
     profile: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
+/// The command line's flags and values (`words`, the program's name left out).
+pub fn parse_args(words: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut args = Args {
         config: LlamaConfig::small(),
         small: true,
@@ -84,7 +85,7 @@ fn parse_args() -> Result<Args, String> {
         expect: None,
         profile: false,
     };
-    let mut it = std::env::args().skip(1);
+    let mut it = words.into_iter();
     while let Some(flag) = it.next() {
         if flag == "--profile" {
             args.profile = true;
@@ -189,14 +190,17 @@ fn gpu(model: &Llama) -> String {
 }
 
 fn main() {
-    if let Err(e) = run() {
+    let done = parse_args(std::env::args().skip(1))
+        .map_err(Box::from)
+        .and_then(run);
+    if let Err(e) = done {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
 }
 
-fn run() -> Result<(), Box<dyn Error>> {
-    let args = parse_args()?;
+/// What `args` ask for, on a device of its own.
+pub fn run(args: Args) -> Result<(), Box<dyn Error>> {
     // What the command line names besides the weights, checked before the weights load.
     let mut sampler = Sampler::new(args.sampling)?;
     let text = args
