@@ -4,7 +4,8 @@ state dict as safetensors, a random prompt, the prompt's logits at every positio
 greedy continuation, for `models/examples/llama/main.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
-        [--llama32] [--int8-weights] [--fp32-reference] [--rounded-rope] [--save-pretrained DIR]
+        [--llama32 | --qwen25] [--int8-weights] [--fp32-reference] [--rounded-rope]
+        [--save-pretrained DIR]
 
 Writes OUT_DIR/model.safetensors and OUT_DIR/expect.safetensors (prompt: I64 [p], logits:
 F32 [p, vocab], tokens: I64 [n]) and prints PyTorch's prefill and per-token decode time. With
@@ -16,7 +17,8 @@ OUT_DIR/expect_fp32.safetensors: the same fp16 weights computed in fp32 (TF32 of
 PyTorch's own fp16 run is from it — the rounding noise an fp16 implementation is judged within.
 The rotary frequencies stay fp32 whatever the dtype (`cast`); `--rounded-rope` leaves them
 as the model's cast to fp16 rounds them. `--llama32`: Llama 3.2 1B's configuration instead (16
-layers, tied embeddings, the rotary frequencies scaled as `llama3`). With `--save-pretrained DIR`, the model also as
+layers, tied embeddings, the rotary frequencies scaled as `llama3`); `--qwen25`: Qwen2.5 0.5B's
+(`Qwen2ForCausalLM`: biases on the query, key and value projections, drawn at random). With `--save-pretrained DIR`, the model also as
 `save_pretrained` writes it, in shards of at most 500 MB (`config.json`,
 `model.safetensors.index.json`), for `llama/main.rs --model DIR --expect`.
 """
@@ -143,6 +145,34 @@ def llama32_config(layers):
     return cfg
 
 
+def qwen25_config(layers):
+    """Qwen2.5 0.5B's configuration: biases on the query, key and value projections, 14 heads
+    over 2, tied embeddings, a vocabulary of 151936, rotary base 1000000."""
+    from transformers import Qwen2Config
+    sizes = dict(hidden_size=896, intermediate_size=4864, num_hidden_layers=layers or 24,
+                 num_attention_heads=14, num_key_value_heads=2, vocab_size=151936,
+                 rms_norm_eps=1e-6, max_position_embeddings=32768, tie_word_embeddings=True,
+                 use_sliding_window=False, attn_implementation="sdpa")
+    if "rope_parameters" in inspect.signature(Qwen2Config.__init__).parameters:
+        return Qwen2Config(rope_parameters={"rope_type": "default", "rope_theta": 1e6}, **sizes)
+    return Qwen2Config(rope_theta=1e6, **sizes)
+
+
+def qwen2_model(cfg):
+    from transformers import Qwen2ForCausalLM
+    return Qwen2ForCausalLM(cfg)
+
+
+def random_biases(model, seed):
+    """The projections' biases drawn at random (normal, σ 0.5): a model made from a
+    configuration starts them at zero, which would leave them untested."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("_proj.bias"):
+                p.copy_(0.5 * torch.randn(p.shape, generator=g))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -151,15 +181,23 @@ def main():
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--layers", type=int)
     ap.add_argument("--llama32", action="store_true")
+    ap.add_argument("--qwen25", action="store_true")
     ap.add_argument("--int8-weights", action="store_true")
     ap.add_argument("--fp32-reference", action="store_true")
     ap.add_argument("--rounded-rope", action="store_true")
     ap.add_argument("--save-pretrained")
     args = ap.parse_args()
     dtype = torch.float16 if args.dtype == "fp16" else torch.float32
-    cfg = llama32_config(args.layers) if args.llama32 else tinyllama_config(args.layers)
+    if args.qwen25:
+        cfg = qwen25_config(args.layers)
+    elif args.llama32:
+        cfg = llama32_config(args.layers)
+    else:
+        cfg = tinyllama_config(args.layers)
     torch.manual_seed(0)
-    model = cast(LlamaForCausalLM(cfg), dtype, args.rounded_rope).cuda().eval()
+    made = LlamaForCausalLM(cfg) if not args.qwen25 else qwen2_model(cfg)
+    random_biases(made, 2)
+    model = cast(made, dtype, args.rounded_rope).cuda().eval()
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, cfg.vocab_size, (1, args.prompt), generator=g).cuda()
     logits, tokens, prefill, gen = expect(model, prompt, args.tokens)

@@ -190,6 +190,7 @@ fn int8(
                     k_blob: &y,
                     v_blob: &y,
                     pos_blob: &unread,
+                    bias_blob: &x,
                 };
                 next.set(next.get() + 1);
                 l.dispatch(&pipe, &b, &s.push(), s.grid([local, 1, 1]))?;

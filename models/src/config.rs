@@ -29,6 +29,8 @@ pub struct LlamaConfig {
     pub max_seq: usize,
     /// The output projection is the embedding (`tie_word_embeddings`): no `lm_head.weight`.
     pub tie_embeddings: bool,
+    /// The query, key and value projections add a bias (Qwen2's): `self_attn.{q,k,v}_proj.bias`.
+    pub qkv_bias: bool,
 }
 
 impl LlamaConfig {
@@ -46,6 +48,7 @@ impl LlamaConfig {
             rms_eps: 1e-5,
             max_seq: 2048,
             tie_embeddings: false,
+            qkv_bias: false,
         }
     }
 
@@ -71,6 +74,7 @@ impl LlamaConfig {
             rms_eps: 1e-5,
             max_seq: 2048,
             tie_embeddings: true,
+            qkv_bias: false,
         }
     }
 
@@ -89,6 +93,7 @@ impl LlamaConfig {
             rms_eps: 1e-5,
             max_seq: 64,
             tie_embeddings: false,
+            qkv_bias: false,
         }
     }
 
@@ -113,6 +118,12 @@ impl LlamaConfig {
     /// This configuration with the output projection tied to the embedding (`on`).
     pub fn with_tied_embeddings(mut self, on: bool) -> LlamaConfig {
         self.tie_embeddings = on;
+        self
+    }
+
+    /// This configuration with biases on the query, key and value projections (`on`).
+    pub fn with_qkv_bias(mut self, on: bool) -> LlamaConfig {
+        self.qkv_bias = on;
         self
     }
 

@@ -6,12 +6,13 @@
 //! i and i + d/2 become rows 2i and 2i + 1, so the rotation is `RopeStyle::Interleaved` and a
 //! GEMV's workgroup holds whole pairs), the output projection's columns in the same order
 //! (attention works in that order throughout: dot products and weighted sums don't depend on
-//! it), the MLP's gate and up rows interleaved. Read from a [`WeightSource`] a layer at a time,
+//! it), their biases (where the model has them) in the rows' order, the MLP's gate and up rows
+//! interleaved. Read from a [`WeightSource`] a layer at a time,
 //! its projections on threads of their own, the next layer read while this one uploads: a
 //! file's tensors are never all on the host as `f32` at once (two layers' at most).
 
 use crate::int8::quantize_rows;
-use crate::weights::layer_weight;
+use crate::weights::{layer_bias, layer_weight, QKV_BIAS_PARTS};
 use crate::{LlamaConfig, ModelError, WeightSource, WeightStorage};
 use vkprism::{Context, Tensor, TensorFormat};
 
@@ -45,6 +46,8 @@ pub(crate) struct LayerWeights {
     /// The query, key and value rows stacked, `[(heads + 2·kv_heads) · head_dim, hidden]`,
     /// each head's rotation pairs side by side, the input norm folded in.
     pub qkv: Projection,
+    /// Their biases stacked the same way, in the model's format, where it has them.
+    pub qkv_bias: Option<Tensor>,
     /// `[hidden, hidden]`, each head's columns in the pairs' order.
     pub o: Projection,
     /// Gate and up rows interleaved (row 2i gate i, row 2i + 1 up i), `[2·mlp, hidden]`, the
@@ -66,6 +69,7 @@ pub(crate) struct DeviceWeights {
 /// One decoder layer's projections on the host, laid out as [`LayerWeights`] holds them.
 struct HostLayer {
     qkv: Vec<f32>,
+    qkv_bias: Option<Vec<f32>>,
     o: Vec<f32>,
     gate_up: Vec<f32>,
     down: Vec<f32>,
@@ -81,6 +85,7 @@ impl HostLayer {
     ) -> Result<HostLayer, ModelError> {
         let (h, kv, m, d) = (cfg.hidden, cfg.kv_dim(), cfg.mlp, cfg.head_dim());
         let read = |part: &str, shape: &[usize]| source.tensor(&layer_weight(i, part), shape);
+        let qkv_bias = cfg.qkv_bias.then(|| qkv_bias(source, cfg, i)).transpose()?;
         std::thread::scope(|s| {
             let qkv = s.spawn(|| -> Result<_, ModelError> {
                 let input_norm = read("input_layernorm", &[h])?;
@@ -102,12 +107,28 @@ impl HostLayer {
             })();
             Ok(HostLayer {
                 qkv: joined(qkv)?,
+                qkv_bias,
                 o: joined(o)?,
                 gate_up: gate_up?,
                 down: joined(down)?,
             })
         })
     }
+}
+
+/// Layer `i`'s query, key and value biases stacked as its projection's rows are, each head's
+/// rotation pairs side by side.
+fn qkv_bias(
+    source: &dyn WeightSource,
+    cfg: &LlamaConfig,
+    i: usize,
+) -> Result<Vec<f32>, ModelError> {
+    let (h, kv) = (cfg.hidden, cfg.kv_dim());
+    let mut stacked = Vec::with_capacity(h + 2 * kv);
+    for (part, n) in QKV_BIAS_PARTS.into_iter().zip([h, kv, kv]) {
+        stacked.extend(source.tensor(&layer_bias(i, part), &[n])?);
+    }
+    Ok(pairs_side_by_side(&stacked, 1, cfg.head_dim()))
 }
 
 /// What a scoped thread returned (its panic, if it panicked, carried on).
@@ -147,8 +168,10 @@ impl Uploader<'_> {
 
     fn layer(&self, cfg: &LlamaConfig, host: HostLayer) -> Result<LayerWeights, ModelError> {
         let (h, kv, m) = (cfg.hidden, cfg.kv_dim(), cfg.mlp);
+        let qkv_bias = host.qkv_bias.as_ref();
         Ok(LayerWeights {
             qkv: self.projection([h + 2 * kv, h], &host.qkv)?,
+            qkv_bias: qkv_bias.map(|b| self.upload(&[b.len()], b)).transpose()?,
             o: self.projection([h, h], &host.o)?,
             gate_up: self.projection([2 * m, h], &host.gate_up)?,
             down: self.projection([h, m], &host.down)?,
@@ -268,7 +291,8 @@ impl DeviceWeights {
     /// Bytes of GPU memory the weights take.
     pub fn bytes(&self) -> u64 {
         let layer = |l: &LayerWeights| {
-            [&l.qkv, &l.o, &l.gate_up, &l.down]
+            let bias = l.qkv_bias.as_ref().map_or(0, |b| b.size_bytes());
+            bias + [&l.qkv, &l.o, &l.gate_up, &l.down]
                 .iter()
                 .map(|p| p.bytes())
                 .sum::<u64>()

@@ -202,7 +202,7 @@ impl Forward<'_> {
         }
         let h = a.h.view(last * hidden, &[1, hidden])?;
         let logits = a.logits.view(0, &[1, self.cfg.vocab])?;
-        self.gemv(list, &w.lm_head, &h, &logits, &Gemv::new())?;
+        self.gemv(list, (&w.lm_head, None), &h, &logits, &Gemv::new())?;
         let best = a.best.view(0, &[1])?;
         self.ops.reduce(list, &logits, &best, 1, ReduceOp::ArgMax)?;
         Ok(0)
@@ -226,12 +226,14 @@ impl Forward<'_> {
         match self.at {
             StepPosition::Known(start) => {
                 let rope = rope.with_position_offset(start);
+                let bias = l.qkv_bias.as_ref();
                 if a.tokens() == 1 {
-                    self.normed_linear(list, &l.qkv, &a.qkv, Gemv::new())?;
+                    let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
+                    self.gemv(list, (&l.qkv, bias), &a.x, &a.qkv, &normed)?;
                     ops.rope_qkv(list, &a.qkv, &a.q, keys, values, &rope, None)?;
                 } else {
                     let w = self.float_weights(list, &l.qkv)?;
-                    ops.gemm_rope_qkv(list, &a.h, &w, &a.q, keys, values, &rope)?;
+                    ops.gemm_rope_qkv(list, &a.h, (&w, bias), &a.q, keys, values, &rope)?;
                 }
                 let (k, v) = self.cache.rows(i, start + a.tokens())?;
                 ops.attention(list, &a.q, &k, &v, &a.o, &causal)?;
@@ -240,13 +242,15 @@ impl Forward<'_> {
                 let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
                 let cache = [keys, values];
                 let at = Some(position);
+                let bias = l.qkv_bias.as_ref();
                 match &l.qkv {
                     Projection::Float(w) => {
-                        ops.gemv_rope_qkv(list, w, &a.x, &a.q, cache, &normed, &rope, at)?
+                        ops.gemv_rope_qkv(list, w, bias, &a.x, &a.q, cache, &normed, &rope, at)?
                     }
                     Projection::Int8 { w, scales } => ops.gemv_int8_rope_qkv(
                         list,
                         (w, scales),
+                        bias,
                         &a.x,
                         &a.q,
                         cache,
@@ -292,7 +296,7 @@ impl Forward<'_> {
     ) -> Result<(), ModelError> {
         let (a, eps) = (self.act, self.cfg.rms_eps);
         if a.tokens() == 1 {
-            return self.gemv(list, w, &a.x, y, &fused.with_rms_input(eps));
+            return self.gemv(list, (w, None), &a.x, y, &fused.with_rms_input(eps));
         }
         self.gemm(list, &a.h, w, y, &Gemm::new().with_transpose_b(true))
     }
@@ -308,7 +312,8 @@ impl Forward<'_> {
     ) -> Result<(), ModelError> {
         let a = self.act;
         if a.tokens() == 1 {
-            return self.gemv(list, w, input, &a.x, &Gemv::new().with_accumulate(true));
+            let accumulate = Gemv::new().with_accumulate(true);
+            return self.gemv(list, (w, None), input, &a.x, &accumulate);
         }
         let op = Gemm::new().with_transpose_b(true).with_beta(1.0);
         let w = self.float_weights(list, w)?;
@@ -318,18 +323,20 @@ impl Forward<'_> {
         Ok(())
     }
 
-    /// `y = W · x` with `op` fused, on `w` as stored.
+    /// `y = W · x (+ bias)` with `op` fused, on `w` as stored.
     fn gemv(
         &self,
         list: &mut CommandList,
-        w: &Projection,
+        (w, bias): (&Projection, Option<&Tensor>),
         x: &Tensor,
         y: &Tensor,
         op: &Gemv,
     ) -> Result<(), ModelError> {
         match w {
-            Projection::Float(w) => self.ops.gemv_with(list, w, x, None, y, op)?,
-            Projection::Int8 { w, scales } => self.ops.gemv_int8_with(list, w, scales, x, y, op)?,
+            Projection::Float(w) => self.ops.gemv_with(list, w, x, bias, y, op)?,
+            Projection::Int8 { w, scales } => {
+                self.ops.gemv_int8_with(list, (w, scales), x, bias, y, op)?
+            }
         }
         Ok(())
     }

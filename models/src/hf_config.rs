@@ -1,6 +1,6 @@
 //! [`LlamaConfig::from_hf_json`]: a Hugging Face `config.json` (what `save_pretrained` writes
-//! for `LlamaForCausalLM`, or `MistralForCausalLM` without a sliding window) read into a
-//! [`LlamaConfig`], and every option this decoder does not
+//! for `LlamaForCausalLM`, `MistralForCausalLM` or `Qwen2ForCausalLM` without a sliding window)
+//! read into a [`LlamaConfig`], and every option this decoder does not
 //! compute refused by name rather than ignored; [`hf_end_tokens`], the tokens that end a
 //! generation.
 
@@ -37,8 +37,10 @@ struct HfLlama {
     attention_bias: bool,
     #[serde(default)]
     mlp_bias: bool,
-    /// Mistral's: attention over the last this many tokens only (`null`: over all of them).
+    /// Mistral's and Qwen2's: attention over the last this many tokens only (`null`: over all
+    /// of them); Qwen2's only where `use_sliding_window`.
     sliding_window: Option<usize>,
+    use_sliding_window: Option<bool>,
 }
 
 /// A rotary embedding's parameters: its kind (`rope_type`, `type` in older files), base and
@@ -113,23 +115,26 @@ fn scaling(field: &str, r: &RopeParameters) -> Result<RopeScaling, String> {
 
 /// Why `hf` describes a model this decoder does not compute, naming the field, or `None`.
 fn unsupported(hf: &HfLlama) -> Option<String> {
-    match (hf.model_type.as_deref(), hf.sliding_window) {
-        (None | Some("llama"), _) => {}
-        // Mistral is Llama's architecture but for its window, which one at least as long as
-        // the model's positions never narrows.
-        (Some("mistral"), None) => {}
-        (Some("mistral"), Some(w)) if w >= hf.max_position_embeddings => {}
-        (Some("mistral"), Some(w)) => {
+    // Mistral and Qwen2 are Llama's architecture but for their window (Qwen2's used only where
+    // `use_sliding_window`), which one at least as long as the model's positions never narrows,
+    // and Qwen2's biases.
+    let window = match hf.model_type.as_deref() {
+        None | Some("llama") => None,
+        Some("mistral") => hf.sliding_window,
+        Some("qwen2") => hf
+            .sliding_window
+            .filter(|_| hf.use_sliding_window == Some(true)),
+        Some(kind) => {
             return Some(format!(
-                "`sliding_window` is {w}: attention over a window of the last tokens is not \
-                 computed here (a window of `null` or of `max_position_embeddings` is)"
+                "`model_type` is `{kind}`, not `llama`, `mistral` or `qwen2`"
             ))
         }
-        (Some(kind), _) => {
-            return Some(format!(
-                "`model_type` is `{kind}`, not `llama` or `mistral`"
-            ))
-        }
+    };
+    if let Some(w) = window.filter(|w| *w < hf.max_position_embeddings) {
+        return Some(format!(
+            "`sliding_window` is {w}: attention over a window of the last tokens is not computed \
+             here (a window of `null` or of `max_position_embeddings` is)"
+        ));
     }
     if hf.hidden_act != "silu" {
         return Some(format!(
@@ -137,7 +142,10 @@ fn unsupported(hf: &HfLlama) -> Option<String> {
             hf.hidden_act
         ));
     }
-    if hf.attention_bias || hf.mlp_bias {
+    // Qwen2's biases are on the query, key and value projections only, which it always has;
+    // Llama's `attention_bias` puts one on the output projection too.
+    let qwen2 = hf.model_type.as_deref() == Some("qwen2");
+    if (hf.attention_bias && !qwen2) || hf.mlp_bias {
         let field = if hf.attention_bias {
             "attention_bias"
         } else {
@@ -162,9 +170,10 @@ impl LlamaConfig {
     /// cache holding `max_position_embeddings` positions (shorten it with
     /// [`LlamaConfig::with_max_seq`]). Refused with [`ModelError::ConfigFile`], naming the field
     /// or the line and column: text that is not such JSON, a size missing, and every option this
-    /// decoder does not compute (a `model_type` other than `llama` or `mistral`, Mistral's
+    /// decoder does not compute (a `model_type` other than `llama`, `mistral` or `qwen2`, a
     /// sliding window, another `hidden_act`, a rotary embedding scaled otherwise than `linear`
-    /// or `llama3`, biases, a `head_dim` of its own).
+    /// or `llama3`, biases other than Qwen2's on the query, key and value projections, a
+    /// `head_dim` of its own).
     pub fn from_hf_json(text: &str) -> Result<LlamaConfig, ModelError> {
         let refuse = |why: String| ModelError::ConfigFile { why };
         let hf: HfLlama = serde_json::from_str(text).map_err(|e| refuse(e.to_string()))?;
@@ -184,6 +193,7 @@ impl LlamaConfig {
             rms_eps: hf.rms_norm_eps,
             max_seq: hf.max_position_embeddings,
             tie_embeddings: hf.tie_word_embeddings,
+            qkv_bias: hf.model_type.as_deref() == Some("qwen2"),
         };
         match cfg.problem() {
             Some(why) => Err(ModelError::Config(why)),

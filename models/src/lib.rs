@@ -45,4 +45,6 @@ pub use reference::ReferenceLlama;
 pub use safetensors_io::SafetensorsFile;
 pub use sampling::{Sampler, Sampling};
 pub use vkprism_shaders::RopeScaling;
-pub use weights::{layer_weight, weight_shapes, HostWeights, WeightSource, LAYER_PARTS};
+pub use weights::{
+    layer_bias, layer_weight, weight_shapes, HostWeights, WeightSource, LAYER_PARTS, QKV_BIAS_PARTS,
+};

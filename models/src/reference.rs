@@ -2,7 +2,7 @@
 //! loops, written from the model's definition rather than from the GPU model's code: what the
 //! tests check the GPU model against.
 
-use crate::weights::layer_weight;
+use crate::weights::{layer_bias, layer_weight};
 use crate::{HostWeights, LlamaConfig};
 use vkprism_shaders::RopeFrequencies;
 
@@ -91,9 +91,16 @@ impl<'w> ReferenceLlama<'w> {
         let weights = self.weights;
         let part = |p: &str| lookup(weights, &layer_weight(layer, p));
         let h = rms_norm(x, part("input_layernorm"), c.rms_eps);
-        let mut q = matvec(part("self_attn.q_proj"), &h);
-        let mut k = matvec(part("self_attn.k_proj"), &h);
-        let v = matvec(part("self_attn.v_proj"), &h);
+        let projection = |p: &str| {
+            let mut y = matvec(part(p), &h);
+            if c.qkv_bias {
+                add(&mut y, &widened(lookup(weights, &layer_bias(layer, p))));
+            }
+            y
+        };
+        let mut q = projection("self_attn.q_proj");
+        let mut k = projection("self_attn.k_proj");
+        let v = projection("self_attn.v_proj");
         let freqs = c.rope_frequencies();
         rope(&mut q, c.head_dim(), self.pos, &freqs);
         rope(&mut k, c.head_dim(), self.pos, &freqs);
@@ -169,6 +176,11 @@ fn rms_norm(x: &[f64], gamma: &[f32], eps: f32) -> Vec<f64> {
         .zip(gamma)
         .map(|(v, g)| v * inv * *g as f64)
         .collect()
+}
+
+/// `v` in f64.
+fn widened(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|x| *x as f64).collect()
 }
 
 /// `W · x` for a row-major `W` `[out, x.len()]`.

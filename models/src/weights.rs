@@ -28,6 +28,15 @@ pub fn layer_weight(layer: usize, part: &str) -> String {
     format!("model.layers.{layer}.{part}.weight")
 }
 
+/// The projections that add a bias where the configuration says so
+/// ([`LlamaConfig::qkv_bias`](crate::LlamaConfig::qkv_bias)), within `model.layers.{i}.`.
+pub const QKV_BIAS_PARTS: [&str; 3] = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"];
+
+/// The state-dict name of projection `part`'s bias in layer `layer`.
+pub fn layer_bias(layer: usize, part: &str) -> String {
+    format!("model.layers.{layer}.{part}.bias")
+}
+
 /// A layer's projections and the norm each has folded into its columns at load (`None`: none).
 const PROJECTION_NORMS: [(&str, Option<&str>); 7] = [
     ("self_attn.q_proj", Some("input_layernorm")),
@@ -52,7 +61,8 @@ fn part_shape(cfg: &LlamaConfig, part: &str) -> Vec<usize> {
 }
 
 /// Every weight tensor of a decoder of `cfg`, name and shape, in the order a model uses them
-/// (no `lm_head.weight` where the embedding is tied).
+/// (no `lm_head.weight` where the embedding is tied; the projections' biases after each
+/// layer's weights where it has them).
 pub fn weight_shapes(cfg: &LlamaConfig) -> Vec<(String, Vec<usize>)> {
     let mut out = vec![(
         "model.embed_tokens.weight".to_string(),
@@ -61,6 +71,11 @@ pub fn weight_shapes(cfg: &LlamaConfig) -> Vec<(String, Vec<usize>)> {
     for layer in 0..cfg.layers {
         for part in LAYER_PARTS {
             out.push((layer_weight(layer, part), part_shape(cfg, part)));
+        }
+        if cfg.qkv_bias {
+            for part in QKV_BIAS_PARTS {
+                out.push((layer_bias(layer, part), vec![part_shape(cfg, part)[0]]));
+            }
         }
     }
     out.push(("model.norm.weight".into(), vec![cfg.hidden]));
@@ -100,7 +115,7 @@ pub struct HostWeights {
 
 impl HostWeights {
     /// Random weights for `cfg`, the same for the same `seed`: embeddings in ±1, norm scales in
-    /// [0.8, 1.2], each projection uniform with variance 1/in (activations keep their scale
+    /// [0.8, 1.2], biases in ±0.5, each projection uniform with variance 1/in (activations keep their scale
     /// through the layers, so every precision is tested on values of a real network's size).
     pub fn random(cfg: &LlamaConfig, seed: u64) -> HostWeights {
         let mut rng = SplitMix(seed);
@@ -109,6 +124,7 @@ impl HostWeights {
             .map(|(name, shape)| {
                 let n = shape.iter().product();
                 let values = match shape.as_slice() {
+                    [_] if name.ends_with(".bias") => (0..n).map(|_| 0.5 * rng.signed()).collect(),
                     [_] => (0..n).map(|_| 1.0 + 0.2 * rng.signed()).collect(),
                     [_, _] if name.contains("embed") => (0..n).map(|_| rng.signed()).collect(),
                     [_, inputs] => {
@@ -155,7 +171,8 @@ impl HostWeights {
     /// activations in `format` computes with: each projection rounded per row as the model
     /// quantizes it at load (the norm before it folded into its columns first, and taken out
     /// again here: the reference applies the norm itself), the output projection a tensor of
-    /// its own even where the embedding is tied, the embedding rounded to `format`.
+    /// its own even where the embedding is tied, the embedding and the biases rounded to
+    /// `format`.
     ///
     /// [`WeightStorage::Int8`]: crate::WeightStorage::Int8
     pub fn int8_rounded(
@@ -183,6 +200,7 @@ impl HostWeights {
                 put(&name, name.clone(), part_shape(cfg, part), g)?;
             }
         }
+
         let head = if cfg.tie_embeddings {
             "model.embed_tokens.weight"
         } else {
@@ -195,6 +213,13 @@ impl HostWeights {
             vec![cfg.vocab, cfg.hidden],
             g,
         )?;
+        // Biases as the activations hold them.
+        for (name, (shape, values)) in &self.tensors {
+            if name.ends_with(".bias") {
+                let rounded = rounded_to(format, values);
+                out.tensors.insert(name.clone(), (shape.clone(), rounded));
+            }
+        }
         Ok(out)
     }
 

@@ -78,6 +78,17 @@ fn config_json_reads_as_the_configuration() {
     assert!(!cfg.tie_embeddings);
     let tied = config_json(&[("tie_word_embeddings", true.into())]);
     assert!(LlamaConfig::from_hf_json(&tied).unwrap().tie_embeddings);
+    // Qwen2: biases on the query, key and value projections; its window unused unless
+    // `use_sliding_window`.
+    let qwen2 = config_json(&[
+        ("model_type", "qwen2".into()),
+        ("sliding_window", 32.into()),
+        ("use_sliding_window", false.into()),
+    ]);
+    assert_eq!(
+        LlamaConfig::from_hf_json(&qwen2).unwrap(),
+        small.with_qkv_bias(true)
+    );
     // Mistral without a sliding window (v0.2 on), or with one no shorter than its positions.
     for window in [serde_json::Value::Null, 64.into()] {
         let mistral = config_json(&[("model_type", "mistral".into()), ("sliding_window", window)]);
@@ -154,7 +165,15 @@ fn unsupported_or_broken_config_is_refused_by_name() {
         ),
         (config_json(&[("mlp_bias", true.into())]), "mlp_bias"),
         (config_json(&[("head_dim", 128.into())]), "head_dim"),
-        (config_json(&[("model_type", "qwen2".into())]), "qwen2"),
+        (config_json(&[("model_type", "qwen3".into())]), "qwen3"),
+        (
+            config_json(&[
+                ("model_type", "qwen2".into()),
+                ("sliding_window", 32.into()),
+                ("use_sliding_window", true.into()),
+            ]),
+            "sliding_window",
+        ),
         (
             config_json(&[
                 ("model_type", "mistral".into()),

@@ -67,7 +67,8 @@ vkprism::compute_shader! {
     /// multiple of 8. The same variants and requirements; [`gemm_cm2`](crate::gemm_cm2)'s
     /// specialization constants (`transpose_b` 1, no split); push constants M, N, K (alpha,
     /// slope, the batch strides and beta unread) and `rope_qkv4`'s hq, hkv, dim, rows, offset
-    /// and frequencies; dispatch [`Cm2Tiles::grid`](crate::Cm2Tiles::grid) for the M×N product.
+    /// and frequencies; `bias_term` adds `bias[n]` (binding 5) to the rounded tile before it is
+    /// turned; dispatch [`Cm2Tiles::grid`](crate::Cm2Tiles::grid) for the M×N product.
         gemm_cm2_rope: {
             path: "gemm_cm2.comp",
             define: [("VKPRISM_ROPE", "1")],

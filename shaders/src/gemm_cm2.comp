@@ -97,6 +97,8 @@ layout (binding = 1) readonly buffer b_blob { sfp b_data[]; };
 layout (binding = 2) writeonly buffer q_blob { sfpvec4 q_data[]; };
 layout (binding = 3) writeonly buffer k_blob { sfpvec4 k_data[]; };
 layout (binding = 4) writeonly buffer v_blob { sfpvec4 v_data[]; };
+// N values added to the rounded projection before it is turned, read only when bias_term is 1.
+layout (binding = 5) readonly buffer bias_blob { sfpvec4 bias_data[]; };
 #elif VKPRISM_SPLIT_K
 // Workgroup z's fp32 sums over its share of K, [split_k][M][N]; gemm_split_reduce applies
 // alpha, beta, the bias, the activation and C's format.
@@ -315,6 +317,10 @@ void place_tile(const uint m0, const uint n0, const uvec2 ends)
                       float(rope_tile[at + 3]));
         vec4 v = vec4(float(rope_tile[at + 4]), float(rope_tile[at + 5]), float(rope_tile[at + 6]),
                       float(rope_tile[at + 7]));
+        if (bias_term == 1) {
+            u += vec4(buffer_ld4(bias_data, n / 4));
+            v += vec4(buffer_ld4(bias_data, n / 4 + 1));
+        }
         const int head = n / dim;
         const int within = n % dim;
         const int pos = p.offset + token;

@@ -34,7 +34,8 @@ vkprism::compute_shader! {
     /// `y[b][n] = scale[n] · Σ_k W[n][k] · x[b][k]`: W an I8 `[N, K]` tensor read sixteen
     /// values (one uvec4) at a time, so K must be a multiple of 16; `scale` F32 `[N]` (one per
     /// output channel); x `[batch, K]` and y `[batch, N]` in the variant's float format.
-    /// Constants and push constants as [`gemv`](crate::gemv) (`bias_term` unused). Variants: packed int8
+    /// Constants and push constants as [`gemv`](crate::gemv) (`bias_term` adds `bias[n]`, binding
+    /// 7 in x's format, after the scale). Variants: packed int8
     /// (no 8-bit storage needed) with `fp32`, `fp16s` or `bf16s` x and y, each `_sg` and
     /// `_nosg`.
         gemv_int8: {

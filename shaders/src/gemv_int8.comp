@@ -10,7 +10,7 @@
 // values, any K.
 layout (local_size_x = 256) in;
 
-// Rows of x (1 to 8); `bias_term` unused (kept so both GEMV kernels share one constants type).
+// Rows of x (1 to 8); `bias_term` 1 adds bias[n] after the scale.
 layout (constant_id = 0) const int batch = 1;
 layout (constant_id = 1) const int bias_term = 0;
 
@@ -48,16 +48,19 @@ float chunk_dot(float w, float x) { return w * x; }
 #endif
 layout (binding = 2) readonly buffer scale_blob { float scale_data[]; };
 layout (binding = 3) buffer y_blob { sfp y_data[]; };
+// After gemv.glsl's 4 to 6: N values in the float format, read only with `bias_term` 1.
+layout (binding = 7) readonly buffer bias_blob { sfp bias_data[]; };
 
 layout (push_constant) uniform parameter {
     int N; int K; float eps; float slope; int d; int hq; int hkv; int rows; int offset;
     float log2_base; float freq_factor; float freq_low; float freq_high;
 } p;
 
-// Row n's sum dequantized.
+// Row n's sum dequantized, plus the bias where there is one.
 float gemv_output(float sum, int n)
 {
-    return sum * scale_data[n];
+    const float scaled = sum * scale_data[n];
+    return bias_term == 1 ? scaled + float(buffer_ld1(bias_data, n)) : scaled;
 }
 
 #include "gemv.glsl"

@@ -13,7 +13,8 @@ use vkprism_testkit::{
 };
 
 /// One case: `tokens` at positions `offset ..` over an x of depth `k`, `hq` / `hkv` heads of
-/// `dim`, a cache of `rows`, the pairs' `style`, the frequencies' `scaling`.
+/// `dim`, a cache of `rows`, the pairs' `style`, the frequencies' `scaling`, a `bias` added to
+/// the projection or not.
 #[derive(Copy, Clone, Debug)]
 struct Case {
     tokens: usize,
@@ -25,6 +26,7 @@ struct Case {
     offset: usize,
     style: RopeStyle,
     scaling: RopeScaling,
+    bias: bool,
 }
 
 /// Llama 3's scaling with bounds that put heads of 16 to 128 values in all three bands.
@@ -41,8 +43,8 @@ impl Case {
     }
 }
 
-/// x · wᵀ in f64, rounded to `f`: the projection as the GEMM stores it.
-fn projection(c: &Case, x: &[f32], w: &[f32], f: TensorFormat) -> Vec<f32> {
+/// x · wᵀ (+ bias) in f64, rounded to `f`: the projection as the GEMM stores it.
+fn projection(c: &Case, x: &[f32], w: &[f32], bias: Option<&[f32]>, f: TensorFormat) -> Vec<f32> {
     let (n, k) = (c.width(), c.k);
     let out: Vec<f32> = (0..c.tokens * n)
         .map(|i| {
@@ -50,7 +52,7 @@ fn projection(c: &Case, x: &[f32], w: &[f32], f: TensorFormat) -> Vec<f32> {
             let dot: f64 = (0..k)
                 .map(|j| x[r * k + j] as f64 * w[col * k + j] as f64)
                 .sum();
-            dot as f32
+            (dot + bias.map_or(0.0, |b| b[col] as f64)) as f32
         })
         .collect();
     quantize(&out, f)
@@ -68,8 +70,10 @@ fn columns(c: &Case, qkv: &[f32], from: usize, take: usize) -> Vec<f32> {
 fn run_case(ctx: &Context, ops: &Ops, c: Case, f: TensorFormat, seed: u64) -> Vec<&'static str> {
     let x = quantize(&random_in(c.tokens * c.k, seed, -1.0, 1.0), f);
     let w = quantize(&random_in(c.width() * c.k, seed + 1, -1.0, 1.0), f);
+    let bias = quantize(&random_in(c.width(), seed + 2, -1.0, 1.0), f);
     let xt = Tensor::from_f32(ctx, &[c.tokens, c.k], f, &x).unwrap();
     let wt = Tensor::from_f32(ctx, &[c.width(), c.k], f, &w).unwrap();
+    let bt = Tensor::from_f32(ctx, &[c.width()], f, &bias).unwrap();
     let qt = poisoned(ctx, &[c.tokens, c.hq, c.dim], f);
     let kc = poisoned(ctx, &[c.rows, c.hkv, c.dim], f);
     let vc = poisoned(ctx, &[c.rows, c.hkv, c.dim], f);
@@ -78,12 +82,13 @@ fn run_case(ctx: &Context, ops: &Ops, c: Case, f: TensorFormat, seed: u64) -> Ve
         .with_position_offset(c.offset)
         .with_scaling(c.scaling);
     let mut list = CommandList::new(ctx).unwrap();
-    ops.gemm_rope_qkv(&mut list, &xt, &wt, &qt, &kc, &vc, &rope)
+    let with_bias = c.bias.then_some(&bt);
+    ops.gemm_rope_qkv(&mut list, &xt, (&wt, with_bias), &qt, &kc, &vc, &rope)
         .unwrap();
     let names = list.dispatch_names().to_vec();
     list.submit_and_wait().unwrap();
 
-    let qkv = projection(&c, &x, &w, f);
+    let qkv = projection(&c, &x, &w, c.bias.then_some(&bias[..]), f);
     let (qw, kw) = (c.hq * c.dim, c.hkv * c.dim);
     let interleaved = c.style == RopeStyle::Interleaved;
     let freqs = rope.frequencies();
@@ -148,16 +153,18 @@ fn gemm_rope_qkv_matches_the_gemm_then_the_rotation() {
         offset,
         style,
         scaling: RopeScaling::None,
+        bias: false,
     };
     let scaled = |c: Case| Case {
         scaling: LLAMA3,
         ..c
     };
+    let biased = |c: Case| Case { bias: true, ..c };
     let il = RopeStyle::Interleaved;
     if !device_lacks_cooperative_matrix2(&ctx) {
         let prompt = case(512, 2048, (32, 4, 64), 600, 0, il);
         let later = case(300, 1024, (16, 4, 128), 420, 77, il);
-        for c in [prompt, later, scaled(later)] {
+        for c in [prompt, later, scaled(later), biased(prompt)] {
             assert!(c.tokens * c.width() * c.k >= CM2_MIN_PRODUCT);
             for (i, f) in [TensorFormat::F16, TensorFormat::Bf16]
                 .into_iter()
@@ -173,7 +180,7 @@ fn gemm_rope_qkv_matches_the_gemm_then_the_rotation() {
         .into_iter()
         .enumerate()
     {
-        for c in [small, scaled(small)] {
+        for c in [small, scaled(small), biased(small)] {
             let names = run_case(&ctx, &ops, c, f, 11 + i as u64);
             assert!(names.contains(&"rope_qkv4"), "{f:?}: {names:?}");
         }
@@ -194,7 +201,9 @@ fn gemm_rope_qkv_bad_operands_are_errors_and_record_nothing() {
     let (kc, vc) = (t(&[6, 1, 8]), t(&[6, 1, 8]));
     let at = |offset| Rope::new().with_position_offset(offset);
     let run = |w: &Tensor, q: &Tensor, kc: &Tensor, rope: Rope| {
-        refused(&ctx, |l| ops.gemm_rope_qkv(l, &x, w, q, kc, &vc, &rope))
+        refused(&ctx, |l| {
+            ops.gemm_rope_qkv(l, &x, (w, None), q, kc, &vc, &rope)
+        })
     };
     let e = run(&t(&[24, 16]), &q, &kc, at(0));
     assert!(matches!(e, OpError::Shape { operand: "w", .. }), "{e}");
@@ -214,7 +223,7 @@ fn gemm_rope_qkv_bad_operands_are_errors_and_record_nothing() {
     assert!(matches!(e, OpError::Shape { operand: "q", .. }), "{e}");
     // x's tokens against q's.
     let e = refused(&ctx, |l| {
-        ops.gemm_rope_qkv(l, &t(&[3, 16]), &w, &q, &kc, &vc, &at(0))
+        ops.gemm_rope_qkv(l, &t(&[3, 16]), (&w, None), &q, &kc, &vc, &at(0))
     });
     assert!(matches!(e, OpError::Shape { operand: "x", .. }), "{e}");
     let e = run(&w, &q, &t(&[6, 2, 8]), at(0));
@@ -243,11 +252,27 @@ fn gemm_rope_qkv_bad_operands_are_errors_and_record_nothing() {
         ),
         "{e}"
     );
-    let e = refused(&ctx, |l| ops.gemm_rope_qkv(l, &x, &w, &q, &kc, &kc, &at(0)));
+    let e = refused(&ctx, |l| {
+        ops.gemm_rope_qkv(l, &x, (&w, None), &q, &kc, &kc, &at(0))
+    });
     assert!(matches!(e, OpError::Aliased { .. }), "{e}");
+    // A bias of another length than w's rows.
+    let e = refused(&ctx, |l| {
+        ops.gemm_rope_qkv(l, &x, (&w, Some(&t(&[16]))), &q, &kc, &vc, &at(0))
+    });
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                operand: "bias",
+                ..
+            }
+        ),
+        "{e}"
+    );
     // The context stays usable.
     let mut list = CommandList::new(&ctx).unwrap();
-    ops.gemm_rope_qkv(&mut list, &x, &w, &q, &kc, &vc, &at(2))
+    ops.gemm_rope_qkv(&mut list, &x, (&w, None), &q, &kc, &vc, &at(2))
         .unwrap();
     list.submit_and_wait().unwrap();
     assert_clean(&ctx);

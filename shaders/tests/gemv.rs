@@ -101,7 +101,8 @@ macro_rules! float_case {
     }};
 }
 
-/// Runs one int8-weight case of kernel module `$m` in variant `$name`.
+/// Runs one int8-weight case of kernel module `$m` in variant `$name` (a bias in x's format
+/// added after the scale where the case has one).
 macro_rules! int8_case {
     ($m:ident, $ctx:expr, $name:expr, $c:expr, $seed:expr) => {{
         let (ctx, name, c, seed): (&Context, &str, Case, u64) = ($ctx, $name, $c, $seed);
@@ -122,13 +123,15 @@ macro_rules! int8_case {
         let st = Tensor::from_f32(ctx, &[c.n], TensorFormat::F32, &scales).unwrap();
         let xt = Tensor::from_f32(ctx, &[c.batch, c.k], f, &x).unwrap();
         let yt = poisoned(ctx, &[c.batch, c.n], f);
+        let bias = quantize(&random_in(c.n, seed + 3, -1.0, 1.0), f);
+        let bt = Tensor::from_f32(ctx, &[c.n], f, &bias).unwrap();
         let chunk = if stringify!($m).ends_with("scalar") {
             1
         } else {
             16
         };
         let local = c.local.map_or(s.local_size(chunk), |l| [l, 1, 1]);
-        let pipe = k.pipeline(&s.spec(false), Some(local)).unwrap();
+        let pipe = k.pipeline(&s.spec(c.bias), Some(local)).unwrap();
         let unread = Tensor::from_i32(ctx, &[1], &[0]).unwrap();
         ctx.run(|l| {
             l.dispatch(
@@ -141,13 +144,20 @@ macro_rules! int8_case {
                     k_blob: &yt,
                     v_blob: &yt,
                     pos_blob: &unread,
+                    bias_blob: &bt,
                 },
                 &s.push(),
                 s.grid(local),
             )
         })
         .unwrap();
-        let (want, scale) = reference::gemv_int8(c.n, c.k, &w, &scales, &quantize(&x, f));
+        let (mut want, mut scale) = reference::gemv_int8(c.n, c.k, &w, &scales, &quantize(&x, f));
+        if c.bias {
+            for (i, (y, e)) in want.iter_mut().zip(&mut scale).enumerate() {
+                *y += bias[i % c.n];
+                *e += bias[i % c.n].abs();
+            }
+        }
         let (want, scale) = expected_in(&want, &scale, f);
         assert_close_scaled(
             &yt.download_f32().unwrap(),

@@ -251,6 +251,8 @@ macro_rules! int8_fused {
         let wt = Tensor::from_i8(ctx, &[c.n, c.k], &w).unwrap();
         let st = Tensor::from_f32(ctx, &[c.n], TensorFormat::F32, &scales).unwrap();
         let xt = Tensor::from_f32(ctx, &[c.batch, c.k], f, &x).unwrap();
+        let bias = quantize(&random_in(c.n, seed + 4, -1.0, 1.0), f);
+        let bt = Tensor::from_f32(ctx, &[c.n], f, &bias).unwrap();
         let (yt, y0) = start_values(ctx, &c, f, seed + 3);
         let s = GemvShape {
             batch: c.batch,
@@ -275,11 +277,13 @@ macro_rules! int8_fused {
             k_blob: &yt,
             v_blob: &yt,
             pos_blob: &unread,
+            bias_blob: &bt,
         };
         ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid(local)))
             .unwrap();
         let wf: Vec<f32> = w.iter().map(|v| *v as f32).collect();
-        let (want, scale) = reference(&c, &wf, &x, Some(&scales), None, &y0);
+        let bias_ref = c.bias.then_some(&bias[..]);
+        let (want, scale) = reference(&c, &wf, &x, Some(&scales), bias_ref, &y0);
         let (want, scale) = expected_in(&want, &scale, f);
         assert_close_scaled(
             &yt.download_f32().unwrap(),
@@ -364,9 +368,11 @@ impl RopeHeads {
 }
 
 /// Runs the `rope_qkv` epilogue of kernel module `$m` in variant `$name` over K = `$k`, the
-/// frequencies scaled as `$scaling` says, and checks q and the cache.
+/// frequencies scaled as `$scaling` says, a bias added before the rotation where `$bias`, and
+/// checks q and the cache.
 macro_rules! rope_case {
-    ($m:ident, $ctx:expr, $name:expr, $k:expr, $in_buffer:expr, $scaling:expr, $seed:expr) => {{
+    ($m:ident, $ctx:expr, $name:expr, $k:expr, $in_buffer:expr, $scaling:expr, $bias:expr, $seed:expr) => {{
+        let with_bias: bool = $bias;
         let (ctx, name, k, in_buffer, seed): (&Context, &str, usize, bool, u64) =
             ($ctx, $name, $k, $in_buffer, $seed);
         let freqs = RopeFrequencies::new(10000.0).with_scaling($scaling);
@@ -381,6 +387,8 @@ macro_rules! rope_case {
         let x = quantize(&random_in(k, seed + 1, 0.1, 2.0), f);
         let wt = Tensor::from_f32(ctx, &[n, k], f, &w).unwrap();
         let xt = Tensor::from_f32(ctx, &[1, k], f, &x).unwrap();
+        let bias = quantize(&random_in(n, seed + 2, -1.0, 1.0), f);
+        let bt = Tensor::from_f32(ctx, &[n], f, &bias).unwrap();
         let qt = poisoned(ctx, &[1, hq, d], f);
         let (kc, vc) = (
             poisoned(ctx, &[rows, hkv, d], f),
@@ -391,7 +399,7 @@ macro_rules! rope_case {
         let spec = gemv::SpecConstants {
             rms_input: 1,
             rope_qkv: if in_buffer { 2 } else { 1 },
-            ..s.spec(false)
+            ..s.spec(with_bias)
         };
         let at = offset + if in_buffer { from_buffer } else { 0 };
         let push = gemv::PushConstants {
@@ -417,7 +425,7 @@ macro_rules! rope_case {
         let b = $m::BufferBindings {
             w_blob: &wt,
             x_blob: &xt,
-            bias_blob: &wt,
+            bias_blob: &bt,
             y_blob: &qt,
             k_blob: &kc,
             v_blob: &vc,
@@ -426,10 +434,11 @@ macro_rules! rope_case {
         ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid(local)))
             .unwrap();
         let plain = Fused::rope_projection(n, k);
-        let (y, scale) = reference(&plain, &w, &x, None, None, &[]);
+        let bias_ref = with_bias.then_some(&bias[..]);
+        let (y, scale) = reference(&plain, &w, &x, None, bias_ref, &[]);
         let tol = tolerance(&kernel.variant().key) + at as f32 * 5e-7;
         let what = format!(
-            "{} {name} rope_qkv in_buffer {in_buffer} {freqs:?}",
+            "{} {name} rope_qkv in_buffer {in_buffer} {freqs:?} bias {with_bias}",
             stringify!($m)
         );
         let heads = RopeHeads {
@@ -584,6 +593,7 @@ fn gemv_rope_qkv_every_variant() {
     let ctx = ctx();
     for name in gemv::VARIANT_NAMES {
         for (i, in_buffer) in [false, true].into_iter().enumerate() {
+            let seed = 50 + i as u64;
             rope_case!(
                 gemv,
                 &ctx,
@@ -591,14 +601,25 @@ fn gemv_rope_qkv_every_variant() {
                 64,
                 in_buffer,
                 RopeScaling::None,
-                50 + i as u64
+                false,
+                seed
             );
         }
-        rope_case!(gemv, &ctx, name, 64, true, LLAMA3, 52);
+        rope_case!(gemv, &ctx, name, 64, true, LLAMA3, false, 52);
+        rope_case!(gemv, &ctx, name, 64, true, RopeScaling::None, true, 53);
     }
     for name in gemv_scalar::VARIANT_NAMES {
-        rope_case!(gemv_scalar, &ctx, name, 61, true, RopeScaling::None, 60);
-        rope_case!(gemv_scalar, &ctx, name, 61, false, LLAMA3, 61);
+        rope_case!(
+            gemv_scalar,
+            &ctx,
+            name,
+            61,
+            true,
+            RopeScaling::None,
+            true,
+            60
+        );
+        rope_case!(gemv_scalar, &ctx, name, 61, false, LLAMA3, false, 61);
     }
     assert_clean(&ctx);
 }
@@ -627,8 +648,11 @@ fn gemv_int8_rope_qkv_every_format() {
                 poisoned(&ctx, &[rows, hkv, d], f),
             );
             let pos = Tensor::from_i32(&ctx, &[1], &[from_buffer as i32]).unwrap();
-            // The scalar kernel's case with its frequencies scaled.
+            // The scalar kernel's case with its frequencies scaled and a bias.
             let scaling = if k == 61 { LLAMA3 } else { RopeScaling::None };
+            let bias = quantize(&random_in(n, seed + 3, -1.0, 1.0), f);
+            let bt = Tensor::from_f32(&ctx, &[n], f, &bias).unwrap();
+            let with_bias = (k == 61).then_some(&bt);
             let rope = Rope::new()
                 .with_style(RopeStyle::Interleaved)
                 .with_position_offset(offset)
@@ -636,7 +660,18 @@ fn gemv_int8_rope_qkv_every_format() {
             let normed = Gemv::new().with_rms_input(EPS);
             let caches = [&kc, &vc];
             let run = ops.run(|l| {
-                ops.gemv_int8_rope_qkv(l, (&wt, &st), &xt, &qt, caches, &normed, &rope, Some(&pos))
+                let at = Some(&pos);
+                ops.gemv_int8_rope_qkv(
+                    l,
+                    (&wt, &st),
+                    with_bias,
+                    &xt,
+                    &qt,
+                    caches,
+                    &normed,
+                    &rope,
+                    at,
+                )
             });
             match run {
                 Err(OpError::FormatUnsupported { .. }) => {
@@ -647,7 +682,8 @@ fn gemv_int8_rope_qkv_every_format() {
             }
             let plain = Fused::rope_projection(n, k);
             let wf: Vec<f32> = w.iter().map(|v| *v as f32).collect();
-            let (y, scale) = reference(&plain, &wf, &x, Some(&scales), None, &[]);
+            let bias_ref = with_bias.map(|_| &bias[..]);
+            let (y, scale) = reference(&plain, &wf, &x, Some(&scales), bias_ref, &[]);
             let at = offset + from_buffer;
             let heads = RopeHeads {
                 hq,
@@ -677,7 +713,7 @@ fn gemv_rope_qkv_bad_operands_are_errors_and_record_nothing() {
     let normed = Gemv::new().with_rms_input(EPS);
     let run = |w: &Tensor, x: &Tensor, op: &Gemv, rope: &Rope| {
         refused(&ctx, |l| {
-            ops.gemv_rope_qkv(l, w, x, &q, [&kc, &vc], op, rope, None)
+            ops.gemv_rope_qkv(l, w, None, x, &q, [&kc, &vc], op, rope, None)
         })
     };
     let unsupported = |e: OpError| {
@@ -703,10 +739,35 @@ fn gemv_rope_qkv_bad_operands_are_errors_and_record_nothing() {
     );
     let e = run(&t(&[12, 8]), &x, &normed, &rope);
     assert!(matches!(e, OpError::Shape { operand: "w", .. }), "{e}");
+    // A bias of another length than w's rows.
+    let e = refused(&ctx, |l| {
+        let bias = Some(&x);
+        ops.gemv_rope_qkv(l, &w, bias, &x, &q, [&kc, &vc], &normed, &rope, None)
+    });
+    assert!(
+        matches!(
+            e,
+            OpError::Shape {
+                operand: "bias",
+                ..
+            }
+        ),
+        "{e}"
+    );
     // The int8 form: a float `w`, and scales of the wrong length.
     let int8 = |w: &Tensor, scales: &Tensor| {
         refused(&ctx, |l| {
-            ops.gemv_int8_rope_qkv(l, (w, scales), &x, &q, [&kc, &vc], &normed, &rope, None)
+            ops.gemv_int8_rope_qkv(
+                l,
+                (w, scales),
+                None,
+                &x,
+                &q,
+                [&kc, &vc],
+                &normed,
+                &rope,
+                None,
+            )
         })
     };
     let (w8, scales) = (
@@ -727,7 +788,7 @@ fn gemv_rope_qkv_bad_operands_are_errors_and_record_nothing() {
         "{e}"
     );
     // The context still works: the same call with the right operands runs.
-    ops.run(|l| ops.gemv_rope_qkv(l, &w, &x, &q, [&kc, &vc], &normed, &rope, None))
+    ops.run(|l| ops.gemv_rope_qkv(l, &w, None, &x, &q, [&kc, &vc], &normed, &rope, None))
         .unwrap();
     assert_clean(&ctx);
 }

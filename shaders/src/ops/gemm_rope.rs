@@ -25,9 +25,10 @@ impl Ops {
     /// Records `q, k_cache, v_cache ← rope_qkv(x · wᵀ)` into `list`: x `[tokens, k]`, w
     /// `[(hq + 2·hkv) · head_dim, k]` (the fused projection's rows: query heads, then key
     /// heads, then value heads), q `[tokens, hq, head_dim]`, the caches `[rows, hkv,
-    /// head_dim]`; token t at position `op.position_offset + t`, which must fit the cache. As
-    /// [`Ops::gemm`] (B transposed) then [`Ops::rope_qkv`] compute it, the projection rounded
-    /// to the format before it is turned. One pass on [`gemm_cm2_rope`] where [`Ops::gemm`]
+    /// head_dim]`; token t at position `op.position_offset + t`, which must fit the cache;
+    /// `bias` (`[(hq + 2·hkv) · head_dim]`) added to each row where given. As [`Ops::gemm`] (B
+    /// transposed) then [`Ops::rope_qkv`] compute it, the projection rounded to the format
+    /// before it is turned. One pass on [`gemm_cm2_rope`] where [`Ops::gemm`]
     /// would take [`gemm_cm2`] unsplit on tiles of at most 16 KiB (the tile is staged in shared
     /// memory; larger ones ran slower than the two passes on the H100), the pairs are
     /// interleaved and head_dim a multiple of 8; otherwise those two operations, the
@@ -38,23 +39,28 @@ impl Ops {
         &self,
         list: &mut CommandList,
         x: &Tensor,
-        w: &Tensor,
+        (w, bias): (&Tensor, Option<&Tensor>),
         q: &Tensor,
         k_cache: &Tensor,
         v_cache: &Tensor,
         op: &Rope,
     ) -> Result<(), OpError> {
         let s = check_gemm_rope(x, w, q, k_cache, v_cache)?;
+        if let Some(b) = bias {
+            shape_is(OP, "bias", b, &[s.width()], "[(hq + 2·hkv) · head_dim]")?;
+        }
         let format = float_format(OP, "x", x)?;
         for (name, t) in [
-            ("w", w),
-            ("q", q),
-            ("k_cache", k_cache),
-            ("v_cache", v_cache),
+            ("w", Some(w)),
+            ("bias", bias),
+            ("q", Some(q)),
+            ("k_cache", Some(k_cache)),
+            ("v_cache", Some(v_cache)),
         ] {
-            same_format(OP, name, Some(t), format)?;
+            same_format(OP, name, t, format)?;
         }
-        placed_apart(OP, [q, k_cache, v_cache], &[("x", Some(x)), ("w", Some(w))])?;
+        let inputs = [("x", Some(x)), ("w", Some(w)), ("bias", bias)];
+        placed_apart(OP, [q, k_cache, v_cache], &inputs)?;
         let offset = check_placement(OP, &s, op, true)?;
         let depth = x.shape()[1];
         if let Some((kernel, tiles)) = self.gemm_rope_plan(&s, depth, (x, w), op) {
@@ -63,6 +69,7 @@ impl Ops {
                 (s.tokens, s.width(), depth),
                 gemm_cm2::SpecConstants {
                     transpose_b: 1,
+                    bias_term: bias.is_some() as i32,
                     ..Default::default()
                 },
             );
@@ -72,6 +79,8 @@ impl Ops {
                 q_blob: q,
                 k_blob: k_cache,
                 v_blob: v_cache,
+                // Unread without a bias (`bias_term` 0): x binds in its place.
+                bias_blob: bias.unwrap_or(x),
             };
             let pipe = pipeline(OP, &kernel, &spec, Some(tiles.local_size()))?;
             let grid = tiles.grid(s.tokens, s.width(), 1);
@@ -80,7 +89,7 @@ impl Ops {
         let qkv = scratch(list, &self.ctx, OP, &[s.tokens, s.width()], format, &[x, w])?;
         let gemm = Gemm::new().with_transpose_b(true);
         let result = self
-            .gemm(list, x, w, None, &qkv, &gemm)
+            .gemm(list, x, w, bias, &qkv, &gemm)
             .and_then(|()| self.rope_qkv(list, &qkv, q, k_cache, v_cache, op, None));
         list.release_scratch(&qkv);
         result

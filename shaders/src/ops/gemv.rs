@@ -176,6 +176,14 @@ fn check_rope_qkv(
     Ok([hq, hkv, d, rows])
 }
 
+/// A bias of one value a row of W (`s.n`), where given.
+fn bias_shape(op: &'static str, s: &GemvShape, bias: Option<&Tensor>) -> Result<(), OpError> {
+    match bias {
+        Some(b) => shape_is(op, "bias", b, &[s.n], "[N]: one value a row of w"),
+        None => Ok(()),
+    }
+}
+
 /// The GEMV kernels' constants for the `rope_qkv` epilogue over W's heads `[hq, hkv, d, rows]`,
 /// the position pushed, plus the one in `position` where given.
 fn rope_constants(
@@ -183,11 +191,12 @@ fn rope_constants(
     s: &GemvShape,
     rope: &Rope,
     [hq, hkv, d, rows]: [usize; 4],
+    bias: bool,
     position: Option<&Tensor>,
 ) -> (gemv::SpecConstants, gemv::PushConstants) {
     let spec = gemv::SpecConstants {
         rope_qkv: if position.is_some() { 2 } else { 1 },
-        ..op.spec(s, false)
+        ..op.spec(s, bias)
     };
     let [log2_base, freq_factor, freq_low, freq_high] = rope.frequencies().pushed();
     let push = gemv::PushConstants {
@@ -286,9 +295,7 @@ impl Ops {
         let (s, y_shape) = gemv_shape(OP, w, x)?;
         let y_shape = op.output_shape(OP, y_shape)?;
         shape_is(OP, "y", y, &y_shape, "x's rows × N (N/2 gated)")?;
-        if let Some(b) = bias {
-            shape_is(OP, "bias", b, &[s.n], "[N]")?;
-        }
+        bias_shape(OP, &s, bias)?;
         let format = float_format(OP, "w", w)?;
         for (name, t) in [("x", Some(x)), ("bias", bias), ("y", Some(y))] {
             same_format(OP, name, t, format)?;
@@ -318,14 +325,16 @@ impl Ops {
     /// the value heads as they are into the row of the caches `k_cache`, `v_cache`
     /// `[rows, hkv, d]` at position `rope.position_offset` (plus the I32 value in `position`,
     /// `[1]`, where given: a recorded decode step replays at any position; one at or past
-    /// `rows` then writes no key or value). `op.rms_input` normalizes x first; the other
-    /// fusions are refused, and `rope.style` must be [`RopeStyle::Interleaved`]. One float
-    /// format. Nothing is recorded when a check fails.
+    /// `rows` then writes no key or value). `bias` (`[(hq + 2·hkv) · d]`, its rows permuted as
+    /// w's) is added before the rotation where given (Qwen2's projections have one).
+    /// `op.rms_input` normalizes x first; the other fusions are refused, and `rope.style` must
+    /// be [`RopeStyle::Interleaved`]. One float format. Nothing is recorded when a check fails.
     #[allow(clippy::too_many_arguments)]
     pub fn gemv_rope_qkv(
         &self,
         list: &mut CommandList,
         w: &Tensor,
+        bias: Option<&Tensor>,
         x: &Tensor,
         q: &Tensor,
         [k_cache, v_cache]: [&Tensor; 2],
@@ -338,17 +347,21 @@ impl Ops {
         let [hq, hkv, d, rows] = check_rope_qkv(OP, &s, q, [k_cache, v_cache], op, rope)?;
         let format = float_format(OP, "w", w)?;
         for (name, t) in [
-            ("x", x),
-            ("q", q),
-            ("k_cache", k_cache),
-            ("v_cache", v_cache),
+            ("x", Some(x)),
+            ("bias", bias),
+            ("q", Some(q)),
+            ("k_cache", Some(k_cache)),
+            ("v_cache", Some(v_cache)),
         ] {
-            same_format(OP, name, Some(t), format)?;
+            same_format(OP, name, t, format)?;
         }
-        placed_apart(OP, [q, k_cache, v_cache], &[("w", Some(w)), ("x", Some(x))])?;
+        bias_shape(OP, &s, bias)?;
+        let inputs = [("w", Some(w)), ("bias", bias), ("x", Some(x))];
+        placed_apart(OP, [q, k_cache, v_cache], &inputs)?;
         let place = self.rope_placement(OP, [k_cache, v_cache], position)?;
-        let (spec, push) = rope_constants(op, &s, rope, [hq, hkv, d, rows], position);
-        self.record_float_gemv(list, [w, x, q], None, &s, (&spec, &push), &place)
+        let heads = [hq, hkv, d, rows];
+        let (spec, push) = rope_constants(op, &s, rope, heads, bias.is_some(), position);
+        self.record_float_gemv(list, [w, x, q], bias, &s, (&spec, &push), &place)
     }
 
     /// Where the `rope_qkv` epilogue writes: the caches, and the position buffer (checked) or
@@ -423,17 +436,18 @@ impl Ops {
         x: &Tensor,
         y: &Tensor,
     ) -> Result<(), OpError> {
-        self.gemv_int8_with(list, w, scales, x, y, &Gemv::new())
+        self.gemv_int8_with(list, (w, scales), x, None, y, &Gemv::new())
     }
 
-    /// [`Ops::gemv_int8`] with `op` fused (as [`Ops::gemv_with`]; the scales apply before the
-    /// activation). Nothing is recorded when a check fails.
+    /// [`Ops::gemv_int8`] with `bias` (`[N]`, x's format, added after the scale) and `op` fused
+    /// (as [`Ops::gemv_with`]; the scales and the bias apply before the activation). Nothing is
+    /// recorded when a check fails.
     pub fn gemv_int8_with(
         &self,
         list: &mut CommandList,
-        w: &Tensor,
-        scales: &Tensor,
+        (w, scales): (&Tensor, &Tensor),
         x: &Tensor,
+        bias: Option<&Tensor>,
         y: &Tensor,
         op: &Gemv,
     ) -> Result<(), OpError> {
@@ -443,30 +457,35 @@ impl Ops {
         shape_is(OP, "y", y, &y_shape, "x's rows × N (N/2 gated)")?;
         int8_weights(OP, &s, w, scales)?;
         let format = float_format(OP, "x", x)?;
+        same_format(OP, "bias", bias, format)?;
         same_format(OP, "y", Some(y), format)?;
-        not_aliased(
-            OP,
-            y,
-            "y",
-            &[("w", Some(w)), ("scales", Some(scales)), ("x", Some(x))],
-        )?;
+        bias_shape(OP, &s, bias)?;
+        let inputs = [
+            ("w", Some(w)),
+            ("scales", Some(scales)),
+            ("x", Some(x)),
+            ("bias", bias),
+        ];
+        not_aliased(OP, y, "y", &inputs)?;
         let place = Placement {
             k: y,
             v: y,
             position: self.unread_i32(OP)?,
         };
-        let constants = (&op.spec(&s, false), &op.push(&s));
-        self.record_int8_gemv(list, OP, [w, scales, x, y], &s, constants, &place)
+        let constants = (&op.spec(&s, bias.is_some()), &op.push(&s));
+        self.record_int8_gemv(list, OP, [w, scales, x, y], bias, &s, constants, &place)
     }
 
     /// [`Ops::gemv_rope_qkv`] on int8 weights: `w` I8 `[(hq + 2·hkv) · d, K]` (its heads' rotation
-    /// pairs side by side) with one F32 scale per row in `scales`, the other operands as there
-    /// in one float format. Nothing is recorded when a check fails.
+    /// pairs side by side) with one F32 scale per row in `scales`, the bias (added after the
+    /// scale) and the other operands as there in one float format. Nothing is recorded when a
+    /// check fails.
     #[allow(clippy::too_many_arguments)]
     pub fn gemv_int8_rope_qkv(
         &self,
         list: &mut CommandList,
         (w, scales): (&Tensor, &Tensor),
+        bias: Option<&Tensor>,
         x: &Tensor,
         q: &Tensor,
         [k_cache, v_cache]: [&Tensor; 2],
@@ -479,28 +498,44 @@ impl Ops {
         let heads = check_rope_qkv(OP, &s, q, [k_cache, v_cache], op, rope)?;
         int8_weights(OP, &s, w, scales)?;
         let format = float_format(OP, "x", x)?;
-        for (name, t) in [("q", q), ("k_cache", k_cache), ("v_cache", v_cache)] {
-            same_format(OP, name, Some(t), format)?;
+        for (name, t) in [
+            ("bias", bias),
+            ("q", Some(q)),
+            ("k_cache", Some(k_cache)),
+            ("v_cache", Some(v_cache)),
+        ] {
+            same_format(OP, name, t, format)?;
         }
-        let inputs = [("w", Some(w)), ("scales", Some(scales)), ("x", Some(x))];
+        bias_shape(OP, &s, bias)?;
+        let inputs = [
+            ("w", Some(w)),
+            ("scales", Some(scales)),
+            ("bias", bias),
+            ("x", Some(x)),
+        ];
         placed_apart(OP, [q, k_cache, v_cache], &inputs)?;
         let place = self.rope_placement(OP, [k_cache, v_cache], position)?;
-        let (spec, push) = rope_constants(op, &s, rope, heads, position);
-        self.record_int8_gemv(list, OP, [w, scales, x, q], &s, (&spec, &push), &place)
+        let (spec, push) = rope_constants(op, &s, rope, heads, bias.is_some(), position);
+        let constants = (&spec, &push);
+        self.record_int8_gemv(list, OP, [w, scales, x, q], bias, &s, constants, &place)
     }
 
     /// One dispatch of the int8 GEMV, wide or scalar as K allows (the scalar one on packed
     /// int8 storage needs `N · K` a multiple of 4).
+    #[allow(clippy::too_many_arguments)]
     fn record_int8_gemv(
         &self,
         list: &mut CommandList,
         op: &'static str,
         [w, scales, x, y]: [&Tensor; 4],
+        bias: Option<&Tensor>,
         s: &GemvShape,
         constants: (&gemv::SpecConstants, &gemv::PushConstants),
         place: &Placement<'_>,
     ) -> Result<(), OpError> {
         let format = x.format();
+        // Unread without a bias (`bias_term` 0): x binds in its place.
+        let bias = bias.unwrap_or(x);
         if s.wide(1) {
             let kernel = self.kernel_for::<gemv_int8::Kernel>(op, "x_blob", format, false)?;
             let b = gemv_int8::BufferBindings {
@@ -511,6 +546,7 @@ impl Ops {
                 k_blob: place.k,
                 v_blob: place.v,
                 pos_blob: place.position,
+                bias_blob: bias,
             };
             return self.record_gemv(list, op, &kernel, s, GemvShape::chunk(1), constants, &b);
         }
@@ -535,6 +571,7 @@ impl Ops {
             k_blob: place.k,
             v_blob: place.v,
             pos_blob: place.position,
+            bias_blob: bias,
         };
         self.record_gemv(list, op, &kernel, s, 1, constants, &b)
     }
