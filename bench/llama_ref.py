@@ -164,13 +164,13 @@ def qwen2_model(cfg):
 
 
 def random_biases(model, seed):
-    """The projections' biases drawn at random (normal, σ 0.5): a model made from a
+    """The projections' biases drawn at random (normal, σ 0.1): a model made from a
     configuration starts them at zero, which would leave them untested."""
     g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("_proj.bias"):
-                p.copy_(0.5 * torch.randn(p.shape, generator=g))
+                p.copy_(0.1 * torch.randn(p.shape, generator=g))
 
 
 def main():
