@@ -176,6 +176,23 @@ fn check_rope_qkv(
     Ok([hq, hkv, d, rows])
 }
 
+/// The `rope_qkv` epilogue's `bias` and outputs (q and the caches) in `format`, the bias one
+/// value a row of W, the outputs apart from every one of `inputs`.
+fn check_placed(
+    op: &'static str,
+    s: &GemvShape,
+    (format, bias): (TensorFormat, Option<&Tensor>),
+    outputs: [&Tensor; 3],
+    inputs: &[(&'static str, Option<&Tensor>)],
+) -> Result<(), OpError> {
+    same_format(op, "bias", bias, format)?;
+    for (name, t) in ["q", "k_cache", "v_cache"].into_iter().zip(outputs) {
+        same_format(op, name, Some(t), format)?;
+    }
+    bias_shape(op, s, bias)?;
+    placed_apart(op, outputs, inputs)
+}
+
 /// A bias of one value a row of W (`s.n`), where given.
 fn bias_shape(op: &'static str, s: &GemvShape, bias: Option<&Tensor>) -> Result<(), OpError> {
     match bias {
@@ -346,18 +363,9 @@ impl Ops {
         let (s, _) = gemv_shape(OP, w, x)?;
         let [hq, hkv, d, rows] = check_rope_qkv(OP, &s, q, [k_cache, v_cache], op, rope)?;
         let format = float_format(OP, "w", w)?;
-        for (name, t) in [
-            ("x", Some(x)),
-            ("bias", bias),
-            ("q", Some(q)),
-            ("k_cache", Some(k_cache)),
-            ("v_cache", Some(v_cache)),
-        ] {
-            same_format(OP, name, t, format)?;
-        }
-        bias_shape(OP, &s, bias)?;
+        same_format(OP, "x", Some(x), format)?;
         let inputs = [("w", Some(w)), ("bias", bias), ("x", Some(x))];
-        placed_apart(OP, [q, k_cache, v_cache], &inputs)?;
+        check_placed(OP, &s, (format, bias), [q, k_cache, v_cache], &inputs)?;
         let place = self.rope_placement(OP, [k_cache, v_cache], position)?;
         let heads = [hq, hkv, d, rows];
         let (spec, push) = rope_constants(op, &s, rope, heads, bias.is_some(), position);
@@ -498,22 +506,13 @@ impl Ops {
         let heads = check_rope_qkv(OP, &s, q, [k_cache, v_cache], op, rope)?;
         int8_weights(OP, &s, w, scales)?;
         let format = float_format(OP, "x", x)?;
-        for (name, t) in [
-            ("bias", bias),
-            ("q", Some(q)),
-            ("k_cache", Some(k_cache)),
-            ("v_cache", Some(v_cache)),
-        ] {
-            same_format(OP, name, t, format)?;
-        }
-        bias_shape(OP, &s, bias)?;
         let inputs = [
             ("w", Some(w)),
             ("scales", Some(scales)),
             ("bias", bias),
             ("x", Some(x)),
         ];
-        placed_apart(OP, [q, k_cache, v_cache], &inputs)?;
+        check_placed(OP, &s, (format, bias), [q, k_cache, v_cache], &inputs)?;
         let place = self.rope_placement(OP, [k_cache, v_cache], position)?;
         let (spec, push) = rope_constants(op, &s, rope, heads, bias.is_some(), position);
         let constants = (&spec, &push);
