@@ -10,8 +10,9 @@ Each step also gets a `wall` record (host time of the eager step, synchronized),
   prompt and as vkprism's next-token step does (the graph: the model without a cache), and
   one greedy decode step at 512 and 2048 tokens of context (eager: the model with a DynamicCache cut back after each step;
   the graph: the same modules and weights over a static KV cache, position read on the GPU,
-  checked against the eager step's logits); with `VKPRISM_BENCH_DECODER=llama3.2-1b` (as the
-  harness reads it) the same in Llama 3.2 1B's configuration, case `decoder llama3.2-1b`;
+  checked against the eager step's logits); with `VKPRISM_BENCH_DECODER=llama3.2-1b` or
+  `qwen2.5-0.5b` (as the harness reads it) the same in Llama 3.2 1B's or Qwen2.5 0.5B's
+  configuration, case `decoder llama3.2-1b` or `decoder qwen2.5-0.5b`;
 - resnet50: torchvision's resnet50, channels-last, cuDNN, batch 1 and 8, fp16 and fp32.
 Writes a JSON array of {case, shape, dtype, value, unit, sm_clock_mhz, reference, method}.
 
@@ -114,30 +115,33 @@ def last_logits_only(model):
 
 
 def decoder_model():
-    """The decoder to time and its case, as the harness picks them (`VKPRISM_BENCH_DECODER`:
-    `tinyllama` by default, or `llama3.2-1b`)."""
-    from transformers import LlamaConfig
-    from llama_ref import llama32_config
+    """The decoder to time, its case and its model, as the harness picks them
+    (`VKPRISM_BENCH_DECODER`: `tinyllama` by default, `llama3.2-1b` or `qwen2.5-0.5b`)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from llama_ref import llama32_config, qwen25_config, qwen2_model
     which = os.environ.get("VKPRISM_BENCH_DECODER", "tinyllama")
     if which == "llama3.2-1b":
-        return "decoder llama3.2-1b", llama32_config(None)
+        return "decoder llama3.2-1b", LlamaForCausalLM(llama32_config(None))
+    if which == "qwen2.5-0.5b":
+        return "decoder qwen2.5-0.5b", qwen2_model(qwen25_config(None))
     if which != "tinyllama":
-        raise SystemExit(f"VKPRISM_BENCH_DECODER={which}: tinyllama or llama3.2-1b")
-    return "decoder", LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
-                                  num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
-                                  rms_norm_eps=1e-5, rope_theta=10000.0,
-                                  max_position_embeddings=4096, tie_word_embeddings=False,
-                                  attn_implementation="sdpa")
+        raise SystemExit(f"VKPRISM_BENCH_DECODER={which}: tinyllama, llama3.2-1b or qwen2.5-0.5b")
+    cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                      num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
+                      rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=4096,
+                      tie_word_embeddings=False, attn_implementation="sdpa")
+    return "decoder", LlamaForCausalLM(cfg)
 
 
 def decoder():
-    from transformers import DynamicCache, LlamaForCausalLM
+    from transformers import DynamicCache
     from llama_ref import cast
-    case, cfg = decoder_model()
     torch.manual_seed(0)
+    case, made = decoder_model()
+    cfg = made.config
     # The rotary frequencies kept in fp32, as vkprism computes them (and `llama_ref.py`).
-    model = cast(LlamaForCausalLM(cfg), torch.float16, rounded_rope=False).cuda().eval()
-    name = "transformers LlamaForCausalLM fp16 SDPA"
+    model = cast(made, torch.float16, rounded_rope=False).cuda().eval()
+    name = f"transformers {type(made).__name__} fp16 SDPA"
     out = []
     g = torch.Generator().manual_seed(1)
     ids = torch.randint(0, cfg.vocab_size, (1, max(DECODE_CONTEXTS)), generator=g).cuda()

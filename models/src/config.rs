@@ -78,6 +78,27 @@ impl LlamaConfig {
         }
     }
 
+    /// Qwen2.5 0.5B's configuration: 24 layers, hidden 896, 14 heads of 64 over 2 key/value
+    /// heads, MLP 4864, vocabulary 151936, biases on the query, key and value projections, the
+    /// output projection tied to the embedding, rotary base 1000000; a cache of 2048 positions
+    /// (the model reaches 32768: [`LlamaConfig::with_max_seq`]).
+    pub fn qwen25_05b() -> LlamaConfig {
+        LlamaConfig {
+            layers: 24,
+            hidden: 896,
+            heads: 14,
+            kv_heads: 2,
+            mlp: 4864,
+            vocab: 151936,
+            rope_theta: 1_000_000.0,
+            rope_scaling: RopeScaling::None,
+            rms_eps: 1e-6,
+            max_seq: 2048,
+            tie_embeddings: true,
+            qkv_bias: true,
+        }
+    }
+
     /// A two-layer decoder of the same shape rules, small enough for a CPU driver: hidden 256,
     /// 4 heads of 64 over 2 key/value heads, MLP 688, vocabulary 512, 64 positions.
     pub fn small() -> LlamaConfig {

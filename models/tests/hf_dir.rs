@@ -134,6 +134,34 @@ fn scaled_rotary_embeddings_read_as_their_scaling() {
     assert_eq!(cfg.rope_scaling, RopeScaling::Linear { factor: 2.0 });
 }
 
+/// The presets are the models' own `config.json`s (their fields as the published files have
+/// them, `transformers` 4's forms), caches aside.
+#[test]
+fn presets_are_the_published_configurations() {
+    let llama32 = serde_json::json!({
+        "architectures": ["LlamaForCausalLM"], "attention_bias": false, "bos_token_id": 128000,
+        "eos_token_id": 128001, "head_dim": 64, "hidden_act": "silu", "hidden_size": 2048,
+        "intermediate_size": 8192, "max_position_embeddings": 131072, "mlp_bias": false,
+        "model_type": "llama", "num_attention_heads": 32, "num_hidden_layers": 16,
+        "num_key_value_heads": 8, "rms_norm_eps": 1e-05, "rope_scaling": {"factor": 32.0,
+        "high_freq_factor": 4.0, "low_freq_factor": 1.0, "original_max_position_embeddings": 8192,
+        "rope_type": "llama3"}, "rope_theta": 500000.0, "tie_word_embeddings": true,
+        "vocab_size": 128256
+    });
+    let cfg = LlamaConfig::from_hf_json(&llama32.to_string()).unwrap();
+    assert_eq!(cfg, LlamaConfig::llama32_1b().with_max_seq(131072));
+    let qwen25 = serde_json::json!({
+        "architectures": ["Qwen2ForCausalLM"], "bos_token_id": 151643, "eos_token_id": 151643,
+        "hidden_act": "silu", "hidden_size": 896, "intermediate_size": 4864,
+        "max_position_embeddings": 32768, "max_window_layers": 24, "model_type": "qwen2",
+        "num_attention_heads": 14, "num_hidden_layers": 24, "num_key_value_heads": 2,
+        "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "sliding_window": 32768,
+        "tie_word_embeddings": true, "use_sliding_window": false, "vocab_size": 151936
+    });
+    let cfg = LlamaConfig::from_hf_json(&qwen25.to_string()).unwrap();
+    assert_eq!(cfg, LlamaConfig::qwen25_05b().with_max_seq(32768));
+}
+
 /// `from_hf_json` of `text` refused with `ModelError::ConfigFile` whose message holds `needle`.
 fn assert_config_refused(text: &str, needle: &str) {
     match LlamaConfig::from_hf_json(text) {

@@ -103,9 +103,10 @@ pub fn parse_args(words: impl IntoIterator<Item = String>) -> Result<Args, Strin
                     "small" => LlamaConfig::small(),
                     "tinyllama" => LlamaConfig::tinyllama(),
                     "llama3.2-1b" => LlamaConfig::llama32_1b(),
+                    "qwen2.5-0.5b" => LlamaConfig::qwen25_05b(),
                     _ => {
                         return Err(format!(
-                            "unknown config {value} (small, tinyllama, llama3.2-1b)"
+                            "unknown config {value} (small, tinyllama, llama3.2-1b, qwen2.5-0.5b)"
                         ))
                     }
                 }
