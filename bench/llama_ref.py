@@ -4,7 +4,7 @@ state dict as safetensors, a random prompt, the prompt's logits at every positio
 greedy continuation, for `models/examples/llama/main.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
-        [--llama32 | --qwen25] [--int8-weights] [--fp32-reference] [--rounded-rope]
+        [--llama32 | --qwen25 | --llama31-8b] [--int8-weights] [--fp32-reference] [--rounded-rope]
         [--save-pretrained DIR]
 
 Writes OUT_DIR/model.safetensors and OUT_DIR/expect.safetensors (prompt: I64 [p], logits:
@@ -18,7 +18,8 @@ PyTorch's own fp16 run is from it — the rounding noise an fp16 implementation 
 The rotary frequencies stay fp32 whatever the dtype (`cast`); `--rounded-rope` leaves them
 as the model's cast to fp16 rounds them. `--llama32`: Llama 3.2 1B's configuration instead (16
 layers, tied embeddings, the rotary frequencies scaled as `llama3`); `--qwen25`: Qwen2.5 0.5B's
-(`Qwen2ForCausalLM`: biases on the query, key and value projections, drawn at random). With `--save-pretrained DIR`, the model also as
+(`Qwen2ForCausalLM`: biases on the query, key and value projections, drawn at random);
+`--llama31-8b`: Llama 3.1 8B's (with `--layers N`, N of its layers). With `--save-pretrained DIR`, the model also as
 `save_pretrained` writes it, in shards of at most 500 MB (`config.json`,
 `model.safetensors.index.json`), for `llama/main.rs --model DIR --expect`.
 """
@@ -28,7 +29,8 @@ from safetensors.torch import save_file
 from transformers import LlamaConfig, LlamaForCausalLM
 
 
-# Llama 3.2 1B's rotary embedding: a base of 500000, the frequencies scaled as `llama3`.
+# Llama 3.2's rotary embedding: a base of 500000, the frequencies scaled as `llama3` (Llama
+# 3.1's divides by 8 instead of 32).
 LLAMA3_ROPE = {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 8192}
 
@@ -132,17 +134,28 @@ def tinyllama_config(layers):
 
 def llama32_config(layers):
     """Llama 3.2 1B's configuration: tied embeddings, a vocabulary of 128256, the rotary
-    frequencies scaled (`transformers` 5 takes them as `rope_parameters`, 4 as `rope_scaling`
-    beside `rope_theta`)."""
-    sizes = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=layers or 16,
-                 num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
-                 rms_norm_eps=1e-5, max_position_embeddings=131072, tie_word_embeddings=True,
-                 attn_implementation="sdpa")
+    frequencies scaled."""
+    return llama3_config(LLAMA3_ROPE, hidden_size=2048, intermediate_size=8192,
+                         num_hidden_layers=layers or 16, num_attention_heads=32,
+                         num_key_value_heads=8, tie_word_embeddings=True)
+
+
+def llama31_8b_config(layers):
+    """Llama 3.1 8B's configuration (32 layers unless `layers`): heads of 128, MLP 14336, the
+    output projection a tensor of its own, the rotary frequencies divided by 8 at most."""
+    return llama3_config({**LLAMA3_ROPE, "factor": 8.0}, hidden_size=4096,
+                         intermediate_size=14336, num_hidden_layers=layers or 32,
+                         num_attention_heads=32, num_key_value_heads=8, tie_word_embeddings=False)
+
+
+def llama3_config(rope, **sizes):
+    """A Llama 3 configuration of `sizes` with the rotary embedding `rope` (base 500000;
+    `transformers` 5 takes it as `rope_parameters`, 4 as `rope_scaling` beside `rope_theta`)."""
+    sizes = dict(vocab_size=128256, rms_norm_eps=1e-5, max_position_embeddings=131072,
+                 attn_implementation="sdpa", **sizes)
     if "rope_parameters" in inspect.signature(LlamaConfig.__init__).parameters:
-        cfg = LlamaConfig(rope_parameters={**LLAMA3_ROPE, "rope_theta": 500000.0}, **sizes)
-    else:
-        cfg = LlamaConfig(rope_scaling=LLAMA3_ROPE, rope_theta=500000.0, **sizes)
-    return cfg
+        return LlamaConfig(rope_parameters={**rope, "rope_theta": 500000.0}, **sizes)
+    return LlamaConfig(rope_scaling=rope, rope_theta=500000.0, **sizes)
 
 
 def qwen25_config(layers):
@@ -182,6 +195,7 @@ def main():
     ap.add_argument("--layers", type=int)
     ap.add_argument("--llama32", action="store_true")
     ap.add_argument("--qwen25", action="store_true")
+    ap.add_argument("--llama31-8b", action="store_true")
     ap.add_argument("--int8-weights", action="store_true")
     ap.add_argument("--fp32-reference", action="store_true")
     ap.add_argument("--rounded-rope", action="store_true")
@@ -192,6 +206,8 @@ def main():
         cfg = qwen25_config(args.layers)
     elif args.llama32:
         cfg = llama32_config(args.layers)
+    elif args.llama31_8b:
+        cfg = llama31_8b_config(args.layers)
     else:
         cfg = tinyllama_config(args.layers)
     torch.manual_seed(0)
