@@ -1,8 +1,7 @@
 //! [`LlamaConfig::from_hf_json`]: a Hugging Face `config.json` (what `save_pretrained` writes
 //! for `LlamaForCausalLM`, `MistralForCausalLM` or `Qwen2ForCausalLM` without a sliding window)
-//! read into a [`LlamaConfig`], and every option this decoder does not
-//! compute refused by name rather than ignored; [`hf_end_tokens`], the tokens that end a
-//! generation.
+//! read into a [`LlamaConfig`], and every option this decoder does not compute refused by name
+//! rather than ignored; [`hf_end_tokens`], the tokens that end a generation.
 
 use crate::{LlamaConfig, ModelError, RopeScaling};
 use serde::Deserialize;
@@ -146,7 +145,7 @@ fn unsupported(hf: &HfLlama) -> Option<String> {
     // Llama's `attention_bias` puts one on the output projection too.
     let qwen2 = hf.model_type.as_deref() == Some("qwen2");
     if (hf.attention_bias && !qwen2) || hf.mlp_bias {
-        let field = if hf.attention_bias {
+        let field = if hf.attention_bias && !qwen2 {
             "attention_bias"
         } else {
             "mlp_bias"
@@ -166,9 +165,10 @@ fn unsupported(hf: &HfLlama) -> Option<String> {
 }
 
 impl LlamaConfig {
-    /// The configuration a Hugging Face `config.json` of a `LlamaForCausalLM` describes, its
-    /// cache holding `max_position_embeddings` positions (shorten it with
-    /// [`LlamaConfig::with_max_seq`]). Refused with [`ModelError::ConfigFile`], naming the field
+    /// The configuration a Hugging Face `config.json` of a `LlamaForCausalLM` (or of a Mistral
+    /// or Qwen2 model of the same architecture) describes, its cache holding
+    /// `max_position_embeddings` positions (shorten it with [`LlamaConfig::with_max_seq`]).
+    /// Refused with [`ModelError::ConfigFile`], naming the field
     /// or the line and column: text that is not such JSON, a size missing, and every option this
     /// decoder does not compute (a `model_type` other than `llama`, `mistral` or `qwen2`, a
     /// sliding window, another `hidden_act`, a rotary embedding scaled otherwise than `linear`

@@ -115,8 +115,9 @@ pub struct HostWeights {
 
 impl HostWeights {
     /// Random weights for `cfg`, the same for the same `seed`: embeddings in ±1, norm scales in
-    /// [0.8, 1.2], biases in ±0.5, each projection uniform with variance 1/in (activations keep their scale
-    /// through the layers, so every precision is tested on values of a real network's size).
+    /// [0.8, 1.2], biases in ±0.5, each projection uniform with variance 1/in (activations keep
+    /// their scale through the layers, so every precision is tested on values of a real
+    /// network's size).
     pub fn random(cfg: &LlamaConfig, seed: u64) -> HostWeights {
         let mut rng = SplitMix(seed);
         let tensors = weight_shapes(cfg)
@@ -200,7 +201,6 @@ impl HostWeights {
                 put(&name, name.clone(), part_shape(cfg, part), g)?;
             }
         }
-
         let head = if cfg.tie_embeddings {
             "model.embed_tokens.weight"
         } else {

@@ -9,8 +9,8 @@ vkprism::compute_shader! {
     /// `(2i, 2i + 1)` (`interleaved` 1). Angles in fp32 (as Hugging Face), reduced to [-π, π]
     /// before sin and cos; the frequencies scaled as [`RopeScaling`](crate::RopeScaling) says.
     /// Push constants: `tokens`, `seq`, `heads`, `dim` (even), `offset` and the frequencies
-    /// ([`RopeShape::push`](crate::RopeShape::push)); y may be x. Any grid covers every pair. Variants
-    /// `fp32`, `fp16s`, `fp16sa`, `bf16s`.
+    /// ([`RopeShape::push`](crate::RopeShape::push)); y may be x. Any grid covers every pair.
+    /// Variants `fp32`, `fp16s`, `fp16sa`, `bf16s`.
     pub mod rope,
     path: "rope.comp",
 }
