@@ -455,6 +455,19 @@ fn missing_tensor_is_named() {
     );
     assert!(err.to_string().contains(name), "{err}");
     still_usable(&ctx, &weights);
+    // A file without the biases its configuration asks for (a Qwen2 configuration over a
+    // Llama's weights): the first one is named.
+    let biased = cfg.with_qkv_bias(true);
+    let bytes = weights.to_safetensors(TensorFormat::F16).unwrap();
+    let err = Llama::from_safetensors(&ctx, &biased, &bytes, TensorFormat::F32)
+        .err()
+        .unwrap();
+    let bias = "model.layers.0.self_attn.q_proj.bias";
+    assert!(
+        matches!(&err, ModelError::MissingTensor { name: n } if n == bias),
+        "{err}"
+    );
+    still_usable(&ctx, &weights);
     assert_clean(&ctx);
 }
 
