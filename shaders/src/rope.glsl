@@ -1,10 +1,10 @@
 // The rotation of rotary position embedding, shared by every kernel that rotates: pair i of a
 // head of `dim` values at position `pos` turns by pos · base^(-2i/dim) (scaled, rope_inv_freq),
-// computed in fp32 as
-// Hugging Face computes it: inv_freq = 2^(-(2i/dim) · log2(base)) (`log2_base` computed on the
-// host in double precision), the angle pos · inv_freq rounded to fp32, then reduced to [-π, π]
-// in two steps (2π as 6.28125, exact in a product with any position below 2^16 turns, plus the
-// rest) before sin and cos, whose accuracy GPUs give only there.
+// computed in fp32 as Hugging Face computes it: inv_freq = 2^(-(2i/dim) · log2(base))
+// (`log2_base` computed on the host in double precision), the angle pos · inv_freq rounded to
+// fp32, then reduced to [-π, π] in two steps (2π as 6.28125, exact in a product with any
+// position below 2^16 turns, plus the rest) before sin and cos, whose accuracy GPUs give only
+// there.
 #ifndef VKP_ROPE_GLSL
 #define VKP_ROPE_GLSL
 
