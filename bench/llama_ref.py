@@ -4,7 +4,7 @@ state dict as safetensors, a random prompt, the prompt's logits at every positio
 greedy continuation, for `models/examples/llama/main.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
-        [--llama32 | --qwen25 | --llama31-8b] [--int8-weights] [--fp32-reference] [--rounded-rope]
+        [--llama32 | --qwen25 | --llama31-8b] [--head-dim N] [--int8-weights] [--fp32-reference] [--rounded-rope]
         [--save-pretrained DIR]
 
 Writes OUT_DIR/model.safetensors and OUT_DIR/expect.safetensors (prompt: I64 [p], logits:
@@ -19,7 +19,8 @@ The rotary frequencies stay fp32 whatever the dtype (`cast`); `--rounded-rope` l
 as the model's cast to fp16 rounds them. `--llama32`: Llama 3.2 1B's configuration instead (16
 layers, tied embeddings, the rotary frequencies scaled as `llama3`); `--qwen25`: Qwen2.5 0.5B's
 (`Qwen2ForCausalLM`: biases on the query, key and value projections, drawn at random);
-`--llama31-8b`: Llama 3.1 8B's (with `--layers N`, N of its layers). With `--save-pretrained DIR`, the model also as
+`--llama31-8b`: Llama 3.1 8B's (with `--layers N`, N of its layers). `--head-dim N`: heads of N
+values whatever the width (as Mistral Nemo's). With `--save-pretrained DIR`, the model also as
 `save_pretrained` writes it, in shards of at most 500 MB (`config.json`,
 `model.safetensors.index.json`), for `llama/main.rs --model DIR --expect`.
 """
@@ -196,6 +197,7 @@ def main():
     ap.add_argument("--llama32", action="store_true")
     ap.add_argument("--qwen25", action="store_true")
     ap.add_argument("--llama31-8b", action="store_true")
+    ap.add_argument("--head-dim", type=int)
     ap.add_argument("--int8-weights", action="store_true")
     ap.add_argument("--fp32-reference", action="store_true")
     ap.add_argument("--rounded-rope", action="store_true")
@@ -210,6 +212,8 @@ def main():
         cfg = llama31_8b_config(args.layers)
     else:
         cfg = tinyllama_config(args.layers)
+    if args.head_dim:
+        cfg.head_dim = args.head_dim
     torch.manual_seed(0)
     made = LlamaForCausalLM(cfg) if not args.qwen25 else qwen2_model(cfg)
     random_biases(made, 2)

@@ -10,8 +10,11 @@ pub struct LlamaConfig {
     pub layers: usize,
     /// Width of the residual stream (`hidden_size`).
     pub hidden: usize,
-    /// Query heads (`num_attention_heads`); `hidden / heads` is the head dimension.
+    /// Query heads (`num_attention_heads`).
     pub heads: usize,
+    /// Values in one head (`head_dim`): `hidden / heads` in most models, not in all (Mistral
+    /// Nemo's 128 over a hidden of 5120 and 32 heads).
+    pub head_dim: usize,
     /// Key and value heads (`num_key_value_heads`), dividing `heads` (grouped-query attention).
     pub kv_heads: usize,
     /// Width of the gated MLP (`intermediate_size`).
@@ -40,6 +43,7 @@ impl LlamaConfig {
             layers: 22,
             hidden: 2048,
             heads: 32,
+            head_dim: 64,
             kv_heads: 4,
             mlp: 5632,
             vocab: 32000,
@@ -61,6 +65,7 @@ impl LlamaConfig {
             layers: 16,
             hidden: 2048,
             heads: 32,
+            head_dim: 64,
             kv_heads: 8,
             mlp: 8192,
             vocab: 128256,
@@ -87,6 +92,7 @@ impl LlamaConfig {
             layers: 24,
             hidden: 896,
             heads: 14,
+            head_dim: 64,
             kv_heads: 2,
             mlp: 4864,
             vocab: 151936,
@@ -106,6 +112,7 @@ impl LlamaConfig {
             layers: 2,
             hidden: 256,
             heads: 4,
+            head_dim: 64,
             kv_heads: 2,
             mlp: 688,
             vocab: 512,
@@ -148,9 +155,14 @@ impl LlamaConfig {
         self
     }
 
-    /// The dimension of one head.
+    /// The dimension of one head (the field's value).
     pub fn head_dim(&self) -> usize {
-        self.hidden / self.heads
+        self.head_dim
+    }
+
+    /// The width of the query projection (and of attention's output): `heads · head_dim`.
+    pub fn q_dim(&self) -> usize {
+        self.heads * self.head_dim
     }
 
     /// The width of the key (and of the value) projection: `kv_heads · head_dim`.
@@ -165,6 +177,7 @@ impl LlamaConfig {
             ("layers", self.layers),
             ("hidden", self.hidden),
             ("heads", self.heads),
+            ("head_dim", self.head_dim),
             ("kv_heads", self.kv_heads),
             ("mlp", self.mlp),
             ("vocab", self.vocab),
@@ -172,12 +185,6 @@ impl LlamaConfig {
         ];
         if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             return Some(format!("`{name}` is 0"));
-        }
-        if !self.hidden.is_multiple_of(self.heads) {
-            return Some(format!(
-                "{} heads don't divide hidden {}",
-                self.heads, self.hidden
-            ));
         }
         if !self.heads.is_multiple_of(self.kv_heads) {
             return Some(format!(

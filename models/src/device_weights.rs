@@ -48,7 +48,7 @@ pub(crate) struct LayerWeights {
     pub qkv: Projection,
     /// Their biases stacked the same way, in the model's format, where it has them.
     pub qkv_bias: Option<Tensor>,
-    /// `[hidden, hidden]`, each head's columns in the pairs' order.
+    /// `[hidden, heads · head_dim]`, each head's columns in the pairs' order.
     pub o: Projection,
     /// Gate and up rows interleaved (row 2i gate i, row 2i + 1 up i), `[2·mlp, hidden]`, the
     /// post-attention norm folded in.
@@ -83,19 +83,25 @@ impl HostLayer {
         cfg: &LlamaConfig,
         i: usize,
     ) -> Result<HostLayer, ModelError> {
-        let (h, kv, m, d) = (cfg.hidden, cfg.kv_dim(), cfg.mlp, cfg.head_dim());
+        let (h, q, kv, m, d) = (
+            cfg.hidden,
+            cfg.q_dim(),
+            cfg.kv_dim(),
+            cfg.mlp,
+            cfg.head_dim(),
+        );
         let read = |part: &str, shape: &[usize]| source.tensor(&layer_weight(i, part), shape);
         let qkv_bias = cfg.qkv_bias.then(|| qkv_bias(source, cfg, i)).transpose()?;
         std::thread::scope(|s| {
             let qkv = s.spawn(|| -> Result<_, ModelError> {
                 let input_norm = read("input_layernorm", &[h])?;
-                let mut qkv = read("self_attn.q_proj", &[h, h])?;
+                let mut qkv = read("self_attn.q_proj", &[q, h])?;
                 qkv.extend(read("self_attn.k_proj", &[kv, h])?);
                 qkv.extend(read("self_attn.v_proj", &[kv, h])?);
                 fold_columns(&mut qkv, &input_norm);
                 Ok(pairs_side_by_side(&qkv, h, d))
             });
-            let o = s.spawn(|| read("self_attn.o_proj", &[h, h]).map(|o| pair_columns(&o, h, d)));
+            let o = s.spawn(|| read("self_attn.o_proj", &[h, q]).map(|o| pair_columns(&o, q, d)));
             let down = s.spawn(|| read("mlp.down_proj", &[h, m]));
             let gate_up = (|| -> Result<_, ModelError> {
                 let post_norm = read("post_attention_layernorm", &[h])?;
@@ -123,9 +129,9 @@ fn qkv_bias(
     cfg: &LlamaConfig,
     i: usize,
 ) -> Result<Vec<f32>, ModelError> {
-    let (h, kv) = (cfg.hidden, cfg.kv_dim());
-    let mut stacked = Vec::with_capacity(h + 2 * kv);
-    for (part, n) in QKV_BIAS_PARTS.into_iter().zip([h, kv, kv]) {
+    let (q, kv) = (cfg.q_dim(), cfg.kv_dim());
+    let mut stacked = Vec::with_capacity(q + 2 * kv);
+    for (part, n) in QKV_BIAS_PARTS.into_iter().zip([q, kv, kv]) {
         stacked.extend(source.tensor(&layer_bias(i, part), &[n])?);
     }
     Ok(pairs_side_by_side(&stacked, 1, cfg.head_dim()))
@@ -167,12 +173,12 @@ impl Uploader<'_> {
     }
 
     fn layer(&self, cfg: &LlamaConfig, host: HostLayer) -> Result<LayerWeights, ModelError> {
-        let (h, kv, m) = (cfg.hidden, cfg.kv_dim(), cfg.mlp);
+        let (h, q, kv, m) = (cfg.hidden, cfg.q_dim(), cfg.kv_dim(), cfg.mlp);
         let qkv_bias = host.qkv_bias.as_ref();
         Ok(LayerWeights {
-            qkv: self.projection([h + 2 * kv, h], &host.qkv)?,
+            qkv: self.projection([q + 2 * kv, h], &host.qkv)?,
             qkv_bias: qkv_bias.map(|b| self.upload(&[b.len()], b)).transpose()?,
-            o: self.projection([h, h], &host.o)?,
+            o: self.projection([h, q], &host.o)?,
             gate_up: self.projection([2 * m, h], &host.gate_up)?,
             down: self.projection([h, m], &host.down)?,
         })

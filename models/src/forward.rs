@@ -70,7 +70,7 @@ impl Activations {
             ids: Tensor::new(ctx, &[n], TensorFormat::I32)?,
             x: t(&[n, cfg.hidden])?,
             h,
-            qkv: t(&[1, cfg.hidden + 2 * cfg.kv_dim()])?,
+            qkv: t(&[1, cfg.q_dim() + 2 * cfg.kv_dim()])?,
             q: t(&[n, heads, d])?,
             o: t(&[n, heads, d])?,
             mlp: t(&[n, cfg.mlp])?,
@@ -115,8 +115,8 @@ impl Activations {
 /// Values in the largest projection of `cfg` a prompt's GEMMs read: a layer's, or the output
 /// layer's where `output` (the output layer a GEMM).
 fn largest_projection(cfg: &LlamaConfig, output: bool) -> usize {
-    let (h, kv, m) = (cfg.hidden, cfg.kv_dim(), cfg.mlp);
-    let layers = [(h + 2 * kv) * h, h * h, 2 * m * h, h * m]
+    let (h, q, kv, m) = (cfg.hidden, cfg.q_dim(), cfg.kv_dim(), cfg.mlp);
+    let layers = [(q + 2 * kv) * h, h * q, 2 * m * h, h * m]
         .into_iter()
         .max();
     let output = if output { cfg.vocab * h } else { 0 };

@@ -154,13 +154,21 @@ fn unsupported(hf: &HfLlama) -> Option<String> {
             "`{field}` is true; the projections here have no bias"
         ));
     }
-    let derived = hf.hidden_size.checked_div(hf.num_attention_heads);
-    match hf.head_dim {
-        Some(d) if Some(d) != derived => Some(format!(
-            "`head_dim` {d} is not `hidden_size / num_attention_heads` ({} / {})",
-            hf.hidden_size, hf.num_attention_heads
+    None
+}
+
+/// A head's values: `head_dim` where the file gives one (`null` counts as none), else
+/// `hidden_size / num_attention_heads`, which must then divide.
+fn head_dim(hf: &HfLlama) -> Result<usize, String> {
+    if let Some(d) = hf.head_dim {
+        return Ok(d);
+    }
+    match hf.hidden_size.checked_div(hf.num_attention_heads) {
+        Some(d) if d * hf.num_attention_heads == hf.hidden_size => Ok(d),
+        _ => Err(format!(
+            "`num_attention_heads` {} doesn't divide `hidden_size` {} and there is no `head_dim`",
+            hf.num_attention_heads, hf.hidden_size
         )),
-        _ => None,
     }
 }
 
@@ -172,8 +180,7 @@ impl LlamaConfig {
     /// or the line and column: text that is not such JSON, a size missing, and every option this
     /// decoder does not compute (a `model_type` other than `llama`, `mistral` or `qwen2`, a
     /// sliding window, another `hidden_act`, a rotary embedding scaled otherwise than `linear`
-    /// or `llama3`, biases other than Qwen2's on the query, key and value projections, a
-    /// `head_dim` of its own).
+    /// or `llama3`, biases other than Qwen2's on the query, key and value projections).
     pub fn from_hf_json(text: &str) -> Result<LlamaConfig, ModelError> {
         let refuse = |why: String| ModelError::ConfigFile { why };
         let hf: HfLlama = serde_json::from_str(text).map_err(|e| refuse(e.to_string()))?;
@@ -185,6 +192,7 @@ impl LlamaConfig {
             layers: hf.num_hidden_layers,
             hidden: hf.hidden_size,
             heads: hf.num_attention_heads,
+            head_dim: head_dim(&hf).map_err(refuse)?,
             kv_heads: hf.num_key_value_heads.unwrap_or(hf.num_attention_heads),
             mlp: hf.intermediate_size,
             vocab: hf.vocab_size,

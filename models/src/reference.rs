@@ -119,7 +119,7 @@ impl<'w> ReferenceLlama<'w> {
         let group = c.heads / c.kv_heads;
         let positions = self.pos + 1;
         let (keys, values) = (&self.keys[layer], &self.values[layer]);
-        let mut out = vec![0.0; c.hidden];
+        let mut out = vec![0.0; c.q_dim()];
         for head in 0..c.heads {
             let qh = &q[head * d..][..d];
             let kv = (head / group) * d;

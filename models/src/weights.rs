@@ -50,9 +50,10 @@ const PROJECTION_NORMS: [(&str, Option<&str>); 7] = [
 
 /// The shape of a layer's part: a norm's `[hidden]`, a projection's `[out, in]`.
 fn part_shape(cfg: &LlamaConfig, part: &str) -> Vec<usize> {
-    let (h, kv, m) = (cfg.hidden, cfg.kv_dim(), cfg.mlp);
+    let (h, q, kv, m) = (cfg.hidden, cfg.q_dim(), cfg.kv_dim(), cfg.mlp);
     match part {
-        "self_attn.q_proj" | "self_attn.o_proj" => vec![h, h],
+        "self_attn.q_proj" => vec![q, h],
+        "self_attn.o_proj" => vec![h, q],
         "self_attn.k_proj" | "self_attn.v_proj" => vec![kv, h],
         "mlp.gate_proj" | "mlp.up_proj" => vec![m, h],
         "mlp.down_proj" => vec![h, m],

@@ -78,6 +78,12 @@ fn config_json_reads_as_the_configuration() {
     assert!(!cfg.tie_embeddings);
     let tied = config_json(&[("tie_word_embeddings", true.into())]);
     assert!(LlamaConfig::from_hf_json(&tied).unwrap().tie_embeddings);
+    // A head of its own size (Mistral Nemo's manner): q_proj [heads · head_dim, hidden].
+    let wide_heads = config_json(&[("head_dim", 96.into())]);
+    let mut want = small;
+    want.head_dim = 96;
+    assert_eq!(LlamaConfig::from_hf_json(&wide_heads).unwrap(), want);
+    assert_eq!(want.q_dim(), 384);
     // Qwen2: biases on the query, key and value projections; its window unused unless
     // `use_sliding_window`.
     let qwen2 = config_json(&[
@@ -192,7 +198,10 @@ fn unsupported_or_broken_config_is_refused_by_name() {
             "attention_bias",
         ),
         (config_json(&[("mlp_bias", true.into())]), "mlp_bias"),
-        (config_json(&[("head_dim", 128.into())]), "head_dim"),
+        (
+            config_json(&[("num_attention_heads", 3.into())]),
+            "doesn't divide",
+        ),
         (config_json(&[("model_type", "qwen3".into())]), "qwen3"),
         (
             config_json(&[

@@ -196,6 +196,51 @@ fn llama3_scaled_rotary_embedding_matches_reference() {
     assert_clean(&ctx);
 }
 
+/// Heads of their own size (`head_dim` 96 over hidden 256 and 4 heads: the query projection
+/// 384 wide, as Mistral Nemo's 128 over 5120 and 32): a 40-token prompt's logits and four
+/// decode steps' against the reference's in every float format the device runs, with float and
+/// int8 projections.
+#[test]
+fn heads_of_their_own_size_match_reference() {
+    let ctx = ctx();
+    let mut cfg = LlamaConfig::small();
+    cfg.head_dim = 96;
+    assert!(cfg.problem().is_none());
+    let weights = HostWeights::random(&cfg, SEED);
+    assert_eq!(
+        weights
+            .get("model.layers.0.self_attn.o_proj.weight")
+            .unwrap()
+            .len(),
+        256 * 384
+    );
+    let prompt = long_prompt();
+    for format in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+        for storage in [WeightStorage::Float, WeightStorage::Int8] {
+            let Some(mut m) = model_stored(&ctx, &cfg, &weights, format, storage) else {
+                continue;
+            };
+            let held = match storage {
+                WeightStorage::Float => weights.rounded(format),
+                _ => weights.int8_rounded(&cfg, format).unwrap(),
+            };
+            let mut reference = ReferenceLlama::new(&cfg, &held);
+            let want = reference.forward(&prompt);
+            let got = m.prefill(&prompt).unwrap();
+            let what = format!("head_dim 96 {storage:?}");
+            for (i, w) in want.iter().enumerate() {
+                assert_logits(format, &format!("{what} prefill {i}"), got.row(i), w);
+            }
+            for (step, token) in [7u32, 300, 12, 499].iter().enumerate() {
+                let want = reference.forward(&[*token]).pop().unwrap();
+                let got = m.decode(*token).unwrap();
+                assert_logits(format, &format!("{what} decode step {step}"), &got, &want);
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
 /// Qwen2's biases on the query, key and value projections, and its groups of 7 query heads to a
 /// key/value head: a 40-token prompt's logits and four decode steps' against the reference's in
 /// every float format the device runs, with float and int8 projections (the biases in the
