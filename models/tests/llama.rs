@@ -152,9 +152,9 @@ fn greedy_f32_matches_reference() {
 }
 
 /// Llama 3's scaled rotary embedding (base 500000; bounds that put the small configuration's
-/// heads of 64 in all three bands): a 40-token prompt's logits at every position and eight
-/// decode steps' against the reference's in every float format the device runs, the reference
-/// itself moved by the scaling.
+/// heads of 64 in all three bands): a 40-token prompt's logits at every position and four
+/// decode steps' against the reference's in every float format the device runs, with float and
+/// int8 projections, the reference itself moved by the scaling.
 #[test]
 fn llama3_scaled_rotary_embedding_matches_reference() {
     let ctx = ctx();
@@ -175,25 +175,37 @@ fn llama3_scaled_rotary_embedding_matches_reference() {
         moved > 1e-2,
         "the scaling moves the logits by {moved:.2e} only"
     );
+    check_every_storage(&ctx, &cfg, &weights, "llama3");
+    assert_clean(&ctx);
+}
+
+/// A 40-token prompt's logits and four decode steps' of `cfg` on `weights` against the
+/// reference's, in every float format the device runs, with float and int8 projections.
+fn check_every_storage(ctx: &Context, cfg: &LlamaConfig, weights: &HostWeights, what: &str) {
+    let prompt = long_prompt();
     for format in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
-        let storage = WeightStorage::Float;
-        let Some(mut m) = model_stored(&ctx, &cfg, &weights, format, storage) else {
-            continue;
-        };
-        let rounded = weights.rounded(format);
-        let mut reference = ReferenceLlama::new(&cfg, &rounded);
-        let want = reference.forward(&prompt);
-        let got = m.prefill(&prompt).unwrap();
-        for (i, w) in want.iter().enumerate() {
-            assert_logits(format, &format!("llama3 prefill {i}"), got.row(i), w);
-        }
-        for (step, token) in [7u32, 300, 12, 499, 3, 64, 128, 5].iter().enumerate() {
-            let want = reference.forward(&[*token]).pop().unwrap();
-            let got = m.decode(*token).unwrap();
-            assert_logits(format, &format!("llama3 decode step {step}"), &got, &want);
+        for storage in [WeightStorage::Float, WeightStorage::Int8] {
+            let Some(mut m) = model_stored(ctx, cfg, weights, format, storage) else {
+                continue;
+            };
+            let held = match storage {
+                WeightStorage::Float => weights.rounded(format),
+                _ => weights.int8_rounded(cfg, format).unwrap(),
+            };
+            let mut reference = ReferenceLlama::new(cfg, &held);
+            let want = reference.forward(&prompt);
+            let got = m.prefill(&prompt).unwrap();
+            let what = format!("{what} {storage:?}");
+            for (i, w) in want.iter().enumerate() {
+                assert_logits(format, &format!("{what} prefill {i}"), got.row(i), w);
+            }
+            for (step, token) in [7u32, 300, 12, 499].iter().enumerate() {
+                let want = reference.forward(&[*token]).pop().unwrap();
+                let got = m.decode(*token).unwrap();
+                assert_logits(format, &format!("{what} decode step {step}"), &got, &want);
+            }
         }
     }
-    assert_clean(&ctx);
 }
 
 /// Heads of their own size (`head_dim` 96 over hidden 256 and 4 heads: the query projection
@@ -214,30 +226,7 @@ fn heads_of_their_own_size_match_reference() {
             .len(),
         256 * 384
     );
-    let prompt = long_prompt();
-    for format in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
-        for storage in [WeightStorage::Float, WeightStorage::Int8] {
-            let Some(mut m) = model_stored(&ctx, &cfg, &weights, format, storage) else {
-                continue;
-            };
-            let held = match storage {
-                WeightStorage::Float => weights.rounded(format),
-                _ => weights.int8_rounded(&cfg, format).unwrap(),
-            };
-            let mut reference = ReferenceLlama::new(&cfg, &held);
-            let want = reference.forward(&prompt);
-            let got = m.prefill(&prompt).unwrap();
-            let what = format!("head_dim 96 {storage:?}");
-            for (i, w) in want.iter().enumerate() {
-                assert_logits(format, &format!("{what} prefill {i}"), got.row(i), w);
-            }
-            for (step, token) in [7u32, 300, 12, 499].iter().enumerate() {
-                let want = reference.forward(&[*token]).pop().unwrap();
-                let got = m.decode(*token).unwrap();
-                assert_logits(format, &format!("{what} decode step {step}"), &got, &want);
-            }
-        }
-    }
+    check_every_storage(&ctx, &cfg, &weights, "head_dim 96");
     assert_clean(&ctx);
 }
 
@@ -261,29 +250,7 @@ fn qkv_biases_match_reference() {
         moved > 1e-2,
         "the biases move the logits by {moved:.2e} only"
     );
-    for format in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
-        for storage in [WeightStorage::Float, WeightStorage::Int8] {
-            let Some(mut m) = model_stored(&ctx, &cfg, &weights, format, storage) else {
-                continue;
-            };
-            let held = match storage {
-                WeightStorage::Float => weights.rounded(format),
-                _ => weights.int8_rounded(&cfg, format).unwrap(),
-            };
-            let mut reference = ReferenceLlama::new(&cfg, &held);
-            let want = reference.forward(&prompt);
-            let got = m.prefill(&prompt).unwrap();
-            let what = format!("biased {storage:?}");
-            for (i, w) in want.iter().enumerate() {
-                assert_logits(format, &format!("{what} prefill {i}"), got.row(i), w);
-            }
-            for (step, token) in [7u32, 300, 12, 499].iter().enumerate() {
-                let want = reference.forward(&[*token]).pop().unwrap();
-                let got = m.decode(*token).unwrap();
-                assert_logits(format, &format!("{what} decode step {step}"), &got, &want);
-            }
-        }
-    }
+    check_every_storage(&ctx, &cfg, &weights, "biased");
     assert_clean(&ctx);
 }
 

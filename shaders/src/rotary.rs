@@ -219,53 +219,56 @@ impl RopeScaling {
 
     /// `inv_freq` scaled, in f64 (the references'), as Hugging Face computes it.
     pub fn scale(&self, inv_freq: f64) -> f64 {
+        if let Some([factor, low, high, old]) = self.llama3() {
+            let wavelen = std::f64::consts::TAU / inv_freq;
+            return if wavelen < old / high {
+                inv_freq
+            } else if wavelen > old / low {
+                inv_freq / factor
+            } else {
+                let smooth = (old / wavelen - low) / (high - low);
+                (1.0 - smooth) * inv_freq / factor + smooth * inv_freq
+            };
+        }
         match *self {
-            RopeScaling::None => inv_freq,
             RopeScaling::Linear { factor } => inv_freq / factor as f64,
-            RopeScaling::Llama3 {
-                factor,
-                low_freq_factor,
-                high_freq_factor,
-                original_max_positions,
-            } => {
-                let (factor, low, high) = (
-                    factor as f64,
-                    low_freq_factor as f64,
-                    high_freq_factor as f64,
-                );
-                let old = original_max_positions as f64;
-                let wavelen = std::f64::consts::TAU / inv_freq;
-                if wavelen < old / high {
-                    inv_freq
-                } else if wavelen > old / low {
-                    inv_freq / factor
-                } else {
-                    let smooth = (old / wavelen - low) / (high - low);
-                    (1.0 - smooth) * inv_freq / factor + smooth * inv_freq
-                }
-            }
+            _ => inv_freq,
         }
     }
 
     /// The kernels' (factor, low, high): `rope.glsl`'s bounds in frequencies, a wavelength
     /// `old / f` being the frequency `2π · f / old`.
     fn band(&self) -> [f32; 3] {
+        if let Some([factor, low, high, old]) = self.llama3() {
+            let per_position = std::f64::consts::TAU / old;
+            return [
+                factor as f32,
+                (per_position * low) as f32,
+                (per_position * high) as f32,
+            ];
+        }
         match *self {
-            RopeScaling::None => [1.0, 0.0, 0.0],
             RopeScaling::Linear { factor } => [factor, f32::INFINITY, f32::INFINITY],
+            _ => [1.0, 0.0, 0.0],
+        }
+    }
+
+    /// Llama 3's factor, low and high bounds and original context in f64, where this is its
+    /// scaling.
+    fn llama3(&self) -> Option<[f64; 4]> {
+        match *self {
             RopeScaling::Llama3 {
                 factor,
                 low_freq_factor,
                 high_freq_factor,
                 original_max_positions,
-            } => {
-                let per_position = std::f64::consts::TAU / original_max_positions as f64;
-                [
-                    factor,
-                    (per_position * low_freq_factor as f64) as f32,
-                    (per_position * high_freq_factor as f64) as f32,
-                ]
-            }
+            } => Some([
+                factor as f64,
+                low_freq_factor as f64,
+                high_freq_factor as f64,
+                original_max_positions as f64,
+            ]),
+            _ => None,
         }
     }
 }
