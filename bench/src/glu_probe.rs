@@ -3,8 +3,8 @@
 //! stored) on each candidate tiling (`VKPRISM_BENCH_GLU=bm,bn,bk,unroll,fixed[,threads];...`,
 //! default a list around the library's), each call on the next of four copies of the weights
 //! (past L2, as in a prompt); beside `Ops::gemm_glu` as recorded today. `VKPRISM_BENCH_GLU_M`
-//! sets the rows (how the grid's waves fill), `VKPRISM_BENCH_GLU_N` the outputs. Printed, not recorded: it picks the library's
-//! tiling.
+//! sets the rows (how the grid's waves fill), `VKPRISM_BENCH_GLU_N` the outputs. Printed, not
+//! recorded: it picks the library's tiling.
 
 use crate::gemm_cm2::parse_tiles;
 use crate::harness::{time_calls, Config, Record};

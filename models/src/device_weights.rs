@@ -7,9 +7,9 @@
 //! GEMV's workgroup holds whole pairs), the output projection's columns in the same order
 //! (attention works in that order throughout: dot products and weighted sums don't depend on
 //! it), their biases (where the model has them) in the rows' order, the MLP's gate and up rows
-//! interleaved. Read from a [`WeightSource`] a layer at a time,
-//! its projections on threads of their own, the next layer read while this one uploads: a
-//! file's tensors are never all on the host as `f32` at once (two layers' at most).
+//! interleaved. Read from a [`WeightSource`] a layer at a time, its projections on threads of
+//! their own, the next layer read while this one uploads: a file's tensors are never all on the
+//! host as `f32` at once (two layers' at most).
 
 use crate::int8::quantize_rows;
 use crate::weights::{layer_bias, layer_weight, QKV_BIAS_PARTS};

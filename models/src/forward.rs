@@ -223,12 +223,13 @@ impl Forward<'_> {
             .with_scaling(self.cfg.rope_scaling)
             .with_style(RopeStyle::Interleaved);
         let causal = Attention::new().with_causal(true);
+        // A token's projection normalizes the stream itself.
+        let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
+        let bias = l.qkv_bias.as_ref();
         match self.at {
             StepPosition::Known(start) => {
                 let rope = rope.with_position_offset(start);
-                let bias = l.qkv_bias.as_ref();
                 if a.tokens() == 1 {
-                    let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
                     self.gemv(list, (&l.qkv, bias), &a.x, &a.qkv, &normed)?;
                     ops.rope_qkv(list, &a.qkv, &a.q, keys, values, &rope, None)?;
                 } else {
@@ -239,10 +240,8 @@ impl Forward<'_> {
                 ops.attention(list, &a.q, &k, &v, &a.o, &causal)?;
             }
             StepPosition::Buffer { position, capacity } => {
-                let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
                 let cache = [keys, values];
                 let at = Some(position);
-                let bias = l.qkv_bias.as_ref();
                 match &l.qkv {
                     Projection::Float(w) => {
                         ops.gemv_rope_qkv(list, w, bias, &a.x, &a.q, cache, &normed, &rope, at)?

@@ -55,6 +55,13 @@ struct RopeParameters {
     original_max_position_embeddings: Option<usize>,
 }
 
+impl HfLlama {
+    /// A Qwen2 model: biases on its query, key and value projections.
+    fn is_qwen2(&self) -> bool {
+        self.model_type.as_deref() == Some("qwen2")
+    }
+}
+
 fn default_act() -> String {
     "silu".into()
 }
@@ -143,9 +150,8 @@ fn unsupported(hf: &HfLlama) -> Option<String> {
     }
     // Qwen2's biases are on the query, key and value projections only, which it always has;
     // Llama's `attention_bias` puts one on the output projection too.
-    let qwen2 = hf.model_type.as_deref() == Some("qwen2");
-    if (hf.attention_bias && !qwen2) || hf.mlp_bias {
-        let field = if hf.attention_bias && !qwen2 {
+    if (hf.attention_bias && !hf.is_qwen2()) || hf.mlp_bias {
+        let field = if hf.attention_bias && !hf.is_qwen2() {
             "attention_bias"
         } else {
             "mlp_bias"
@@ -176,11 +182,11 @@ impl LlamaConfig {
     /// The configuration a Hugging Face `config.json` of a `LlamaForCausalLM` (or of a Mistral
     /// or Qwen2 model of the same architecture) describes, its cache holding
     /// `max_position_embeddings` positions (shorten it with [`LlamaConfig::with_max_seq`]).
-    /// Refused with [`ModelError::ConfigFile`], naming the field
-    /// or the line and column: text that is not such JSON, a size missing, and every option this
-    /// decoder does not compute (a `model_type` other than `llama`, `mistral` or `qwen2`, a
-    /// sliding window, another `hidden_act`, a rotary embedding scaled otherwise than `linear`
-    /// or `llama3`, biases other than Qwen2's on the query, key and value projections).
+    /// Refused with [`ModelError::ConfigFile`], naming the field or the line and column: text
+    /// that is not such JSON, a size missing, and every option this decoder does not compute (a
+    /// `model_type` other than `llama`, `mistral` or `qwen2`, a sliding window, another
+    /// `hidden_act`, a rotary embedding scaled otherwise than `linear` or `llama3`, biases other
+    /// than Qwen2's on the query, key and value projections).
     pub fn from_hf_json(text: &str) -> Result<LlamaConfig, ModelError> {
         let refuse = |why: String| ModelError::ConfigFile { why };
         let hf: HfLlama = serde_json::from_str(text).map_err(|e| refuse(e.to_string()))?;
@@ -201,7 +207,7 @@ impl LlamaConfig {
             rms_eps: hf.rms_norm_eps,
             max_seq: hf.max_position_embeddings,
             tie_embeddings: hf.tie_word_embeddings,
-            qkv_bias: hf.model_type.as_deref() == Some("qwen2"),
+            qkv_bias: hf.is_qwen2(),
         };
         match cfg.problem() {
             Some(why) => Err(ModelError::Config(why)),

@@ -1,10 +1,10 @@
 // The body of the GEMV kernels (gemv.comp, gemv_int8.comp): y[b][n] = out(Σ_k W[n][k] ·
 // x[b][k], n) for W row-major [N, K] (PyTorch's Linear layout), x [batch, K] (batch at most 8),
 // y [batch, N]. The including kernel declares bindings 0 to 3 (y_data readable) and push
-// constants (N, K, eps, slope, d, hq, hkv, rows, offset and the frequencies, rope.glsl), the constant `batch`, and how a chunk of V elements is read and
-// multiplied: W_T / X_T its types, W_LD(i) / X_LD(i) chunk i of W / x (counted from the
-// buffer's start), chunk_dot(w, x), and gemv_output(sum, n), the row's value before the
-// epilogue.
+// constants (N, K, eps, slope, d, hq, hkv, rows, offset and the frequencies, rope.glsl), the
+// constant `batch`, and how a chunk of V elements is read and multiplied: W_T / X_T its types,
+// W_LD(i) / X_LD(i) chunk i of W / x (counted from the buffer's start), chunk_dot(w, x), and
+// gemv_output(sum, n), the row's value before the epilogue.
 //
 // The epilogue fuses what a decoder does around its projections, one dispatch instead of two
 // or three, each a specialization constant declared here:

@@ -28,11 +28,11 @@ impl Ops {
     /// head_dim]`; token t at position `op.position_offset + t`, which must fit the cache;
     /// `bias` (`[(hq + 2·hkv) · head_dim]`) added to each row where given. As [`Ops::gemm`] (B
     /// transposed) then [`Ops::rope_qkv`] compute it, the projection rounded to the format
-    /// before it is turned. One pass on [`gemm_cm2_rope`] where [`Ops::gemm`]
-    /// would take [`gemm_cm2`] unsplit on tiles of at most 16 KiB (the tile is staged in shared
-    /// memory; larger ones ran slower than the two passes on the H100), the pairs are
-    /// interleaved and head_dim a multiple of 8; otherwise those two operations, the
-    /// projection in a scratch matrix. One float format; no output may be another operand.
+    /// before it is turned. One pass on [`gemm_cm2_rope`] where [`Ops::gemm`] would take
+    /// [`gemm_cm2`] unsplit on tiles of at most 16 KiB (the tile is staged in shared memory;
+    /// larger ones ran slower than the two passes on the H100), the pairs are interleaved and
+    /// head_dim a multiple of 8; otherwise those two operations, the projection in a scratch
+    /// matrix. One float format; no output may be another operand.
     /// Nothing is recorded when a check fails.
     #[allow(clippy::too_many_arguments)]
     pub fn gemm_rope_qkv(

@@ -19,8 +19,8 @@ pub enum RopeStyle {
 }
 
 /// Rotary position embedding: what [`Ops::rope`] applies. Pair i of a head of the token at
-/// position `pos` is rotated by `pos · theta_base^(-2i/dim)`, the frequencies scaled as `scaling`
-/// says. Built with [`Rope::new`] and the `with_*` setters.
+/// position `pos` is rotated by `pos · theta_base^(-2i/dim)`, the frequencies scaled as
+/// `scaling` says. Built with [`Rope::new`] and the `with_*` setters.
 #[derive(Copy, Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct Rope {
