@@ -4,8 +4,8 @@ state dict as safetensors, a random prompt, the prompt's logits at every positio
 greedy continuation, for `models/examples/llama/main.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
-        [--llama32 | --qwen25 | --llama31-8b] [--head-dim N] [--int8-weights] [--fp32-reference] [--rounded-rope]
-        [--save-pretrained DIR]
+        [--llama32 | --qwen25 | --llama31-8b] [--head-dim N] [--int8-weights]
+        [--fp32-reference] [--rounded-rope] [--save-pretrained DIR]
 
 Writes OUT_DIR/model.safetensors and OUT_DIR/expect.safetensors (prompt: I64 [p], logits:
 F32 [p, vocab], tokens: I64 [n]) and prints PyTorch's prefill and per-token decode time. With
@@ -127,6 +127,7 @@ def fp32_reference(model, cfg, prompt, n, logits, tokens, out, rounded_rope):
 
 
 def tinyllama_config(layers):
+    """TinyLlama-1.1B's configuration (22 layers unless `layers`)."""
     return LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=layers or 22,
                        num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
                        rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=2048,

@@ -117,8 +117,8 @@ def last_logits_only(model):
 def decoder_model():
     """The decoder to time, its case and its model, as the harness picks them
     (`VKPRISM_BENCH_DECODER`: `tinyllama` by default, `llama3.2-1b` or `qwen2.5-0.5b`)."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-    from llama_ref import llama32_config, qwen25_config, qwen2_model
+    from transformers import LlamaForCausalLM
+    from llama_ref import llama32_config, qwen25_config, qwen2_model, tinyllama_config
     which = os.environ.get("VKPRISM_BENCH_DECODER", "tinyllama")
     if which == "llama3.2-1b":
         return "decoder llama3.2-1b", LlamaForCausalLM(llama32_config(None))
@@ -126,10 +126,9 @@ def decoder_model():
         return "decoder qwen2.5-0.5b", qwen2_model(qwen25_config(None))
     if which != "tinyllama":
         raise SystemExit(f"VKPRISM_BENCH_DECODER={which}: tinyllama, llama3.2-1b or qwen2.5-0.5b")
-    cfg = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
-                      num_attention_heads=32, num_key_value_heads=4, vocab_size=32000,
-                      rms_norm_eps=1e-5, rope_theta=10000.0, max_position_embeddings=4096,
-                      tie_word_embeddings=False, attn_implementation="sdpa")
+    cfg = tinyllama_config(None)
+    # Room for the step after 2048 tokens of context.
+    cfg.max_position_embeddings = 4096
     return "decoder", LlamaForCausalLM(cfg)
 
 
