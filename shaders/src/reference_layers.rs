@@ -47,6 +47,16 @@ pub fn gemv_int8(n: usize, k: usize, w: &[i8], scales: &[f32], x: &[f32]) -> (Ve
     )
 }
 
+/// Llama 3's scaling with bounds that put heads of 8 to 128 values (base 10000) in all three
+/// bands: a head of 8 has pair 0 kept, pair 1 blended, pairs 2 and 3 divided; a head of 64 pairs
+/// 1 to 10 blended. What the rotation tests scale by, so a wrong band shows.
+pub const LLAMA3_EVERY_BAND: crate::RopeScaling = crate::RopeScaling::Llama3 {
+    factor: 8.0,
+    low_freq_factor: 1.0,
+    high_freq_factor: 16.0,
+    original_max_positions: 128,
+};
+
 /// Rotary position embedding of x `[tokens, heads, dim]` in f64 (token t at position
 /// `t % seq + offset`, pair i rotated by `pos · freqs.inv_freq(i, dim)`; pairs `(i, i + dim/2)`,
 /// or `(2i, 2i + 1)` with `interleaved`), and the error scale `|a| + |b|` of each value's pair.

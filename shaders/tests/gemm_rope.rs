@@ -6,6 +6,7 @@
 //! the step's positions checked untouched; the validation layer on. Bad operands refused.
 
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
+use vkprism_shaders::reference::LLAMA3_EVERY_BAND;
 use vkprism_shaders::{reference, OpError, Ops, Rope, RopeScaling, RopeStyle, CM2_MIN_PRODUCT};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, device_lacks_cooperative_matrix2, poisoned, quantize,
@@ -28,14 +29,6 @@ struct Case {
     scaling: RopeScaling,
     bias: bool,
 }
-
-/// Llama 3's scaling with bounds that put heads of 16 to 128 values in all three bands.
-const LLAMA3: RopeScaling = RopeScaling::Llama3 {
-    factor: 8.0,
-    low_freq_factor: 1.0,
-    high_freq_factor: 16.0,
-    original_max_positions: 128,
-};
 
 impl Case {
     fn width(&self) -> usize {
@@ -156,7 +149,7 @@ fn gemm_rope_qkv_matches_the_gemm_then_the_rotation() {
         bias: false,
     };
     let scaled = |c: Case| Case {
-        scaling: LLAMA3,
+        scaling: LLAMA3_EVERY_BAND,
         ..c
     };
     let biased = |c: Case| Case { bias: true, ..c };

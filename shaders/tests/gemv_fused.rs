@@ -5,6 +5,7 @@
 //! [`Ops::gemv_int8_with`] / [`Ops::gemv_rope_qkv`] with their checks.
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
+use vkprism_shaders::reference::LLAMA3_EVERY_BAND;
 use vkprism_shaders::{
     gemv, gemv_int8, gemv_int8_scalar, gemv_scalar, Activation, Gemv, GemvShape, OpError, Ops,
     Rope, RopeFrequencies, RopeScaling, RopeStyle, GEMV_MANY_ROWS,
@@ -306,14 +307,6 @@ struct RopeHeads {
     freqs: RopeFrequencies,
 }
 
-/// Llama 3's scaling with bounds that put a head of 8 values (base 10000) in all three bands.
-const LLAMA3: RopeScaling = RopeScaling::Llama3 {
-    factor: 8.0,
-    low_freq_factor: 1.0,
-    high_freq_factor: 16.0,
-    original_max_positions: 128,
-};
-
 impl RopeHeads {
     /// Checks q and the caches against the projection `y` (f64 reference, error scale
     /// `scale`): queries rotated into q, the key rotated and the value as it is in the caches'
@@ -605,7 +598,7 @@ fn gemv_rope_qkv_every_variant() {
                 seed
             );
         }
-        rope_case!(gemv, &ctx, name, 64, true, LLAMA3, false, 52);
+        rope_case!(gemv, &ctx, name, 64, true, LLAMA3_EVERY_BAND, false, 52);
         rope_case!(gemv, &ctx, name, 64, true, RopeScaling::None, true, 53);
     }
     for name in gemv_scalar::VARIANT_NAMES {
@@ -619,7 +612,16 @@ fn gemv_rope_qkv_every_variant() {
             true,
             60
         );
-        rope_case!(gemv_scalar, &ctx, name, 61, false, LLAMA3, false, 61);
+        rope_case!(
+            gemv_scalar,
+            &ctx,
+            name,
+            61,
+            false,
+            LLAMA3_EVERY_BAND,
+            false,
+            61
+        );
     }
     assert_clean(&ctx);
 }
@@ -649,7 +651,11 @@ fn gemv_int8_rope_qkv_every_format() {
             );
             let pos = Tensor::from_i32(&ctx, &[1], &[from_buffer as i32]).unwrap();
             // The scalar kernel's case with its frequencies scaled and a bias.
-            let scaling = if k == 61 { LLAMA3 } else { RopeScaling::None };
+            let scaling = if k == 61 {
+                LLAMA3_EVERY_BAND
+            } else {
+                RopeScaling::None
+            };
             let bias = quantize(&random_in(n, seed + 3, -1.0, 1.0), f);
             let bt = Tensor::from_f32(&ctx, &[n], f, &bias).unwrap();
             let with_bias = (k == 61).then_some(&bt);

@@ -5,6 +5,7 @@
 //! or a buffer, and [`Ops::rope_qkv`]'s checks.
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat, VariantKey};
+use vkprism_shaders::reference::LLAMA3_EVERY_BAND;
 use vkprism_shaders::{
     reference, rope, rope_qkv, rope_qkv4, OpError, Ops, Rope, RopeFrequencies, RopeQkvShape,
     RopeScaling, RopeShape, RopeStyle,
@@ -12,16 +13,6 @@ use vkprism_shaders::{
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
     tolerance,
-};
-
-/// Llama 3's scaling with bounds that put a head of 8 values (base 10000) in all three bands:
-/// pair 0 kept, pair 1 blended, pairs 2 and 3 divided; a head of 64 likewise (pairs 1 to 10
-/// blended).
-const LLAMA3: RopeScaling = RopeScaling::Llama3 {
-    factor: 8.0,
-    low_freq_factor: 1.0,
-    high_freq_factor: 16.0,
-    original_max_positions: 128,
 };
 
 /// The variant's tolerance widened by fp32's angle error, which grows with the position: the
@@ -127,7 +118,7 @@ fn rope_every_variant() {
                     None,
                 );
                 // Scaled: every band, and far enough that a wrong band shows.
-                let scaled = plain.with_scaling(LLAMA3);
+                let scaled = plain.with_scaling(LLAMA3_EVERY_BAND);
                 run_case(
                     &ctx,
                     name,
@@ -167,7 +158,7 @@ fn rope_at_large_positions() {
             (4095, false, RopeScaling::None),
             (30000, true, RopeScaling::None),
             (131071, false, RopeScaling::None),
-            (131071, true, LLAMA3),
+            (131071, true, LLAMA3_EVERY_BAND),
         ] {
             run_case(
                 &ctx,
@@ -207,7 +198,7 @@ fn rope_grid_stride_covers_every_pair() {
             name,
             s,
             3,
-            RopeFrequencies::new(10000.0).with_scaling(LLAMA3),
+            RopeFrequencies::new(10000.0).with_scaling(LLAMA3_EVERY_BAND),
             false,
             true,
             51,
@@ -236,7 +227,7 @@ fn rope_ops_every_format_and_rank() {
                 RopeScaling::None,
             ),
             (vec![1, 7, 64], RopeStyle::Half, 100, RopeScaling::None),
-            (vec![2, 5, 3, 8], RopeStyle::Half, 200, LLAMA3),
+            (vec![2, 5, 3, 8], RopeStyle::Half, 200, LLAMA3_EVERY_BAND),
         ] {
             let n: usize = dims.iter().product();
             let x = random_in(n, 60, 0.1, 2.0);
@@ -482,7 +473,7 @@ fn rope_qkv_every_variant() {
                 (false, false, RopeScaling::None),
                 (true, false, RopeScaling::None),
                 (true, true, RopeScaling::None),
-                (true, false, LLAMA3),
+                (true, false, LLAMA3_EVERY_BAND),
             ] {
                 let c = QkvCase {
                     in_buffer,
