@@ -105,13 +105,13 @@ pub use ops::{
     broadcast_shape, Activation, Attention, BinaryOp, Conv2d, DepthwiseConv2d, Gemm, Gemv, OpError,
     Ops, ReduceOp, Softmax, UnaryOp,
 };
-pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, Pool2d, Rope, RopeStyle};
+pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, HeadNorm, Pool2d, Rope, RopeStyle};
 pub use ops::{gemm_glu_constants, glu_narrow_from, options_for, QuantScale, CM2_MIN_PRODUCT};
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, pool2d4, GlobalPoolShape, Pool2dShape};
 pub use quant_gemm::{quantize_rows, quantize_rows_grid};
 pub use rotary::{
-    rope, rope_qkv, rope_qkv4, rope_qkv_kernels, RopeFrequencies, RopeQkvShape, RopeScaling,
-    RopeShape,
+    rope, rope_qkv, rope_qkv4, rope_qkv_kernels, rope_qkv_norm, RopeFrequencies, RopeQkvShape,
+    RopeScaling, RopeShape,
 };
 pub use rows::{
     argmax, norm, norm4, reduce, softmax, softmax4, NormShape, ReduceShape, SoftmaxShape,

@@ -44,6 +44,19 @@ vkprism::compute_shader! {
 
 pub use rope_qkv_kernels::{rope_qkv, rope_qkv4};
 
+vkprism::compute_shader! {
+    /// [`rope_qkv`](crate::rope_qkv) with each query and key head RMS-normalized over its
+    /// `dim` values and scaled by a weight of `dim` values before it turns (Qwen3's `q_norm`
+    /// and `k_norm`: `q_norm` bound for every query head, `k_norm` for every key head). One
+    /// workgroup of `dim / 2` invocations per head of a token, grid
+    /// [`RopeQkvShape::heads_grid`](crate::RopeQkvShape::heads_grid); push constants from
+    /// [`RopeQkvShape::norm_push`](crate::RopeQkvShape::norm_push) (the norm's `eps` last);
+    /// specialization constants as [`rope_qkv`](crate::rope_qkv)'s. Variants `fp32`, `fp16s`,
+    /// `fp16sa`, `bf16s`, each `_sg` (the head's sum in subgroups) and `_nosg`.
+    pub mod rope_qkv_norm,
+    path: "rope_qkv_norm.comp",
+}
+
 /// The invocations per workgroup of [`rope`].
 const LOCAL: usize = 256;
 
@@ -135,6 +148,37 @@ impl RopeQkvShape {
     pub fn quads_grid(&self) -> [u32; 3] {
         let groups = (self.pairs() / 4).div_ceil(LOCAL).clamp(1, MAX_GROUPS);
         [(groups * LOCAL) as u32, 1, 1]
+    }
+
+    /// The workgroups of [`rope_qkv_norm`] (one a head of a token, at most 65,535: a
+    /// grid-stride loop takes the rest) and their size, `dim / 2`.
+    pub fn heads_grid(&self) -> ([u32; 3], [u32; 3]) {
+        let local = (self.dim / 2).max(1);
+        let groups = (self.tokens * (self.hq + 2 * self.hkv)).clamp(1, MAX_GROUPS);
+        ([(groups * local) as u32, 1, 1], [local as u32, 1, 1])
+    }
+
+    /// [`RopeQkvShape::push`]'s constants for [`rope_qkv_norm`], its heads' norm taking `eps`.
+    pub fn norm_push(
+        &self,
+        offset: i32,
+        freqs: &RopeFrequencies,
+        eps: f32,
+    ) -> rope_qkv_norm::PushConstants {
+        let p = self.push(offset, freqs);
+        rope_qkv_norm::PushConstants {
+            tokens: p.tokens,
+            hq: p.hq,
+            hkv: p.hkv,
+            dim: p.dim,
+            rows: p.rows,
+            offset: p.offset,
+            log2_base: p.log2_base,
+            freq_factor: p.freq_factor,
+            freq_low: p.freq_low,
+            freq_high: p.freq_high,
+            eps,
+        }
     }
 
     /// The push constants: the first token's position `offset` (before the buffer's, where

@@ -387,11 +387,7 @@ impl Ops {
             position_in_buffer: pass.position.is_some() as i32,
             combine_last: combine_last as i32,
         };
-        // Unread without `position_in_buffer`, but bound.
-        let pos = match pass.position {
-            Some(p) => p,
-            None => self.unread_i32(OP)?,
-        };
+        let pos = self.position_or_unread(OP, pass.position)?;
         let side = RowsSide {
             pos,
             part,

@@ -381,10 +381,7 @@ impl Ops {
         position: Option<&'a Tensor>,
     ) -> Result<Placement<'a>, OpError> {
         position_buffer(op, position)?;
-        let position = match position {
-            Some(p) => p,
-            None => self.unread_i32(op)?,
-        };
+        let position = self.position_or_unread(op, position)?;
         Ok(Placement { k, v, position })
     }
 

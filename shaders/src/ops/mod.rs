@@ -61,7 +61,7 @@ pub use gemv::Gemv;
 pub use norm::Softmax;
 pub use pool::Pool2d;
 pub use reduce::ReduceOp;
-pub use rope::{Rope, RopeStyle};
+pub use rope::{HeadNorm, Rope, RopeStyle};
 
 use crate::{DeviceClass, GemmTuner};
 use std::any::{Any, TypeId};
@@ -138,6 +138,19 @@ impl Ops {
         let t = vkprism::Tensor::new(&self.ctx, &[1], TensorFormat::I32)
             .map_err(|source| OpError::Scratch { op, source })?;
         Ok(self.unread_i32.get_or_init(|| t))
+    }
+
+    /// The position buffer where given, else the one a kernel binds unread where it reads
+    /// none (without its `position_in_buffer`).
+    pub(crate) fn position_or_unread<'a>(
+        &'a self,
+        op: &'static str,
+        position: Option<&'a vkprism::Tensor>,
+    ) -> Result<&'a vkprism::Tensor, OpError> {
+        match position {
+            Some(p) => Ok(p),
+            None => self.unread_i32(op),
+        }
     }
 
     /// The counters of split attention's shares ([`attention::COUNTED_ROWS`] I32 zeros): each

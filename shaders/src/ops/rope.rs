@@ -5,8 +5,10 @@ use super::check::{
     float_format, kv_cache_shape, placed_apart, position_buffer, same_format, shape_is,
 };
 use super::{pipeline, recorded, OpError, Ops};
-use crate::{rope, rope_qkv, rope_qkv4, RopeFrequencies, RopeQkvShape, RopeScaling, RopeShape};
-use vkprism::{CommandList, Tensor};
+use crate::{
+    rope, rope_qkv, rope_qkv4, rope_qkv_norm, RopeFrequencies, RopeQkvShape, RopeScaling, RopeShape,
+};
+use vkprism::{CommandList, Tensor, TensorFormat};
 
 /// Which two values of a head one rotation turns.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -132,23 +134,13 @@ impl Ops {
         position: Option<&Tensor>,
     ) -> Result<(), OpError> {
         const OP: &str = "rope_qkv";
-        let s = rope_qkv_shape(qkv, q, k_cache, v_cache)?;
-        let format = float_format(OP, "qkv", qkv)?;
-        for (name, t) in [("q", q), ("k_cache", k_cache), ("v_cache", v_cache)] {
-            same_format(OP, name, Some(t), format)?;
-        }
-        placed_apart(OP, [q, k_cache, v_cache], &[("qkv", Some(qkv))])?;
-        let offset = check_placement(OP, &s, op, position.is_none())?;
-        position_buffer(OP, position)?;
+        let placed = [q, k_cache, v_cache];
+        let (s, format, offset) = check_rope_qkv(OP, qkv, placed, &[], op, position)?;
         let spec = rope_qkv::SpecConstants {
             interleaved: (op.style == RopeStyle::Interleaved) as i32,
             position_in_buffer: position.is_some() as i32,
         };
-        // Unread without `position_in_buffer`, but bound.
-        let pos_blob = match position {
-            Some(p) => p,
-            None => self.unread_i32(OP)?,
-        };
+        let pos_blob = self.position_or_unread(OP, position)?;
         let push = s.push(offset, &op.frequencies());
         // Four pairs an invocation where a head's values come in whole quads of pairs.
         if s.dim.is_multiple_of(8) {
@@ -176,23 +168,105 @@ impl Ops {
     }
 }
 
-/// The shape of `rope_qkv`'s operands, or the located mismatch.
-fn rope_qkv_shape(
+/// Each query and key head of a fused projection RMS-normalized over its own `head_dim` values
+/// and scaled by a weight of as many values before it turns: Qwen3's `q_norm` and `k_norm`
+/// ([`Ops::rope_qkv_normed`]).
+#[derive(Copy, Clone, Debug)]
+pub struct HeadNorm<'a> {
+    /// `[head_dim]`, scaling every query head.
+    pub q_weight: &'a Tensor,
+    /// `[head_dim]`, scaling every key head.
+    pub k_weight: &'a Tensor,
+    /// Added to each head's mean square before its root.
+    pub eps: f32,
+}
+
+/// The largest head [`Ops::rope_qkv_normed`] takes: one workgroup of `head_dim / 2`
+/// invocations a head, within the 1024 every Vulkan device offers.
+const NORMED_HEAD_MAX: usize = 2048;
+
+impl Ops {
+    /// [`Ops::rope_qkv`] with each query and key head normalized first as `norm` says (value
+    /// heads copied as they are): `x / sqrt(mean(x²) + eps) · weight` over the head's values
+    /// in fp32, the weights `[head_dim]` in the projection's format and in the order its heads
+    /// hold their values. Heads of at most 2048 values. Nothing is recorded when a check fails.
+    #[allow(clippy::too_many_arguments)]
+    pub fn rope_qkv_normed(
+        &self,
+        list: &mut CommandList,
+        qkv: &Tensor,
+        norm: HeadNorm<'_>,
+        q: &Tensor,
+        k_cache: &Tensor,
+        v_cache: &Tensor,
+        op: &Rope,
+        position: Option<&Tensor>,
+    ) -> Result<(), OpError> {
+        const OP: &str = "rope_qkv_normed";
+        let weights = [
+            ("q_weight", Some(norm.q_weight)),
+            ("k_weight", Some(norm.k_weight)),
+        ];
+        let placed = [q, k_cache, v_cache];
+        let (s, format, offset) = check_rope_qkv(OP, qkv, placed, &weights, op, position)?;
+        for (operand, w) in weights {
+            shape_is(OP, operand, w.expect("given"), &[s.dim], "[head_dim]")?;
+        }
+        if s.dim > NORMED_HEAD_MAX {
+            let why = format!(
+                "heads of {} values: at most {NORMED_HEAD_MAX} are normed",
+                s.dim
+            );
+            return Err(OpError::Unsupported { op: OP, why });
+        }
+        let kernel = self.kernel_for::<rope_qkv_norm::Kernel>(OP, "qkv_blob", format, false)?;
+        let spec = rope_qkv_norm::SpecConstants {
+            interleaved: (op.style == RopeStyle::Interleaved) as i32,
+            position_in_buffer: position.is_some() as i32,
+        };
+        let (grid, local) = s.heads_grid();
+        let pipe = pipeline(OP, &kernel, &spec, Some(local))?;
+        let bindings = rope_qkv_norm::BufferBindings {
+            qkv_blob: qkv,
+            q_blob: q,
+            k_blob: k_cache,
+            v_blob: v_cache,
+            pos_blob: self.position_or_unread(OP, position)?,
+            q_norm_blob: norm.q_weight,
+            k_norm_blob: norm.k_weight,
+        };
+        let push = s.norm_push(offset, &op.frequencies(), norm.eps);
+        recorded(OP, list.dispatch(&pipe, &bindings, &push, grid))
+    }
+}
+
+/// The placement `name` of `qkv` into `[q, k_cache, v_cache]` under `op` checked (shapes, one
+/// float format over them and the `inputs` beside `qkv`, no output another operand, the
+/// position buffer): its shape, format and the offset as the kernel takes it.
+fn check_rope_qkv(
+    name: &'static str,
     qkv: &Tensor,
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-) -> Result<RopeQkvShape, OpError> {
-    const OP: &str = "rope_qkv";
-    let s = placement_shape(OP, q, k, v)?;
-    shape_is(
-        OP,
-        "qkv",
-        qkv,
-        &[s.tokens, s.width()],
-        "[tokens, (hq + 2·hkv) · head_dim]",
-    )?;
-    Ok(s)
+    [q, k, v]: [&Tensor; 3],
+    inputs: &[(&'static str, Option<&Tensor>)],
+    op: &Rope,
+    position: Option<&Tensor>,
+) -> Result<(RopeQkvShape, TensorFormat, i32), OpError> {
+    let s = placement_shape(name, q, k, v)?;
+    let want = "[tokens, (hq + 2·hkv) · head_dim]";
+    shape_is(name, "qkv", qkv, &[s.tokens, s.width()], want)?;
+    let format = float_format(name, "qkv", qkv)?;
+    let operands = [("q", Some(q)), ("k_cache", Some(k)), ("v_cache", Some(v))];
+    for (operand, t) in operands.iter().chain(inputs) {
+        same_format(name, operand, *t, format)?;
+    }
+    let read: Vec<_> = [("qkv", Some(qkv))]
+        .into_iter()
+        .chain(inputs.iter().copied())
+        .collect();
+    placed_apart(name, [q, k, v], &read)?;
+    let offset = check_placement(name, &s, op, position.is_none())?;
+    position_buffer(name, position)?;
+    Ok((s, format, offset))
 }
 
 /// [`check_rope`] for a step's placement of shape `s` under `op`, and, where the position is
