@@ -4,7 +4,7 @@ state dict as safetensors, a random prompt, the prompt's logits at every positio
 greedy continuation, for `models/examples/llama/main.rs --expect`.
 
     python3 bench/llama_ref.py OUT_DIR [--dtype fp16|fp32] [--prompt 16] [--tokens 32] [--layers 22]
-        [--llama32 | --qwen25 | --llama31-8b] [--head-dim N] [--int8-weights]
+        [--llama32 | --qwen25 | --qwen3 | --llama31-8b] [--head-dim N] [--int8-weights]
         [--fp32-reference] [--rounded-rope] [--save-pretrained DIR]
 
 Writes OUT_DIR/model.safetensors and OUT_DIR/expect.safetensors (prompt: I64 [p], logits:
@@ -19,6 +19,8 @@ The rotary frequencies stay fp32 whatever the dtype (`cast`); `--rounded-rope` l
 as the model's cast to fp16 rounds them. `--llama32`: Llama 3.2 1B's configuration instead (16
 layers, tied embeddings, the rotary frequencies scaled as `llama3`); `--qwen25`: Qwen2.5 0.5B's
 (`Qwen2ForCausalLM`: biases on the query, key and value projections, drawn at random);
+`--qwen3`: Qwen3 0.6B's (`Qwen3ForCausalLM`: each query and key head normalized, the norms'
+weights drawn at random);
 `--llama31-8b`: Llama 3.1 8B's (with `--layers N`, N of its layers). `--head-dim N`: heads of N
 values whatever the width (as Mistral Nemo's). With `--save-pretrained DIR`, the model also as
 `save_pretrained` writes it, in shards of at most 500 MB (`config.json`,
@@ -178,6 +180,35 @@ def qwen2_model(cfg):
     return Qwen2ForCausalLM(cfg)
 
 
+def qwen3_config(layers):
+    """Qwen3 0.6B's configuration: 16 heads of 128 over 8 (heads wider than the stream of
+    1024), each query and key head normalized, tied embeddings, a vocabulary of 151936, rotary
+    base 1000000."""
+    from transformers import Qwen3Config
+    sizes = dict(hidden_size=1024, intermediate_size=3072, num_hidden_layers=layers or 28,
+                 num_attention_heads=16, num_key_value_heads=8, head_dim=128, vocab_size=151936,
+                 rms_norm_eps=1e-6, max_position_embeddings=40960, tie_word_embeddings=True,
+                 use_sliding_window=False, attention_bias=False, attn_implementation="sdpa")
+    if "rope_parameters" in inspect.signature(Qwen3Config.__init__).parameters:
+        return Qwen3Config(rope_parameters={"rope_type": "default", "rope_theta": 1e6}, **sizes)
+    return Qwen3Config(rope_theta=1e6, **sizes)
+
+
+def qwen3_model(cfg):
+    from transformers import Qwen3ForCausalLM
+    return Qwen3ForCausalLM(cfg)
+
+
+def random_head_norms(model, seed):
+    """The heads' norm weights drawn at random (uniform in [0.5, 1.5]): a model made from a
+    configuration starts them at one, which would leave them untested."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith(("q_norm.weight", "k_norm.weight")):
+                p.copy_(0.5 + torch.rand(p.shape, generator=g))
+
+
 def random_biases(model, seed):
     """The projections' biases drawn at random (normal, σ 0.1): a model made from a
     configuration starts them at zero, which would leave them untested."""
@@ -197,6 +228,7 @@ def main():
     ap.add_argument("--layers", type=int)
     ap.add_argument("--llama32", action="store_true")
     ap.add_argument("--qwen25", action="store_true")
+    ap.add_argument("--qwen3", action="store_true")
     ap.add_argument("--llama31-8b", action="store_true")
     ap.add_argument("--head-dim", type=int)
     ap.add_argument("--int8-weights", action="store_true")
@@ -207,6 +239,8 @@ def main():
     dtype = torch.float16 if args.dtype == "fp16" else torch.float32
     if args.qwen25:
         cfg = qwen25_config(args.layers)
+    elif args.qwen3:
+        cfg = qwen3_config(args.layers)
     elif args.llama32:
         cfg = llama32_config(args.layers)
     elif args.llama31_8b:
@@ -216,8 +250,14 @@ def main():
     if args.head_dim:
         cfg.head_dim = args.head_dim
     torch.manual_seed(0)
-    made = LlamaForCausalLM(cfg) if not args.qwen25 else qwen2_model(cfg)
+    if args.qwen25:
+        made = qwen2_model(cfg)
+    elif args.qwen3:
+        made = qwen3_model(cfg)
+    else:
+        made = LlamaForCausalLM(cfg)
     random_biases(made, 2)
+    random_head_norms(made, 3)
     model = cast(made, dtype, args.rounded_rope).cuda().eval()
     g = torch.Generator().manual_seed(1)
     prompt = torch.randint(0, cfg.vocab_size, (1, args.prompt), generator=g).cuda()

@@ -11,8 +11,9 @@ Each step also gets a `wall` record (host time of the eager step, synchronized),
   one greedy decode step at 512 and 2048 tokens of context (eager: the model with a DynamicCache cut back after each step;
   the graph: the same modules and weights over a static KV cache, position read on the GPU,
   checked against the eager step's logits); with `VKPRISM_BENCH_DECODER=llama3.2-1b` or
-  `qwen2.5-0.5b` (as the harness reads it) the same in Llama 3.2 1B's or Qwen2.5 0.5B's
-  configuration, case `decoder llama3.2-1b` or `decoder qwen2.5-0.5b`;
+  `qwen2.5-0.5b` or `qwen3-0.6b` (as the harness reads it) the same in Llama 3.2 1B's,
+  Qwen2.5 0.5B's or Qwen3 0.6B's configuration, case `decoder llama3.2-1b`, `decoder
+  qwen2.5-0.5b` or `decoder qwen3-0.6b`;
 - resnet50: torchvision's resnet50, channels-last, cuDNN, batch 1 and 8, fp16 and fp32.
 Writes a JSON array of {case, shape, dtype, value, unit, sm_clock_mhz, reference, method}.
 
@@ -116,16 +117,21 @@ def last_logits_only(model):
 
 def decoder_model():
     """The decoder to time, its case and its model, as the harness picks them
-    (`VKPRISM_BENCH_DECODER`: `tinyllama` by default, `llama3.2-1b` or `qwen2.5-0.5b`)."""
+    (`VKPRISM_BENCH_DECODER`: `tinyllama` by default, `llama3.2-1b`, `qwen2.5-0.5b` or
+    `qwen3-0.6b`)."""
     from transformers import LlamaForCausalLM
-    from llama_ref import llama32_config, qwen25_config, qwen2_model, tinyllama_config
+    from llama_ref import (llama32_config, qwen25_config, qwen2_model, qwen3_config, qwen3_model,
+                           tinyllama_config)
     which = os.environ.get("VKPRISM_BENCH_DECODER", "tinyllama")
     if which == "llama3.2-1b":
         return "decoder llama3.2-1b", LlamaForCausalLM(llama32_config(None))
     if which == "qwen2.5-0.5b":
         return "decoder qwen2.5-0.5b", qwen2_model(qwen25_config(None))
+    if which == "qwen3-0.6b":
+        return "decoder qwen3-0.6b", qwen3_model(qwen3_config(None))
     if which != "tinyllama":
-        raise SystemExit(f"VKPRISM_BENCH_DECODER={which}: tinyllama, llama3.2-1b or qwen2.5-0.5b")
+        raise SystemExit(f"VKPRISM_BENCH_DECODER={which}: tinyllama, llama3.2-1b, qwen2.5-0.5b "
+                         "or qwen3-0.6b")
     cfg = tinyllama_config(None)
     # Room for the step after 2048 tokens of context.
     cfg.max_position_embeddings = 4096

@@ -4,9 +4,9 @@
 //!   variant `fp16`, or in int8 with a scale per row, `fp16 int8-weights`): a 512-token
 //!   prompt (`VKPRISM_BENCH_PROMPT=N`: N tokens, to measure other lengths), and one greedy
 //!   decode step at 512 and 2048 tokens of context (the step replayed at the same position:
-//!   the cache cut back after each); `VKPRISM_BENCH_DECODER=llama3.2-1b` or `qwen2.5-0.5b`
-//!   times Llama 3.2 1B's or Qwen2.5 0.5B's configuration instead (case `decoder llama3.2-1b`,
-//!   `decoder qwen2.5-0.5b`);
+//!   the cache cut back after each); `VKPRISM_BENCH_DECODER=llama3.2-1b`, `qwen2.5-0.5b` or
+//!   `qwen3-0.6b` times Llama 3.2 1B's, Qwen2.5 0.5B's or Qwen3 0.6B's configuration instead
+//!   (case `decoder llama3.2-1b`, `decoder qwen2.5-0.5b`, `decoder qwen3-0.6b`);
 //! - `resnet50`: ResNet-50 at 224×224, batch 1 and 8, fp16 and fp32.
 //!
 //! Each figure is a step's GPU time in ms; a `wall` record beside it holds what the host
@@ -65,9 +65,9 @@ pub fn decoder(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn Error>
 }
 
 /// The decoder the `decoder` case times: TinyLlama's configuration (case `decoder`), or with
-/// `VKPRISM_BENCH_DECODER=llama3.2-1b` / `qwen2.5-0.5b` Llama 3.2 1B's / Qwen2.5 0.5B's (case
-/// `decoder llama3.2-1b` / `decoder qwen2.5-0.5b`), as `bench/networks_ref.py` reads the same
-/// variable.
+/// `VKPRISM_BENCH_DECODER=llama3.2-1b` / `qwen2.5-0.5b` / `qwen3-0.6b` Llama 3.2 1B's /
+/// Qwen2.5 0.5B's / Qwen3 0.6B's (case `decoder llama3.2-1b` / `decoder qwen2.5-0.5b` /
+/// `decoder qwen3-0.6b`), as `bench/networks_ref.py` reads the same variable.
 struct DecoderModel {
     case: &'static str,
     config: LlamaConfig,
@@ -88,8 +88,12 @@ impl DecoderModel {
                 case: "decoder qwen2.5-0.5b",
                 config: LlamaConfig::qwen25_05b(),
             }),
+            Ok("qwen3-0.6b") => Ok(DecoderModel {
+                case: "decoder qwen3-0.6b",
+                config: LlamaConfig::qwen3_06b(),
+            }),
             Ok(other) => Err(format!(
-                "VKPRISM_BENCH_DECODER={other}: tinyllama, llama3.2-1b or qwen2.5-0.5b"
+                "VKPRISM_BENCH_DECODER={other}: tinyllama, llama3.2-1b, qwen2.5-0.5b or qwen3-0.6b"
             )
             .into()),
         }

@@ -34,6 +34,9 @@ pub struct LlamaConfig {
     pub tie_embeddings: bool,
     /// The query, key and value projections add a bias (Qwen2's): `self_attn.{q,k,v}_proj.bias`.
     pub qkv_bias: bool,
+    /// Each query and key head is RMS-normalized with a weight of its own before it turns
+    /// (Qwen3's): `self_attn.q_norm.weight` and `self_attn.k_norm.weight`, `[head_dim]` each.
+    pub qk_norm: bool,
 }
 
 impl LlamaConfig {
@@ -53,6 +56,7 @@ impl LlamaConfig {
             max_seq: 2048,
             tie_embeddings: false,
             qkv_bias: false,
+            qk_norm: false,
         }
     }
 
@@ -80,6 +84,7 @@ impl LlamaConfig {
             max_seq: 2048,
             tie_embeddings: true,
             qkv_bias: false,
+            qk_norm: false,
         }
     }
 
@@ -102,6 +107,31 @@ impl LlamaConfig {
             max_seq: 2048,
             tie_embeddings: true,
             qkv_bias: true,
+            qk_norm: false,
+        }
+    }
+
+    /// Qwen3 0.6B's configuration: 28 layers, hidden 1024, 16 heads of 128 over 8 key/value
+    /// heads (heads wider than the stream: 2048 query values), each query and key head
+    /// normalized before it turns, MLP 3072, vocabulary 151936, the output projection tied to
+    /// the embedding, rotary base 1000000; a cache of 2048 positions (the model reaches 40960:
+    /// [`LlamaConfig::with_max_seq`]).
+    pub fn qwen3_06b() -> LlamaConfig {
+        LlamaConfig {
+            layers: 28,
+            hidden: 1024,
+            heads: 16,
+            head_dim: 128,
+            kv_heads: 8,
+            mlp: 3072,
+            vocab: 151936,
+            rope_theta: 1_000_000.0,
+            rope_scaling: RopeScaling::None,
+            rms_eps: 1e-6,
+            max_seq: 2048,
+            tie_embeddings: true,
+            qkv_bias: false,
+            qk_norm: true,
         }
     }
 
@@ -122,6 +152,7 @@ impl LlamaConfig {
             max_seq: 64,
             tie_embeddings: false,
             qkv_bias: false,
+            qk_norm: false,
         }
     }
 
@@ -152,6 +183,12 @@ impl LlamaConfig {
     /// This configuration with biases on the query, key and value projections (`on`).
     pub fn with_qkv_bias(mut self, on: bool) -> LlamaConfig {
         self.qkv_bias = on;
+        self
+    }
+
+    /// This configuration with each query and key head normalized before it turns (`on`).
+    pub fn with_qk_norm(mut self, on: bool) -> LlamaConfig {
+        self.qk_norm = on;
         self
     }
 

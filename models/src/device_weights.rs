@@ -6,13 +6,14 @@
 //! i and i + d/2 become rows 2i and 2i + 1, so the rotation is `RopeStyle::Interleaved` and a
 //! GEMV's workgroup holds whole pairs), the output projection's columns in the same order
 //! (attention works in that order throughout: dot products and weighted sums don't depend on
-//! it), their biases (where the model has them) in the rows' order, the MLP's gate and up rows
+//! it), their biases and the heads' norms (where the model has them) in the rows' order (a
+//! head's norm sums over all its values, whatever their order), the MLP's gate and up rows
 //! interleaved. Read from a [`WeightSource`] a layer at a time, its projections on threads of
 //! their own, the next layer read while this one uploads: a file's tensors are never all on the
 //! host as `f32` at once (two layers' at most).
 
 use crate::int8::quantize_rows;
-use crate::weights::{layer_bias, layer_weight, QKV_BIAS_PARTS};
+use crate::weights::{layer_bias, layer_weight, QKV_BIAS_PARTS, QK_NORM_PARTS};
 use crate::{LlamaConfig, ModelError, WeightSource, WeightStorage};
 use vkprism::{Context, Tensor, TensorFormat};
 
@@ -48,6 +49,9 @@ pub(crate) struct LayerWeights {
     pub qkv: Projection,
     /// Their biases stacked the same way, in the model's format, where it has them.
     pub qkv_bias: Option<Tensor>,
+    /// The query heads' and the key heads' norm weights `[head_dim]`, each head's values in
+    /// the pairs' order, in the model's format, where it has them.
+    pub qk_norm: Option<[Tensor; 2]>,
     /// `[hidden, heads · head_dim]`, each head's columns in the pairs' order.
     pub o: Projection,
     /// Gate and up rows interleaved (row 2i gate i, row 2i + 1 up i), `[2·mlp, hidden]`, the
@@ -70,6 +74,7 @@ pub(crate) struct DeviceWeights {
 struct HostLayer {
     qkv: Vec<f32>,
     qkv_bias: Option<Vec<f32>>,
+    qk_norm: Option<[Vec<f32>; 2]>,
     o: Vec<f32>,
     gate_up: Vec<f32>,
     down: Vec<f32>,
@@ -92,6 +97,7 @@ impl HostLayer {
         );
         let read = |part: &str, shape: &[usize]| source.tensor(&layer_weight(i, part), shape);
         let qkv_bias = cfg.qkv_bias.then(|| qkv_bias(source, cfg, i)).transpose()?;
+        let qk_norm = cfg.qk_norm.then(|| qk_norm(source, cfg, i)).transpose()?;
         std::thread::scope(|s| {
             let qkv = s.spawn(|| -> Result<_, ModelError> {
                 let input_norm = read("input_layernorm", &[h])?;
@@ -114,6 +120,7 @@ impl HostLayer {
             Ok(HostLayer {
                 qkv: joined(qkv)?,
                 qkv_bias,
+                qk_norm,
                 o: joined(o)?,
                 gate_up: gate_up?,
                 down: joined(down)?,
@@ -135,6 +142,21 @@ fn qkv_bias(
         stacked.extend(source.tensor(&layer_bias(i, part), &[n])?);
     }
     Ok(pairs_side_by_side(&stacked, 1, cfg.head_dim()))
+}
+
+/// Layer `i`'s query and key heads' norm weights, each in the order its heads' rotation pairs
+/// sit side by side.
+fn qk_norm(
+    source: &dyn WeightSource,
+    cfg: &LlamaConfig,
+    i: usize,
+) -> Result<[Vec<f32>; 2], ModelError> {
+    let d = cfg.head_dim();
+    let read = |part| -> Result<_, ModelError> {
+        let w = source.tensor(&layer_weight(i, part), &[d])?;
+        Ok(pairs_side_by_side(&w, 1, d))
+    };
+    Ok([read(QK_NORM_PARTS[0])?, read(QK_NORM_PARTS[1])?])
 }
 
 /// What a scoped thread returned (its panic, if it panicked, carried on).
@@ -174,10 +196,15 @@ impl Uploader<'_> {
 
     fn layer(&self, cfg: &LlamaConfig, host: HostLayer) -> Result<LayerWeights, ModelError> {
         let (h, q, kv, m) = (cfg.hidden, cfg.q_dim(), cfg.kv_dim(), cfg.mlp);
-        let qkv_bias = host.qkv_bias.as_ref();
+        let vector = |v: &Vec<f32>| self.upload(&[v.len()], v);
+        let qk_norm = match &host.qk_norm {
+            Some([q, k]) => Some([vector(q)?, vector(k)?]),
+            None => None,
+        };
         Ok(LayerWeights {
             qkv: self.projection([q + 2 * kv, h], &host.qkv)?,
-            qkv_bias: qkv_bias.map(|b| self.upload(&[b.len()], b)).transpose()?,
+            qkv_bias: host.qkv_bias.as_ref().map(vector).transpose()?,
+            qk_norm,
             o: self.projection([h, q], &host.o)?,
             gate_up: self.projection([2 * m, h], &host.gate_up)?,
             down: self.projection([h, m], &host.down)?,
@@ -298,10 +325,15 @@ impl DeviceWeights {
     pub fn bytes(&self) -> u64 {
         let layer = |l: &LayerWeights| {
             let bias = l.qkv_bias.as_ref().map_or(0, |b| b.size_bytes());
-            bias + [&l.qkv, &l.o, &l.gate_up, &l.down]
-                .iter()
-                .map(|p| p.bytes())
-                .sum::<u64>()
+            let norms = l
+                .qk_norm
+                .as_ref()
+                .map_or(0, |n| n.iter().map(|t| t.size_bytes()).sum());
+            bias + norms
+                + [&l.qkv, &l.o, &l.gate_up, &l.down]
+                    .iter()
+                    .map(|p| p.bytes())
+                    .sum::<u64>()
         };
         self.embed.size_bytes() + self.lm_head.bytes() + self.layers.iter().map(layer).sum::<u64>()
     }

@@ -8,7 +8,9 @@
 //! through fused GEMVs that normalize their input, rotate queries and keys into place, gate the
 //! MLP and add into the residual stream themselves: five dispatches a layer with attention's
 //! (six where attention merges its key shares in a pass of its own: the grouped kernel, over
-//! caches of grouped-query heads past 16 chunks of keys). Heads keep their rotation pairs side
+//! caches of grouped-query heads past 16 chunks of keys). A model that normalizes each query
+//! and key head before it turns (Qwen3's) projects them first, prompt or token, and places
+//! them with a dispatch of their own ([`Ops::rope_qkv_normed`]). Heads keep their rotation pairs side
 //! by side ([`crate::device_weights`]). On int8 weights a token's GEMVs read them as they are;
 //! a prompt's GEMMs read each weight dequantized into one scratch matrix first (a dispatch
 //! before each GEMM).
@@ -18,7 +20,7 @@ use crate::device_weights::{DeviceWeights, LayerWeights, Projection};
 use crate::{LlamaConfig, ModelError, WeightStorage};
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
 use vkprism_shaders::{
-    Activation, Attention, Gemm, Gemv, Ops, QuantScale, ReduceOp, Rope, RopeStyle,
+    Activation, Attention, Gemm, Gemv, HeadNorm, Ops, QuantScale, ReduceOp, Rope, RopeStyle,
 };
 
 /// The tensors a step of `n` tokens works in, reused by every layer (the list puts a barrier
@@ -30,8 +32,10 @@ pub(crate) struct Activations {
     x: Tensor,
     /// The stream RMS-normalized without a weight (GEMM path) `[n, hidden]`.
     h: Tensor,
-    /// A one-token step's fused projection `[1, (heads + 2·kv_heads) · head_dim]` at a known
-    /// position (a prompt's is placed as its GEMM computes it, `Ops::gemm_rope_qkv`).
+    /// The fused projection `[rows, (heads + 2·kv_heads) · head_dim]` where it is placed by a
+    /// dispatch of its own: a token's at a known position, and every token's of a model that
+    /// normalizes its heads (`rows` the step's tokens there, else 1; a prompt's is otherwise
+    /// placed as its GEMM computes it, `Ops::gemm_rope_qkv`).
     qkv: Tensor,
     /// Rotated queries and the attention's output `[n, heads, head_dim]`.
     q: Tensor,
@@ -70,7 +74,10 @@ impl Activations {
             ids: Tensor::new(ctx, &[n], TensorFormat::I32)?,
             x: t(&[n, cfg.hidden])?,
             h,
-            qkv: t(&[1, cfg.q_dim() + 2 * cfg.kv_dim()])?,
+            qkv: t(&[
+                if cfg.qk_norm { n } else { 1 },
+                cfg.q_dim() + 2 * cfg.kv_dim(),
+            ])?,
             q: t(&[n, heads, d])?,
             o: t(&[n, heads, d])?,
             mlp: t(&[n, cfg.mlp])?,
@@ -217,52 +224,104 @@ impl Forward<'_> {
         l: &LayerWeights,
     ) -> Result<(), ModelError> {
         let (a, ops) = (self.act, self.ops);
-        let (keys, values) = self.cache.layer(i);
         let rope = Rope::new()
             .with_theta_base(self.cfg.rope_theta)
             .with_scaling(self.cfg.rope_scaling)
             .with_style(RopeStyle::Interleaved);
         let causal = Attention::new().with_causal(true);
-        // A token's projection normalizes the stream itself.
-        let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
-        let bias = l.qkv_bias.as_ref();
         match self.at {
             StepPosition::Known(start) => {
                 let rope = rope.with_position_offset(start);
-                if a.tokens() == 1 {
-                    self.gemv(list, (&l.qkv, bias), &a.x, &a.qkv, &normed)?;
-                    ops.rope_qkv(list, &a.qkv, &a.q, keys, values, &rope, None)?;
-                } else {
-                    let w = self.float_weights(list, &l.qkv)?;
-                    ops.gemm_rope_qkv(list, &a.h, (&w, bias), &a.q, keys, values, &rope)?;
-                }
+                self.place_qkv(list, i, l, &rope, None)?;
                 let (k, v) = self.cache.rows(i, start + a.tokens())?;
                 ops.attention(list, &a.q, &k, &v, &a.o, &causal)?;
             }
             StepPosition::Buffer { position, capacity } => {
-                let cache = [keys, values];
-                let at = Some(position);
-                match &l.qkv {
-                    Projection::Float(w) => {
-                        ops.gemv_rope_qkv(list, w, bias, &a.x, &a.q, cache, &normed, &rope, at)?
-                    }
-                    Projection::Int8 { w, scales } => ops.gemv_int8_rope_qkv(
-                        list,
-                        (w, scales),
-                        bias,
-                        &a.x,
-                        &a.q,
-                        cache,
-                        &normed,
-                        &rope,
-                        at,
-                    )?,
-                }
+                self.place_qkv(list, i, l, &rope, Some(position))?;
                 let (k, v) = self.cache.rows(i, capacity)?;
                 ops.attention_at(list, &a.q, &k, &v, &a.o, &causal, position)?;
             }
         }
         self.residual(list, &l.o, &flat(&a.o)?)
+    }
+
+    /// The step's queries, keys and values projected from the normed stream, turned by `rope`
+    /// (at the position in `position` past its offset, where given) and placed: the queries in
+    /// `q`, the keys and values in layer `i`'s cache. The rotation fused into the projection
+    /// where it can be: not where the model normalizes its heads first (a projection, then
+    /// [`Ops::rope_qkv_normed`]), nor for a token at a known position.
+    fn place_qkv(
+        &self,
+        list: &mut CommandList,
+        i: usize,
+        l: &LayerWeights,
+        rope: &Rope,
+        position: Option<&Tensor>,
+    ) -> Result<(), ModelError> {
+        let (a, ops) = (self.act, self.ops);
+        let (keys, values) = self.cache.layer(i);
+        // A token's projection normalizes the stream itself.
+        let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
+        let bias = l.qkv_bias.as_ref();
+        if let Some([q_weight, k_weight]) = &l.qk_norm {
+            let qkv = self.projected_qkv(list, l)?;
+            let eps = self.cfg.rms_eps;
+            let norm = HeadNorm {
+                q_weight,
+                k_weight,
+                eps,
+            };
+            ops.rope_qkv_normed(list, &qkv, norm, &a.q, keys, values, rope, position)?;
+            return Ok(());
+        }
+        match (position, &l.qkv) {
+            (None, _) if a.tokens() == 1 => {
+                self.gemv(list, (&l.qkv, bias), &a.x, &a.qkv, &normed)?;
+                ops.rope_qkv(list, &a.qkv, &a.q, keys, values, rope, None)?;
+            }
+            (None, _) => {
+                let w = self.float_weights(list, &l.qkv)?;
+                ops.gemm_rope_qkv(list, &a.h, (&w, bias), &a.q, keys, values, rope)?;
+            }
+            (Some(_), Projection::Float(w)) => {
+                let cache = [keys, values];
+                ops.gemv_rope_qkv(list, w, bias, &a.x, &a.q, cache, &normed, rope, position)?
+            }
+            (Some(_), Projection::Int8 { w, scales }) => ops.gemv_int8_rope_qkv(
+                list,
+                (w, scales),
+                bias,
+                &a.x,
+                &a.q,
+                [keys, values],
+                &normed,
+                rope,
+                position,
+            )?,
+        }
+        Ok(())
+    }
+
+    /// The step's fused projection of the normed stream (and its bias) into `qkv`'s rows for
+    /// its tokens: the view it is in.
+    fn projected_qkv(
+        &self,
+        list: &mut CommandList,
+        l: &LayerWeights,
+    ) -> Result<Tensor, ModelError> {
+        let a = self.act;
+        let n = a.tokens();
+        let qkv = a.qkv.view(0, &[n, a.qkv.shape()[1]])?;
+        let bias = l.qkv_bias.as_ref();
+        if n == 1 {
+            let normed = Gemv::new().with_rms_input(self.cfg.rms_eps);
+            self.gemv(list, (&l.qkv, bias), &a.x, &qkv, &normed)?;
+        } else {
+            let w = self.float_weights(list, &l.qkv)?;
+            let op = Gemm::new().with_transpose_b(true);
+            self.ops.gemm(list, &a.h, &w, bias, &qkv, &op)?;
+        }
+        Ok(qkv)
     }
 
     /// `x += down(silu(gate(h)) · up(h))` of the normed stream: for one token the gated GEMV,

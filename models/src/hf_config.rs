@@ -1,5 +1,6 @@
 //! [`LlamaConfig::from_hf_json`]: a Hugging Face `config.json` (what `save_pretrained` writes
-//! for `LlamaForCausalLM`, `MistralForCausalLM` or `Qwen2ForCausalLM` without a sliding window)
+//! for `LlamaForCausalLM`, `MistralForCausalLM`, `Qwen2ForCausalLM` or `Qwen3ForCausalLM` without
+//! a sliding window)
 //! read into a [`LlamaConfig`], and every option this decoder does not compute refused by name
 //! rather than ignored; [`hf_end_tokens`], the tokens that end a generation.
 
@@ -36,8 +37,8 @@ struct HfLlama {
     attention_bias: bool,
     #[serde(default)]
     mlp_bias: bool,
-    /// Mistral's and Qwen2's: attention over the last this many tokens only (`null`: over all
-    /// of them); Qwen2's only where `use_sliding_window`.
+    /// Mistral's and Qwen's: attention over the last this many tokens only (`null`: over all
+    /// of them); Qwen's only where `use_sliding_window`.
     sliding_window: Option<usize>,
     use_sliding_window: Option<bool>,
 }
@@ -59,6 +60,11 @@ impl HfLlama {
     /// A Qwen2 model: biases on its query, key and value projections.
     fn is_qwen2(&self) -> bool {
         self.model_type.as_deref() == Some("qwen2")
+    }
+
+    /// A Qwen3 model: each query and key head normalized before it turns.
+    fn is_qwen3(&self) -> bool {
+        self.model_type.as_deref() == Some("qwen3")
     }
 }
 
@@ -121,18 +127,18 @@ fn scaling(field: &str, r: &RopeParameters) -> Result<RopeScaling, String> {
 
 /// Why `hf` describes a model this decoder does not compute, naming the field, or `None`.
 fn unsupported(hf: &HfLlama) -> Option<String> {
-    // Mistral and Qwen2 are Llama's architecture but for their window (Qwen2's used only where
-    // `use_sliding_window`), which one at least as long as the model's positions never narrows,
-    // and Qwen2's biases.
+    // Mistral, Qwen2 and Qwen3 are Llama's architecture but for their window (Qwen's used only
+    // where `use_sliding_window`), which one at least as long as the model's positions never
+    // narrows, Qwen2's biases and Qwen3's heads' norms.
     let window = match hf.model_type.as_deref() {
         None | Some("llama") => None,
         Some("mistral") => hf.sliding_window,
-        Some("qwen2") => hf
+        Some("qwen2" | "qwen3") => hf
             .sliding_window
             .filter(|_| hf.use_sliding_window == Some(true)),
         Some(kind) => {
             return Some(format!(
-                "`model_type` is `{kind}`, not `llama`, `mistral` or `qwen2`"
+                "`model_type` is `{kind}`, not `llama`, `mistral`, `qwen2` or `qwen3`"
             ))
         }
     };
@@ -149,7 +155,7 @@ fn unsupported(hf: &HfLlama) -> Option<String> {
         ));
     }
     // Qwen2's biases are on the query, key and value projections only, which it always has;
-    // Llama's `attention_bias` puts one on the output projection too.
+    // Llama's and Qwen3's `attention_bias` put one on the output projection too.
     if (hf.attention_bias && !hf.is_qwen2()) || hf.mlp_bias {
         let field = if hf.attention_bias && !hf.is_qwen2() {
             "attention_bias"
@@ -179,12 +185,12 @@ fn head_dim(hf: &HfLlama) -> Result<usize, String> {
 }
 
 impl LlamaConfig {
-    /// The configuration a Hugging Face `config.json` of a `LlamaForCausalLM` (or of a Mistral
-    /// or Qwen2 model of the same architecture) describes, its cache holding
+    /// The configuration a Hugging Face `config.json` of a `LlamaForCausalLM` (or of a Mistral,
+    /// Qwen2 or Qwen3 model of the same architecture) describes, its cache holding
     /// `max_position_embeddings` positions (shorten it with [`LlamaConfig::with_max_seq`]).
     /// Refused with [`ModelError::ConfigFile`], naming the field or the line and column: text
     /// that is not such JSON, a size missing, and every option this decoder does not compute (a
-    /// `model_type` other than `llama`, `mistral` or `qwen2`, a sliding window, another
+    /// `model_type` other than `llama`, `mistral`, `qwen2` or `qwen3`, a sliding window, another
     /// `hidden_act`, a rotary embedding scaled otherwise than `linear` or `llama3`, biases other
     /// than Qwen2's on the query, key and value projections).
     pub fn from_hf_json(text: &str) -> Result<LlamaConfig, ModelError> {
@@ -208,6 +214,7 @@ impl LlamaConfig {
             max_seq: hf.max_position_embeddings,
             tie_embeddings: hf.tie_word_embeddings,
             qkv_bias: hf.is_qwen2(),
+            qk_norm: hf.is_qwen3(),
         };
         match cfg.problem() {
             Some(why) => Err(ModelError::Config(why)),

@@ -46,5 +46,6 @@ pub use safetensors_io::SafetensorsFile;
 pub use sampling::{Sampler, Sampling};
 pub use vkprism_shaders::RopeScaling;
 pub use weights::{
-    layer_bias, layer_weight, weight_shapes, HostWeights, WeightSource, LAYER_PARTS, QKV_BIAS_PARTS,
+    layer_bias, layer_weight, weight_shapes, HostWeights, WeightSource, LAYER_PARTS,
+    QKV_BIAS_PARTS, QK_NORM_PARTS,
 };

@@ -101,6 +101,10 @@ impl<'w> ReferenceLlama<'w> {
         let mut q = projection("self_attn.q_proj");
         let mut k = projection("self_attn.k_proj");
         let v = projection("self_attn.v_proj");
+        if c.qk_norm {
+            q = heads_rms_normed(&q, c.head_dim(), part("self_attn.q_norm"), c.rms_eps);
+            k = heads_rms_normed(&k, c.head_dim(), part("self_attn.k_norm"), c.rms_eps);
+        }
         let freqs = c.rope_frequencies();
         rope(&mut q, c.head_dim(), self.pos, &freqs);
         rope(&mut k, c.head_dim(), self.pos, &freqs);
@@ -175,6 +179,13 @@ fn rms_norm(x: &[f64], gamma: &[f32], eps: f32) -> Vec<f64> {
     x.iter()
         .zip(gamma)
         .map(|(v, g)| v * inv * *g as f64)
+        .collect()
+}
+
+/// Every head of `x` (heads of `d` values) RMS-normalized with weight `gamma` `[d]`.
+fn heads_rms_normed(x: &[f64], d: usize, gamma: &[f32], eps: f32) -> Vec<f64> {
+    x.chunks_exact(d)
+        .flat_map(|head| rms_norm(head, gamma, eps))
         .collect()
 }
 

@@ -37,6 +37,10 @@ pub fn layer_bias(layer: usize, part: &str) -> String {
     format!("model.layers.{layer}.{part}.bias")
 }
 
+/// The weights of each query and key head's norm where the configuration has them
+/// ([`LlamaConfig::qk_norm`](crate::LlamaConfig::qk_norm)), within `model.layers.{i}.`.
+pub const QK_NORM_PARTS: [&str; 2] = ["self_attn.q_norm", "self_attn.k_norm"];
+
 /// A layer's projections and the norm each has folded into its columns at load (`None`: none).
 const PROJECTION_NORMS: [(&str, Option<&str>); 7] = [
     ("self_attn.q_proj", Some("input_layernorm")),
@@ -57,13 +61,14 @@ fn part_shape(cfg: &LlamaConfig, part: &str) -> Vec<usize> {
         "self_attn.k_proj" | "self_attn.v_proj" => vec![kv, h],
         "mlp.gate_proj" | "mlp.up_proj" => vec![m, h],
         "mlp.down_proj" => vec![h, m],
+        "self_attn.q_norm" | "self_attn.k_norm" => vec![cfg.head_dim()],
         _ => vec![h],
     }
 }
 
 /// Every weight tensor of a decoder of `cfg`, name and shape, in the order a model uses them
-/// (no `lm_head.weight` where the embedding is tied; the projections' biases after each
-/// layer's weights where it has them).
+/// (no `lm_head.weight` where the embedding is tied; the projections' biases and the heads'
+/// norms after each layer's weights where it has them).
 pub fn weight_shapes(cfg: &LlamaConfig) -> Vec<(String, Vec<usize>)> {
     let mut out = vec![(
         "model.embed_tokens.weight".to_string(),
@@ -76,6 +81,11 @@ pub fn weight_shapes(cfg: &LlamaConfig) -> Vec<(String, Vec<usize>)> {
         if cfg.qkv_bias {
             for part in QKV_BIAS_PARTS {
                 out.push((layer_bias(layer, part), vec![part_shape(cfg, part)[0]]));
+            }
+        }
+        if cfg.qk_norm {
+            for part in QK_NORM_PARTS {
+                out.push((layer_weight(layer, part), part_shape(cfg, part)));
             }
         }
     }
@@ -173,8 +183,8 @@ impl HostWeights {
     /// activations in `format` computes with: each projection rounded per row as the model
     /// quantizes it at load (the norm before it folded into its columns first, and taken out
     /// again here: the reference applies the norm itself), the output projection a tensor of
-    /// its own even where the embedding is tied, the embedding and the biases rounded to
-    /// `format`.
+    /// its own even where the embedding is tied, the embedding, the biases and the heads' norms
+    /// rounded to `format` (the tensors that stay in the activations' format).
     ///
     /// [`WeightStorage::Int8`]: crate::WeightStorage::Int8
     pub fn int8_rounded(
@@ -214,9 +224,12 @@ impl HostWeights {
             vec![cfg.vocab, cfg.hidden],
             g,
         )?;
-        // Biases as the activations hold them.
+        // Biases and the heads' norms as the activations hold them.
         for (name, (shape, values)) in &self.tensors {
-            if name.ends_with(".bias") {
+            let heads_norm = QK_NORM_PARTS
+                .iter()
+                .any(|p| name.ends_with(&format!("{p}.weight")));
+            if name.ends_with(".bias") || heads_norm {
                 let rounded = rounded_to(format, values);
                 out.tensors.insert(name.clone(), (shape.clone(), rounded));
             }

@@ -95,6 +95,16 @@ fn config_json_reads_as_the_configuration() {
         LlamaConfig::from_hf_json(&qwen2).unwrap(),
         small.with_qkv_bias(true)
     );
+    // Qwen3: each query and key head normalized, no biases; its window as Qwen2's.
+    let qwen3 = config_json(&[
+        ("model_type", "qwen3".into()),
+        ("sliding_window", serde_json::Value::Null),
+        ("use_sliding_window", false.into()),
+    ]);
+    assert_eq!(
+        LlamaConfig::from_hf_json(&qwen3).unwrap(),
+        small.with_qk_norm(true)
+    );
     // Mistral without a sliding window (v0.2 on), or with one no shorter than its positions.
     for window in [serde_json::Value::Null, 64.into()] {
         let mistral = config_json(&[("model_type", "mistral".into()), ("sliding_window", window)]);
@@ -166,6 +176,18 @@ fn presets_are_the_published_configurations() {
     });
     let cfg = LlamaConfig::from_hf_json(&qwen25.to_string()).unwrap();
     assert_eq!(cfg, LlamaConfig::qwen25_05b().with_max_seq(32768));
+    let qwen3 = serde_json::json!({
+        "architectures": ["Qwen3ForCausalLM"], "attention_bias": false, "attention_dropout": 0.0,
+        "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu",
+        "hidden_size": 1024, "initializer_range": 0.02, "intermediate_size": 3072,
+        "max_position_embeddings": 40960, "max_window_layers": 28, "model_type": "qwen3",
+        "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+        "rms_norm_eps": 1e-06, "rope_scaling": null, "rope_theta": 1000000,
+        "sliding_window": null, "tie_word_embeddings": true, "torch_dtype": "bfloat16",
+        "use_cache": true, "use_sliding_window": false, "vocab_size": 151936
+    });
+    let cfg = LlamaConfig::from_hf_json(&qwen3.to_string()).unwrap();
+    assert_eq!(cfg, LlamaConfig::qwen3_06b().with_max_seq(40960));
 }
 
 /// `from_hf_json` of `text` refused with `ModelError::ConfigFile` whose message holds `needle`.
@@ -202,7 +224,14 @@ fn unsupported_or_broken_config_is_refused_by_name() {
             config_json(&[("num_attention_heads", 3.into())]),
             "doesn't divide",
         ),
-        (config_json(&[("model_type", "qwen3".into())]), "qwen3"),
+        (config_json(&[("model_type", "gemma".into())]), "`gemma`"),
+        (
+            config_json(&[
+                ("model_type", "qwen3".into()),
+                ("attention_bias", true.into()),
+            ]),
+            "attention_bias",
+        ),
         (
             config_json(&[
                 ("model_type", "qwen2".into()),

@@ -254,6 +254,31 @@ fn qkv_biases_match_reference() {
     assert_clean(&ctx);
 }
 
+/// Qwen3's norms of each query and key head before it turns, on heads wider than the stream
+/// (128 over hidden 256 and 4 heads, as Qwen3 0.6B's 128 over 1024 and 16): a 40-token prompt's
+/// logits and four decode steps' against the reference's in every float format the device
+/// runs, with float and int8 projections (the norms' weights in the activations' format either
+/// way), the reference itself moved by the norms.
+#[test]
+fn heads_norms_match_reference() {
+    let ctx = ctx();
+    let mut plain = LlamaConfig::small();
+    plain.head_dim = 128;
+    let cfg = plain.with_qk_norm(true);
+    let weights = HostWeights::random(&cfg, SEED);
+    let prompt = long_prompt();
+    let last = prompt.len() - 1;
+    let unnormed = ReferenceLlama::new(&plain, &weights).forward(&prompt);
+    let normed = ReferenceLlama::new(&cfg, &weights).forward(&prompt);
+    let moved = max_error(&normed[last], &unnormed[last]);
+    assert!(
+        moved > 1e-2,
+        "the norms move the logits by {moved:.2e} only"
+    );
+    check_every_storage(&ctx, &cfg, &weights, "heads normed");
+    assert_clean(&ctx);
+}
+
 /// Decoding token by token (the reference's greedy tokens fed to both): each step's logits
 /// within `format`'s tolerance of the reference's, and the GPU's argmax of them the token the
 /// logits name.
@@ -477,6 +502,17 @@ fn missing_tensor_is_named() {
     let bias = "model.layers.0.self_attn.q_proj.bias";
     assert!(
         matches!(&err, ModelError::MissingTensor { name: n } if n == bias),
+        "{err}"
+    );
+    still_usable(&ctx, &weights);
+    // Nor the heads' norms a Qwen3 configuration asks for.
+    let normed = cfg.with_qk_norm(true);
+    let err = Llama::from_safetensors(&ctx, &normed, &bytes, TensorFormat::F32)
+        .err()
+        .unwrap();
+    let norm = "model.layers.0.self_attn.q_norm.weight";
+    assert!(
+        matches!(&err, ModelError::MissingTensor { name: n } if n == norm),
         "{err}"
     );
     still_usable(&ctx, &weights);

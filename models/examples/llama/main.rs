@@ -104,9 +104,11 @@ pub fn parse_args(words: impl IntoIterator<Item = String>) -> Result<Args, Strin
                     "tinyllama" => LlamaConfig::tinyllama(),
                     "llama3.2-1b" => LlamaConfig::llama32_1b(),
                     "qwen2.5-0.5b" => LlamaConfig::qwen25_05b(),
+                    "qwen3-0.6b" => LlamaConfig::qwen3_06b(),
                     _ => {
                         return Err(format!(
-                            "unknown config {value} (small, tinyllama, llama3.2-1b, qwen2.5-0.5b)"
+                            "unknown config {value} (small, tinyllama, llama3.2-1b, \
+                             qwen2.5-0.5b, qwen3-0.6b)"
                         ))
                     }
                 }
