@@ -12,7 +12,7 @@ set -uo pipefail
 out=${OUT:-/tmp/out}; mkdir -p "$out"
 cases=${1:-decoder,resnet50}
 if [ "${2:-}" != "skip-tests" ]; then
-  for t in vkprism-shaders.gemv vkprism-shaders.gemv_fused vkprism-shaders.glu vkprism-shaders.rope \
+  for t in vkprism-shaders.gemv vkprism-shaders.gemv_fused vkprism-shaders.glu vkprism-shaders.rope vkprism-shaders.rope_qkv_norm \
            vkprism-shaders.attention vkprism-shaders.split_k vkprism-shaders.ops \
            vkprism-runtime.pipelining vkprism-runtime.device_tensor vkprism-models.llama vkprism-models.session vkprism-models.resnet; do
     VKPRISM_VALIDATION=1 ".devbin/$t" 2>&1 | grep -E -A3 "^test |test result|panicked" | tee -a "$out/tests.txt"

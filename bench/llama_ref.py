@@ -53,7 +53,11 @@ def norm_of(name, params):
 
 
 def round_to_int8(model):
-    """Every projection replaced by its per-row int8 rounding, as vkprism's loader makes it."""
+    """Every projection replaced by its per-row int8 rounding, as vkprism's loader makes it. A
+    tied output layer is untied first: vkprism rounds a copy of the embedding for it and keeps
+    the embedding itself in the activations' format."""
+    if model.lm_head.weight is model.model.embed_tokens.weight:
+        model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach().clone())
     params = dict(model.state_dict())
     with torch.no_grad():
         for name, w in params.items():

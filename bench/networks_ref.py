@@ -71,7 +71,7 @@ def static_step(model, dyn, context, max_len, token):
     from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
     m, cfg = model.model, model.config
     hq, hkv = cfg.num_attention_heads, cfg.num_key_value_heads
-    d = cfg.hidden_size // hq
+    d = getattr(cfg, "head_dim", None) or cfg.hidden_size // hq
     shape = (cfg.num_hidden_layers, 1, hkv, max_len, d)
     kc = torch.zeros(shape, device="cuda", dtype=torch.float16)
     vc = torch.zeros_like(kc)
@@ -89,8 +89,11 @@ def static_step(model, dyn, context, max_len, token):
         for i, layer in enumerate(m.layers):
             a = layer.self_attn
             h = layer.input_layernorm(x)
-            q = a.q_proj(h).view(1, 1, hq, d).transpose(1, 2)
-            k = a.k_proj(h).view(1, 1, hkv, d).transpose(1, 2)
+            q = a.q_proj(h).view(1, 1, hq, d)
+            k = a.k_proj(h).view(1, 1, hkv, d)
+            if hasattr(a, "q_norm"):  # Qwen3's norm of each query and key head
+                q, k = a.q_norm(q), a.k_norm(k)
+            q, k = q.transpose(1, 2), k.transpose(1, 2)
             v = a.v_proj(h).view(1, 1, hkv, d).transpose(1, 2)
             q, k = apply_rotary_pos_emb(q, k, cos, sin)
             kc[i].index_copy_(2, pos, k)

@@ -19,7 +19,7 @@ cargo build --release --locked -p vkprism-models --example llama --example resne
 tests=$(cargo test --release --locked --no-run -p vkprism --test kernels --test runtime --test examples --test device_facts \
           -p vkprism-shaders --test every_variant --test gemm_cm2 --test gemm_glu --test gemm_rms_norm --test gemm_rope --test split_k --test tuning --test stress --test ops --test ops_gemm_epilogue --test unary --test broadcast --test reduce --test softmax --test norm \
           --test attention --test depthwise --test transpose --test slice --test concat --test pad --test cast --test quantize \
-          --test embedding --test gemv --test gemv_fused --test glu --test rope --test pool --test batch_norm_fold --test gemm_int8_weights -p vkprism-runtime --test hardening --test pipelining --test device_tensor \
+          --test embedding --test gemv --test gemv_fused --test glu --test rope --test rope_qkv_norm --test pool --test batch_norm_fold --test gemm_int8_weights -p vkprism-runtime --test hardening --test pipelining --test device_tensor \
           -p vkprism-models --test llama --test hf_dir --test session --test resnet \
           --message-format=json 2>/dev/null |
         python3 -c 'import json,sys
