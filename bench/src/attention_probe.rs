@@ -1,7 +1,8 @@
 //! `--cases attention_probe`: what a grouped-query decode step's attention costs against caches
 //! of several lengths on this device (TinyLlama's heads: 32 query heads over 4 key/value heads
 //! of 64, fp16, in the variants the operation layer runs unless `VKPRISM_BENCH_ATTN_ROWS` and
-//! `VKPRISM_BENCH_ATTN_VARIANT` name others): [`attention_grouped`] with the keys in 1 to 16
+//! `VKPRISM_BENCH_ATTN_VARIANT` name others; `VKPRISM_BENCH_ATTN_HEADS=hq,hkv,d` other heads,
+//! `VKPRISM_BENCH_ATTN_CACHES=n,...` other cache lengths): [`attention_grouped`] with the keys in 1 to 16
 //! shares (and the combine pass where there are several), beside the row kernel [`attention4`]
 //! at the operation layer's split (the combine pass, or the last share merging each row) and at
 //! fewer, wider shares, each as 20 dependent calls in one list ([`time_calls`]). Printed, not
@@ -54,6 +55,8 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     } else {
         &[512, 768, 2048, 4096]
     };
+    let listed = env_rows::<usize, 1>("VKPRISM_BENCH_ATTN_CACHES").map(|r| r.concat());
+    let caches = listed.as_deref().unwrap_or(caches);
     let kernels = RowKernels::load(ctx)?;
     println!(
         "# attention_probe: row kernels in {}",
@@ -99,8 +102,8 @@ impl RowKernels {
     }
 }
 
-/// One query row of TinyLlama's heads (32 query heads over 4 key/value heads of 64, fp16)
-/// against a cache of `shape.skv` keys and values.
+/// One query row of TinyLlama's heads (32 query heads over 4 key/value heads of 64, fp16; or
+/// `VKPRISM_BENCH_ATTN_HEADS=hq,hkv,d`) against a cache of `shape.skv` keys and values.
 struct DecodeStep {
     shape: AttentionShape,
     q: Tensor,
@@ -116,13 +119,16 @@ struct DecodeStep {
 
 impl DecodeStep {
     fn new(ctx: &Context, cache: usize) -> Result<DecodeStep, Box<dyn std::error::Error>> {
+        let [hq, hkv, d] = env_rows::<usize, 3>("VKPRISM_BENCH_ATTN_HEADS")
+            .and_then(|r| r.first().copied())
+            .unwrap_or([32, 4, 64]);
         let shape = AttentionShape {
             batch: 1,
             sq: 1,
             skv: cache,
-            hq: 32,
-            hkv: 4,
-            d: 64,
+            hq,
+            hkv,
+            d,
         };
         let (f, s) = (TensorFormat::F16, shape);
         let n = cache * s.hkv * s.d;

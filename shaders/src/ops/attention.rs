@@ -13,7 +13,7 @@ use super::check::{float_format, not_aliased, position_buffer, same_format};
 use super::{pipeline, recorded, scratch, OpError, Ops};
 use crate::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, AttentionShape,
+    attention_grouped, multiprocessors, AttentionShape,
 };
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -86,9 +86,9 @@ const DECODE_KEYS_EACH: usize = 4;
 
 /// Chunks of keys up to which [`attention_decode`] takes a decode step in one workgroup a row:
 /// each chunk waits on memory once, one after another (BENCHMARKS.md). Beyond, up to
-/// [`DECODE_SPLIT_MAX_CHUNKS`], the keys are split into about four shares side by side
+/// [`DECODE_SPLIT_MAX_CHUNKS`], the keys are split into shares side by side
 /// ([`decode_splits`]), the row's last share merging them.
-const DECODE_MAX_CHUNKS: usize = 6;
+const DECODE_MAX_CHUNKS: usize = 3;
 
 /// Chunks of keys up to which a split [`attention_decode`] takes a decode step where
 /// [`attention_grouped`] could (grouped-query heads): as far as it was measured faster than
@@ -96,13 +96,16 @@ const DECODE_MAX_CHUNKS: usize = 6;
 /// grouped heads it takes any cache.
 const DECODE_SPLIT_MAX_CHUNKS: usize = 16;
 
-/// The shares a split [`attention_decode`] row of `chunks` chunks takes: about four of whole
-/// chunks (four of 2 chunks at 2048 keys of 64, four of 4 at 4096, each the fastest of 1 to 4
-/// chunks a share; more shares cost the merging share more than they save), at most 4 chunks
-/// a share (a share's chunks wait on memory one after another) while that makes at most
-/// [`DECODE_MAX_SPLITS`] shares.
-fn decode_splits(chunks: usize) -> usize {
-    let per_share = (chunks.div_ceil(2) / 2)
+/// The shares a split [`attention_decode`] row of `chunks` chunks takes where `rows` rows run
+/// on `sms` multiprocessors: as many as keep the grid within one workgroup a multiprocessor
+/// (past it a second wave of shares waits for the first), of as few whole chunks each as that
+/// allows (a share's chunks wait on memory one after another) — at most 4 chunks a share, and
+/// at most [`DECODE_MAX_SPLITS`] shares. Each the fastest of 1 to 4 chunks a share on the H200
+/// at 768 to 2304 keys, TinyLlama's and Qwen3's heads (BENCHMARKS.md).
+fn decode_splits(chunks: usize, rows: usize, sms: usize) -> usize {
+    let shares_fit = (sms / rows.max(1)).max(1);
+    let per_share = chunks
+        .div_ceil(shares_fit)
         .clamp(1, 4)
         .max(chunks.div_ceil(DECODE_MAX_SPLITS));
     chunks.div_ceil(per_share)
@@ -145,8 +148,8 @@ enum RowsKernel {
 }
 
 /// The kernel that takes `s` and the shares its keys are split into, where
-/// [`attention_decode`] runs in workgroups of `decode_invocations`.
-fn rows_plan(s: &AttentionShape, decode_invocations: u32) -> (RowsKernel, usize) {
+/// [`attention_decode`] runs in workgroups of `decode_invocations` on `sms` multiprocessors.
+fn rows_plan(s: &AttentionShape, decode_invocations: u32, sms: usize) -> (RowsKernel, usize) {
     let chunk = s.decode_chunk(decode_invocations as usize, DECODE_KEYS_EACH);
     let decode = s.batch * s.sq <= GROUPED_ROWS && s.octets() && chunk > 0;
     let kernel = RowsKernel::Decode {
@@ -159,7 +162,7 @@ fn rows_plan(s: &AttentionShape, decode_invocations: u32) -> (RowsKernel, usize)
     let grouped_heads = s.hq / s.hkv >= GROUPED_MIN_HEADS;
     let split_takes = chunks <= DECODE_SPLIT_MAX_CHUNKS || !grouped_heads;
     if decode && split_takes && s.rows() <= COUNTED_ROWS {
-        return (kernel, decode_splits(chunks));
+        return (kernel, decode_splits(chunks, s.rows(), sms));
     }
     let grouped =
         s.batch * s.sq <= GROUPED_ROWS && s.skv >= GROUPED_MIN_KEYS && grouped_heads && s.quads();
@@ -349,7 +352,8 @@ impl Ops {
         [q, k, v, o]: [&Tensor; 4],
         pass: &RowsPass,
     ) -> Result<(), OpError> {
-        let (kernel, splits) = rows_plan(s, self.decode_invocations());
+        let sms = multiprocessors(self.ctx.features());
+        let (kernel, splits) = rows_plan(s, self.decode_invocations(), sms);
         let part_shape = if splits > 1 {
             s.part_shape(splits).to_vec()
         } else {
@@ -664,24 +668,43 @@ mod tests {
 
     #[test]
     fn a_decode_step_takes_the_decode_kernel_up_to_sixteen_chunks_of_its_workgroup() {
-        let plan = |skv, d, invocations| rows_plan(&decode_step(skv, d), invocations);
+        let plan = |skv, d, invocations| rows_plan(&decode_step(skv, d), invocations, 132);
         let decode = |invocations| RowsKernel::Decode { invocations };
-        // 512 invocations, d 64: chunks of 256 keys, unsplit up to 6, then about four shares
-        // (4 of 2 chunks at 2048 keys, 5 of 2 at 2304, 4 of 4 at 4096), then the grouped kernel.
-        assert_eq!(plan(1536, 64, 512), (decode(512), 1));
-        assert_eq!(plan(1537, 64, 512), (decode(512), 4));
+        // 512 invocations, d 64 (32 query rows): chunks of 256 keys, unsplit up to 3, then
+        // shares of whole chunks, at most 4 of them (132 multiprocessors over 32 rows): 3 of 2
+        // chunks at 1280 and 1536 keys, 4 of 2 at 2048, 3 of 3 at 2304, 4 of 4 at 4096; then
+        // the grouped kernel.
+        assert_eq!(plan(768, 64, 512), (decode(512), 1));
+        assert_eq!(plan(769, 64, 512), (decode(512), 4));
+        assert_eq!(plan(1280, 64, 512), (decode(512), 3));
+        assert_eq!(plan(1536, 64, 512), (decode(512), 3));
         assert_eq!(plan(2048, 64, 512), (decode(512), 4));
-        assert_eq!(plan(2304, 64, 512), (decode(512), 5));
+        assert_eq!(plan(2304, 64, 512), (decode(512), 3));
         assert_eq!(plan(4096, 64, 512), (decode(512), 4));
         assert_eq!(plan(4097, 64, 512).0, RowsKernel::Grouped);
         // A device allowing 256: chunks of 128.
-        assert_eq!(plan(768, 64, 256), (decode(256), 1));
+        assert_eq!(plan(384, 64, 256), (decode(256), 1));
         assert_eq!(plan(1000, 64, 256), (decode(256), 4));
         assert_eq!(plan(2049, 64, 256).0, RowsKernel::Grouped);
-        // d 128: chunks of 128 keys at 512; past 16 of them the grouped kernel.
-        assert_eq!(plan(768, 128, 512), (decode(512), 1));
-        assert_eq!(plan(769, 128, 512), (decode(512), 4));
+        // d 128: chunks of 128 keys at 512 (3 shares of 2 at 768 keys); past 16 of them the
+        // grouped kernel.
+        assert_eq!(plan(384, 128, 512), (decode(512), 1));
+        assert_eq!(plan(768, 128, 512), (decode(512), 3));
         assert_eq!(plan(2049, 128, 512).0, RowsKernel::Grouped);
+        // Qwen3's 16 query heads over 8 (no grouped kernel): up to 8 shares fit, so 6 of one
+        // chunk at 768 keys, 8 at 1024, 5 of 2 at 1280, 6 of 3 at 2304.
+        let qwen3 = |skv| {
+            let s = AttentionShape {
+                hq: 16,
+                hkv: 8,
+                ..decode_step(skv, 128)
+            };
+            rows_plan(&s, 512, 132)
+        };
+        assert_eq!(qwen3(768), (decode(512), 6));
+        assert_eq!(qwen3(1024), (decode(512), 8));
+        assert_eq!(qwen3(1280), (decode(512), 5));
+        assert_eq!(qwen3(2304), (decode(512), 6));
         // Without grouped heads (as many key/value heads as query heads), any cache: shares
         // of at most 4 chunks (4096 keys of 128: 8 shares).
         let mha = |skv| {
@@ -689,7 +712,7 @@ mod tests {
                 hkv: 32,
                 ..decode_step(skv, 128)
             };
-            rows_plan(&s, 512)
+            rows_plan(&s, 512, 132)
         };
         assert_eq!(mha(4096), (decode(512), 8));
         assert_eq!(mha(100_000), (decode(512), 196));
@@ -701,7 +724,7 @@ mod tests {
             sq: 16,
             ..decode_step(100, 64)
         };
-        let kernel = rows_plan(&prompt, 512).0;
+        let kernel = rows_plan(&prompt, 512, 132).0;
         assert!(!matches!(kernel, RowsKernel::Decode { .. }), "{kernel:?}");
     }
 }
