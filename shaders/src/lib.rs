@@ -110,8 +110,8 @@ pub use ops::{gemm_glu_constants, glu_narrow_from, options_for, QuantScale, CM2_
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, pool2d4, GlobalPoolShape, Pool2dShape};
 pub use quant_gemm::{quantize_rows, quantize_rows_grid};
 pub use rotary::{
-    rope, rope_qkv, rope_qkv4, rope_qkv_kernels, rope_qkv_norm, RopeFrequencies, RopeQkvShape,
-    RopeScaling, RopeShape,
+    rope, rope_qkv, rope_qkv4, rope_qkv_kernels, rope_qkv_norm, rope_qkv_norm4, RopeFrequencies,
+    RopeQkvShape, RopeScaling, RopeShape,
 };
 pub use rows::{
     argmax, norm, norm4, reduce, softmax, softmax4, NormShape, ReduceShape, SoftmaxShape,

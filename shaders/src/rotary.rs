@@ -39,26 +39,34 @@ vkprism::compute_shader! {
             define: [("VKPRISM_QUADS", "1")],
             share: [rope_qkv::SpecConstants, rope_qkv::PushConstants],
         },
+    /// [`rope_qkv`](crate::rope_qkv) with each query and key head RMS-normalized over its
+    /// `dim` values and scaled by a weight of `dim` values before it turns (Qwen3's `q_norm`
+    /// and `k_norm`: `q_norm` bound for every query head, `k_norm` for every key head), one
+    /// pair an invocation. A workgroup of whole heads (`dim / 2` invocations each), grid and
+    /// workgroup from [`RopeQkvShape::heads_grid`](crate::RopeQkvShape::heads_grid); push
+    /// constants from [`RopeQkvShape::norm_push`](crate::RopeQkvShape::norm_push) (the norm's
+    /// `eps` last); [`rope_qkv`](crate::rope_qkv)'s specialization constants.
+        rope_qkv_norm: {
+            path: "rope_qkv_norm.comp",
+            share: [rope_qkv::SpecConstants],
+        },
+    /// [`rope_qkv_norm`](crate::rope_qkv_norm) four pairs an invocation, loaded and stored as
+    /// quads: `dim` a multiple of 8 (`dim / 8` invocations a head). The same constants types.
+        rope_qkv_norm4: {
+            path: "rope_qkv_norm.comp",
+            define: [("VKPRISM_QUADS", "1")],
+            share: [rope_qkv::SpecConstants, rope_qkv_norm::PushConstants],
+        },
     },
 }
 
-pub use rope_qkv_kernels::{rope_qkv, rope_qkv4};
-
-vkprism::compute_shader! {
-    /// [`rope_qkv`](crate::rope_qkv) with each query and key head RMS-normalized over its
-    /// `dim` values and scaled by a weight of `dim` values before it turns (Qwen3's `q_norm`
-    /// and `k_norm`: `q_norm` bound for every query head, `k_norm` for every key head). One
-    /// workgroup of `dim / 2` invocations per head of a token, grid
-    /// [`RopeQkvShape::heads_grid`](crate::RopeQkvShape::heads_grid); push constants from
-    /// [`RopeQkvShape::norm_push`](crate::RopeQkvShape::norm_push) (the norm's `eps` last);
-    /// specialization constants as [`rope_qkv`](crate::rope_qkv)'s. Variants `fp32`, `fp16s`,
-    /// `fp16sa`, `bf16s`, each `_sg` (the head's sum in subgroups) and `_nosg`.
-    pub mod rope_qkv_norm,
-    path: "rope_qkv_norm.comp",
-}
+pub use rope_qkv_kernels::{rope_qkv, rope_qkv4, rope_qkv_norm, rope_qkv_norm4};
 
 /// The invocations per workgroup of [`rope`].
 const LOCAL: usize = 256;
+
+/// Invocations [`RopeQkvShape::heads_grid`] fills with whole heads.
+const HEADS_GROUP: usize = 64;
 
 /// Workgroups at most along x: a grid-stride loop takes the rest.
 const MAX_GROUPS: usize = 65535;
@@ -150,11 +158,16 @@ impl RopeQkvShape {
         [(groups * LOCAL) as u32, 1, 1]
     }
 
-    /// The workgroups of [`rope_qkv_norm`] (one a head of a token, at most 65,535: a
-    /// grid-stride loop takes the rest) and their size, `dim / 2`.
-    pub fn heads_grid(&self) -> ([u32; 3], [u32; 3]) {
-        let local = (self.dim / 2).max(1);
-        let groups = (self.tokens * (self.hq + 2 * self.hkv)).clamp(1, MAX_GROUPS);
+    /// The grid and workgroup of [`rope_qkv_norm`] (`quads`: of [`rope_qkv_norm4`]): a head's
+    /// pairs on `dim / 2` invocations (`dim / 8` with `quads`), as many whole heads a
+    /// workgroup as fit 64 invocations (at least one), one workgroup per that many heads of
+    /// the tokens, at most 65,535 (a grid-stride loop takes the rest).
+    pub fn heads_grid(&self, quads: bool) -> ([u32; 3], [u32; 3]) {
+        let lanes = (self.dim / if quads { 8 } else { 2 }).max(1);
+        let per_group = (HEADS_GROUP / lanes).max(1);
+        let heads = self.tokens * (self.hq + 2 * self.hkv);
+        let groups = heads.div_ceil(per_group).clamp(1, MAX_GROUPS);
+        let local = lanes * per_group;
         ([(groups * local) as u32, 1, 1], [local as u32, 1, 1])
     }
 

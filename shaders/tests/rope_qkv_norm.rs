@@ -1,15 +1,16 @@
-//! [`rope_qkv_norm`] (a fused projection's query and key heads RMS-normalized with their
-//! weights, then rotated and placed as `rope_qkv` places them: Qwen3's `q_norm` / `k_norm`) in
-//! every variant against an f64 reference on random non-zero data, outputs poisoned: heads of
-//! 3 to 128 pairs (workgroups that are no whole subgroup too), both pair styles, a scaled
+//! [`rope_qkv_norm`] and [`rope_qkv_norm4`] (a fused projection's query and key heads
+//! RMS-normalized with their weights, then rotated and placed as `rope_qkv` places them:
+//! Qwen3's `q_norm` / `k_norm`; one or four pairs an invocation) in every variant against an
+//! f64 reference on random non-zero data, outputs poisoned: heads of 3 to 128 pairs
+//! (workgroups of one head to eight, of 63 invocations too), both pair styles, a scaled
 //! rotation, positions from a push constant or a buffer, a grid too small for every head; and
 //! [`Ops::rope_qkv_normed`] with its checks.
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
 use vkprism_shaders::reference::LLAMA3_EVERY_BAND;
 use vkprism_shaders::{
-    reference, rope_qkv_norm, HeadNorm, OpError, Ops, Rope, RopeFrequencies, RopeQkvShape,
-    RopeScaling, RopeStyle,
+    reference, rope_qkv, rope_qkv_norm, rope_qkv_norm4, HeadNorm, OpError, Ops, Rope,
+    RopeFrequencies, RopeQkvShape, RopeScaling, RopeStyle,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, poisoned, quantize, random_in, refused,
@@ -63,12 +64,12 @@ fn head_normed(x: &[f32], dim: usize, w: &[f32]) -> Vec<f32> {
     out
 }
 
-/// Runs case `c` on variant `name` and checks q, the cache rows written (keys normed and
-/// turned, values copied) and that no other row changed.
-fn run(ctx: &Context, name: &str, c: Case, seed: u64) {
-    let k = ctx
-        .load_with::<rope_qkv_norm::Kernel>(&LoadOptions::variant_named(name).unwrap())
-        .unwrap();
+/// Runs case `c` on variant `name` of [`rope_qkv_norm`] (of [`rope_qkv_norm4`] with `quads`)
+/// and checks q, the cache rows written (keys normed and turned, values copied) and that no
+/// other row changed.
+fn run(ctx: &Context, name: &str, c: Case, quads: bool, seed: u64) {
+    let load = LoadOptions::variant_named(name).unwrap();
+    let k = ctx.load_with::<rope_qkv_norm::Kernel>(&load).unwrap();
     let f = k.format_of("qkv_blob").unwrap();
     let s = c.shape();
     let (qw, kw) = (c.hq * c.dim, c.hkv * c.dim);
@@ -82,26 +83,41 @@ fn run(ctx: &Context, name: &str, c: Case, seed: u64) {
     let kc = poisoned(ctx, &[c.rows, c.hkv, c.dim], f);
     let vc = poisoned(ctx, &[c.rows, c.hkv, c.dim], f);
     let pos = Tensor::from_i32(ctx, &[1], &[c.start as i32]).unwrap();
-    let spec = rope_qkv_norm::SpecConstants {
+    let spec = rope_qkv::SpecConstants {
         interleaved: c.interleaved as i32,
         position_in_buffer: c.in_buffer as i32,
     };
     let freqs = RopeFrequencies::new(10000.0).with_scaling(c.scaling);
     let offset = if c.in_buffer { 0 } else { c.start };
     let push = s.norm_push(offset as i32, &freqs, EPS);
-    let (grid, local) = s.heads_grid();
+    let (grid, local) = s.heads_grid(quads);
     let grid = c.groups.map_or(grid, |g| [g as u32 * local[0], 1, 1]);
-    let pipe = k.pipeline(&spec, Some(local)).unwrap();
-    let b = rope_qkv_norm::BufferBindings {
-        qkv_blob: &qkv_t,
-        q_blob: &q_t,
-        k_blob: &kc,
-        v_blob: &vc,
-        pos_blob: &pos,
-        q_norm_blob: &qn_t,
-        k_norm_blob: &kn_t,
-    };
-    ctx.run(|l| l.dispatch(&pipe, &b, &push, grid)).unwrap();
+    if quads {
+        let k4 = ctx.load_with::<rope_qkv_norm4::Kernel>(&load).unwrap();
+        let pipe = k4.pipeline(&spec, Some(local)).unwrap();
+        let b = rope_qkv_norm4::BufferBindings {
+            qkv_blob: &qkv_t,
+            q_blob: &q_t,
+            k_blob: &kc,
+            v_blob: &vc,
+            pos_blob: &pos,
+            q_norm_blob: &qn_t,
+            k_norm_blob: &kn_t,
+        };
+        ctx.run(|l| l.dispatch(&pipe, &b, &push, grid)).unwrap();
+    } else {
+        let pipe = k.pipeline(&spec, Some(local)).unwrap();
+        let b = rope_qkv_norm::BufferBindings {
+            qkv_blob: &qkv_t,
+            q_blob: &q_t,
+            k_blob: &kc,
+            v_blob: &vc,
+            pos_blob: &pos,
+            q_norm_blob: &qn_t,
+            k_norm_blob: &kn_t,
+        };
+        ctx.run(|l| l.dispatch(&pipe, &b, &push, grid)).unwrap();
+    }
 
     let mut parts = [Vec::new(), Vec::new(), Vec::new()];
     for row in qkv.chunks(s.width()) {
@@ -123,7 +139,7 @@ fn run(ctx: &Context, name: &str, c: Case, seed: u64) {
         expected_in(&y, &scale, f)
     };
     let tol = tolerance(&k.variant().key) + (c.start + c.tokens) as f32 * 5e-7;
-    let what = format!("rope_qkv_norm {name} {c:?}");
+    let what = format!("rope_qkv_norm{} {name} {c:?}", if quads { "4" } else { "" });
     let (want, scale) = turned(&parts[0], c.hq, &q_norm);
     assert_close_scaled(&q_t.download_f32().unwrap(), &want, &scale, tol, &what);
     let (kw_want, ks) = turned(&parts[1], c.hkv, &k_norm);
@@ -165,12 +181,13 @@ fn rope_qkv_norm_every_variant() {
         case(1, 4, 2, 128, 40, 33),
         case(3, 3, 1, 6, 12, 7),
         case(4, 2, 1, 64, 10, 7),
-        // Two workgroups for 36 heads.
+        // Two workgroups for 36 heads (of 8 and 2 invocations: 4 and 32 heads a workgroup).
         Case {
             groups: Some(2),
             ..case(3, 8, 2, 16, 6, 1)
         },
     ];
+    assert_eq!(rope_qkv_norm4::VARIANT_NAMES, rope_qkv_norm::VARIANT_NAMES);
     for name in rope_qkv_norm::VARIANT_NAMES {
         for (i, c) in cases.into_iter().enumerate() {
             for (in_buffer, interleaved, scaling) in [
@@ -185,8 +202,13 @@ fn rope_qkv_norm_every_variant() {
                     ..c
                 };
                 // Only a position read on the GPU may run past the cache.
-                if in_buffer || c.start + c.tokens <= c.rows {
-                    run(&ctx, name, c, 400 + i as u64);
+                if !in_buffer && c.start + c.tokens > c.rows {
+                    continue;
+                }
+                run(&ctx, name, c, false, 400 + i as u64);
+                // Four pairs an invocation where heads are whole quads of pairs.
+                if c.dim.is_multiple_of(8) {
+                    run(&ctx, name, c, true, 400 + i as u64);
                 }
             }
         }

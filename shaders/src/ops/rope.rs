@@ -1,12 +1,14 @@
 //! Rotary position embedding: [`Ops::rope`] with its options, [`Rope`] and [`RopeStyle`];
-//! [`Ops::rope_qkv`], a decoder's fused projection rotated and placed in its KV cache.
+//! [`Ops::rope_qkv`], a decoder's fused projection rotated and placed in its KV cache, and
+//! [`Ops::rope_qkv_normed`], the same with each query and key head normalized first.
 
 use super::check::{
     float_format, kv_cache_shape, placed_apart, position_buffer, same_format, shape_is,
 };
 use super::{pipeline, recorded, OpError, Ops};
 use crate::{
-    rope, rope_qkv, rope_qkv4, rope_qkv_norm, RopeFrequencies, RopeQkvShape, RopeScaling, RopeShape,
+    rope, rope_qkv, rope_qkv4, rope_qkv_norm, rope_qkv_norm4, RopeFrequencies, RopeQkvShape,
+    RopeScaling, RopeShape,
 };
 use vkprism::{CommandList, Tensor, TensorFormat};
 
@@ -181,8 +183,8 @@ pub struct HeadNorm<'a> {
     pub eps: f32,
 }
 
-/// The largest head [`Ops::rope_qkv_normed`] takes: one workgroup of `head_dim / 2`
-/// invocations a head, within the 1024 every Vulkan device offers.
+/// The largest head [`Ops::rope_qkv_normed`] takes: a head's pairs on at most `head_dim / 2`
+/// invocations of one workgroup, within the 1024 every Vulkan device offers.
 const NORMED_HEAD_MAX: usize = 2048;
 
 impl Ops {
@@ -219,19 +221,38 @@ impl Ops {
             );
             return Err(OpError::Unsupported { op: OP, why });
         }
-        let kernel = self.kernel_for::<rope_qkv_norm::Kernel>(OP, "qkv_blob", format, false)?;
-        let spec = rope_qkv_norm::SpecConstants {
+        let spec = rope_qkv::SpecConstants {
             interleaved: (op.style == RopeStyle::Interleaved) as i32,
             position_in_buffer: position.is_some() as i32,
         };
-        let (grid, local) = s.heads_grid();
+        let push = s.norm_push(offset, &op.frequencies(), norm.eps);
+        let pos_blob = self.position_or_unread(OP, position)?;
+        // Four pairs an invocation where a head's values come in whole quads of pairs.
+        let quads = s.dim.is_multiple_of(8);
+        let (grid, local) = s.heads_grid(quads);
+        if quads {
+            let kernel =
+                self.kernel_for::<rope_qkv_norm4::Kernel>(OP, "qkv_blob", format, false)?;
+            let pipe = pipeline(OP, &kernel, &spec, Some(local))?;
+            let bindings = rope_qkv_norm4::BufferBindings {
+                qkv_blob: qkv,
+                q_blob: q,
+                k_blob: k_cache,
+                v_blob: v_cache,
+                pos_blob,
+                q_norm_blob: norm.q_weight,
+                k_norm_blob: norm.k_weight,
+            };
+            return recorded(OP, list.dispatch(&pipe, &bindings, &push, grid));
+        }
+        let kernel = self.kernel_for::<rope_qkv_norm::Kernel>(OP, "qkv_blob", format, false)?;
         let pipe = pipeline(OP, &kernel, &spec, Some(local))?;
         let bindings = rope_qkv_norm::BufferBindings {
             qkv_blob: qkv,
             q_blob: q,
             k_blob: k_cache,
             v_blob: v_cache,
-            pos_blob: self.position_or_unread(OP, position)?,
+            pos_blob,
             q_norm_blob: norm.q_weight,
             k_norm_blob: norm.k_weight,
         };
