@@ -54,6 +54,8 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/rope.comp", include_str!("../../../shaders/src/rope.comp")),
     ("shaders/src/rope.glsl", include_str!("../../../shaders/src/rope.glsl")),
     ("shaders/src/rope_qkv.comp", include_str!("../../../shaders/src/rope_qkv.comp")),
+    ("shaders/src/rope_qkv_norm.comp", include_str!("../../../shaders/src/rope_qkv_norm.comp")),
+    ("shaders/src/rope_quads.glsl", include_str!("../../../shaders/src/rope_quads.glsl")),
     ("shaders/src/rows.glsl", include_str!("../../../shaders/src/rows.glsl")),
     ("shaders/src/softmax.comp", include_str!("../../../shaders/src/softmax.comp")),
     ("shaders/src/strided_copy.comp", include_str!("../../../shaders/src/strided_copy.comp")),
