@@ -2,10 +2,11 @@
 //! of several lengths on this device (TinyLlama's heads: 32 query heads over 4 key/value heads
 //! of 64, fp16, in the variants the operation layer runs unless `VKPRISM_BENCH_ATTN_ROWS` and
 //! `VKPRISM_BENCH_ATTN_VARIANT` name others; `VKPRISM_BENCH_ATTN_HEADS=hq,hkv,d` other heads,
-//! `VKPRISM_BENCH_ATTN_CACHES=n,...` other cache lengths): [`attention_grouped`] with the keys in 1 to 16
-//! shares (and the combine pass where there are several), beside the row kernel [`attention4`]
-//! at the operation layer's split (the combine pass, or the last share merging each row) and at
-//! fewer, wider shares, each as 20 dependent calls in one list ([`time_calls`]). Printed, not
+//! `VKPRISM_BENCH_ATTN_CACHES=n;...` other cache lengths): [`attention_grouped`] with the keys
+//! in 1 to 16 shares (and the combine pass where there are several), beside the row kernel
+//! [`attention4`] at the operation layer's split (the combine pass, or the last share merging
+//! each row) and at fewer, wider shares, each as 20 dependent calls in one list
+//! ([`time_calls`]). Printed, not
 //! compared with PyTorch (the `ops` case does that for the operation layer's choice): it says
 //! which split a cache length wants. Then a prompt's attention (TinyLlama's 512-token prompt,
 //! and the `ops` case's 2048 tokens of 32 heads of 128, causal) on [`attention_cm`], as the

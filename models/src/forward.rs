@@ -10,10 +10,10 @@
 //! (six where attention merges its key shares in a pass of its own: the grouped kernel, over
 //! caches of grouped-query heads past 16 chunks of keys). A model that normalizes each query
 //! and key head before it turns (Qwen3's) projects them first, prompt or token, and places
-//! them with a dispatch of their own ([`Ops::rope_qkv_normed`]). Heads keep their rotation pairs side
-//! by side ([`crate::device_weights`]). On int8 weights a token's GEMVs read them as they are;
-//! a prompt's GEMMs read each weight dequantized into one scratch matrix first (a dispatch
-//! before each GEMM).
+//! them with a dispatch of their own ([`Ops::rope_qkv_normed`]). Heads keep their rotation
+//! pairs side by side ([`crate::device_weights`]). On int8 weights a token's GEMVs read them as
+//! they are; a prompt's GEMMs read each weight dequantized into one scratch matrix first (a
+//! dispatch before each GEMM).
 
 use crate::cache::KvCache;
 use crate::device_weights::{DeviceWeights, LayerWeights, Projection};

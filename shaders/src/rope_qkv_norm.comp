@@ -69,10 +69,16 @@ void lane_place(vec4 u, vec4 v, int j, float inv, int kind, int pos, ivec2 to)
     const ivec2 w_at = pair_quads(0, j, p.dim);
     if (kind < 2)
     {
-        const vec4 wu = vec4(kind == 0 ? buffer_ld4(q_norm_data, w_at.x) : buffer_ld4(k_norm_data, w_at.x));
-        const vec4 wv = vec4(kind == 0 ? buffer_ld4(q_norm_data, w_at.y) : buffer_ld4(k_norm_data, w_at.y));
-        u *= inv * wu;
-        v *= inv * wv;
+        if (kind == 0)
+        {
+            u *= inv * vec4(buffer_ld4(q_norm_data, w_at.x));
+            v *= inv * vec4(buffer_ld4(q_norm_data, w_at.y));
+        }
+        else
+        {
+            u *= inv * vec4(buffer_ld4(k_norm_data, w_at.x));
+            v *= inv * vec4(buffer_ld4(k_norm_data, w_at.y));
+        }
         turn_quads(u, v, pos, j);
     }
     if (to.x < 0) return;
