@@ -149,3 +149,30 @@ fn strftime_now_dates_the_system_message() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(err.to_string().contains("strftime_now"), "{err}");
 }
+
+/// A template in Qwen3's manner, with the constructs its own uses: a namespace whose
+/// attributes a loop sets, the messages walked backwards by slicing with `loop.index0`, Python's
+/// `startswith` / `endswith` / `split` / `lstrip`, `is string`, an `enable_thinking` left
+/// undefined by the renderer, an undefined `tools` read as false (the last query found by the
+/// backward walk printed at the end).
+#[test]
+fn qwen3_style_templates_render() {
+    let template = r#"{%- if tools %}{{ raise_exception('no tools') }}{%- endif %}
+{%- set ns = namespace(multi_step=true, last_query=-1) %}
+{%- for m in messages[::-1] %}{%- set index = (messages|length - 1) - loop.index0 %}
+{%- if ns.multi_step and m.role == 'user' and not (m.content.startswith('<r>') and m.content.endswith('</r>')) %}
+{%- set ns.multi_step = false %}{%- set ns.last_query = index %}{%- endif %}{%- endfor %}
+{%- for m in messages %}{%- if m.content is string %}
+{{- '<|im_start|>' + m.role + '\n' + m.content.split('</think>')[-1].lstrip('\n') + '<|im_end|>\n' }}
+{%- endif %}{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}
+{%- if enable_thinking is defined and enable_thinking is false %}{{- '<think>\n\n</think>\n\n' }}{%- endif %}
+{%- endif %}{{- '[' + ns.last_query|string + ']' }}"#;
+    let config = serde_json::json!({"eos_token": "<|im_end|>"});
+    let dir = model_dir("qwen3", config, Some(template));
+    assert_eq!(
+        render(&dir, Some("Be brief."), "<think>x</think>\nHi"),
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n\
+         <|im_start|>assistant\n[1]"
+    );
+}
