@@ -31,6 +31,76 @@ vkprism::compute_shader! {
     define: [("ARGMAX", "1")],
 }
 
+vkprism::compute_shader! {
+    /// The second pass of [`argmax`] along long rows taken in parts: x `[rows, parts · len]`,
+    /// each part's own argmax (an index within it) in the I32 `part_blob` `[rows, parts]`
+    /// ([`argmax`] over x viewed as `[rows · parts, len]`); the row's argmax into the I32
+    /// `out_blob` `[rows]`, the first on ties. One workgroup a row, grid
+    /// [`ArgmaxParts::grid`]; push constants [`ArgmaxParts::push`].
+    pub mod argmax_parts,
+    path: "argmax_parts.comp",
+}
+
+/// [`argmax`] along rows of `axis` values taken in `parts` parts of `len` (its first pass over
+/// `[rows · parts, len]`, then [`argmax_parts`]), where one workgroup a row would read a whole
+/// long row alone (a decode step's logits: 151936 values for Qwen's vocabulary).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ArgmaxParts {
+    /// Rows reduced.
+    pub rows: usize,
+    /// Parts of each row.
+    pub parts: usize,
+    /// Values in a part.
+    pub len: usize,
+}
+
+/// Values a row holds from which [`ArgmaxParts::of`] takes it in parts.
+const PARTS_FROM: usize = 16384;
+
+/// The most parts a row is taken in: the second pass's workgroup, one part an invocation.
+const PARTS_MOST: usize = 256;
+
+impl ArgmaxParts {
+    /// The parts for an argmax of `s`: where it reduces few contiguous rows (inner 1, at most
+    /// 32 outputs, each row at least 16384 values), the most parts up to 256 that divide a
+    /// row into whole parts; `None` where one workgroup a row takes it (or no such division).
+    pub fn of(s: &ReduceShape) -> Option<ArgmaxParts> {
+        if s.inner != 1 || s.outputs() > FEW_OUTPUTS || s.axis < PARTS_FROM {
+            return None;
+        }
+        let parts = (2..=PARTS_MOST).rev().find(|p| s.axis.is_multiple_of(*p))?;
+        Some(ArgmaxParts {
+            rows: s.outer,
+            parts,
+            len: s.axis / parts,
+        })
+    }
+
+    /// The first pass's shape: every part a row of its own.
+    pub fn first_pass(&self) -> ReduceShape {
+        ReduceShape {
+            outer: self.rows * self.parts,
+            axis: self.len,
+            inner: 1,
+        }
+    }
+
+    /// The second pass's workgroup (256) and grid: one workgroup a row.
+    pub fn grid(&self) -> ([u32; 3], [u32; 3]) {
+        let local = [PARTS_MOST as u32, 1, 1];
+        (rows_grid(local[0], self.rows), local)
+    }
+
+    /// The second pass's push constants.
+    pub fn push(&self) -> argmax_parts::PushConstants {
+        argmax_parts::PushConstants {
+            rows: self.rows as i32,
+            parts: self.parts as i32,
+            len: self.len as i32,
+        }
+    }
+}
+
 /// A tensor viewed as `[outer, axis, inner]` for a reduction along `axis`: the grid, workgroup
 /// and push constants of [`reduce`] and [`argmax`].
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -1,8 +1,11 @@
-//! Reductions along an axis ([`reduce`], [`argmax`]) in every variant the device runs, against
-//! the f64 reference on random non-zero data, outputs poisoned; and [`Ops::reduce`]'s checks.
+//! Reductions along an axis ([`reduce`], [`argmax`], and [`argmax_parts`], the second pass of an
+//! argmax of long rows taken in parts) in every variant the device runs, against the f64
+//! reference on random non-zero data, outputs poisoned; and [`Ops::reduce`]'s checks.
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{argmax, reduce, reference, OpError, Ops, ReduceOp, ReduceShape};
+use vkprism_shaders::{
+    argmax, argmax_parts, reduce, reference, ArgmaxParts, OpError, Ops, ReduceOp, ReduceShape,
+};
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, quantize, random_in, refused, tolerance,
 };
@@ -131,7 +134,99 @@ fn reduce() {
     assert_clean(&ctx);
 }
 
-/// Ties: the first index of the largest value, whichever invocation found it (values equal in
+/// Rows of `len` values with the largest of `row` at `at[row]`, the value there also at
+/// `tie[row]` where given (a later index), random elsewhere below it.
+fn rows_with_max(rows: usize, len: usize, at: &[usize], tie: &[Option<usize>]) -> Vec<f32> {
+    let mut x = random_in(rows * len, 31, 0.1, 4.0);
+    for r in 0..rows {
+        x[r * len + at[r]] = 9.0;
+        if let Some(t) = tie[r] {
+            x[r * len + t] = 9.0;
+        }
+    }
+    x
+}
+
+/// [`argmax_parts`] in every variant: x `[rows, parts · len]` and each part's argmax (from the
+/// f64 reference) to the row's, the largest value's first index — in the last part's last
+/// value, tied between two parts (the earlier part's), and in random rows.
+#[test]
+fn argmax_parts_every_variant() {
+    let ctx = ctx();
+    assert_eq!(argmax_parts::VARIANT_NAMES, reduce::VARIANT_NAMES);
+    let parts = ArgmaxParts {
+        rows: 3,
+        parts: 7,
+        len: 300,
+    };
+    let width = parts.parts * parts.len;
+    let mut x = rows_with_max(3, width, &[width - 1, 310, 0], &[None, Some(1900), None]);
+    // The third row random: its maximum wherever the data puts it.
+    x[2 * width] = 0.5;
+    for name in argmax_parts::VARIANT_NAMES {
+        let load = LoadOptions::variant_named(name).unwrap();
+        let k = ctx.load_with::<argmax_parts::Kernel>(&load).unwrap();
+        let f = k.format_of("x_blob").unwrap();
+        let xq = quantize(&x, f);
+        let first = parts.first_pass();
+        let (part_want, _) = reference::reduce(4, first.outer, first.axis, 1, &xq);
+        let part_index: Vec<i32> = part_want.iter().map(|v| *v as i32).collect();
+        let (want, _) = reference::reduce(4, parts.rows, width, 1, &xq);
+        let want: Vec<i32> = want.iter().map(|v| *v as i32).collect();
+        let xt = Tensor::from_f32(&ctx, &[parts.rows, width], f, &x).unwrap();
+        let pt = Tensor::from_i32(&ctx, &[first.outer], &part_index).unwrap();
+        let ot = Tensor::from_i32(&ctx, &[parts.rows], &[-7; 3]).unwrap();
+        let (grid, local) = parts.grid();
+        let pipe = k.pipeline(&Default::default(), Some(local)).unwrap();
+        let b = argmax_parts::BufferBindings {
+            x_blob: &xt,
+            part_blob: &pt,
+            out_blob: &ot,
+        };
+        ctx.run(|l| l.dispatch(&pipe, &b, &parts.push(), grid))
+            .unwrap();
+        let got = ot.download_i32().unwrap();
+        assert_eq!(got, want, "{name}");
+        assert_eq!(&got[..2], &[width as i32 - 1, 310], "{name}");
+    }
+    assert_clean(&ctx);
+}
+
+/// Which argmaxes go in parts: a few long contiguous rows, in the most parts up to 256 that
+/// divide them (Qwen's 151936 logits in 128 of 1187, TinyLlama's 32000 in 256 of 125), and
+/// through [`Ops::reduce`] the same indices as the reference in each format, ties to the
+/// first (across parts), the maximum in the last value.
+#[test]
+fn argmax_of_long_rows_goes_in_parts() {
+    let parts = |shape: &[usize]| ArgmaxParts::of(&ReduceShape::of(shape, shape.len() - 1));
+    let part = |rows, parts, len| Some(ArgmaxParts { rows, parts, len });
+    assert_eq!(parts(&[1, 151936]), part(1, 128, 1187));
+    assert_eq!(parts(&[2, 32000]), part(2, 256, 125));
+    assert_eq!(parts(&[1, 128256]), part(1, 256, 501));
+    // Short rows, many rows, a strided axis, a prime length: one workgroup a row.
+    assert_eq!(parts(&[1, 16383]), None);
+    assert_eq!(parts(&[33, 32000]), None);
+    assert_eq!(ArgmaxParts::of(&ReduceShape::of(&[32000, 2], 0)), None);
+    assert_eq!(parts(&[1, 16411]), None);
+
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let len = 151936;
+    let x = rows_with_max(3, len, &[len - 1, 2000, 0], &[None, Some(140_000), None]);
+    for format in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+        let xt = Tensor::from_f32(&ctx, &[3, len], format, &x).unwrap();
+        let ot = Tensor::from_i32(&ctx, &[3], &[-7; 3]).unwrap();
+        ops.run(|l| ops.reduce(l, &xt, &ot, 1, ReduceOp::ArgMax))
+            .unwrap();
+        let (want, _) = reference::reduce(4, 3, len, 1, &quantize(&x, format));
+        let want: Vec<i32> = want.iter().map(|v| *v as i32).collect();
+        assert_eq!(ot.download_i32().unwrap(), want, "{format:?}");
+        assert_eq!(want[..2], [len as i32 - 1, 2000]);
+    }
+    assert_clean(&ctx);
+}
+
+/// Ties: the first index of the largest value, whichever invocation found it (values equal in/// Ties: the first index of the largest value, whichever invocation found it (values equal in
 /// positions 5 and 300 of a row, and all of one row equal).
 #[test]
 fn reduce_argmax_ties_take_the_first_index() {

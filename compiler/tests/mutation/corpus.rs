@@ -15,6 +15,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("examples/hello.rs", include_str!("../../../examples/hello.rs")),
     ("examples/image_filter.rs", include_str!("../../../examples/image_filter.rs")),
     ("shaders/src/activation.glsl", include_str!("../../../shaders/src/activation.glsl")),
+    ("shaders/src/argmax_parts.comp", include_str!("../../../shaders/src/argmax_parts.comp")),
     ("shaders/src/attention.comp", include_str!("../../../shaders/src/attention.comp")),
     ("shaders/src/attention_cm.comp", include_str!("../../../shaders/src/attention_cm.comp")),
     ("shaders/src/attention_cm2.comp", include_str!("../../../shaders/src/attention_cm2.comp")),

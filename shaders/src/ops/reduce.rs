@@ -2,8 +2,8 @@
 //! operations share (`norm.rs` uses them too).
 
 use super::check::{float_format, nonempty, not_aliased};
-use super::{pipeline, recorded, OpError, Ops};
-use crate::{argmax, reduce, ReduceShape};
+use super::{pipeline, recorded, scratch, OpError, Ops};
+use crate::{argmax, argmax_parts, reduce, ArgmaxParts, ReduceShape};
 use vkprism::{CommandList, Tensor, TensorFormat};
 
 /// What [`Ops::reduce`] computes along its axis.
@@ -41,7 +41,9 @@ impl Ops {
     /// F16 or Bf16), except [`ReduceOp::ArgMax`], whose `out` is I32. Any shape, any axis
     /// (`x` is viewed as `[outer, axis, inner]`); one dispatch, a workgroup per output where
     /// the outputs are few and far apart, an invocation per output where they are neighbours
-    /// ([`ReduceShape::per_invocation`]). Nothing is recorded when a check fails.
+    /// ([`ReduceShape::per_invocation`]) — but an argmax of a few long rows, two: the rows
+    /// taken in parts side by side, then the parts' best ([`ArgmaxParts`]). Nothing is
+    /// recorded when a check fails.
     pub fn reduce(
         &self,
         list: &mut CommandList,
@@ -54,12 +56,10 @@ impl Ops {
         let format = check_reduce(x, out, axis, op)?;
         not_aliased(OP, out, "out", &[("x", Some(x))])?;
         let s = ReduceShape::of(x.shape(), axis);
-        let local = s.local_size_within(
-            self.ctx
-                .features()
-                .limits
-                .max_compute_work_group_invocations,
-        );
+        if let (None, Some(parts)) = (op.code(), ArgmaxParts::of(&s)) {
+            return self.argmax_in_parts(list, x, out, &parts, format);
+        }
+        let local = self.reduce_workgroup(&s);
         match op.code() {
             Some(code) => {
                 let kernel = self.kernel_for::<reduce::Kernel>(OP, "x_blob", format, false)?;
@@ -88,6 +88,58 @@ impl Ops {
                 recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid(local)))
             }
         }
+    }
+}
+
+impl Ops {
+    /// [`ReduceShape::local_size_within`] this device's largest workgroup.
+    fn reduce_workgroup(&self, s: &ReduceShape) -> [u32; 3] {
+        let limits = &self.ctx.features().limits;
+        s.local_size_within(limits.max_compute_work_group_invocations)
+    }
+
+    /// The argmax of x's rows in `parts` (checked by [`Ops::reduce`]): each part's own into
+    /// a scratch tensor, then the rows' from those.
+    fn argmax_in_parts(
+        &self,
+        list: &mut CommandList,
+        x: &Tensor,
+        out: &Tensor,
+        parts: &ArgmaxParts,
+        format: TensorFormat,
+    ) -> Result<(), OpError> {
+        const OP: &str = "reduce";
+        let first = parts.first_pass();
+        // Both pipelines before anything is recorded.
+        let kernel = self.kernel_for::<argmax::Kernel>(OP, "x_blob", format, false)?;
+        let spec = argmax::SpecConstants {
+            op: 0,
+            per_invocation: 0,
+        };
+        let local = self.reduce_workgroup(&first);
+        let parts_pipe = pipeline(OP, &kernel, &spec, Some(local))?;
+        let kernel = self.kernel_for::<argmax_parts::Kernel>(OP, "x_blob", format, false)?;
+        let (grid, rows_local) = parts.grid();
+        let rows_pipe = pipeline(OP, &kernel, &Default::default(), Some(rows_local))?;
+        let part_index = scratch(list, &self.ctx, OP, &[first.outer], TensorFormat::I32, &[x])?;
+        let bindings = argmax::BufferBindings {
+            x_blob: x,
+            out_blob: &part_index,
+        };
+        let push = first.argmax_push();
+        recorded(
+            OP,
+            list.dispatch(&parts_pipe, &bindings, &push, first.grid(local)),
+        )?;
+        let bindings = argmax_parts::BufferBindings {
+            x_blob: x,
+            part_blob: &part_index,
+            out_blob: out,
+        };
+        recorded(
+            OP,
+            list.dispatch(&rows_pipe, &bindings, &parts.push(), grid),
+        )
     }
 }
 
