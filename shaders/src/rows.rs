@@ -54,15 +54,17 @@ pub struct ArgmaxParts {
     pub len: usize,
 }
 
-/// Values a row holds from which [`ArgmaxParts::of`] takes it in parts.
-const PARTS_FROM: usize = 16384;
+/// Values a row holds from which [`ArgmaxParts::of`] takes it in parts: a decode step's
+/// argmax over Qwen's 151936 or Llama 3's 128256 logits is faster in two passes, over
+/// TinyLlama's 32000 in one (BENCHMARKS.md).
+const PARTS_FROM: usize = 65536;
 
 /// The most parts a row is taken in: the second pass's workgroup, one part an invocation.
 const PARTS_MOST: usize = 256;
 
 impl ArgmaxParts {
     /// The parts for an argmax of `s`: where it reduces few contiguous rows (inner 1, at most
-    /// 32 outputs, each row at least 16384 values), the most parts up to 256 that divide a
+    /// 32 outputs, each row at least 65536 values), the most parts up to 256 that divide a
     /// row into whole parts; `None` where one workgroup a row takes it (or no such division).
     pub fn of(s: &ReduceShape) -> Option<ArgmaxParts> {
         if s.inner != 1 || s.outputs() > FEW_OUTPUTS || s.axis < PARTS_FROM {

@@ -193,7 +193,7 @@ fn argmax_parts_every_variant() {
 }
 
 /// Which argmaxes go in parts: a few long contiguous rows, in the most parts up to 256 that
-/// divide them (Qwen's 151936 logits in 128 of 1187, TinyLlama's 32000 in 256 of 125), and
+/// divide them (Qwen's 151936 logits in 128 of 1187, Llama 3's 128256 in 256 of 501), and
 /// through [`Ops::reduce`] the same indices as the reference in each format, ties to the
 /// first (across parts), the maximum in the last value.
 #[test]
@@ -201,13 +201,15 @@ fn argmax_of_long_rows_goes_in_parts() {
     let parts = |shape: &[usize]| ArgmaxParts::of(&ReduceShape::of(shape, shape.len() - 1));
     let part = |rows, parts, len| Some(ArgmaxParts { rows, parts, len });
     assert_eq!(parts(&[1, 151936]), part(1, 128, 1187));
-    assert_eq!(parts(&[2, 32000]), part(2, 256, 125));
-    assert_eq!(parts(&[1, 128256]), part(1, 256, 501));
-    // Short rows, many rows, a strided axis, a prime length: one workgroup a row.
-    assert_eq!(parts(&[1, 16383]), None);
-    assert_eq!(parts(&[33, 32000]), None);
-    assert_eq!(ArgmaxParts::of(&ReduceShape::of(&[32000, 2], 0)), None);
-    assert_eq!(parts(&[1, 16411]), None);
+    assert_eq!(parts(&[2, 128256]), part(2, 256, 501));
+    assert_eq!(parts(&[1, 65536]), part(1, 256, 256));
+    // Shorter rows (TinyLlama's 32000), many rows, a strided axis, a prime length: one
+    // workgroup a row.
+    assert_eq!(parts(&[1, 65535]), None);
+    assert_eq!(parts(&[2, 32000]), None);
+    assert_eq!(parts(&[33, 151936]), None);
+    assert_eq!(ArgmaxParts::of(&ReduceShape::of(&[151936, 2], 0)), None);
+    assert_eq!(parts(&[1, 65537]), None);
 
     let ctx = ctx();
     let ops = Ops::new(&ctx);
