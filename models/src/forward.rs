@@ -276,8 +276,8 @@ impl Forward<'_> {
         }
         match (position, &l.qkv) {
             (None, _) if a.tokens() == 1 => {
-                self.gemv(list, (&l.qkv, bias), &a.x, &a.qkv, &normed)?;
-                ops.rope_qkv(list, &a.qkv, &a.q, keys, values, rope, None)?;
+                let qkv = self.projected_qkv(list, l)?;
+                ops.rope_qkv(list, &qkv, &a.q, keys, values, rope, None)?;
             }
             (None, _) => {
                 let w = self.float_weights(list, &l.qkv)?;
