@@ -8,7 +8,8 @@
 //! one-token rotations, nearly no work, for the cost of a dependent dispatch itself. Printed, not
 //! compared with PyTorch: they say where a decode step's time goes (bytes per second against the
 //! dispatch's floor). The same projections on int8 weights (`gemv_int8`, the operation layer's
-//! variant) the same way, at workgroups of 32 to 256.
+//! variant) the same way, at workgroups of 32 to 256; and each fp16 chain on one copy (what
+//! L2 is worth to it).
 
 use crate::harness::{probe_record, time_calls, Config, Record};
 use crate::random;
@@ -57,6 +58,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             out.push(r);
         }
         out.extend(alternating(ctx, cfg, &kernel, &o, name)?);
+        out.push(one_copy(ctx, cfg, &kernel, &o, name)?);
     }
     out.extend(int8(ctx, cfg, shapes)?);
     // The floor: a dependent chain of one-token rotations (64 values each).
@@ -115,6 +117,28 @@ fn alternating(
         out.push(probe_record(CASE, shape, variant.clone(), t));
     }
     Ok(out)
+}
+
+/// What L2 is worth to a GEMV: on `o` at the library's workgroup, a chain on one copy of the
+/// weights, each call finding them in L2 where they fit (against the chains above, which
+/// cycle the copies past it).
+fn one_copy(
+    ctx: &Context,
+    cfg: Config,
+    kernel: &Arc<LoadedKernel<gemv::Kernel>>,
+    o: &Fp16Operands,
+    name: &str,
+) -> Result<Record, Box<dyn std::error::Error>> {
+    let s = o.shape;
+    let local = s.local_size(GemvShape::chunk(2));
+    let pipe = kernel.pipeline(&s.spec(false), Some(local))?;
+    let t = time_calls(ctx, cfg, |l| {
+        l.dispatch(&pipe, &o.bindings(0), &s.push(), s.grid(local))?;
+        Ok(())
+    })?;
+    let shape = format!("{name} {}x{}, one copy", s.n, s.k);
+    let variant = format!("{} local {}", kernel.variant().key, local[0]);
+    Ok(probe_record(CASE, shape, variant, t))
 }
 
 /// A GEMV's fp16 operands: as many copies of random n × k weights as keep them out of L2, one

@@ -3,9 +3,10 @@
 //! records as JSON for `bench/merge.py`, which puts PyTorch's figures from the same run beside
 //! them (`bench/device.sh` runs both on the NVIDIA machine).
 //!
-//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,glu_probe,gemm_probe,attention_probe,slab_probe,latency_probe] [--json FILE]
+//!     cargo run --release -p vkprism-bench -- [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,glu_probe,gemm_probe,attention_probe,slab_probe,latency_probe,barrier_probe] [--json FILE]
 
 mod attention_probe;
+mod barrier_probe;
 mod bound;
 mod conv;
 mod conv_dw;
@@ -30,7 +31,7 @@ use harness::{Config, Record};
 use vkprism::Context;
 
 const USAGE: &str =
-    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,glu_probe,gemm_probe,attention_probe,slab_probe,latency_probe] [--json FILE]";
+    "usage: vkprism-bench [--quick] [--cases dispatch,elementwise,gemm,gemm_wall,conv2d,conv2d_dw,transfer,bound,ops,decoder,resnet50,gemv_probe,glu_probe,gemm_probe,attention_probe,slab_probe,latency_probe,barrier_probe] [--json FILE]";
 
 /// What the command line asked for.
 struct Args {
@@ -102,6 +103,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             "slab_probe" => slab_probe::run(&ctx, args.cfg)?,
             "gemm_probe" => gemm_probe::run(&ctx, args.cfg)?,
             "latency_probe" => latency_probe::run(&ctx, args.cfg)?,
+            "barrier_probe" => barrier_probe::run(&ctx, args.cfg)?,
             "decoder" => networks::decoder(&ctx, args.cfg)?,
             "resnet50" => networks::resnet50(&ctx, args.cfg)?,
             other => return Err(format!("unknown case `{other}`\n{USAGE}").into()),

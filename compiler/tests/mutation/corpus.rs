@@ -7,6 +7,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("bench/kernels/code_span.comp", include_str!("../../../bench/kernels/code_span.comp")),
     ("bench/kernels/coopmat_bound.comp", include_str!("../../../bench/kernels/coopmat_bound.comp")),
     ("bench/kernels/copy.comp", include_str!("../../../bench/kernels/copy.comp")),
+    ("bench/kernels/grid_barrier.comp", include_str!("../../../bench/kernels/grid_barrier.comp")),
     ("bench/kernels/slab_load.comp", include_str!("../../../bench/kernels/slab_load.comp")),
     ("bench/kernels/tick.comp", include_str!("../../../bench/kernels/tick.comp")),
     ("compiler/tests/bfloat16.rs", include_str!("../../../compiler/tests/bfloat16.rs")),
