@@ -9,9 +9,8 @@
 //! report its multiprocessors.
 
 use crate::harness::{probe_record, time_calls, Config, Record};
-use crate::random;
-use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{multiprocessors, Ops, Rope};
+use vkprism::{Context, LoadOptions, Tensor};
+use vkprism_shaders::multiprocessors;
 
 vkprism::compute_shader! {
     /// Phases of nearly no work, each ended by a barrier across the grid (an atomic counter).
@@ -64,15 +63,7 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             per_phase * 1e6
         );
     }
-    // Against it: a dependent dispatch (a chain of one-token rotations, nearly no work).
-    let ops = Ops::new(ctx);
-    let x = Tensor::from_f32(ctx, &[1, 1, 64], TensorFormat::F16, &random(64, 23))?;
-    let t = time_calls(ctx, cfg, |l| Ok(ops.rope(l, &x, &x, &Rope::new())?))?;
-    out.push(probe_record(
-        CASE,
-        "dependent dispatch (rope of 64 values)".into(),
-        "fp16".into(),
-        t,
-    ));
+    // Against it: a dependent dispatch.
+    out.push(crate::gemv_probe::dependent_dispatch(ctx, cfg, CASE)?);
     Ok(out)
 }

@@ -61,17 +61,22 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         out.push(one_copy(ctx, cfg, &kernel, &o, name)?);
     }
     out.extend(int8(ctx, cfg, shapes)?);
-    // The floor: a dependent chain of one-token rotations (64 values each).
-    let ops = Ops::new(ctx);
-    let x = Tensor::from_f32(ctx, &[1, 1, 64], f, &random(64, 23))?;
-    let t = time_calls(ctx, cfg, |l| Ok(ops.rope(l, &x, &x, &Rope::new())?))?;
-    out.push(probe_record(
-        CASE,
-        "dependent dispatch (rope of 64 values)".into(),
-        "fp16".into(),
-        t,
-    ));
+    out.push(dependent_dispatch(ctx, cfg, CASE)?);
     Ok(out)
+}
+
+/// The floor of a chain of dispatches: a dependent chain of one-token rotations (64 values
+/// each, nearly no work), as a record of `case`.
+pub fn dependent_dispatch(
+    ctx: &Context,
+    cfg: Config,
+    case: &'static str,
+) -> Result<Record, Box<dyn std::error::Error>> {
+    let ops = Ops::new(ctx);
+    let x = Tensor::from_f32(ctx, &[1, 1, 64], TensorFormat::F16, &random(64, 23))?;
+    let t = time_calls(ctx, cfg, |l| Ok(ops.rope(l, &x, &x, &Rope::new())?))?;
+    let shape = "dependent dispatch (rope of 64 values)".into();
+    Ok(probe_record(case, shape, "fp16".into(), t))
 }
 
 /// Bytes of weights a chain cycles through: past the H100's 50 MiB of L2.
