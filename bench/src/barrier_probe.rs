@@ -25,15 +25,18 @@ const CASE: &str = "barrier_probe";
 const PATIENCE: u32 = 1 << 16;
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
-    let kernel = ctx.load_with::<grid_barrier::Kernel>(&LoadOptions::variant_named("fp32")?)?;
-    let pipe = kernel.pipeline(&grid_barrier::SpecConstants {}, Some([64, 1, 1]))?;
-    let counter = Tensor::from_u32(ctx, &[2], &[0, 0])?;
     if ctx.features().limits.multiprocessors == 0 {
         // Residency can't be known: a CPU device runs a few workgroups at a time, and each
         // wait would spin to its patience.
         println!("# barrier_probe: the device does not report its multiprocessors; skipped");
         return Ok(Vec::new());
     }
+    let kernel = ctx.load_with::<grid_barrier::Kernel>(&LoadOptions::variant_named("fp32")?)?;
+    let pipe = kernel.pipeline(&grid_barrier::SpecConstants {}, Some([64, 1, 1]))?;
+    let counter = Tensor::from_u32(ctx, &[2], &[0, 0])?;
+    let b = grid_barrier::BufferBindings {
+        counter_blob: &counter,
+    };
     let sms = multiprocessors(ctx.features());
     let mut out = Vec::new();
     for per_sm in [1, 2] {
@@ -43,9 +46,6 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
             let push = grid_barrier::PushConstants {
                 phases,
                 patience: PATIENCE,
-            };
-            let b = grid_barrier::BufferBindings {
-                counter_blob: &counter,
             };
             let t = time_calls(ctx, cfg, |l| {
                 l.fill(&counter, 0)?;
