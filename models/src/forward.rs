@@ -42,9 +42,11 @@ pub(crate) struct Activations {
     o: Tensor,
     /// The MLP's gated values `[n, mlp]`.
     mlp: Tensor,
-    /// The logits `[n, vocab]`, and the index of each row's largest, I32 `[n]`.
+    /// The logits `[n, vocab]`, and the index of each row's largest (or drawn), I32 `[n]`.
     pub logits: Tensor,
     pub best: Tensor,
+    /// The seed of a step's draw ([`Forward::draw`]), U32 `[2]`, written before each run.
+    pub seed: Tensor,
     /// Whether `dequantized` holds the output layer's weights too (it need not where the
     /// output layer is a GEMV over the last row).
     holds_output: bool,
@@ -83,6 +85,7 @@ impl Activations {
             mlp: t(&[n, cfg.mlp])?,
             logits: t(&[n, cfg.vocab])?,
             best: Tensor::new(ctx, &[n], TensorFormat::I32)?,
+            seed: Tensor::new(ctx, &[2], TensorFormat::U32)?,
             holds_output,
             dequantized,
         })
@@ -111,6 +114,7 @@ impl Activations {
             &self.mlp,
             &self.logits,
             &self.best,
+            &self.seed,
         ]
         .iter()
         .map(|t| t.size_bytes())
@@ -175,6 +179,9 @@ pub(crate) struct Forward<'a> {
     pub at: StepPosition<'a>,
     /// The rows the output layer runs for (activations that [serve](Activations::serves) them).
     pub rows: LogitRows,
+    /// Where given, `best` holds each row's token drawn from its softmax at this temperature
+    /// ([`Ops::sample`], seeded by the activations' `seed`) instead of its argmax.
+    pub draw: Option<f32>,
 }
 
 impl Forward<'_> {
@@ -203,16 +210,28 @@ impl Forward<'_> {
         let hidden = self.cfg.hidden;
         if output_takes_gemm(self.rows, &a.h) {
             self.normed_linear(list, &w.lm_head, &a.logits, Gemv::new())?;
-            self.ops
-                .reduce(list, &a.logits, &a.best, 1, ReduceOp::ArgMax)?;
+            self.pick(list, &a.logits, &a.best)?;
             return Ok(last);
         }
         let h = a.h.view(last * hidden, &[1, hidden])?;
         let logits = a.logits.view(0, &[1, self.cfg.vocab])?;
         self.gemv(list, (&w.lm_head, None), &h, &logits, &Gemv::new())?;
-        let best = a.best.view(0, &[1])?;
-        self.ops.reduce(list, &logits, &best, 1, ReduceOp::ArgMax)?;
+        self.pick(list, &logits, &a.best.view(0, &[1])?)?;
         Ok(0)
+    }
+
+    /// Each row of `logits`' token into `best`: its argmax, or its draw ([`Forward::draw`]).
+    fn pick(
+        &self,
+        list: &mut CommandList,
+        logits: &Tensor,
+        best: &Tensor,
+    ) -> Result<(), ModelError> {
+        match self.draw {
+            None => self.ops.reduce(list, logits, best, 1, ReduceOp::ArgMax)?,
+            Some(t) => self.ops.sample(list, logits, best, t, &self.act.seed)?,
+        }
+        Ok(())
     }
 
     /// `x += o_proj(attention(rope(q), rope(k), v))` of the normed stream; the new keys and

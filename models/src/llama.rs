@@ -55,6 +55,8 @@ enum Read {
     ArgMax,
     /// The last row's logits.
     LastLogits,
+    /// A token drawn on the GPU from the last row's softmax at a temperature (its bits).
+    Draw(u32),
 }
 
 impl Read {
@@ -62,7 +64,15 @@ impl Read {
     fn logit_rows(self) -> LogitRows {
         match self {
             Read::Logits => LogitRows::Every,
-            Read::ArgMax | Read::LastLogits => LogitRows::Last,
+            Read::ArgMax | Read::LastLogits | Read::Draw(_) => LogitRows::Last,
+        }
+    }
+
+    /// The temperature of a draw.
+    fn draw(self) -> Option<f32> {
+        match self {
+            Read::Draw(bits) => Some(f32::from_bits(bits)),
+            _ => None,
         }
     }
 }
@@ -100,6 +110,8 @@ struct PromptList {
     act: Activations,
     list: CommandList,
     ids: UploadSlot,
+    /// The draw's seed, where the step draws its token.
+    seed: Option<UploadSlot>,
     out: Readback,
 }
 
@@ -119,6 +131,8 @@ struct DecodeList {
     list: CommandList,
     token: UploadSlot,
     position: UploadSlot,
+    /// The draw's seed, where the step draws its token.
+    seed: Option<UploadSlot>,
     out: Readback,
 }
 
@@ -294,7 +308,7 @@ impl Llama {
     /// Runs `tokens` at the next positions of the sequence (appended to the cache): their
     /// logits, `[tokens, vocab]`.
     pub fn prefill(&mut self, tokens: &[u32]) -> Result<Logits, ModelError> {
-        let values = self.step(tokens, Read::Logits)?.logits();
+        let values = self.step(tokens, Read::Logits, 0)?.logits();
         Ok(Logits {
             values,
             vocab: self.cfg.vocab,
@@ -303,7 +317,7 @@ impl Llama {
 
     /// Runs one token at the next position: its logits, `[vocab]`.
     pub fn decode(&mut self, token: u32) -> Result<Vec<f32>, ModelError> {
-        Ok(self.step(&[token], Read::Logits)?.logits())
+        Ok(self.step(&[token], Read::Logits, 0)?.logits())
     }
 
     /// Starts a new sequence with `prompt` and generates `n` tokens greedily (each the largest
@@ -350,14 +364,22 @@ impl Llama {
     }
 
     /// Runs `tokens` at the next positions of the sequence: the next token as `sampler` draws
-    /// it from the last one's logits ([`Llama::next_token`] where it samples greedily).
+    /// it from the last one's logits ([`Llama::next_token`] where it samples greedily). A
+    /// draw at a temperature alone (no top-k or top-p cut) is made on the GPU
+    /// ([`vkprism_shaders::Ops::sample`], seeded from `sampler`'s generator): only the token
+    /// is read back; with a cut the logits are read back and `sampler` draws on the host.
     pub fn sample_next(
         &mut self,
         tokens: &[u32],
         sampler: &mut Sampler,
     ) -> Result<u32, ModelError> {
-        if sampler.sampling().is_greedy() {
+        let how = sampler.sampling();
+        if how.is_greedy() {
             return self.next_token(tokens);
+        }
+        if how.draws_on_gpu() {
+            let read = Read::Draw(how.temperature.to_bits());
+            return Ok(self.step(tokens, read, sampler.next_seed())?.token());
         }
         Ok(sampler.sample(&self.next_logits(tokens)?))
     }
@@ -365,23 +387,24 @@ impl Llama {
     /// Runs `tokens` at the next positions of the sequence: the last one's logits, `[vocab]`
     /// (the output layer runs for the last token only).
     pub fn next_logits(&mut self, tokens: &[u32]) -> Result<Vec<f32>, ModelError> {
-        Ok(self.step(tokens, Read::LastLogits)?.logits())
+        Ok(self.step(tokens, Read::LastLogits, 0)?.logits())
     }
 
     /// Runs `tokens` at the next positions of the sequence: the index of the last one's
     /// largest logit (chosen on the GPU, the first on ties; only that index is read back, and
     /// the output layer runs for the last token only).
     pub fn next_token(&mut self, tokens: &[u32]) -> Result<u32, ModelError> {
-        Ok(self.step(tokens, Read::ArgMax)?.token())
+        Ok(self.step(tokens, Read::ArgMax, 0)?.token())
     }
 
-    /// Runs one step: what it read back. The cache advances only when it ran.
-    fn step(&mut self, tokens: &[u32], read: Read) -> Result<StepOut, ModelError> {
+    /// Runs one step (a draw's under `seed`): what it read back. The cache advances only when
+    /// it ran.
+    fn step(&mut self, tokens: &[u32], read: Read, seed: u64) -> Result<StepOut, ModelError> {
         self.check_tokens(tokens)?;
         self.cache.check_room(tokens.len())?;
         let readback = match tokens {
-            [token] => self.decode_step(*token, read)?,
-            _ => self.prompt_step(tokens, read)?,
+            [token] => self.decode_step(*token, read, seed)?,
+            _ => self.prompt_step(tokens, read, seed)?,
         };
         self.cache.advance(tokens.len());
         Ok(readback)
@@ -389,7 +412,12 @@ impl Llama {
 
     /// Runs a prompt's step at the cache's position: the last prompt's list replayed where it
     /// was of as many tokens at the same position, otherwise recorded.
-    fn prompt_step(&mut self, tokens: &[u32], read: Read) -> Result<StepOut, ModelError> {
+    fn prompt_step(
+        &mut self,
+        tokens: &[u32],
+        read: Read,
+        seed: u64,
+    ) -> Result<StepOut, ModelError> {
         let start = self.cache.position();
         let ids: Vec<u8> = tokens.iter().flat_map(|t| t.to_le_bytes()).collect();
         let same = |p: &PromptList| p.act.tokens() == tokens.len() && p.start == start;
@@ -412,6 +440,7 @@ impl Llama {
         }
         let p = self.prompt.as_mut().expect("recorded above");
         p.ids.write_bytes(&ids)?;
+        write_seed(p.seed.as_ref(), seed)?;
         p.list.submit_and_wait()?;
         (self.gpu_time, self.kernel_times) = step_times(&p.list, self.timing, self.profile);
         values_of(&p.out, read)
@@ -434,11 +463,16 @@ impl Llama {
             act: &act,
             at: StepPosition::Known(start),
             rows: read.logit_rows(),
+            draw: read.draw(),
         };
+        let seed = read
+            .draw()
+            .map(|_| list.upload_slot(&act.seed))
+            .transpose()?;
         let best = forward.record(&mut list)?;
         let out = match read {
             Read::Logits => list.download(&act.logits)?,
-            Read::ArgMax => list.download(&act.best.view(best, &[1])?)?,
+            Read::ArgMax | Read::Draw(_) => list.download(&act.best.view(best, &[1])?)?,
             // With `LogitRows::Last` the last token's logits are the first row.
             Read::LastLogits => list.download(&act.logits.view(0, &[self.cfg.vocab])?)?,
         };
@@ -448,6 +482,7 @@ impl Llama {
             act,
             list,
             ids,
+            seed,
             out,
         })
     }
@@ -455,7 +490,7 @@ impl Llama {
     /// Runs one token through the decode list of its span (recorded first where there is
     /// none): the token and its position written into the list's upload slots, the list
     /// replayed.
-    fn decode_step(&mut self, token: u32, read: Read) -> Result<StepOut, ModelError> {
+    fn decode_step(&mut self, token: u32, read: Read, seed: u64) -> Result<StepOut, ModelError> {
         let position = self.cache.position();
         let capacity = (position / DECODE_SPAN + 1) * DECODE_SPAN;
         let capacity = capacity.min(self.cache.max_seq());
@@ -464,6 +499,7 @@ impl Llama {
         let d = &mut decode.lists[at];
         d.token.write_bytes(&token.to_le_bytes())?;
         d.position.write_bytes(&(position as i32).to_le_bytes())?;
+        write_seed(d.seed.as_ref(), seed)?;
         d.list.submit_and_wait()?;
         (self.gpu_time, self.kernel_times) = step_times(&d.list, self.timing, self.profile);
         values_of(&d.out, read)
@@ -508,19 +544,32 @@ impl Llama {
                 capacity,
             },
             rows: read.logit_rows(),
+            draw: read.draw(),
         };
+        let seed = read
+            .draw()
+            .map(|_| list.upload_slot(&decode.act.seed))
+            .transpose()?;
         forward.record(&mut list)?;
         let out = match read {
             Read::Logits | Read::LastLogits => list.download(&decode.act.logits)?,
-            Read::ArgMax => list.download(&decode.act.best)?,
+            Read::ArgMax | Read::Draw(_) => list.download(&decode.act.best)?,
         };
         let decode = self.decode.as_mut().expect("made above");
+        if let Read::Draw(bits) = read {
+            // Lists of one temperature's draws are kept: a caller changing it every token
+            // would otherwise keep a list for each.
+            decode
+                .lists
+                .retain(|d| !matches!(d.read, Read::Draw(b) if b != bits));
+        }
         decode.lists.push(DecodeList {
             capacity,
             read,
             list,
             token,
             position,
+            seed,
             out,
         });
         Ok(decode.lists.len() - 1)
@@ -587,8 +636,16 @@ impl StepOut {
 fn values_of(readback: &Readback, read: Read) -> Result<StepOut, ModelError> {
     Ok(match read {
         Read::Logits | Read::LastLogits => StepOut::Logits(readback.read_f32()?),
-        Read::ArgMax => StepOut::Token(readback.read_u32()?[0]),
+        Read::ArgMax | Read::Draw(_) => StepOut::Token(readback.read_u32()?[0]),
     })
+}
+
+/// A draw's seed into its upload slot, where the step draws.
+fn write_seed(slot: Option<&UploadSlot>, seed: u64) -> Result<(), ModelError> {
+    if let Some(slot) = slot {
+        slot.write_bytes(&seed.to_le_bytes())?;
+    }
+    Ok(())
 }
 
 /// GPU memory a [`Llama`] holds, in bytes.

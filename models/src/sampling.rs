@@ -3,7 +3,9 @@
 //! then to the smallest set of the largest whose probabilities reach `top_p`, and one token
 //! drawn from what is left in proportion to its probability (walking the tokens left in index
 //! order). Its draws come from a generator seeded by the caller, so a seed gives the same
-//! tokens every run.
+//! tokens every run. A draw at a temperature alone ([`Sampling::draws_on_gpu`]) is made by the
+//! decoder on the GPU instead, from the same distribution by the Gumbel-max trick, seeded by
+//! this generator ([`Sampler::next_seed`]): other tokens than the host's draw for the same seed.
 
 use crate::weights::SplitMix;
 use crate::ModelError;
@@ -47,6 +49,12 @@ impl Sampling {
     pub fn is_greedy(&self) -> bool {
         self.temperature == 0.0 || self.top_k == 1
     }
+
+    /// Whether a draw is from the whole distribution at the temperature (no top-k or top-p
+    /// cut, not greedy): what the GPU draws itself, so that only the token is read back.
+    pub fn draws_on_gpu(&self) -> bool {
+        !self.is_greedy() && self.top_k == 0 && self.top_p >= 1.0
+    }
 }
 
 /// Draws tokens from logits as its [`Sampling`] says.
@@ -88,6 +96,11 @@ impl Sampler {
     /// How it draws.
     pub fn sampling(&self) -> Sampling {
         self.how
+    }
+
+    /// The seed of the next draw made elsewhere (on the GPU), from this sampler's generator.
+    pub fn next_seed(&mut self) -> u64 {
+        self.rng.next()
     }
 
     /// The next token from one row of logits (a NaN counts as the least likely).

@@ -240,3 +240,71 @@ fn cuts_over_a_whole_vocabulary_keep_what_a_full_sort_keeps() {
         nucleus(&logits, 1.0)[..100].iter().copied().collect();
     assert!((0..got.len()).all(|i| got[i] == 0.0 || hundred.contains(&(i as u32))));
 }
+
+/// A draw at a temperature alone is made on the GPU: each token the argmax of the CPU
+/// reference's logits over the temperature plus the Gumbel noise of the seed the sampler's
+/// generator gives (within the two sides' rounding of a near tie, the model's token fed to
+/// both); the same seed the same tokens, another seed others; a new temperature's draws
+/// after the old one's in the same model.
+#[test]
+fn temperature_draws_are_made_on_the_gpu() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small();
+    let weights = HostWeights::random(&cfg, 9);
+    let mut model = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
+    let prompt = [1u32, 40, 7, 300];
+    let mut reference = ReferenceLlama::new(&cfg, &weights);
+    for temperature in [0.8f32, 1.7] {
+        let how = Sampling {
+            temperature,
+            seed: 11,
+            ..Sampling::default()
+        };
+        assert!(how.draws_on_gpu());
+        let got = model
+            .generate(&prompt, 12, &mut Sampler::new(how).unwrap())
+            .unwrap();
+        let mut seeds = Sampler::new(how).unwrap();
+        reference.reset();
+        let mut next = prompt.to_vec();
+        for (i, &token) in got.iter().enumerate() {
+            let logits = reference.forward(&next);
+            let values = vkprism_shaders::reference::gumbel_values(
+                logits.last().unwrap(),
+                temperature,
+                seeds.next_seed(),
+            );
+            let best = values.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+            let drawn = values[token as usize];
+            assert!(
+                drawn >= best - 1e-3,
+                "T {temperature} token {i}: drew {token} ({drawn}) where the largest is {best}"
+            );
+            next = vec![token];
+        }
+        let again = model
+            .generate(&prompt, 12, &mut Sampler::new(how).unwrap())
+            .unwrap();
+        assert_eq!(
+            again, got,
+            "T {temperature}: the same seed, the same tokens"
+        );
+        let other = Sampling { seed: 12, ..how };
+        let other = model
+            .generate(&prompt, 12, &mut Sampler::new(other).unwrap())
+            .unwrap();
+        assert_ne!(other, got, "T {temperature}: another seed, other tokens");
+    }
+    assert!(!Sampling {
+        top_k: 40,
+        ..Sampling::default()
+    }
+    .draws_on_gpu());
+    assert!(!Sampling {
+        top_p: 0.9,
+        ..Sampling::default()
+    }
+    .draws_on_gpu());
+    assert!(!Sampling::greedy().draws_on_gpu());
+    assert_clean(&ctx);
+}

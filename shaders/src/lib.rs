@@ -114,8 +114,8 @@ pub use rotary::{
     RopeQkvShape, RopeScaling, RopeShape,
 };
 pub use rows::{
-    argmax, argmax_parts, norm, norm4, reduce, softmax, softmax4, ArgmaxParts, NormShape,
-    ReduceShape, SoftmaxShape,
+    argmax, argmax_parts, norm, norm4, reduce, sample, sample_parts, softmax, softmax4,
+    ArgmaxParts, NormShape, ReduceShape, SoftmaxShape,
 };
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};
 pub use unary_kernels::{glu, unary, unary_scalar};

@@ -7,7 +7,9 @@
 // tensor is one: outer the product of the dimensions before it, inner of those after), into
 // [outer, inner]: out[o][i] = op over a of x[o][a][i]. Values are read one at a time (rows of
 // any length), converted to fp32 and reduced in fp32 in every variant; the result is stored in
-// the variant's precision, or (ARGMAX) as an int index, the first on ties.
+// the variant's precision, or (ARGMAX) as an int index, the first on ties. With GUMBEL (an
+// ARGMAX kernel) each value is x / T plus Gumbel noise (gumbel.glsl): the index is a draw from
+// softmax(x / T) along the axis, not its largest.
 //
 // Two grids, chosen by `per_invocation`:
 // - 0: one workgroup per output (grid [workgroup, outer · inner, 1]): each invocation reduces
@@ -28,14 +30,25 @@ layout (binding = 1) writeonly buffer out_blob { int out_data[]; };
 #else
 layout (binding = 1) writeonly buffer out_blob { sfp out_data[]; };
 #endif
+#if GUMBEL
+// The draw's 64-bit seed, two words.
+layout (binding = 2) readonly buffer seed_blob { uint seed_data[]; };
 
+layout (push_constant) uniform parameter { int outer; int axis; int inner; float inv_temperature; } p;
+#include "gumbel.glsl"
+#else
 layout (push_constant) uniform parameter { int outer; int axis; int inner; } p;
+#endif
 
 #include "rows.glsl"
 
 float load(int i)
 {
+#if GUMBEL
+    return float(buffer_ld1(x_data, i)) * p.inv_temperature + gumbel_noise(uint(i));
+#else
     return float(buffer_ld1(x_data, i));
+#endif
 }
 
 void store(int i, float v, int index)

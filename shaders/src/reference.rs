@@ -510,3 +510,32 @@ mod tests {
         }
     }
 }
+
+/// `gumbel.glsl`'s 32-bit integer hash.
+pub fn gumbel_hash(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^= x >> 16;
+    x
+}
+
+/// The standard Gumbel noise `Ops::sample` adds to element `index` of its input under `seed`
+/// (`gumbel.glsl`'s `gumbel_noise`), in f64: `-ln(-ln(u))`, u on a grid of 2⁻²⁴ in (0, 1).
+pub fn gumbel_noise(index: u32, seed: u64) -> f64 {
+    let k0 = gumbel_hash(seed as u32);
+    let k1 = gumbel_hash((seed >> 32) as u32 ^ 0x9e37_79b9);
+    let h = gumbel_hash(gumbel_hash(index ^ k0).wrapping_add(k1));
+    let u = ((h >> 8) as f64 + 0.5) / 16_777_216.0;
+    -(-u.ln()).ln()
+}
+
+/// Each row's `x / temperature + gumbel_noise` (f64) of `x` `[rows, n]`: the values whose
+/// argmax `Ops::sample` draws.
+pub fn gumbel_values(x: &[f32], temperature: f32, seed: u64) -> Vec<f64> {
+    x.iter()
+        .enumerate()
+        .map(|(i, &v)| v as f64 / temperature as f64 + gumbel_noise(i as u32, seed))
+        .collect()
+}

@@ -19,7 +19,7 @@ vkprism::compute_shader! {
     /// `fp32`, `fp16s`, `fp16sa`, `bf16s`, each `_sg` (subgroup arithmetic) and `_nosg`.
     pub mod reduce,
     path: "reduce.comp",
-    define: [("ARGMAX", "0")],
+    define: [("ARGMAX", "0"), ("GUMBEL", "0")],
 }
 
 vkprism::compute_shader! {
@@ -28,7 +28,17 @@ vkprism::compute_shader! {
     /// constants (`op` ignored).
     pub mod argmax,
     path: "reduce.comp",
-    define: [("ARGMAX", "1")],
+    define: [("ARGMAX", "1"), ("GUMBEL", "0")],
+}
+
+vkprism::compute_shader! {
+    /// A draw along the axis of x viewed as `[outer, axis, inner]` from softmax(x / T), into
+    /// an I32 `[outer, inner]`: [`argmax`] of each value times `inv_temperature` (1 / T, a push
+    /// constant after [`reduce`]'s) plus Gumbel noise, a function of the value's index in x and
+    /// the two-word seed in the U32 `seed_blob` (the same seed, the same draws).
+    pub mod sample,
+    path: "reduce.comp",
+    define: [("ARGMAX", "1"), ("GUMBEL", "1")],
 }
 
 vkprism::compute_shader! {
@@ -39,6 +49,15 @@ vkprism::compute_shader! {
     /// [`ArgmaxParts::grid`]; push constants [`ArgmaxParts::push`].
     pub mod argmax_parts,
     path: "argmax_parts.comp",
+    define: [("GUMBEL", "0")],
+}
+
+vkprism::compute_shader! {
+    /// The second pass of [`sample`] along long rows taken in parts: [`argmax_parts`] over
+    /// [`sample`]'s noised values (the same noise, from the same seed).
+    pub mod sample_parts,
+    path: "argmax_parts.comp",
+    define: [("GUMBEL", "1")],
 }
 
 /// [`argmax`] along rows of `axis` values taken in `parts` parts of `len` (its first pass over

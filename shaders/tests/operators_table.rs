@@ -76,6 +76,8 @@ fn operations() -> Vec<Row> {
              (binary_bcast, "otherwise")),
         row!("reduce": (reduce, "sum, mean, max, min"), (argmax, "argmax"),
              (argmax_parts, "then, for a few rows of at least 65536 values taken in parts")),
+        row!("sample": sample,
+             (sample_parts, "then, for a few rows of at least 65536 values taken in parts")),
         row!("gemm_int8_weights": (quantize_rows, "the activations, per row"), gemm_int8_dequant),
         row!("softmax": (softmax4, "rows a multiple of 4"), (softmax, "otherwise")),
         row!("layer_norm": (norm4, "rows a multiple of 4"), (norm, "otherwise")),

@@ -48,6 +48,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/gemv_int8.comp", include_str!("../../../shaders/src/gemv_int8.comp")),
     ("shaders/src/global_avg_pool.comp", include_str!("../../../shaders/src/global_avg_pool.comp")),
     ("shaders/src/glu.comp", include_str!("../../../shaders/src/glu.comp")),
+    ("shaders/src/gumbel.glsl", include_str!("../../../shaders/src/gumbel.glsl")),
     ("shaders/src/norm.comp", include_str!("../../../shaders/src/norm.comp")),
     ("shaders/src/pool2d.comp", include_str!("../../../shaders/src/pool2d.comp")),
     ("shaders/src/quantize.comp", include_str!("../../../shaders/src/quantize.comp")),

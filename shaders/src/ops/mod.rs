@@ -10,6 +10,7 @@
 //!   fills the GPU better), the same product over int8 ([`Ops::gemm_int8`]) and the
 //!   channels-last convolution ([`Ops::conv2d`]), all through one split-K path;
 //! - `reduce.rs`: [`Ops::reduce`] along one axis ([`ReduceOp`]: sum, mean, max, min, argmax);
+//!   `sample.rs`: [`Ops::sample`], an index drawn from each row's softmax at a temperature;
 //! - `norm.rs`: [`Ops::softmax`] ([`Softmax`]: scaled, causal), [`Ops::layer_norm`],
 //!   [`Ops::rms_norm`], [`Ops::group_norm`] (channels-last), each allowed in place;
 //! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
@@ -47,6 +48,7 @@ mod pool;
 mod quant_gemm;
 mod reduce;
 mod rope;
+mod sample;
 
 pub use attention::Attention;
 pub use convert::QuantScale;

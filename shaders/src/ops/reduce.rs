@@ -93,7 +93,7 @@ impl Ops {
 
 impl Ops {
     /// [`ReduceShape::local_size_within`] this device's largest workgroup.
-    fn reduce_workgroup(&self, s: &ReduceShape) -> [u32; 3] {
+    pub(super) fn reduce_workgroup(&self, s: &ReduceShape) -> [u32; 3] {
         let limits = &self.ctx.features().limits;
         s.local_size_within(limits.max_compute_work_group_invocations)
     }

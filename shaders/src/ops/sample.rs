@@ -1,0 +1,145 @@
+//! [`Ops::sample`]: each row's index drawn from softmax(x / T) on the GPU — temperature
+//! sampling without reading the logits back — by the Gumbel-max trick on the argmax kernels.
+
+use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
+use super::{pipeline, recorded, scratch, OpError, Ops};
+use crate::{sample, sample_parts, ArgmaxParts, ReduceShape};
+use vkprism::{CommandList, Tensor, TensorFormat};
+
+const OP: &str = "sample";
+
+impl Ops {
+    /// Records into `list` a draw of one index from each row of `x` (`[.., n]`, F32, F16 or
+    /// Bf16) with probability softmax(x / `temperature`) along the last axis, into the I32
+    /// `out` (x's shape without its last axis, or with it as 1). The draw is the index of the
+    /// largest x / T + g, each g standard Gumbel noise made from the element's index and the
+    /// 64-bit seed in the U32 `seed` `[2]` (low word first), read on the GPU when the list
+    /// runs: write a new seed before each run for new draws; the same seed draws the same
+    /// indices. `-inf` values are never drawn while a row holds a finite one; a NaN is drawn
+    /// only where it is a row's first value and nothing after it is drawn (the argmax's rule).
+    /// [`OpError::Unsupported`] for a temperature that is not finite and above 0 (greedy
+    /// decoding is [`ReduceOp::ArgMax`](crate::ReduceOp::ArgMax)); nothing is recorded when a
+    /// check fails.
+    pub fn sample(
+        &self,
+        list: &mut CommandList,
+        x: &Tensor,
+        out: &Tensor,
+        temperature: f32,
+        seed: &Tensor,
+    ) -> Result<(), OpError> {
+        let format = check_sample(x, out, temperature, seed)?;
+        not_aliased(OP, out, "out", &[("x", Some(x)), ("seed", Some(seed))])?;
+        let s = ReduceShape::of(x.shape(), x.shape().len() - 1);
+        let inv_temperature = 1.0 / temperature;
+        if let Some(parts) = ArgmaxParts::of(&s) {
+            return self.sample_in_parts(list, (x, seed), out, &parts, inv_temperature, format);
+        }
+        let kernel = self.kernel_for::<sample::Kernel>(OP, "x_blob", format, false)?;
+        let spec = sample::SpecConstants {
+            op: 0,
+            per_invocation: 0,
+        };
+        let local = self.reduce_workgroup(&s);
+        let pipe = pipeline(OP, &kernel, &spec, Some(local))?;
+        let bindings = sample::BufferBindings {
+            x_blob: x,
+            out_blob: out,
+            seed_blob: seed,
+        };
+        let push = sample_push(&s, inv_temperature);
+        recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid(local)))
+    }
+
+    /// The draw of x's rows in `parts`: each part's best noised value's index into a scratch
+    /// tensor, then the rows' from those (the same noise: it is a function of the index).
+    fn sample_in_parts(
+        &self,
+        list: &mut CommandList,
+        (x, seed): (&Tensor, &Tensor),
+        out: &Tensor,
+        parts: &ArgmaxParts,
+        inv_temperature: f32,
+        format: TensorFormat,
+    ) -> Result<(), OpError> {
+        let first = parts.first_pass();
+        // Both pipelines before anything is recorded.
+        let kernel = self.kernel_for::<sample::Kernel>(OP, "x_blob", format, false)?;
+        let spec = sample::SpecConstants {
+            op: 0,
+            per_invocation: 0,
+        };
+        let local = self.reduce_workgroup(&first);
+        let parts_pipe = pipeline(OP, &kernel, &spec, Some(local))?;
+        let kernel = self.kernel_for::<sample_parts::Kernel>(OP, "x_blob", format, false)?;
+        let (grid, rows_local) = parts.grid();
+        let rows_pipe = pipeline(OP, &kernel, &Default::default(), Some(rows_local))?;
+        let part_index = scratch(list, &self.ctx, OP, &[first.outer], TensorFormat::I32, &[x])?;
+        let bindings = sample::BufferBindings {
+            x_blob: x,
+            out_blob: &part_index,
+            seed_blob: seed,
+        };
+        let push = sample_push(&first, inv_temperature);
+        recorded(
+            OP,
+            list.dispatch(&parts_pipe, &bindings, &push, first.grid(local)),
+        )?;
+        let bindings = sample_parts::BufferBindings {
+            x_blob: x,
+            part_blob: &part_index,
+            out_blob: out,
+            seed_blob: seed,
+        };
+        let push = sample_parts::PushConstants {
+            rows: parts.rows as i32,
+            parts: parts.parts as i32,
+            len: parts.len as i32,
+            inv_temperature,
+        };
+        recorded(OP, list.dispatch(&rows_pipe, &bindings, &push, grid))
+    }
+}
+
+fn sample_push(s: &ReduceShape, inv_temperature: f32) -> sample::PushConstants {
+    sample::PushConstants {
+        outer: s.outer as i32,
+        axis: s.axis as i32,
+        inner: s.inner as i32,
+        inv_temperature,
+    }
+}
+
+/// x's float format, where x is not empty, `out` has x's shape without its last axis (removed,
+/// or kept as 1) in I32, the temperature is finite and above 0 (and 1 / T finite), and `seed`
+/// is a U32 `[2]`.
+fn check_sample(
+    x: &Tensor,
+    out: &Tensor,
+    temperature: f32,
+    seed: &Tensor,
+) -> Result<TensorFormat, OpError> {
+    if !(temperature > 0.0 && temperature.is_finite() && (1.0 / temperature).is_finite()) {
+        return Err(OpError::Unsupported {
+            op: OP,
+            why: format!("temperature {temperature}: a draw takes a finite temperature above 0"),
+        });
+    }
+    nonempty(OP, "x", x)?;
+    let xs = x.shape();
+    let mut kept = xs.to_vec();
+    *kept.last_mut().expect("x is not empty") = 1;
+    let removed = &xs[..xs.len() - 1];
+    if out.shape() != kept && (removed.is_empty() || out.shape() != removed) {
+        return Err(OpError::Shape {
+            op: OP,
+            operand: "out",
+            got: out.shape().to_vec(),
+            want: format!("x's shape without its last axis: {removed:?} or {kept:?}"),
+        });
+    }
+    same_format(OP, "out", Some(out), TensorFormat::I32)?;
+    shape_is(OP, "seed", seed, &[2], "[2]")?;
+    same_format(OP, "seed", Some(seed), TensorFormat::U32)?;
+    float_format(OP, "x", x)
+}
