@@ -10,19 +10,26 @@
 //! - `resnet50`: ResNet-50 at 224×224, batch 1 and 8, fp16 and fp32.
 //!
 //! Each figure is a step's GPU time in ms; a `wall` record beside it holds what the host
-//! waits for the same step (write the input, submit, wait, read the output). `--quick` runs the
-//! same code on the reduced configurations.
+//! waits for the same step (write the input, submit, wait, read the output). The decoder's
+//! `generate` record is what a user generating sees: the host's wall time per token of
+//! `Llama::generation` (greedy, the decode steps queued two ahead) after the prompt.
+//! `--quick` runs the same code on the reduced configurations.
 
 use crate::harness::{print, time_steps, Config, Record, StepTiming, STEPS_METHOD};
 use std::error::Error;
 use std::time::Duration;
 use vkprism::{Context, TensorFormat};
 use vkprism_models::resnet::{self, ResNet, ResNetConfig, Timing};
-use vkprism_models::{HostWeights, Llama, LlamaConfig, WeightStorage};
+use vkprism_models::{HostWeights, Llama, LlamaConfig, Sampler, WeightStorage};
 
 /// How wall-time records are timed.
 const WALL_METHOD: &str =
     "host wall time of one step (input written, submit, wait, output read), median";
+/// How the `generate` record is timed.
+const GENERATE_METHOD: &str =
+    "host wall time per token of Llama::generation after the prompt's token, median of 5";
+/// Tokens the `generate` record times after the prompt's (at most).
+const GENERATED: usize = 64;
 
 fn records(case: &'static str, shape: String, variant: &str, t: StepTiming, out: &mut Vec<Record>) {
     let gpu = Record {
@@ -148,6 +155,21 @@ fn decoder_stored(
         m.reset();
         m.next_token(&prompt).map(|_| ())
     })?;
+    // As many as the cache holds after the prompt (the reduced configuration's is short).
+    let generated = GENERATED.min(model_cfg.max_seq - prompt_len - 1);
+    let per_token = generation_wall(&mut m, &prompt, generated)?;
+    let generate = Record {
+        case,
+        shape: format!("generate {prompt_len}+{generated} wall"),
+        variant: variant.into(),
+        coopmat: false,
+        value: per_token * 1e3,
+        unit: "ms",
+        sm_clock_mhz: crate::harness::sm_clock_mhz(),
+        method: GENERATE_METHOD,
+    };
+    print(&generate);
+    out.push(generate);
     let mut memory = m.memory();
     for context in contexts {
         m.reset();
@@ -173,6 +195,25 @@ fn decoder_stored(
         mib(ctx.peak_allocated_bytes() - before)
     );
     Ok(out)
+}
+
+/// The host's wall time per token of a greedy [`Llama::generation`] of `n` tokens after
+/// `prompt` (the prompt's token not counted), the median of 5 runs.
+fn generation_wall(m: &mut Llama, prompt: &[u32], n: usize) -> Result<f64, Box<dyn Error>> {
+    let mut runs = Vec::new();
+    for _ in 0..5 {
+        let mut greedy = Sampler::greedy();
+        let mut generation = m.generation(prompt, n + 1, &mut greedy, &[])?;
+        generation.next().transpose()?;
+        let start = std::time::Instant::now();
+        let mut n = 0;
+        for token in generation {
+            token?;
+            n += 1;
+        }
+        runs.push(start.elapsed().as_secs_f64() / n.max(1) as f64);
+    }
+    Ok(crate::harness::median(runs))
 }
 
 /// One more `step` with every dispatch timed (the GPU still warm from the series): where the

@@ -9,12 +9,13 @@
 use crate::cache::KvCache;
 use crate::device_weights::DeviceWeights;
 use crate::forward::{Activations, Forward, LogitRows, StepPosition};
+use crate::generation::Generation;
 use crate::{
     Checkpoint, LlamaConfig, ModelError, SafetensorsFile, Sampler, WeightSource, WeightStorage,
 };
 use std::path::Path;
 use std::time::Duration;
-use vkprism::{CommandList, Context, Readback, Tensor, TensorFormat, UploadSlot};
+use vkprism::{CommandList, Context, Readback, Submission, Tensor, TensorFormat, UploadSlot};
 use vkprism_shaders::Ops;
 
 /// Cache positions one recorded decode list serves: a list attends over the cache rows up to
@@ -48,7 +49,7 @@ impl Logits {
 
 /// What a step reads back.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Read {
+pub(crate) enum Read {
     /// Every row's logits.
     Logits,
     /// The index of the last row's largest logit (chosen on the GPU).
@@ -65,6 +66,18 @@ impl Read {
         match self {
             Read::Logits => LogitRows::Every,
             Read::ArgMax | Read::LastLogits | Read::Draw(_) => LogitRows::Last,
+        }
+    }
+
+    /// What a step that hands the next token over reads: its argmax, or its draw on the GPU;
+    /// `None` where `how` draws on the host.
+    pub(crate) fn token_of(how: crate::Sampling) -> Option<Read> {
+        if how.is_greedy() {
+            Some(Read::ArgMax)
+        } else if how.draws_on_gpu() {
+            Some(Read::Draw(how.temperature.to_bits()))
+        } else {
+            None
         }
     }
 
@@ -123,13 +136,26 @@ struct DecodeLists {
     lists: Vec<DecodeList>,
 }
 
+/// Where a decode list's token comes from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TokenFrom {
+    /// The host writes it into the list's upload slot before each run.
+    Host,
+    /// The step before left it in the activations' ids: each such list copies the token it
+    /// chose there at its end, so steps queue one after another with no host in between. Two
+    /// lists a span and read (by the position's parity), so one runs while the next waits.
+    Gpu(u8),
+}
+
 /// One recorded decode step.
 struct DecodeList {
     /// Cache rows its attention reads: the end of its span of positions.
     capacity: usize,
     read: Read,
+    from: TokenFrom,
     list: CommandList,
-    token: UploadSlot,
+    /// The token's upload slot ([`TokenFrom::Host`]).
+    token: Option<UploadSlot>,
     position: UploadSlot,
     /// The draw's seed, where the step draws its token.
     seed: Option<UploadSlot>,
@@ -347,20 +373,28 @@ impl Llama {
         sampler: &mut Sampler,
         stop: &[u32],
     ) -> Result<Vec<u32>, ModelError> {
+        self.generation(prompt, n, sampler, stop)?
+            .map(|g| g.map(|g| g.token))
+            .collect()
+    }
+
+    /// Starts a new sequence with `prompt`: its next `n` tokens (fewer where one of `stop`
+    /// comes first, returned last) as an iterator that hands each over as soon as its step has
+    /// run, each drawn by `sampler` and fed back in. Where the token is chosen on the GPU
+    /// (greedy, or a draw at a temperature alone) the decode steps are queued ahead and run
+    /// back to back, each reading the token the one before chose on the GPU
+    /// ([`Generation`]). The prompt and the room for `n` tokens are checked first.
+    pub fn generation<'a>(
+        &'a mut self,
+        prompt: &[u32],
+        n: usize,
+        sampler: &'a mut Sampler,
+        stop: &'a [u32],
+    ) -> Result<Generation<'a>, ModelError> {
         self.check_tokens(prompt)?;
         self.reset();
         self.cache.check_room(prompt.len() + n.saturating_sub(1))?;
-        let mut out = Vec::with_capacity(n);
-        let mut next = prompt.to_vec();
-        while out.len() < n {
-            let token = self.sample_next(&next, sampler)?;
-            out.push(token);
-            if stop.contains(&token) {
-                break;
-            }
-            next = vec![token];
-        }
-        Ok(out)
+        Ok(Generation::new(self, prompt, n, sampler, stop))
     }
 
     /// Runs `tokens` at the next positions of the sequence: the next token as `sampler` draws
@@ -491,47 +525,120 @@ impl Llama {
     /// none): the token and its position written into the list's upload slots, the list
     /// replayed.
     fn decode_step(&mut self, token: u32, read: Read, seed: u64) -> Result<StepOut, ModelError> {
+        self.keep_lists_of(read);
         let position = self.cache.position();
-        let capacity = (position / DECODE_SPAN + 1) * DECODE_SPAN;
-        let capacity = capacity.min(self.cache.max_seq());
-        let at = self.decode_list(capacity, read)?;
+        let at = self.decode_list(self.capacity_at(position), read, TokenFrom::Host)?;
         let decode = self.decode.as_mut().expect("made by decode_list");
         let d = &mut decode.lists[at];
-        d.token.write_bytes(&token.to_le_bytes())?;
+        if let Some(slot) = &d.token {
+            slot.write_bytes(&token.to_le_bytes())?;
+        }
         d.position.write_bytes(&(position as i32).to_le_bytes())?;
         write_seed(d.seed.as_ref(), seed)?;
         d.list.submit_and_wait()?;
+        self.finish_decode(at, read)
+    }
+
+    /// The cache rows a decode step at `position` reads: its span's end.
+    fn capacity_at(&self, position: usize) -> usize {
+        ((position / DECODE_SPAN + 1) * DECODE_SPAN).min(self.cache.max_seq())
+    }
+
+    /// What decode list `at` read back in its run, waited for; its times kept.
+    fn finish_decode(&mut self, at: usize, read: Read) -> Result<StepOut, ModelError> {
+        let d = &self.decode.as_ref().expect("a list ran").lists[at];
         (self.gpu_time, self.kernel_times) = step_times(&d.list, self.timing, self.profile);
         values_of(&d.out, read)
     }
 
-    /// The index of the decode list for `capacity` and `read`, recorded where there is none.
-    fn decode_list(&mut self, capacity: usize, read: Read) -> Result<usize, ModelError> {
-        let ctx = self.ops.context().clone();
+    /// Forgets the decode lists of draws at another temperature than `read`'s (a caller
+    /// changing it every token would otherwise keep a list for each). Only while none runs.
+    fn keep_lists_of(&mut self, read: Read) {
+        if let (Read::Draw(bits), Some(decode)) = (read, self.decode.as_mut()) {
+            decode
+                .lists
+                .retain(|d| !matches!(d.read, Read::Draw(b) if b != bits));
+        }
+    }
+
+    /// Queues the decode step at `position` (a draw's under `seed`) whose token the step
+    /// before left on the GPU ([`TokenFrom::Gpu`]), without waiting: the run and its list.
+    pub(crate) fn queue_decode(
+        &mut self,
+        position: usize,
+        read: Read,
+        seed: u64,
+    ) -> Result<(Submission, usize), ModelError> {
+        let from = TokenFrom::Gpu((position % 2) as u8);
+        let at = self.decode_list(self.capacity_at(position), read, from)?;
+        let d = &mut self.decode.as_mut().expect("made by decode_list").lists[at];
+        d.position.write_bytes(&(position as i32).to_le_bytes())?;
+        write_seed(d.seed.as_ref(), seed)?;
+        Ok((d.list.submit()?, at))
+    }
+
+    /// The token of queued decode list `at`, its run waited for: the cache advanced past it.
+    pub(crate) fn finish_queued(&mut self, at: usize, read: Read) -> Result<u32, ModelError> {
+        let token = self.finish_decode(at, read)?.token();
+        self.cache.advance(1);
+        Ok(token)
+    }
+
+    /// Writes `token` where the next queued decode step reads it (the decode activations'
+    /// ids), and drops the lists of draws at another temperature than `read`'s: before
+    /// queueing steps, none running.
+    pub(crate) fn place_token(&mut self, token: u32, read: Read) -> Result<(), ModelError> {
+        self.keep_lists_of(read);
+        self.decode_lists()?
+            .act
+            .ids
+            .write_bytes(&token.to_le_bytes())?;
+        Ok(())
+    }
+
+    /// The decode lists, their activations made where there are none.
+    fn decode_lists(&mut self) -> Result<&mut DecodeLists, ModelError> {
         if self.decode.is_none() {
+            let ctx = self.ops.context();
             self.decode = Some(DecodeLists {
                 // One token: every row is the last, whatever is read.
                 act: Activations::new(
-                    &ctx,
+                    ctx,
                     &self.cfg,
                     1,
                     (self.format, self.storage),
                     LogitRows::Every,
                 )?,
-                position: Tensor::new(&ctx, &[1], TensorFormat::I32)?,
+                position: Tensor::new(ctx, &[1], TensorFormat::I32)?,
                 lists: Vec::new(),
             });
         }
+        Ok(self.decode.as_mut().expect("made above"))
+    }
+
+    /// The index of the decode list for `capacity`, `read` and `from`, recorded where there
+    /// is none.
+    fn decode_list(
+        &mut self,
+        capacity: usize,
+        read: Read,
+        from: TokenFrom,
+    ) -> Result<usize, ModelError> {
+        let ctx = self.ops.context().clone();
+        self.decode_lists()?;
         let decode = self.decode.as_ref().expect("made above");
         let found = decode
             .lists
             .iter()
-            .position(|d| d.capacity == capacity && d.read == read);
+            .position(|d| d.capacity == capacity && d.read == read && d.from == from);
         if let Some(at) = found {
             return Ok(at);
         }
         let mut list = self.new_list(&ctx)?;
-        let token = list.upload_slot(&decode.act.ids)?;
+        let token = match from {
+            TokenFrom::Host => Some(list.upload_slot(&decode.act.ids)?),
+            TokenFrom::Gpu(_) => None,
+        };
         let position = list.upload_slot(&decode.position)?;
         let forward = Forward {
             ops: &self.ops,
@@ -551,21 +658,19 @@ impl Llama {
             .map(|_| list.upload_slot(&decode.act.seed))
             .transpose()?;
         forward.record(&mut list)?;
+        if from != TokenFrom::Host {
+            // The next queued step's input.
+            list.copy(&decode.act.best, &decode.act.ids)?;
+        }
         let out = match read {
             Read::Logits | Read::LastLogits => list.download(&decode.act.logits)?,
             Read::ArgMax | Read::Draw(_) => list.download(&decode.act.best)?,
         };
         let decode = self.decode.as_mut().expect("made above");
-        if let Read::Draw(bits) = read {
-            // Lists of one temperature's draws are kept: a caller changing it every token
-            // would otherwise keep a list for each.
-            decode
-                .lists
-                .retain(|d| !matches!(d.read, Read::Draw(b) if b != bits));
-        }
         decode.lists.push(DecodeList {
             capacity,
             read,
+            from,
             list,
             token,
             position,

@@ -772,7 +772,8 @@ fn decode_replays_across_spans_with_tied_embeddings() {
     let want = ReferenceLlama::new(&cfg, &weights).greedy(&prompt, 10);
     assert_eq!(got, want);
     let mem = m.memory();
-    assert_eq!(mem.recorded_decode_lists, 2, "{mem}");
+    // Two a span: generation queues each step behind the one before, in turn on two lists.
+    assert_eq!(mem.recorded_decode_lists, 4, "{mem}");
     assert!(
         mem.weights > 0 && mem.kv_cache > 0 && mem.activations > 0,
         "{mem}"

@@ -308,3 +308,81 @@ fn temperature_draws_are_made_on_the_gpu() {
     assert!(!Sampling::greedy().draws_on_gpu());
     assert_clean(&ctx);
 }
+
+/// `generation` queues the decode steps where the GPU chooses the token (greedy, a draw at a
+/// temperature alone): the same tokens as steps run one at a time (`sample_next`), the same
+/// draws for the same seed, ending at a stop token with the model's position at the last
+/// token handed over and the model usable after it; and across a span of recorded lists.
+#[test]
+fn queued_generation_equals_steps_run_one_at_a_time() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small().with_max_seq(vkprism_models::DECODE_SPAN + 32);
+    let weights = HostWeights::random(&cfg, 9);
+    let mut model = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
+    // A prompt ending 8 positions before the first span of recorded decode lists ends.
+    let prompt: Vec<u32> = (0..vkprism_models::DECODE_SPAN as u32 - 8)
+        .map(|i| (i * 37 + 5) % cfg.vocab as u32)
+        .collect();
+    let one_at_a_time = |model: &mut Llama, how: Sampling, n: usize| {
+        let mut sampler = Sampler::new(how).unwrap();
+        model.reset();
+        let mut next = prompt.to_vec();
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let token = model.sample_next(&next, &mut sampler).unwrap();
+            out.push(token);
+            next = vec![token];
+        }
+        out
+    };
+    let n = 20;
+    for how in [
+        Sampling::greedy(),
+        Sampling {
+            temperature: 0.9,
+            seed: 3,
+            ..Sampling::default()
+        },
+        Sampling {
+            temperature: 0.9,
+            top_k: 20,
+            seed: 3,
+            ..Sampling::default()
+        },
+    ] {
+        let want = one_at_a_time(&mut model, how, n);
+        let mut sampler = Sampler::new(how).unwrap();
+        let got: Vec<u32> = model
+            .generation(&prompt, n, &mut sampler, &[])
+            .unwrap()
+            .map(|g| g.unwrap().token)
+            .collect();
+        assert_eq!(got, want, "{how:?}");
+        assert_eq!(model.position(), prompt.len() + n - 1, "{how:?}");
+        // Ending at a stop token: the tokens up to it, the position at it.
+        let stop = [want[5]];
+        let first = want.iter().position(|t| *t == want[5]).unwrap();
+        let mut sampler = Sampler::new(how).unwrap();
+        let mut generation = model.generation(&prompt, n, &mut sampler, &stop).unwrap();
+        let until: Vec<u32> = generation.by_ref().map(|g| g.unwrap().token).collect();
+        assert!(generation.next().is_none());
+        drop(generation);
+        assert_eq!(until, want[..=first], "{how:?}");
+        assert_eq!(model.position(), prompt.len() + first, "{how:?}");
+        // The next step runs the stop token at that position, as one run one at a time would.
+        let mut sampler = Sampler::new(how).unwrap();
+        let mut generation = model.generation(&prompt, 3, &mut sampler, &[]).unwrap();
+        let first_two: Vec<u32> = generation
+            .by_ref()
+            .take(2)
+            .map(|g| g.unwrap().token)
+            .collect();
+        drop(generation);
+        assert_eq!(first_two, want[..2], "{how:?}: dropped early");
+        assert_eq!(
+            model.greedy(&prompt, 4).unwrap(),
+            one_at_a_time(&mut model, Sampling::greedy(), 4)
+        );
+    }
+    assert_clean(&ctx);
+}

@@ -42,7 +42,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use vkprism::{Context, TensorFormat};
 use vkprism_models::{
-    Checkpoint, HostWeights, Llama, LlamaConfig, ReferenceLlama, Sampler, Sampling, WeightStorage,
+    Checkpoint, Generated, HostWeights, Llama, LlamaConfig, ReferenceLlama, Sampler, Sampling,
+    WeightStorage,
 };
 
 /// What the command line asked for.
@@ -285,22 +286,23 @@ fn generate(
 ) -> Result<Vec<u32>, Box<dyn Error>> {
     model.set_timing(true);
     let mut out = Vec::with_capacity(n);
-    let mut next = prompt.to_vec();
-    for step in 0..n {
-        let wall = Instant::now();
-        let token = model.sample_next(&next, sampler)?;
+    let mut wall = Instant::now();
+    for (step, generated) in model.generation(prompt, n, sampler, &[])?.enumerate() {
+        let Generated {
+            token, gpu_time, ..
+        } = generated?;
         let what = if step == 0 {
             format!("prefill of {} tokens", prompt.len())
         } else {
-            format!("decode at position {}", model.position() - 1)
+            format!("decode at position {}", prompt.len() + step - 1)
         };
         println!(
             "{what:>28}: token {token:>6}  GPU {}  wall {}",
-            gpu(model),
+            gpu_time.map_or("n/a".into(), ms),
             ms(wall.elapsed())
         );
+        wall = Instant::now();
         out.push(token);
-        next = vec![token];
     }
     println!("generated: {out:?}");
     Ok(out)

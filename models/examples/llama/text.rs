@@ -60,16 +60,15 @@ impl Text {
         let mut stream = Stream::of(self, prompt);
         write!(out, "{}", stream.ready(false)?)?;
         let mut tokens = Vec::with_capacity(n);
-        let mut next = prompt.to_vec();
-        while tokens.len() < n {
-            let token = model.sample_next(&next, sampler)?;
+        let stops: Vec<u32> = self.stops.iter().copied().collect();
+        for generated in model.generation(prompt, n, sampler, &stops)? {
+            let token = generated?.token;
             tokens.push(token);
             if self.stops.contains(&token) {
                 break;
             }
             write!(out, "{}", stream.step(token)?)?;
             out.flush()?;
-            next = vec![token];
         }
         write!(out, "{}", stream.step_end()?)?;
         Ok(tokens)
