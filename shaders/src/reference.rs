@@ -492,25 +492,6 @@ pub fn norm(
     (y, scale)
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn erf_matches_known_values() {
-        for (x, want) in [
-            (0.0, 0.0),
-            (0.5, 0.520_499_877_813_046_5),
-            (1.0, 0.842_700_792_949_714_9),
-            (2.0, 0.995_322_265_018_952_7),
-            (2.5, 0.999_593_047_982_555),
-            (3.0, 0.999_977_909_503_001_4),
-            (-1.5, -0.966_105_146_475_310_7),
-        ] {
-            let got = super::erf(x);
-            assert!((got - want).abs() < 1e-14, "erf({x}) = {got}, want {want}");
-        }
-    }
-}
-
 /// `gumbel.glsl`'s 32-bit integer hash.
 pub fn gumbel_hash(mut x: u32) -> u32 {
     x ^= x >> 16;
@@ -538,4 +519,23 @@ pub fn gumbel_values(x: &[f32], temperature: f32, seed: u64) -> Vec<f64> {
         .enumerate()
         .map(|(i, &v)| v as f64 / temperature as f64 + gumbel_noise(i as u32, seed))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn erf_matches_known_values() {
+        for (x, want) in [
+            (0.0, 0.0),
+            (0.5, 0.520_499_877_813_046_5),
+            (1.0, 0.842_700_792_949_714_9),
+            (2.0, 0.995_322_265_018_952_7),
+            (2.5, 0.999_593_047_982_555),
+            (3.0, 0.999_977_909_503_001_4),
+            (-1.5, -0.966_105_146_475_310_7),
+        ] {
+            let got = super::erf(x);
+            assert!((got - want).abs() < 1e-14, "erf({x}) = {got}, want {want}");
+        }
+    }
 }
