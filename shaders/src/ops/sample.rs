@@ -8,6 +8,12 @@ use vkprism::{CommandList, Tensor, TensorFormat};
 
 const OP: &str = "sample";
 
+/// The draw's constants: a workgroup a row (the rows are the last axis, inner 1).
+const ROW_A_WORKGROUP: sample::SpecConstants = sample::SpecConstants {
+    op: 0,
+    per_invocation: 0,
+};
+
 impl Ops {
     /// Records into `list` a draw of one index from each row of `x` (`[.., n]`, F32, F16 or
     /// Bf16) with probability softmax(x / `temperature`) along the last axis, into the I32
@@ -36,12 +42,8 @@ impl Ops {
             return self.sample_in_parts(list, (x, seed), out, &parts, inv_temperature, format);
         }
         let kernel = self.kernel_for::<sample::Kernel>(OP, "x_blob", format, false)?;
-        let spec = sample::SpecConstants {
-            op: 0,
-            per_invocation: 0,
-        };
         let local = self.reduce_workgroup(&s);
-        let pipe = pipeline(OP, &kernel, &spec, Some(local))?;
+        let pipe = pipeline(OP, &kernel, &ROW_A_WORKGROUP, Some(local))?;
         let bindings = sample::BufferBindings {
             x_blob: x,
             out_blob: out,
@@ -65,12 +67,8 @@ impl Ops {
         let first = parts.first_pass();
         // Both pipelines before anything is recorded.
         let kernel = self.kernel_for::<sample::Kernel>(OP, "x_blob", format, false)?;
-        let spec = sample::SpecConstants {
-            op: 0,
-            per_invocation: 0,
-        };
         let local = self.reduce_workgroup(&first);
-        let parts_pipe = pipeline(OP, &kernel, &spec, Some(local))?;
+        let parts_pipe = pipeline(OP, &kernel, &ROW_A_WORKGROUP, Some(local))?;
         let kernel = self.kernel_for::<sample_parts::Kernel>(OP, "x_blob", format, false)?;
         let (grid, rows_local) = parts.grid();
         let rows_pipe = pipeline(OP, &kernel, &Default::default(), Some(rows_local))?;
