@@ -20,7 +20,7 @@ use crate::device_weights::{DeviceWeights, LayerWeights, Projection};
 use crate::{LlamaConfig, ModelError, WeightStorage};
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
 use vkprism_shaders::{
-    Activation, Attention, Gemm, Gemv, HeadNorm, Ops, QuantScale, ReduceOp, Rope, RopeStyle,
+    Activation, Attention, Draw, Gemm, Gemv, HeadNorm, Ops, QuantScale, ReduceOp, Rope, RopeStyle,
 };
 
 /// The tensors a step of `n` tokens works in, reused by every layer (the list puts a barrier
@@ -179,9 +179,9 @@ pub(crate) struct Forward<'a> {
     pub at: StepPosition<'a>,
     /// The rows the output layer runs for (activations that [serve](Activations::serves) them).
     pub rows: LogitRows,
-    /// Where given, `best` holds each row's token drawn from its softmax at this temperature
-    /// ([`Ops::sample`], seeded by the activations' `seed`) instead of its argmax.
-    pub draw: Option<f32>,
+    /// Where given, `best` holds each row's token drawn so ([`Ops::sample`], seeded by the
+    /// activations' `seed`) instead of its argmax.
+    pub draw: Option<Draw>,
 }
 
 impl Forward<'_> {
@@ -229,7 +229,7 @@ impl Forward<'_> {
     ) -> Result<(), ModelError> {
         match self.draw {
             None => self.ops.reduce(list, logits, best, 1, ReduceOp::ArgMax)?,
-            Some(t) => self.ops.sample(list, logits, best, t, &self.act.seed)?,
+            Some(d) => self.ops.sample(list, logits, best, &d, &self.act.seed)?,
         }
         Ok(())
     }

@@ -1,9 +1,8 @@
-//! [`Generation`]: a sequence's tokens handed over one at a time as the GPU makes them. Where
-//! the next token is chosen on the GPU (greedy, or a draw at a temperature alone), each decode
-//! step's list reads the token the step before left on the GPU, so the steps are queued two
-//! ahead ([`QUEUED`]) and run back to back: the host's submission, wait and read-back of one
-//! step overlap the next step's run instead of sitting between them. Otherwise (a top-k or
-//! top-p cut, drawn on the host) each step waits for the one before.
+//! [`Generation`]: a sequence's tokens handed over one at a time as the GPU makes them. The
+//! next token is chosen on the GPU (its argmax, or its draw: `Ops::sample`) and each decode
+//! step's list reads the token the step before left there, so the steps are queued two ahead
+//! ([`QUEUED`]) and run back to back: the host's submission, wait and read-back of one step
+//! overlap the next step's run instead of sitting between them.
 
 use crate::llama::Read;
 use crate::{Llama, ModelError, Sampler};
@@ -42,10 +41,10 @@ pub struct Generation<'a> {
     prompt: Option<Vec<u32>>,
     /// Tokens still to hand over.
     left: usize,
-    /// The last token handed over: the next step's input where steps wait for each other.
+    /// The last token handed over.
     last: u32,
-    /// What a queued step reads back; `None` where the host draws (no step is queued).
-    read: Option<Read>,
+    /// What a queued step reads back: its argmax or its draw.
+    read: Read,
     /// Steps in flight, oldest first.
     queued: VecDeque<Queued>,
     ended: bool,
@@ -75,25 +74,26 @@ impl<'a> Generation<'a> {
         }
     }
 
-    /// The next token: the prompt's step's, a queued step's, or one step's run now.
+    /// The next token: the prompt's step's, or the oldest queued step's.
     fn advance(&mut self) -> Result<Generated, ModelError> {
-        let token = match (self.prompt.take(), self.queued.pop_front(), self.read) {
-            (Some(prompt), _, _) => self.model.sample_next(&prompt, self.sampler)?,
-            (None, Some(mut q), Some(read)) => {
+        let token = match (self.prompt.take(), self.queued.pop_front()) {
+            (Some(prompt), _) => self.model.sample_next(&prompt, self.sampler)?,
+            (None, Some(mut q)) => {
                 q.run.wait()?;
-                self.model.finish_queued(q.list, read)?
+                self.model.finish_queued(q.list, self.read)?
             }
-            _ => self.model.sample_next(&[self.last], self.sampler)?,
+            // A step is queued for every token left; were none, the step runs now.
+            (None, None) => self.model.sample_next(&[self.last], self.sampler)?,
         };
         self.left -= 1;
         self.last = token;
         if self.left == 0 || self.stop.contains(&token) {
             self.end();
-        } else if let Some(read) = self.read {
+        } else {
             if self.queued.is_empty() {
-                self.model.place_token(token, read)?;
+                self.model.place_token(token, self.read)?;
             }
-            self.queue(read)?;
+            self.queue()?;
         }
         Ok(Generated {
             token,
@@ -102,14 +102,14 @@ impl<'a> Generation<'a> {
     }
 
     /// Queues the next steps, up to [`QUEUED`] in flight and no more than tokens are left.
-    fn queue(&mut self, read: Read) -> Result<(), ModelError> {
+    fn queue(&mut self) -> Result<(), ModelError> {
         while self.queued.len() < QUEUED.min(self.left) {
             let position = self.model.position() + self.queued.len();
-            let seed = match read {
+            let seed = match self.read {
                 Read::Draw(_) => self.sampler.next_seed(),
                 _ => 0,
             };
-            let (run, list) = self.model.queue_decode(position, read, seed)?;
+            let (run, list) = self.model.queue_decode(position, self.read, seed)?;
             self.queued.push_back(Queued { run, list });
         }
         Ok(())

@@ -16,7 +16,7 @@ use crate::{
 use std::path::Path;
 use std::time::Duration;
 use vkprism::{CommandList, Context, Readback, Submission, Tensor, TensorFormat, UploadSlot};
-use vkprism_shaders::Ops;
+use vkprism_shaders::{Draw, Ops};
 
 /// Cache positions one recorded decode list serves: a list attends over the cache rows up to
 /// the span's end (the keys past the token's position masked and not read), so a new list is
@@ -56,8 +56,32 @@ pub(crate) enum Read {
     ArgMax,
     /// The last row's logits.
     LastLogits,
-    /// A token drawn on the GPU from the last row's softmax at a temperature (its bits).
-    Draw(u32),
+    /// A token drawn on the GPU from the last row's logits as the key says.
+    Draw(DrawKey),
+}
+
+/// A [`Draw`], its floats as bits (so that lists recorded for it are found by equality).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct DrawKey {
+    temperature: u32,
+    top_k: usize,
+    top_p: u32,
+}
+
+impl DrawKey {
+    fn of(d: Draw) -> DrawKey {
+        DrawKey {
+            temperature: d.temperature.to_bits(),
+            top_k: d.top_k,
+            top_p: d.top_p.to_bits(),
+        }
+    }
+
+    fn draw(self) -> Draw {
+        Draw::new(f32::from_bits(self.temperature))
+            .with_top_k(self.top_k)
+            .with_top_p(f32::from_bits(self.top_p))
+    }
 }
 
 impl Read {
@@ -69,22 +93,19 @@ impl Read {
         }
     }
 
-    /// What a step that hands the next token over reads: its argmax, or its draw on the GPU;
-    /// `None` where `how` draws on the host.
-    pub(crate) fn token_of(how: crate::Sampling) -> Option<Read> {
-        if how.is_greedy() {
-            Some(Read::ArgMax)
-        } else if how.draws_on_gpu() {
-            Some(Read::Draw(how.temperature.to_bits()))
-        } else {
-            None
+    /// What a step that hands the next token over as `how` picks it reads: its argmax, or
+    /// its draw on the GPU.
+    pub(crate) fn token_of(how: crate::Sampling) -> Read {
+        match how.gpu_draw() {
+            None => Read::ArgMax,
+            Some(d) => Read::Draw(DrawKey::of(d)),
         }
     }
 
-    /// The temperature of a draw.
-    fn draw(self) -> Option<f32> {
+    /// How a step that draws draws.
+    fn draw(self) -> Option<Draw> {
         match self {
-            Read::Draw(bits) => Some(f32::from_bits(bits)),
+            Read::Draw(key) => Some(key.draw()),
             _ => None,
         }
     }
@@ -397,25 +418,21 @@ impl Llama {
         Ok(Generation::new(self, prompt, n, sampler, stop))
     }
 
-    /// Runs `tokens` at the next positions of the sequence: the next token as `sampler` draws
-    /// it from the last one's logits ([`Llama::next_token`] where it samples greedily). A
-    /// draw at a temperature alone (no top-k or top-p cut) is made on the GPU
-    /// ([`vkprism_shaders::Ops::sample`], seeded from `sampler`'s generator): only the token
-    /// is read back; with a cut the logits are read back and `sampler` draws on the host.
+    /// Runs `tokens` at the next positions of the sequence: the next token as `sampler` says
+    /// to draw it from the last one's logits ([`Llama::next_token`] where it samples greedily),
+    /// drawn on the GPU ([`vkprism_shaders::Ops::sample`], its temperature, top-k and top-p
+    /// cuts, seeded from `sampler`'s generator): only the token is read back.
     pub fn sample_next(
         &mut self,
         tokens: &[u32],
         sampler: &mut Sampler,
     ) -> Result<u32, ModelError> {
-        let how = sampler.sampling();
-        if how.is_greedy() {
-            return self.next_token(tokens);
-        }
-        if how.draws_on_gpu() {
-            let read = Read::Draw(how.temperature.to_bits());
-            return Ok(self.step(tokens, read, sampler.next_seed())?.token());
-        }
-        Ok(sampler.sample(&self.next_logits(tokens)?))
+        let seed = match Read::token_of(sampler.sampling()) {
+            Read::ArgMax => return self.next_token(tokens),
+            _ => sampler.next_seed(),
+        };
+        let read = Read::token_of(sampler.sampling());
+        Ok(self.step(tokens, read, seed)?.token())
     }
 
     /// Runs `tokens` at the next positions of the sequence: the last one's logits, `[vocab]`
@@ -554,10 +571,10 @@ impl Llama {
     /// Forgets the decode lists of draws at another temperature than `read`'s (a caller
     /// changing it every token would otherwise keep a list for each). Only while none runs.
     fn keep_lists_of(&mut self, read: Read) {
-        if let (Read::Draw(bits), Some(decode)) = (read, self.decode.as_mut()) {
+        if let (Read::Draw(key), Some(decode)) = (read, self.decode.as_mut()) {
             decode
                 .lists
-                .retain(|d| !matches!(d.read, Read::Draw(b) if b != bits));
+                .retain(|d| !matches!(d.read, Read::Draw(k) if k != key));
         }
     }
 

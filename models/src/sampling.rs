@@ -3,12 +3,13 @@
 //! then to the smallest set of the largest whose probabilities reach `top_p`, and one token
 //! drawn from what is left in proportion to its probability (walking the tokens left in index
 //! order). Its draws come from a generator seeded by the caller, so a seed gives the same
-//! tokens every run. A draw at a temperature alone ([`Sampling::draws_on_gpu`]) is made by the
-//! decoder on the GPU instead, from the same distribution by the Gumbel-max trick, seeded by
-//! this generator ([`Sampler::next_seed`]): other tokens than the host's draw for the same seed.
+//! tokens every run. The decoder draws on the GPU instead ([`Sampling::gpu_draw`]: the same
+//! cuts, the same distribution, by the Gumbel-max trick), seeded by this generator
+//! ([`Sampler::next_seed`]): other tokens than [`Sampler::sample`]'s for the same seed.
 
 use crate::weights::SplitMix;
 use crate::ModelError;
+use vkprism_shaders::Draw;
 
 /// How to draw tokens: [`Sampling::default`] draws from the whole distribution at temperature 1.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -50,10 +51,14 @@ impl Sampling {
         self.temperature == 0.0 || self.top_k == 1
     }
 
-    /// Whether a draw is from the whole distribution at the temperature (no top-k or top-p
-    /// cut, not greedy): what the GPU draws itself, so that only the token is read back.
-    pub fn draws_on_gpu(&self) -> bool {
-        !self.is_greedy() && self.top_k == 0 && self.top_p >= 1.0
+    /// The draw the GPU makes as this says ([`vkprism_shaders::Ops::sample`]), so that only
+    /// the token is read back; `None` where it is greedy.
+    pub fn gpu_draw(&self) -> Option<Draw> {
+        (!self.is_greedy()).then(|| {
+            Draw::new(self.temperature)
+                .with_top_k(self.top_k)
+                .with_top_p(self.top_p)
+        })
     }
 }
 

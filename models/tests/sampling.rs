@@ -1,13 +1,15 @@
-//! Drawing the next token: `Sampler` against the distributions its temperature, top-k and
-//! top-p describe (frequencies over many draws), its seed making draws repeat, bad settings
-//! refused; and `Llama::generate` on the small configuration: the last token's logits as the
-//! prompt's, sampled tokens as the CPU reference's logits and the same sampler give them, the
-//! greedy setting equal to `greedy`.
+//! Drawing the next token: `Sampler` on the host against the distributions its temperature,
+//! top-k and top-p describe (frequencies over many draws), its seed making draws repeat, bad
+//! settings refused; and `Llama::generate` / `generation` on the small configuration: the last
+//! token's logits as the prompt's, the GPU's draws against the CPU reference's logits with the
+//! same cuts and noise, queued steps against steps run one at a time, the greedy setting equal
+//! to `greedy`.
 
 use vkprism::TensorFormat;
 use vkprism_models::{
     HostWeights, Llama, LlamaConfig, ModelError, ReferenceLlama, Sampler, Sampling,
 };
+use vkprism_shaders::reference::{draw_kept_from, gumbel_noise};
 use vkprism_testkit::{assert_clean, ctx};
 
 /// Logits whose softmax at temperature 1 is `probs`.
@@ -120,8 +122,10 @@ fn settings_with_no_distribution_are_refused() {
     }
 }
 
+/// `next_logits` is the prompt's last row; `generate` greedy is `greedy`; a stop token ends
+/// it; past the cache it is refused and the model still runs.
 #[test]
-fn generate_samples_what_the_reference_logits_give() {
+fn generate_ends_at_a_stop_token_and_past_the_cache_is_refused() {
     let ctx = ctx();
     let cfg = LlamaConfig::small();
     let weights = HostWeights::random(&cfg, 9);
@@ -143,21 +147,6 @@ fn generate_samples_what_the_reference_logits_give() {
         top_p: 0.95,
         seed: 11,
     };
-    let got = model
-        .generate(&prompt, 10, &mut Sampler::new(how).unwrap())
-        .unwrap();
-    // The same draws over the CPU reference's logits.
-    let mut reference = ReferenceLlama::new(&cfg, &weights);
-    let mut sampler = Sampler::new(how).unwrap();
-    let mut next = prompt.to_vec();
-    let mut want = Vec::new();
-    for _ in 0..10 {
-        let logits = reference.forward(&next);
-        let token = sampler.sample(logits.last().unwrap());
-        want.push(token);
-        next = vec![token];
-    }
-    assert_eq!(got, want);
     let greedy = model.greedy(&prompt, 6).unwrap();
     let mut sampler = Sampler::greedy();
     assert_eq!(model.generate(&prompt, 6, &mut sampler).unwrap(), greedy);
@@ -241,26 +230,33 @@ fn cuts_over_a_whole_vocabulary_keep_what_a_full_sort_keeps() {
     assert!((0..got.len()).all(|i| got[i] == 0.0 || hundred.contains(&(i as u32))));
 }
 
-/// A draw at a temperature alone is made on the GPU: each token the argmax of the CPU
-/// reference's logits over the temperature plus the Gumbel noise of the seed the sampler's
-/// generator gives (within the two sides' rounding of a near tie, the model's token fed to
-/// both); the same seed the same tokens, another seed others; a new temperature's draws
-/// after the old one's in the same model.
+/// Draws are made on the GPU: each token among those the cuts keep of the CPU reference's
+/// logits over the temperature and the largest of them plus the Gumbel noise of the seed the
+/// sampler's generator gives (within the two sides' rounding: the cuts taken 1e-3 wider and
+/// narrower in logit and share, the model's token fed to both); the same seed the same tokens,
+/// another seed others; each setting's draws after another's in the same model.
 #[test]
-fn temperature_draws_are_made_on_the_gpu() {
+fn draws_are_made_on_the_gpu() {
     let ctx = ctx();
     let cfg = LlamaConfig::small();
     let weights = HostWeights::random(&cfg, 9);
     let mut model = Llama::new(&ctx, &cfg, &weights, TensorFormat::F32).unwrap();
     let prompt = [1u32, 40, 7, 300];
     let mut reference = ReferenceLlama::new(&cfg, &weights);
-    for temperature in [0.8f32, 1.7] {
+    let settings = [
+        (0.8f32, 0, 1.0f32),
+        (1.7, 0, 1.0),
+        (0.8, 40, 0.95),
+        (1.2, 0, 0.6),
+    ];
+    for (temperature, top_k, top_p) in settings {
         let how = Sampling {
             temperature,
+            top_k,
+            top_p,
             seed: 11,
-            ..Sampling::default()
         };
-        assert!(how.draws_on_gpu());
+        assert!(how.gpu_draw().is_some());
         let got = model
             .generate(&prompt, 12, &mut Sampler::new(how).unwrap())
             .unwrap();
@@ -269,43 +265,43 @@ fn temperature_draws_are_made_on_the_gpu() {
         let mut next = prompt.to_vec();
         for (i, &token) in got.iter().enumerate() {
             let logits = reference.forward(&next);
-            let values = vkprism_shaders::reference::gumbel_values(
-                logits.last().unwrap(),
-                temperature,
-                seeds.next_seed(),
-            );
-            let best = values.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
-            let drawn = values[token as usize];
-            assert!(
-                drawn >= best - 1e-3,
-                "T {temperature} token {i}: drew {token} ({drawn}) where the largest is {best}"
-            );
+            let v: Vec<f32> = logits
+                .last()
+                .unwrap()
+                .iter()
+                .map(|x| x / temperature)
+                .collect();
+            let seed = seeds.next_seed();
+            let top_p = top_p as f64;
+            let wide = draw_kept_from(&v, top_k, (top_p + 1e-3).min(1.0)) - 1e-3;
+            let narrow = draw_kept_from(&v, top_k, top_p - 1e-3) + 1e-3;
+            let noised = |j: usize| v[j] as f64 + gumbel_noise(j as u32, seed);
+            let best = (0..v.len())
+                .filter(|&j| v[j] >= narrow)
+                .map(noised)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let what = format!("{how:?} token {i}: {token}");
+            assert!(v[token as usize] >= wide, "{what} not kept");
+            assert!(noised(token as usize) >= best - 1e-3, "{what} below {best}");
             next = vec![token];
         }
         let again = model
             .generate(&prompt, 12, &mut Sampler::new(how).unwrap())
             .unwrap();
-        assert_eq!(
-            again, got,
-            "T {temperature}: the same seed, the same tokens"
-        );
+        assert_eq!(again, got, "{how:?}: the same seed, the same tokens");
         let other = Sampling { seed: 12, ..how };
         let other = model
             .generate(&prompt, 12, &mut Sampler::new(other).unwrap())
             .unwrap();
-        assert_ne!(other, got, "T {temperature}: another seed, other tokens");
+        assert_ne!(other, got, "{how:?}: another seed, other tokens");
     }
-    assert!(!Sampling {
-        top_k: 40,
+    assert!(Sampling::greedy().gpu_draw().is_none());
+    assert!(Sampling {
+        top_k: 1,
         ..Sampling::default()
     }
-    .draws_on_gpu());
-    assert!(!Sampling {
-        top_p: 0.9,
-        ..Sampling::default()
-    }
-    .draws_on_gpu());
-    assert!(!Sampling::greedy().draws_on_gpu());
+    .gpu_draw()
+    .is_none());
     assert_clean(&ctx);
 }
 

@@ -105,7 +105,9 @@ pub use ops::{
     broadcast_shape, Activation, Attention, BinaryOp, Conv2d, DepthwiseConv2d, Gemm, Gemv, OpError,
     Ops, ReduceOp, Softmax, UnaryOp,
 };
-pub use ops::{fold_batch_norm, BatchNorm, ConvWeightLayout, HeadNorm, Pool2d, Rope, RopeStyle};
+pub use ops::{
+    fold_batch_norm, BatchNorm, ConvWeightLayout, Draw, HeadNorm, Pool2d, Rope, RopeStyle,
+};
 pub use ops::{gemm_glu_constants, glu_narrow_from, options_for, QuantScale, CM2_MIN_PRODUCT};
 pub use pool::{global_avg_pool, global_avg_pool4, pool2d, pool2d4, GlobalPoolShape, Pool2dShape};
 pub use quant_gemm::{quantize_rows, quantize_rows_grid};
@@ -114,7 +116,7 @@ pub use rotary::{
     RopeQkvShape, RopeScaling, RopeShape,
 };
 pub use rows::{
-    argmax, argmax_parts, norm, norm4, reduce, sample, sample_parts, softmax, softmax4,
+    argmax, argmax_parts, norm, norm4, reduce, sample, sample_parts, sample_top, softmax, softmax4,
     ArgmaxParts, NormShape, ReduceShape, SoftmaxShape,
 };
 pub use tuning::{DeviceClass, GemmKernel, GemmTuner};

@@ -521,6 +521,39 @@ pub fn gumbel_values(x: &[f32], temperature: f32, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+/// The smallest scaled logit (`x / T` in f32) that `Ops::sample`'s cuts keep of one row `v`:
+/// the `top_k`-th largest (0 or past the row: no cut), then the smallest of the largest whose
+/// probabilities (softmax in f64 over what the first cut kept) reach `top_p` of it, values
+/// tied with either kept.
+pub fn draw_kept_from(v: &[f32], top_k: usize, top_p: f64) -> f32 {
+    let mut sorted: Vec<f32> = v.to_vec();
+    sorted.sort_by(|a, b| b.total_cmp(a));
+    let mut from = if top_k > 0 && top_k < v.len() {
+        sorted[top_k - 1]
+    } else {
+        f32::NEG_INFINITY
+    };
+    if top_p < 1.0 {
+        let m = sorted[0] as f64;
+        let kept: Vec<f64> = sorted
+            .iter()
+            .filter(|&&x| x >= from)
+            .map(|&x| x as f64)
+            .collect();
+        let total: f64 = kept.iter().map(|x| (x - m).exp()).sum();
+        let mut reached = 0.0;
+        for &x in &kept {
+            // Every value tied with x comes in at once: `from` is x from its first.
+            if reached >= top_p * total {
+                break;
+            }
+            reached += (x - m).exp();
+            from = x as f32;
+        }
+    }
+    from
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -53,6 +53,16 @@ vkprism::compute_shader! {
 }
 
 vkprism::compute_shader! {
+    /// A draw from each row of x `[rows, n]` (I32 out `[rows]`) cut as `transformers`
+    /// samples: the logits times `inv_temperature`, cut to those at least the `top_k`-th
+    /// largest (0: no cut), then to the largest ones whose probabilities reach `top_p` of what
+    /// is left (1: no cut), ties at either cut kept; the draw is [`sample`]'s over what is left
+    /// (the same noise, from the U32 `seed_blob`). One workgroup a row of any length.
+    pub mod sample_top,
+    path: "sample_top.comp",
+}
+
+vkprism::compute_shader! {
     /// The second pass of [`sample`] along long rows taken in parts: [`argmax_parts`] over
     /// [`sample`]'s noised values (the same noise, from the same seed).
     pub mod sample_parts,

@@ -5,7 +5,7 @@
 //! the operation's checks.
 
 use vkprism::{Context, LoadOptions, Tensor, TensorFormat};
-use vkprism_shaders::{reference, sample, OpError, Ops, ReduceShape};
+use vkprism_shaders::{reference, sample, sample_top, Draw, OpError, Ops, ReduceShape};
 use vkprism_testkit::{assert_clean, ctx, quantize, random_in, refused};
 
 /// Seeds the draws are checked under: one in the low word only, one in both.
@@ -114,7 +114,7 @@ fn sample_frequencies_follow_softmax() {
         for (temperature, seed) in [(0.8, SEEDS[0]), (3.0, SEEDS[1])] {
             let ot = Tensor::from_i32(&ctx, &[rows], &vec![-7; rows]).unwrap();
             let st = seed_tensor(&ctx, seed);
-            ops.run(|l| ops.sample(l, &xt, &ot, temperature, &st))
+            ops.run(|l| ops.sample(l, &xt, &ot, &Draw::new(temperature), &st))
                 .unwrap();
             let mut counts = vec![0usize; n];
             for t in ot.download_i32().unwrap() {
@@ -147,7 +147,8 @@ fn sample_long_rows_in_parts() {
         for seed in SEEDS {
             let ot = Tensor::from_i32(&ctx, &[rows, 1], &[-7; 2]).unwrap();
             let st = seed_tensor(&ctx, seed);
-            ops.run(|l| ops.sample(l, &xt, &ot, 1.3, &st)).unwrap();
+            ops.run(|l| ops.sample(l, &xt, &ot, &Draw::new(1.3), &st))
+                .unwrap();
             let values = reference::gumbel_values(&quantize(&x, format), 1.3, seed);
             let what = format!("{format:?} [{rows}, {n}] seed {seed:#x}");
             assert_draws(&ot.download_i32().unwrap(), &values, n, 1e-5, &what);
@@ -158,7 +159,8 @@ fn sample_long_rows_in_parts() {
     let xt = Tensor::from_f32(&ctx, &[n], TensorFormat::F32, &x).unwrap();
     let ot = Tensor::from_i32(&ctx, &[1], &[-7]).unwrap();
     let st = seed_tensor(&ctx, 9);
-    ops.run(|l| ops.sample(l, &xt, &ot, 0.5, &st)).unwrap();
+    ops.run(|l| ops.sample(l, &xt, &ot, &Draw::new(0.5), &st))
+        .unwrap();
     assert_eq!(ot.download_i32().unwrap(), [n as i32 - 1]);
     assert_clean(&ctx);
 }
@@ -180,12 +182,14 @@ fn sample_checks() {
     let out = Tensor::from_i32(&ctx, &[2], &[-7; 2]).unwrap();
     let seed = seed_tensor(&ctx, 4);
     for t in [0.0, -1.0, f32::NAN, f32::INFINITY, 1e-39] {
-        let e = refused(&ctx, |l| ops.sample(l, &x, &out, t, &seed));
+        let e = refused(&ctx, |l| ops.sample(l, &x, &out, &Draw::new(t), &seed));
         assert!(matches!(e, OpError::Unsupported { .. }), "{t}: {e}");
         assert!(e.to_string().contains("temperature"), "{e}");
     }
     let bad_seed = Tensor::from_u32(&ctx, &[3], &[1, 2, 3]).unwrap();
-    let e = refused(&ctx, |l| ops.sample(l, &x, &out, 1.0, &bad_seed));
+    let e = refused(&ctx, |l| {
+        ops.sample(l, &x, &out, &Draw::new(1.0), &bad_seed)
+    });
     assert!(
         matches!(
             e,
@@ -197,7 +201,9 @@ fn sample_checks() {
         "{e}"
     );
     let i32_seed = Tensor::from_i32(&ctx, &[2], &[1, 2]).unwrap();
-    let e = refused(&ctx, |l| ops.sample(l, &x, &out, 1.0, &i32_seed));
+    let e = refused(&ctx, |l| {
+        ops.sample(l, &x, &out, &Draw::new(1.0), &i32_seed)
+    });
     assert!(
         matches!(
             e,
@@ -209,19 +215,164 @@ fn sample_checks() {
         "{e}"
     );
     let f32_out = Tensor::from_f32(&ctx, &[2], TensorFormat::F32, &[0.0; 2]).unwrap();
-    let e = refused(&ctx, |l| ops.sample(l, &x, &f32_out, 1.0, &seed));
+    let e = refused(&ctx, |l| {
+        ops.sample(l, &x, &f32_out, &Draw::new(1.0), &seed)
+    });
     assert!(matches!(e, OpError::Format { operand: "out", .. }), "{e}");
     let long_out = Tensor::from_i32(&ctx, &[3], &[-7; 3]).unwrap();
-    let e = refused(&ctx, |l| ops.sample(l, &x, &long_out, 1.0, &seed));
+    let e = refused(&ctx, |l| {
+        ops.sample(l, &x, &long_out, &Draw::new(1.0), &seed)
+    });
     assert!(matches!(e, OpError::Shape { operand: "out", .. }), "{e}");
+    for top_p in [0.0, -0.5, 1.5, f32::NAN] {
+        let draw = Draw::new(1.0).with_top_p(top_p);
+        let e = refused(&ctx, |l| ops.sample(l, &x, &out, &draw, &seed));
+        assert!(matches!(e, OpError::Unsupported { .. }), "{top_p}: {e}");
+        assert!(e.to_string().contains("top_p"), "{e}");
+    }
     let ints = Tensor::from_i32(&ctx, &[2, 10], &[0; 20]).unwrap();
-    let e = refused(&ctx, |l| ops.sample(l, &ints, &out, 1.0, &seed));
+    let e = refused(&ctx, |l| ops.sample(l, &ints, &out, &Draw::new(1.0), &seed));
     assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
-    ops.run(|l| ops.sample(l, &x, &out, 1.0, &seed)).unwrap();
+    ops.run(|l| ops.sample(l, &x, &out, &Draw::new(1.0), &seed))
+        .unwrap();
     assert!(out
         .download_i32()
         .unwrap()
         .iter()
         .all(|t| (0..10).contains(t)));
+    assert_clean(&ctx);
+}
+
+/// `sample_top` in every variant against the CPU's cuts and draw: the drawn index is kept by
+/// the cuts made with top_p + 1e-3 and is the largest noised value among those kept with
+/// top_p - 1e-3 (the GPU's fp32 sums against f64). Rows held in registers and longer ones (past
+/// 32 values an invocation), cuts alone and together.
+#[test]
+fn sample_top_every_variant() {
+    let ctx = ctx();
+    assert_eq!(sample_top::VARIANT_NAMES.len(), 8);
+    let cuts: [(usize, f32); 4] = [(5, 1.0), (0, 0.9), (50, 0.8), (2000, 0.5)];
+    for name in sample_top::VARIANT_NAMES {
+        let k = ctx
+            .load_with::<sample_top::Kernel>(&LoadOptions::variant_named(name).unwrap())
+            .unwrap();
+        let f = k.format_of("x_blob").unwrap();
+        for (c, &(rows, n, local)) in [(3, 1000, 256), (2, 40_000, 1024), (4, 7, 8)]
+            .iter()
+            .enumerate()
+        {
+            let x = random_in(rows * n, 70 + c as u64, -6.0, 6.0);
+            let xq = quantize(&x, f);
+            let xt = Tensor::from_f32(&ctx, &[rows, n], f, &x).unwrap();
+            let s = ReduceShape::of(&[rows, n], 1);
+            let pipe = k
+                .pipeline(&Default::default(), Some([local, 1, 1]))
+                .unwrap();
+            let temperature = 0.8f32;
+            let inv = 1.0 / temperature;
+            for (i, &(top_k, top_p)) in cuts.iter().enumerate() {
+                let seed = SEEDS[i % 2];
+                let st = seed_tensor(&ctx, seed);
+                let ot = Tensor::from_i32(&ctx, &[rows], &vec![-7; rows]).unwrap();
+                let push = sample_top::PushConstants {
+                    rows: rows as i32,
+                    n: n as i32,
+                    inv_temperature: inv,
+                    top_k: top_k.min(n) as i32,
+                    top_p,
+                };
+                let b = sample_top::BufferBindings {
+                    x_blob: &xt,
+                    out_blob: &ot,
+                    seed_blob: &st,
+                };
+                ctx.run(|l| l.dispatch(&pipe, &b, &push, s.grid([local, 1, 1])))
+                    .unwrap();
+                let got = ot.download_i32().unwrap();
+                let what = format!("{name} [{rows}, {n}] top_k {top_k} top_p {top_p}");
+                for (r, &g) in got.iter().enumerate() {
+                    let v: Vec<f32> = xq[r * n..(r + 1) * n].iter().map(|&x| x * inv).collect();
+                    let wide = reference::draw_kept_from(&v, top_k, (top_p as f64 + 1e-3).min(1.0));
+                    let narrow = reference::draw_kept_from(&v, top_k, top_p as f64 - 1e-3);
+                    assert!((0..n as i32).contains(&g), "{what}: row {r} drew {g}");
+                    assert!(v[g as usize] >= wide, "{what}: row {r} drew {g}, not kept");
+                    let noised =
+                        |j: usize| v[j] as f64 + reference::gumbel_noise((r * n + j) as u32, seed);
+                    let best = (0..n)
+                        .filter(|&j| v[j] >= narrow)
+                        .map(noised)
+                        .fold(f64::NEG_INFINITY, f64::max);
+                    let drawn = noised(g as usize);
+                    assert!(
+                        drawn >= best - 1e-5 * (1.0 + best.abs()),
+                        "{what}: row {r} drew {g} ({drawn}) where the largest kept is {best}"
+                    );
+                }
+            }
+        }
+    }
+    assert_clean(&ctx);
+}
+
+/// The cuts' frequencies over 40,000 rows of the same logits (probabilities 0.25, 0.1, 0.5,
+/// 0.15 at temperature 1): top-k 2 and top-p 0.7 keep tokens 2 and 0 (2/3, 1/3), top-p 0.5
+/// token 2 alone, top-k 3 then top-p 0.8 tokens 2 and 0 again; three tied logits under top-k 1
+/// all kept, a third each.
+#[test]
+fn sample_cuts_keep_what_transformers_keeps() {
+    let ctx = ctx();
+    let ops = Ops::new(&ctx);
+    let rows = 40_000;
+    let probs = [0.25f64, 0.1, 0.5, 0.15];
+    let logits: Vec<f32> = probs.iter().map(|p| p.ln() as f32).collect();
+    let ties = [1.0f32, 1.0, 1.0, 0.0];
+    let third = 1.0 / 3.0;
+    let cases: [(&[f32], Draw, [f64; 4]); 5] = [
+        (
+            &logits,
+            Draw::new(1.0).with_top_k(2),
+            [third, 0.0, 2.0 * third, 0.0],
+        ),
+        (
+            &logits,
+            Draw::new(1.0).with_top_p(0.7),
+            [third, 0.0, 2.0 * third, 0.0],
+        ),
+        (
+            &logits,
+            Draw::new(1.0).with_top_p(0.5),
+            [0.0, 0.0, 1.0, 0.0],
+        ),
+        (
+            &logits,
+            Draw::new(1.0).with_top_k(3).with_top_p(0.8),
+            [third, 0.0, 2.0 * third, 0.0],
+        ),
+        (
+            &ties,
+            Draw::new(1.0).with_top_k(1),
+            [third, third, third, 0.0],
+        ),
+    ];
+    for format in [TensorFormat::F32, TensorFormat::F16] {
+        for (c, (row, draw, want)) in cases.iter().enumerate() {
+            let x: Vec<f32> = row.iter().cycle().take(rows * 4).cloned().collect();
+            let xt = Tensor::from_f32(&ctx, &[rows, 4], format, &x).unwrap();
+            let ot = Tensor::from_i32(&ctx, &[rows], &vec![-7; rows]).unwrap();
+            let st = seed_tensor(&ctx, SEEDS[c % 2]);
+            ops.run(|l| ops.sample(l, &xt, &ot, draw, &st)).unwrap();
+            let mut counts = [0usize; 4];
+            for t in ot.download_i32().unwrap() {
+                counts[t as usize] += 1;
+            }
+            for (i, (&c, &p)) in counts.iter().zip(want).enumerate() {
+                let (mean, sd) = (rows as f64 * p, (rows as f64 * p * (1.0 - p)).sqrt());
+                assert!(
+                    (c as f64 - mean).abs() <= 5.0 * sd + 1.0,
+                    "{format:?} {draw:?}: index {i} drawn {c} times, expected {mean:.0} ± {sd:.0}"
+                );
+            }
+        }
+    }
     assert_clean(&ctx);
 }

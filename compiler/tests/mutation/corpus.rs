@@ -60,6 +60,7 @@ pub const FILES: &[(&str, &str)] = &[
     ("shaders/src/rope_qkv_norm.comp", include_str!("../../../shaders/src/rope_qkv_norm.comp")),
     ("shaders/src/rope_quads.glsl", include_str!("../../../shaders/src/rope_quads.glsl")),
     ("shaders/src/rows.glsl", include_str!("../../../shaders/src/rows.glsl")),
+    ("shaders/src/sample_top.comp", include_str!("../../../shaders/src/sample_top.comp")),
     ("shaders/src/softmax.comp", include_str!("../../../shaders/src/softmax.comp")),
     ("shaders/src/strided_copy.comp", include_str!("../../../shaders/src/strided_copy.comp")),
     ("shaders/src/transpose.comp", include_str!("../../../shaders/src/transpose.comp")),

@@ -10,7 +10,7 @@
 //!   fills the GPU better), the same product over int8 ([`Ops::gemm_int8`]) and the
 //!   channels-last convolution ([`Ops::conv2d`]), all through one split-K path;
 //! - `reduce.rs`: [`Ops::reduce`] along one axis ([`ReduceOp`]: sum, mean, max, min, argmax);
-//!   `sample.rs`: [`Ops::sample`], an index drawn from each row's softmax at a temperature;
+//!   `sample.rs`: [`Ops::sample`], an index drawn from each row's softmax as [`Draw`] says;
 //! - `norm.rs`: [`Ops::softmax`] ([`Softmax`]: scaled, causal), [`Ops::layer_norm`],
 //!   [`Ops::rms_norm`], [`Ops::group_norm`] (channels-last), each allowed in place;
 //! - `elementwise.rs`: [`Ops::unary`] ([`UnaryOp`]) and [`Ops::binary`] ([`BinaryOp`], numpy
@@ -64,6 +64,7 @@ pub use norm::Softmax;
 pub use pool::Pool2d;
 pub use reduce::ReduceOp;
 pub use rope::{HeadNorm, Rope, RopeStyle};
+pub use sample::Draw;
 
 use crate::{DeviceClass, GemmTuner};
 use std::any::{Any, TypeId};
