@@ -167,7 +167,7 @@ fn sample_long_rows_in_parts() {
 
 /// Refused, with nothing recorded: a temperature that is not finite and above 0 (or whose
 /// inverse overflows), a seed that is not a U32 `[2]`, an output of the wrong shape or format,
-/// an empty input. The context draws after them.
+/// an input that is not floats, a top_p outside (0, 1]. The context draws after them.
 #[test]
 fn sample_checks() {
     let ctx = ctx();
@@ -187,52 +187,35 @@ fn sample_checks() {
         assert!(e.to_string().contains("temperature"), "{e}");
     }
     let bad_seed = Tensor::from_u32(&ctx, &[3], &[1, 2, 3]).unwrap();
-    let e = refused(&ctx, |l| {
-        ops.sample(l, &x, &out, &Draw::new(1.0), &bad_seed)
-    });
-    assert!(
-        matches!(
-            e,
-            OpError::Shape {
-                operand: "seed",
-                ..
-            }
-        ),
-        "{e}"
-    );
     let i32_seed = Tensor::from_i32(&ctx, &[2], &[1, 2]).unwrap();
-    let e = refused(&ctx, |l| {
-        ops.sample(l, &x, &out, &Draw::new(1.0), &i32_seed)
-    });
-    assert!(
-        matches!(
-            e,
-            OpError::Format {
-                operand: "seed",
-                ..
-            }
-        ),
-        "{e}"
-    );
     let f32_out = Tensor::from_f32(&ctx, &[2], TensorFormat::F32, &[0.0; 2]).unwrap();
-    let e = refused(&ctx, |l| {
-        ops.sample(l, &x, &f32_out, &Draw::new(1.0), &seed)
-    });
-    assert!(matches!(e, OpError::Format { operand: "out", .. }), "{e}");
     let long_out = Tensor::from_i32(&ctx, &[3], &[-7; 3]).unwrap();
-    let e = refused(&ctx, |l| {
-        ops.sample(l, &x, &long_out, &Draw::new(1.0), &seed)
-    });
-    assert!(matches!(e, OpError::Shape { operand: "out", .. }), "{e}");
+    let ints = Tensor::from_i32(&ctx, &[2, 10], &[0; 20]).unwrap();
+    let draw = Draw::new(1.0);
+    let refuse = |x: &Tensor, out: &Tensor, seed: &Tensor| {
+        refused(&ctx, |l| ops.sample(l, x, out, &draw, seed))
+    };
+    // (the error, the operand it names, whether its shape or its format)
+    for (e, want) in [
+        (refuse(&x, &out, &bad_seed), ("seed", "shape")),
+        (refuse(&x, &out, &i32_seed), ("seed", "format")),
+        (refuse(&x, &f32_out, &seed), ("out", "format")),
+        (refuse(&x, &long_out, &seed), ("out", "shape")),
+        (refuse(&ints, &out, &seed), ("x", "format")),
+    ] {
+        let got = match &e {
+            OpError::Shape { operand, .. } => (*operand, "shape"),
+            OpError::Format { operand, .. } => (*operand, "format"),
+            _ => ("", "other"),
+        };
+        assert_eq!(got, want, "{e}");
+    }
     for top_p in [0.0, -0.5, 1.5, f32::NAN] {
         let draw = Draw::new(1.0).with_top_p(top_p);
         let e = refused(&ctx, |l| ops.sample(l, &x, &out, &draw, &seed));
         assert!(matches!(e, OpError::Unsupported { .. }), "{top_p}: {e}");
         assert!(e.to_string().contains("top_p"), "{e}");
     }
-    let ints = Tensor::from_i32(&ctx, &[2, 10], &[0; 20]).unwrap();
-    let e = refused(&ctx, |l| ops.sample(l, &ints, &out, &Draw::new(1.0), &seed));
-    assert!(matches!(e, OpError::Format { operand: "x", .. }), "{e}");
     ops.run(|l| ops.sample(l, &x, &out, &Draw::new(1.0), &seed))
         .unwrap();
     assert!(out
