@@ -1,10 +1,12 @@
 //! Whole networks built on the kernel library's operation layer ([`vkprism_shaders::Ops`]).
 //!
 //! - `llama.rs`: [`Llama`], a Llama-style decoder with a KV cache (prefill, decode, greedy
-//!   generation), each step one command list; `forward.rs` records a step, `cache.rs` holds
-//!   the KV cache, `device_weights.rs` the weights in GPU memory;
-//! - `sampling.rs`: [`Sampler`], the next token drawn from logits ([`Sampling`]: temperature,
-//!   top-k, top-p, seed);
+//!   or sampled generation), each step one command list; `forward.rs` records a step,
+//!   `cache.rs` holds the KV cache, `device_weights.rs` the weights in GPU memory;
+//! - `generation.rs`: [`Generation`], the generated tokens as an iterator, each decode step
+//!   queued behind the one before (the token chosen on the GPU, [`Generated`]);
+//! - `sampling.rs`: [`Sampling`] (temperature, top-k, top-p, seed), drawn on the GPU by the
+//!   decoder, and [`Sampler`], the same draw on the host from logits a caller holds;
 //! - `int8.rs`: [`WeightStorage`] and the per-row int8 quantization of a decoder's weights;
 //! - `config.rs`: [`LlamaConfig`] (TinyLlama's, and a small one for tests); `hf_config.rs`:
 //!   [`LlamaConfig::from_hf_json`], a Hugging Face `config.json`, and [`hf_end_tokens`];
