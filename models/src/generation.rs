@@ -105,10 +105,7 @@ impl<'a> Generation<'a> {
     fn queue(&mut self) -> Result<(), ModelError> {
         while self.queued.len() < QUEUED.min(self.left) {
             let position = self.model.position() + self.queued.len();
-            let seed = match self.read {
-                Read::Draw(_) => self.sampler.next_seed(),
-                _ => 0,
-            };
+            let seed = self.read.seed(self.sampler);
             let (run, list) = self.model.queue_decode(position, self.read, seed)?;
             self.queued.push_back(Queued { run, list });
         }

@@ -102,6 +102,14 @@ impl Read {
         }
     }
 
+    /// The seed of this read's step: the next of `sampler`'s where it draws, else 0 (unread).
+    pub(crate) fn seed(self, sampler: &mut Sampler) -> u64 {
+        match self {
+            Read::Draw(_) => sampler.next_seed(),
+            _ => 0,
+        }
+    }
+
     /// How a step that draws draws.
     fn draw(self) -> Option<Draw> {
         match self {
@@ -427,11 +435,8 @@ impl Llama {
         tokens: &[u32],
         sampler: &mut Sampler,
     ) -> Result<u32, ModelError> {
-        let seed = match Read::token_of(sampler.sampling()) {
-            Read::ArgMax => return self.next_token(tokens),
-            _ => sampler.next_seed(),
-        };
         let read = Read::token_of(sampler.sampling());
+        let seed = read.seed(sampler);
         Ok(self.step(tokens, read, seed)?.token())
     }
 
