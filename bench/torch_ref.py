@@ -11,7 +11,7 @@ submit and wait. Writes a JSON array of
 
     python3 bench/torch_ref.py [--cases gemm,elementwise,dispatch] --json FILE
 """
-import argparse, json, statistics, subprocess, threading, time
+import argparse, json, os, statistics, subprocess, threading, time
 import torch
 
 GEMM_SHAPES = [(1024, 1024, 1024), (2048, 2048, 2048), (4096, 4096, 4096), (4096, 512, 14336)]
@@ -240,81 +240,119 @@ def dispatch():
     return out
 
 
+def group(name):
+    """Whether the operators' group `name` runs (bench/src/ops.rs's `group`)."""
+    listed = os.environ.get("VKPRISM_BENCH_OPS")
+    return listed is None or name in listed.split(",")
+
+
 def ops():
-    """The operation layer's case (bench/src/ops.rs): rows, element-wise and attention, each a
-    CUDA graph of 20 calls."""
+    """The operation layer's case (bench/src/ops.rs): rows, element-wise, attention and a
+    token's draw, each a CUDA graph of 20 calls; the groups VKPRISM_BENCH_OPS lists, as there."""
     F = torch.nn.functional
     out = []
     for dname in ("fp32", "fp16"):
         dtype = DTYPES[dname]
-        n = 4096
-        x, g = rand((n, n), dtype, 1), rand((n,), dtype, 2)
-        rms = (lambda: F.rms_norm(x, (n,), g, 1e-5)) if hasattr(F, "rms_norm") else \
-            (lambda: x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(dtype) * g)
-        for name, fn, what in (("softmax", lambda: torch.softmax(x, -1), "torch.softmax"),
-                               ("layer_norm", lambda: F.layer_norm(x, (n,), g, g, 1e-5), "F.layer_norm"),
-                               ("rms_norm", rms, "F.rms_norm" if hasattr(F, "rms_norm") else "rms norm, eager ops")):
-            t, mhz = graph_timed(fn)
-            out.append(rec(name, f"{n}x{n}", dname, 2 * n * n * x.element_size() / t / 1e12, "TB/s", mhz,
-                           f"{what} {dname}"))
-        del x
-        for mib in (64, 256):
-            m = mib << 18
-            x, row = rand((m // 4096, 4096), dtype, 3), rand((4096,), dtype, 4)
-            y = torch.empty_like(x)
-            for shape, fn, what, case in (
-                    (f"gelu {mib}MiB", lambda: F.gelu(x), "F.gelu", "unary"),
-                    (f"silu {mib}MiB", lambda: F.silu(x), "F.silu", "unary"),
-                    (f"add row {mib}MiB", lambda: torch.add(x, row, out=y), "torch.add broadcast", "broadcast")):
+        if group("rows"):
+            n = 4096
+            x, g = rand((n, n), dtype, 1), rand((n,), dtype, 2)
+            rms = (lambda: F.rms_norm(x, (n,), g, 1e-5)) if hasattr(F, "rms_norm") else \
+                (lambda: x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + 1e-5).to(dtype) * g)
+            for name, fn, what in (("softmax", lambda: torch.softmax(x, -1), "torch.softmax"),
+                                   ("layer_norm", lambda: F.layer_norm(x, (n,), g, g, 1e-5), "F.layer_norm"),
+                                   ("rms_norm", rms, "F.rms_norm" if hasattr(F, "rms_norm") else "rms norm, eager ops")):
                 t, mhz = graph_timed(fn)
-                out.append(rec(case, shape, dname, 2 * m * x.element_size() / t / 1e12, "TB/s", mhz,
+                out.append(rec(name, f"{n}x{n}", dname, 2 * n * n * x.element_size() / t / 1e12, "TB/s", mhz,
                                f"{what} {dname}"))
-            del x, y
-    for dname in ("fp32", "fp16"):
-        torch.backends.cudnn.allow_tf32 = False
-        dtype = DTYPES[dname]
-        for batch in (1, 8):
-            x = rand((batch, 3, 224, 224), dtype, 18).to(memory_format=torch.channels_last)
-            w = rand((64, 3, 7, 7), dtype, 19).to(memory_format=torch.channels_last)
-            t, mhz = graph_timed(lambda: F.conv2d(x, w, stride=2, padding=3))
-            out.append(rec("conv2d", f"stem b{batch} 224x224 3->64 7x7 s2", dname,
-                           2 * batch * 112 * 112 * 64 * 49 * 3 / t / 1e12, "TFLOP/s", mhz,
-                           f"F.conv2d {dname} channels_last (cuDNN{', TF32 off' if dname == 'fp32' else ''})"))
-    n = 256 << 18
-    x32, x16 = rand((n,), torch.float32, 13), rand((n,), torch.float16, 14)
-    y16, y32 = torch.empty_like(x16), torch.empty_like(x32)
-    for shape, fn in ((f"f32 to f16 256MiB", lambda: y16.copy_(x32)), (f"f16 to f32 256MiB", lambda: y32.copy_(x16))):
+            del x
+        if group("elementwise"):
+            for mib in (64, 256):
+                m = mib << 18
+                x, row = rand((m // 4096, 4096), dtype, 3), rand((4096,), dtype, 4)
+                y = torch.empty_like(x)
+                for shape, fn, what, case in (
+                        (f"gelu {mib}MiB", lambda: F.gelu(x), "F.gelu", "unary"),
+                        (f"silu {mib}MiB", lambda: F.silu(x), "F.silu", "unary"),
+                        (f"add row {mib}MiB", lambda: torch.add(x, row, out=y), "torch.add broadcast", "broadcast")):
+                    t, mhz = graph_timed(fn)
+                    out.append(rec(case, shape, dname, 2 * m * x.element_size() / t / 1e12, "TB/s", mhz,
+                                   f"{what} {dname}"))
+                del x, y
+    if group("stem"):
+        for dname in ("fp32", "fp16"):
+            torch.backends.cudnn.allow_tf32 = False
+            dtype = DTYPES[dname]
+            for batch in (1, 8):
+                x = rand((batch, 3, 224, 224), dtype, 18).to(memory_format=torch.channels_last)
+                w = rand((64, 3, 7, 7), dtype, 19).to(memory_format=torch.channels_last)
+                t, mhz = graph_timed(lambda: F.conv2d(x, w, stride=2, padding=3))
+                out.append(rec("conv2d", f"stem b{batch} 224x224 3->64 7x7 s2", dname,
+                               2 * batch * 112 * 112 * 64 * 49 * 3 / t / 1e12, "TFLOP/s", mhz,
+                               f"F.conv2d {dname} channels_last (cuDNN{', TF32 off' if dname == 'fp32' else ''})"))
+    if group("casts"):
+        n = 256 << 18
+        x32, x16 = rand((n,), torch.float32, 13), rand((n,), torch.float16, 14)
+        y16, y32 = torch.empty_like(x16), torch.empty_like(x32)
+        for shape, fn in ((f"f32 to f16 256MiB", lambda: y16.copy_(x32)), (f"f16 to f32 256MiB", lambda: y32.copy_(x16))):
+            t, mhz = graph_timed(fn)
+            out.append(rec("cast", shape, "fp32", 6 * n / t / 1e12, "TB/s", mhz, f"Tensor.copy_ across dtypes"))
+        del x32, x16, y16, y32
+    if group("gemv"):
+        for nn, k in ((4096, 4096), (14336, 4096), (4096, 14336)):
+            w, x = rand((nn, k), torch.float16, 15), rand((1, k), torch.float16, 16)
+            t, mhz = graph_timed(lambda: F.linear(x, w))
+            out.append(rec("gemv", f"{nn}x{k}", "fp16", nn * k * 2 / t / 1e12, "TB/s", mhz,
+                           f"F.linear fp16, one token (cuBLAS GEMV)"))
+            del w
+    if group("attention"):
+        heads, d, prompt, cache = 32, 128, 2048, 4096
+        q, k, v = (rand((1, heads, prompt, d), torch.float16, s) for s in (5, 6, 7))
+        fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
         t, mhz = graph_timed(fn)
-        out.append(rec("cast", shape, "fp32", 6 * n / t / 1e12, "TB/s", mhz, f"Tensor.copy_ across dtypes"))
-    del x32, x16, y16, y32
-    for nn, k in ((4096, 4096), (14336, 4096), (4096, 14336)):
-        w, x = rand((nn, k), torch.float16, 15), rand((1, k), torch.float16, 16)
-        t, mhz = graph_timed(lambda: F.linear(x, w))
-        out.append(rec("gemv", f"{nn}x{k}", "fp16", nn * k * 2 / t / 1e12, "TB/s", mhz,
-                       f"F.linear fp16, one token (cuBLAS GEMV)"))
-        del w
-    heads, d, prompt, cache = 32, 128, 2048, 4096
-    q, k, v = (rand((1, heads, prompt, d), torch.float16, s) for s in (5, 6, 7))
-    fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    t, mhz = graph_timed(fn)
-    out.append(rec("attention", f"prefill {prompt} h{heads} d{d} causal", "fp16",
-                   4 * prompt * prompt * heads * d / 2 / t / 1e12, "TFLOP/s", mhz,
-                   f"F.scaled_dot_product_attention fp16 (flash)"))
-    q1 = rand((1, heads, 1, d), torch.float16, 9)
-    kc, vc = rand((1, heads, cache, d), torch.float16, 11), rand((1, heads, cache, d), torch.float16, 12)
-    t, mhz = graph_timed(lambda: F.scaled_dot_product_attention(q1, kc, vc))
-    out.append(rec("attention", f"decode kv{cache} h{heads} d{d}", "fp16",
-                   2 * cache * heads * d * 2 / t / 1e12, "TB/s", mhz,
-                   f"F.scaled_dot_product_attention fp16, one query"))
-    # A grouped-query decoder's step (TinyLlama's heads): 32 query heads over 4 key/value heads.
-    for cache in (512, 2048):
-        qg = rand((1, 32, 1, 64), torch.float16, 13)
-        kg, vg = rand((1, 4, cache, 64), torch.float16, 14), rand((1, 4, cache, 64), torch.float16, 15)
-        t, mhz = graph_timed(lambda: F.scaled_dot_product_attention(qg, kg, vg, enable_gqa=True))
-        out.append(rec("attention", f"decode kv{cache} h32/4 d64", "fp16",
-                       2 * cache * 4 * 64 * 2 / t / 1e12, "TB/s", mhz,
-                       f"F.scaled_dot_product_attention fp16, one query, enable_gqa"))
+        out.append(rec("attention", f"prefill {prompt} h{heads} d{d} causal", "fp16",
+                       4 * prompt * prompt * heads * d / 2 / t / 1e12, "TFLOP/s", mhz,
+                       f"F.scaled_dot_product_attention fp16 (flash)"))
+        q1 = rand((1, heads, 1, d), torch.float16, 9)
+        kc, vc = rand((1, heads, cache, d), torch.float16, 11), rand((1, heads, cache, d), torch.float16, 12)
+        t, mhz = graph_timed(lambda: F.scaled_dot_product_attention(q1, kc, vc))
+        out.append(rec("attention", f"decode kv{cache} h{heads} d{d}", "fp16",
+                       2 * cache * heads * d * 2 / t / 1e12, "TB/s", mhz,
+                       f"F.scaled_dot_product_attention fp16, one query"))
+        # A grouped-query decoder's step (TinyLlama's heads): 32 query heads over 4 key/value heads.
+        for cache in (512, 2048):
+            qg = rand((1, 32, 1, 64), torch.float16, 13)
+            kg, vg = rand((1, 4, cache, 64), torch.float16, 14), rand((1, 4, cache, 64), torch.float16, 15)
+            t, mhz = graph_timed(lambda: F.scaled_dot_product_attention(qg, kg, vg, enable_gqa=True))
+            out.append(rec("attention", f"decode kv{cache} h32/4 d64", "fp16",
+                           2 * cache * 4 * 64 * 2 / t / 1e12, "TB/s", mhz,
+                           f"F.scaled_dot_product_attention fp16, one query, enable_gqa"))
+    if group("sample"):
+        # A token drawn from one row of logits (bench/src/ops.rs `sample`), as `transformers`
+        # samples: fp32 logits over the temperature, top-k's k-th value, top-p over the sorted
+        # softmax's running sum; the draw from the softmax by an exponential race (vLLM's draw,
+        # multinomial's distribution, capturable in a graph).
+        for n in (32000, 151936):
+            g = torch.Generator(device="cuda").manual_seed(21)
+            x = (torch.rand((1, n), device="cuda", generator=g) * 16 - 8).half()
+            for what, top_k, top_p in (("temperature 0.8", 0, 1.0), ("top_k 40", 40, 1.0),
+                                       ("top_p 0.95", 0, 0.95), ("top_k 40 top_p 0.95", 40, 0.95)):
+                t, mhz = graph_timed(lambda: draw(x, 0.8, top_k, top_p))
+                out.append(rec("sample", f"1x{n} {what}", "fp16", t * 1e6, "us", mhz,
+                               "transformers' warpers (topk, sort, cumsum), exponential race"))
     return out
+
+
+def draw(x, temperature, top_k, top_p):
+    s = x.float() / temperature
+    if top_k:
+        s = s.masked_fill(s < torch.topk(s, top_k)[0][..., -1, None], float("-inf"))
+    if top_p < 1.0:
+        sorted_s, order = torch.sort(s, descending=False)
+        remove = sorted_s.softmax(-1).cumsum(-1) <= 1 - top_p
+        remove[..., -1:] = False
+        s = s.masked_fill(remove.scatter(-1, order, remove), float("-inf"))
+    probs = s.softmax(-1)
+    return (probs / torch.empty_like(probs).exponential_()).argmax(-1)
 
 
 def rec(case, shape, dtype, value, unit, mhz, reference, method=f"cuda-graph x{REPS}"):

@@ -5,6 +5,8 @@
 //! - unary GELU and SiLU, and a broadcast add of one row to every row, 64 and 256 MiB of fp32;
 //! - ResNet's 7×7 stride-2 stem convolution, batch 1 and 8; casts F32 ↔ F16; GEMV for one
 //!   token through fp16 and int8 weights (decode's shapes);
+//! - sample: a token drawn from one row of logits (TinyLlama's and Qwen3's vocabularies) at a
+//!   temperature alone, with top-k, top-p and both (µs a draw);
 //! - attention: a causal prompt (fp16, 32 heads of 128, 2048 tokens; FLOP/s of the causal
 //!   half) and one decode step against a 4096-token KV cache (K and V bytes per second).
 
@@ -12,13 +14,15 @@ use crate::harness::{print, time_calls, Config, Record, CALLS_METHOD};
 use crate::random;
 use vkprism::{CommandList, Context, Tensor, TensorFormat};
 use vkprism_models::resnet::StemLayout;
-use vkprism_shaders::{Attention, BinaryOp, OpError, Ops, Softmax, UnaryOp};
+use vkprism_shaders::{Attention, BinaryOp, Draw, OpError, Ops, Softmax, UnaryOp};
 
 /// What one figure counts: bytes moved or floating-point operations.
 #[derive(Copy, Clone)]
 enum Work {
     Bytes(usize),
     Flops(usize),
+    /// One call: the figure is its time.
+    Call,
 }
 
 pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error::Error>> {
@@ -49,11 +53,14 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
     if group("attention") {
         attention(ctx, &ops, cfg, &mut records)?;
     }
+    if group("sample") {
+        sample(ctx, &ops, cfg, &mut records)?;
+    }
     Ok(records)
 }
 
 /// Whether the operators' group `name` runs: every group, or those `VKPRISM_BENCH_OPS` lists
-/// (`rows,elementwise,casts,stem,gemv,attention`).
+/// (`rows,elementwise,casts,stem,gemv,attention,sample`).
 fn group(name: &str) -> bool {
     std::env::var("VKPRISM_BENCH_OPS").map_or(true, |list| list.split(',').any(|g| g == name))
 }
@@ -78,6 +85,7 @@ fn measure(
     let (value, unit) = match work {
         Work::Bytes(b) => (b as f64 / t.median_s / 1e12, "TB/s"),
         Work::Flops(f) => (f as f64 / t.median_s / 1e12, "TFLOP/s"),
+        Work::Call => (t.median_s * 1e6, "us"),
     };
     let r = Record {
         case: label.0,
@@ -277,6 +285,37 @@ fn gemv(
         out.push(measure(ctx, cfg, label, Work::Bytes(n * k), |l| {
             ops.gemv_int8(l, &w8, &scales, &x, &y)
         })?);
+    }
+    Ok(())
+}
+
+/// A token drawn from one row of fp16 logits uniform in [-8, 8] (top-p 0.95 keeps some 6,000
+/// of 32,000 there), at temperature 0.8 alone and with `transformers`' cuts.
+fn sample(
+    ctx: &Context,
+    ops: &Ops,
+    cfg: Config,
+    out: &mut Vec<Record>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let vocabularies: &[usize] = if cfg.quick { &[1000] } else { &[32000, 151936] };
+    let f = TensorFormat::F16;
+    let seed = Tensor::from_u32(ctx, &[2], &[7, 0])?;
+    let best = Tensor::from_i32(ctx, &[1], &[0])?;
+    for &n in vocabularies {
+        let logits = vkprism_testkit::random_in(n, 21, -8.0, 8.0);
+        let x = Tensor::from_f32(ctx, &[1, n], f, &logits)?;
+        let t = Draw::new(0.8);
+        for (what, draw) in [
+            ("temperature 0.8", t),
+            ("top_k 40", t.with_top_k(40)),
+            ("top_p 0.95", t.with_top_p(0.95)),
+            ("top_k 40 top_p 0.95", t.with_top_k(40).with_top_p(0.95)),
+        ] {
+            let label = ("sample", format!("1x{n} {what}"), f);
+            out.push(measure(ctx, cfg, label, Work::Call, |l| {
+                ops.sample(l, &x, &best, &draw, &seed)
+            })?);
+        }
     }
     Ok(())
 }

@@ -226,10 +226,29 @@ fn sample_checks() {
     assert_clean(&ctx);
 }
 
+/// Most values -inf (as a logits processor masks tokens), some +0 and -0 (the least and the
+/// largest of a row's finite values on alternate rows).
+fn masked_with_zeros(x: &mut [f32]) {
+    for (i, v) in x.iter_mut().enumerate() {
+        match i % 5 {
+            0..=2 => *v = f32::NEG_INFINITY,
+            3 if i % 2 == 0 => *v = if (i / 3000) % 2 == 0 { 0.0 } else { -0.0 },
+            _ => {
+                *v = if (i / 3000) % 2 == 0 {
+                    v.abs()
+                } else {
+                    -v.abs()
+                }
+            }
+        }
+    }
+}
+
 /// `sample_top` in every variant against the CPU's cuts and draw: the drawn index is kept by
 /// the cuts made with top_p + 1e-3 and is the largest noised value among those kept with
 /// top_p - 1e-3 (the GPU's fp32 sums against f64). Rows held in registers and longer ones (past
-/// 32 values an invocation), cuts alone and together.
+/// 32 values an invocation), rows mostly -inf with zeros at either end, cuts alone and
+/// together.
 #[test]
 fn sample_top_every_variant() {
     let ctx = ctx();
@@ -240,11 +259,19 @@ fn sample_top_every_variant() {
             .load_with::<sample_top::Kernel>(&LoadOptions::variant_named(name).unwrap())
             .unwrap();
         let f = k.format_of("x_blob").unwrap();
-        for (c, &(rows, n, local)) in [(3, 1000, 256), (2, 40_000, 1024), (4, 7, 8)]
-            .iter()
-            .enumerate()
+        for (c, &(rows, n, local)) in [
+            (3, 1000, 256),
+            (2, 70_000, 1024),
+            (4, 7, 8),
+            (2, 3000, 1024),
+        ]
+        .iter()
+        .enumerate()
         {
-            let x = random_in(rows * n, 70 + c as u64, -6.0, 6.0);
+            let mut x = random_in(rows * n, 70 + c as u64, -6.0, 6.0);
+            if c == 3 {
+                masked_with_zeros(&mut x);
+            }
             let xq = quantize(&x, f);
             let xt = Tensor::from_f32(&ctx, &[rows, n], f, &x).unwrap();
             let s = ReduceShape::of(&[rows, n], 1);

@@ -1,7 +1,7 @@
 //! [`Ops::sample`]: each row's index drawn on the GPU from softmax(x / T), cut as [`Draw`]
 //! says — sampling without reading the logits back — by the Gumbel-max trick: on the argmax
-//! kernels where nothing is cut, on `sample_top` (the cuts' values found by bisection) where
-//! something is.
+//! kernels where nothing is cut, on `sample_top` (each cut's value found by narrowing a range
+//! of the values' keys, then ranking the few left against each other) where something is.
 
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
 use super::{pipeline, recorded, scratch, OpError, Ops};
