@@ -386,3 +386,16 @@ fn sample_cuts_keep_what_transformers_keeps() {
     }
     assert_clean(&ctx);
 }
+
+/// `sample_top` in every variant on 1024 invocations (the most it runs on) declares no more
+/// shared memory than the 16 KiB every Vulkan device has.
+#[test]
+fn sample_top_fits_every_devices_shared_memory() {
+    let local = sample_top::INFO.local_size[0]
+        .spec_id
+        .expect("the workgroup's size is a specialization constant");
+    for v in sample_top::INFO.variants {
+        let bytes = vkprism::workgroup_bytes(v.spirv, &[(local, 1024)]).expect("evaluated");
+        assert!(bytes <= 16 << 10, "{:?}: {bytes} bytes", v.key);
+    }
+}
