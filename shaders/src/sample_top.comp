@@ -19,7 +19,7 @@
 // part between the two splits the cut lies between. The splits are the range's midpoint and
 // two on either side of where the cut would lie if the range's values were spread evenly
 // (`splits_for`), so a pass halves the range at least and, where the values are about even,
-// leaves few in it. Those (a few hundred at most) are then gathered into shared memory in a fixed
+// leaves few in it. Those (at most RANKED) are then gathered into shared memory in a fixed
 // order and each one counts and sums those at least it itself: the cut is the largest that
 // reaches what is wanted. Counts are exact; the sums run in fixed orders, so a row and a seed
 // always give the same draw.
@@ -38,17 +38,8 @@ layout (push_constant) uniform parameter {
 #include "gumbel.glsl"
 
 const int HELD = 32;
-// The most values left in a search's range when they are ranked against each other: a row
-// held in registers stops narrowing the range at SHORT_RANKED (its passes are cheap), a longer
-// one, whose passes read memory, at RANKED.
-const int RANKED = 512;
-const int SHORT_RANKED = 256;
-
-// The values a search's range narrows to before they are ranked.
-int ranked_limit()
-{
-    return p.n > HELD * int(gl_WorkGroupSize.x) ? RANKED : SHORT_RANKED;
-}
+// The values left in a search's range when they are ranked against each other.
+const int RANKED = 256;
 
 // This invocation's first HELD values of the row (lid + j · size), -inf past its end.
 float held[HELD];
@@ -58,6 +49,7 @@ float row_max;
 
 shared uint ranked_key[RANKED];
 shared float ranked_mass[RANKED];
+shared uint scan_part[gl_WorkGroupSize.x];
 shared uint found_key;
 
 // Element i of the row times 1/T, a NaN as -inf.
@@ -96,9 +88,9 @@ uint key_within(float v, uint lo, uint hi)
 // Where the next pass tests the range [lo, hi] (`within` values, of probability
 // `within_mass`) for a cut that `need` more of its count (or probability, by_mass) reaches:
 // where that many would be reached if the values were spread evenly over the range's values,
-// minus and plus the width of an eighth of `ranked_limit()` values, and the values' midpoint (or, where lo is
+// minus and plus the width of RANKED / 8 values, and the values' midpoint (or, where lo is
 // -inf, below hi by more than hi's size), so that a pass narrows the range at least by half
-// and, where the values are about even, to fewer than that limit.
+// and, where the values are about even, to fewer than RANKED.
 Splits splits_for(uint lo, uint hi, float within, float within_mass, float need, bool by_mass)
 {
     const float a = key_value(lo), b = key_value(hi);
@@ -108,7 +100,7 @@ Splits splits_for(uint lo, uint hi, float within, float within_mass, float need,
     {
         const float f = clamp(need / (by_mass ? within_mass : within), 0.0, 1.0);
         guess = by_mass ? b + log(1.0 - f * (1.0 - exp(a - b))) : b - (b - a) * f;
-        width = (b - a) * float(ranked_limit() / 8) / within;
+        width = (b - a) * float(RANKED / 8) / within;
     }
     uint k[3] = uint[3](key_within(guess - width, lo, hi), key_within(mid, lo, hi),
         key_within(guess + width, lo, hi));
@@ -117,37 +109,39 @@ Splits splits_for(uint lo, uint hi, float within, float within_mass, float need,
     return Splits(uint[3](min(low, m), clamp(m, low, high), max(high, m)));
 }
 
-#if ncnn_subgroup_basic && ncnn_subgroup_arithmetic
-// A partial sum a subgroup, for subgroups of at least 8 invocations (so that the kernel's
-// shared memory stays within the 16 KiB every device has).
-shared vec4 sums_part[(gl_WorkGroupSize.x + 7u) / 8u];
+shared vec4 sums_part[gl_WorkGroupSize.x];
 shared vec4 sums_total;
-#endif
 
-// Sums of v across the workgroup (as rows_sum; component by component through it where
-// subgroups are smaller than 8 or absent).
+// Sums of v across the workgroup (as rows_sum).
 vec4 sums(vec4 v)
 {
+    barrier();
 #if ncnn_subgroup_basic && ncnn_subgroup_arithmetic
-    if (gl_SubgroupSize >= 8u)
+    v = subgroupAdd(v);
+    if (subgroupElect()) sums_part[gl_SubgroupID] = v;
+    barrier();
+    if (gl_SubgroupID == 0u)
     {
-        barrier();
-        v = subgroupAdd(v);
-        if (subgroupElect()) sums_part[gl_SubgroupID] = v;
-        barrier();
-        if (gl_SubgroupID == 0u)
-        {
-            vec4 w = vec4(0.0);
-            for (uint k = gl_SubgroupInvocationID; k < rows_subgroups(); k += gl_SubgroupSize)
-                w += sums_part[k];
-            w = subgroupAdd(w);
-            if (subgroupElect()) sums_total = w;
-        }
-        barrier();
-        return sums_total;
+        vec4 w = vec4(0.0);
+        for (uint k = gl_SubgroupInvocationID; k < rows_subgroups(); k += gl_SubgroupSize)
+            w += sums_part[k];
+        w = subgroupAdd(w);
+        if (subgroupElect()) sums_total = w;
     }
+    barrier();
+    return sums_total;
+#else
+    const uint lid = gl_LocalInvocationID.x;
+    sums_part[lid] = v;
+    barrier();
+    for (uint s = 1u; s < gl_WorkGroupSize.x; s *= 2u)
+    {
+        if ((lid & (2u * s - 1u)) == 0u && lid + s < gl_WorkGroupSize.x)
+            sums_part[lid] += sums_part[lid + s];
+        barrier();
+    }
+    return sums_part[0];
 #endif
-    return vec4(rows_sum(v.x), rows_sum(v.y), rows_sum(v.z), rows_sum(v.w));
 }
 
 // The count (and, where by_mass, the probability) of the row's values whose keys are in
@@ -183,7 +177,7 @@ void range_totals(uint lo, Splits t, uint hi, bool by_mass, out vec4 count, out 
 }
 
 // This invocation's offset among the workgroup's: the sum of `mine` over the invocations
-// before it (through rows.glsl's rows_index, which no reduction is using then).
+// before it.
 uint offset_of(uint mine)
 {
     const uint lid = gl_LocalInvocationID.x;
@@ -191,7 +185,7 @@ uint offset_of(uint mine)
 #if ncnn_subgroup_basic && ncnn_subgroup_arithmetic
     const uint before = subgroupExclusiveAdd(mine);
     if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u || lid == gl_WorkGroupSize.x - 1u)
-        rows_index[gl_SubgroupID] = int(before + mine);
+        scan_part[gl_SubgroupID] = before + mine;
     barrier();
     if (gl_SubgroupID == 0u)
     {
@@ -199,29 +193,29 @@ uint offset_of(uint mine)
         for (uint base = 0u; base < rows_subgroups(); base += gl_SubgroupSize)
         {
             const uint k = base + gl_SubgroupInvocationID;
-            const uint t = k < rows_subgroups() ? uint(rows_index[k]) : 0u;
+            const uint t = k < rows_subgroups() ? scan_part[k] : 0u;
             const uint ahead = subgroupExclusiveAdd(t);
-            if (k < rows_subgroups()) rows_index[k] = int(carry + ahead);
+            if (k < rows_subgroups()) scan_part[k] = carry + ahead;
             carry += subgroupAdd(t);
         }
     }
     barrier();
-    return uint(rows_index[gl_SubgroupID]) + before;
+    return scan_part[gl_SubgroupID] + before;
 #else
-    rows_index[lid] = int(mine);
+    scan_part[lid] = mine;
     barrier();
     for (uint s = 1u; s < gl_WorkGroupSize.x; s *= 2u)
     {
-        const int add = lid >= s ? rows_index[lid - s] : 0;
+        const uint add = lid >= s ? scan_part[lid - s] : 0u;
         barrier();
-        rows_index[lid] += add;
+        scan_part[lid] += add;
         barrier();
     }
-    return uint(rows_index[lid]) - mine;
+    return scan_part[lid] - mine;
 #endif
 }
 
-// Gathers the values whose keys are in [a, b] (at most `ranked_limit()`) into ranked_key and
+// Gathers the values whose keys are in [a, b] (at most RANKED) into ranked_key and
 // ranked_mass (their probabilities), invocation by invocation, each its own in order.
 void gather(uint a, uint b)
 {
@@ -238,7 +232,7 @@ void gather(uint a, uint b)
         mine += k >= a && k <= b ? 1u : 0u;
     }
     // Past the gathered values, keys no value has (below every value's) and no probability.
-    for (int i = lid; i < ranked_limit(); i += size)
+    for (int i = lid; i < RANKED; i += size)
     {
         ranked_key[i] = 0u;
         ranked_mass[i] = 0.0;
@@ -293,7 +287,7 @@ uint rank_gathered(uint count, vec2 above, bool by_mass, float goal, uint lo)
 // values past hi and `within` those of the values in [lo, hi].
 uint search(uint lo, uint hi, vec2 above, vec2 within, bool by_mass, float goal)
 {
-    while (lo < hi && within.x > float(ranked_limit()))
+    while (lo < hi && within.x > float(RANKED))
     {
         const Splits t = splits_for(lo, hi, within.x, within.y,
             goal - (by_mass ? above.y : above.x), by_mass);

@@ -6,7 +6,7 @@
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
 use super::{pipeline, recorded, scratch, OpError, Ops};
 use crate::{sample, sample_parts, sample_top, ArgmaxParts, ReduceShape};
-use vkprism::{CommandList, Tensor, TensorFormat};
+use vkprism::{CommandList, Tensor, TensorFormat, VariantInfo};
 
 const OP: &str = "sample";
 
@@ -99,6 +99,23 @@ impl Ops {
         recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid(local)))
     }
 
+    /// The reduction's workgroup for `s`, halved (down to 32 invocations) until `sample_top`'s
+    /// shared memory, which grows with it, fits the device.
+    fn sample_top_workgroup(&self, s: &ReduceShape, variant: &VariantInfo) -> [u32; 3] {
+        let limit = self.ctx.features().limits.max_compute_shared_memory_size as u64;
+        let id = sample_top::INFO.local_size[0].spec_id;
+        let mut local = self.reduce_workgroup(s);
+        while local[0] > 32 {
+            let bytes =
+                id.and_then(|id| vkprism::workgroup_bytes(variant.spirv, &[(id, local[0])]));
+            if bytes.is_none_or(|b| b <= limit) {
+                break;
+            }
+            local[0] /= 2;
+        }
+        local
+    }
+
     /// The draw of x's rows `s` with `draw`'s cuts: one workgroup a row (`sample_top`).
     fn sample_cut(
         &self,
@@ -110,7 +127,7 @@ impl Ops {
         format: TensorFormat,
     ) -> Result<(), OpError> {
         let kernel = self.kernel_for::<sample_top::Kernel>(OP, "x_blob", format, false)?;
-        let local = self.reduce_workgroup(s);
+        let local = self.sample_top_workgroup(s, kernel.variant());
         let pipe = pipeline(OP, &kernel, &Default::default(), Some(local))?;
         let bindings = sample_top::BufferBindings {
             x_blob: x,
