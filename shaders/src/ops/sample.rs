@@ -6,7 +6,8 @@
 use super::check::{float_format, nonempty, not_aliased, same_format, shape_is};
 use super::{pipeline, recorded, scratch, OpError, Ops};
 use crate::{sample, sample_parts, sample_top, ArgmaxParts, ReduceShape};
-use vkprism::{CommandList, Tensor, TensorFormat, VariantInfo};
+use std::sync::Arc;
+use vkprism::{CommandList, LoadedKernel, Pipeline, PipelineError, Tensor, TensorFormat};
 
 const OP: &str = "sample";
 
@@ -99,21 +100,26 @@ impl Ops {
         recorded(OP, list.dispatch(&pipe, &bindings, &push, s.grid(local)))
     }
 
-    /// The reduction's workgroup for `s`, halved (down to 32 invocations) until `sample_top`'s
-    /// shared memory, which grows with it, fits the device.
-    fn sample_top_workgroup(&self, s: &ReduceShape, variant: &VariantInfo) -> [u32; 3] {
-        let limit = self.ctx.features().limits.max_compute_shared_memory_size as u64;
-        let id = sample_top::INFO.local_size[0].spec_id;
+    /// `sample_top`'s pipeline and workgroup for `s`: the reduction's workgroup, halved (down
+    /// to 32 invocations) while the pipeline's creation finds the kernel's shared memory, which
+    /// grows with it, over the device's.
+    fn sample_top_pipeline(
+        &self,
+        kernel: &Arc<LoadedKernel<sample_top::Kernel>>,
+        s: &ReduceShape,
+    ) -> Result<(Pipeline<sample_top::Kernel>, [u32; 3]), OpError> {
         let mut local = self.reduce_workgroup(s);
-        while local[0] > 32 {
-            let bytes =
-                id.and_then(|id| vkprism::workgroup_bytes(variant.spirv, &[(id, local[0])]));
-            if bytes.is_none_or(|b| b <= limit) {
-                break;
+        loop {
+            match kernel.pipeline(&Default::default(), Some(local)) {
+                Err(PipelineError::SharedMemoryTooLarge { .. }) if local[0] > 32 => local[0] /= 2,
+                made => {
+                    return Ok((
+                        made.map_err(|source| OpError::Load { op: OP, source })?,
+                        local,
+                    ))
+                }
             }
-            local[0] /= 2;
         }
-        local
     }
 
     /// The draw of x's rows `s` with `draw`'s cuts: one workgroup a row (`sample_top`).
@@ -127,8 +133,7 @@ impl Ops {
         format: TensorFormat,
     ) -> Result<(), OpError> {
         let kernel = self.kernel_for::<sample_top::Kernel>(OP, "x_blob", format, false)?;
-        let local = self.sample_top_workgroup(s, kernel.variant());
-        let pipe = pipeline(OP, &kernel, &Default::default(), Some(local))?;
+        let (pipe, local) = self.sample_top_pipeline(&kernel, s)?;
         let bindings = sample_top::BufferBindings {
             x_blob: x,
             out_blob: out,
