@@ -19,9 +19,9 @@
 // part between the two splits the cut lies between. The splits are the range's midpoint and
 // two on either side of where the cut would lie if the range's values were spread evenly
 // (`splits_for`), so a pass halves the range at least and, where the values are about even,
-// leaves few in it. Those (at most RANKED) are then gathered into shared memory in a fixed
-// order and each one counts and sums those at least it itself: the cut is the largest that
-// reaches what is wanted. Counts are exact; the sums run in fixed orders, so a row and a seed
+// leaves few in it. Those (a few hundred at most) are then gathered into shared memory in a
+// fixed order and each one counts and sums those at least it itself: the cut is the largest
+// that reaches what is wanted. Counts are exact; the sums run in fixed orders, so a row and a seed
 // always give the same draw.
 layout (local_size_x = 1024) in;
 
@@ -38,8 +38,21 @@ layout (push_constant) uniform parameter {
 #include "gumbel.glsl"
 
 const int HELD = 32;
-// The values left in a search's range when they are ranked against each other.
-const int RANKED = 256;
+// The most values left in a search's range when they are ranked against each other: a row
+// held in registers stops narrowing the range at SHORT_RANKED (its passes are cheap), a longer
+// one, whose passes read memory, at RANKED.
+const int RANKED = 512;
+const int SHORT_RANKED = 256;
+
+// The values a search's range narrows to before they are ranked. The gathered values' keys
+// and probabilities live in rows.glsl's rows_index and rows_value (no reduction runs while
+// they are ranked), so at most the workgroup's size of them, in whole eights (the ranking
+// reads eight at a time).
+int ranked_limit()
+{
+    const int limit = p.n > HELD * int(gl_WorkGroupSize.x) ? RANKED : SHORT_RANKED;
+    return min(limit, int(gl_WorkGroupSize.x) / 8 * 8);
+}
 
 // This invocation's first HELD values of the row (lid + j · size), -inf past its end.
 float held[HELD];
@@ -47,9 +60,6 @@ int row_base;
 // The row's largest value: probabilities are exp(v - row_max).
 float row_max;
 
-shared uint ranked_key[RANKED];
-shared float ranked_mass[RANKED];
-shared uint scan_part[gl_WorkGroupSize.x];
 shared uint found_key;
 
 // Element i of the row times 1/T, a NaN as -inf.
@@ -88,9 +98,9 @@ uint key_within(float v, uint lo, uint hi)
 // Where the next pass tests the range [lo, hi] (`within` values, of probability
 // `within_mass`) for a cut that `need` more of its count (or probability, by_mass) reaches:
 // where that many would be reached if the values were spread evenly over the range's values,
-// minus and plus the width of RANKED / 8 values, and the values' midpoint (or, where lo is
-// -inf, below hi by more than hi's size), so that a pass narrows the range at least by half
-// and, where the values are about even, to fewer than RANKED.
+// minus and plus the width of an eighth of `ranked_limit()` values, and the values' midpoint
+// (or, where lo is -inf, below hi by more than hi's size), so that a pass narrows the range at
+// least by half and, where the values are about even, to fewer than that limit.
 Splits splits_for(uint lo, uint hi, float within, float within_mass, float need, bool by_mass)
 {
     const float a = key_value(lo), b = key_value(hi);
@@ -100,7 +110,7 @@ Splits splits_for(uint lo, uint hi, float within, float within_mass, float need,
     {
         const float f = clamp(need / (by_mass ? within_mass : within), 0.0, 1.0);
         guess = by_mass ? b + log(1.0 - f * (1.0 - exp(a - b))) : b - (b - a) * f;
-        width = (b - a) * float(RANKED / 8) / within;
+        width = (b - a) * float(ranked_limit() / 8) / within;
     }
     uint k[3] = uint[3](key_within(guess - width, lo, hi), key_within(mid, lo, hi),
         key_within(guess + width, lo, hi));
@@ -177,7 +187,7 @@ void range_totals(uint lo, Splits t, uint hi, bool by_mass, out vec4 count, out 
 }
 
 // This invocation's offset among the workgroup's: the sum of `mine` over the invocations
-// before it.
+// before it (through rows.glsl's rows_index, which no reduction is using then).
 uint offset_of(uint mine)
 {
     const uint lid = gl_LocalInvocationID.x;
@@ -185,7 +195,7 @@ uint offset_of(uint mine)
 #if ncnn_subgroup_basic && ncnn_subgroup_arithmetic
     const uint before = subgroupExclusiveAdd(mine);
     if (gl_SubgroupInvocationID == gl_SubgroupSize - 1u || lid == gl_WorkGroupSize.x - 1u)
-        scan_part[gl_SubgroupID] = before + mine;
+        rows_index[gl_SubgroupID] = int(before + mine);
     barrier();
     if (gl_SubgroupID == 0u)
     {
@@ -193,30 +203,30 @@ uint offset_of(uint mine)
         for (uint base = 0u; base < rows_subgroups(); base += gl_SubgroupSize)
         {
             const uint k = base + gl_SubgroupInvocationID;
-            const uint t = k < rows_subgroups() ? scan_part[k] : 0u;
+            const uint t = k < rows_subgroups() ? uint(rows_index[k]) : 0u;
             const uint ahead = subgroupExclusiveAdd(t);
-            if (k < rows_subgroups()) scan_part[k] = carry + ahead;
+            if (k < rows_subgroups()) rows_index[k] = int(carry + ahead);
             carry += subgroupAdd(t);
         }
     }
     barrier();
-    return scan_part[gl_SubgroupID] + before;
+    return uint(rows_index[gl_SubgroupID]) + before;
 #else
-    scan_part[lid] = mine;
+    rows_index[lid] = int(mine);
     barrier();
     for (uint s = 1u; s < gl_WorkGroupSize.x; s *= 2u)
     {
-        const uint add = lid >= s ? scan_part[lid - s] : 0u;
+        const int add = lid >= s ? rows_index[lid - s] : 0;
         barrier();
-        scan_part[lid] += add;
+        rows_index[lid] += add;
         barrier();
     }
-    return scan_part[lid] - mine;
+    return uint(rows_index[lid]) - mine;
 #endif
 }
 
-// Gathers the values whose keys are in [a, b] (at most RANKED) into ranked_key and
-// ranked_mass (their probabilities), invocation by invocation, each its own in order.
+// Gathers the values whose keys are in [a, b] (at most `ranked_limit()`) into rows_index (their
+// keys) and rows_value (their probabilities), invocation by invocation, each its own in order.
 void gather(uint a, uint b)
 {
     const int lid = int(gl_LocalInvocationID.x), size = int(gl_WorkGroupSize.x);
@@ -231,20 +241,23 @@ void gather(uint a, uint b)
         const uint k = order_key(scaled(i));
         mine += k >= a && k <= b ? 1u : 0u;
     }
-    // Past the gathered values, keys no value has (below every value's) and no probability.
-    for (int i = lid; i < RANKED; i += size)
-    {
-        ranked_key[i] = 0u;
-        ranked_mass[i] = 0.0;
-    }
     uint at = offset_of(mine);
+    // Every offset read out of rows_index before it holds keys; past the gathered values,
+    // keys no value has (below every value's) and no probability.
+    barrier();
+    for (int i = lid; i < ranked_limit(); i += size)
+    {
+        rows_index[i] = 0;
+        rows_value[i] = 0.0;
+    }
+    barrier();
     [[unroll]] for (int j = 0; j < HELD; j++)
     {
         const uint k = order_key(held[j]);
         if (lid + j * size < p.n && k >= a && k <= b)
         {
-            ranked_key[at] = k;
-            ranked_mass[at] = exp(held[j] - row_max);
+            rows_index[at] = int(k);
+            rows_value[at] = exp(held[j] - row_max);
             at++;
         }
     }
@@ -254,8 +267,8 @@ void gather(uint a, uint b)
         const uint k = order_key(v);
         if (k >= a && k <= b)
         {
-            ranked_key[at] = k;
-            ranked_mass[at] = exp(v - row_max);
+            rows_index[at] = int(k);
+            rows_value[at] = exp(v - row_max);
             at++;
         }
     }
@@ -270,12 +283,12 @@ uint rank_gathered(uint count, vec2 above, bool by_mass, float goal, uint lo)
     barrier();
     for (uint i = gl_LocalInvocationID.x; i < count; i += gl_WorkGroupSize.x)
     {
-        const uint x = ranked_key[i];
+        const uint x = uint(rows_index[i]);
         vec2 from_x = above;
         // Eight at a time: the keys past `count` count nothing.
         for (uint j = 0u; j < count; j += 8u)
             [[unroll]] for (uint u = 0u; u < 8u; u++)
-                if (ranked_key[j + u] >= x) from_x += vec2(1.0, ranked_mass[j + u]);
+                if (uint(rows_index[j + u]) >= x) from_x += vec2(1.0, rows_value[j + u]);
         if ((by_mass ? from_x.y : from_x.x) >= goal) atomicMax(found_key, x);
     }
     barrier();
@@ -287,7 +300,7 @@ uint rank_gathered(uint count, vec2 above, bool by_mass, float goal, uint lo)
 // values past hi and `within` those of the values in [lo, hi].
 uint search(uint lo, uint hi, vec2 above, vec2 within, bool by_mass, float goal)
 {
-    while (lo < hi && within.x > float(RANKED))
+    while (lo < hi && within.x > float(ranked_limit()))
     {
         const Splits t = splits_for(lo, hi, within.x, within.y,
             goal - (by_mass ? above.y : above.x), by_mass);
