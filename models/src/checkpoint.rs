@@ -10,9 +10,8 @@ use safetensors::tensor::Metadata;
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 /// The weights file of an unsharded model directory.
 const SINGLE: &str = "model.safetensors";
@@ -25,8 +24,8 @@ const MAX_HEADER_BYTES: u64 = 100_000_000;
 /// One safetensors file: its header parsed and checked against the file's length.
 struct Shard {
     path: PathBuf,
-    /// Locked for a seek and a read: tensors are read from several threads.
-    file: Mutex<File>,
+    /// Read at offsets (no cursor), so that threads read their tensors at once.
+    file: File,
     /// Where the tensors' bytes start: after the 8-byte length and the header.
     data_start: u64,
     metadata: Metadata,
@@ -161,7 +160,7 @@ impl Shard {
         }
         Ok(Shard {
             path: path.to_path_buf(),
-            file: Mutex::new(file),
+            file,
             data_start,
             metadata,
         })
@@ -171,16 +170,37 @@ impl Shard {
     /// checked to lie within the file).
     fn bytes(&self, start: usize, end: usize) -> Result<Vec<u8>, ModelError> {
         let mut bytes = vec![0u8; end - start];
-        // A thread that panicked holding the lock left no state a seek doesn't reset.
-        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        file.seek(SeekFrom::Start(self.data_start + start as u64))
-            .and_then(|_| file.read_exact(&mut bytes))
-            .map_err(|source| ModelError::Read {
+        read_exact_at(&self.file, &mut bytes, self.data_start + start as u64).map_err(
+            |source| ModelError::Read {
                 path: self.path.clone(),
                 source,
-            })?;
+            },
+        )?;
         Ok(bytes)
     }
+}
+
+/// Fills `buf` from `file` at `offset`, leaving no cursor moved that another thread's read
+/// depends on.
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+/// Fills `buf` from `file` at `offset` (Windows' positional reads, which may return short).
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, offset)? {
+            0 => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            n => {
+                buf = &mut buf[n..];
+                offset += n as u64;
+            }
+        }
+    }
+    Ok(())
 }
 
 impl WeightSource for Checkpoint {

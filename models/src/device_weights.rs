@@ -8,11 +8,13 @@
 //! (attention works in that order throughout: dot products and weighted sums don't depend on
 //! it), their biases and the heads' norms (where the model has them) in the rows' order (a
 //! head's norm sums over all its values, whatever their order), the MLP's gate and up rows
-//! interleaved. Read from a [`WeightSource`] a layer at a time, its projections on threads of
-//! their own, the next layer read while this one uploads: a file's tensors are never all on the
-//! host as `f32` at once (two layers' at most).
+//! interleaved. Read from a [`WeightSource`] a layer at a time, its tensors read on threads of
+//! their own and laid out in blocks of rows on threads (`row_blocks.rs`), the next layer read
+//! while this one uploads, the output layer beside them: a file's tensors are never all on the
+//! host as `f32` at once (two layers' and the output layer's at most).
 
 use crate::int8::quantize_rows;
+use crate::row_blocks::for_row_blocks;
 use crate::weights::{layer_bias, layer_weight, QKV_BIAS_PARTS, QK_NORM_PARTS};
 use crate::{LlamaConfig, ModelError, WeightSource, WeightStorage};
 use vkprism::{Context, Tensor, TensorFormat};
@@ -99,30 +101,26 @@ impl HostLayer {
         let qkv_bias = cfg.qkv_bias.then(|| qkv_bias(source, cfg, i)).transpose()?;
         let qk_norm = cfg.qk_norm.then(|| qk_norm(source, cfg, i)).transpose()?;
         std::thread::scope(|s| {
-            let qkv = s.spawn(|| -> Result<_, ModelError> {
-                let input_norm = read("input_layernorm", &[h])?;
-                let mut qkv = read("self_attn.q_proj", &[q, h])?;
-                qkv.extend(read("self_attn.k_proj", &[kv, h])?);
-                qkv.extend(read("self_attn.v_proj", &[kv, h])?);
-                fold_columns(&mut qkv, &input_norm);
-                Ok(pairs_side_by_side(&qkv, h, d))
-            });
-            let o = s.spawn(|| read("self_attn.o_proj", &[h, q]).map(|o| pair_columns(&o, q, d)));
-            let down = s.spawn(|| read("mlp.down_proj", &[h, m]));
-            let gate_up = (|| -> Result<_, ModelError> {
-                let post_norm = read("post_attention_layernorm", &[h])?;
-                let gate = read("mlp.gate_proj", &[m, h])?;
-                let up = read("mlp.up_proj", &[m, h])?;
-                let mut gate_up = interleave_rows(&gate, &up, h);
-                fold_columns(&mut gate_up, &post_norm);
-                Ok(gate_up)
-            })();
+            let [wq, wk, wv, o, gate, up, down] = [
+                ("self_attn.q_proj", [q, h]),
+                ("self_attn.k_proj", [kv, h]),
+                ("self_attn.v_proj", [kv, h]),
+                ("self_attn.o_proj", [h, q]),
+                ("mlp.gate_proj", [m, h]),
+                ("mlp.up_proj", [m, h]),
+                ("mlp.down_proj", [h, m]),
+            ]
+            .map(|(part, shape)| s.spawn(move || read(part, &shape)));
+            let input_norm = read("input_layernorm", &[h])?;
+            let post_norm = read("post_attention_layernorm", &[h])?;
+            let qkv = [joined(wq)?, joined(wk)?, joined(wv)?];
+            let gate_up = [joined(gate)?, joined(up)?];
             Ok(HostLayer {
-                qkv: joined(qkv)?,
+                qkv: pairs_side_by_side(&qkv.each_ref().map(Vec::as_slice), h, d, &input_norm),
                 qkv_bias,
                 qk_norm,
-                o: joined(o)?,
-                gate_up: gate_up?,
+                o: pair_columns(&joined(o)?, q, d),
+                gate_up: interleave_rows(&gate_up[0], &gate_up[1], &post_norm),
                 down: joined(down)?,
             })
         })
@@ -137,11 +135,12 @@ fn qkv_bias(
     i: usize,
 ) -> Result<Vec<f32>, ModelError> {
     let (q, kv) = (cfg.q_dim(), cfg.kv_dim());
-    let mut stacked = Vec::with_capacity(q + 2 * kv);
+    let mut parts = Vec::with_capacity(3);
     for (part, n) in QKV_BIAS_PARTS.into_iter().zip([q, kv, kv]) {
-        stacked.extend(source.tensor(&layer_bias(i, part), &[n])?);
+        parts.push(source.tensor(&layer_bias(i, part), &[n])?);
     }
-    Ok(pairs_side_by_side(&stacked, 1, cfg.head_dim()))
+    let parts: Vec<&[f32]> = parts.iter().map(Vec::as_slice).collect();
+    Ok(pairs_side_by_side(&parts, 1, cfg.head_dim(), &[1.0]))
 }
 
 /// Layer `i`'s query and key heads' norm weights, each in the order its heads' rotation pairs
@@ -154,7 +153,7 @@ fn qk_norm(
     let d = cfg.head_dim();
     let read = |part| -> Result<_, ModelError> {
         let w = source.tensor(&layer_weight(i, part), &[d])?;
-        Ok(pairs_side_by_side(&w, 1, d))
+        Ok(pairs_side_by_side(&[&w], 1, d, &[1.0]))
     };
     Ok([read(QK_NORM_PARTS[0])?, read(QK_NORM_PARTS[1])?])
 }
@@ -238,53 +237,71 @@ impl Uploader<'_> {
 /// Every column k of the row-major matrix `w` (rows of `g.len()`) scaled by `g[k]`: a norm's
 /// weight moved into the projection after it.
 pub(crate) fn fold_columns(w: &mut [f32], g: &[f32]) {
-    for row in w.chunks_mut(g.len()) {
-        for (v, s) in row.iter_mut().zip(g) {
-            *v *= s;
+    for_row_blocks(w, g.len(), |_, block| {
+        for row in block.chunks_mut(g.len()) {
+            scaled(row, g);
         }
+    });
+}
+
+/// `row` times `g`, value by value.
+fn scaled(row: &mut [f32], g: &[f32]) {
+    for (v, s) in row.iter_mut().zip(g) {
+        *v *= s;
     }
 }
 
-/// The position within a head of `d` values that value `i` takes when each rotation pair
-/// (i, i + d/2) sits side by side: 2i, or 2(i - d/2) + 1.
-fn pair_slot(i: usize, d: usize) -> usize {
-    if i < d / 2 {
-        2 * i
-    } else {
-        2 * (i - d / 2) + 1
-    }
+/// The value within a head of `d` values that position `slot` holds when each rotation pair
+/// (i, i + d/2) sits side by side at 2i and 2i + 1: i for slot 2i, i + d/2 for slot 2i + 1.
+fn pair_source(slot: usize, d: usize) -> usize {
+    slot / 2 + (slot % 2) * (d / 2)
 }
 
-/// The rows of `w` (rows of `width`, heads of `d` rows) reordered within each head: row i to
-/// [`pair_slot`]`(i)`.
-fn pairs_side_by_side(w: &[f32], width: usize, d: usize) -> Vec<f32> {
-    let mut out = vec![0.0; w.len()];
-    for (r, row) in w.chunks(width).enumerate() {
-        let to = r / d * d + pair_slot(r % d, d);
-        out[to * width..][..width].copy_from_slice(row);
+/// The rows of `parts` stacked (each rows of `width`, heads of `d` rows, each part whole
+/// heads), reordered within each head, row [`pair_source`]`(t)` to row t, and scaled column by
+/// column by `g` (`width` values; `[1.0]` for vectors).
+fn pairs_side_by_side(parts: &[&[f32]], width: usize, d: usize, g: &[f32]) -> Vec<f32> {
+    let mut rows: Vec<&[f32]> = Vec::new();
+    for part in parts {
+        rows.extend(part.chunks(width));
     }
+    let mut out = vec![0.0; rows.len() * width];
+    for_row_blocks(&mut out, width, |first, block| {
+        for (t, row) in (first..).zip(block.chunks_mut(width)) {
+            row.copy_from_slice(rows[t / d * d + pair_source(t % d, d)]);
+            scaled(row, g);
+        }
+    });
     out
 }
 
 /// The columns of `w` (rows of `width`, heads of `d` columns) reordered within each head:
-/// column i to [`pair_slot`]`(i)`.
+/// column [`pair_source`]`(t)` to column t.
 fn pair_columns(w: &[f32], width: usize, d: usize) -> Vec<f32> {
     let mut out = vec![0.0; w.len()];
-    for (row_in, row_out) in w.chunks(width).zip(out.chunks_mut(width)) {
-        for (c, v) in row_in.iter().enumerate() {
-            row_out[c / d * d + pair_slot(c % d, d)] = *v;
+    for_row_blocks(&mut out, width, |first, block| {
+        let rows_in = w[first * width..].chunks(width);
+        for (row_in, row_out) in rows_in.zip(block.chunks_mut(width)) {
+            for (c, v) in row_out.iter_mut().enumerate() {
+                *v = row_in[c / d * d + pair_source(c % d, d)];
+            }
         }
-    }
+    });
     out
 }
 
-/// The rows of `a` and `b` (rows of `width`) alternating: a₀, b₀, a₁, b₁, ...
-fn interleave_rows(a: &[f32], b: &[f32], width: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    for (ra, rb) in a.chunks(width).zip(b.chunks(width)) {
-        out.extend_from_slice(ra);
-        out.extend_from_slice(rb);
-    }
+/// The rows of `a` and `b` (rows of `g.len()`) alternating, a₀, b₀, a₁, b₁, ..., scaled column
+/// by column by `g`.
+fn interleave_rows(a: &[f32], b: &[f32], g: &[f32]) -> Vec<f32> {
+    let width = g.len();
+    let mut out = vec![0.0; a.len() + b.len()];
+    for_row_blocks(&mut out, width, |first, block| {
+        for (t, row) in (first..).zip(block.chunks_mut(width)) {
+            let from = if t % 2 == 0 { a } else { b };
+            row.copy_from_slice(&from[t / 2 * width..][..width]);
+            scaled(row, g);
+        }
+    });
     out
 }
 
@@ -303,21 +320,26 @@ impl DeviceWeights {
             storage,
         };
         let (h, vocab) = (cfg.hidden, cfg.vocab);
-        let embed_values = source.tensor("model.embed_tokens.weight", &[vocab, h])?;
-        let embed = up.upload(&[vocab, h], &embed_values)?;
-        let layers = up.layers(cfg, source)?;
-        let norm = source.tensor("model.norm.weight", &[h])?;
-        let mut head = if cfg.tie_embeddings {
-            embed_values
-        } else {
-            drop(embed_values);
-            source.tensor("lm_head.weight", &[vocab, h])?
+        let folded_head = |mut head: Vec<f32>| -> Result<Vec<f32>, ModelError> {
+            fold_columns(&mut head, &source.tensor("model.norm.weight", &[h])?);
+            Ok(head)
         };
-        fold_columns(&mut head, &norm);
-        Ok(DeviceWeights {
-            embed,
-            layers,
-            lm_head: up.projection([vocab, h], &head)?,
+        std::thread::scope(|s| {
+            // An output layer of its own is read and laid out beside the layers.
+            let untied = (!cfg.tie_embeddings)
+                .then(|| s.spawn(|| folded_head(source.tensor("lm_head.weight", &[vocab, h])?)));
+            let embed_values = source.tensor("model.embed_tokens.weight", &[vocab, h])?;
+            let embed = up.upload(&[vocab, h], &embed_values)?;
+            let layers = up.layers(cfg, source)?;
+            let head = match untied {
+                Some(thread) => joined(thread)?,
+                None => folded_head(embed_values)?,
+            };
+            Ok(DeviceWeights {
+                embed,
+                layers,
+                lm_head: up.projection([vocab, h], &head)?,
+            })
         })
     }
 
@@ -343,23 +365,82 @@ impl DeviceWeights {
 mod tests {
     use super::*;
 
+    /// Where value i of a head of `d` goes when the pairs sit side by side: 2i, or
+    /// 2(i - d/2) + 1 (the layout as Llama's pairs define it, checked against `pair_source`).
+    fn pair_slot(i: usize, d: usize) -> usize {
+        if i < d / 2 {
+            2 * i
+        } else {
+            2 * (i - d / 2) + 1
+        }
+    }
+
     #[test]
     fn folding_scales_columns_and_interleaving_alternates_rows() {
         let mut w = vec![1.0, 2.0, 3.0, 4.0];
         fold_columns(&mut w, &[10.0, 100.0]);
         assert_eq!(w, [10.0, 200.0, 30.0, 400.0]);
-        let rows = interleave_rows(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], 2);
-        assert_eq!(rows, [1.0, 2.0, 5.0, 6.0, 3.0, 4.0, 7.0, 8.0]);
+        let rows = interleave_rows(&[1.0, 2.0, 3.0, 4.0], &[5.0, 6.0, 7.0, 8.0], &[1.0, 10.0]);
+        assert_eq!(rows, [1.0, 20.0, 5.0, 60.0, 3.0, 40.0, 7.0, 80.0]);
     }
 
     #[test]
     fn rotation_pairs_move_side_by_side_in_rows_and_columns() {
         // Two heads of 4 one-value rows: (0, 2) and (1, 3) are the pairs.
         let rows: Vec<f32> = (0..8).map(|v| v as f32).collect();
-        assert_eq!(
-            pairs_side_by_side(&rows, 1, 4),
-            [0., 2., 1., 3., 4., 6., 5., 7.]
-        );
+        let in_parts = pairs_side_by_side(&[&rows[..4], &rows[4..]], 1, 4, &[1.0]);
+        assert_eq!(in_parts, [0., 2., 1., 3., 4., 6., 5., 7.]);
         assert_eq!(pair_columns(&rows, 8, 4), [0., 2., 1., 3., 4., 6., 5., 7.]);
+        for i in 0..64 {
+            assert_eq!(pair_source(pair_slot(i, 64), 64), i);
+        }
+    }
+
+    /// The layouts of matrices large enough to be cut into blocks on threads, against the
+    /// same moves made value by value.
+    #[test]
+    fn layouts_in_blocks_match_value_by_value() {
+        let (width, d) = (512, 64);
+        let value = |r: usize, c: usize| (r * 7 + c * 3) as f32 / 11.0 - 1.0;
+        let matrix = |rows: usize, at: usize| -> Vec<f32> {
+            (0..rows * width)
+                .map(|i| value(at + i / width, i % width))
+                .collect()
+        };
+        let g: Vec<f32> = (0..width).map(|c| 0.5 + c as f32 / 64.0).collect();
+        let (q, k, v) = (matrix(4096, 0), matrix(512, 4096), matrix(512, 4608));
+        let qkv = pairs_side_by_side(&[&q, &k, &v], width, d, &g);
+        for (t, row) in qkv.chunks(width).enumerate() {
+            let r = t / d * d + (0..d).find(|i| pair_slot(*i, d) == t % d).unwrap();
+            assert!(
+                (0..width).all(|c| row[c] == value(r, c) * g[c]),
+                "qkv row {t}"
+            );
+        }
+        let (a, b) = (matrix(2048, 0), matrix(2048, 2048));
+        let gate_up = interleave_rows(&a, &b, &g);
+        for (t, row) in gate_up.chunks(width).enumerate() {
+            let r = if t % 2 == 0 { t / 2 } else { 2048 + t / 2 };
+            assert!(
+                (0..width).all(|c| row[c] == value(r, c) * g[c]),
+                "gate/up row {t}"
+            );
+        }
+        let o = pair_columns(&q, width, d);
+        for (r, row) in o.chunks(width).enumerate() {
+            for c in 0..width {
+                assert_eq!(
+                    row[c / d * d + pair_slot(c % d, d)],
+                    value(r, c),
+                    "o {r}, {c}"
+                );
+            }
+        }
+        let mut folded = q.clone();
+        fold_columns(&mut folded, &g);
+        assert!(folded
+            .iter()
+            .enumerate()
+            .all(|(i, x)| *x == q[i] * g[i % width]));
     }
 }

@@ -2,6 +2,8 @@
 //! it uses at load, one scale per output row, symmetric: the row's largest magnitude / 127, each
 //! value divided by it and rounded to nearest. A row of zeros gets the scale 0.
 
+use crate::row_blocks::for_row_blocks;
+
 /// How a decoder stores its projections' weights (the embedding is always stored in the model's
 /// float format: a step reads one row of it).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -17,15 +19,23 @@ pub enum WeightStorage {
 
 /// Row-major `w` (rows of `width`) quantized per row: the int8 values and each row's scale.
 pub(crate) fn quantize_rows(w: &[f32], width: usize) -> (Vec<i8>, Vec<f32>) {
-    let mut values = Vec::with_capacity(w.len());
-    let scales = w
-        .chunks(width)
-        .map(|row| {
-            let scale = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
-            values.extend(row.iter().map(|v| quantize(*v, scale)));
-            scale
-        })
-        .collect();
+    let mut scales = vec![0.0; w.len() / width];
+    for_row_blocks(&mut scales, 1, |first, block| {
+        for (s, row) in block.iter_mut().zip(w[first * width..].chunks(width)) {
+            *s = row.iter().fold(0f32, |m, v| m.max(v.abs())) / 127.0;
+        }
+    });
+    let mut values = vec![0; w.len()];
+    for_row_blocks(&mut values, width, |first, block| {
+        let rows = block
+            .chunks_mut(width)
+            .zip(w[first * width..].chunks(width));
+        for ((out, row), scale) in rows.zip(&scales[first..]) {
+            for (q, v) in out.iter_mut().zip(row) {
+                *q = quantize(*v, *scale);
+            }
+        }
+    });
     (values, scales)
 }
 
@@ -61,6 +71,25 @@ mod tests {
         assert_eq!(q, [127, -50, 1, 0, 0, 0, -127, 50, 0]);
         let r = rounded_rows(&w, 3);
         assert!((r[1] + 0.5).abs() < 1e-6 && r[8] == 0.0 && (r[6] + 2.54).abs() < 1e-6);
+    }
+
+    /// A matrix large enough to be cut into blocks on threads, against its rows quantized
+    /// one at a time.
+    #[test]
+    fn a_large_matrix_quantizes_as_its_rows_do() {
+        let width = 1000;
+        let w: Vec<f32> = (0..3000 * width)
+            .map(|i| ((i * 37 % 1009) as f32 - 500.0) * (1 + i / width % 7) as f32 * 1e-3)
+            .collect();
+        let (q, s) = quantize_rows(&w, width);
+        for (r, row) in w.chunks(width).enumerate() {
+            let (qr, sr) = quantize_rows(row, width);
+            assert_eq!(
+                (&q[r * width..][..width], s[r]),
+                (&qr[..], sr[0]),
+                "row {r}"
+            );
+        }
     }
 
     #[test]

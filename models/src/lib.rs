@@ -8,6 +8,7 @@
 //! - `sampling.rs`: [`Sampling`] (temperature, top-k, top-p, seed), drawn on the GPU by the
 //!   decoder, and [`Sampler`], the same draw on the host from logits a caller holds;
 //! - `int8.rs`: [`WeightStorage`] and the per-row int8 quantization of a decoder's weights;
+//!   `row_blocks.rs`: passes over a weight's rows split across threads, for loading;
 //! - `config.rs`: [`LlamaConfig`] (TinyLlama's, and a small one for tests); `hf_config.rs`:
 //!   [`LlamaConfig::from_hf_json`], a Hugging Face `config.json`, and [`hf_end_tokens`];
 //! - `weights.rs`: the weights' names and shapes ([`weight_shapes`], Hugging Face's state-dict
@@ -34,6 +35,7 @@ mod int8;
 mod llama;
 pub mod reference;
 pub mod resnet;
+mod row_blocks;
 mod safetensors_io;
 mod sampling;
 pub mod session;

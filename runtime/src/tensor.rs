@@ -4,7 +4,7 @@
 //! A `Tensor` is an `Arc`: command lists keep clones of what they bind, so memory the GPU may
 //! still read cannot be freed (the last clone frees it, after the list's work has finished).
 
-use crate::convert::{decode_f32, encode_f32};
+use crate::convert::{decode_f32, encode_f32_into};
 use crate::device::{
     allocate_memory_counted, copy_buffer, copy_buffer_submit, free_buffer, Shared,
 };
@@ -546,11 +546,22 @@ impl Tensor {
     /// (fp16 and bf16 round to nearest, ties to even; NaN stays NaN, overflow is infinity).
     pub fn upload_f32(&self, data: &[f32]) -> Result<(), TensorError> {
         self.check_len(data.len())?;
-        let bytes = encode_f32(self.format, data).ok_or(TensorError::WrongFormat {
+        let wrong = TensorError::WrongFormat {
             have: self.format,
             want: "F32, F16 or Bf16 for f32 data",
-        })?;
-        self.write_bytes(&bytes)
+        };
+        let size = match self.format {
+            TensorFormat::F32 => 4,
+            TensorFormat::F16 | TensorFormat::Bf16 => 2,
+            _ => return Err(wrong),
+        };
+        // Converted straight into the mapped or staging memory, a part of whole values at a
+        // time: no host copy of the whole tensor's bytes.
+        let encode = |at: usize, dst: &mut [u8]| {
+            let values = &data[at / size..][..dst.len() / size];
+            encode_f32_into(self.format, values, dst).expect("a float format, checked above");
+        };
+        self.write_with(size as u64, encode)
     }
 
     /// Reads an F32, F16 or BF16 tensor as `f32`.
@@ -638,23 +649,42 @@ impl Tensor {
                 want: self.size as usize,
             });
         }
+        self.write_with(1, |at, dst| {
+            crate::host_copy::copy(dst, &bytes[at..][..dst.len()])
+        })
+    }
+
+    /// Writes the tensor's bytes as `fill(at, dst)` makes them, `dst` the part from byte `at`
+    /// on: the whole mapped range at once where the memory is written in place, otherwise one
+    /// staging buffer at a time, each part a whole number of `unit`s (a value's bytes) where
+    /// the staging buffer holds one.
+    fn write_with(&self, unit: u64, fill: impl Fn(usize, &mut [u8])) -> Result<(), TensorError> {
         let inner = &self.inner;
-        if let Some(()) = self.with_mapped(true, |m| crate::host_copy::copy(m, bytes))? {
+        if let Some(()) = self.with_mapped(true, |m| fill(0, m))? {
             return Ok(());
         }
         let shared = &inner.shared;
+        let chunk_size = match shared.staging_chunk - shared.staging_chunk % unit {
+            // A staging buffer smaller than a value: the bytes made whole first.
+            0 => {
+                let mut bytes = vec![0; self.size as usize];
+                fill(0, &mut bytes);
+                return self.write_bytes(&bytes);
+            }
+            whole => whole,
+        };
         let mut kept = shared.staging.lock().unwrap_or_else(|e| e.into_inner());
         let (staging, alloc) = staging_buffer(shared, &mut kept.upload, Direction::Upload)?;
-        let chunk_size = shared.staging_chunk;
-        for (i, chunk) in bytes.chunks(chunk_size as usize).enumerate() {
+        for at in (0..self.size).step_by(chunk_size as usize) {
+            let len = chunk_size.min(self.size - at);
             let s = alloc
                 .mapped_slice_mut()
                 .ok_or_else(|| TensorError::Allocation("staging memory is not mapped".into()))?;
-            crate::host_copy::copy(&mut s[..chunk.len()], chunk);
+            fill(at as usize, &mut s[..len as usize]);
             let region = vk::BufferCopy {
                 src_offset: 0,
-                dst_offset: self.offset + i as u64 * chunk_size,
-                size: chunk.len() as u64,
+                dst_offset: self.offset + at,
+                size: len,
             };
             // SAFETY: both buffers are live until the copy was waited for (the staging buffer is
             // kept by `Shared`, locked meanwhile), the region lies inside both (a chunk of the

@@ -239,6 +239,32 @@ fn staged_downloads_alternate_two_readback_buffers() {
     assert_clean(&ctx);
 }
 
+/// `f32` values converted as they are staged: every value arrives (rounded as its format
+/// rounds) whether a staging buffer holds whole values, splits one, or holds less than one.
+#[test]
+fn staged_float_uploads_convert_whole_values() {
+    for (chunk, n) in [(1 << 20, 700_001), ((1 << 20) + 2, 700_001), (3, 11)] {
+        let ctx = ctx_with(
+            ContextOptions::default()
+                .with_force_staging(true)
+                .with_staging_chunk(NonZeroU64::new(chunk).unwrap()),
+        );
+        let values: Vec<f32> = (0..n).map(|i| (i % 1999) as f32 * 0.37 - 300.0).collect();
+        for format in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
+            let t = Tensor::from_f32(&ctx, &[n], format, &values).unwrap();
+            let round = |v: f32| match format {
+                TensorFormat::F16 => half::f16::from_f32(v).to_f32(),
+                TensorFormat::Bf16 => half::bf16::from_f32(v).to_f32(),
+                _ => v,
+            };
+            let back = t.download_f32().unwrap();
+            let wrong = (0..n).find(|i| back[*i] != round(values[*i]));
+            assert_eq!(wrong, None, "{format:?}, staging chunk {chunk}");
+        }
+        assert_clean(&ctx);
+    }
+}
+
 #[test]
 fn tensor_errors_are_reported() {
     let ctx = ctx();
