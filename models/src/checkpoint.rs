@@ -213,3 +213,61 @@ impl WeightSource for Checkpoint {
         float_values(name, info.dtype, &shard.bytes(start, end)?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use safetensors::{tensor::TensorView, Dtype};
+    use vkprism::TensorFormat;
+
+    /// Tensors of every float type, short and long, read back as each stored value converts
+    /// alone.
+    #[test]
+    fn tensors_read_back_as_each_value_converts() {
+        let lengths = [5, 12_295];
+        let stored = |n: usize| -> Vec<f32> {
+            (0..n)
+                .map(|i| ((i * 7919) % 4001) as f32 * 0.173 - 346.0)
+                .collect()
+        };
+        let mut files = Vec::new();
+        for (dtype, format) in [
+            (Dtype::F32, TensorFormat::F32),
+            (Dtype::F16, TensorFormat::F16),
+            (Dtype::BF16, TensorFormat::Bf16),
+        ] {
+            for n in lengths {
+                let bytes = vkprism::encode_f32(format, &stored(n)).unwrap();
+                files.push((format!("{dtype:?}_{n}"), dtype, n, bytes));
+            }
+        }
+        let views = files.iter().map(|(name, dtype, n, bytes)| {
+            (
+                name.clone(),
+                TensorView::new(*dtype, vec![*n], bytes).unwrap(),
+            )
+        });
+        let path = std::env::temp_dir().join(format!("vkprism-widen-{}.st", std::process::id()));
+        safetensors::serialize_to_file(views, None, &path).unwrap();
+        let checkpoint = Checkpoint::open(&path).unwrap();
+        for (name, dtype, n, bytes) in &files {
+            let got = checkpoint.tensor(name, &[*n]).unwrap();
+            let want: Vec<f32> = match dtype {
+                Dtype::F32 => bytes
+                    .chunks(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect(),
+                Dtype::F16 => bytes
+                    .chunks(2)
+                    .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+                    .collect(),
+                _ => bytes
+                    .chunks(2)
+                    .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+                    .collect(),
+            };
+            assert!(got == want, "{name}");
+        }
+        std::fs::remove_file(&path).unwrap();
+    }
+}

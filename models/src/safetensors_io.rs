@@ -55,42 +55,19 @@ fn corrupt(e: SafeTensorError) -> ModelError {
 }
 
 /// A tensor's little-endian bytes of `dtype` as `f32`, where the type is a float one (F32,
-/// F16, BF16): every network's weight reader.
+/// F16, BF16): every network's weight reader (the runtime's conversion, in parts on threads).
 pub(crate) fn decode_values(dtype: safetensors::Dtype, bytes: &[u8]) -> Option<Vec<f32>> {
-    use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
-    match dtype {
-        safetensors::Dtype::F32 => Some(
-            bytes
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect(),
-        ),
-        safetensors::Dtype::F16 => Some(widen(bytes, |h, out| {
-            h.reinterpret_cast::<half::f16>().convert_to_f32_slice(out)
-        })),
-        safetensors::Dtype::BF16 => Some(widen(bytes, |h, out| {
-            h.reinterpret_cast::<half::bf16>().convert_to_f32_slice(out)
-        })),
-        _ => None,
-    }
+    vkprism::decode_f32(float_format(dtype)?, bytes)
 }
 
-/// 16-bit little-endian values as `f32` through `convert` (`half`'s slice conversion, which
-/// takes the CPU's vector instructions): the bytes read in place where they are aligned on a
-/// little-endian host, copied into `u16`s otherwise.
-fn widen(bytes: &[u8], convert: fn(&[u16], &mut [f32])) -> Vec<f32> {
-    let mut out = vec![0f32; bytes.len() / 2];
-    match bytemuck::try_cast_slice::<u8, u16>(bytes) {
-        Ok(bits) if cfg!(target_endian = "little") => convert(bits, &mut out),
-        _ => {
-            let bits: Vec<u16> = bytes
-                .chunks_exact(2)
-                .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                .collect();
-            convert(&bits, &mut out)
-        }
+/// The tensor format that stores a safetensors float type.
+pub(crate) fn float_format(dtype: safetensors::Dtype) -> Option<TensorFormat> {
+    match dtype {
+        safetensors::Dtype::F32 => Some(TensorFormat::F32),
+        safetensors::Dtype::F16 => Some(TensorFormat::F16),
+        safetensors::Dtype::BF16 => Some(TensorFormat::Bf16),
+        _ => None,
     }
-    out
 }
 
 /// The float types a file is written in.
@@ -129,22 +106,7 @@ impl Dtype {
 /// `values` as little-endian bytes of `dtype` (fp16 and bf16 rounded to nearest), where the
 /// type is a float one: every network's weight writer.
 pub(crate) fn encode_values(dtype: safetensors::Dtype, values: &[f32]) -> Option<Vec<u8>> {
-    match dtype {
-        safetensors::Dtype::F32 => Some(values.iter().flat_map(|v| v.to_le_bytes()).collect()),
-        safetensors::Dtype::F16 => Some(
-            values
-                .iter()
-                .flat_map(|v| half::f16::from_f32(*v).to_le_bytes())
-                .collect(),
-        ),
-        safetensors::Dtype::BF16 => Some(
-            values
-                .iter()
-                .flat_map(|v| half::bf16::from_f32(*v).to_le_bytes())
-                .collect(),
-        ),
-        _ => None,
-    }
+    vkprism::encode_f32(float_format(dtype)?, values)
 }
 
 /// A safetensors file of `tensors` (name, shape, values), each stored as `dtype`.

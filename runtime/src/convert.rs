@@ -1,125 +1,120 @@
-//! Host `f32` to and from the float storage formats, shared by tensors and images. fp16 and bf16
-//! go through the `half` crate: round to nearest, ties to even; NaN stays NaN; overflow becomes
-//! infinity. (ncnn truncates to bf16; rounding can differ from it by one bf16 ulp, and is closer.)
+//! Host `f32` to and from the float storage formats, shared by tensors and images (and, through
+//! [`crate::encode_f32`] / [`crate::decode_f32`], by readers of weight files). fp16 and bf16
+//! convert as `half` does (`half_bits.rs`): round to nearest, ties to even; NaN stays NaN;
+//! overflow becomes infinity. (ncnn truncates to bf16; rounding can differ from it by one bf16
+//! ulp, and is closer.) Large inputs convert in parts on threads.
 
-use half::slice::{HalfBitsSliceExt, HalfFloatSliceExt};
+use crate::half_bits::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use crate::host_copy::threads_for;
 use vkprism_core::TensorFormat;
 
-/// `data` as the little-endian bytes `format` stores; `None` if `format` holds no floats. The
-/// 16-bit formats convert a slice at a time (the CPU's conversion instructions where it has
-/// them: an input image of millions of values is a step's host time otherwise).
-pub(crate) fn encode_f32(format: TensorFormat, data: &[f32]) -> Option<Vec<u8>> {
-    let size = match format {
-        TensorFormat::F32 => 4,
-        TensorFormat::F16 | TensorFormat::Bf16 => 2,
-        _ => return None,
-    };
+/// `data` as the little-endian bytes `format` stores (F32, F16 or Bf16); `None` if `format`
+/// holds no floats.
+pub fn encode_f32(format: TensorFormat, data: &[f32]) -> Option<Vec<u8>> {
+    let size = float_size(format)?;
     let mut bytes = vec![0; size * data.len()];
     encode_f32_into(format, data, &mut bytes)?;
     Some(bytes)
 }
 
-/// Values converted at once by [`encode_f32_into`]: a buffer of this many halves lives on the
-/// stack, where a whole input's would be allocated (and its pages faulted in) for each copy.
-const ENCODE_CHUNK: usize = 8192;
-
-/// `data` as the little-endian bytes `format` stores, written into `dst` (exactly their size)
-/// a chunk at a time, without a buffer of the whole; `None` if `format` holds no floats. F32 goes through
-/// [`crate::host_copy::copy`] (threads for large copies).
+/// `data` as the little-endian bytes `format` stores, written into `dst` (exactly their size);
+/// `None` if `format` holds no floats. F32 goes through [`crate::host_copy::copy`].
 pub(crate) fn encode_f32_into(format: TensorFormat, data: &[f32], dst: &mut [u8]) -> Option<()> {
     match format {
         TensorFormat::F32 => crate::host_copy::copy(dst, bytemuck::cast_slice(data)),
-        TensorFormat::F16 => encode_halves::<half::f16>(data, dst),
-        TensorFormat::Bf16 => encode_halves::<half::bf16>(data, dst),
+        TensorFormat::F16 => narrow_all(data, dst, f32_to_f16),
+        TensorFormat::Bf16 => narrow_all(data, dst, f32_to_bf16),
         _ => return None,
     }
     Some(())
 }
 
-/// `data` converted to 16-bit `H` values, their little-endian bytes into `dst`: in contiguous
-/// parts on scoped threads where the input is large (as [`crate::host_copy::copy`] splits).
-fn encode_halves<H>(data: &[f32], dst: &mut [u8])
-where
-    H: Copy + Default,
-    [H]: HalfFloatSliceExt,
-{
+/// `data` through `narrow` into `dst` as little-endian 16-bit values, in parts on threads
+/// (`narrow` a closure or function item, so that each format's loop is compiled with it
+/// inlined and vectorized).
+fn narrow_all(data: &[f32], dst: &mut [u8], narrow: impl Fn(f32) -> u16 + Sync) {
     assert_eq!(
         dst.len(),
         2 * data.len(),
         "encoded size of {} values",
         data.len()
     );
-    let threads = crate::host_copy::threads_for(dst.len());
-    if threads == 1 {
-        return encode_halves_here::<H>(data, dst);
-    }
-    let part = data.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        for (src, out) in data.chunks(part).zip(dst.chunks_mut(2 * part)) {
-            scope.spawn(move || encode_halves_here::<H>(src, out));
+    let part = part_len(data.len(), dst.len());
+    let parts = data.chunks(part).zip(dst.chunks_mut(2 * part));
+    each_part(parts, |src, out| {
+        for (o, v) in out.chunks_exact_mut(2).zip(src) {
+            o.copy_from_slice(&narrow(*v).to_le_bytes());
         }
     });
 }
 
-/// [`encode_halves`] on this thread, a stack chunk at a time.
-fn encode_halves_here<H>(data: &[f32], dst: &mut [u8])
-where
-    H: Copy + Default,
-    [H]: HalfFloatSliceExt,
-{
-    let mut chunk = [H::default(); ENCODE_CHUNK];
-    for (src, out) in data
-        .chunks(ENCODE_CHUNK)
-        .zip(dst.chunks_mut(2 * ENCODE_CHUNK))
-    {
-        let halves = &mut chunk[..src.len()];
-        halves.convert_from_f32_slice(src);
-        let bits: &[u16] = halves.reinterpret_cast();
-        if cfg!(target_endian = "little") {
-            out.copy_from_slice(bytemuck::cast_slice(bits));
-        } else {
-            for (o, b) in out.chunks_exact_mut(2).zip(bits) {
-                o.copy_from_slice(&b.to_le_bytes());
-            }
-        }
+/// The values in `bytes`, stored as `format` (F32, F16 or Bf16, little-endian); `None` if
+/// `format` holds no floats.
+pub fn decode_f32(format: TensorFormat, bytes: &[u8]) -> Option<Vec<f32>> {
+    let size = float_size(format)?;
+    let mut values = vec![0.0; bytes.len() / size];
+    let bytes = &bytes[..values.len() * size];
+    match format {
+        TensorFormat::F32 => widen_all(bytes, &mut values, f32::from_le_bytes),
+        TensorFormat::F16 => widen_all(bytes, &mut values, |b| f16_to_f32(u16::from_le_bytes(b))),
+        _ => widen_all(bytes, &mut values, |b| bf16_to_f32(u16::from_le_bytes(b))),
+    }
+    Some(values)
+}
+
+/// Bytes a value of `format` takes, where it holds floats.
+fn float_size(format: TensorFormat) -> Option<usize> {
+    match format {
+        TensorFormat::F32 => Some(4),
+        TensorFormat::F16 | TensorFormat::Bf16 => Some(2),
+        _ => None,
     }
 }
 
-/// The values in `bytes`, stored as `format`; `None` if `format` holds no floats.
-pub(crate) fn decode_f32(format: TensorFormat, bytes: &[u8]) -> Option<Vec<f32>> {
-    let bits = || -> Vec<u16> {
-        bytes
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect()
-    };
-    Some(match format {
-        TensorFormat::F32 => bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-        TensorFormat::F16 => bits().reinterpret_cast::<half::f16>().to_f32_vec(),
-        TensorFormat::Bf16 => bits().reinterpret_cast::<half::bf16>().to_f32_vec(),
-        _ => return None,
-    })
+/// Each `N` bytes of `bytes` through `widen` into `values`, in parts on threads (`widen`
+/// compiled into each format's loop, as in [`narrow_all`]).
+fn widen_all<const N: usize>(
+    bytes: &[u8],
+    values: &mut [f32],
+    widen: impl Fn([u8; N]) -> f32 + Sync,
+) {
+    let part = part_len(values.len(), bytes.len());
+    let parts = values.chunks_mut(part).zip(bytes.chunks(N * part));
+    each_part(parts, |out, src| {
+        for (o, c) in out.iter_mut().zip(src.chunks_exact(N)) {
+            *o = widen(c.try_into().expect("chunks of N bytes"));
+        }
+    });
+}
+
+/// Values a part converts: all of them, or as many as give each of [`threads_for`]'s threads
+/// one part.
+fn part_len(values: usize, bytes: usize) -> usize {
+    values.div_ceil(threads_for(bytes)).max(1)
+}
+
+/// `f` over each pair of parts, on scoped threads where there are several, on this thread
+/// where there is one.
+fn each_part<A: Send, B: Send>(mut parts: impl Iterator<Item = (A, B)>, f: impl Fn(A, B) + Sync) {
+    let Some(first) = parts.next() else { return };
+    std::thread::scope(|s| {
+        for (a, b) in parts {
+            let f = &f;
+            s.spawn(move || f(a, b));
+        }
+        f(first.0, first.1);
+    });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Written a chunk at a time, the bytes are each value's own conversion: lengths around
-    /// the chunk, every float format.
+    /// Written into memory, the bytes are each value's own conversion: short and odd lengths,
+    /// every float format.
     #[test]
-    fn encoding_into_memory_converts_every_chunk() {
-        for len in [
-            0,
-            1,
-            7,
-            ENCODE_CHUNK - 1,
-            ENCODE_CHUNK,
-            2 * ENCODE_CHUNK + 3,
-        ] {
+    fn encoding_into_memory_converts_every_value() {
+        for len in [0, 1, 7, 8191, 8192, 2 * 8192 + 3] {
             let data: Vec<f32> = (0..len).map(|i| (i as f32 * 0.37).sin() * 1e3).collect();
             let each =
                 |f: fn(f32) -> [u8; 2]| -> Vec<u8> { data.iter().flat_map(|&v| f(v)).collect() };

@@ -13,7 +13,13 @@ const MAX_THREADS: usize = 8;
 /// The threads a pass over `bytes` bytes of host memory is worth: one per
 /// [`MIN_BYTES_PER_THREAD`], at most the cores and [`MAX_THREADS`].
 pub(crate) fn threads_for(bytes: usize) -> usize {
-    let cores = thread::available_parallelism().map_or(1, |n| n.get());
+    if bytes < 2 * MIN_BYTES_PER_THREAD {
+        return 1;
+    }
+    // Asked once: the answer reads the process's affinity and cgroup limits, which costs more
+    // than converting a small input.
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    let cores = *CORES.get_or_init(|| thread::available_parallelism().map_or(1, |n| n.get()));
     (bytes / MIN_BYTES_PER_THREAD).clamp(1, cores.min(MAX_THREADS))
 }
 

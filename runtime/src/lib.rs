@@ -65,6 +65,7 @@ pub mod context;
 mod convert;
 mod device;
 mod error;
+mod half_bits;
 mod host_copy;
 mod image;
 mod kernel;
@@ -80,6 +81,7 @@ pub use context::{
     AllocatorStats, Context, ContextOptions, DeviceError, DeviceIdentity, DeviceReport,
     DeviceSelector, DeviceType,
 };
+pub use convert::{decode_f32, encode_f32};
 pub use error::{Error, Invalid, Result};
 pub use image::Image;
 pub use kernel::{Bindings, Kernel, NoPushConstants, Resource, SpecConstants};
