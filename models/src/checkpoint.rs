@@ -265,7 +265,8 @@ mod tests {
                 TensorView::new(*dtype, vec![*n], bytes).unwrap(),
             )
         });
-        let path = std::env::temp_dir().join(format!("vkprism-widen-{}.st", std::process::id()));
+        let path =
+            std::env::temp_dir().join(format!("vkprism-checkpoint-{}.st", std::process::id()));
         safetensors::serialize_to_file(views, None, &path).unwrap();
         let checkpoint = Checkpoint::open(&path).unwrap();
         for (name, dtype, n, bytes) in &files {

@@ -63,7 +63,7 @@ pub fn decode_f32(format: TensorFormat, bytes: &[u8]) -> Option<Vec<f32>> {
 }
 
 /// Bytes a value of `format` takes, where it holds floats.
-fn float_size(format: TensorFormat) -> Option<usize> {
+pub(crate) fn float_size(format: TensorFormat) -> Option<usize> {
     match format {
         TensorFormat::F32 => Some(4),
         TensorFormat::F16 | TensorFormat::Bf16 => Some(2),

@@ -4,7 +4,7 @@
 //! A `Tensor` is an `Arc`: command lists keep clones of what they bind, so memory the GPU may
 //! still read cannot be freed (the last clone frees it, after the list's work has finished).
 
-use crate::convert::{decode_f32, encode_f32_into};
+use crate::convert::{decode_f32, encode_f32_into, float_size};
 use crate::device::{
     allocate_memory_counted, copy_buffer, copy_buffer_submit, free_buffer, Shared,
 };
@@ -546,15 +546,10 @@ impl Tensor {
     /// (fp16 and bf16 round to nearest, ties to even; NaN stays NaN, overflow is infinity).
     pub fn upload_f32(&self, data: &[f32]) -> Result<(), TensorError> {
         self.check_len(data.len())?;
-        let wrong = TensorError::WrongFormat {
+        let size = float_size(self.format).ok_or(TensorError::WrongFormat {
             have: self.format,
             want: "F32, F16 or Bf16 for f32 data",
-        };
-        let size = match self.format {
-            TensorFormat::F32 => 4,
-            TensorFormat::F16 | TensorFormat::Bf16 => 2,
-            _ => return Err(wrong),
-        };
+        })?;
         // Converted straight into the mapped or staging memory, a part of whole values at a
         // time: no host copy of the whole tensor's bytes.
         let encode = |at: usize, dst: &mut [u8]| {
