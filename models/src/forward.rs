@@ -8,7 +8,7 @@
 //! through fused GEMVs that normalize their input, rotate queries and keys into place, gate the
 //! MLP and add into the residual stream themselves: five dispatches a layer with attention's
 //! (six where attention merges its key shares in a pass of its own: the grouped kernel, over
-//! caches of grouped-query heads past 16 chunks of keys). A model that normalizes each query
+//! caches of grouped-query heads past 64 chunks of keys). A model that normalizes each query
 //! and key head before it turns (Qwen3's) projects them first, prompt or token, and places
 //! them with a dispatch of their own ([`Ops::rope_qkv_normed`]). Heads keep their rotation
 //! pairs side by side ([`crate::device_weights`]). On int8 weights a token's GEMVs read them as

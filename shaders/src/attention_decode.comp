@@ -21,17 +21,18 @@
 // workgroup of hundreds of invocations with every 16-byte load of a chunk issued before any is
 // used takes them in about one memory latency, where splitting them over workgroups costs a
 // merge (a device-scope barrier, an atomic, a read-back) or a second dispatch. What a large
-// workgroup pays for instead is its barriers, so the subgroup path has one a chunk.
+// workgroup pays for instead is its barriers, so the subgroup path has none inside its loop.
 //
 // A row of K or V is R = D/8 octets; invocation t owns one octet of every P-th key, P = size / R
 // rows a pass, KPI keys each, so a chunk is P · KPI keys, loaded coalesced (R neighbouring
 // invocations read one row) and all at once, K and V together. Each invocation dots its octet of
 // q with its octets of K.
 // - Subgroup path (`_sg` variants where R is a power of two no larger than the subgroup): the R
-//   partial dots of a key are added by shuffles, so every invocation holds its keys' scores;
-//   each subgroup's maximum and sum of exponentials meet in shared memory (the one barrier of a
-//   chunk); each invocation rescales and accumulates its octets of V itself; at the end the
-//   partial outputs are added by shuffles within each subgroup, then across subgroups.
+//   partial dots of a key are added by shuffles, so every invocation holds its keys' scores
+//   and keeps its own online softmax (maximum, sum, its octets of V) over them, with no barrier
+//   or reduction inside the loop, so no lane waits on another's loads a chunk; at the end the
+//   lanes meet on their subgroup's maximum and add by shuffles, then the subgroups meet on the
+//   row's maximum through shared memory.
 // - Shared path (otherwise): the partial dots meet in shared memory, where the first CHUNK
 //   invocations add a key's R of them; the chunk's maximum and sum go through workgroup
 //   reductions (rows.glsl), the probabilities through shared memory; at the end the P partial
@@ -85,7 +86,7 @@ const int CHUNK = P * KPI;
 // outputs, half of each octet at a time: never both at once.
 shared float pool[SIZE * 4];
 // The chunk's probabilities (shared path), or each subgroup's maximum and sum of exponentials
-// by chunk parity (subgroup path: subgroups of at least 4 invocations, as R >= 4).
+// at the end (subgroup path: subgroups of at least 4 invocations, as R >= 4).
 shared float chunk_values[SIZE];
 
 // What a row's pass over its keys leaves: its running maximum and sum, and this invocation's
@@ -173,14 +174,42 @@ Attended attend_shared(const mat2x4 q, int kv_at, int kv_row, int begin, int end
 }
 
 #if DECODE_SUBGROUPS
+// This lane's running maximum and sum after it adds a chunk's scores `s` (minus infinity for
+// keys it does not see) and their values `vw`, online: earlier sums rescaled to the new maximum.
+// Without branches, so that the values' loads are not held back behind the scores: while the
+// lane has seen no key the maximum stays minus infinity and the exponentials are taken from 0
+// instead (exp(-inf) is 0), so exp never meets -inf - (-inf).
+void attend_chunk(inout Attended a, const float s[KPI], const afpvec8 vw[KPI])
+{
+    float m_new = a.m;
+    [[unroll]] for (int u = 0; u < KPI; u++) m_new = max(m_new, s[u]);
+    const float from = m_new > rows_neg_inf() ? m_new : 0.0;
+    const float rescale = exp(a.m - from);
+    a.l *= rescale;
+    a.acc *= rescale;
+    [[unroll]] for (int u = 0; u < KPI; u++)
+    {
+        const float e = exp(s[u] - from);
+        a.l += e;
+        a.acc += e * mat2x4(vw[u]);
+    }
+    a.m = m_new;
+}
+
+// `w` · exp(m - to), or 0 where m is minus infinity (nothing seen).
+float rescaled(float w, float m, float to)
+{
+    return m > rows_neg_inf() ? w * exp(m - to) : 0.0;
+}
+
 Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int begin, int end)
 {
     const int lane = int(gl_SubgroupInvocationID), sg = int(gl_SubgroupSize);
     const int sid = int(gl_SubgroupID);
     const int oct = lane % R, group = sid * (sg / R) + lane / R;
     const int subgroups = int(rows_subgroups());
+    // Each lane's own online softmax over its keys: no lane waits for another within the loop.
     Attended a = Attended(rows_neg_inf(), 0.0, mat2x4(0.0));
-    int parity = 0;
     for (int j0 = begin; j0 < end; j0 += CHUNK)
     {
         afpvec8 kw[KPI];
@@ -192,54 +221,40 @@ Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int begin, int 
             vw[u] = buffer_ld8(v_data, at);
         }
         float s[KPI];
-        float m_own = rows_neg_inf();
         [[unroll]] for (int u = 0; u < KPI; u++)
         {
             const mat2x4 k = mat2x4(kw[u]);
             float d = dot(q[0], k[0]) + dot(q[1], k[1]);
             for (int mask = 1; mask < R; mask <<= 1) d += subgroupShuffleXor(d, mask);
             s[u] = j0 + group + u * P < end ? d : rows_neg_inf();
-            m_own = max(m_own, s[u]);
         }
-        // The subgroup's maximum and sum of exponentials (each key counted by its octet 0).
-        const float m_sub = subgroupMax(m_own);
-        float l_own = 0.0;
-        [[unroll]] for (int u = 0; u < KPI; u++)
-            l_own += oct == 0 && s[u] > rows_neg_inf() ? exp(s[u] - m_sub) : 0.0;
-        const float l_sub = subgroupAdd(l_own);
-        // Pairs (maximum, sum) at chunk_values[2 · (slot + k)], slot by the chunk's parity.
-        const int slot = parity * (SIZE / 4);
-        if (subgroupElect())
-        {
-            chunk_values[2 * (slot + sid)] = m_sub;
-            chunk_values[2 * (slot + sid) + 1] = l_sub;
-        }
-        barrier();
-        // m_new is finite: the chunk holds at least one visible key.
-        float m_new = a.m;
-        for (int k = 0; k < subgroups; k++) m_new = max(m_new, chunk_values[2 * (slot + k)]);
-        const float rescale = exp(a.m - m_new);
-        float l = a.l * rescale;
-        for (int k = 0; k < subgroups; k++)
-        {
-            const vec2 e = vec2(chunk_values[2 * (slot + k)], chunk_values[2 * (slot + k) + 1]);
-            if (e.x > rows_neg_inf()) l += e.y * exp(e.x - m_new);
-        }
-        a.acc *= rescale;
-        [[unroll]] for (int u = 0; u < KPI; u++)
-            if (s[u] > rows_neg_inf()) a.acc += exp(s[u] - m_new) * mat2x4(vw[u]);
-        a.m = m_new;
-        a.l = l;
-        parity ^= 1;
+        attend_chunk(a, s, vw);
     }
-    // The subgroup's partial outputs of each octet added by shuffles (lanes oct + R·g), then
-    // across subgroups through pool, half an octet at a time: subgroup k's first R lanes write
-    // pool[k · D/2 + oct · 4 + c], and invocation t < D/2 adds element t's over k.
+    // The lanes met on the subgroup's maximum: partial outputs of each octet added by shuffles
+    // (lanes oct + R·g), the sum counted once a key (by its octet 0).
+    const float m_sub = subgroupMax(a.m);
+    a.acc *= rescaled(1.0, a.m, m_sub);
+    const float l_sub = subgroupAdd(oct == 0 ? rescaled(a.l, a.m, m_sub) : 0.0);
     for (int mask = R; mask < sg; mask <<= 1)
     {
         a.acc[0] += subgroupShuffleXor(a.acc[0], mask);
         a.acc[1] += subgroupShuffleXor(a.acc[1], mask);
     }
+    // The subgroups met on the row's maximum: each subgroup's (maximum, sum) pair in
+    // chunk_values, read by every invocation.
+    if (subgroupElect())
+    {
+        chunk_values[2 * sid] = m_sub;
+        chunk_values[2 * sid + 1] = l_sub;
+    }
+    barrier();
+    a.m = rows_neg_inf();
+    for (int k = 0; k < subgroups; k++) a.m = max(a.m, chunk_values[2 * k]);
+    a.l = 0.0;
+    for (int k = 0; k < subgroups; k++) a.l += rescaled(chunk_values[2 * k + 1], chunk_values[2 * k], a.m);
+    a.acc *= rescaled(1.0, m_sub, a.m);
+    // Across subgroups through pool, half an octet at a time: subgroup k's first R lanes write
+    // pool[k · D/2 + oct · 4 + c], and invocation t < D/2 adds element t's over k.
     const int t = int(gl_LocalInvocationID.x);
     float sums[2];
     [[unroll]] for (int half_at = 0; half_at < 2; half_at++)

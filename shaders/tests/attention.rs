@@ -428,8 +428,8 @@ fn attention_decode_every_variant() {
 
 /// The operation layer's kernel for a decode step, in each float format, at a position read
 /// from the causal offset: [`attention_decode`] where the head dimension is whole octets (past
-/// 6 chunks of its keys split in shares, the last merging: one dispatch), with grouped-query
-/// heads up to 16 chunks and then the grouped kernel; the row kernel otherwise.
+/// 3 chunks of its keys split in shares, the last merging: one dispatch), with grouped-query
+/// heads up to 64 chunks and then the grouped kernel; the row kernel otherwise.
 #[test]
 fn attention_ops_decode_takes_the_kernel_for_the_cache() {
     let ctx = ctx();
@@ -438,9 +438,11 @@ fn attention_ops_decode_takes_the_kernel_for_the_cache() {
         for (i, (s, kernel)) in [
             (shape(1, 1, 2000, 8, 2, 64), "attention_decode"),
             (shape(1, 2, 2000, 8, 2, 64), "attention_decode"),
-            // Past 16 chunks of 256 keys, the grouped kernel and its combine pass; without
-            // grouped heads, the decode kernel at any length (17 chunks of 128 keys of 128).
-            (shape(1, 1, 4200, 8, 2, 64), "attention_grouped"),
+            // Past 64 chunks of 256 keys, the grouped kernel and its combine pass; up to them
+            // the decode kernel split (17 chunks); without grouped heads, the decode kernel at
+            // any length (17 chunks of 128 keys of 128).
+            (shape(1, 1, 16_500, 8, 2, 64), "attention_grouped"),
+            (shape(1, 1, 4200, 8, 2, 64), "attention_decode"),
             (shape(1, 1, 2100, 2, 2, 128), "attention_decode"),
             // Two query heads a key/value head over a long cache.
             (shape(1, 1, 2000, 4, 2, 64), "attention_decode"),

@@ -92,9 +92,9 @@ const DECODE_MAX_CHUNKS: usize = 3;
 
 /// Chunks of keys up to which a split [`attention_decode`] takes a decode step where
 /// [`attention_grouped`] could (grouped-query heads): as far as it was measured faster than
-/// that kernel and its combine pass (4096 keys of 64 on the H100, BENCHMARKS.md). Without
+/// that kernel and its combine pass (16,384 keys of 64 on the H200, BENCHMARKS.md). Without
 /// grouped heads it takes any cache.
-const DECODE_SPLIT_MAX_CHUNKS: usize = 16;
+const DECODE_SPLIT_MAX_CHUNKS: usize = 64;
 
 /// The shares a split [`attention_decode`] row of `chunks` chunks takes where `rows` rows run
 /// on `sms` multiprocessors: as many as keep the grid within one workgroup a multiprocessor
@@ -667,13 +667,13 @@ mod tests {
     }
 
     #[test]
-    fn a_decode_step_takes_the_decode_kernel_up_to_sixteen_chunks_of_its_workgroup() {
+    fn a_decode_step_takes_the_decode_kernel_up_to_sixty_four_chunks_of_its_workgroup() {
         let plan = |skv, d, invocations| rows_plan(&decode_step(skv, d), invocations, 132);
         let decode = |invocations| RowsKernel::Decode { invocations };
         // 512 invocations, d 64 (32 query rows): chunks of 256 keys, unsplit up to 3, then
         // shares of whole chunks, at most 4 of them (132 multiprocessors over 32 rows): 3 of 2
-        // chunks at 1280 and 1536 keys, 4 of 2 at 2048, 3 of 3 at 2304, 4 of 4 at 4096; then
-        // the grouped kernel.
+        // chunks at 1280 and 1536 keys, 4 of 2 at 2048, 3 of 3 at 2304, 4 of 4 at 4096, more
+        // shares of 4 past it; past 64 chunks the grouped kernel.
         assert_eq!(plan(768, 64, 512), (decode(512), 1));
         assert_eq!(plan(769, 64, 512), (decode(512), 4));
         assert_eq!(plan(1280, 64, 512), (decode(512), 3));
@@ -681,16 +681,20 @@ mod tests {
         assert_eq!(plan(2048, 64, 512), (decode(512), 4));
         assert_eq!(plan(2304, 64, 512), (decode(512), 3));
         assert_eq!(plan(4096, 64, 512), (decode(512), 4));
-        assert_eq!(plan(4097, 64, 512).0, RowsKernel::Grouped);
+        assert_eq!(plan(8192, 64, 512), (decode(512), 8));
+        assert_eq!(plan(16384, 64, 512), (decode(512), 16));
+        assert_eq!(plan(16385, 64, 512).0, RowsKernel::Grouped);
         // A device allowing 256: chunks of 128.
         assert_eq!(plan(384, 64, 256), (decode(256), 1));
         assert_eq!(plan(1000, 64, 256), (decode(256), 4));
-        assert_eq!(plan(2049, 64, 256).0, RowsKernel::Grouped);
-        // d 128: chunks of 128 keys at 512 (3 shares of 2 at 768 keys); past 16 of them the
+        assert_eq!(plan(2049, 64, 256), (decode(256), 5));
+        assert_eq!(plan(8193, 64, 256).0, RowsKernel::Grouped);
+        // d 128: chunks of 128 keys at 512 (3 shares of 2 at 768 keys); past 64 of them the
         // grouped kernel.
         assert_eq!(plan(384, 128, 512), (decode(512), 1));
         assert_eq!(plan(768, 128, 512), (decode(512), 3));
-        assert_eq!(plan(2049, 128, 512).0, RowsKernel::Grouped);
+        assert_eq!(plan(2049, 128, 512), (decode(512), 5));
+        assert_eq!(plan(8193, 128, 512).0, RowsKernel::Grouped);
         // Qwen3's 16 query heads over 8 (no grouped kernel): up to 8 shares fit, so 6 of one
         // chunk at 768 keys, 8 at 1024, 5 of 2 at 1280, 6 of 3 at 2304.
         let qwen3 = |skv| {
