@@ -53,37 +53,53 @@ float sq_sum(mat2x4 x) { return dot(x[0], x[0]) + dot(x[1], x[1]); }
 float sq_sum(mat4 x) { return dot(x[0], x[0]) + dot(x[1], x[1]) + dot(x[2], x[2]) + dot(x[3], x[3]); }
 
 shared vec4 gemv_part[gl_WorkGroupSize.x];
+shared float gemv_square[gl_WorkGroupSize.x];
 
 #if ncnn_subgroup_basic && ncnn_subgroup_arithmetic
-// The sum over the workgroup of every invocation's `v`, returned to every invocation. Starts
-// with a barrier, so calls may follow one another. Subgroups are counted as rows.glsl counts
-// them (lavapipe leaves a partly filled last subgroup out of gl_NumSubgroups).
-vec4 gemv_sum(vec4 v)
+// The sums over the workgroup of every invocation's `v` and (with rms_input) `w`, returned to
+// every invocation in place: both through the same two barriers. Starts with a barrier, so
+// calls may follow one another. Subgroups are counted as rows.glsl counts them (lavapipe
+// leaves a partly filled last subgroup out of gl_NumSubgroups).
+void gemv_sum(inout vec4 v, inout float w)
 {
     barrier();
     v = subgroupAdd(v);
-    if (subgroupElect()) gemv_part[gl_SubgroupID] = v;
+    if (rms_input == 1) w = subgroupAdd(w);
+    if (subgroupElect())
+    {
+        gemv_part[gl_SubgroupID] = v;
+        if (rms_input == 1) gemv_square[gl_SubgroupID] = w;
+    }
     barrier();
     const uint subgroups =
         max(gl_NumSubgroups, (gl_WorkGroupSize.x + gl_SubgroupSize - 1) / gl_SubgroupSize);
-    vec4 t = vec4(0.0);
-    for (uint k = 0; k < subgroups; k++) t += gemv_part[k];
-    return t;
+    v = vec4(0.0);
+    w = 0.0;
+    for (uint k = 0; k < subgroups; k++)
+    {
+        v += gemv_part[k];
+        if (rms_input == 1) w += gemv_square[k];
+    }
 }
 #else
-vec4 gemv_sum(vec4 v)
+void gemv_sum(inout vec4 v, inout float w)
 {
     const uint lid = gl_LocalInvocationID.x;
     barrier();
     gemv_part[lid] = v;
+    if (rms_input == 1) gemv_square[lid] = w;
     barrier();
     for (uint s = 1; s < gl_WorkGroupSize.x; s *= 2)
     {
         if ((lid & (2 * s - 1)) == 0 && lid + s < gl_WorkGroupSize.x)
+        {
             gemv_part[lid] += gemv_part[lid + s];
+            if (rms_input == 1) gemv_square[lid] += gemv_square[lid + s];
+        }
         barrier();
     }
-    return gemv_part[0];
+    v = gemv_part[0];
+    if (rms_input == 1) w = gemv_square[0];
 }
 #endif
 
@@ -178,9 +194,11 @@ void main()
 
     [[unroll]] for (int b = 0; b < batch; b++)
     {
-        vec4 total = gemv_sum(acc[b]);
-        if (rms_input == 1)
-            total *= inversesqrt(gemv_sum(vec4(squares[b], 0.0, 0.0, 0.0)).x / float(p.K) + p.eps);
+        // The rows' sums and, for the norm, x's squares: one reduction for both.
+        vec4 total = acc[b];
+        float square = squares[b];
+        gemv_sum(total, square);
+        if (rms_input == 1) total *= inversesqrt(square / float(p.K) + p.eps);
         gemv_store(b, n0, lid, total);
     }
 }
