@@ -83,15 +83,16 @@ const int P = SIZE / R;
 const int CHUNK = P * KPI;
 
 // The chunk's partial dots ([key][octet]: at most KPI · SIZE), then at the end the partial
-// outputs, half of each octet at a time: never both at once.
+// outputs (the subgroups', whole or half of each octet at a time): never both at once.
 shared float pool[SIZE * 4];
 // The chunk's probabilities (shared path), or each subgroup's maximum and sum of exponentials
 // at the end (subgroup path: subgroups of at least 4 invocations, as R >= 4).
 shared float chunk_values[SIZE];
 
-// What a row's pass over its keys leaves: its running maximum and sum, and this invocation's
-// partial output (its octet, over its keys).
-struct Attended { float m; float l; mat2x4 acc; };
+// What a row's pass over its keys leaves: its running maximum and sum, this invocation's
+// partial output (its octet, over its keys), and at the end, for invocation t < D, element t
+// of the row's unnormalized output.
+struct Attended { float m; float l; mat2x4 acc; float element; };
 
 // The keys' rows an invocation loads: octet `oct` of keys j0 + group + u·P (u < KPI); from
 // `end` on (the end of this workgroup's keys), or where the invocation holds no row, row 0,
@@ -107,7 +108,7 @@ Attended attend_shared(const mat2x4 q, int kv_at, int kv_row, int begin, int end
     const int oct = lid % R, group = lid / R;
     // Invocations past P whole rows (R not dividing the workgroup) load and add nothing.
     const bool in_rows = group < P;
-    Attended a = Attended(rows_neg_inf(), 0.0, mat2x4(0.0));
+    Attended a = Attended(rows_neg_inf(), 0.0, mat2x4(0.0), 0.0);
     for (int j0 = begin; j0 < end; j0 += CHUNK)
     {
         afpvec8 kw[KPI];
@@ -170,6 +171,7 @@ Attended attend_shared(const mat2x4 q, int kv_at, int kv_row, int begin, int end
     if (group == 0)
         [[unroll]] for (int c = 0; c < 8; c++) pool[lid * 8 + c] = halves[c / 4][c % 4];
     barrier();
+    if (lid < D) a.element = pool[lid];
     return a;
 }
 
@@ -209,7 +211,7 @@ Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int begin, int 
     const int oct = lane % R, group = sid * (sg / R) + lane / R;
     const int subgroups = int(rows_subgroups());
     // Each lane's own online softmax over its keys: no lane waits for another within the loop.
-    Attended a = Attended(rows_neg_inf(), 0.0, mat2x4(0.0));
+    Attended a = Attended(rows_neg_inf(), 0.0, mat2x4(0.0), 0.0);
     for (int j0 = begin; j0 < end; j0 += CHUNK)
     {
         afpvec8 kw[KPI];
@@ -240,37 +242,50 @@ Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int begin, int 
         a.acc[0] += subgroupShuffleXor(a.acc[0], mask);
         a.acc[1] += subgroupShuffleXor(a.acc[1], mask);
     }
-    // The subgroups met on the row's maximum: each subgroup's (maximum, sum) pair in
-    // chunk_values, read by every invocation.
+    // The subgroups meet on the row's maximum through shared memory: each subgroup's (maximum,
+    // sum) pair in chunk_values and its output in pool, and invocation t < D adds element t's
+    // over the subgroups, each rescaled as it is read: one barrier. Where the subgroups' outputs
+    // overflow pool (subgroups narrower than 32 lanes at large D), half an octet at a time.
     if (subgroupElect())
     {
         chunk_values[2 * sid] = m_sub;
         chunk_values[2 * sid + 1] = l_sub;
     }
+    const int t = int(gl_LocalInvocationID.x);
+    const bool whole = subgroups * D <= SIZE * 4;
+    if (whole && lane < R)
+        [[unroll]] for (int c = 0; c < 8; c++) pool[sid * D + lane * 8 + c] = a.acc[c / 4][c % 4];
     barrier();
     a.m = rows_neg_inf();
     for (int k = 0; k < subgroups; k++) a.m = max(a.m, chunk_values[2 * k]);
     a.l = 0.0;
     for (int k = 0; k < subgroups; k++) a.l += rescaled(chunk_values[2 * k + 1], chunk_values[2 * k], a.m);
-    a.acc *= rescaled(1.0, m_sub, a.m);
-    // Across subgroups through pool, half an octet at a time: subgroup k's first R lanes write
-    // pool[k · D/2 + oct · 4 + c], and invocation t < D/2 adds element t's over k.
-    const int t = int(gl_LocalInvocationID.x);
+    a.element = 0.0;
+    if (whole)
+    {
+        if (t < D)
+            for (int k = 0; k < subgroups; k++) a.element += rescaled(pool[k * D + t], chunk_values[2 * k], a.m);
+        return a;
+    }
+    // Half an octet at a time: subgroup k's first R lanes write pool[k · D/2 + oct · 4 + c], and
+    // invocation t < D/2 adds element (t / 4) · 8 + half · 4 + t % 4 over k.
     float sums[2];
     [[unroll]] for (int half_at = 0; half_at < 2; half_at++)
     {
+        barrier();
         if (lane < R)
             [[unroll]] for (int c = 0; c < 4; c++) pool[sid * (D / 2) + lane * 4 + c] = a.acc[half_at][c];
         barrier();
         sums[half_at] = 0.0;
         if (t < D / 2)
-            for (int k = 0; k < subgroups; k++) sums[half_at] += pool[k * (D / 2) + t];
-        barrier();
+            for (int k = 0; k < subgroups; k++)
+                sums[half_at] += rescaled(pool[k * (D / 2) + t], chunk_values[2 * k], a.m);
     }
-    // Element oct · 8 + half · 4 + c into pool[that].
+    barrier();
     if (t < D / 2)
         [[unroll]] for (int half_at = 0; half_at < 2; half_at++) pool[(t / 4) * 8 + half_at * 4 + t % 4] = sums[half_at];
     barrier();
+    if (t < D) a.element = pool[t];
     return a;
 }
 #endif
@@ -309,12 +324,12 @@ void main()
         const mat2x4 q = mat2x4(buffer_ld8(q_data, q_at + lid % R)) * p.scale;
         a = attend_shared(q, kv_at, kv_row, begin, end);
     }
-    // pool[0 .. D) holds the row's (or share's) unnormalized output.
+    // Invocation lid < D holds element lid of the row's (or share's) unnormalized output.
     const int o_at = (n * p.sq + i) * p.o_stride + h * D;
     if (split == 1)
     {
         const int at = (row * p.splits + share) * (D + 2);
-        if (lid < D) part_data[at + lid] = pool[lid];
+        if (lid < D) part_data[at + lid] = a.element;
         if (lid == 0)
         {
             part_data[at + D] = a.m;
@@ -326,6 +341,6 @@ void main()
     if (lid < D)
     {
         const float inv = a.l > 0.0 ? 1.0 / a.l : 0.0;
-        buffer_st1(o_data, o_at + lid, afp(pool[lid] * inv));
+        buffer_st1(o_data, o_at + lid, afp(a.element * inv));
     }
 }
