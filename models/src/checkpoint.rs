@@ -168,6 +168,7 @@ impl Shard {
 
     /// The bytes from `start` to `end` of the tensors' data (a tensor's offsets, which `open`
     /// checked to lie within the file).
+    ///
     /// A large tensor is read in parts of [`READ_PART`] bytes on threads: one thread copies
     /// out of the page cache, and faults in the buffer, at a fraction of what memory allows.
     fn bytes(&self, start: usize, end: usize) -> Result<Vec<u8>, ModelError> {

@@ -258,15 +258,16 @@ Attended attend_subgroups(const mat2x4 q, int kv_at, int kv_row, int begin, int 
     barrier();
     a.m = rows_neg_inf();
     for (int k = 0; k < subgroups; k++) a.m = max(a.m, chunk_values[2 * k]);
+    // Each subgroup's weight taken once, for its sum and (whole) its element t.
     a.l = 0.0;
-    for (int k = 0; k < subgroups; k++) a.l += rescaled(chunk_values[2 * k + 1], chunk_values[2 * k], a.m);
     a.element = 0.0;
-    if (whole)
+    for (int k = 0; k < subgroups; k++)
     {
-        if (t < D)
-            for (int k = 0; k < subgroups; k++) a.element += rescaled(pool[k * D + t], chunk_values[2 * k], a.m);
-        return a;
+        const float w = rescaled(1.0, chunk_values[2 * k], a.m);
+        a.l += chunk_values[2 * k + 1] * w;
+        if (whole && t < D) a.element += pool[k * D + t] * w;
     }
+    if (whole) return a;
     // Half an octet at a time: subgroup k's first R lanes write pool[k · D/2 + oct · 4 + c], and
     // invocation t < D/2 adds element (t / 4) · 8 + half · 4 + t % 4 over k.
     float sums[2];
