@@ -3,8 +3,8 @@
 //! - `decoder`: a Llama-style decoder in TinyLlama-1.1B's configuration, fp16 (weights in fp16,
 //!   variant `fp16`, or in int8 with a scale per row, `fp16 int8-weights`): a 512-token
 //!   prompt (`VKPRISM_BENCH_PROMPT=N`: N tokens, to measure other lengths), and one greedy
-//!   decode step at 512 and 2048 tokens of context (the step replayed at the same position:
-//!   the cache cut back after each); `VKPRISM_BENCH_DECODER=llama3.2-1b`, `qwen2.5-0.5b` or
+//!   decode step at 512 and 2048 tokens of context (`VKPRISM_BENCH_CONTEXTS=a,b,...`: those;
+//!   the step replayed at the same position: the cache cut back after each); `VKPRISM_BENCH_DECODER=llama3.2-1b`, `qwen2.5-0.5b` or
 //!   `qwen3-0.6b` times Llama 3.2 1B's, Qwen2.5 0.5B's or Qwen3 0.6B's configuration instead
 //!   (case `decoder llama3.2-1b`, `decoder qwen2.5-0.5b`, `decoder qwen3-0.6b`);
 //! - `resnet50`: ResNet-50 at 224×224, batch 1 and 8, fp16 and fp32.
@@ -116,6 +116,17 @@ fn prompt_tokens() -> usize {
         .unwrap_or(512)
 }
 
+/// The contexts of the decoder's decode records: 512 and 2048, or `VKPRISM_BENCH_CONTEXTS`
+/// (comma-separated, each 1 to 2048).
+fn decode_contexts() -> Vec<usize> {
+    let given: Option<Vec<usize>> = std::env::var("VKPRISM_BENCH_CONTEXTS").ok().and_then(|v| {
+        v.split(',')
+            .map(|c| c.trim().parse().ok().filter(|n| (1..=2048).contains(n)))
+            .collect()
+    });
+    given.unwrap_or_else(|| vec![512, 2048])
+}
+
 /// The decoder's records with its projections stored as `storage` says, as `variant`.
 fn decoder_stored(
     ctx: &Context,
@@ -131,7 +142,7 @@ fn decoder_stored(
         (
             model.config.with_max_seq(2048 + 64),
             prompt_tokens(),
-            vec![512, 2048],
+            decode_contexts(),
         )
     };
     let weights = HostWeights::random(&model_cfg, 1);

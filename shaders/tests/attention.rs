@@ -428,7 +428,7 @@ fn attention_decode_every_variant() {
 
 /// The operation layer's kernel for a decode step, in each float format, at a position read
 /// from the causal offset: [`attention_decode`] where the head dimension is whole octets (past
-/// 3 chunks of its keys split in shares, the last merging: one dispatch), with grouped-query
+/// 5 chunks of its keys split in shares, the last merging: one dispatch), with grouped-query
 /// heads up to 64 chunks and then the grouped kernel; the row kernel otherwise.
 #[test]
 fn attention_ops_decode_takes_the_kernel_for_the_cache() {

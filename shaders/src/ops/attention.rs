@@ -85,10 +85,11 @@ const DECODE_INVOCATIONS: u32 = 512;
 const DECODE_KEYS_EACH: usize = 4;
 
 /// Chunks of keys up to which [`attention_decode`] takes a decode step in one workgroup a row:
-/// each chunk waits on memory once, one after another (BENCHMARKS.md). Beyond, up to
-/// [`DECODE_SPLIT_MAX_CHUNKS`], the keys are split into shares side by side
+/// each chunk waits on memory once, one after another, which up to 5 is faster than the
+/// split's shares and merge inside TinyLlama's decode step on the H200 (BENCHMARKS.md).
+/// Beyond, up to [`DECODE_SPLIT_MAX_CHUNKS`], the keys are split into shares side by side
 /// ([`decode_splits`]), the row's last share merging them.
-const DECODE_MAX_CHUNKS: usize = 3;
+const DECODE_MAX_CHUNKS: usize = 5;
 
 /// Chunks of keys up to which a split [`attention_decode`] takes a decode step where
 /// [`attention_grouped`] could (grouped-query heads): as far as it was measured faster than
@@ -670,13 +671,13 @@ mod tests {
     fn a_decode_step_takes_the_decode_kernel_up_to_sixty_four_chunks_of_its_workgroup() {
         let plan = |skv, d, invocations| rows_plan(&decode_step(skv, d), invocations, 132);
         let decode = |invocations| RowsKernel::Decode { invocations };
-        // 512 invocations, d 64 (32 query rows): chunks of 256 keys, unsplit up to 3, then
+        // 512 invocations, d 64 (32 query rows): chunks of 256 keys, unsplit up to 5, then
         // shares of whole chunks, at most 4 of them (132 multiprocessors over 32 rows): 3 of 2
-        // chunks at 1280 and 1536 keys, 4 of 2 at 2048, 3 of 3 at 2304, 4 of 4 at 4096, more
-        // shares of 4 past it; past 64 chunks the grouped kernel.
+        // chunks at 1536 keys, 4 of 2 at 2048, 3 of 3 at 2304, 4 of 4 at 4096, more shares of
+        // 4 past it; past 64 chunks the grouped kernel.
         assert_eq!(plan(768, 64, 512), (decode(512), 1));
-        assert_eq!(plan(769, 64, 512), (decode(512), 4));
-        assert_eq!(plan(1280, 64, 512), (decode(512), 3));
+        assert_eq!(plan(1280, 64, 512), (decode(512), 1));
+        assert_eq!(plan(1281, 64, 512), (decode(512), 3));
         assert_eq!(plan(1536, 64, 512), (decode(512), 3));
         assert_eq!(plan(2048, 64, 512), (decode(512), 4));
         assert_eq!(plan(2304, 64, 512), (decode(512), 3));
