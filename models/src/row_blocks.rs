@@ -5,6 +5,13 @@
 /// Below this many values a block, a thread costs more than it saves.
 const MIN_VALUES_PER_BLOCK: usize = 1 << 20;
 
+/// The cores this process may use, asked once: the answer costs a system call or a read of
+/// the cgroup's files, and the passes ask for every weight.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// `f(first_row, block)` over `out` (rows of `width` values) cut into contiguous blocks of
 /// whole rows, on as many scoped threads as the cores and the matrix's size are worth (the
 /// calling thread alone where one is).
@@ -14,8 +21,7 @@ pub(crate) fn for_row_blocks<T: Send>(
     f: impl Fn(usize, &mut [T]) + Sync,
 ) {
     let rows = out.len() / width.max(1);
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let blocks = (out.len() / MIN_VALUES_PER_BLOCK).clamp(1, cores.min(rows.max(1)));
+    let blocks = (out.len() / MIN_VALUES_PER_BLOCK).clamp(1, cores().min(rows.max(1)));
     if blocks == 1 {
         return f(0, out);
     }

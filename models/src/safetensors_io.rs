@@ -70,36 +70,32 @@ pub(crate) fn float_format(dtype: safetensors::Dtype) -> Option<TensorFormat> {
     }
 }
 
-/// The float types a file is written in.
+/// A float format a file is written in (F32, F16 or Bf16): the tensor format itself, so that
+/// writing and reading a file name one set of types.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Dtype {
-    F32,
-    F16,
-    Bf16,
-}
+pub(crate) struct Dtype(TensorFormat);
 
 impl Dtype {
     /// The file type that stores `format`, where it is a float format.
     pub(crate) fn of(format: TensorFormat) -> Option<Dtype> {
-        match format {
-            TensorFormat::F32 => Some(Dtype::F32),
-            TensorFormat::F16 => Some(Dtype::F16),
-            TensorFormat::Bf16 => Some(Dtype::Bf16),
-            _ => None,
-        }
+        matches!(
+            format,
+            TensorFormat::F32 | TensorFormat::F16 | TensorFormat::Bf16
+        )
+        .then_some(Dtype(format))
     }
 
     fn file(self) -> safetensors::Dtype {
-        match self {
-            Dtype::F32 => safetensors::Dtype::F32,
-            Dtype::F16 => safetensors::Dtype::F16,
-            Dtype::Bf16 => safetensors::Dtype::BF16,
+        match self.0 {
+            TensorFormat::F32 => safetensors::Dtype::F32,
+            TensorFormat::F16 => safetensors::Dtype::F16,
+            _ => safetensors::Dtype::BF16,
         }
     }
 
     /// `values` as little-endian bytes of this type (fp16 and bf16 rounded to nearest).
     fn bytes(self, values: &[f32]) -> Vec<u8> {
-        encode_values(self.file(), values).expect("every Dtype is a float type")
+        vkprism::encode_f32(self.0, values).expect("every Dtype is a float format")
     }
 }
 
