@@ -3,8 +3,11 @@
 //! stored) on each candidate tiling (`VKPRISM_BENCH_GLU=bm,bn,bk,unroll,fixed[,threads];...`,
 //! default a list around the library's), each call on the next of four copies of the weights
 //! (past L2, as in a prompt); beside `Ops::gemm_glu` as recorded today. `VKPRISM_BENCH_GLU_M`
-//! sets the rows (how the grid's waves fill), `VKPRISM_BENCH_GLU_N` the outputs. Printed, not
-//! recorded: it picks the library's tiling.
+//! sets the rows (how the grid's waves fill), `VKPRISM_BENCH_GLU_N` the outputs.
+//! `VKPRISM_BENCH_GLU_SPLIT=rows;tiles;tiles` times the rows cut in two at `rows`, each part a
+//! dispatch on its own tiling into its own buffers, so no barrier orders them (the second's
+//! workgroups may start as the first's retire). Printed, not recorded: it picks the library's
+//! tiling.
 
 use crate::gemm_cm2::parse_tiles;
 use crate::harness::{time_calls, Config, Record};
@@ -69,6 +72,9 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
                 return Ok(Vec::new());
             }
         };
+    if let Ok(split) = std::env::var("VKPRISM_BENCH_GLU_SPLIT") {
+        split_rows(ctx, cfg, &kernel, (&w, (m, n, k)), &split)?;
+    }
     let list = std::env::var("VKPRISM_BENCH_GLU").unwrap_or_else(|_| DEFAULT.replace(' ', ""));
     for tiles in parse_tiles(&list) {
         if !tiles.offered_by(ctx.features(), vkprism::ScalarKind::F16) {
@@ -103,4 +109,51 @@ pub fn run(ctx: &Context, cfg: Config) -> Result<Vec<Record>, Box<dyn std::error
         );
     }
     Ok(Vec::new())
+}
+
+/// `VKPRISM_BENCH_GLU_SPLIT`'s "rows;tiles;tiles": the first `rows` rows on the first tiling,
+/// the rest on the second, two dispatches with no barrier between them.
+fn split_rows(
+    ctx: &Context,
+    cfg: Config,
+    kernel: &std::sync::Arc<vkprism::LoadedKernel<gemm_cm2_glu::Kernel>>,
+    (w, (m, n, k)): (&[Tensor], (usize, usize, usize)),
+    split: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut parts = split.splitn(2, ';');
+    let first: usize = parts.next().unwrap_or("").trim().parse()?;
+    let tiles = parse_tiles(parts.next().unwrap_or(""));
+    let (Some(ta), Some(tb)) = (tiles.first(), tiles.get(1)) else {
+        return Err("VKPRISM_BENCH_GLU_SPLIT: rows;bm,bn,bk,unroll,fixed[,threads];...".into());
+    };
+    let f = TensorFormat::F16;
+    let rows = [first, m - first];
+    let mut dispatches = Vec::new();
+    for (part, (t, r)) in [ta, tb].into_iter().zip(rows).enumerate() {
+        let x = Tensor::from_f32(ctx, &[r, k], f, &random(r * k, 10 + part as u64))?;
+        let y = Tensor::new(ctx, &[r, n], f)?;
+        let (spec, push) = gemm_glu_constants(t, (r, n, k), Activation::Silu);
+        let pipe = kernel.pipeline(&spec, Some(t.local_size()))?;
+        dispatches.push((x, y, pipe, push, t.grid(r, n, 1)));
+    }
+    let next = Cell::new(0);
+    let t = time_calls(ctx, cfg, |l| {
+        next.set(next.get() + 1);
+        for (x, y, pipe, push, grid) in &dispatches {
+            let b = gemm_cm2_glu::BufferBindings {
+                a_blob: x,
+                b_blob: &w[next.get() % COPIES],
+                bias_blob: x,
+                c_blob: y,
+            };
+            l.dispatch(pipe, &b, push, *grid)?;
+        }
+        Ok(())
+    })?;
+    println!(
+        "# glu {m}x{n}x{k} split at {first} rows, {ta:?} then {tb:?}: {:.1} us at {:?} MHz",
+        t.median_s * 1e6,
+        t.sm_clock_mhz
+    );
+    Ok(())
 }
