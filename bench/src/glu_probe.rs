@@ -126,6 +126,13 @@ fn split_rows(
     let (Some(ta), Some(tb)) = (tiles.first(), tiles.get(1)) else {
         return Err("VKPRISM_BENCH_GLU_SPLIT: rows;bm,bn,bk,unroll,fixed[,threads];...".into());
     };
+    if first == 0 || first >= m {
+        return Err(format!(
+            "VKPRISM_BENCH_GLU_SPLIT: cut at {first} rows of {m}: 1 to {}",
+            m - 1
+        )
+        .into());
+    }
     let f = TensorFormat::F16;
     let rows = [first, m - first];
     let mut dispatches = Vec::new();

@@ -4,9 +4,10 @@
 //!   variant `fp16`, or in int8 with a scale per row, `fp16 int8-weights`): a 512-token
 //!   prompt (`VKPRISM_BENCH_PROMPT=N`: N tokens, to measure other lengths), and one greedy
 //!   decode step at 512 and 2048 tokens of context (`VKPRISM_BENCH_CONTEXTS=a,b,...`: those;
-//!   the step replayed at the same position: the cache cut back after each); `VKPRISM_BENCH_DECODER=llama3.2-1b`, `qwen2.5-0.5b` or
-//!   `qwen3-0.6b` times Llama 3.2 1B's, Qwen2.5 0.5B's or Qwen3 0.6B's configuration instead
-//!   (case `decoder llama3.2-1b`, `decoder qwen2.5-0.5b`, `decoder qwen3-0.6b`);
+//!   the step replayed at the same position: the cache cut back after each);
+//!   `VKPRISM_BENCH_DECODER=llama3.2-1b`, `qwen2.5-0.5b` or `qwen3-0.6b` times Llama 3.2 1B's,
+//!   Qwen2.5 0.5B's or Qwen3 0.6B's configuration instead (case `decoder llama3.2-1b`,
+//!   `decoder qwen2.5-0.5b`, `decoder qwen3-0.6b`);
 //! - `resnet50`: ResNet-50 at 224×224, batch 1 and 8, fp16 and fp32.
 //!
 //! Each figure is a step's GPU time in ms; a `wall` record beside it holds what the host

@@ -89,6 +89,7 @@ impl Dtype {
         match self.0 {
             TensorFormat::F32 => safetensors::Dtype::F32,
             TensorFormat::F16 => safetensors::Dtype::F16,
+            // `Dtype::of` admits only the three float formats.
             _ => safetensors::Dtype::BF16,
         }
     }
