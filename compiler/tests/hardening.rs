@@ -280,6 +280,10 @@ fn kernel_text_over_the_cap_is_refused() {
     assert!(t.elapsed() < Duration::from_secs(2));
 }
 
+/// What 40,000 unknown names may take: ~0.4 s alone, and past 3 s on a 2-core machine
+/// building beside the tests; without the cap the switches took 23.7 s.
+const UNKNOWN_NAMES_BOUND: Duration = Duration::from_secs(8);
+
 #[test]
 fn many_unknown_extended_names_are_fast_and_capped() {
     let mut text = String::from("#version 450\n");
@@ -288,7 +292,7 @@ fn many_unknown_extended_names_are_fast_and_capped() {
     }
     let t = Instant::now();
     let errs = errors(Path::new("."), &text);
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(t.elapsed() < UNKNOWN_NAMES_BOUND, "{:?}", t.elapsed());
     assert_eq!(errs.len(), 21);
     assert!(errs[0].contains("39980 more unknown"), "{:?}", &errs[0]);
 }
@@ -302,7 +306,7 @@ fn many_unknown_switches_are_fast_and_capped() {
     text.push_str(BODY);
     let t = Instant::now();
     let errs = errors(Path::new("."), &text);
-    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert!(t.elapsed() < UNKNOWN_NAMES_BOUND, "{:?}", t.elapsed());
     assert_eq!(errs.len(), 21, "{:?}", &errs[..3]);
     assert!(
         errs[0].contains("39980 more unknown `NCNN_*` switches"),
