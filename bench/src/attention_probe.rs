@@ -26,7 +26,8 @@ use std::sync::Arc;
 use vkprism::{CommandList, Context, LoadOptions, LoadedKernel, Pipeline, Tensor, TensorFormat};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, options_for, Activation, Attention, AttentionShape, Gemm, Ops, UnaryOp,
+    attention_grouped, options_for, Activation, Attention, AttentionShape, CmSplit, Gemm, Ops,
+    UnaryOp,
 };
 
 vkprism::compute_shader! {
@@ -610,7 +611,7 @@ fn prefill(
         let at = (p.scale, s.causal_offset());
         if let Some(cm) = &cm {
             let call = |l: &mut CommandList| -> Result<(), Box<dyn std::error::Error>> {
-                Ok(s.record_cm(l, &cm.pipe, own, at, cm.tiles)?)
+                Ok(s.record_cm(l, &cm.pipe, own, at, cm.tiles, &cm.whole(s))?)
             };
             let names = (p.label.as_str(), "attention_cm");
             time_alone_and_after((ctx, cfg), names, &call, before_work, out)?;
@@ -714,14 +715,31 @@ impl MatrixKernels {
         Ok(Some(CmPipeline {
             pipe,
             tiles: (threads, rows),
+            unread: (
+                Tensor::new(ctx, &[1], TensorFormat::F32)?,
+                Tensor::new(ctx, &[1], TensorFormat::I32)?,
+            ),
         }))
     }
 }
 
-/// [`attention_cm`]'s pipeline and its (invocations, query rows) a workgroup.
+/// [`attention_cm`]'s pipeline and its (invocations, query rows) a workgroup, with the
+/// tensors its unsplit pass binds and does not read.
 struct CmPipeline {
     pipe: Pipeline<attention_cm::Kernel>,
     tiles: (u32, usize),
+    unread: (Tensor, Tensor),
+}
+
+impl CmPipeline {
+    /// The kernel's pass over `s` with each block's keys whole.
+    fn whole(&self, s: &AttentionShape) -> CmSplit<'_> {
+        CmSplit {
+            shares: s.cm_key_shares(self.tiles.1, false, 0, s.skv),
+            part: &self.unread.0,
+            counts: &self.unread.1,
+        }
+    }
 }
 
 /// A prompt's attention operands (fp16): the queries (the start of the stream step's output
@@ -948,13 +966,14 @@ impl<'a> BeforeWork<'a> {
         let at = (p.scale, s.causal_offset());
         let warm = warm_shape(s.d);
         if let (true, Some(cm)) = (steps.cm, self.cm) {
-            s.record_cm(l, &cm.pipe, own, at, cm.tiles)?;
+            s.record_cm(l, &cm.pipe, own, at, cm.tiles, &cm.whole(s))?;
         }
         if let (true, Some(pipe), Some(w)) = (steps.warm, &self.cm2, &self.warm) {
             warm.record_cm2(l, pipe, w.each_ref(), (p.scale, 0), (256, 128))?;
         }
         if let (true, Some(cm), Some(w)) = (steps.warm_cm, self.cm, &self.warm) {
-            warm.record_cm(l, &cm.pipe, w.each_ref(), (p.scale, 0), cm.tiles)?;
+            let whole = cm.whole(&warm);
+            warm.record_cm(l, &cm.pipe, w.each_ref(), (p.scale, 0), cm.tiles, &whole)?;
         }
         if let (true, Some(pipe)) = (steps.cm2, &self.cm2) {
             s.record_cm2(l, pipe, own, at, (256, 128))?;

@@ -15,7 +15,16 @@
 // strides in elements; d is the constant D (a multiple of 16, at most 256) and every stride a
 // multiple of 8 (q, k, v and o are read and written as octets of halves). Query head h reads
 // key/value head h / (hq / hkv). With `causal`, query i sees keys j <= i + offset; a query that
-// sees none gives 0. Grid: [ceil(sq / BR) · workgroup, hq, batch].
+// sees none gives 0.
+//
+// A block's keys may be split into shares of `share_keys` keys (a multiple of BC), one
+// workgroup each, so that a causal prompt's last blocks, which see the most keys, do not hold
+// the pass: a block of one share writes o itself; otherwise each share writes its unnormalized
+// output with each row's maximum and sum to part ([item][BR · D values, BR maxima, BR sums],
+// item the share's workgroup), counts itself done in count (one I32 zero per block and head,
+// zero again after the dispatch), and the block's last share to finish merges the shares into
+// o. Grid: [ceil(sq / BR) · shares · workgroup, hq, batch], workgroup x = block · shares +
+// share; shares past a block's last key return at once.
 //
 // Every loop over matrices is unrolled, and arrays of matrices never leave main: the NVIDIA
 // driver computed zeros where an array of accumulators was indexed by a loop variable, and
@@ -44,9 +53,15 @@ layout (binding = 2) readonly buffer v_blob { sfp v_data[]; };
 layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
 #endif
 
+// A split block's shares (unnormalized outputs, maxima, sums) and each block's count of
+// shares done.
+layout (binding = 4) coherent buffer part_blob { float part_data[]; };
+layout (binding = 5) coherent buffer count_blob { int count_data[]; };
+
 layout (push_constant) uniform parameter {
     int batch; int sq; int skv; int hq; int hkv;
     int q_stride; int kv_stride; int o_stride; int offset; float scale;
+    int share_keys; int shares;
 } p;
 
 #if NCNN_cooperative_matrix
@@ -151,14 +166,68 @@ void softmax_step(int warp, int lane, int i0, int j0)
     sync_subgroup();
 }
 
+// Whether this workgroup finished its block's last share.
+shared bool last_share;
+
+// The `count` shares of a block (items first .. first + count - 1 of part) merged into o for
+// query rows r0 .. r0 + BR - 1 of head h: o = Σ e^(m_s - M) o_s / Σ e^(m_s - M) l_s, M the
+// largest m_s (a share that saw none of a row's keys has m_s = -inf and weighs 0). Each row's
+// M and reciprocal sum go to row_m and row_a first, then every output octet is merged.
+void merge_shares(int tid, int n, int h, int r0, int first, int count)
+{
+    const int stride = BR * (D + 2);
+    for (int r = tid; r < BR; r += THREADS)
+    {
+        float big = neg_inf();
+        for (int s = 0; s < count; s++) big = max(big, part_data[(first + s) * stride + BR * D + r]);
+        float l = 0.0;
+        for (int s = 0; s < count; s++)
+        {
+            const int at = (first + s) * stride + BR * D + r;
+            const float ms = part_data[at];
+            l += ms == neg_inf() ? 0.0 : exp(ms - big) * part_data[at + BR];
+        }
+        row_m[r] = big;
+        row_a[r] = l > 0.0 ? 1.0 / l : 0.0;
+    }
+    barrier();
+    for (int e = tid; e < BR * D8; e += THREADS)
+    {
+        const int r = e / D8, c = e % D8, i = r0 + r;
+        if (i >= p.sq) continue;
+        float a[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+        for (int s = 0; s < count; s++)
+        {
+            const int at = (first + s) * stride;
+            const float ms = part_data[at + BR * D + r];
+            const float w = ms == neg_inf() ? 0.0 : exp(ms - row_m[r]);
+            [[unroll]] for (int x = 0; x < 8; x++) a[x] += w * part_data[at + r * D + c * 8 + x];
+        }
+        const float inv = row_a[r];
+        uvec4 w;
+        w.x = packHalf2x16(vec2(a[0], a[1]) * inv);
+        w.y = packHalf2x16(vec2(a[2], a[3]) * inv);
+        w.z = packHalf2x16(vec2(a[4], a[5]) * inv);
+        w.w = packHalf2x16(vec2(a[6], a[7]) * inv);
+        o_data[((n * p.sq + i) * p.o_stride + h * D) / 8 + c] = w;
+    }
+}
+
 void main()
 {
     const int tid = int(gl_LocalInvocationID.x);
     const int warp = int(gl_SubgroupID), lane = int(gl_SubgroupInvocationID);
     const int n = int(gl_WorkGroupID.z), h = int(gl_WorkGroupID.y);
-    const int r0 = int(gl_WorkGroupID.x) * BR;
+    const int block = int(gl_WorkGroupID.x) / p.shares, share = int(gl_WorkGroupID.x) % p.shares;
+    const int r0 = block * BR;
     const int i0 = r0 + warp * 16;
     const int kvh = h / (p.hq / p.hkv);
+    // Keys past the block's last query's last visible key are never read.
+    const int kv_end = causal == 1 ? clamp(r0 + BR + p.offset, 0, p.skv) : p.skv;
+    const int block_shares = max(1, (kv_end + p.share_keys - 1) / p.share_keys);
+    if (share >= block_shares) return;
+    const int j_first = share * p.share_keys;
+    const int j_end = min(kv_end, j_first + p.share_keys);
 
     for (int e = lane; e < 256; e += subgroup_size) s_smem[warp * 16 * BC + e] = float(e / 16);
     if (lane < 16)
@@ -184,17 +253,15 @@ void main()
     ACC o[D / 16];
     [[unroll]] for (int f = 0; f < D / 16; f++) o[f] = ACC(0.0);
 
-    // Keys past the block's last query's last visible key are never read.
-    const int kv_end = causal == 1 ? clamp(r0 + BR + p.offset, 0, p.skv) : p.skv;
     uvec4 rk[KV_LOADS];
     uvec4 rv[KV_LOADS];
-    load_kv(tid, n, kvh, 0, rk, rv);
-    for (int j0 = 0; j0 < kv_end; j0 += BC)
+    load_kv(tid, n, kvh, j_first, rk, rv);
+    for (int j0 = j_first; j0 < j_end; j0 += BC)
     {
         barrier();
         store_kv(tid, rk, rv);
         barrier();
-        if (j0 + BC < kv_end) load_kv(tid, n, kvh, j0 + BC, rk, rv);
+        if (j0 + BC < j_end) load_kv(tid, n, kvh, j0 + BC, rk, rv);
         [[unroll]] for (int c = 0; c < BC / 16; c++)
         {
             ACC s = ACC(0.0);
@@ -227,6 +294,29 @@ void main()
         }
     }
 
+    if (block_shares > 1)
+    {
+        // This share's unnormalized output, maxima and sums into part; the last share merges.
+        const int counted = (n * p.hq + h) * (int(gl_NumWorkGroups.x) / p.shares) + block;
+        const int first = counted * p.shares;
+        const int at = (first + share) * BR * (D + 2);
+        [[unroll]] for (int f = 0; f < D / 16; f++)
+            coopMatStore(o[f], part_data, at + warp * 16 * D + f * 16, D, gl_CooperativeMatrixLayoutRowMajor);
+        if (lane < 16)
+        {
+            part_data[at + BR * D + warp * 16 + lane] = row_m[warp * 16 + lane];
+            part_data[at + BR * D + BR + warp * 16 + lane] = row_l[warp * 16 + lane];
+        }
+        memoryBarrierBuffer();
+        barrier();
+        if (tid == 0) last_share = atomicAdd(count_data[counted], 1) == block_shares - 1;
+        barrier();
+        if (!last_share) return;
+        memoryBarrierBuffer();
+        merge_shares(tid, n, h, r0, first, block_shares);
+        if (tid == 0) count_data[counted] = 0;
+        return;
+    }
     [[unroll]] for (int e = 0; e < row_of.length(); e++)
     {
         const float l = row_l[warp * 16 + int(row_of[e])];

@@ -56,6 +56,8 @@ layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
 layout (push_constant) uniform parameter {
     int batch; int sq; int skv; int hq; int hkv;
     int q_stride; int kv_stride; int o_stride; int offset; float scale;
+    // attention_cm's key split (this kernel walks a block's keys whole: unread).
+    int share_keys; int shares;
 } p;
 
 #if NCNN_cooperative_matrix

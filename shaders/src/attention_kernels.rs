@@ -85,8 +85,11 @@ vkprism::compute_shader! {
     /// operation and layouts for a block of `16 · subgroups` query rows per workgroup, `D`
     /// (constant 1) the head dimension, a multiple of 16 up to 256, every row stride a multiple
     /// of 8; `subgroup_size` (constant 2) the device's; a workgroup of 128 or 256 (up to `D` =
-    /// 128). Grid `[ceil(sq / rows) · workgroup, hq, batch]`.
-    /// Variants: `fp16s_cm`, `fp16sa_cm`.
+    /// 128). Each block's keys may be split into shares of `share_keys` keys (push constants
+    /// `share_keys`, a multiple of 32, and `shares`, workgroups a block: [`KeyShares`](crate::KeyShares)): each
+    /// share writes its unnormalized output, maxima and sums to `part`, counts itself done in
+    /// `count`, and the block's last share merges them into `o` ([`CmSplit`](crate::CmSplit)). Grid
+    /// [`AttentionShape::cm_grid`](crate::AttentionShape::cm_grid). Variants: `fp16s_cm`, `fp16sa_cm`.
         attention_cm: { path: "attention_cm.comp" },
     /// Flash attention on `VK_NV_cooperative_matrix2`'s workgroup-scope matrices:
     /// [`attention`](crate::attention)'s operation and layouts for a block of `BR` query rows per
@@ -198,14 +201,49 @@ impl AttentionShape {
         self.grid(1)
     }
 
-    /// [`attention_cm`]'s grid for its workgroup of `threads` invocations covering `rows`
-    /// query rows.
-    pub fn cm_grid(&self, threads: u32, rows: usize) -> [u32; 3] {
+    /// [`attention_cm`]'s and [`attention_cm2`]'s grid for their workgroup of `threads`
+    /// invocations covering `rows` query rows, `shares` workgroups a block.
+    pub fn cm_grid(&self, threads: u32, rows: usize, shares: usize) -> [u32; 3] {
         [
-            self.sq.div_ceil(rows) as u32 * threads,
+            (self.sq.div_ceil(rows) * shares) as u32 * threads,
             self.hq as u32,
             self.batch as u32,
         ]
+    }
+
+    /// Blocks of `rows` query rows over every head and sequence: the counters a split
+    /// [`attention_cm`] pass needs.
+    pub fn cm_blocks(&self, rows: usize) -> usize {
+        self.batch * self.hq * self.sq.div_ceil(rows)
+    }
+
+    /// [`attention_cm`]'s split of each block of `rows` query rows into shares of `keys`
+    /// keys (a multiple of the kernel's 32 keys a step), `offset` the causal offset where
+    /// `causal`: as many shares a block as the block that sees the most keys needs.
+    pub fn cm_key_shares(&self, rows: usize, causal: bool, offset: i32, keys: usize) -> KeyShares {
+        KeyShares {
+            keys,
+            count: self
+                .cm_keys_seen(rows, causal, offset)
+                .div_ceil(keys.max(1))
+                .max(1),
+        }
+    }
+
+    /// The most keys a block of `rows` query rows sees (its last block's, where `causal` with
+    /// `offset`).
+    pub fn cm_keys_seen(&self, rows: usize, causal: bool, offset: i32) -> usize {
+        if !causal {
+            return self.skv;
+        }
+        let last_block_end = (self.sq.div_ceil(rows) * rows) as i64 + offset as i64;
+        last_block_end.clamp(0, self.skv as i64) as usize
+    }
+
+    /// The shape of a split [`attention_cm`] pass's partial results for blocks of `rows`
+    /// query rows: per share, its unnormalized output, then its rows' maxima and sums.
+    pub fn cm_part_shape(&self, rows: usize, shares: KeyShares) -> [usize; 2] {
+        [self.cm_blocks(rows) * shares.count, rows * (self.d + 2)]
     }
 
     /// The shape of [`attention`]'s partial results for `splits` shares.
@@ -267,7 +305,8 @@ impl AttentionShape {
     }
 
     /// Records [`attention_cm`] on `pipe` over contiguous `[q, k, v, o]`, its workgroups of
-    /// `threads` invocations covering `rows` query rows each.
+    /// `threads` invocations covering `rows` query rows each, each block's keys split as
+    /// `split` says (one share a block: not split, its part and counts unread).
     pub fn record_cm(
         &self,
         list: &mut CommandList,
@@ -275,15 +314,19 @@ impl AttentionShape {
         [q, k, v, o]: [&Tensor; 4],
         (scale, offset): (f32, i32),
         (threads, rows): (u32, usize),
+        split: &CmSplit,
     ) -> Result<(), CommandError> {
         let bindings = attention_cm::BufferBindings {
             q_blob: q,
             k_blob: k,
             v_blob: v,
             o_blob: o,
+            part_blob: split.part,
+            count_blob: split.counts,
         };
-        let grid = self.cm_grid(threads, rows);
-        list.dispatch(pipe, &bindings, &self.cm_push(scale, offset), grid)
+        let grid = self.cm_grid(threads, rows, split.shares.count);
+        let push = self.cm_push(scale, offset, split.shares);
+        list.dispatch(pipe, &bindings, &push, grid)
     }
 
     /// Records [`attention_cm2`] likewise.
@@ -301,12 +344,19 @@ impl AttentionShape {
             v_blob: v,
             o_blob: o,
         };
-        let grid = self.cm_grid(threads, rows);
-        list.dispatch(pipe, &bindings, &self.cm_push(scale, offset), grid)
+        let grid = self.cm_grid(threads, rows, 1);
+        let whole = self.cm_key_shares(rows, false, 0, self.skv);
+        list.dispatch(pipe, &bindings, &self.cm_push(scale, offset, whole), grid)
     }
 
-    /// [`attention_cm`]'s and [`attention_cm2`]'s push constants for contiguous operands.
-    pub fn cm_push(&self, scale: f32, offset: i32) -> attention_cm::PushConstants {
+    /// [`attention_cm`]'s and [`attention_cm2`]'s push constants for contiguous operands and
+    /// `shares` ([`attention_cm2`] does not read them).
+    pub fn cm_push(
+        &self,
+        scale: f32,
+        offset: i32,
+        shares: KeyShares,
+    ) -> attention_cm::PushConstants {
         attention_cm::PushConstants {
             batch: self.batch as i32,
             sq: self.sq as i32,
@@ -318,8 +368,32 @@ impl AttentionShape {
             o_stride: (self.hq * self.d) as i32,
             offset,
             scale,
+            share_keys: shares.keys.max(1) as i32,
+            shares: shares.count as i32,
         }
     }
+}
+
+/// How [`attention_cm`] splits each block's keys between workgroups
+/// ([`AttentionShape::cm_key_shares`]).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct KeyShares {
+    /// Keys a share.
+    pub keys: usize,
+    /// Workgroups a block.
+    pub count: usize,
+}
+
+/// A split [`attention_cm`] pass's scratch: `part` (F32, at least
+/// [`AttentionShape::cm_part_shape`]) and `counts` (an I32 zero per block,
+/// [`AttentionShape::cm_blocks`], zero again after the pass). Unsplit, neither is read.
+pub struct CmSplit<'a> {
+    /// How the blocks' keys are split.
+    pub shares: KeyShares,
+    /// The shares' partial results.
+    pub part: &'a Tensor,
+    /// The blocks' counts of shares done.
+    pub counts: &'a Tensor,
 }
 
 #[cfg(test)]

@@ -69,7 +69,7 @@ mod unary_kernels;
 
 pub use attention_kernels::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, AttentionShape,
+    attention_grouped, AttentionShape, CmSplit, KeyShares,
 };
 pub use broadcast::{binary_bcast, binary_bcast4};
 pub use cm2::{

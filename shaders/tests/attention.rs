@@ -9,7 +9,7 @@
 use vkprism::{CommandList, Context, LoadOptions, Tensor, TensorFormat, VariantKey};
 use vkprism_shaders::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, reference, Attention, AttentionShape, OpError, Ops,
+    attention_grouped, reference, Attention, AttentionShape, CmSplit, OpError, Ops,
 };
 use vkprism_testkit::{
     assert_clean, assert_close_scaled, ctx, expected_in, load_unless_device_lacks_matrices,
@@ -474,7 +474,9 @@ fn attention_ops_decode_takes_the_kernel_for_the_cache() {
     assert_clean(&ctx);
 }
 
-/// Runs the cooperative-matrix kernel in variant `name` (where the device has matrices).
+/// Runs the cooperative-matrix kernel in variant `name` (where the device has matrices), each
+/// block's keys whole, then in shares of 32 and of 64 keys (the last share of each block
+/// merging it: the counters must be zero again after, the partial results start poisoned).
 fn run_cm(ctx: &Context, name: &str, s: AttentionShape, causal: bool, seed: u64) -> bool {
     let Some(k) = load_unless_device_lacks_matrices::<attention_cm::Kernel>(ctx, name) else {
         return false;
@@ -482,7 +484,6 @@ fn run_cm(ctx: &Context, name: &str, s: AttentionShape, causal: bool, seed: u64)
     let f = k.format_of("q_blob").unwrap();
     assert_eq!(f, TensorFormat::F16);
     let x = operands(ctx, &s, f, seed);
-    let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
     let subgroup = ctx.features().limits.subgroup_size;
     let spec = attention_cm::SpecConstants {
         causal: causal as i32,
@@ -494,17 +495,27 @@ fn run_cm(ctx: &Context, name: &str, s: AttentionShape, causal: bool, seed: u64)
     let scale = 1.0 / (s.d as f32).sqrt();
     let offset = if causal { s.causal_offset() } else { 0 };
     let rows = 16 * (threads / subgroup) as usize;
-    let qkvo = [&x.q, &x.k, &x.v, &o];
-    ctx.run(|l| s.record_cm(l, &pipe, qkvo, (scale, offset), (threads, rows)))
-        .unwrap();
-    check_matrices(
-        &o,
-        &s,
-        &x,
-        causal,
-        &k.variant().key,
-        &format!("{name} {s:?} causal {causal}"),
-    );
+    let blocks = s.cm_blocks(rows);
+    let counts = Tensor::from_i32(ctx, &[blocks], &vec![0; blocks]).unwrap();
+    for keys in [s.skv, 32, 64] {
+        let shares = s.cm_key_shares(rows, causal, offset, keys);
+        let part = poisoned(ctx, &s.cm_part_shape(rows, shares), TensorFormat::F32);
+        let o = poisoned(ctx, &[s.batch, s.sq, s.hq, s.d], f);
+        let qkvo = [&x.q, &x.k, &x.v, &o];
+        let split = CmSplit {
+            shares,
+            part: &part,
+            counts: &counts,
+        };
+        ctx.run(|l| s.record_cm(l, &pipe, qkvo, (scale, offset), (threads, rows), &split))
+            .unwrap();
+        let what = format!("{name} {s:?} causal {causal} {shares:?}");
+        check_matrices(&o, &s, &x, causal, &k.variant().key, &what);
+        assert!(
+            counts.download_i32().unwrap().iter().all(|&c| c == 0),
+            "{what}: counters left non-zero"
+        );
+    }
     true
 }
 
@@ -531,6 +542,10 @@ fn matrix_cases() -> Vec<AttentionShape> {
         // More queries than keys: causal rows that see none.
         shape(1, 40, 20, 2, 1, 32),
         shape(1, 33, 200, 2, 2, 256),
+        // Several blocks a head, each seeing a different number of keys (split unevenly), a
+        // causal offset.
+        shape(1, 300, 300, 2, 1, 64),
+        shape(2, 200, 330, 2, 2, 64),
     ]
 }
 
@@ -623,10 +638,14 @@ fn attention_ops() {
     let ctx = ctx();
     let ops = Ops::new(&ctx);
     for f in [TensorFormat::F32, TensorFormat::F16, TensorFormat::Bf16] {
-        for (i, s) in [shape(1, 80, 80, 4, 2, 64), shape(1, 1, 700, 4, 1, 128)]
-            .iter()
-            .enumerate()
-        {
+        // A prompt, a decode step, and a chunk of a prompt after a cache (where the matrix
+        // kernel splits its blocks' keys).
+        let shapes = [
+            shape(1, 80, 80, 4, 2, 64),
+            shape(1, 1, 700, 4, 1, 128),
+            shape(1, 40, 600, 4, 2, 64),
+        ];
+        for (i, s) in shapes.iter().enumerate() {
             let x = operands(&ctx, s, f, 200 + i as u64);
             let o = poisoned(&ctx, &[s.batch, s.sq, s.hq, s.d], f);
             let op = Attention::new().with_causal(true);

@@ -1,7 +1,8 @@
 //! [`Ops::attention`]: scaled dot-product attention ([`Attention`]), causal or not, with
 //! grouped-query heads, for a prompt or for new tokens against a KV cache. The fp16 path on
-//! devices with cooperative matrices is [`attention_cm`] (a block of query rows per workgroup),
-//! or for long prompts [`attention_cm2`] where the device has `VK_NV_cooperative_matrix2`;
+//! devices with cooperative matrices is [`attention_cm`] (a block of query rows per workgroup,
+//! the keys of each block split between workgroups where the blocks are few), or for long
+//! prompts [`attention_cm2`] where the device has `VK_NV_cooperative_matrix2`;
 //! for few query rows (decode), [`attention_decode`] (a workgroup per row and head over all its
 //! keys, or over a longer cache a few workgroups each taking a share of them, the last merging
 //! the row); everywhere else [`attention`] with the keys shared between
@@ -13,7 +14,7 @@ use super::check::{float_format, not_aliased, position_buffer, same_format};
 use super::{pipeline, recorded, scratch, OpError, Ops};
 use crate::{
     attention, attention4, attention_cm, attention_cm2, attention_combine, attention_decode,
-    attention_grouped, multiprocessors, AttentionShape,
+    attention_grouped, multiprocessors, AttentionShape, CmSplit, KeyShares,
 };
 use std::sync::Arc;
 use vkprism::{Bindings, CommandList, Kernel, LoadedKernel, Tensor, TensorFormat, VariantKey};
@@ -132,6 +133,35 @@ const CM2_MIN_ROWS: usize = 1024;
 /// Query rows up to which the row kernels' last share merges a split row itself (the
 /// counters [`Ops::share_counts`] holds): beyond, the combine pass does.
 pub(crate) const COUNTED_ROWS: usize = 1024;
+
+/// The fewest keys a share of a split [`attention_cm`] block walks (four steps of 32): each
+/// share pays the workgroup's start (Q staged, the first keys loaded) and its part of the
+/// merge, which a share of one or two steps would not earn back.
+const CM_SHARE_MIN_KEYS: usize = 128;
+
+/// How [`attention_cm`] splits the keys of `s`'s blocks of `rows` query rows on `sms`
+/// multiprocessors (`causal` and its offset): each block into as many shares (of at least
+/// [`CM_SHARE_MIN_KEYS`], whole steps of 32) as keep the grid within one wave of one
+/// workgroup a multiprocessor, where its counters fit [`Ops::share_counts`]. A grid of more
+/// blocks than that is not split: a second wave costs more than the longest block's steps.
+fn cm_shares(
+    s: &AttentionShape,
+    rows: usize,
+    (causal, offset): (bool, i32),
+    sms: usize,
+) -> KeyShares {
+    let blocks = s.cm_blocks(rows);
+    let most = sms / blocks.max(1);
+    let seen = s.cm_keys_seen(rows, causal, offset);
+    let keys = if most < 2 || blocks > COUNTED_ROWS {
+        s.skv.max(1)
+    } else {
+        seen.div_ceil(most)
+            .next_multiple_of(32)
+            .max(CM_SHARE_MIN_KEYS)
+    };
+    s.cm_key_shares(rows, causal, offset, keys)
+}
 
 /// The kernel of a pass over query rows.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -335,11 +365,39 @@ impl Ops {
         // Eight subgroups share each K and V tile where the tiles fit 48 KiB with them.
         let threads = if s.d <= 128 { 256 } else { 128 };
         let pipe = pipeline(OP, kernel, &spec, Some([threads, 1, 1]))?;
-        let tiles = (threads, 16 * (threads / subgroup) as usize);
-        recorded(
+        let rows = 16 * (threads / subgroup) as usize;
+        let shares = cm_shares(s, rows, (causal, offset), self.multiprocessors());
+        let part_shape = if shares.count > 1 {
+            s.cm_part_shape(rows, shares).to_vec()
+        } else {
+            vec![1]
+        };
+        let part = scratch(
+            list,
+            &self.ctx,
             OP,
-            s.record_cm(list, &pipe, [q, k, v, o], (scale, offset), tiles),
-        )
+            &part_shape,
+            TensorFormat::F32,
+            &[q, k, v],
+        )?;
+        let split = CmSplit {
+            shares,
+            part: &part,
+            counts: self.share_counts(OP)?,
+        };
+        let result = recorded(
+            OP,
+            s.record_cm(
+                list,
+                &pipe,
+                [q, k, v, o],
+                (scale, offset),
+                (threads, rows),
+                &split,
+            ),
+        );
+        list.release_scratch(&part);
+        result
     }
 
     /// A row kernel ([`rows_plan`]'s: [`attention_decode`] for a decode step over a short
@@ -652,6 +710,31 @@ mod tests {
             hkv: 4,
             d,
         }
+    }
+
+    #[test]
+    fn matrix_blocks_split_their_keys_only_within_one_wave() {
+        let prompt = |sq, skv, hq| AttentionShape {
+            batch: 1,
+            sq,
+            skv,
+            hq,
+            hkv: 4,
+            d: 64,
+        };
+        let shares = |s: AttentionShape| {
+            let offset = s.causal_offset();
+            let k = cm_shares(&s, 128, (true, offset), 132);
+            (k.keys, k.count)
+        };
+        // 128 blocks of a 512-token prompt: a second wave would cost more than it saves.
+        assert_eq!(shares(prompt(512, 512, 32)), (512, 1));
+        // A chunk of 128 tokens after 1920: 32 blocks, 4 shares each of 2048 keys.
+        assert_eq!(shares(prompt(128, 2048, 32)), (512, 4));
+        // 8 blocks over 300 keys: shares of at least 128 keys.
+        assert_eq!(shares(prompt(40, 300, 8)), (128, 3));
+        // Short keys: one share.
+        assert_eq!(shares(prompt(100, 100, 4)), (128, 1));
     }
 
     /// The kernel's merge holds the weights of `MERGE_MAX_SPLITS` shares; the rule must not
