@@ -716,7 +716,7 @@ impl MatrixKernels {
             pipe,
             tiles: (threads, rows),
             unread: (
-                Tensor::new(ctx, &[1], TensorFormat::F32)?,
+                Tensor::new(ctx, &[4], TensorFormat::F32)?,
                 Tensor::new(ctx, &[1], TensorFormat::I32)?,
             ),
         }))

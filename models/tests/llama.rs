@@ -116,6 +116,30 @@ fn long_prompt() -> Vec<u32> {
     (0..40).map(|i| (i * 37 + 3) % 512).collect()
 }
 
+/// A prompt in two chunks, the second after 300 positions: where the device has matrices, both
+/// chunks' attention splits each block's keys between workgroups (few blocks over many keys).
+#[test]
+fn a_prompt_chunk_after_a_long_prefix_matches_reference() {
+    let ctx = ctx();
+    let cfg = LlamaConfig::small().with_max_seq(384);
+    let weights = HostWeights::random(&cfg, SEED);
+    let format = TensorFormat::F16;
+    let Some(mut m) = model_stored(&ctx, &cfg, &weights, format, WeightStorage::Float) else {
+        return;
+    };
+    let prompt: Vec<u32> = (0..340).map(|i| (i * 37 + 3) % 512).collect();
+    let rounded = weights.rounded(format);
+    let want = ReferenceLlama::new(&cfg, &rounded).forward(&prompt);
+    let first = m.prefill(&prompt[..300]).unwrap();
+    assert_logits(format, "prefix's last position", first.row(299), &want[299]);
+    let chunk = m.prefill(&prompt[300..]).unwrap();
+    assert_eq!(m.position(), prompt.len());
+    for (i, w) in want[300..].iter().enumerate() {
+        assert_logits(format, &format!("chunk position {i}"), chunk.row(i), w);
+    }
+    assert_clean(&ctx);
+}
+
 #[test]
 fn prefill_f32() {
     check_prefill(TensorFormat::F32, &PROMPT);

@@ -18,13 +18,13 @@
 // sees none gives 0.
 //
 // A block's keys may be split into shares of `share_keys` keys (a multiple of BC), one
-// workgroup each, so that a causal prompt's last blocks, which see the most keys, do not hold
-// the pass: a block of one share writes o itself; otherwise each share writes its unnormalized
-// output with each row's maximum and sum to part ([item][BR · D values, BR maxima, BR sums],
-// item the share's workgroup), counts itself done in count (one I32 zero per block and head,
-// zero again after the dispatch), and the block's last share to finish merges the shares into
-// o. Grid: [ceil(sq / BR) · shares · workgroup, hq, batch], workgroup x = block · shares +
-// share; shares past a block's last key return at once.
+// workgroup each, so that a few blocks over many keys do not leave the GPU idle: a block of
+// one share writes o itself; otherwise each share writes its unnormalized output with each
+// row's maximum and sum to part ([item][BR · D values, BR maxima, BR sums] of fp32, item the
+// share's workgroup; at most BC shares a block), counts itself done in count (one I32 zero
+// per block and head, zero again after the dispatch), and the block's last share to finish
+// merges the shares into o. Grid: [ceil(sq / BR) · shares · workgroup, hq, batch], workgroup
+// x = block · shares + share; shares past a block's last key return at once.
 //
 // Every loop over matrices is unrolled, and arrays of matrices never leave main: the NVIDIA
 // driver computed zeros where an array of accumulators was indexed by a loop variable, and
@@ -55,7 +55,7 @@ layout (binding = 3) writeonly buffer o_blob { sfp o_data[]; };
 
 // A split block's shares (unnormalized outputs, maxima, sums) and each block's count of
 // shares done.
-layout (binding = 4) coherent buffer part_blob { float part_data[]; };
+layout (binding = 4) coherent buffer part_blob { vec4 part_data[]; };
 layout (binding = 5) coherent buffer count_blob { int count_data[]; };
 
 layout (push_constant) uniform parameter {
@@ -169,47 +169,73 @@ void softmax_step(int warp, int lane, int i0, int j0)
 // Whether this workgroup finished its block's last share.
 shared bool last_share;
 
-// The `count` shares of a block (items first .. first + count - 1 of part) merged into o for
-// query rows r0 .. r0 + BR - 1 of head h: o = Σ e^(m_s - M) o_s / Σ e^(m_s - M) l_s, M the
-// largest m_s (a share that saw none of a row's keys has m_s = -inf and weighs 0). Each row's
-// M and reciprocal sum go to row_m and row_a first, then every output octet is merged.
+// The `count` shares of a block (items first .. first + count - 1 of part, at most BC) merged
+// into o for query rows r0 .. r0 + BR - 1 of head h: o = Σ e^(m_s - M) o_s / Σ e^(m_s - M) l_s,
+// M the largest m_s (a share that saw none of a row's keys has m_s = -inf and weighs 0). Each
+// row's weights go to s_smem (BR rows of BC) and its reciprocal sum to row_a, then every
+// output octet is merged. Loads go out a few shares at a time, so a block of few shares waits
+// on memory a few times, not once a value.
 void merge_shares(int tid, int n, int h, int r0, int first, int count)
 {
-    const int stride = BR * (D + 2);
+    const int stride = BR * (D + 2) / 4;
+    const int ml = BR * D / 4;
     for (int r = tid; r < BR; r += THREADS)
     {
         float big = neg_inf();
-        for (int s = 0; s < count; s++) big = max(big, part_data[(first + s) * stride + BR * D + r]);
-        float l = 0.0;
-        for (int s = 0; s < count; s++)
+        for (int s0 = 0; s0 < count; s0 += 4)
         {
-            const int at = (first + s) * stride + BR * D + r;
-            const float ms = part_data[at];
-            l += ms == neg_inf() ? 0.0 : exp(ms - big) * part_data[at + BR];
+            [[unroll]] for (int u = 0; u < 4; u++)
+                if (s0 + u < count) big = max(big, part_data[(first + s0 + u) * stride + ml + r / 4][r % 4]);
         }
-        row_m[r] = big;
+        float l = 0.0;
+        for (int s0 = 0; s0 < count; s0 += 4)
+        {
+            [[unroll]] for (int u = 0; u < 4; u++)
+            {
+                if (s0 + u >= count) continue;
+                const int at = (first + s0 + u) * stride + ml + r / 4;
+                const float ms = part_data[at][r % 4];
+                const float w = ms == neg_inf() ? 0.0 : exp(ms - big);
+                l += w * part_data[at + BR / 4][r % 4];
+                s_smem[r * BC + s0 + u] = w;
+            }
+        }
         row_a[r] = l > 0.0 ? 1.0 / l : 0.0;
     }
     barrier();
-    for (int e = tid; e < BR * D8; e += THREADS)
+    // Four of an invocation's octets at a time, two shares' values for each in flight.
+    const int per = (BR * D8 + THREADS - 1) / THREADS;
+    for (int u0 = 0; u0 < per; u0 += 4)
     {
-        const int r = e / D8, c = e % D8, i = r0 + r;
-        if (i >= p.sq) continue;
-        float a[8] = float[8](0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
-        for (int s = 0; s < count; s++)
+        vec4 a[8];
+        [[unroll]] for (int x = 0; x < 8; x++) a[x] = vec4(0.0);
+        for (int s0 = 0; s0 < count; s0 += 2)
         {
-            const int at = (first + s) * stride;
-            const float ms = part_data[at + BR * D + r];
-            const float w = ms == neg_inf() ? 0.0 : exp(ms - row_m[r]);
-            [[unroll]] for (int x = 0; x < 8; x++) a[x] += w * part_data[at + r * D + c * 8 + x];
+            [[unroll]] for (int g = 0; g < 2; g++)
+            {
+                [[unroll]] for (int u = 0; u < 4; u++)
+                {
+                    const int e = tid + (u0 + u) * THREADS, s = s0 + g;
+                    if (u0 + u >= per || e >= BR * D8 || s >= count) continue;
+                    const int r = e / D8, c = e % D8;
+                    const float w = s_smem[r * BC + s];
+                    const int at = (first + s) * stride + r * (D / 4) + c * 2;
+                    a[2 * u] += w * part_data[at];
+                    a[2 * u + 1] += w * part_data[at + 1];
+                }
+            }
         }
-        const float inv = row_a[r];
-        uvec4 w;
-        w.x = packHalf2x16(vec2(a[0], a[1]) * inv);
-        w.y = packHalf2x16(vec2(a[2], a[3]) * inv);
-        w.z = packHalf2x16(vec2(a[4], a[5]) * inv);
-        w.w = packHalf2x16(vec2(a[6], a[7]) * inv);
-        o_data[((n * p.sq + i) * p.o_stride + h * D) / 8 + c] = w;
+        [[unroll]] for (int u = 0; u < 4; u++)
+        {
+            const int e = tid + (u0 + u) * THREADS;
+            if (u0 + u >= per || e >= BR * D8) continue;
+            const int r = e / D8, c = e % D8, i = r0 + r;
+            if (i >= p.sq) continue;
+            const float inv = row_a[r];
+            const vec4 x = a[2 * u] * inv, y = a[2 * u + 1] * inv;
+            o_data[((n * p.sq + i) * p.o_stride + h * D) / 8 + c] =
+                uvec4(packHalf2x16(x.xy), packHalf2x16(x.zw), packHalf2x16(y.xy), packHalf2x16(y.zw));
+        }
     }
 }
 
@@ -299,13 +325,14 @@ void main()
         // This share's unnormalized output, maxima and sums into part; the last share merges.
         const int counted = (n * p.hq + h) * (int(gl_NumWorkGroups.x) / p.shares) + block;
         const int first = counted * p.shares;
-        const int at = (first + share) * BR * (D + 2);
+        const int at = (first + share) * (BR * (D + 2) / 4);
         [[unroll]] for (int f = 0; f < D / 16; f++)
-            coopMatStore(o[f], part_data, at + warp * 16 * D + f * 16, D, gl_CooperativeMatrixLayoutRowMajor);
+            coopMatStore(o[f], part_data, at + (warp * 16 * D + f * 16) / 4, D / 4, gl_CooperativeMatrixLayoutRowMajor);
         if (lane < 16)
         {
-            part_data[at + BR * D + warp * 16 + lane] = row_m[warp * 16 + lane];
-            part_data[at + BR * D + BR + warp * 16 + lane] = row_l[warp * 16 + lane];
+            const int r = warp * 16 + lane;
+            part_data[at + BR * D / 4 + r / 4][r % 4] = row_m[r];
+            part_data[at + (BR * D + BR) / 4 + r / 4][r % 4] = row_l[r];
         }
         memoryBarrierBuffer();
         barrier();

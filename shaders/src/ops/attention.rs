@@ -134,15 +134,19 @@ const CM2_MIN_ROWS: usize = 1024;
 /// counters [`Ops::share_counts`] holds): beyond, the combine pass does.
 pub(crate) const COUNTED_ROWS: usize = 1024;
 
-/// The fewest keys a share of a split [`attention_cm`] block walks (four steps of 32): each
-/// share pays the workgroup's start (Q staged, the first keys loaded) and its part of the
-/// merge, which a share of one or two steps would not earn back.
-const CM_SHARE_MIN_KEYS: usize = 128;
+/// The fewest keys a share of a split [`attention_cm`] block walks (eight steps of 32): the
+/// last share's merge costs about what four steps do (on the H200 a 256-token prompt of
+/// TinyLlama's heads ran slower in shares of 128 keys; BENCHMARKS.md).
+const CM_SHARE_MIN_KEYS: usize = 256;
+
+/// The most shares of a split [`attention_cm`] block: the weights its merge holds (its keys
+/// a step, `BC` in attention_cm.comp; a unit test holds the two equal).
+const CM_MAX_SHARES: usize = 32;
 
 /// How [`attention_cm`] splits the keys of `s`'s blocks of `rows` query rows on `sms`
 /// multiprocessors (`causal` and its offset): each block into as many shares (of at least
-/// [`CM_SHARE_MIN_KEYS`], whole steps of 32) as keep the grid within one wave of one
-/// workgroup a multiprocessor, where its counters fit [`Ops::share_counts`]. A grid of more
+/// [`CM_SHARE_MIN_KEYS`], whole steps of 32, at most [`CM_MAX_SHARES`]) as keep the grid
+/// within one wave of one workgroup a multiprocessor, where its counters fit [`Ops::share_counts`]. A grid of more
 /// blocks than that is not split: a second wave costs more than the longest block's steps.
 fn cm_shares(
     s: &AttentionShape,
@@ -151,7 +155,7 @@ fn cm_shares(
     sms: usize,
 ) -> KeyShares {
     let blocks = s.cm_blocks(rows);
-    let most = sms / blocks.max(1);
+    let most = (sms / blocks.max(1)).min(CM_MAX_SHARES);
     let seen = s.cm_keys_seen(rows, causal, offset);
     let keys = if most < 2 || blocks > COUNTED_ROWS {
         s.skv.max(1)
@@ -367,10 +371,11 @@ impl Ops {
         let pipe = pipeline(OP, kernel, &spec, Some([threads, 1, 1]))?;
         let rows = 16 * (threads / subgroup) as usize;
         let shares = cm_shares(s, rows, (causal, offset), self.multiprocessors());
+        // Unsplit, the kernel reads no part, but its binding holds whole vec4s.
         let part_shape = if shares.count > 1 {
             s.cm_part_shape(rows, shares).to_vec()
         } else {
-            vec![1]
+            vec![4]
         };
         let part = scratch(
             list,
@@ -731,10 +736,24 @@ mod tests {
         assert_eq!(shares(prompt(512, 512, 32)), (512, 1));
         // A chunk of 128 tokens after 1920: 32 blocks, 4 shares each of 2048 keys.
         assert_eq!(shares(prompt(128, 2048, 32)), (512, 4));
-        // 8 blocks over 300 keys: shares of at least 128 keys.
-        assert_eq!(shares(prompt(40, 300, 8)), (128, 3));
+        // 8 blocks over 300 keys: shares of at least 256 keys.
+        assert_eq!(shares(prompt(40, 300, 8)), (256, 2));
         // Short keys: one share.
-        assert_eq!(shares(prompt(100, 100, 4)), (128, 1));
+        assert_eq!(shares(prompt(100, 100, 4)), (256, 1));
+        assert_eq!(shares(prompt(256, 256, 32)), (256, 1));
+        // Two blocks over 8192 keys: at most 32 shares.
+        assert_eq!(shares(prompt(64, 8192, 2)), (256, 32));
+    }
+
+    #[test]
+    fn the_matrix_kernels_share_limit_is_its_keys_a_step() {
+        let source = include_str!("../attention_cm.comp");
+        let declared: Vec<usize> = source
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("const int BC = "))
+            .map(|value| value.trim_end_matches(';').parse().unwrap())
+            .collect();
+        assert_eq!(declared, vec![CM_MAX_SHARES]);
     }
 
     /// The kernel's merge holds the weights of `MERGE_MAX_SPLITS` shares; the rule must not
