@@ -745,15 +745,20 @@ mod tests {
         assert_eq!(shares(prompt(64, 8192, 2)), (256, 32));
     }
 
+    /// The values `source` gives the lines that start with `prefix` (a `;` after it dropped).
+    fn declared(source: &str, prefix: &str) -> Vec<usize> {
+        source
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix(prefix))
+            .map(|value| value.trim().trim_end_matches(';').parse().unwrap())
+            .collect()
+    }
+
+    /// The matrix kernel's merge holds the weights of `BC` shares in its score memory.
     #[test]
     fn the_matrix_kernels_share_limit_is_its_keys_a_step() {
         let source = include_str!("../attention_cm.comp");
-        let declared: Vec<usize> = source
-            .lines()
-            .filter_map(|line| line.trim().strip_prefix("const int BC = "))
-            .map(|value| value.trim_end_matches(';').parse().unwrap())
-            .collect();
-        assert_eq!(declared, vec![CM_MAX_SHARES]);
+        assert_eq!(declared(source, "const int BC = "), vec![CM_MAX_SHARES]);
     }
 
     /// The kernel's merge holds the weights of `MERGE_MAX_SPLITS` shares; the rule must not
@@ -761,11 +766,7 @@ mod tests {
     #[test]
     fn the_share_limit_is_the_one_the_decode_kernel_holds() {
         let source = include_str!("../attention_decode.comp");
-        let defined: Vec<usize> = source
-            .lines()
-            .filter_map(|line| line.trim().strip_prefix("#define MERGE_MAX_SPLITS "))
-            .map(|value| value.trim().parse().unwrap())
-            .collect();
+        let defined = declared(source, "#define MERGE_MAX_SPLITS ");
         assert_eq!(defined, vec![DECODE_MAX_SPLITS]);
     }
 
