@@ -546,6 +546,9 @@ fn matrix_cases() -> Vec<AttentionShape> {
         // causal offset.
         shape(1, 300, 300, 2, 1, 64),
         shape(2, 200, 330, 2, 2, 64),
+        // More queries than keys over several blocks: a split block whose first rows see no
+        // key in any share.
+        shape(1, 300, 290, 2, 1, 64),
     ]
 }
 
