@@ -735,7 +735,7 @@ impl CmPipeline {
     /// The kernel's pass over `s` with each block's keys whole.
     fn whole(&self, s: &AttentionShape) -> CmSplit<'_> {
         CmSplit {
-            shares: s.cm_key_shares(self.tiles.1, false, 0, s.skv),
+            shares: s.cm_unsplit(),
             part: &self.unread.0,
             counts: &self.unread.1,
         }

@@ -86,10 +86,12 @@ vkprism::compute_shader! {
     /// (constant 1) the head dimension, a multiple of 16 up to 256, every row stride a multiple
     /// of 8; `subgroup_size` (constant 2) the device's; a workgroup of 128 or 256 (up to `D` =
     /// 128). Each block's keys may be split into shares of `share_keys` keys (push constants
-    /// `share_keys`, a multiple of 32, and `shares`, workgroups a block: [`KeyShares`](crate::KeyShares)): each
-    /// share writes its unnormalized output, maxima and sums to `part`, counts itself done in
-    /// `count`, and the block's last share merges them into `o` ([`CmSplit`](crate::CmSplit)). Grid
-    /// [`AttentionShape::cm_grid`](crate::AttentionShape::cm_grid). Variants: `fp16s_cm`, `fp16sa_cm`.
+    /// `share_keys`, a multiple of 32, and `shares`, workgroups a block:
+    /// [`KeyShares`](crate::KeyShares)): each share writes its unnormalized output, maxima and
+    /// sums to `part`, counts itself done in `count`, and the block's last share merges them
+    /// into `o` ([`CmSplit`](crate::CmSplit)). Grid
+    /// [`AttentionShape::cm_grid`](crate::AttentionShape::cm_grid). Variants: `fp16s_cm`,
+    /// `fp16sa_cm`.
         attention_cm: { path: "attention_cm.comp" },
     /// Flash attention on `VK_NV_cooperative_matrix2`'s workgroup-scope matrices:
     /// [`attention`](crate::attention)'s operation and layouts for a block of `BR` query rows per
@@ -230,6 +232,14 @@ impl AttentionShape {
         }
     }
 
+    /// [`attention_cm`]'s blocks unsplit: one share of all the keys.
+    pub fn cm_unsplit(&self) -> KeyShares {
+        KeyShares {
+            keys: self.skv.max(1),
+            count: 1,
+        }
+    }
+
     /// The most keys a block of `rows` query rows sees (its last block's, where `causal` with
     /// `offset`).
     pub fn cm_keys_seen(&self, rows: usize, causal: bool, offset: i32) -> usize {
@@ -345,8 +355,8 @@ impl AttentionShape {
             o_blob: o,
         };
         let grid = self.cm_grid(threads, rows, 1);
-        let whole = self.cm_key_shares(rows, false, 0, self.skv);
-        list.dispatch(pipe, &bindings, &self.cm_push(scale, offset, whole), grid)
+        let push = self.cm_push(scale, offset, self.cm_unsplit());
+        list.dispatch(pipe, &bindings, &push, grid)
     }
 
     /// [`attention_cm`]'s and [`attention_cm2`]'s push constants for contiguous operands and

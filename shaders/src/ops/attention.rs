@@ -146,8 +146,9 @@ const CM_MAX_SHARES: usize = 32;
 /// How [`attention_cm`] splits the keys of `s`'s blocks of `rows` query rows on `sms`
 /// multiprocessors (`causal` and its offset): each block into as many shares (of at least
 /// [`CM_SHARE_MIN_KEYS`], whole steps of 32, at most [`CM_MAX_SHARES`]) as keep the grid
-/// within one wave of one workgroup a multiprocessor, where its counters fit [`Ops::share_counts`]. A grid of more
-/// blocks than that is not split: a second wave costs more than the longest block's steps.
+/// within one wave of one workgroup a multiprocessor, where its counters fit
+/// [`Ops::share_counts`]. A grid of more blocks than that is not split: a second wave costs
+/// more than the longest block's steps.
 fn cm_shares(
     s: &AttentionShape,
     rows: usize,
@@ -156,14 +157,14 @@ fn cm_shares(
 ) -> KeyShares {
     let blocks = s.cm_blocks(rows);
     let most = (sms / blocks.max(1)).min(CM_MAX_SHARES);
+    if most < 2 || blocks > COUNTED_ROWS {
+        return s.cm_unsplit();
+    }
     let seen = s.cm_keys_seen(rows, causal, offset);
-    let keys = if most < 2 || blocks > COUNTED_ROWS {
-        s.skv.max(1)
-    } else {
-        seen.div_ceil(most)
-            .next_multiple_of(32)
-            .max(CM_SHARE_MIN_KEYS)
-    };
+    let keys = seen
+        .div_ceil(most)
+        .next_multiple_of(32)
+        .max(CM_SHARE_MIN_KEYS);
     s.cm_key_shares(rows, causal, offset, keys)
 }
 
